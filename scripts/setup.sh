@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up evalret in ./.venv on a fresh machine (Python 3.10+, pip, gcc).
+#   bash scripts/setup.sh          # evalret and its runtime dependencies
+#   bash scripts/setup.sh --test   # ... plus the test dependencies (pytest, hypothesis, trec_eval)
+# torch is installed first as the CPU build 2.13.0, so that sentence-transformers does not pull a
+# multi-GB GPU build. On a machine without a local torch wheel, set EVALRET_TORCH_INDEX to a CPU
+# wheel index (e.g. PyTorch's /whl/cpu index) to get a CPU build from there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extra=""
+case "${1:-}" in
+  --test) extra="[test]" ;;
+  --dev) extra="[dev]" ;;
+  "") ;;
+  *) echo "usage: $0 [--test|--dev]" >&2; exit 2 ;;
+esac
+
+python3 -m venv .venv
+pip=(.venv/bin/python -m pip --quiet --disable-pip-version-check)
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  if [ -n "${EVALRET_TORCH_INDEX:-}" ]; then
+    "${pip[@]}" install "torch==2.13.0" --index-url "$EVALRET_TORCH_INDEX"
+  else
+    "${pip[@]}" install "torch==2.13.0"
+  fi
+fi
+"${pip[@]}" install -e ".${extra}"
+.venv/bin/evalret --version

@@ -1,0 +1,3 @@
+from evalret.cli import main
+
+main()

@@ -1,0 +1,237 @@
+"""The YAML config, validated by pydantic: every field has a default, unknown keys are rejected.
+
+Relative paths in a config file are resolved against the directory of that file; with no file,
+against the current directory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evalret.errors import ConfigError, MetricError, Problem
+from evalret.metrics import parse_metrics
+
+DEFAULT_METRICS = [
+    "ndcg@10",
+    "mrr@10",
+    "recall@10",
+    "recall@100",
+    "precision@10",
+    "map@100",
+    "hit_rate@10",
+]
+PACKAGED_MODEL = "all-MiniLM-L6-v2"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GoldenSetConfig(_Strict):
+    """Where the golden set is and how to read it."""
+
+    path: Path = Field(Path("golden_sets/demo"), description="directory (or TREC qrels file)")
+    format: Literal["auto", "native", "beir", "trec"] = "auto"
+    split: str = Field("test", description="BEIR qrels split: qrels/<split>.tsv")
+    queries: Path | None = Field(None, description="TREC format: the queries file")
+    corpus: Path | None = Field(None, description="TREC format: the corpus file")
+    qrels: Path | None = Field(None, description="TREC format: the qrels file")
+
+
+class ModelConfig(_Strict):
+    """The embedding model and how texts are fed to it."""
+
+    name: str = Field(PACKAGED_MODEL, description="packaged MiniLM, a local directory, or a name")
+    batch_size: int = Field(32, ge=1)
+    normalize: bool = True
+    query_prefix: str = ""
+    document_prefix: str = ""
+    max_seq_length: int | None = Field(256, ge=1)
+    truncate_dim: int | None = Field(None, ge=1)
+    device: str = "cpu"
+
+
+class ExactIndexConfig(_Strict):
+    enabled: bool = True
+
+
+class HnswIndexConfig(_Strict):
+    enabled: bool = True
+    m: int = Field(32, ge=2)
+    ef_construction: int = Field(200, ge=1)
+    ef_search: int = Field(128, ge=1)
+
+
+class IndexesConfig(_Strict):
+    exact: ExactIndexConfig = ExactIndexConfig()
+    hnsw: HnswIndexConfig = HnswIndexConfig()
+
+    @model_validator(mode="after")
+    def _one_enabled(self) -> IndexesConfig:
+        if not (self.exact.enabled or self.hnsw.enabled):
+            raise ValueError("at least one index (exact or hnsw) must be enabled")
+        return self
+
+
+class SliceDefinition(_Strict):
+    """A slice declared in the config: queries matching every given criterion."""
+
+    name: str = Field(min_length=1)
+    tag: str | None = None
+    query_ids: list[str] | None = None
+    pattern: str | None = Field(None, description="regular expression searched in the query text")
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as e:
+                raise ValueError(f"invalid regular expression: {e}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _has_criterion(self) -> SliceDefinition:
+        if self.tag is None and self.query_ids is None and self.pattern is None:
+            raise ValueError("a slice needs at least one of: tag, query_ids, pattern")
+        return self
+
+
+class SlicesConfig(_Strict):
+    tags: bool = Field(True, description="one slice per tag found in the golden set")
+    frequency: bool = Field(True, description="head/torso/tail when queries carry frequency")
+    head_fraction: float = Field(0.05, gt=0, lt=1)
+    tail_fraction: float = Field(0.5, gt=0, lt=1)
+    custom: list[SliceDefinition] = []
+
+    @model_validator(mode="after")
+    def _fractions(self) -> SlicesConfig:
+        if self.head_fraction + self.tail_fraction > 1:
+            raise ValueError("head_fraction + tail_fraction must not exceed 1")
+        names = [s.name for s in self.custom]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate custom slice names: {', '.join(dupes)}")
+        return self
+
+
+class BootstrapConfig(_Strict):
+    samples: int = Field(1000, ge=100)
+    seed: int = 0
+    confidence: float = Field(0.95, gt=0, lt=1)
+
+
+class OutputConfig(_Strict):
+    dir: Path = Path("reports")
+
+
+class Config(_Strict):
+    """The whole evalret configuration."""
+
+    golden_set: GoldenSetConfig = GoldenSetConfig()
+    model: ModelConfig = ModelConfig()
+    indexes: IndexesConfig = IndexesConfig()
+    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
+    ndcg_gain: Literal["linear", "exponential"] = "linear"
+    slices: SlicesConfig = SlicesConfig()
+    bootstrap: BootstrapConfig = BootstrapConfig()
+    output: OutputConfig = OutputConfig()
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, v: list[str]) -> list[str]:
+        try:
+            return [str(m) for m in parse_metrics(v)]
+        except MetricError as e:
+            raise ValueError("; ".join(p.message for p in e.problems)) from None
+
+    @property
+    def depth(self) -> int:
+        """Search depth: the largest metric cutoff."""
+        return max(m.k for m in parse_metrics(self.metrics))
+
+    def resolve_paths(self, base: Path) -> Config:
+        """A copy whose relative paths are made absolute against ``base``."""
+
+        def fix(p: Path | None) -> Path | None:
+            return None if p is None or p.is_absolute() else (base / p).resolve()
+
+        gs = self.golden_set
+        updates = {k: fix(getattr(gs, k)) for k in ("path", "queries", "corpus", "qrels")}
+        golden = gs.model_copy(update={k: v for k, v in updates.items() if v is not None})
+        model = self.model
+        model_path = base / model.name
+        if not Path(model.name).is_absolute() and model_path.exists():
+            model = model.model_copy(update={"name": str(model_path)})
+        out = self.output.model_copy(update={"dir": fix(self.output.dir) or self.output.dir})
+        return self.model_copy(update={"golden_set": golden, "model": model, "output": out})
+
+
+def _node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the YAML node at ``loc`` (or of its deepest existing parent)."""
+    node, line = root, (root.start_mark.line + 1 if root is not None else None)
+    for part in loc:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == part:
+                    child = key if part == loc[-1] else value
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if 0 <= part < len(node.value):
+                child = node.value[part]
+        if child is None:
+            break
+        node, line = child, child.start_mark.line + 1
+    return line
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_config(text: str, source: str = "<config>") -> Config:
+    """Validate YAML text into a Config; every problem is reported with its key path and line."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(e, "problem", None) or str(e)
+        raise ConfigError("invalid YAML", [Problem(problem, source, line)]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError("invalid config", [Problem("the top level must be a mapping", source, 1)])
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function")))
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key"
+            problems.append(Problem(f"{_format_loc(loc)}: {msg}", source, _node_line(root, loc)))
+        raise ConfigError(f"invalid config {source}", problems) from None
+
+
+def load_config(path: Path | None) -> Config:
+    """Read and validate a config file (defaults when ``path`` is None), paths made absolute."""
+    if path is None:
+        return Config().resolve_paths(Path.cwd())
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read config {path}: {e.strerror or e}") from None
+    return parse_config(text, str(path)).resolve_paths(path.resolve().parent)

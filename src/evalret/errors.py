@@ -1,0 +1,78 @@
+"""One exception hierarchy for evalret and the exit codes the CLI maps them to.
+
+The library raises these; only the CLI turns them into a message and an exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes, shared by every command."""
+
+    OK = 0
+    REGRESSION = 1  # the gate found a regression (reserved for `evalret run --baseline`)
+    INVALID_INPUT = 2  # bad config, golden set, arguments, or an incompatible baseline
+    INTERNAL = 3  # runtime or internal failure, e.g. the model cannot be loaded
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input, with where it is."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file or ""
+        if self.file and self.line is not None:
+            where = f"{self.file}:{self.line}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+class EvalretError(Exception):
+    """Base of every error evalret raises on purpose."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+
+class InputError(EvalretError):
+    """The user's input is wrong: config, golden set or arguments. Carries every problem found."""
+
+    exit_code = ExitCode.INVALID_INPUT
+
+    def __init__(self, summary: str, problems: Iterable[Problem] = ()) -> None:
+        self.summary = summary
+        self.problems = list(problems)
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        if not self.problems:
+            return self.summary
+        shown = self.problems[:50]
+        lines = [self.summary, *(f"  {p}" for p in shown)]
+        if len(self.problems) > len(shown):
+            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
+        return "\n".join(lines)
+
+
+class ConfigError(InputError):
+    """The YAML config is malformed or does not validate."""
+
+
+class GoldenSetError(InputError):
+    """The golden set cannot be read or is inconsistent."""
+
+
+class MetricError(InputError):
+    """A metric name cannot be parsed or is unknown."""
+
+
+class ModelError(EvalretError):
+    """The embedding model cannot be loaded or fails while embedding."""
+
+    exit_code = ExitCode.INTERNAL

@@ -1,0 +1,420 @@
+"""Golden sets: queries, corpus, graded judgments, tags and frequencies, read from three formats.
+
+* native: a directory with ``corpus.jsonl`` (``id``, ``text``, optional ``title``, ``metadata``) and
+  ``queries.jsonl`` (``id``, ``text``, ``relevant`` as ``{doc_id: grade}`` or a list of doc ids
+  meaning grade 1, optional ``tags``, optional ``frequency``);
+* BEIR: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``, ``text``),
+  ``qrels/<split>.tsv`` with a header; only queries judged in the split are evaluated;
+* TREC: a qrels file (``qid iter docno rel``) plus a queries file (``qid<TAB>text`` or JSONL) and a
+  corpus file (JSONL, or ``docid<TAB>text``).
+
+Every reader collects all problems (file and line) before raising one GoldenSetError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from evalret.config import GoldenSetConfig
+from evalret.errors import GoldenSetError, Problem
+
+Format = Literal["native", "beir", "trec"]
+
+
+@dataclass(frozen=True)
+class GoldenSet:
+    """A loaded golden set. Documents and queries keep their file order."""
+
+    source: str
+    format: Format
+    doc_ids: list[str]
+    doc_texts: list[str]  # what is embedded: (title + " " + text).strip()
+    query_ids: list[str]  # the queries to evaluate
+    query_texts: list[str]
+    qrels: dict[str, dict[str, int]]  # query id -> {doc id: grade}, grade 0 = judged non-relevant
+    tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    frequency: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def doc_index(self) -> dict[str, int]:
+        return {d: i for i, d in enumerate(self.doc_ids)}
+
+    def n_relevant(self, query_id: str) -> int:
+        return sum(1 for g in self.qrels.get(query_id, {}).values() if g >= 1)
+
+    @property
+    def queries_without_relevant(self) -> list[str]:
+        return [q for q in self.query_ids if self.n_relevant(q) == 0]
+
+    def subset(self, query_ids: list[str]) -> GoldenSet:
+        """The same golden set restricted to ``query_ids`` (in that order)."""
+        text = dict(zip(self.query_ids, self.query_texts, strict=True))
+        return GoldenSet(
+            source=self.source,
+            format=self.format,
+            doc_ids=self.doc_ids,
+            doc_texts=self.doc_texts,
+            query_ids=list(query_ids),
+            query_texts=[text[q] for q in query_ids],
+            qrels={q: self.qrels.get(q, {}) for q in query_ids},
+            tags={q: self.tags[q] for q in query_ids if q in self.tags},
+            frequency={q: self.frequency[q] for q in query_ids if q in self.frequency},
+        )
+
+    def qrel_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Judgments of the evaluated queries as (query index, document index, grade) arrays."""
+        qi: list[int] = []
+        di: list[int] = []
+        gr: list[int] = []
+        for i, q in enumerate(self.query_ids):
+            for d, g in self.qrels.get(q, {}).items():
+                qi.append(i)
+                di.append(self.doc_index[d])
+                gr.append(g)
+        return (np.array(qi, dtype=np.int64), np.array(di, dtype=np.int64), np.array(gr, dtype=np.int64))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 of the content that decides the metrics: texts, judgments, tags, frequencies."""
+        h = hashlib.sha256()
+
+        def put(obj: Any) -> None:
+            h.update(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode())
+            h.update(b"\n")
+
+        put(["evalret-golden-set", 1])
+        for d, t in sorted(zip(self.doc_ids, self.doc_texts, strict=True)):
+            put(["d", d, t])
+        for q, t in sorted(zip(self.query_ids, self.query_texts, strict=True)):
+            put(["q", q, t, sorted(self.qrels.get(q, {}).items()), list(self.tags.get(q, ())),
+                 self.frequency.get(q)])
+        return h.hexdigest()
+
+
+# --- record schemas -------------------------------------------------------------------------
+
+
+class _NativeDoc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1)
+    text: str
+    title: str = ""
+    metadata: dict[str, Any] = {}
+
+
+class _NativeQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1)
+    text: str
+    relevant: dict[str, StrictInt] | list[str]
+    tags: list[str] = []
+    frequency: StrictInt | None = Field(None, ge=0)
+    metadata: dict[str, Any] = {}
+
+
+class _BeirDoc(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    id: str = Field(alias="_id", min_length=1)
+    text: str = ""
+    title: str = ""
+
+
+class _BeirQuery(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    id: str = Field(alias="_id", min_length=1)
+    text: str  # metadata (and anything else) is ignored: it is never embedded
+
+
+def _first_pydantic_problem(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
+
+class _Reader:
+    """Collects problems while reading the files of one golden set."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def problem(self, message: str, file: Path | None = None, line: int | None = None) -> None:
+        self.problems.append(Problem(message, str(file) if file else None, line))
+
+    def lines(self, path: Path) -> Iterator[tuple[int, str]]:
+        try:
+            with path.open(encoding="utf-8") as f:
+                for n, raw in enumerate(f, start=1):
+                    if raw.strip():
+                        yield n, raw
+        except FileNotFoundError:
+            self.problem("file not found", path)
+        except UnicodeDecodeError as e:
+            self.problem(f"not valid UTF-8 ({e.reason} at byte {e.start})", path)
+        except OSError as e:
+            self.problem(f"cannot read: {e.strerror or e}", path)
+
+    def jsonl(self, path: Path, model: type[BaseModel]) -> Iterator[tuple[int, Any]]:
+        for n, raw in self.lines(path):
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as e:
+                self.problem(f"invalid JSON: {e.msg} (column {e.colno})", path, n)
+                continue
+            if not isinstance(obj, dict):
+                self.problem("each line must be a JSON object", path, n)
+                continue
+            try:
+                yield n, model.model_validate(obj)
+            except ValidationError as e:
+                self.problem(_first_pydantic_problem(e), path, n)
+
+    def fail_if_any(self, source: str) -> None:
+        if self.problems:
+            raise GoldenSetError(
+                f"golden set {source}: {len(self.problems)} problem(s)", self.problems
+            )
+
+
+def _doc_text(title: str, text: str) -> str:
+    return f"{title} {text}".strip()
+
+
+class _Builder(_Reader):
+    """Accumulates documents, queries and judgments, checking ids as it goes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.docs: dict[str, str] = {}
+        self.doc_where: dict[str, tuple[Path, int]] = {}
+        self.queries: dict[str, str] = {}
+        self.query_where: dict[str, tuple[Path, int]] = {}
+        self.qrels: dict[str, dict[str, int]] = {}
+        self.qrel_where: list[tuple[str, str, Path, int]] = []
+        self.tags: dict[str, tuple[str, ...]] = {}
+        self.frequency: dict[str, int] = {}
+
+    def add_doc(self, doc_id: str, text: str, path: Path, line: int) -> None:
+        if doc_id in self.docs:
+            first = self.doc_where[doc_id]
+            self.problem(f"duplicate document id {doc_id!r} (first at line {first[1]})", path, line)
+            return
+        if not text:
+            self.problem(f"document {doc_id!r} has no text", path, line)
+        self.docs[doc_id] = text
+        self.doc_where[doc_id] = (path, line)
+
+    def add_query(self, query_id: str, text: str, path: Path, line: int) -> bool:
+        if query_id in self.queries:
+            first = self.query_where[query_id]
+            self.problem(f"duplicate query id {query_id!r} (first at line {first[1]})", path, line)
+            return False
+        if not text.strip():
+            self.problem(f"query {query_id!r} has no text", path, line)
+        self.queries[query_id] = text
+        self.query_where[query_id] = (path, line)
+        return True
+
+    def add_judgment(self, query_id: str, doc_id: str, grade: int, path: Path, line: int) -> None:
+        if grade < 0:
+            self.problem(
+                f"grade {grade} for ({query_id!r}, {doc_id!r}): grades are integers >= 0", path, line
+            )
+            return
+        judged = self.qrels.setdefault(query_id, {})
+        if doc_id in judged:
+            self.problem(f"duplicate judgment for query {query_id!r}, document {doc_id!r}", path, line)
+            return
+        judged[doc_id] = grade
+        self.qrel_where.append((query_id, doc_id, path, line))
+
+    def check_references(self) -> None:
+        for query_id, doc_id, path, line in self.qrel_where:
+            if doc_id not in self.docs:
+                self.problem(f"judgment for unknown document {doc_id!r} (query {query_id!r})", path, line)
+            if query_id not in self.queries:
+                self.problem(f"judgment for unknown query {query_id!r}", path, line)
+
+    def build(self, source: str, fmt: Format, evaluate: list[str]) -> GoldenSet:
+        self.check_references()
+        if not self.docs and not self.problems:
+            self.problem("the corpus is empty")
+        if not evaluate and not self.problems:
+            self.problem("no query to evaluate")
+        self.fail_if_any(source)
+        return GoldenSet(
+            source=source,
+            format=fmt,
+            doc_ids=list(self.docs),
+            doc_texts=list(self.docs.values()),
+            query_ids=evaluate,
+            query_texts=[self.queries[q] for q in evaluate],
+            qrels={q: self.qrels.get(q, {}) for q in evaluate},
+            tags={q: self.tags[q] for q in evaluate if q in self.tags},
+            frequency={q: self.frequency[q] for q in evaluate if q in self.frequency},
+        )
+
+
+# --- the three formats ------------------------------------------------------------------------
+
+
+def read_native(directory: Path) -> GoldenSet:
+    b = _Builder()
+    corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
+    for n, doc in b.jsonl(corpus, _NativeDoc):
+        b.add_doc(doc.id, _doc_text(doc.title, doc.text), corpus, n)
+    order: list[str] = []
+    for n, q in b.jsonl(queries, _NativeQuery):
+        if not b.add_query(q.id, q.text, queries, n):
+            continue
+        order.append(q.id)
+        relevant = q.relevant if isinstance(q.relevant, dict) else dict.fromkeys(q.relevant, 1)
+        b.qrels.setdefault(q.id, {})
+        for doc_id, grade in relevant.items():
+            b.add_judgment(q.id, doc_id, grade, queries, n)
+        if q.tags:
+            b.tags[q.id] = tuple(dict.fromkeys(q.tags))
+        if q.frequency is not None:
+            b.frequency[q.id] = q.frequency
+    return b.build(str(directory), "native", order)
+
+
+def _read_qrels_rows(b: _Builder, path: Path, columns: int, header: bool) -> list[str]:
+    """Judgments from a whitespace-separated qrels file; returns query ids in first-seen order."""
+    order: dict[str, None] = {}
+    for n, raw in b.lines(path):
+        parts = raw.split()
+        if header and n == 1 and len(parts) == columns and not parts[-1].lstrip("-").isdigit():
+            continue
+        if len(parts) != columns:
+            b.problem(f"expected {columns} columns, found {len(parts)}", path, n)
+            continue
+        query_id, doc_id, grade = parts[0], parts[-2], parts[-1]
+        try:
+            value = int(grade)
+        except ValueError:
+            b.problem(f"grade {grade!r} is not an integer", path, n)
+            continue
+        b.add_judgment(query_id, doc_id, value, path, n)
+        order.setdefault(query_id, None)
+    return list(order)
+
+
+def read_beir(directory: Path, split: str) -> GoldenSet:
+    b = _Builder()
+    corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
+    qrels = directory / "qrels" / f"{split}.tsv"
+    if not qrels.exists():
+        available = sorted(p.stem for p in (directory / "qrels").glob("*.tsv"))
+        raise GoldenSetError(
+            f"golden set {directory}: no qrels for split {split!r} ({qrels}); "
+            f"available splits: {', '.join(available) or 'none'}"
+        )
+    for n, doc in b.jsonl(corpus, _BeirDoc):
+        b.add_doc(doc.id, _doc_text(doc.title, doc.text), corpus, n)
+    for n, q in b.jsonl(queries, _BeirQuery):
+        b.add_query(q.id, q.text, queries, n)
+    judged = _read_qrels_rows(b, qrels, columns=3, header=True)
+    return b.build(str(directory), "beir", [q for q in judged if q in b.queries])
+
+
+def _read_tsv_or_jsonl_queries(b: _Builder, path: Path) -> None:
+    if path.suffix == ".jsonl":
+        for n, q in b.jsonl(path, _BeirQuery):
+            b.add_query(q.id, q.text, path, n)
+        return
+    for n, raw in b.lines(path):
+        qid, sep, text = raw.rstrip("\n").partition("\t")
+        if not sep:
+            b.problem("expected 'query_id<TAB>text'", path, n)
+            continue
+        b.add_query(qid.strip(), text.strip(), path, n)
+
+
+def _read_tsv_or_jsonl_corpus(b: _Builder, path: Path) -> None:
+    if path.suffix == ".jsonl":
+        for n, doc in b.jsonl(path, _BeirDoc):
+            b.add_doc(doc.id, _doc_text(doc.title, doc.text), path, n)
+        return
+    for n, raw in b.lines(path):
+        doc_id, sep, text = raw.rstrip("\n").partition("\t")
+        if not sep:
+            b.problem("expected 'doc_id<TAB>text'", path, n)
+            continue
+        b.add_doc(doc_id.strip(), text.strip(), path, n)
+
+
+def _find(directory: Path, names: tuple[str, ...]) -> Path | None:
+    return next((directory / n for n in names if (directory / n).is_file()), None)
+
+
+TREC_QRELS_NAMES = ("qrels.txt", "qrels.trec", "qrels.tsv", "qrels")
+TREC_QUERIES_NAMES = ("queries.tsv", "topics.tsv", "queries.jsonl", "queries.txt")
+TREC_CORPUS_NAMES = ("corpus.jsonl", "corpus.tsv", "collection.tsv")
+
+
+def read_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenSet:
+    base = qrels.parent
+    queries = queries or _find(base, TREC_QUERIES_NAMES)
+    corpus = corpus or _find(base, TREC_CORPUS_NAMES)
+    missing = [
+        f"{what} (set golden_set.{what} or add one of {', '.join(names)} beside the qrels)"
+        for what, found, names in (
+            ("queries", queries, TREC_QUERIES_NAMES),
+            ("corpus", corpus, TREC_CORPUS_NAMES),
+        )
+        if found is None
+    ]
+    if missing:
+        raise GoldenSetError(f"TREC golden set {qrels}: missing " + "; ".join(missing))
+    assert queries is not None and corpus is not None  # narrowed above
+    b = _Builder()
+    _read_tsv_or_jsonl_corpus(b, corpus)
+    _read_tsv_or_jsonl_queries(b, queries)
+    judged = _read_qrels_rows(b, qrels, columns=4, header=False)
+    return b.build(str(qrels), "trec", [q for q in judged if q in b.queries])
+
+
+def detect_format(cfg: GoldenSetConfig) -> Format:
+    """Which reader fits ``cfg.path``; an explicit ``format`` wins."""
+    if cfg.format != "auto":
+        return cfg.format
+    path = cfg.path
+    if cfg.qrels is not None or path.is_file():
+        return "trec"
+    if not path.is_dir():
+        raise GoldenSetError(f"golden set not found: {path}")
+    if (path / "qrels").is_dir():
+        return "beir"
+    if _find(path, TREC_QRELS_NAMES):
+        return "trec"
+    if (path / "corpus.jsonl").is_file() and (path / "queries.jsonl").is_file():
+        return "native"
+    raise GoldenSetError(
+        f"cannot tell the format of golden set {path}: expected corpus.jsonl + queries.jsonl "
+        "(native), a qrels/ directory (BEIR) or a qrels file (TREC); set golden_set.format"
+    )
+
+
+def load_golden_set(cfg: GoldenSetConfig) -> GoldenSet:
+    """Read the golden set the config points at, auto-detecting its format."""
+    fmt = detect_format(cfg)
+    if fmt == "native":
+        return read_native(cfg.path)
+    if fmt == "beir":
+        return read_beir(cfg.path, cfg.split)
+    qrels = cfg.qrels or (cfg.path if cfg.path.is_file() else _find(cfg.path, TREC_QRELS_NAMES))
+    if qrels is None:
+        raise GoldenSetError(f"TREC golden set {cfg.path}: no qrels file (set golden_set.qrels)")
+    return read_trec(qrels, cfg.queries, cfg.corpus)

@@ -1,0 +1,117 @@
+"""Vector search with faiss behind one function, and evalret's tie rule.
+
+Tie rule (trec_eval's): documents are ordered by score descending, then by document id descending
+(plain string order). Search fetches a little past the depth and widens the fetch while a tie
+straddles the cut, so the documents kept at the cut are the ones trec_eval would keep.
+
+faiss is imported lazily. HNSW graphs are built single-threaded: faiss's parallel insertion makes
+the graph depend on thread timing, and a gate must not flake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evalret.config import HnswIndexConfig
+
+QUERY_BATCH = 4096
+ADD_BATCH = 20_000
+TIE_MARGIN = 16
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """ids: int64 [Q, depth] document indices in rank order (-1 past the corpus end); scores alike."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+
+
+def id_rank(doc_ids: Sequence[str]) -> np.ndarray:
+    """Position of each document id in ascending string order (the tie-break key)."""
+    order = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)
+    rank = np.empty(len(doc_ids), dtype=np.int64)
+    rank[np.array(order, dtype=np.int64)] = np.arange(len(doc_ids), dtype=np.int64)
+    return rank
+
+
+def apply_tie_rule(ids: np.ndarray, scores: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Re-sort each row by score descending, then document id descending; -1 ids go last."""
+    valid = ids >= 0
+    key_id = np.where(valid, rank[np.where(valid, ids, 0)], -1)
+    key_score = np.where(valid, scores.astype(np.float64), -np.inf)
+    order = np.lexsort((-key_id, -key_score), axis=-1)
+    return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
+
+def build_exact(vectors: np.ndarray) -> Any:
+    import faiss
+
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    return index
+
+
+def build_hnsw(
+    vectors: np.ndarray, cfg: HnswIndexConfig, progress: Callable[[int], None] | None = None
+) -> Any:
+    import faiss
+
+    index = faiss.IndexHNSWFlat(vectors.shape[1], cfg.m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = cfg.ef_construction
+    index.hnsw.efSearch = cfg.ef_search
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        for start in range(0, len(vectors), ADD_BATCH):
+            chunk = vectors[start : start + ADD_BATCH]
+            index.add(chunk)
+            if progress is not None:
+                progress(len(chunk))
+    finally:
+        faiss.omp_set_num_threads(threads)
+    return index
+
+
+def _raw_search(index: Any, queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:
+    ef = getattr(getattr(index, "hnsw", None), "efSearch", None)
+    if ef is not None and ef < fetch:
+        index.hnsw.efSearch = fetch  # faiss would return fewer than `fetch` results otherwise
+    try:
+        scores, ids = index.search(queries, fetch)
+    finally:
+        if ef is not None:
+            index.hnsw.efSearch = ef
+    return ids.astype(np.int64), scores
+
+
+def search(index: Any, queries: np.ndarray, depth: int, rank: np.ndarray) -> SearchResult:
+    """Top ``depth`` documents per query under the tie rule, searched in query batches."""
+    n_docs = int(index.ntotal)
+    all_ids = np.full((len(queries), depth), -1, dtype=np.int64)
+    all_scores = np.full((len(queries), depth), -np.inf, dtype=np.float32)
+    keep = min(depth, n_docs)
+    for start in range(0, len(queries), QUERY_BATCH):
+        batch = queries[start : start + QUERY_BATCH]
+        fetch = min(n_docs, depth + TIE_MARGIN)
+        ids, scores = _raw_search(index, batch, fetch)
+        rows = np.arange(len(batch))
+        # widen the fetch for rows whose score at the cut is still tied at the fetch's end
+        while fetch < n_docs:
+            straddle = (ids[rows, -1] >= 0) & (scores[rows, keep - 1] == scores[rows, -1])
+            rows = rows[straddle]
+            if len(rows) == 0:
+                break
+            fetch = min(n_docs, fetch * 2)
+            wide_ids, wide_scores = _raw_search(index, batch[rows], fetch)
+            ids = np.pad(ids, ((0, 0), (0, fetch - ids.shape[1])), constant_values=-1)
+            scores = np.pad(scores, ((0, 0), (0, fetch - scores.shape[1])), constant_values=-np.inf)
+            ids[rows], scores[rows] = wide_ids, wide_scores
+        ids, scores = apply_tie_rule(ids, scores, rank)
+        all_ids[start : start + len(batch), :keep] = ids[:, :keep]
+        all_scores[start : start + len(batch), :keep] = scores[:, :keep]
+    return SearchResult(ids=all_ids, scores=all_scores)

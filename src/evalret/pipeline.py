@@ -1,0 +1,267 @@
+"""Orchestration: config -> golden set -> embeddings -> indexes -> per-query metrics -> report.
+
+Everything heavy (model, faiss) happens here or below; the CLI only renders what comes back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evalret import __version__
+from evalret.config import Config
+from evalret.embed import Embedder, SentenceTransformerEmbedder
+from evalret.goldenset import GoldenSet, load_golden_set
+from evalret.index import SearchResult, build_exact, build_hnsw, id_rank, search
+from evalret.metrics import RELEVANCE_LEVEL, Metric, build_judgments, compute, parse_metrics
+from evalret.results import (
+    AnnSection,
+    AnnSlice,
+    Fingerprint,
+    GoldenSetInfo,
+    IndexResult,
+    MetricValue,
+    RunReport,
+    SliceInfo,
+    SliceResult,
+)
+from evalret.slices import Slice, build_slices, reliability
+from evalret.stats import bootstrap_ci, seed_for
+
+TIE_RULE = "score descending, then document id descending (trec_eval)"
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A finished run: the report plus what the report files are written from."""
+
+    report: RunReport
+    golden_set: GoldenSet  # restricted to the evaluated queries
+    rankings: dict[str, SearchResult]
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.timings[name] = round(time.perf_counter() - start, 4)
+
+
+def _no_progress(_: str, __: int) -> Callable[[int], None]:
+    return lambda _n: None
+
+
+def _summarize(
+    per_query: dict[str, np.ndarray], slices: list[Slice], config: Config
+) -> dict[str, SliceResult]:
+    """Mean and bootstrap interval of every metric in every slice."""
+    names = list(per_query)
+    matrix = np.column_stack([per_query[m] for m in names]) if names else np.zeros((0, 0))
+    out = {}
+    for s in slices:
+        values = matrix[s.mask]
+        b = config.bootstrap
+        low, high = bootstrap_ci(values, b.samples, b.confidence, seed_for(b.seed, s.name))
+        means = values.mean(axis=0) if len(values) else np.full(len(names), np.nan)
+        out[s.name] = SliceResult(
+            n_queries=s.n_queries,
+            reliability=reliability(s.n_queries),
+            metrics={
+                m: MetricValue(**{
+                    k: (None if np.isnan(v) else float(v))
+                    for k, v in (("value", means[i]), ("ci_low", low[i]), ("ci_high", high[i]))
+                })
+                for i, m in enumerate(names)
+            },
+        )
+    return out
+
+
+def topk_overlap(approx: np.ndarray, exact: np.ndarray, k: int) -> np.ndarray:
+    """Per query |approx top-k ∩ exact top-k| / |exact top-k| (ANN recall@k against exact)."""
+    a, e = approx[:, :k], exact[:, :k]
+    width = np.int64(max(int(a.max(initial=0)), int(e.max(initial=0))) + 2)
+    offset = np.arange(len(e), dtype=np.int64)[:, None] * width
+    # -1 (nothing retrieved) maps to a per-row key that never matches a real document
+    hits = np.isin(np.where(a >= 0, a + offset, -1 - offset), np.where(e >= 0, e + offset, -2))
+    hits &= a >= 0
+    denom = (e >= 0).sum(axis=1)
+    return np.divide(hits.sum(axis=1), denom, out=np.zeros(len(e)), where=denom > 0)
+
+
+def _ann_section(
+    rankings: dict[str, SearchResult],
+    per_query: dict[str, dict[str, np.ndarray]],
+    metrics: list[Metric],
+    slices: list[Slice],
+) -> AnnSection | None:
+    if not {"exact", "hnsw"} <= rankings.keys():
+        return None
+    cutoffs = sorted({m.k for m in metrics})
+    recall = {
+        f"recall@{k}": topk_overlap(rankings["hnsw"].ids, rankings["exact"].ids, k) for k in cutoffs
+    }
+    deltas = {m: per_query["hnsw"][m] - per_query["exact"][m] for m in per_query["exact"]}
+
+    def mean(v: np.ndarray, mask: np.ndarray) -> float | None:
+        return float(v[mask].mean()) if mask.any() else None
+
+    return AnnSection(
+        index="hnsw",
+        reference="exact",
+        slices={
+            s.name: AnnSlice(
+                n_queries=s.n_queries,
+                recall={k: mean(v, s.mask) for k, v in recall.items()},
+                metric_deltas={k: mean(v, s.mask) for k, v in deltas.items()},
+            )
+            for s in slices
+        },
+    )
+
+
+def run_evaluation(
+    config: Config,
+    *,
+    embedder: Embedder | None = None,
+    progress: ProgressFactory | None = None,
+) -> Evaluation:
+    """Evaluate ``config`` end to end. Raises EvalretError subclasses on bad input or failure."""
+    progress = progress or _no_progress
+    timer = _Timer()
+    metrics = parse_metrics(config.metrics)
+    depth = max(m.k for m in metrics)
+
+    with timer("load_golden_set"):
+        full = load_golden_set(config.golden_set)
+        without_relevant = full.queries_without_relevant
+        golden = full.subset([q for q in full.query_ids if full.n_relevant(q) > 0])
+        slices = build_slices(
+            golden.query_ids,
+            golden.query_texts,
+            [golden.tags.get(q, ()) for q in golden.query_ids],
+            [golden.frequency.get(q) for q in golden.query_ids],
+            use_tags=config.slices.tags,
+            use_frequency=config.slices.frequency,
+            head_fraction=config.slices.head_fraction,
+            tail_fraction=config.slices.tail_fraction,
+            custom=config.slices.custom,
+        )
+
+    embedder = embedder or SentenceTransformerEmbedder(config.model)
+    with timer("embed_documents"):
+        doc_vectors = embedder.embed(
+            golden.doc_texts, "document", progress("Embedding documents", len(golden.doc_texts))
+        )
+    with timer("embed_queries"):
+        query_vectors = embedder.embed(
+            golden.query_texts, "query", progress("Embedding queries", len(golden.query_texts))
+        )
+
+    rank = id_rank(golden.doc_ids)
+    qrels = golden.qrel_arrays()
+    rankings: dict[str, SearchResult] = {}
+    per_query: dict[str, dict[str, np.ndarray]] = {}
+    index_params: dict[str, dict[str, Any]] = {}
+    if config.indexes.exact.enabled:
+        index_params["exact"] = {"type": "faiss.IndexFlatIP"}
+        with timer("build_exact"):
+            exact = build_exact(doc_vectors)
+        with timer("search_exact"):
+            rankings["exact"] = search(exact, query_vectors, depth, rank)
+    if config.indexes.hnsw.enabled:
+        h = config.indexes.hnsw
+        index_params["hnsw"] = {
+            "type": "faiss.IndexHNSWFlat",
+            "metric": "inner_product",
+            "m": h.m,
+            "ef_construction": h.ef_construction,
+            "ef_search": h.ef_search,
+        }
+        with timer("build_hnsw"):
+            hnsw = build_hnsw(doc_vectors, h, progress("Building HNSW graph", len(doc_vectors)))
+        with timer("search_hnsw"):
+            rankings["hnsw"] = search(hnsw, query_vectors, depth, rank)
+
+    with timer("metrics"):
+        for name, ranking in rankings.items():
+            judgments = build_judgments(ranking.ids, *qrels, n_docs=len(golden.doc_ids))
+            per_query[name] = compute(metrics, judgments, config.ndcg_gain)
+        index_results = {
+            name: IndexResult(
+                kind=name,
+                params=index_params[name],
+                slices=_summarize(per_query[name], slices, config),
+                per_query={m: v.tolist() for m, v in per_query[name].items()},
+            )
+            for name in rankings
+        }
+        ann = _ann_section(rankings, per_query, metrics, slices)
+
+    model_identity = embedder.identity()
+    metric_definitions = {
+        "names": [str(m) for m in metrics],
+        "ndcg_gain": config.ndcg_gain,
+        "relevance_level": RELEVANCE_LEVEL,
+        "tie_rule": TIE_RULE,
+        "queries_without_relevant": "excluded from means",
+        "evalret_version": __version__,
+    }
+    parts = {
+        "golden_set": full.fingerprint,
+        "model": model_identity,
+        "indexes": index_params,
+        "metrics": metric_definitions,
+    }
+    report = RunReport(
+        evalret_version=__version__,
+        config=config.model_dump(mode="json"),
+        fingerprint=Fingerprint(**parts, digest=_digest(parts)),
+        golden_set=GoldenSetInfo(
+            source=full.source,
+            format=full.format,
+            fingerprint=full.fingerprint,
+            n_documents=len(full.doc_ids),
+            n_queries_judged=len(full.query_ids),
+            n_queries_evaluated=len(golden.query_ids),
+            queries_without_relevant=without_relevant,
+            n_judgments=sum(len(j) for j in full.qrels.values()),
+        ),
+        embedding={
+            "dim": int(doc_vectors.shape[1]),
+            "n_documents": int(doc_vectors.shape[0]),
+            "n_queries": int(query_vectors.shape[0]),
+            "document_text": "title + ' ' + text, stripped, after document_prefix",
+        },
+        bootstrap={**config.bootstrap.model_dump(), "method": "percentile, resampling queries"},
+        query_ids=golden.query_ids,
+        slices={
+            s.name: SliceInfo(
+                kind=s.kind,
+                definition=s.definition,
+                n_queries=s.n_queries,
+                reliability=reliability(s.n_queries),
+            )
+            for s in slices
+        },
+        indexes=index_results,
+        ann=ann,
+        timings=timer.timings,
+    )
+    return Evaluation(report=report, golden_set=golden, rankings=rankings)

@@ -1,0 +1,1 @@
+"""Renderers of a finished evaluation: terminal tables and report files."""

@@ -1,0 +1,112 @@
+"""Terminal rendering of a run with rich: one table per index, then the ANN section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from evalret.results import MetricValue, RunReport
+
+RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
+
+
+def _cell(v: MetricValue) -> Text:
+    if v.value is None:
+        return Text("-", style="dim")
+    text = Text(f"{v.value:.3f}")
+    if v.ci_low is not None and v.ci_high is not None:
+        text.append(f"\n{v.ci_low:.3f}–{v.ci_high:.3f}", style="dim")
+    return text
+
+
+def _fmt(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+.4f}" if signed else f"{v:.4f}"
+
+
+def index_table(report: RunReport, index: str) -> Table:
+    result = report.indexes[index]
+    metrics = list(next(iter(result.slices.values())).metrics)
+    conf = report.bootstrap.get("confidence", 0.95)
+    table = Table(
+        title=f"{index} ({result.params.get('type', index)}): mean, {conf:.0%} bootstrap CI below",
+        title_justify="left",
+    )
+    table.add_column("slice", style="bold", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    for m in metrics:
+        table.add_column(m, justify="right", no_wrap=True)
+    for name, s in result.slices.items():
+        flag = "" if s.reliability != "unreliable" else " !"
+        n = Text(f"{s.n_queries}{flag}", style=RELIABILITY_STYLE.get(s.reliability, ""))
+        table.add_row(name, n, *(_cell(s.metrics[m]) for m in metrics))
+    return table
+
+
+def ann_table(report: RunReport) -> Table | None:
+    ann = report.ann
+    if ann is None:
+        return None
+    first = next(iter(ann.slices.values()))
+    table = Table(
+        title=f"ANN: {ann.index} against {ann.reference} search "
+        "(recall of the exact top-k; metric change hnsw - exact)",
+        title_justify="left",
+    )
+    table.add_column("slice", style="bold", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    for k in first.recall:
+        table.add_column(k, justify="right", no_wrap=True)
+    for m in first.metric_deltas:
+        table.add_column(f"Δ{m}", justify="right", no_wrap=True)
+    for name, s in ann.slices.items():
+        table.add_row(
+            name,
+            str(s.n_queries),
+            *(_fmt(v) for v in s.recall.values()),
+            *(_fmt(v, signed=True) for v in s.metric_deltas.values()),
+        )
+    return table
+
+
+def render_run(report: RunReport, written: list[Path]) -> Group:
+    g = report.golden_set
+    parts: list = [
+        Text.assemble(
+            ("golden set ", "bold"),
+            f"{g.source} ({g.format}): {g.n_documents} documents, "
+            f"{g.n_queries_evaluated} queries evaluated, {g.n_judgments} judgments; "
+            f"model {report.fingerprint.model.get('source')} (dim {report.embedding['dim']})",
+        )
+    ]
+    if g.queries_without_relevant:
+        shown = ", ".join(g.queries_without_relevant[:10])
+        more = "" if len(g.queries_without_relevant) <= 10 else ", ..."
+        parts.append(
+            Text(
+                f"{len(g.queries_without_relevant)} judged queries have no relevant document and are "
+                f"left out of the means: {shown}{more}",
+                style="yellow",
+            )
+        )
+    for index in report.indexes:
+        parts += [Text(""), index_table(report, index)]
+    if any(s.reliability == "unreliable" for s in report.slices.values()):
+        parts.append(
+            Text("! fewer than 200 queries: unreliable, only large changes show", style="yellow")
+        )
+    ann = ann_table(report)
+    if ann is not None:
+        parts += [Text(""), ann]
+    if written:
+        parts += [Text(""), Text("report files:", style="bold")]
+        parts += [Text(f"  {p}") for p in written]
+    return Group(*parts)
+
+
+def print_run(console: Console, report: RunReport, written: list[Path]) -> None:
+    console.print(render_run(report, written))

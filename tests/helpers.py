@@ -1,0 +1,62 @@
+"""Builders and Hypothesis strategies shared by the tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from evalret.metrics import RankedJudgments, build_judgments
+
+
+def judgments_from_lists(
+    ranked_grades: list[list[int]], all_grades: list[list[int]]
+) -> RankedJudgments:
+    """RankedJudgments from per-query grade lists (ranked list; every judged grade of the query).
+
+    Each ranked list holds the grades of the retrieved documents in rank order (0 = non-relevant
+    or unjudged); ``all_grades`` lists every judged grade of the query, retrieved or not.
+    """
+    depth = max(len(r) for r in ranked_grades)
+    grades = np.zeros((len(ranked_grades), depth), dtype=np.int64)
+    ideal = np.zeros((len(ranked_grades), depth), dtype=np.int64)
+    for i, r in enumerate(ranked_grades):
+        grades[i, : len(r)] = r
+        top = sorted(all_grades[i], reverse=True)[:depth]
+        ideal[i, : len(top)] = top
+    n_rel = np.array([sum(g >= 1 for g in a) for a in all_grades], dtype=np.int64)
+    return RankedJudgments(grades=grades, judged=grades > 0, ideal=ideal, n_relevant=n_rel)
+
+
+@st.composite
+def retrieval_cases(draw: st.DrawFn, max_docs: int = 30, max_queries: int = 6) -> dict:
+    """A random small collection: per query a ranking (doc indices) and graded judgments."""
+    n_docs = draw(st.integers(2, max_docs))
+    n_queries = draw(st.integers(1, max_queries))
+    depth = draw(st.integers(1, n_docs))
+    rankings, qrels = [], []
+    for _ in range(n_queries):
+        perm = draw(st.permutations(range(n_docs)))
+        rankings.append(list(perm[:depth]))
+        judged = draw(st.lists(st.integers(0, n_docs - 1), min_size=1, max_size=n_docs, unique=True))
+        grades = draw(st.lists(st.integers(0, 3), min_size=len(judged), max_size=len(judged)))
+        if all(g == 0 for g in grades):
+            grades[0] = draw(st.integers(1, 3))  # at least one relevant document
+        qrels.append(dict(zip(judged, grades, strict=True)))
+    return {"n_docs": n_docs, "rankings": rankings, "qrels": qrels}
+
+
+def case_judgments(case: dict) -> RankedJudgments:
+    """RankedJudgments for a ``retrieval_cases`` example, through the production lookup."""
+    qi, di, gr = [], [], []
+    for i, judged in enumerate(case["qrels"]):
+        for d, g in judged.items():
+            qi.append(i)
+            di.append(d)
+            gr.append(g)
+    return build_judgments(
+        np.array(case["rankings"], dtype=np.int64),
+        np.array(qi, dtype=np.int64),
+        np.array(di, dtype=np.int64),
+        np.array(gr, dtype=np.int64),
+        n_docs=case["n_docs"],
+    )

@@ -1,0 +1,71 @@
+"""Config: defaults, unknown keys with their path and line, metric names, path resolution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalret.config import DEFAULT_METRICS, Config, load_config, parse_config
+from evalret.errors import ConfigError
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(ConfigError) as e:
+        parse_config(text, "cfg.yaml")
+    return [str(p) for p in e.value.problems]
+
+
+def test_every_field_has_a_default() -> None:
+    """An empty file is a valid config equal to the defaults."""
+    assert parse_config("", "cfg.yaml") == Config()
+    assert Config().metrics == DEFAULT_METRICS
+    assert Config().depth == 100
+
+
+def test_unknown_keys_report_path_and_line() -> None:
+    """Unknown keys anywhere are rejected with their dotted path and YAML line."""
+    text = "model:\n  name: x\n  batchsize: 8\nindexes:\n  hnsw:\n    efsearch: 3\ncolour: red\n"
+    got = problems(text)
+    assert "cfg.yaml:3: model.batchsize: unknown key" in got
+    assert "cfg.yaml:6: indexes.hnsw.efsearch: unknown key" in got
+    assert "cfg.yaml:7: colour: unknown key" in got
+
+
+def test_bad_values_and_metrics() -> None:
+    """Wrong types and unknown metrics fail with their location."""
+    got = problems("model:\n  batch_size: -1\nmetrics: [ndcg@10, bleu@4]\nndcg_gain: cubic\n")
+    joined = "\n".join(got)
+    assert "cfg.yaml:2: model.batch_size" in joined
+    assert "cfg.yaml:3: metrics: Value error, unknown metric 'bleu@4'; known metrics: ndcg@k" in joined
+    assert "cfg.yaml:4: ndcg_gain" in joined
+
+
+def test_invalid_yaml_has_line() -> None:
+    """A YAML syntax error names its line."""
+    got = problems("model:\n  name: [unclosed\n")
+    assert got[0].startswith("cfg.yaml:")
+
+
+def test_custom_slices_validated() -> None:
+    """A custom slice needs a criterion and a valid regular expression."""
+    joined = "\n".join(problems("slices:\n  custom:\n    - name: a\n    - name: b\n      pattern: '(['\n"))
+    assert "slices.custom[0]" in joined and "at least one of" in joined
+    assert "slices.custom[1].pattern" in joined
+
+
+def test_relative_paths_resolve_against_the_config_file(tmp_path: Path) -> None:
+    """Paths in a config file are relative to that file's directory."""
+    cfg_dir = tmp_path / "configs"
+    cfg_dir.mkdir()
+    path = cfg_dir / "x.yaml"
+    path.write_text("golden_set:\n  path: ../data/set\noutput:\n  dir: out\n")
+    cfg = load_config(path)
+    assert cfg.golden_set.path == cfg_dir / "../data/set"
+    assert cfg.output.dir == cfg_dir / "out"
+
+
+def test_missing_config_file() -> None:
+    """A config path that does not exist is an input error naming it."""
+    with pytest.raises(ConfigError, match="cannot read config nope.yaml"):
+        load_config(Path("nope.yaml"))

@@ -1,0 +1,176 @@
+"""Golden-set readers: the three formats, auto-detection, and every malformed input named by line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalret.config import GoldenSetConfig
+from evalret.errors import GoldenSetError
+from evalret.goldenset import detect_format, load_golden_set
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def native(tmp_path: Path, docs: list | None = None, queries: list | None = None) -> Path:
+    write_jsonl(tmp_path / "corpus.jsonl", docs if docs is not None else [
+        {"id": "d1", "title": "Reset", "text": "How to reset a password."},
+        {"id": "d2", "text": "Billing cycles start on the first."},
+        {"id": "d3", "text": "Error E42 means the disk is full.", "metadata": {"section": "errors"}},
+    ])
+    write_jsonl(tmp_path / "queries.jsonl", queries if queries is not None else [
+        {"id": "q1", "text": "forgot password", "relevant": {"d1": 3, "d2": 0}, "tags": ["semantic"],
+         "frequency": 100},
+        {"id": "q2", "text": "E42", "relevant": ["d3"], "tags": ["exact-match"], "frequency": 3},
+        {"id": "q3", "text": "nothing relevant", "relevant": {"d2": 0}},
+    ])
+    return tmp_path
+
+
+def load(path: Path, **kw: object) -> object:
+    return load_golden_set(GoldenSetConfig(path=path, **kw))
+
+
+def problems_of(path: Path, **kw: object) -> list[str]:
+    with pytest.raises(GoldenSetError) as e:
+        load(path, **kw)
+    return [str(p) for p in e.value.problems] or [e.value.summary]
+
+
+def test_native_reads_grades_tags_frequency(tmp_path: Path) -> None:
+    """Native: dict and list forms of `relevant`, tags, frequency, title joined to text."""
+    g = load(native(tmp_path))
+    assert g.format == "native"
+    assert g.doc_texts[0] == "Reset How to reset a password."
+    assert g.qrels == {"q1": {"d1": 3, "d2": 0}, "q2": {"d3": 1}, "q3": {"d2": 0}}
+    assert g.tags == {"q1": ("semantic",), "q2": ("exact-match",)}
+    assert g.frequency == {"q1": 100, "q2": 3}
+    assert g.queries_without_relevant == ["q3"]
+
+
+def test_fingerprint_changes_with_content_only(tmp_path: Path) -> None:
+    """The fingerprint is the same for equal content in two places and moves with a judgment."""
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    a = load(native(tmp_path / "a"))
+    b = load(native(tmp_path / "b"))
+    assert a.fingerprint == b.fingerprint
+    c = load(native(tmp_path / "c", queries=[{"id": "q1", "text": "forgot password", "relevant": {"d1": 2}}]))
+    assert c.fingerprint != a.fingerprint
+
+
+def test_native_every_problem_with_file_and_line(tmp_path: Path) -> None:
+    """All problems are collected at once, each with file:line."""
+    native(
+        tmp_path,
+        docs=[
+            {"id": "d1", "text": "one"},
+            "{not json",
+            {"id": "d1", "text": "duplicate"},
+            {"id": "d4", "txt": "typo key"},
+        ],
+        queries=[
+            {"id": "q1", "text": "ok", "relevant": {"d1": 1}},
+            {"id": "q2", "text": "  ", "relevant": {"d1": 1}},
+            {"id": "q1", "text": "dup", "relevant": {"d1": 1}},
+            {"id": "q4", "text": "unknown doc", "relevant": {"nope": 2}},
+            {"id": "q5", "text": "bad grade", "relevant": {"d1": "high"}},
+            {"id": "q6", "text": "negative", "relevant": {"d1": -1}},
+            [1, 2],
+        ],
+    )
+    got = "\n".join(problems_of(tmp_path))
+    corpus, queries = tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl"
+    for expected in [
+        f"{corpus}:2: invalid JSON",
+        f"{corpus}:3: duplicate document id 'd1' (first at line 1)",
+        f"{corpus}:4: text: Field required",
+        f"{queries}:2: query 'q2' has no text",
+        f"{queries}:3: duplicate query id 'q1'",
+        f"{queries}:4: judgment for unknown document 'nope'",
+        f"{queries}:5: relevant",
+        f"{queries}:6: grade -1",
+        f"{queries}:7: each line must be a JSON object",
+    ]:
+        assert expected in got, f"missing {expected!r} in\n{got}"
+
+
+def beir(tmp_path: Path, qrels: str = "query-id\tcorpus-id\tscore\n1\tA\t1\n1\tB\t0\n2\tC\t2\n") -> Path:
+    write_jsonl(tmp_path / "corpus.jsonl", [
+        {"_id": "A", "title": "Alpha", "text": "first"},
+        {"_id": "B", "title": "", "text": "second"},
+        {"_id": "C", "title": "Gamma", "text": ""},
+    ])
+    write_jsonl(tmp_path / "queries.jsonl", [
+        {"_id": "1", "text": "alpha?", "metadata": {"A": "leak"}},
+        {"_id": "2", "text": "gamma?"},
+        {"_id": "3", "text": "not in the split"},
+    ])
+    (tmp_path / "qrels").mkdir(exist_ok=True)
+    (tmp_path / "qrels" / "test.tsv").write_text(qrels)
+    return tmp_path
+
+
+def test_beir_evaluates_only_judged_queries(tmp_path: Path) -> None:
+    """BEIR: split qrels with header; title + ' ' + text; unjudged queries are not evaluated."""
+    g = load(beir(tmp_path))
+    assert detect_format(GoldenSetConfig(path=tmp_path)) == "beir"
+    assert g.query_ids == ["1", "2"]
+    assert g.doc_texts == ["Alpha first", "second", "Gamma"]
+    assert g.qrels == {"1": {"A": 1, "B": 0}, "2": {"C": 2}}
+
+
+def test_beir_unknown_split_lists_available(tmp_path: Path) -> None:
+    """A missing split names the splits that exist."""
+    beir(tmp_path)
+    assert "available splits: test" in problems_of(tmp_path, split="dev")[0]
+
+
+def test_beir_bad_qrels_lines(tmp_path: Path) -> None:
+    """Bad qrels rows are reported with their line numbers."""
+    beir(tmp_path, "query-id\tcorpus-id\tscore\n1\tA\tx\n1\tZ\t1\n9\tA\t1\n1\tA\n")
+    got = "\n".join(problems_of(tmp_path))
+    q = tmp_path / "qrels" / "test.tsv"
+    assert f"{q}:2: grade 'x' is not an integer" in got
+    assert f"{q}:3: judgment for unknown document 'Z'" in got
+    assert f"{q}:4: judgment for unknown query '9'" in got
+    assert f"{q}:5: expected 3 columns, found 2" in got
+
+
+def test_trec_format(tmp_path: Path) -> None:
+    """TREC: qrels `qid iter docno rel` + queries.tsv + corpus.tsv beside it, auto-detected."""
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d2 1\n")
+    (tmp_path / "queries.tsv").write_text("q1\tfirst query\nq2\tsecond query\n")
+    (tmp_path / "corpus.tsv").write_text("d1\tdoc one\nd2\tdoc two\n")
+    g = load(tmp_path)
+    assert g.format == "trec"
+    assert g.qrels == {"q1": {"d1": 2, "d2": 0}, "q2": {"d2": 1}}
+    assert g.query_texts == ["first query", "second query"]
+    also = load(tmp_path / "qrels.txt")
+    assert also.fingerprint == g.fingerprint
+
+
+def test_trec_missing_queries_file_is_explained(tmp_path: Path) -> None:
+    """Without a queries file the error says how to provide one."""
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "corpus.tsv").write_text("d1\tdoc\n")
+    assert "golden_set.queries" in problems_of(tmp_path)[0]
+
+
+def test_unknown_layout_is_explained(tmp_path: Path) -> None:
+    """A directory in no known format says what was expected."""
+    assert "cannot tell the format" in problems_of(tmp_path)[0]
+    assert "not found" in problems_of(tmp_path / "missing")[0]
+
+
+def test_scifact_counts(scifact_path: Path) -> None:
+    """SciFact test split: 5,183 documents, 300 judged queries, 339 judgments, all relevant."""
+    g = load(scifact_path)
+    assert (len(g.doc_ids), len(g.query_ids)) == (5183, 300)
+    assert sum(len(j) for j in g.qrels.values()) == 339
+    assert g.queries_without_relevant == []

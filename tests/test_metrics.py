@@ -1,0 +1,157 @@
+"""Metric unit tests: hand-computed cases, the worked examples of domain.md, and properties."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from helpers import case_judgments, judgments_from_lists, retrieval_cases
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalret.errors import MetricError
+from evalret.metrics import (
+    REGISTRY,
+    Metric,
+    build_judgments,
+    compute,
+    ndcg,
+    parse_metric,
+    parse_metrics,
+)
+
+ALL = [Metric(f, k) for f in REGISTRY for k in (1, 3, 5)]
+
+
+def test_ndcg_worked_example_from_domain_doc() -> None:
+    """Grades [2,0,1,2,0], ideal [2,2,1,0,0]: DCG 3.362, IDCG 3.762, nDCG@5 = 0.894 (linear)."""
+    j = judgments_from_lists([[2, 0, 1, 2, 0]], [[2, 2, 1]])
+    # DCG = 2/1 + 0 + 1/log2(4) + 2/log2(5) = 2 + 0.5 + 0.8614 = 3.3614
+    # IDCG = 2/1 + 2/log2(3) + 1/log2(4) = 2 + 1.2619 + 0.5 = 3.7619
+    expected = (2 + 0.5 + 2 / math.log2(5)) / (2 + 2 / math.log2(3) + 0.5)
+    assert ndcg(j, 5)[0] == pytest.approx(expected, abs=1e-12)
+    assert round(float(ndcg(j, 5)[0]), 3) == 0.894
+
+
+def test_ndcg_exponential_gain_differs_only_for_graded() -> None:
+    """Exponential gain 2^g - 1 changes graded scores but not binary ones."""
+    graded = judgments_from_lists([[2, 0, 1, 2, 0]], [[2, 2, 1]])
+    # exp gains [3,0,1,3,0]: DCG = 3 + 0.5 + 3/log2(5); IDCG = 3 + 3/log2(3) + 0.5
+    expected = (3 + 0.5 + 3 / math.log2(5)) / (3 + 3 / math.log2(3) + 0.5)
+    assert ndcg(graded, 5, "exponential")[0] == pytest.approx(expected, abs=1e-12)
+    binary = judgments_from_lists([[1, 0, 1, 0]], [[1, 1, 1]])
+    assert ndcg(binary, 4, "linear")[0] == ndcg(binary, 4, "exponential")[0]
+
+
+def test_mrr_worked_example_from_domain_doc() -> None:
+    """First relevant at ranks 1, 3, 1, 2 gives MRR = (1 + 1/3 + 1 + 1/2) / 4 = 0.708."""
+    j = judgments_from_lists(
+        [[1, 0, 0], [0, 0, 1], [1, 1, 0], [0, 1, 0]], [[1], [1], [1, 1], [1]]
+    )
+    values = compute([Metric("mrr", 3)], j)["mrr@3"]
+    assert values.tolist() == pytest.approx([1, 1 / 3, 1, 1 / 2])
+    assert round(float(values.mean()), 3) == 0.708
+
+
+def test_mrr_cutoff_ignores_hits_below_k() -> None:
+    """RR@2 is 0 when the first relevant document sits at rank 3."""
+    j = judgments_from_lists([[0, 0, 1]], [[1]])
+    assert compute([Metric("mrr", 2), Metric("mrr", 3)], j) == {
+        "mrr@2": pytest.approx([0.0]),
+        "mrr@3": pytest.approx([1 / 3]),
+    }
+
+
+def test_recall_precision_map_hit_rate_by_hand() -> None:
+    """Ranked grades [0,2,0,1,0] with 3 relevant judged (one never retrieved)."""
+    j = judgments_from_lists([[0, 2, 0, 1, 0]], [[2, 1, 3, 0]])
+    got = compute([Metric(f, k) for f in ("recall", "precision", "map", "hit_rate") for k in (1, 4)], j)
+    assert got["recall@1"][0] == 0 and got["recall@4"][0] == pytest.approx(2 / 3)
+    assert got["precision@1"][0] == 0 and got["precision@4"][0] == pytest.approx(2 / 4)
+    # AP@4 = (P@2 + P@4) / R = (1/2 + 2/4) / 3  -- divided by R = 3, not min(k, R)
+    assert got["map@4"][0] == pytest.approx((0.5 + 0.5) / 3)
+    assert got["hit_rate@1"][0] == 0 and got["hit_rate@4"][0] == 1
+
+
+def test_precision_divides_by_k_when_fewer_retrieved() -> None:
+    """A corpus of 2 documents: P@5 still divides by 5, as trec_eval does."""
+    j = judgments_from_lists([[1, 1]], [[1, 1]])
+    padded = judgments_from_lists([[1, 1, 0, 0, 0]], [[1, 1]])
+    assert compute([Metric("precision", 5)], padded)["precision@5"][0] == pytest.approx(0.4)
+    assert j.depth == 2
+
+
+def test_query_without_relevant_scores_zero() -> None:
+    """R = 0 gives 0 everywhere (the pipeline leaves such queries out of the means)."""
+    j = judgments_from_lists([[0, 0]], [[0, 0]])
+    assert all(v[0] == 0 for v in compute([Metric(f, 2) for f in REGISTRY], j).values())
+
+
+def test_build_judgments_lookup_and_ideal() -> None:
+    """Vectorized lookup: retrieved grades, judged mask, ideal list and R per query."""
+    ranked = np.array([[3, 1, 0], [2, -1, -1]])
+    # query 0 judges doc1=2, doc2=3 (unretrieved), doc3=0; query 1 judges doc0=1
+    j = build_judgments(ranked, np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), np.array([2, 3, 0, 1]), 4)
+    assert j.grades.tolist() == [[0, 2, 0], [0, 0, 0]]
+    assert j.judged.tolist() == [[True, True, False], [False, False, False]]
+    assert j.ideal.tolist() == [[3, 2, 0], [1, 0, 0]]
+    assert j.n_relevant.tolist() == [2, 1]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("ndcg@10", "ndcg@10"), ("nDCG@5", "ndcg@5"), ("P@3", "precision@3"), ("success@1", "hit_rate@1"),
+     ("MRR@5", "mrr@5"), ("recall @ 100", "recall@100"), ("MAP@100", "map@100")],
+)
+def test_parse_metric_names(name: str, expected: str) -> None:
+    """Names parse as ranx users write them, aliases included."""
+    assert str(parse_metric(name)) == expected
+
+
+@pytest.mark.parametrize("name", ["ndcg", "foo@10", "ndcg@0", "ndcg@x", "@10"])
+def test_unknown_metric_lists_known_ones(name: str) -> None:
+    """A bad name fails with the registry's list of known metrics."""
+    with pytest.raises(MetricError) as e:
+        parse_metrics(["ndcg@10", name])
+    text = str(e.value)
+    assert name in text or "at least 1" in text
+    if "known metrics" in text:
+        assert all(f"{f}@k" in text for f in REGISTRY)
+
+
+@given(retrieval_cases())
+@settings(max_examples=150, deadline=None)
+def test_values_in_unit_interval(case: dict) -> None:
+    """Every metric lies in [0, 1]."""
+    j = case_judgments(case)
+    for v in compute([m for m in ALL if m.k <= j.depth], j).values():
+        assert np.all((v >= 0) & (v <= 1 + 1e-12))
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=12).filter(lambda g: max(g) > 0))
+def test_perfect_ranking_scores_one(grades: list[int]) -> None:
+    """The ideal ordering of all judged documents scores 1 on nDCG, MRR, MAP, recall@|J|."""
+    ideal = sorted(grades, reverse=True)
+    j = judgments_from_lists([ideal], [grades])
+    k = len(grades)
+    got = compute([Metric("ndcg", k), Metric("mrr", k), Metric("map", k), Metric("recall", k),
+                   Metric("hit_rate", k)], j)
+    for v in got.values():
+        assert v[0] == pytest.approx(1.0)
+
+
+@given(retrieval_cases(), st.data())
+@settings(max_examples=150, deadline=None)
+def test_inserting_non_relevant_never_raises_a_metric(case: dict, data: st.DataObject) -> None:
+    """Pushing a non-relevant document into the ranking can only keep or lower every metric."""
+    j = case_judgments(case)
+    q = data.draw(st.integers(0, len(case["rankings"]) - 1))
+    pos = data.draw(st.integers(0, j.depth - 1))
+    grades = j.grades.copy()
+    grades[q] = np.insert(grades[q], pos, 0)[: j.depth]
+    worse = type(j)(grades=grades, judged=j.judged, ideal=j.ideal, n_relevant=j.n_relevant)
+    metrics = [m for m in ALL if m.k <= j.depth]
+    before, after = compute(metrics, j), compute(metrics, worse)
+    for name in before:
+        assert np.all(after[name] <= before[name] + 1e-12), name

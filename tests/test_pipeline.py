@@ -1,0 +1,116 @@
+"""Pipeline plumbing with a deterministic stand-in embedder (the real model is tested in
+test_cli.py and test_scifact.py): report shape, slices, ANN section, determinism, TREC export."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import pytrec_eval
+
+from evalret.config import Config, GoldenSetConfig, IndexesConfig, HnswIndexConfig
+from evalret.pipeline import run_evaluation, topk_overlap
+from evalret.report.files import write_outputs
+
+
+class HashEmbedder:
+    """Bag-of-words vectors from hashed tokens: deterministic, lexical, good enough for plumbing."""
+
+    dim = 64
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": "hash-bow", "source": "test"}
+
+    def embed(self, texts: Sequence[str], kind: str, progress: Any = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for tok in t.lower().split():
+                out[i, int(hashlib.md5(tok.encode()).hexdigest(), 16) % self.dim] += 1
+            if progress:
+                progress(1)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms > 0, norms, 1)
+
+
+def make_set(tmp_path: Path) -> Path:
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    docs = [{"id": f"d{i}", "text": f"{words[i % 8]} {words[(i * 3) % 8]} item {i}"} for i in range(60)]
+    queries = []
+    for q in range(24):
+        relevant = {f"d{(q * 5 + j) % 60}": (3 - j) for j in range(3)}
+        queries.append({"id": f"q{q}", "text": f"{words[q % 8]} {words[(q * 5) % 8]}",
+                        "relevant": relevant, "tags": ["even" if q % 2 == 0 else "odd"],
+                        "frequency": 1000 - q * 40})
+    queries.append({"id": "q-none", "text": "alpha", "relevant": {"d1": 0}})
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    return tmp_path
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    return Config(
+        golden_set=GoldenSetConfig(path=make_set(tmp_path)),
+        indexes=IndexesConfig(hnsw=HnswIndexConfig(m=8, ef_construction=40, ef_search=16)),
+        metrics=["ndcg@10", "mrr@5", "recall@20", "precision@3", "map@20", "hit_rate@1"],
+    )
+
+
+def test_report_shape_and_slices(config: Config) -> None:
+    """Both indexes, every slice with n and CI, the query without relevant docs left out."""
+    ev = run_evaluation(config, embedder=HashEmbedder())
+    r = ev.report
+    assert r.golden_set.queries_without_relevant == ["q-none"]
+    assert r.golden_set.n_queries_evaluated == len(r.query_ids) == 24
+    assert list(r.indexes) == ["exact", "hnsw"]
+    assert list(r.slices) == ["all", "head", "torso", "tail", "even", "odd"]
+    all_ = r.indexes["exact"].slices["all"]
+    assert all_.n_queries == 24 and all_.reliability == "unreliable"
+    for m, v in all_.metrics.items():
+        per_query = r.indexes["exact"].per_query[m]
+        assert v.value == pytest.approx(float(np.mean(per_query)))
+        assert v.ci_low <= v.value <= v.ci_high
+    assert r.ann is not None and set(r.ann.slices["all"].recall) == {
+        "recall@1", "recall@3", "recall@5", "recall@10", "recall@20"}
+
+
+def test_runs_are_identical(config: Config) -> None:
+    """Same inputs, same numbers and intervals (timings aside)."""
+    a = run_evaluation(config, embedder=HashEmbedder()).report.model_dump(exclude={"timings"})
+    b = run_evaluation(config, embedder=HashEmbedder()).report.model_dump(exclude={"timings"})
+    assert a == b
+
+
+def test_trec_export_scores_identically_in_trec_eval(config: Config, tmp_path: Path) -> None:
+    """run.exact.trec read back and scored by trec_eval gives our per-query values."""
+    ev = run_evaluation(config, embedder=HashEmbedder())
+    written = write_outputs(ev, tmp_path / "out")
+    assert [p.name for p in written] == ["report.json", "run.exact.trec", "run.hnsw.trec"]
+    run: dict[str, dict[str, float]] = {}
+    for line in (tmp_path / "out" / "run.exact.trec").read_text().splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        run.setdefault(qid, {})[doc] = float(score)
+    g = ev.golden_set
+    qrels = {q: g.qrels[q] for q in g.query_ids}
+    got = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "P.3"}).evaluate(run)
+    ours = ev.report.indexes["exact"].per_query
+    for i, q in enumerate(ev.report.query_ids):
+        assert ours["ndcg@10"][i] == pytest.approx(got[q]["ndcg_cut_10"], abs=1e-9)
+        assert ours["precision@3"][i] == pytest.approx(got[q]["P_3"], abs=1e-9)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["schema_version"] == 1
+    assert report["indexes"]["hnsw"]["slices"]["odd"]["metrics"]["ndcg@10"].keys() == {
+        "value", "ci_low", "ci_high"}
+
+
+def test_topk_overlap() -> None:
+    """ANN recall@k: shared documents among the exact top-k, padding ignored."""
+    approx = np.array([[1, 2, 3], [4, -1, -1]])
+    exact = np.array([[3, 2, 9], [4, 5, -1]])
+    assert topk_overlap(approx, exact, 3).tolist() == pytest.approx([2 / 3, 1 / 2])
+    assert topk_overlap(approx, exact, 1).tolist() == [0.0, 1.0]
