@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# ruff: noqa: E501  (the corpus and the query table are data; long lines are intended)
 """Generate the evalret demo golden set (golden_sets/demo/).
 
 The corpus describes an imagined product, Loomwell: a managed object-storage
@@ -10,6 +11,7 @@ Usage:  python scripts/make_demo_golden_set.py [--out golden_sets/demo]
 
 The output is deterministic: running the script twice gives identical files.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -2842,7 +2844,8 @@ def parse_docs() -> list[dict]:
 #              1 partially relevant, 0 judged non-relevant confuser)
 #   tags:      intent tag (exact-match | semantic) plus optional extra tags;
 #              "short"/"long"/"question" are added automatically.
-#   pop:       popularity band used to derive frequency: H head, T torso,
+#   pop:       popularity band used to derive frequency: H1, H2, ... head (in
+#              that order), T torso,
 #              M middle, "" long tail.
 # ---------------------------------------------------------------------------
 
@@ -2850,6 +2853,8 @@ QUERIES: list[dict] = []
 
 
 def Q(text: str, judgments: str, tags: str, pop: str = "") -> None:
+    if not re.fullmatch(r"H[0-9]+|T|M|", pop):
+        raise ValueError(f"bad popularity band {pop!r} for {text!r}")
     rel = {}
     for item in judgments.split():
         key, grade = item.rsplit(":", 1)
@@ -2899,7 +2904,7 @@ Q("LMW-1021", "err-1021:3 auth-ip-allowlist:2", "exact-match")
 Q("LMW-6030", "err-6030:3 cli-profile:2", "exact-match")
 Q("LMW-4040", "err-4040:3 bill-upgrade:1 bill-plans:1", "exact-match")
 Q("LMW-3301", "err-3301:3 wv-triggers-schedule:2", "exact-match")
-Q("LMW-4029", "err-4029:3 ts-429:2 lim-rate:2", "exact-match", "H")
+Q("LMW-4029", "err-4029:3 ts-429:2 lim-rate:2", "exact-match", "H5")
 Q("LMW-1002", "err-1002:3 cli-login:1 err-1001:0", "exact-match", "T")
 Q("LMW-1010", "err-1010:3 auth-mfa:2", "exact-match")
 Q("LMW-2501 key", "err-2501:3 lim-objects:1", "exact-match")
@@ -2973,11 +2978,11 @@ Q("loom 3.8.0", "rn-cli-380:3 rn-cli-390:0 rn-cli-394:0", "exact-match")
 Q("@loomwell/sdk 4.0", "rn-js-sdk-4:3 inst-jssdk:1 rn-cli-400:0", "exact-match")
 
 # --- semantic: the user's own words -----------------------------------------
-Q("how do I install the command line tool on my mac", "inst-macos:3 inst-requirements:1 inst-linux:0", "semantic", "H")
+Q("how do I install the command line tool on my mac", "inst-macos:3 inst-requirements:1 inst-linux:0", "semantic", "H2")
 Q("put the cli on an ubuntu server", "inst-linux:3 inst-requirements:1 inst-macos:0", "semantic", "T")
 Q("windows says the command isn't recognized right after I installed it", "inst-windows:3", "semantic")
-Q("I forgot my password and can't get into my account", "auth-password-reset:3 auth-account-locked:1 err-1014:1", "semantic", "H")
-Q("how much does it cost", "bill-plans:3 bill-storage-pricing:2 bill-compute:1 bill-egress:1", "semantic short", "H")
+Q("I forgot my password and can't get into my account", "auth-password-reset:3 auth-account-locked:1 err-1014:1", "semantic", "H3")
+Q("how much does it cost", "bill-plans:3 bill-storage-pricing:2 bill-compute:1 bill-egress:1", "semantic short", "H4")
 Q("my pipeline got killed because it used too much RAM", "err-3130:3 ts-oom-step:3 wv-runners:2", "semantic", "T")
 Q("stop a nightly job from running for a while without deleting it", "cli-weave-pause:3 ts-weave-not-triggered:1", "semantic")
 Q("undo a bad pipeline deployment", "cli-weave-rollback:3 cli-weave-deploy:1", "semantic", "M")
@@ -2986,7 +2991,7 @@ Q("I accidentally removed a whole storage bucket", "ts-deleted-spool-recover:3 b
 Q("send a file to a customer who has no account, and the link should stop working after a while", "cli-presign:3 api-v3-presign:2 sdk-js-presign:1 perm-public-access:1 ts-presigned-expired:1", "semantic", "M")
 Q("our company network intercepts https and the tool complains about certificates", "ts-cert-error:3 cfg-net-ca-bundle:2 err-6002:2 inst-proxy:2", "semantic")
 Q("make the command line tool go through the office proxy server", "inst-proxy:3 cfg-net-proxy:3 ts-cert-error:1", "semantic")
-Q("upload speed is terrible", "ts-slow-uploads:3 cfg-transfer-max-concurrency:1 ts-many-small-files:1", "semantic", "H")
+Q("upload speed is terrible", "ts-slow-uploads:3 cfg-transfer-max-concurrency:1 ts-many-small-files:1", "semantic", "H8")
 Q("don't want big uploads to hog the whole office internet connection", "cfg-transfer-bandwidth-limit:3 ts-slow-uploads:0", "semantic")
 Q("the job is waiting forever and never actually starts", "ts-weave-queued:3 err-3220:1 wv-concurrency:1", "semantic", "M")
 Q("my scheduled pipeline didn't fire last night", "ts-weave-not-triggered:3 cli-weave-describe:1 wv-triggers-schedule:1", "semantic", "T")
@@ -2996,7 +3001,7 @@ Q("cheapest way to keep old archives we almost never look at", "st-classes:3 bil
 Q("automatically move old logs to cheaper storage after a month", "st-lifecycle:3 cli-lifecycle:3 st-classes:1 cfg-log-file:0 perm-access-logging:0", "semantic")
 Q("make sure nobody can delete records for seven years because of regulators", "st-object-lock:3 cli-spool-create:1 bk-lock:1 st-compliance:1", "semantic")
 Q("protect our backups against ransomware", "bk-lock:3 st-object-lock:1 bk-vs-versioning:1", "semantic")
-Q("let staff sign in with the company identity provider", "auth-sso-saml:3 auth-sso-oidc:3 auth-overview:1 auth-sso-enforce:1 auth-sso-groups:1", "semantic", "H")
+Q("let staff sign in with the company identity provider", "auth-sso-saml:3 auth-sso-oidc:3 auth-overview:1 auth-sso-enforce:1 auth-sso-groups:1", "semantic", "H9")
 Q("remove access automatically when employees leave the company", "auth-scim:3 auth-sso-groups:1 cli-members:1", "semantic")
 Q("give our CI system access without storing a long-lived secret", "auth-workload-identity:3 auth-service-accounts:1 rn-platform-2025-02:1", "semantic")
 Q("a robot account for automation that isn't tied to a real person", "auth-service-accounts:3 auth-api-tokens:1", "semantic")
@@ -3005,7 +3010,7 @@ Q("who changed the permissions last week", "perm-audit-log:3 cli-audit:2 api-v3-
 Q("see every time someone downloads a file", "perm-access-logging:3 perm-audit-log:1", "semantic")
 Q("I'm an administrator but still get access denied", "perm-admin-denied:3 err-1022:2 err-1020:1", "semantic", "M")
 Q("the card payment was declined, what happens now", "bill-failed-payment:3 bill-payment-methods:1 err-4090:1", "semantic")
-Q("stop paying and close my account", "bill-cancel:3 bill-downgrade:2 st-data-deletion:1", "semantic", "H")
+Q("stop paying and close my account", "bill-cancel:3 bill-downgrade:2 st-data-deletion:1", "semantic", "H10")
 Q("put a ceiling on monthly spend so the bill can't explode", "bill-spending-cap:3 err-4052:1 ts-costs-spike:1 lim-quotas-project:2", "semantic")
 Q("why is my bill so high this month", "ts-costs-spike:3 bill-usage-dashboard:2 bill-egress:1", "semantic", "T")
 Q("can I get my money back", "bill-refunds:3 org-sla:1 bill-downgrade:1", "semantic")
@@ -3077,9 +3082,9 @@ Q("switch between work and personal accounts in the terminal", "cli-profile:3 cl
 Q("sign out everywhere", "cli-logout:3 auth-session-length:1 auth-password-reset:1", "semantic")
 Q("stop the tool from sending usage statistics", "cfg-telemetry:3", "semantic")
 Q("where are settings stored and which one wins", "cfg-file:3 cfg-env-vars:2 cli-config:2", "semantic")
-Q("retry after a network error without creating duplicates", "api-idempotency:3 cfg-net-max-retries:1 err-5040:1 sdk-py-retries:1", "semantic")
+Q("retry after the connection drops without creating duplicates", "api-idempotency:3 cfg-net-max-retries:1 err-5040:1 sdk-py-retries:1", "semantic")
 Q("run the tool inside a container in CI", "inst-docker:3 auth-workload-identity:1", "semantic")
-Q("getting started", "inst-quickstart:3 inst-macos:1", "semantic short", "H")
+Q("getting started", "inst-quickstart:3 inst-macos:1", "semantic short", "H6")
 Q("tab completion", "inst-completion:3 rn-cli-421:1", "semantic short")
 Q("remove everything the tool left on my machine", "inst-uninstall:3", "semantic")
 Q("how long are pipeline logs kept", "cli-weave-logs:3 lim-weaves:1 wv-artifacts:1 bill-plans:1", "semantic", "M")
@@ -3096,8 +3101,8 @@ Q("stop getting the weekly usage emails", "org-notifications:3", "semantic")
 Q("make old archived files readable again", "cli-thaw:3 api-v3-restore:2 st-classes:1 cli-restore:0", "semantic")
 Q("discount for paying yearly", "bill-annual:3", "semantic")
 Q("how much do downloads cost", "bill-egress:3 bill-storage-pricing:1", "semantic", "T")
-Q("how do I upload a file", "cli-cp:3 sdk-py-upload-file:2 inst-quickstart:1 sdk-js-upload:1 sdk-py-upload-fileobj:1", "semantic", "H")
-Q("create a key for the API", "cli-token:3 auth-api-tokens:3 auth-token-scopes:1 api-idempotency:0", "semantic", "H")
+Q("how do I upload a file", "cli-cp:3 sdk-py-upload-file:2 inst-quickstart:1 sdk-js-upload:1 sdk-py-upload-fileobj:1", "semantic", "H1")
+Q("create a key for the API", "cli-token:3 auth-api-tokens:3 auth-token-scopes:1 api-idempotency:0", "semantic", "H7")
 Q("pipeline fails without any message, the log just stops", "err-3130:3 ts-oom-step:2", "semantic")
 Q("step runs forever and I want it cut off", "wv-timeout:3 err-3105:1", "semantic")
 Q("the transfer is interrupted, do I have to start over", "rn-cli-410:2 cfg-cache-max-size:3 ts-large-download-timeout:2", "semantic")
@@ -3108,7 +3113,7 @@ Q("we're on the free plan, can our pipeline use a GPU machine in Sydney", "lim-f
 Q("after upgrading the CLI to 4.1.2 big uploads fail at the end", "rn-cli-412:3 rn-cli-413:3 err-2170:2 err-2107:0", "exact-match multi-hop")
 Q("Team plan: API says LMW-4031 when starting a run with queue=false", "err-4031:3 api-v3-runs-create:2 bill-plans:1 lim-weaves:1 wv-concurrency:1", "exact-match multi-hop")
 Q("cost of keeping 2 TB in cool storage for a year including reading it back once", "bill-storage-pricing:3 st-classes:1 bill-egress:1", "semantic multi-hop")
-Q("SSO on the Team plan", "err-4040:2 bill-plans:3 auth-sso-saml:1", "exact-match multi-hop")
+Q("is SSO included in the Team plan", "err-4040:2 bill-plans:3 auth-sso-saml:1", "exact-match multi-hop")
 Q("backup schedule every hour on Team", "bk-schedule:3 bill-plans:1 cli-backup:1", "exact-match multi-hop")
 Q("does deleting a spool also delete its backups and do I still pay for them", "bk-retention:3 ts-deleted-spool-recover:2 bk-pricing:1 bk-vs-versioning:1", "semantic multi-hop")
 Q("I moved to the new CLI and my proxy settings from the old yaml file stopped working", "cfg-migrate-loomrc:3 rn-cli-402:2 cfg-net-proxy:1", "semantic multi-hop")
@@ -3135,18 +3140,30 @@ def auto_tags(text: str, tags: list[str]) -> list[str]:
 
 
 def assign_frequencies(queries: list[dict], seed: int = 7) -> list[int]:
-    """Zipf-like frequencies; popularity bands decide the rank order."""
+    """Zipf-like frequencies; popularity bands decide the rank order.
+
+    Values are strictly decreasing around the head (top 5%) and tail (bottom
+    50%) cut points so that slicing by frequency is unambiguous.
+    """
     rng = random.Random(seed)
     band_order = {"H": 0, "T": 1, "M": 2, "": 3}
+
+    def band(i: int) -> tuple[int, int]:
+        pop = queries[i]["pop"]  # "H1", "H2", ... keep their explicit order
+        return band_order[pop[:1]], int(pop[1:] or 0)
+
     idx = list(range(len(queries)))
     rng.shuffle(idx)
-    idx.sort(key=lambda i: band_order[queries[i]["pop"]])
-    values = []
-    for rank in range(1, len(queries) + 1):
-        base = 9000.0 / rank ** 1.25
-        values.append(max(1, round(base * rng.uniform(0.85, 1.15))))
-    values.sort(reverse=True)
-    freq = [0] * len(queries)
+    idx.sort(key=band)
+    n = len(queries)
+    values = sorted((max(1, round(12000.0 / r ** 1.45 * rng.uniform(0.85, 1.15)))
+                     for r in range(1, n + 1)), reverse=True)
+    cuts = {max(1, int(n * 0.05)), max(1, -(-n * 5 // 100)), n // 2, -(-n // 2)}
+    for k in sorted(cuts):  # make values[k-1] > values[k] at each cut
+        if k < n and values[k - 1] <= values[k]:
+            for j in range(k):
+                values[j] += 1
+    freq = [0] * n
     for rank, i in enumerate(idx):
         freq[i] = values[rank]
     return freq
@@ -3166,7 +3183,7 @@ def build() -> tuple[list[dict], list[dict]]:
     freqs = assign_frequencies(QUERIES)
     queries = []
     seen_text = set()
-    for n, (q, f) in enumerate(zip(QUERIES, freqs), start=1):
+    for n, (q, f) in enumerate(zip(QUERIES, freqs, strict=True), start=1):
         if q["text"].lower() in seen_text:
             raise ValueError(f"duplicate query {q['text']!r}")
         seen_text.add(q["text"].lower())

@@ -37,7 +37,9 @@ def retrieval_cases(draw: st.DrawFn, max_docs: int = 30, max_queries: int = 6) -
     for _ in range(n_queries):
         perm = draw(st.permutations(range(n_docs)))
         rankings.append(list(perm[:depth]))
-        judged = draw(st.lists(st.integers(0, n_docs - 1), min_size=1, max_size=n_docs, unique=True))
+        judged = draw(
+            st.lists(st.integers(0, n_docs - 1), min_size=1, max_size=n_docs, unique=True)
+        )
         grades = draw(st.lists(st.integers(0, 3), min_size=len(judged), max_size=len(judged)))
         if all(g == 0 for g in grades):
             grades[0] = draw(st.integers(1, 3))  # at least one relevant document

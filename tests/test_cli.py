@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, REPO
 from typer.testing import CliRunner
 
+from conftest import DEMO, REPO
 from evalret.cli import app
 from evalret.config import load_config
 
@@ -48,16 +48,36 @@ def test_bad_config_key_exits_2_with_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("corpus", "queries", "where", "message"),
     [
-        ('{"id": "d1", "text": "x"}\n{"id": "d1", "text": "y"}\n',
-         '{"id": "q1", "text": "t", "relevant": ["d1"]}\n', "corpus.jsonl:2", "duplicate document id"),
-        ('{"id": "d1", "text": "x"}\n', '{"id": "q1", "text": "t", "relevant": ["d9"]}\n',
-         "queries.jsonl:1", "judgment for unknown document 'd9'"),
-        ('{"id": "d1", "text": "x"}\n', '{"id": "q1", "relevant": ["d1"]}\n',
-         "queries.jsonl:1", "text: Field required"),
-        ('{"id": "d1", "text": "x"}\n', '{"id": "q1", "text": "", "relevant": ["d1"]}\n',
-         "queries.jsonl:1", "has no text"),
-        ('{"id": "d1", "text": "x"}\n{"id": "d2", "text": "x",}\n',
-         '{"id": "q1", "text": "t", "relevant": ["d1"]}\n', "corpus.jsonl:2", "invalid JSON"),
+        (
+            '{"id": "d1", "text": "x"}\n{"id": "d1", "text": "y"}\n',
+            '{"id": "q1", "text": "t", "relevant": ["d1"]}\n',
+            "corpus.jsonl:2",
+            "duplicate document id",
+        ),
+        (
+            '{"id": "d1", "text": "x"}\n',
+            '{"id": "q1", "text": "t", "relevant": ["d9"]}\n',
+            "queries.jsonl:1",
+            "judgment for unknown document 'd9'",
+        ),
+        (
+            '{"id": "d1", "text": "x"}\n',
+            '{"id": "q1", "relevant": ["d1"]}\n',
+            "queries.jsonl:1",
+            "text: Field required",
+        ),
+        (
+            '{"id": "d1", "text": "x"}\n',
+            '{"id": "q1", "text": "", "relevant": ["d1"]}\n',
+            "queries.jsonl:1",
+            "has no text",
+        ),
+        (
+            '{"id": "d1", "text": "x"}\n{"id": "d2", "text": "x",}\n',
+            '{"id": "q1", "text": "t", "relevant": ["d1"]}\n',
+            "corpus.jsonl:2",
+            "invalid JSON",
+        ),
     ],
 )
 def test_malformed_golden_set_exits_2_naming_file_and_line(
@@ -107,7 +127,8 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
     """One real `evalret run` on the demo set with the packaged model."""
     out_dir = tmp_path_factory.mktemp("demo-report")
     result = runner.invoke(
-        app, ["run", "-c", str(REPO / "configs" / "default.yaml"), "-o", str(out_dir), "--no-progress"]
+        app,
+        ["run", "-c", str(REPO / "configs" / "default.yaml"), "-o", str(out_dir), "--no-progress"],
     )
     return result.exit_code, result.output, out_dir
 
@@ -116,8 +137,17 @@ def test_demo_run_prints_tables_and_writes_reports(demo_run: tuple[int, str, Pat
     """Both index tables, slices with counts, the ANN section, and the report files."""
     code, out, out_dir = demo_run
     assert code == 0, out
-    for text in ("exact (faiss.IndexFlatIP)", "hnsw (faiss.IndexHNSWFlat)", "ANN: hnsw against exact",
-                 "ndcg@10", "head", "tail", "exact-match", "semantic", "report files:"):
+    for text in (
+        "exact (faiss.IndexFlatIP)",
+        "hnsw (faiss.IndexHNSWFlat)",
+        "ANN: hnsw against exact",
+        "ndcg@10",
+        "head",
+        "tail",
+        "exact-match",
+        "semantic",
+        "report files:",
+    ):
         assert text in out, text
     assert {p.name for p in out_dir.iterdir()} == {"report.json", "run.exact.trec", "run.hnsw.trec"}
     report = json.loads((out_dir / "report.json").read_text())
@@ -131,7 +161,8 @@ def test_demo_run_is_reproducible(demo_run: tuple[int, str, Path], tmp_path: Pat
     """A second run gives identical metrics and intervals."""
     _, _, first_dir = demo_run
     result = runner.invoke(
-        app, ["run", "-c", str(REPO / "configs" / "default.yaml"), "-o", str(tmp_path), "--no-progress"]
+        app,
+        ["run", "-c", str(REPO / "configs" / "default.yaml"), "-o", str(tmp_path), "--no-progress"],
     )
     assert result.exit_code == 0, result.output
     a = json.loads((first_dir / "report.json").read_text())

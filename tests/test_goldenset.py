@@ -1,4 +1,4 @@
-"""Golden-set readers: the three formats, auto-detection, and every malformed input named by line."""
+"""Golden-set readers: three formats, auto-detection, every malformed input named by line."""
 
 from __future__ import annotations
 
@@ -18,17 +18,42 @@ def write_jsonl(path: Path, rows: list) -> Path:
 
 
 def native(tmp_path: Path, docs: list | None = None, queries: list | None = None) -> Path:
-    write_jsonl(tmp_path / "corpus.jsonl", docs if docs is not None else [
-        {"id": "d1", "title": "Reset", "text": "How to reset a password."},
-        {"id": "d2", "text": "Billing cycles start on the first."},
-        {"id": "d3", "text": "Error E42 means the disk is full.", "metadata": {"section": "errors"}},
-    ])
-    write_jsonl(tmp_path / "queries.jsonl", queries if queries is not None else [
-        {"id": "q1", "text": "forgot password", "relevant": {"d1": 3, "d2": 0}, "tags": ["semantic"],
-         "frequency": 100},
-        {"id": "q2", "text": "E42", "relevant": ["d3"], "tags": ["exact-match"], "frequency": 3},
-        {"id": "q3", "text": "nothing relevant", "relevant": {"d2": 0}},
-    ])
+    write_jsonl(
+        tmp_path / "corpus.jsonl",
+        docs
+        if docs is not None
+        else [
+            {"id": "d1", "title": "Reset", "text": "How to reset a password."},
+            {"id": "d2", "text": "Billing cycles start on the first."},
+            {
+                "id": "d3",
+                "text": "Error E42 means the disk is full.",
+                "metadata": {"section": "errors"},
+            },
+        ],
+    )
+    write_jsonl(
+        tmp_path / "queries.jsonl",
+        queries
+        if queries is not None
+        else [
+            {
+                "id": "q1",
+                "text": "forgot password",
+                "relevant": {"d1": 3, "d2": 0},
+                "tags": ["semantic"],
+                "frequency": 100,
+            },
+            {
+                "id": "q2",
+                "text": "E42",
+                "relevant": ["d3"],
+                "tags": ["exact-match"],
+                "frequency": 3,
+            },
+            {"id": "q3", "text": "nothing relevant", "relevant": {"d2": 0}},
+        ],
+    )
     return tmp_path
 
 
@@ -60,7 +85,11 @@ def test_fingerprint_changes_with_content_only(tmp_path: Path) -> None:
     a = load(native(tmp_path / "a"))
     b = load(native(tmp_path / "b"))
     assert a.fingerprint == b.fingerprint
-    c = load(native(tmp_path / "c", queries=[{"id": "q1", "text": "forgot password", "relevant": {"d1": 2}}]))
+    c = load(
+        native(
+            tmp_path / "c", queries=[{"id": "q1", "text": "forgot password", "relevant": {"d1": 2}}]
+        )
+    )
     assert c.fingerprint != a.fingerprint
 
 
@@ -100,17 +129,25 @@ def test_native_every_problem_with_file_and_line(tmp_path: Path) -> None:
         assert expected in got, f"missing {expected!r} in\n{got}"
 
 
-def beir(tmp_path: Path, qrels: str = "query-id\tcorpus-id\tscore\n1\tA\t1\n1\tB\t0\n2\tC\t2\n") -> Path:
-    write_jsonl(tmp_path / "corpus.jsonl", [
-        {"_id": "A", "title": "Alpha", "text": "first"},
-        {"_id": "B", "title": "", "text": "second"},
-        {"_id": "C", "title": "Gamma", "text": ""},
-    ])
-    write_jsonl(tmp_path / "queries.jsonl", [
-        {"_id": "1", "text": "alpha?", "metadata": {"A": "leak"}},
-        {"_id": "2", "text": "gamma?"},
-        {"_id": "3", "text": "not in the split"},
-    ])
+def beir(
+    tmp_path: Path, qrels: str = "query-id\tcorpus-id\tscore\n1\tA\t1\n1\tB\t0\n2\tC\t2\n"
+) -> Path:
+    write_jsonl(
+        tmp_path / "corpus.jsonl",
+        [
+            {"_id": "A", "title": "Alpha", "text": "first"},
+            {"_id": "B", "title": "", "text": "second"},
+            {"_id": "C", "title": "Gamma", "text": ""},
+        ],
+    )
+    write_jsonl(
+        tmp_path / "queries.jsonl",
+        [
+            {"_id": "1", "text": "alpha?", "metadata": {"A": "leak"}},
+            {"_id": "2", "text": "gamma?"},
+            {"_id": "3", "text": "not in the split"},
+        ],
+    )
     (tmp_path / "qrels").mkdir(exist_ok=True)
     (tmp_path / "qrels" / "test.tsv").write_text(qrels)
     return tmp_path

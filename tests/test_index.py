@@ -27,8 +27,9 @@ def test_search_keeps_trec_eval_choice_when_a_tie_straddles_the_cut() -> None:
     """40 identical documents tie; top-3 must be the three largest ids, whatever faiss returned."""
     vectors = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (40, 1))
     doc_ids = [f"doc{i:02d}" for i in range(40)]
-    result = search(build_exact(vectors), np.array([[1.0, 0.0]], dtype=np.float32), 3,
-                    id_rank(doc_ids))
+    result = search(
+        build_exact(vectors), np.array([[1.0, 0.0]], dtype=np.float32), 3, id_rank(doc_ids)
+    )
     assert [doc_ids[i] for i in result.ids[0]] == ["doc39", "doc38", "doc37"]
 
 

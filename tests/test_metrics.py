@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from helpers import case_judgments, judgments_from_lists, retrieval_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +19,7 @@ from evalret.metrics import (
     parse_metric,
     parse_metrics,
 )
+from helpers import case_judgments, judgments_from_lists, retrieval_cases
 
 ALL = [Metric(f, k) for f in REGISTRY for k in (1, 3, 5)]
 
@@ -46,9 +46,7 @@ def test_ndcg_exponential_gain_differs_only_for_graded() -> None:
 
 def test_mrr_worked_example_from_domain_doc() -> None:
     """First relevant at ranks 1, 3, 1, 2 gives MRR = (1 + 1/3 + 1 + 1/2) / 4 = 0.708."""
-    j = judgments_from_lists(
-        [[1, 0, 0], [0, 0, 1], [1, 1, 0], [0, 1, 0]], [[1], [1], [1, 1], [1]]
-    )
+    j = judgments_from_lists([[1, 0, 0], [0, 0, 1], [1, 1, 0], [0, 1, 0]], [[1], [1], [1, 1], [1]])
     values = compute([Metric("mrr", 3)], j)["mrr@3"]
     assert values.tolist() == pytest.approx([1, 1 / 3, 1, 1 / 2])
     assert round(float(values.mean()), 3) == 0.708
@@ -66,7 +64,9 @@ def test_mrr_cutoff_ignores_hits_below_k() -> None:
 def test_recall_precision_map_hit_rate_by_hand() -> None:
     """Ranked grades [0,2,0,1,0] with 3 relevant judged (one never retrieved)."""
     j = judgments_from_lists([[0, 2, 0, 1, 0]], [[2, 1, 3, 0]])
-    got = compute([Metric(f, k) for f in ("recall", "precision", "map", "hit_rate") for k in (1, 4)], j)
+    got = compute(
+        [Metric(f, k) for f in ("recall", "precision", "map", "hit_rate") for k in (1, 4)], j
+    )
     assert got["recall@1"][0] == 0 and got["recall@4"][0] == pytest.approx(2 / 3)
     assert got["precision@1"][0] == 0 and got["precision@4"][0] == pytest.approx(2 / 4)
     # AP@4 = (P@2 + P@4) / R = (1/2 + 2/4) / 3  -- divided by R = 3, not min(k, R)
@@ -92,7 +92,9 @@ def test_build_judgments_lookup_and_ideal() -> None:
     """Vectorized lookup: retrieved grades, judged mask, ideal list and R per query."""
     ranked = np.array([[3, 1, 0], [2, -1, -1]])
     # query 0 judges doc1=2, doc2=3 (unretrieved), doc3=0; query 1 judges doc0=1
-    j = build_judgments(ranked, np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), np.array([2, 3, 0, 1]), 4)
+    j = build_judgments(
+        ranked, np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), np.array([2, 3, 0, 1]), 4
+    )
     assert j.grades.tolist() == [[0, 2, 0], [0, 0, 0]]
     assert j.judged.tolist() == [[True, True, False], [False, False, False]]
     assert j.ideal.tolist() == [[3, 2, 0], [1, 0, 0]]
@@ -101,8 +103,15 @@ def test_build_judgments_lookup_and_ideal() -> None:
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("ndcg@10", "ndcg@10"), ("nDCG@5", "ndcg@5"), ("P@3", "precision@3"), ("success@1", "hit_rate@1"),
-     ("MRR@5", "mrr@5"), ("recall @ 100", "recall@100"), ("MAP@100", "map@100")],
+    [
+        ("ndcg@10", "ndcg@10"),
+        ("nDCG@5", "ndcg@5"),
+        ("P@3", "precision@3"),
+        ("success@1", "hit_rate@1"),
+        ("MRR@5", "mrr@5"),
+        ("recall @ 100", "recall@100"),
+        ("MAP@100", "map@100"),
+    ],
 )
 def test_parse_metric_names(name: str, expected: str) -> None:
     """Names parse as ranx users write them, aliases included."""
@@ -135,8 +144,16 @@ def test_perfect_ranking_scores_one(grades: list[int]) -> None:
     ideal = sorted(grades, reverse=True)
     j = judgments_from_lists([ideal], [grades])
     k = len(grades)
-    got = compute([Metric("ndcg", k), Metric("mrr", k), Metric("map", k), Metric("recall", k),
-                   Metric("hit_rate", k)], j)
+    got = compute(
+        [
+            Metric("ndcg", k),
+            Metric("mrr", k),
+            Metric("map", k),
+            Metric("recall", k),
+            Metric("hit_rate", k),
+        ],
+        j,
+    )
     for v in got.values():
         assert v[0] == pytest.approx(1.0)
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from evalret.config import Config, GoldenSetConfig, IndexesConfig, HnswIndexConfig
+from evalret.config import Config, GoldenSetConfig, HnswIndexConfig, IndexesConfig
 from evalret.pipeline import run_evaluation, topk_overlap
 from evalret.report.files import write_outputs
 
@@ -39,13 +39,21 @@ class HashEmbedder:
 
 def make_set(tmp_path: Path) -> Path:
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
-    docs = [{"id": f"d{i}", "text": f"{words[i % 8]} {words[(i * 3) % 8]} item {i}"} for i in range(60)]
+    docs = [
+        {"id": f"d{i}", "text": f"{words[i % 8]} {words[(i * 3) % 8]} item {i}"} for i in range(60)
+    ]
     queries = []
     for q in range(24):
         relevant = {f"d{(q * 5 + j) % 60}": (3 - j) for j in range(3)}
-        queries.append({"id": f"q{q}", "text": f"{words[q % 8]} {words[(q * 5) % 8]}",
-                        "relevant": relevant, "tags": ["even" if q % 2 == 0 else "odd"],
-                        "frequency": 1000 - q * 40})
+        queries.append(
+            {
+                "id": f"q{q}",
+                "text": f"{words[q % 8]} {words[(q * 5) % 8]}",
+                "relevant": relevant,
+                "tags": ["even" if q % 2 == 0 else "odd"],
+                "frequency": 1000 - q * 40,
+            }
+        )
     queries.append({"id": "q-none", "text": "alpha", "relevant": {"d1": 0}})
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
@@ -76,7 +84,12 @@ def test_report_shape_and_slices(config: Config) -> None:
         assert v.value == pytest.approx(float(np.mean(per_query)))
         assert v.ci_low <= v.value <= v.ci_high
     assert r.ann is not None and set(r.ann.slices["all"].recall) == {
-        "recall@1", "recall@3", "recall@5", "recall@10", "recall@20"}
+        "recall@1",
+        "recall@3",
+        "recall@5",
+        "recall@10",
+        "recall@20",
+    }
 
 
 def test_runs_are_identical(config: Config) -> None:
@@ -105,7 +118,10 @@ def test_trec_export_scores_identically_in_trec_eval(config: Config, tmp_path: P
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["schema_version"] == 1
     assert report["indexes"]["hnsw"]["slices"]["odd"]["metrics"]["ndcg@10"].keys() == {
-        "value", "ci_low", "ci_high"}
+        "value",
+        "ci_low",
+        "ci_high",
+    }
 
 
 def test_topk_overlap() -> None:

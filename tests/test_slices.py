@@ -33,11 +33,21 @@ def test_build_slices_order_and_custom() -> None:
         ["what is X?", "X error 42", "reset"],
         [("semantic",), ("exact-match", "head"), ()],
         [10, 1, None],
-        custom=[SliceDefinition(name="questions", pattern=r"\?$"),
-                SliceDefinition(name="listed", query_ids=["q2", "q3"], tag="exact-match")],
+        custom=[
+            SliceDefinition(name="questions", pattern=r"\?$"),
+            SliceDefinition(name="listed", query_ids=["q2", "q3"], tag="exact-match"),
+        ],
     )
     assert [s.name for s in slices] == [
-        "all", "head", "torso", "tail", "exact-match", "tag:head", "semantic", "questions", "listed"
+        "all",
+        "head",
+        "torso",
+        "tail",
+        "exact-match",
+        "tag:head",
+        "semantic",
+        "questions",
+        "listed",
     ]
     by = {s.name: s.mask.tolist() for s in slices}
     assert by["questions"] == [True, False, False]
@@ -47,16 +57,31 @@ def test_build_slices_order_and_custom() -> None:
 def test_custom_slice_problems() -> None:
     """Unknown query ids and a name clash are reported together."""
     with pytest.raises(ConfigError) as e:
-        build_slices(["q1"], ["t"], [()], [None], custom=[
-            SliceDefinition(name="all", tag="x"),
-            SliceDefinition(name="mine", query_ids=["q9"]),
-        ])
+        build_slices(
+            ["q1"],
+            ["t"],
+            [()],
+            [None],
+            custom=[
+                SliceDefinition(name="all", tag="x"),
+                SliceDefinition(name="mine", query_ids=["q9"]),
+            ],
+        )
     text = str(e.value)
     assert "'all' is already used" in text and "unknown query ids q9" in text
 
 
-@pytest.mark.parametrize(("n", "label"), [(0, "unreliable"), (199, "unreliable"), (200, "minimal"),
-                                          (999, "minimal"), (1000, "production"), (5000, "high")])
+@pytest.mark.parametrize(
+    ("n", "label"),
+    [
+        (0, "unreliable"),
+        (199, "unreliable"),
+        (200, "minimal"),
+        (999, "minimal"),
+        (1000, "production"),
+        (5000, "high"),
+    ],
+)
 def test_reliability_table(n: int, label: str) -> None:
     """Labels follow domain.md's reliability table."""
     assert reliability(n) == label

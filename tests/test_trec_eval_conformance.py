@@ -18,13 +18,29 @@ from evalret.metrics import REGISTRY, Metric, build_judgments, compute
 CUTOFFS = (1, 2, 3, 5, 10)
 
 
-def trec_measures(metric: Metric) -> tuple[str, str]:
-    """(measure to request, key in pytrec_eval's answer) for a metric; MRR is cut via the run."""
-    name = {"ndcg": "ndcg_cut", "recall": "recall", "precision": "P", "map": "map_cut",
-            "hit_rate": "success", "mrr": "recip_rank"}[metric.family]
+def trec_eval_values(
+    qrels: dict[str, dict[str, int]], ranked: dict[str, list[tuple[str, float]]], metric: Metric
+) -> dict[str, float]:
+    """trec_eval's per-query value of ``metric`` for runs given in rank order.
+
+    MRR@k is trec_eval's ``recip_rank`` on each run cut at depth k (recip_rank itself is uncut).
+    """
+    name = {
+        "ndcg": "ndcg_cut",
+        "recall": "recall",
+        "precision": "P",
+        "map": "map_cut",
+        "hit_rate": "success",
+        "mrr": "recip_rank",
+    }[metric.family]
     if metric.family == "mrr":
-        return name, name
-    return f"{name}.{metric.k}", f"{name}_{metric.k}"
+        measure, key = name, name
+        ranked = {q: r[: metric.k] for q, r in ranked.items()}
+    else:
+        measure, key = f"{name}.{metric.k}", f"{name}_{metric.k}"
+    run = {q: (dict(r) or {"__none__": 0.0}) for q, r in ranked.items()}
+    got = pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(run)
+    return {q: got[q][key] for q in ranked}
 
 
 def compare_with_trec_eval(
@@ -44,6 +60,10 @@ def compare_with_trec_eval(
         for j, (d, s) in enumerate(run[q].items()):
             ids[qi, j], scores[qi, j] = doc_index[d], s
     ids, scores = apply_tie_rule(ids, scores, id_rank(doc_ids))
+    ranked = {
+        q: [(doc_ids[d], float(s)) for d, s in zip(ids[qi], scores[qi], strict=True) if d >= 0]
+        for qi, q in enumerate(query_ids)
+    }
     ids = np.pad(ids, ((0, 0), (0, max(0, depth - width))), constant_values=-1)[:, :depth]
     qi_, di_, gr_ = zip(
         *[(qi, doc_index[d], g) for qi, q in enumerate(query_ids) for d, g in qrels[q].items()],
@@ -51,21 +71,11 @@ def compare_with_trec_eval(
     )
     j = build_judgments(ids, np.array(qi_), np.array(di_), np.array(gr_), len(doc_ids))
     ours = compute(metrics, j)
-
     for metric in metrics:
-        measure, key = trec_measures(metric)
-        if metric.family == "mrr":  # recip_rank is uncut: give trec_eval the run cut at k
-            kept = {
-                q: {doc_ids[d]: float(s) for d, s in zip(ids[qi, : metric.k], scores[qi, : metric.k], strict=False) if d >= 0}
-                for qi, q in enumerate(query_ids)
-            }
-            evaluated_run = {q: (r or {"__none__": 0.0}) for q, r in kept.items()}
-        else:
-            evaluated_run = run
-        theirs = pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(evaluated_run)
+        theirs = trec_eval_values(qrels, ranked, metric)
         for qi, q in enumerate(query_ids):
-            assert ours[str(metric)][qi] == pytest.approx(theirs[q][key], abs=1e-9), (
-                f"{metric} query {q}: evalret {ours[str(metric)][qi]} trec_eval {theirs[q][key]}"
+            assert ours[str(metric)][qi] == pytest.approx(theirs[q], abs=1e-9), (
+                f"{metric} query {q}: evalret {ours[str(metric)][qi]} trec_eval {theirs[q]}"
             )
 
 
@@ -80,10 +90,17 @@ def graded_runs(draw: st.DrawFn) -> tuple[list[str], dict, dict]:
         grades = draw(st.lists(st.integers(0, 3), min_size=len(judged), max_size=len(judged)))
         if max(grades) == 0:
             grades[0] = 1
-        retrieved = draw(st.lists(st.sampled_from(doc_ids), min_size=1, max_size=n_docs, unique=True))
+        retrieved = draw(
+            st.lists(st.sampled_from(doc_ids), min_size=1, max_size=n_docs, unique=True)
+        )
         # few distinct score values, so ties are frequent
-        scores = draw(st.lists(st.sampled_from([0.1, 0.25, 0.5, 0.75, 0.9]), min_size=len(retrieved),
-                               max_size=len(retrieved)))
+        scores = draw(
+            st.lists(
+                st.sampled_from([0.1, 0.25, 0.5, 0.75, 0.9]),
+                min_size=len(retrieved),
+                max_size=len(retrieved),
+            )
+        )
         qrels[f"q{q}"] = dict(zip(judged, grades, strict=True))
         run[f"q{q}"] = dict(zip(retrieved, scores, strict=True))
     return doc_ids, qrels, run

@@ -183,9 +183,12 @@ def _node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None
                 if key.value == part:
                     child = key if part == loc[-1] else value
                     break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if 0 <= part < len(node.value):
-                child = node.value[part]
+        elif (
+            isinstance(node, yaml.SequenceNode)
+            and isinstance(part, int)
+            and 0 <= part < len(node.value)
+        ):
+            child = node.value[part]
         if child is None:
             break
         node, line = child, child.start_mark.line + 1
@@ -218,7 +221,9 @@ def parse_config(text: str, source: str = "<config>") -> Config:
     except ValidationError as e:
         problems = []
         for err in e.errors():
-            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function")))
+            loc = tuple(
+                p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function"))
+            )
             msg = err["msg"]
             if err["type"] == "extra_forbidden":
                 msg = "unknown key"

@@ -31,8 +31,9 @@ class Embedder(Protocol):
         """Everything that decides the vectors: model, weights, settings."""
         ...
 
-    def embed(self, texts: Sequence[str], kind: Kind, progress: Progress | None = None) -> np.ndarray:
-        ...
+    def embed(
+        self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
+    ) -> np.ndarray: ...
 
 
 def resolve_model(name: str) -> tuple[str, str]:
@@ -66,7 +67,7 @@ def weights_hash(path: str) -> str | None:
 
 def finish_vectors(vectors: np.ndarray, truncate_dim: int | None, normalize: bool) -> np.ndarray:
     """Cut vectors to ``truncate_dim`` (Matryoshka-style) and L2-normalize them, as float32."""
-    out = np.asarray(vectors, dtype=np.float32)
+    out: np.ndarray = np.asarray(vectors, dtype=np.float32)
     if truncate_dim is not None:
         if truncate_dim > out.shape[1]:
             raise ConfigError(
@@ -99,7 +100,8 @@ class SentenceTransformerEmbedder:
         except Exception as e:
             raise ModelError(
                 f"cannot load model {self.config.name!r} ({self.source}) offline: {e}. "
-                "Use the packaged default, or a local directory holding a sentence-transformers model."
+                "Use the packaged default, or a local directory holding a "
+                "sentence-transformers model."
             ) from e
         if self.config.max_seq_length is not None:
             model.max_seq_length = self.config.max_seq_length
@@ -122,7 +124,9 @@ class SentenceTransformerEmbedder:
             "truncate_dim": c.truncate_dim,
         }
 
-    def embed(self, texts: Sequence[str], kind: Kind, progress: Progress | None = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
+    ) -> np.ndarray:
         """Embed ``texts`` in length-sorted batches (fewer padding tokens), in input order."""
         prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
         inputs = [prefix + t for t in texts]
@@ -146,7 +150,10 @@ class SentenceTransformerEmbedder:
                     progress(len(batch))
         except Exception as e:
             raise ModelError(f"embedding failed: {e}") from e
-        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        get_dim = (
+            getattr(model, "get_embedding_dimension", None)
+            or model.get_sentence_embedding_dimension
+        )
         dim = get_dim() or 0
         sorted_vectors = np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32)
         vectors = np.empty_like(sorted_vectors)

@@ -80,7 +80,11 @@ class GoldenSet:
                 qi.append(i)
                 di.append(self.doc_index[d])
                 gr.append(g)
-        return (np.array(qi, dtype=np.int64), np.array(di, dtype=np.int64), np.array(gr, dtype=np.int64))
+        return (
+            np.array(qi, dtype=np.int64),
+            np.array(di, dtype=np.int64),
+            np.array(gr, dtype=np.int64),
+        )
 
     @cached_property
     def fingerprint(self) -> str:
@@ -95,8 +99,16 @@ class GoldenSet:
         for d, t in sorted(zip(self.doc_ids, self.doc_texts, strict=True)):
             put(["d", d, t])
         for q, t in sorted(zip(self.query_ids, self.query_texts, strict=True)):
-            put(["q", q, t, sorted(self.qrels.get(q, {}).items()), list(self.tags.get(q, ())),
-                 self.frequency.get(q)])
+            put(
+                [
+                    "q",
+                    q,
+                    t,
+                    sorted(self.qrels.get(q, {}).items()),
+                    list(self.tags.get(q, ())),
+                    self.frequency.get(q),
+                ]
+            )
         return h.hexdigest()
 
 
@@ -229,12 +241,16 @@ class _Builder(_Reader):
     def add_judgment(self, query_id: str, doc_id: str, grade: int, path: Path, line: int) -> None:
         if grade < 0:
             self.problem(
-                f"grade {grade} for ({query_id!r}, {doc_id!r}): grades are integers >= 0", path, line
+                f"grade {grade} for ({query_id!r}, {doc_id!r}): grades are integers >= 0",
+                path,
+                line,
             )
             return
         judged = self.qrels.setdefault(query_id, {})
         if doc_id in judged:
-            self.problem(f"duplicate judgment for query {query_id!r}, document {doc_id!r}", path, line)
+            self.problem(
+                f"duplicate judgment for query {query_id!r}, document {doc_id!r}", path, line
+            )
             return
         judged[doc_id] = grade
         self.qrel_where.append((query_id, doc_id, path, line))
@@ -242,7 +258,9 @@ class _Builder(_Reader):
     def check_references(self) -> None:
         for query_id, doc_id, path, line in self.qrel_where:
             if doc_id not in self.docs:
-                self.problem(f"judgment for unknown document {doc_id!r} (query {query_id!r})", path, line)
+                self.problem(
+                    f"judgment for unknown document {doc_id!r} (query {query_id!r})", path, line
+                )
             if query_id not in self.queries:
                 self.problem(f"judgment for unknown query {query_id!r}", path, line)
 

@@ -25,7 +25,10 @@ TIE_MARGIN = 16
 
 @dataclass(frozen=True)
 class SearchResult:
-    """ids: int64 [Q, depth] document indices in rank order (-1 past the corpus end); scores alike."""
+    """ids: int64 [Q, depth], document indices in rank order (-1 past the corpus end).
+
+    scores: float32 [Q, depth], aligned with ids (-inf past the corpus end).
+    """
 
     ids: np.ndarray
     scores: np.ndarray
@@ -39,7 +42,9 @@ def id_rank(doc_ids: Sequence[str]) -> np.ndarray:
     return rank
 
 
-def apply_tie_rule(ids: np.ndarray, scores: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def apply_tie_rule(
+    ids: np.ndarray, scores: np.ndarray, rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Re-sort each row by score descending, then document id descending; -1 ids go last."""
     valid = ids >= 0
     key_id = np.where(valid, rank[np.where(valid, ids, 0)], -1)

@@ -111,8 +111,8 @@ def recall(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
 
 
 def precision(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
-    """Precision@k = |relevant in top k| / k (k even when fewer are retrieved). trec_eval ``P.k``."""
-    return j.relevant[:, :k].sum(axis=1) / float(k)
+    """Precision@k = |relevant in top k| / k, k even when fewer are retrieved (trec_eval P.k)."""
+    return np.asarray(j.relevant[:, :k].sum(axis=1) / float(k), dtype=np.float64)
 
 
 def average_precision(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
@@ -126,9 +126,8 @@ def average_precision(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.n
 
 
 def hit_rate(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
-    """Hit rate@k (Success@k) = 1 if any relevant document is in the top k, else 0. trec_eval
-    ``success.k``."""
-    return j.relevant[:, :k].any(axis=1).astype(np.float64)
+    """Hit rate@k (Success@k) = 1 if a relevant document is in the top k, else 0 (``success.k``)."""
+    return np.asarray(j.relevant[:, :k].any(axis=1), dtype=np.float64)
 
 
 MetricFn = Callable[[RankedJudgments, int, Gain], np.ndarray]
@@ -163,7 +162,7 @@ def known_metrics() -> str:
 
 
 def parse_metric(name: str) -> Metric:
-    """Parse ``ndcg@10`` (case-insensitive, aliases such as ``P@5`` or ``success@1``) into a Metric."""
+    """Parse ``ndcg@10`` into a Metric; case-insensitive, with aliases (``P@5``, ``success@1``)."""
     m = _NAME_RE.match(name)
     family = _ALIASES.get(m.group(1).lower()) if m else None
     if m is None or family is None:
@@ -212,7 +211,7 @@ def build_judgments(
 ) -> RankedJudgments:
     """Look up the grade of every retrieved document in one vectorized pass.
 
-    ranked: int [Q, depth], document indices per query in rank order, -1 where nothing was retrieved.
+    ranked: int [Q, depth], document indices per query in rank order, -1 where none was retrieved.
     qrel_query, qrel_doc, qrel_grade: the judgments as parallel arrays of (query index, document
     index, grade >= 0); each (query, document) pair at most once.
     """

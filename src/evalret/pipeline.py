@@ -83,10 +83,12 @@ def _summarize(
             n_queries=s.n_queries,
             reliability=reliability(s.n_queries),
             metrics={
-                m: MetricValue(**{
-                    k: (None if np.isnan(v) else float(v))
-                    for k, v in (("value", means[i]), ("ci_low", low[i]), ("ci_high", high[i]))
-                })
+                m: MetricValue(
+                    **{
+                        k: (None if np.isnan(v) else float(v))
+                        for k, v in (("value", means[i]), ("ci_low", low[i]), ("ci_high", high[i]))
+                    }
+                )
                 for i, m in enumerate(names)
             },
         )
@@ -96,13 +98,14 @@ def _summarize(
 def topk_overlap(approx: np.ndarray, exact: np.ndarray, k: int) -> np.ndarray:
     """Per query |approx top-k ∩ exact top-k| / |exact top-k| (ANN recall@k against exact)."""
     a, e = approx[:, :k], exact[:, :k]
-    width = np.int64(max(int(a.max(initial=0)), int(e.max(initial=0))) + 2)
+    # one key space for all rows: document index + row * width; -1 (nothing retrieved) never counts
+    width = max(int(a.max(initial=0)), int(e.max(initial=0))) + 1
     offset = np.arange(len(e), dtype=np.int64)[:, None] * width
-    # -1 (nothing retrieved) maps to a per-row key that never matches a real document
-    hits = np.isin(np.where(a >= 0, a + offset, -1 - offset), np.where(e >= 0, e + offset, -2))
-    hits &= a >= 0
+    hits = np.isin(a + offset, np.where(e >= 0, e + offset, -1)) & (a >= 0)
     denom = (e >= 0).sum(axis=1)
-    return np.divide(hits.sum(axis=1), denom, out=np.zeros(len(e)), where=denom > 0)
+    out = np.zeros(len(e))
+    np.divide(hits.sum(axis=1), denom, out=out, where=denom > 0)
+    return out
 
 
 def _ann_section(

@@ -88,4 +88,3 @@ class RunReport(_Model):
     indexes: dict[str, IndexResult]
     ann: AnnSection | None
     timings: dict[str, float]
-

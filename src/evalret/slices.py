@@ -111,7 +111,10 @@ def build_slices(
             unknown = sorted(set(d.query_ids) - id_set)
             if unknown:
                 problems.append(
-                    Problem(f"slices.custom[{i}] ({d.name}): unknown query ids {', '.join(unknown[:10])}")
+                    Problem(
+                        f"slices.custom[{i}] ({d.name}): "
+                        f"unknown query ids {', '.join(unknown[:10])}"
+                    )
                 )
             wanted = set(d.query_ids)
             mask &= np.array([q in wanted for q in query_ids], dtype=bool)

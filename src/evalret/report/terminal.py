@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -18,7 +18,7 @@ def _cell(v: MetricValue) -> Text:
         return Text("-", style="dim")
     text = Text(f"{v.value:.3f}")
     if v.ci_low is not None and v.ci_high is not None:
-        text.append(f"\n{v.ci_low:.3f}–{v.ci_high:.3f}", style="dim")
+        text.append(f"\n{v.ci_low:.3f}–{v.ci_high:.3f}", style="dim")  # noqa: RUF001 - an en dash reads as a range
     return text
 
 
@@ -75,7 +75,7 @@ def ann_table(report: RunReport) -> Table | None:
 
 def render_run(report: RunReport, written: list[Path]) -> Group:
     g = report.golden_set
-    parts: list = [
+    parts: list[RenderableType] = [
         Text.assemble(
             ("golden set ", "bold"),
             f"{g.source} ({g.format}): {g.n_documents} documents, "
@@ -88,7 +88,8 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
         more = "" if len(g.queries_without_relevant) <= 10 else ", ..."
         parts.append(
             Text(
-                f"{len(g.queries_without_relevant)} judged queries have no relevant document and are "
+                f"{len(g.queries_without_relevant)} judged queries have no relevant document "
+                "and are "
                 f"left out of the means: {shown}{more}",
                 style="yellow",
             )
