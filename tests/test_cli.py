@@ -171,3 +171,15 @@ def test_demo_run_is_reproducible(demo_run: tuple[int, str, Path], tmp_path: Pat
         a.pop(key), b.pop(key)
     assert a == b
     assert (first_dir / "run.exact.trec").read_text() == (tmp_path / "run.exact.trec").read_text()
+
+
+def test_every_command_has_help_and_is_documented() -> None:
+    """Each command has a help text and is shown in the README as `evalret <command>`."""
+    import typer.main
+
+    readme = (REPO / "README.md").read_text()
+    group = typer.main.get_command(app)
+    assert group.commands  # type: ignore[attr-defined]
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        assert command.help, name
+        assert f"evalret {name}" in readme, name

@@ -412,7 +412,10 @@ def detect_format(cfg: GoldenSetConfig) -> Format:
     if cfg.qrels is not None or path.is_file():
         return "trec"
     if not path.is_dir():
-        raise GoldenSetError(f"golden set not found: {path}")
+        raise GoldenSetError(
+            f"golden set not found: {path} (set golden_set.path in the config; relative paths "
+            "are resolved against the config file, or the current directory without one)"
+        )
     if (path / "qrels").is_dir():
         return "beir"
     if _find(path, TREC_QRELS_NAMES):
