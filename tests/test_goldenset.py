@@ -211,3 +211,13 @@ def test_scifact_counts(scifact_path: Path) -> None:
     assert (len(g.doc_ids), len(g.query_ids)) == (5183, 300)
     assert sum(len(j) for j in g.qrels.values()) == 339
     assert g.queries_without_relevant == []
+
+
+def test_trec_malformed_lines_are_located(tmp_path: Path) -> None:
+    """TREC files: a queries line without a tab and a qrels line with 3 columns, by line."""
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 d1 1\n")
+    (tmp_path / "queries.tsv").write_text("q1\tfine\nq2 no tab here\n")
+    (tmp_path / "corpus.tsv").write_text("d1\tdoc\n")
+    got = "\n".join(problems_of(tmp_path))
+    assert f"{tmp_path / 'queries.tsv'}:2: expected 'query_id<TAB>text'" in got
+    assert f"{tmp_path / 'qrels.txt'}:2: expected 4 columns, found 3" in got

@@ -347,30 +347,32 @@ def read_beir(directory: Path, split: str) -> GoldenSet:
     return b.build(str(directory), "beir", [q for q in judged if q in b.queries])
 
 
-def _read_tsv_or_jsonl_queries(b: _Builder, path: Path) -> None:
+def _tsv_pairs(b: _Builder, path: Path, id_name: str) -> Iterator[tuple[int, str, str]]:
+    """(line, id, text) from ``id<TAB>text`` lines; malformed lines become problems."""
+    for n, raw in b.lines(path):
+        key, sep, text = raw.rstrip("\n").partition("\t")
+        if not sep:
+            b.problem(f"expected '{id_name}<TAB>text'", path, n)
+            continue
+        yield n, key.strip(), text.strip()
+
+
+def _read_trec_queries(b: _Builder, path: Path) -> None:
     if path.suffix == ".jsonl":
         for n, q in b.jsonl(path, _BeirQuery):
             b.add_query(q.id, q.text, path, n)
-        return
-    for n, raw in b.lines(path):
-        qid, sep, text = raw.rstrip("\n").partition("\t")
-        if not sep:
-            b.problem("expected 'query_id<TAB>text'", path, n)
-            continue
-        b.add_query(qid.strip(), text.strip(), path, n)
+    else:
+        for n, query_id, text in _tsv_pairs(b, path, "query_id"):
+            b.add_query(query_id, text, path, n)
 
 
-def _read_tsv_or_jsonl_corpus(b: _Builder, path: Path) -> None:
+def _read_trec_corpus(b: _Builder, path: Path) -> None:
     if path.suffix == ".jsonl":
         for n, doc in b.jsonl(path, _BeirDoc):
             b.add_doc(doc.id, _doc_text(doc.title, doc.text), path, n)
-        return
-    for n, raw in b.lines(path):
-        doc_id, sep, text = raw.rstrip("\n").partition("\t")
-        if not sep:
-            b.problem("expected 'doc_id<TAB>text'", path, n)
-            continue
-        b.add_doc(doc_id.strip(), text.strip(), path, n)
+    else:
+        for n, doc_id, text in _tsv_pairs(b, path, "doc_id"):
+            b.add_doc(doc_id, text, path, n)
 
 
 def _find(directory: Path, names: tuple[str, ...]) -> Path | None:
@@ -394,12 +396,11 @@ def read_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenS
         )
         if found is None
     ]
-    if missing:
+    if queries is None or corpus is None:
         raise GoldenSetError(f"TREC golden set {qrels}: missing " + "; ".join(missing))
-    assert queries is not None and corpus is not None  # narrowed above
     b = _Builder()
-    _read_tsv_or_jsonl_corpus(b, corpus)
-    _read_tsv_or_jsonl_queries(b, queries)
+    _read_trec_corpus(b, corpus)
+    _read_trec_queries(b, queries)
     judged = _read_qrels_rows(b, qrels, columns=4, header=False)
     return b.build(str(qrels), "trec", [q for q in judged if q in b.queries])
 
