@@ -119,24 +119,99 @@ def run(
         Path | None,
         typer.Option("--out", "-o", help="Directory for report files (overrides output.dir)."),
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline", "-b", help="Gate against this baseline (overrides gate.baseline)."
+        ),
+    ] = None,
+    save_baseline: Annotated[
+        Path | None,
+        typer.Option("--save-baseline", help="Save this run as a baseline file (never implicit)."),
+    ] = None,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
     ] = True,
 ) -> None:
-    """Embed the golden set, search exact and HNSW indexes, and report metrics per slice."""
+    """Embed the golden set, search exact and HNSW indexes, report metrics per slice, and gate
+    against floors and a baseline. Exit 1 when a check fails."""
 
-    def go() -> None:
+    def go() -> ExitCode:
+        from evalret.baseline import load_baseline
+        from evalret.baseline import save_baseline as save
         from evalret.config import load_config
+        from evalret.errors import InputError
         from evalret.pipeline import run_evaluation
         from evalret.report.files import write_outputs
         from evalret.report.terminal import print_run
 
         cfg = load_config(config)
+        baseline_path = baseline or cfg.gate.baseline
+        reference = None
+        if baseline_path is not None:
+            if baseline_path.exists() or save_baseline is None:
+                reference = load_baseline(baseline_path)
+            elif baseline_path.resolve() != save_baseline.resolve():
+                raise InputError(f"baseline {baseline_path} does not exist")
         with _progress(progress) as factory:
-            evaluation = run_evaluation(cfg, progress=factory)
-        out_dir = out if out is not None else cfg.output.dir
-        written = write_outputs(evaluation, out_dir)
+            evaluation = run_evaluation(
+                cfg,
+                progress=factory,
+                baseline=reference,
+                baseline_source=str(baseline_path) if reference is not None else None,
+            )
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        written = write_outputs(
+            evaluation,
+            out if out is not None else cfg.output.dir,
+            Path(summary) if summary else None,
+        )
+        if save_baseline is not None:
+            save(evaluation.report, save_baseline)
+            written.append(save_baseline)
         print_run(console, evaluation.report, written)
+        gate = evaluation.report.gate
+        return ExitCode.REGRESSION if gate is not None and gate.verdict == "fail" else ExitCode.OK
+
+    raise typer.Exit(int(_guard(go)))
+
+
+baseline_app = typer.Typer(help="Inspect baseline files.", no_args_is_help=True)
+app.add_typer(baseline_app, name="baseline")
+
+
+@baseline_app.command("show")
+def baseline_show(
+    path: Annotated[Path, typer.Argument(help="A baseline (or saved report.json).")],
+) -> None:
+    """Show what a baseline holds: fingerprint, settings and metrics per index and slice."""
+
+    def go() -> None:
+        from evalret.baseline import load_baseline
+        from evalret.report.terminal import print_baseline
+
+        print_baseline(console, load_baseline(path), path)
+
+    _guard(go)
+
+
+@app.command()
+def init(
+    directory: Annotated[Path, typer.Argument(help="Repository root to scaffold.")] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Write a starter config, a tiny golden-set template and a GitHub workflow."""
+
+    def go() -> None:
+        from evalret.scaffold import write_scaffold
+
+        for path in write_scaffold(directory, force=force):
+            console.print(f"wrote {path}")
+        console.print(
+            "next: put your corpus and queries in golden_sets/example, then run "
+            "`evalret run --config evalret.yaml --save-baseline baselines/evalret.json` once, "
+            "on purpose, and commit the baseline."
+        )
 
     _guard(go)
 

@@ -127,6 +127,70 @@ class BootstrapConfig(_Strict):
     confidence: float = Field(0.95, gt=0, lt=1)
 
 
+class Threshold(_Strict):
+    """Limits for one metric: an absolute floor and/or the largest tolerated drop."""
+
+    min: float | None = Field(None, description="fail when the current value is below this")
+    max_drop: float | None = Field(None, ge=0, description="fail on a larger absolute drop")
+    max_drop_pct: float | None = Field(None, ge=0, description="fail on a larger relative drop, %")
+
+
+class ThresholdOverride(Threshold):
+    """Thresholds for one metric in one slice and/or index, replacing the metric's defaults."""
+
+    metric: str
+    slice: str | None = None
+    index: Literal["exact", "hnsw"] | None = None
+
+    @field_validator("metric")
+    @classmethod
+    def _metric(cls, v: str) -> str:
+        try:
+            return str(parse_metrics([v])[0])
+        except MetricError as e:
+            raise ValueError("; ".join(p.message for p in e.problems)) from None
+
+
+class SignificanceConfig(_Strict):
+    """Fail a drop only when a paired test against the baseline finds it significant."""
+
+    test: Literal["randomization", "t-test", "bootstrap"] = "randomization"
+    alpha: float = Field(0.05, gt=0, lt=1)
+    correction: Literal["holm", "bonferroni", "bh", "none"] = "holm"
+    samples: int = Field(10_000, ge=100)
+    seed: int = 0
+    power: float = Field(0.8, gt=0, lt=1)
+
+
+DEFAULT_THRESHOLDS = {"recall@10": Threshold(max_drop=0.01), "mrr@10": Threshold(max_drop=0.01)}
+
+
+class GateConfig(_Strict):
+    """The CI gate: checks of the current run against floors and a stored baseline."""
+
+    baseline: Path | None = Field(None, description="baseline file to compare with")
+    thresholds: dict[str, Threshold] | None = Field(
+        None, description="per metric; default: max_drop 0.01 on recall@10 and mrr@10 when computed"
+    )
+    overrides: list[ThresholdOverride] = []
+    slices: list[str] | None = Field(None, description="slices to gate; default all")
+    indexes: list[Literal["exact", "hnsw"]] | None = Field(None, description="default all")
+    ann_min_recall: float | None = Field(0.95, ge=0, le=1, description="HNSW recall@k floor")
+    ann_k: int = Field(10, ge=1)
+    significance: SignificanceConfig | None = None
+
+    @field_validator("thresholds")
+    @classmethod
+    def _metric_names(cls, v: dict[str, Threshold] | None) -> dict[str, Threshold] | None:
+        if v is None:
+            return None
+        try:
+            names = [str(m) for m in parse_metrics(v)]
+        except MetricError as e:
+            raise ValueError("; ".join(p.message for p in e.problems)) from None
+        return dict(zip(names, v.values(), strict=True))
+
+
 class OutputConfig(_Strict):
     dir: Path = Path("reports")
 
@@ -141,6 +205,7 @@ class Config(_Strict):
     ndcg_gain: Literal["linear", "exponential"] = "linear"
     slices: SlicesConfig = SlicesConfig()
     bootstrap: BootstrapConfig = BootstrapConfig()
+    gate: GateConfig = GateConfig()
     output: OutputConfig = OutputConfig()
 
     @field_validator("metrics")
@@ -150,6 +215,27 @@ class Config(_Strict):
             return [str(m) for m in parse_metrics(v)]
         except MetricError as e:
             raise ValueError("; ".join(p.message for p in e.problems)) from None
+
+    @model_validator(mode="after")
+    def _gated_metrics_are_computed(self) -> Config:
+        computed = set(self.metrics)
+        missing = [m for m in self.gate.thresholds or {} if m not in computed]
+        missing += [o.metric for o in self.gate.overrides if o.metric not in computed]
+        if missing:
+            raise ValueError(
+                f"gate thresholds name metrics that are not computed: {', '.join(missing)} "
+                "(add them to metrics)"
+            )
+        if self.gate.ann_k > self.depth:
+            raise ValueError(f"gate.ann_k {self.gate.ann_k} exceeds the search depth {self.depth}")
+        return self
+
+    @property
+    def thresholds(self) -> dict[str, Threshold]:
+        """The gate's per-metric thresholds; the defaults cover only metrics that are computed."""
+        if self.gate.thresholds is not None:
+            return dict(self.gate.thresholds)
+        return {m: t for m, t in DEFAULT_THRESHOLDS.items() if m in self.metrics}
 
     @property
     def depth(self) -> int:
@@ -170,7 +256,12 @@ class Config(_Strict):
         if not Path(model.name).is_absolute() and model_path.exists():
             model = model.model_copy(update={"name": str(model_path)})
         out = self.output.model_copy(update={"dir": fix(self.output.dir) or self.output.dir})
-        return self.model_copy(update={"golden_set": golden, "model": model, "output": out})
+        gate = self.gate.model_copy(
+            update={"baseline": fix(self.gate.baseline) or self.gate.baseline}
+        )
+        return self.model_copy(
+            update={"golden_set": golden, "model": model, "output": out, "gate": gate}
+        )
 
 
 def _node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:

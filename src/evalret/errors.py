@@ -72,6 +72,10 @@ class MetricError(InputError):
     """A metric name cannot be parsed or is unknown."""
 
 
+class IncompatibleBaselineError(InputError):
+    """The baseline was computed on another golden set or with other metric definitions."""
+
+
 class ModelError(EvalretError):
     """The embedding model cannot be loaded or fails while embedding."""
 

@@ -87,29 +87,44 @@ class GoldenSet:
         )
 
     @cached_property
-    def fingerprint(self) -> str:
-        """sha256 of the content that decides the metrics: texts, judgments, tags, frequencies."""
-        h = hashlib.sha256()
-
-        def put(obj: Any) -> None:
-            h.update(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode())
-            h.update(b"\n")
-
-        put(["evalret-golden-set", 1])
+    def corpus_fingerprint(self) -> str:
+        """sha256 of the documents (ids and embedded texts), independent of file order."""
+        h = hashlib.sha256(b"evalret-corpus-1\n")
         for d, t in sorted(zip(self.doc_ids, self.doc_texts, strict=True)):
-            put(["d", d, t])
-        for q, t in sorted(zip(self.query_ids, self.query_texts, strict=True)):
-            put(
-                [
-                    "q",
-                    q,
-                    t,
-                    sorted(self.qrels.get(q, {}).items()),
-                    list(self.tags.get(q, ())),
-                    self.frequency.get(q),
-                ]
-            )
+            h.update(_canonical(["d", d, t]))
         return h.hexdigest()
+
+    @cached_property
+    def query_fingerprints(self) -> dict[str, str]:
+        """Per query, a short sha256 of its text, judgments, tags and frequency."""
+        return {
+            q: hashlib.sha256(
+                _canonical(
+                    [
+                        q,
+                        t,
+                        sorted(self.qrels.get(q, {}).items()),
+                        list(self.tags.get(q, ())),
+                        self.frequency.get(q),
+                    ]
+                )
+            ).hexdigest()[:16]
+            for q, t in zip(self.query_ids, self.query_texts, strict=True)
+        }
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 of the content that decides the metrics: corpus, queries, judgments, tags,
+        frequencies; file order and formatting do not count."""
+        h = hashlib.sha256(b"evalret-golden-set-1\n")
+        h.update(self.corpus_fingerprint.encode())
+        for q, digest in sorted(self.query_fingerprints.items()):
+            h.update(_canonical([q, digest]))
+        return h.hexdigest()
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 # --- record schemas -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from evalret import __version__
+from evalret.baseline import check_compatible, run_gate
 from evalret.config import Config
 from evalret.embed import Embedder, SentenceTransformerEmbedder
 from evalret.goldenset import GoldenSet, load_golden_set
@@ -46,6 +47,7 @@ class Evaluation:
     report: RunReport
     golden_set: GoldenSet  # restricted to the evaluated queries
     rankings: dict[str, SearchResult]
+    slices: list[Slice]
 
 
 def _digest(obj: Any) -> str:
@@ -144,12 +146,26 @@ def run_evaluation(
     *,
     embedder: Embedder | None = None,
     progress: ProgressFactory | None = None,
+    baseline: RunReport | None = None,
+    baseline_source: str | None = None,
 ) -> Evaluation:
-    """Evaluate ``config`` end to end. Raises EvalretError subclasses on bad input or failure."""
+    """Evaluate ``config`` end to end, and gate it when checks are configured.
+
+    With a ``baseline``, its compatibility is checked as soon as the golden set is read (before
+    any embedding), and drop checks compare with it. Raises EvalretError subclasses on bad input
+    (IncompatibleBaselineError included) or failure.
+    """
     progress = progress or _no_progress
     timer = _Timer()
     metrics = parse_metrics(config.metrics)
     depth = max(m.k for m in metrics)
+    metric_definitions = {
+        "names": [str(m) for m in metrics],
+        "ndcg_gain": config.ndcg_gain,
+        "relevance_level": RELEVANCE_LEVEL,
+        "tie_rule": TIE_RULE,
+        "queries_without_relevant": "excluded from means",
+    }
 
     with timer("load_golden_set"):
         full = load_golden_set(config.golden_set)
@@ -166,6 +182,8 @@ def run_evaluation(
             tail_fraction=config.slices.tail_fraction,
             custom=config.slices.custom,
         )
+    if baseline is not None:
+        check_compatible(baseline, full, metric_definitions, baseline_source or "baseline")
 
     embedder = embedder or SentenceTransformerEmbedder(config.model)
     with timer("embed_documents"):
@@ -218,14 +236,6 @@ def run_evaluation(
         ann = _ann_section(rankings, per_query, metrics, slices)
 
     model_identity = embedder.identity()
-    metric_definitions = {
-        "names": [str(m) for m in metrics],
-        "ndcg_gain": config.ndcg_gain,
-        "relevance_level": RELEVANCE_LEVEL,
-        "tie_rule": TIE_RULE,
-        "queries_without_relevant": "excluded from means",
-        "evalret_version": __version__,
-    }
     parts = {
         "golden_set": full.fingerprint,
         "model": model_identity,
@@ -235,11 +245,15 @@ def run_evaluation(
     report = RunReport(
         evalret_version=__version__,
         config=config.model_dump(mode="json"),
-        fingerprint=Fingerprint(**parts, digest=_digest(parts)),
+        fingerprint=Fingerprint(
+            **parts, evalret_version=__version__, digest=_digest({**parts, "v": __version__})
+        ),
         golden_set=GoldenSetInfo(
             source=full.source,
             format=full.format,
             fingerprint=full.fingerprint,
+            corpus_fingerprint=full.corpus_fingerprint,
+            query_fingerprints=full.query_fingerprints,
             n_documents=len(full.doc_ids),
             n_queries_judged=len(full.query_ids),
             n_queries_evaluated=len(golden.query_ids),
@@ -267,4 +281,7 @@ def run_evaluation(
         ann=ann,
         timings=timer.timings,
     )
-    return Evaluation(report=report, golden_set=golden, rankings=rankings)
+    with timer("gate"):
+        gate = run_gate(config, report, slices, baseline, baseline_source)
+    report = report.model_copy(update={"gate": gate, "timings": timer.timings})
+    return Evaluation(report=report, golden_set=golden, rankings=rankings, slices=slices)

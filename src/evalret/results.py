@@ -60,6 +60,8 @@ class GoldenSetInfo(_Model):
     source: str
     format: str
     fingerprint: str
+    corpus_fingerprint: str
+    query_fingerprints: dict[str, str]  # every judged query, for saying what changed
     n_documents: int
     n_queries_judged: int
     n_queries_evaluated: int
@@ -72,7 +74,43 @@ class Fingerprint(_Model):
     model: dict[str, Any]
     indexes: dict[str, dict[str, Any]]
     metrics: dict[str, Any]
-    digest: str  # sha256 of the four parts above
+    evalret_version: str
+    digest: str  # sha256 of the parts above
+
+
+class GateCheck(_Model):
+    """One named check of the gate and its outcome."""
+
+    name: str
+    index: str
+    slice: str
+    metric: str
+    kind: str  # min | max_drop | max_drop_pct | ann_min_recall
+    threshold: float
+    baseline: float | None
+    current: float
+    delta: float | None  # current - baseline
+    n_queries: int
+    p_value: float | None  # paired test, one-sided (a drop), when significance is configured
+    p_adjusted: float | None  # after the correction across all tested checks
+    mde: float | None  # minimum detectable drop for this slice (alpha, power of the gate)
+    underpowered: bool  # the slice is too small for its threshold to be detectable
+    passed: bool
+    message: str
+
+
+class GateSection(_Model):
+    verdict: str  # pass | fail
+    baseline: str | None  # path of the baseline file
+    baseline_fingerprint: str | None
+    changed: dict[str, Any]  # what differs from the baseline (model, indexes): shown, not refused
+    significance: dict[str, Any] | None
+    checks: list[GateCheck]
+    notes: list[str]
+
+    @property
+    def failed(self) -> list[GateCheck]:
+        return [c for c in self.checks if not c.passed]
 
 
 class RunReport(_Model):
@@ -87,4 +125,5 @@ class RunReport(_Model):
     slices: dict[str, SliceInfo]
     indexes: dict[str, IndexResult]
     ann: AnnSection | None
+    gate: GateSection | None = None
     timings: dict[str, float]

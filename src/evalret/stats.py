@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -48,3 +49,102 @@ def bootstrap_ci(
     alpha = 1.0 - confidence
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
     return low, high
+
+
+Test = Literal["randomization", "t-test", "bootstrap"]
+Correction = Literal["holm", "bonferroni", "bh", "none"]
+Alternative = Literal["two-sided", "less", "greater"]
+
+
+def paired_p_value(
+    a: np.ndarray,
+    b: np.ndarray,
+    test: Test,
+    *,
+    alternative: Alternative = "two-sided",
+    samples: int = 10_000,
+    seed: int | np.random.SeedSequence | Sequence[int] = 0,
+) -> float:
+    """p-value of the paired test of H0 "mean(a - b) = 0" over aligned per-query scores.
+
+    ``alternative="less"`` tests whether a is lower than b (a drop). ``randomization`` flips the
+    sign of each query's difference at random (scipy's permutation_test over paired samples;
+    ``samples`` resamples, exact when 2^n is smaller, with the +1 correction so p is never 0);
+    ``t-test`` is scipy's ttest_rel; ``bootstrap`` resamples the centred differences.
+    Identical scores give p = 1. Deterministic for a given seed.
+    """
+    from scipy import stats as sps
+
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    d = a - b
+    if len(d) == 0 or not np.any(d):
+        return 1.0
+    if test == "t-test":
+        if len(d) < 2 or np.all(d == d[0]):  # no spread: the sign of the shift decides
+            shift = float(d[0]) if len(d) else 0.0
+            drop_side = {"less": shift < 0, "greater": shift > 0, "two-sided": True}[alternative]
+            return 0.0 if drop_side else 1.0
+        return float(sps.ttest_rel(a, b, alternative=alternative).pvalue)
+    rng = np.random.default_rng(seed)
+    if test == "randomization":
+        result = sps.permutation_test(
+            (a, b),
+            lambda x, y, axis: np.mean(x - y, axis=axis),
+            permutation_type="samples",
+            vectorized=True,
+            n_resamples=samples,
+            alternative=alternative,
+            rng=rng,
+        )
+        return float(min(1.0, result.pvalue))
+    observed = d.mean()
+    centred = d - observed
+    means = np.empty(samples)
+    step = max(1, MAX_CELLS // len(d))
+    for start in range(0, samples, step):
+        n = min(step, samples - start)
+        means[start : start + n] = centred[rng.integers(0, len(d), size=(n, len(d)))].mean(axis=1)
+    if alternative == "less":
+        extreme = np.count_nonzero(means <= observed)
+    elif alternative == "greater":
+        extreme = np.count_nonzero(means >= observed)
+    else:
+        extreme = np.count_nonzero(np.abs(means) >= abs(observed))
+    return float((extreme + 1) / (samples + 1))
+
+
+def adjust_p_values(p_values: Sequence[float], method: Correction) -> np.ndarray:
+    """p-values adjusted for multiple testing: Holm or Bonferroni (family-wise error rate),
+    Benjamini-Hochberg (false discovery rate, scipy's false_discovery_control), or none."""
+    p = np.asarray(p_values, dtype=np.float64)
+    m = len(p)
+    if m == 0 or method == "none":
+        return p.copy()
+    if method == "bonferroni":
+        return np.minimum(1.0, p * m)
+    if method == "bh":
+        from scipy import stats as sps
+
+        return np.asarray(sps.false_discovery_control(p, method="bh"), dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out = np.empty(m)
+    out[order] = np.minimum(1.0, stepped)
+    return out
+
+
+def minimum_detectable_effect(
+    sd_diff: float, n: int, alpha: float = 0.05, power: float = 0.8, two_sided: bool = False
+) -> float:
+    """Smallest true mean difference a paired test on ``n`` queries detects with ``power``.
+
+    (z_{1-alpha} + z_{power}) * sd_diff / sqrt(n), with z_{1-alpha/2} when two-sided; sd_diff is
+    the standard deviation of the per-query differences. Infinite for fewer than two queries.
+    """
+    from scipy import stats as sps
+
+    if n < 2:
+        return float("inf")
+    z_alpha = sps.norm.ppf(1 - (alpha / 2 if two_sided else alpha))
+    return float((z_alpha + sps.norm.ppf(power)) * sd_diff / np.sqrt(n))

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
+from evalret.atomic import atomic_write_text
 from evalret.errors import InputError
 from evalret.goldenset import GoldenSet
 from evalret.index import SearchResult
 from evalret.pipeline import Evaluation
+from evalret.report.junit import render_junit
+from evalret.report.markdown import render_markdown
 
 RUN_TAG = "evalret"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
@@ -36,18 +26,31 @@ def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(evaluation: Evaluation, out_dir: Path) -> list[Path]:
-    """Write report.json and run.<index>.trec into ``out_dir``; returns the paths written."""
+def write_outputs(
+    evaluation: Evaluation, out_dir: Path, step_summary: Path | None = None
+) -> list[Path]:
+    """Write report.json, report.md, run.<index>.trec and (with a gate) junit.xml into
+    ``out_dir``; append report.md to ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given.
+    Returns the paths written."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot create output directory {out_dir}: {e.strerror or e}") from None
     written = []
     report_path = out_dir / "report.json"
-    _atomic_write(report_path, evaluation.report.model_dump_json(indent=2) + "\n")
+    atomic_write_text(report_path, evaluation.report.model_dump_json(indent=2) + "\n")
     written.append(report_path)
+    report = evaluation.report
+    markdown = render_markdown(report)
+    outputs = {"report.md": markdown}
+    if report.gate is not None:
+        outputs["junit.xml"] = render_junit(report.gate)
     for name, ranking in evaluation.rankings.items():
-        path = out_dir / f"run.{name}.trec"
-        _atomic_write(path, trec_run(evaluation.golden_set, ranking, f"{RUN_TAG}-{name}"))
-        written.append(path)
+        outputs[f"run.{name}.trec"] = trec_run(evaluation.golden_set, ranking, f"{RUN_TAG}-{name}")
+    for name, text in outputs.items():
+        atomic_write_text(out_dir / name, text)
+        written.append(out_dir / name)
+    if step_summary is not None:
+        with step_summary.open("a", encoding="utf-8") as f:
+            f.write(markdown + "\n")
     return written

@@ -8,7 +8,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from evalret.results import MetricValue, RunReport
+from evalret.results import GateSection, MetricValue, RunReport
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
@@ -18,7 +18,7 @@ def _cell(v: MetricValue) -> Text:
         return Text("-", style="dim")
     text = Text(f"{v.value:.3f}")
     if v.ci_low is not None and v.ci_high is not None:
-        text.append(f"\n{v.ci_low:.3f}–{v.ci_high:.3f}", style="dim")  # noqa: RUF001 - an en dash reads as a range
+        text.append(f"\n{v.ci_low:.3f}–{v.ci_high:.3f}", style="dim")
     return text
 
 
@@ -73,6 +73,48 @@ def ann_table(report: RunReport) -> Table | None:
     return table
 
 
+def gate_parts(gate: GateSection) -> list[RenderableType]:
+    """Verdict in colour, then the failed checks, underpowered warning and notes."""
+    failed = gate.failed
+    if gate.verdict == "pass":
+        verdict = Text(f"GATE PASSED: all {len(gate.checks)} checks pass", style="bold green")
+    else:
+        verdict = Text(
+            f"GATE FAILED: {len(failed)} of {len(gate.checks)} checks failed", style="bold red"
+        )
+    parts: list[RenderableType] = [Text(""), verdict]
+    if gate.baseline:
+        parts.append(Text(f"baseline {gate.baseline}", style="dim"))
+    for key, change in gate.changed.items():
+        parts.append(Text(f"changed: {key}: {change['baseline']} -> {change['current']}"))
+    if failed:
+        table = Table(title="failed checks", title_justify="left", title_style="bold red")
+        for col in ("check", "n", "baseline", "current", "delta", "p (adj.)"):
+            table.add_column(col, justify="left" if col == "check" else "right", no_wrap=True)
+        for c in failed:
+            p = "-" if c.p_adjusted is None else f"{c.p_value:.3g} ({c.p_adjusted:.3g})"
+            table.add_row(
+                Text(c.name, style="red"),
+                str(c.n_queries),
+                _fmt(c.baseline),
+                _fmt(c.current),
+                _fmt(c.delta, signed=True),
+                p,
+            )
+        parts.append(table)
+    weak = [c for c in gate.checks if c.underpowered and c.passed]
+    if weak:
+        parts.append(
+            Text(
+                f"{len(weak)} passing check(s) cannot detect their threshold with this many "
+                "queries (minimum detectable drop above it, see report.md): weak evidence",
+                style="yellow",
+            )
+        )
+    parts += [Text(f"note: {n}", style="yellow") for n in gate.notes]
+    return parts
+
+
 def render_run(report: RunReport, written: list[Path]) -> Group:
     g = report.golden_set
     parts: list[RenderableType] = [
@@ -103,6 +145,8 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     ann = ann_table(report)
     if ann is not None:
         parts += [Text(""), ann]
+    if report.gate is not None:
+        parts += gate_parts(report.gate)
     if written:
         parts += [Text(""), Text("report files:", style="bold")]
         parts += [Text(f"  {p}") for p in written]
@@ -111,3 +155,28 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
 
 def print_run(console: Console, report: RunReport, written: list[Path]) -> None:
     console.print(render_run(report, written))
+
+
+def print_baseline(console: Console, report: RunReport, path: Path) -> None:
+    """What a baseline holds: fingerprint, settings, metrics per index and slice."""
+    f, g = report.fingerprint, report.golden_set
+    lines = [
+        ("baseline", str(path)),
+        ("schema", f"{report.schema_version} (evalret {f.evalret_version})"),
+        ("fingerprint", f.digest),
+        (
+            "golden set",
+            f"{g.source} ({g.format}): {g.n_documents} documents, "
+            f"{g.n_queries_evaluated} queries, fingerprint {g.fingerprint[:16]}",
+        ),
+        ("model", ", ".join(f"{k}={v}" for k, v in f.model.items())),
+        ("indexes", "; ".join(f"{k}: {v}" for k, v in f.indexes.items())),
+        ("metrics", ", ".join(f"{k}={v}" for k, v in f.metrics.items())),
+    ]
+    for label, value in lines:
+        console.print(Text.assemble((f"{label}: ", "bold"), value))
+    for index in report.indexes:
+        console.print(Text(""))
+        console.print(index_table(report, index))
+    if report.gate is not None:
+        console.print(Group(*gate_parts(report.gate)))

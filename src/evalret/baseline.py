@@ -1,0 +1,181 @@
+"""Baselines: reading and writing them, deciding whether a run may be compared with one, and
+turning a run plus a baseline into the gate section of the report.
+
+A baseline file is a saved report.json (schema version, fingerprint, metrics per index and slice,
+per-query scores), written atomically: an interrupted save never leaves a broken file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from evalret.atomic import atomic_write_text
+from evalret.config import Config
+from evalret.errors import IncompatibleBaselineError, InputError, Problem
+from evalret.gate import evaluate_gate, resolve_rules
+from evalret.goldenset import GoldenSet
+from evalret.results import SCHEMA_VERSION, GateSection, RunReport
+from evalret.slices import Slice
+
+# metric definitions that must agree for numbers to be comparable (metric lists may differ)
+DEFINITION_KEYS = ("ndcg_gain", "relevance_level", "tie_rule", "queries_without_relevant")
+
+
+def save_baseline(report: RunReport, path: Path) -> None:
+    try:
+        atomic_write_text(path, report.model_dump_json(indent=1) + "\n")
+    except OSError as e:
+        raise InputError(f"cannot write baseline {path}: {e.strerror or e}") from None
+
+
+def load_baseline(path: Path) -> RunReport:
+    """Read a baseline (or any saved report.json); bad files are input errors (exit 2)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read baseline {path}: {e.strerror or e}") from None
+    try:
+        report = RunReport.model_validate_json(text)
+    except ValidationError as e:
+        problems = [
+            Problem(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}", str(path))
+            for err in e.errors()[:20]
+        ]
+        raise InputError(f"{path} is not an evalret baseline or report", problems) from None
+    if report.schema_version != SCHEMA_VERSION:
+        raise InputError(
+            f"{path}: schema version {report.schema_version}, this evalret reads {SCHEMA_VERSION}"
+        )
+    return report
+
+
+def golden_set_differences(baseline: RunReport, golden: GoldenSet) -> list[str]:
+    """What differs between the baseline's golden set and ``golden`` (empty when identical)."""
+    b = baseline.golden_set
+    if b.fingerprint == golden.fingerprint:
+        return []
+    out = []
+    if b.corpus_fingerprint != golden.corpus_fingerprint:
+        out.append(f"corpus: {b.n_documents} -> {len(golden.doc_ids)} documents, content differs")
+    before, after = b.query_fingerprints, golden.query_fingerprints
+    for label, ids in (
+        ("queries added", sorted(after.keys() - before.keys())),
+        ("queries removed", sorted(before.keys() - after.keys())),
+        (
+            "queries whose text, judgments, tags or frequency changed",
+            sorted(q for q in before.keys() & after.keys() if before[q] != after[q]),
+        ),
+    ):
+        if ids:
+            shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+            out.append(f"{label}: {shown}")
+    return out or ["golden-set fingerprint differs"]
+
+
+def check_compatible(
+    baseline: RunReport, golden: GoldenSet, definitions: dict[str, Any], source: str
+) -> None:
+    """Refuse (exit 2) a baseline whose golden set or metric definitions differ."""
+    problems = [f"golden set: {d}" for d in golden_set_differences(baseline, golden)]
+    before = baseline.fingerprint.metrics
+    for key in DEFINITION_KEYS:
+        if before.get(key) != definitions.get(key):
+            problems.append(
+                f"metric definition {key}: {before.get(key)!r} -> {definitions.get(key)!r}"
+            )
+    if problems:
+        raise IncompatibleBaselineError(
+            f"cannot compare with baseline {source}: its numbers were computed on other terms "
+            "(save a new baseline on purpose with --save-baseline)",
+            [Problem(p) for p in problems],
+        )
+
+
+def _differences(before: Any, after: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: dict[str, Any] = {}
+        for key in sorted(before.keys() | after.keys()):
+            out.update(_differences(before.get(key), after.get(key), f"{prefix}.{key}"))
+        return out
+    return {} if before == after else {prefix: {"baseline": before, "current": after}}
+
+
+def changed_settings(baseline: RunReport, current: RunReport) -> dict[str, Any]:
+    """Model, index and version differences: the point of a comparison, shown, not refused."""
+    b, c = baseline.fingerprint, current.fingerprint
+    return {
+        **_differences(b.model, c.model, "model"),
+        **_differences(b.indexes, c.indexes, "indexes"),
+        **_differences(b.evalret_version, c.evalret_version, "evalret_version"),
+    }
+
+
+def _aligned(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.ndarray]]:
+    """Per-query scores of ``report`` reordered to ``query_ids``."""
+    position = {q: i for i, q in enumerate(report.query_ids)}
+    order = np.array([position[q] for q in query_ids], dtype=np.int64)
+    return {
+        index: {m: np.asarray(v, dtype=np.float64)[order] for m, v in result.per_query.items()}
+        for index, result in report.indexes.items()
+    }
+
+
+def run_gate(
+    config: Config,
+    current: RunReport,
+    slices: list[Slice],
+    baseline: RunReport | None,
+    baseline_source: str | None,
+) -> GateSection | None:
+    """The gate section for ``current``; None when nothing is configured to be checked."""
+    gate = config.gate
+    indexes = [i for i in current.indexes if gate.indexes is None or i in gate.indexes]
+    wanted = set(gate.slices) if gate.slices is not None else None
+    masks = {s.name: s.mask for s in slices if wanted is None or s.name in wanted}
+    notes = []
+    if wanted is not None and wanted - masks.keys():
+        notes.append(f"gate.slices not in this run: {', '.join(sorted(wanted - masks.keys()))}")
+    rules = resolve_rules(config.thresholds, gate.overrides, indexes, list(masks))
+    base_scores = None
+    if baseline is not None:
+        base_scores = _aligned(baseline, current.query_ids)
+        for index in indexes:
+            if index not in base_scores:
+                notes.append(f"the baseline has no {index} results: its drop checks are skipped")
+            else:
+                missing = sorted({r.metric for r in rules} - base_scores[index].keys())
+                if missing:
+                    notes.append(
+                        f"the baseline has no {', '.join(missing)} for {index}: "
+                        "those drop checks are skipped"
+                    )
+    ann = current.ann
+    ann_recall = None
+    if ann is not None and "hnsw" in indexes:
+        ann_recall = ann.slices["all"].recall.get(f"recall@{gate.ann_k}")
+    current_scores = _aligned(current, current.query_ids)
+    checks = evaluate_gate(
+        current_scores,
+        base_scores,
+        masks,
+        rules,
+        gate.significance,
+        ann_recall,
+        gate.ann_min_recall,
+        gate.ann_k,
+    )
+    if not checks:
+        return None
+    return GateSection(
+        verdict="pass" if all(c.passed for c in checks) else "fail",
+        baseline=baseline_source,
+        baseline_fingerprint=baseline.fingerprint.digest if baseline else None,
+        changed=changed_settings(baseline, current) if baseline else {},
+        significance=gate.significance.model_dump() if gate.significance else None,
+        checks=checks,
+        notes=notes,
+    )

@@ -1,0 +1,229 @@
+"""The gate: (current scores, baseline scores, thresholds) -> one verdict with one entry per check.
+
+Pure: per-query arrays and small values in, GateCheck values out; no files, models or printing.
+
+Checks, for every gated index, slice and metric with a threshold:
+
+* ``min``: fails when the slice's current mean is below the floor (no baseline needed);
+* ``max_drop``: fails when baseline - current exceeds the allowed absolute drop;
+* ``max_drop_pct``: fails when (baseline - current) / baseline * 100 exceeds the allowed percentage;
+* ``ann_min_recall``: fails when HNSW keeps less than the floor of the exact top-k (slice ``all``).
+
+With significance configured, a drop check fails only when the drop crosses its threshold AND a
+one-sided paired test of current against baseline over the slice's queries is significant after
+the correction across all drop checks. Every drop check also states the minimum detectable drop
+for its slice (from the spread of the per-query differences, at the gate's alpha and power) and is
+marked underpowered when that exceeds its threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalret.config import SignificanceConfig, Threshold, ThresholdOverride
+from evalret.results import GateCheck
+from evalret.stats import adjust_p_values, minimum_detectable_effect, paired_p_value, seed_for
+
+EPS = 1e-12  # float noise: a drop equal to its threshold passes
+Scores = Mapping[str, Mapping[str, np.ndarray]]  # index -> metric -> per-query values
+
+
+@dataclass(frozen=True)
+class Rule:
+    index: str
+    slice: str
+    metric: str
+    threshold: Threshold
+
+
+def resolve_rules(
+    thresholds: Mapping[str, Threshold],
+    overrides: Sequence[ThresholdOverride],
+    indexes: Sequence[str],
+    slices: Sequence[str],
+) -> list[Rule]:
+    """The threshold of every (index, slice, metric): the metric's default unless an override
+    matches; later overrides win, and an override replaces the whole threshold."""
+    table: dict[tuple[str, str, str], Threshold] = {}
+    for index in indexes:
+        for slice_name in slices:
+            for metric, t in thresholds.items():
+                table[(index, slice_name, metric)] = t
+            for o in overrides:
+                if o.index in (None, index) and o.slice in (None, slice_name):
+                    table[(index, slice_name, o.metric)] = Threshold(
+                        min=o.min, max_drop=o.max_drop, max_drop_pct=o.max_drop_pct
+                    )
+    return [Rule(i, s, m, t) for (i, s, m), t in table.items()]
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4f}"
+
+
+@dataclass
+class _Pending:
+    """A check whose verdict may wait for the corrected p-value."""
+
+    rule: Rule
+    kind: str
+    threshold: float
+    allowed_drop: float | None
+    baseline: float | None
+    current: float
+    n: int
+    crossed: bool
+    p_value: float | None = None
+    mde: float | None = None
+
+
+def evaluate_gate(
+    current: Scores,
+    baseline: Scores | None,
+    slices: Mapping[str, np.ndarray],
+    rules: Sequence[Rule],
+    significance: SignificanceConfig | None = None,
+    ann_recall: float | None = None,
+    ann_min_recall: float | None = None,
+    ann_k: int = 10,
+) -> list[GateCheck]:
+    """Every check's outcome. ``baseline`` arrays are aligned with ``current``'s queries."""
+    alpha = significance.alpha if significance else 0.05
+    power = significance.power if significance else 0.8
+    pending: list[_Pending] = []
+    p_cache: dict[tuple[str, str, str], float] = {}
+    for rule in rules:
+        values = current.get(rule.index, {}).get(rule.metric)
+        mask = slices.get(rule.slice)
+        if values is None or mask is None or not mask.any():
+            continue
+        cur = values[mask]
+        cur_mean = float(cur.mean())
+        n = int(mask.sum())
+        t = rule.threshold
+        if t.min is not None:
+            pending.append(
+                _Pending(rule, "min", t.min, None, None, cur_mean, n, cur_mean < t.min - EPS)
+            )
+        base_values = (baseline or {}).get(rule.index, {}).get(rule.metric)
+        if base_values is None:
+            continue
+        base = base_values[mask]
+        base_mean = float(base.mean())
+        drop = base_mean - cur_mean
+        diffs = cur - base
+        sd = float(diffs.std(ddof=1)) if n > 1 else 0.0
+        mde = minimum_detectable_effect(sd, n, alpha, power) if sd > 0 else None
+        for kind, limit in (("max_drop", t.max_drop), ("max_drop_pct", t.max_drop_pct)):
+            if limit is None:
+                continue
+            allowed = limit if kind == "max_drop" else limit / 100 * base_mean
+            check = _Pending(
+                rule, kind, limit, allowed, base_mean, cur_mean, n, drop > allowed + EPS
+            )
+            check.mde = mde
+            if significance is not None:
+                key = (rule.index, rule.slice, rule.metric)
+                if key not in p_cache:
+                    p_cache[key] = paired_p_value(
+                        cur,
+                        base,
+                        significance.test,
+                        alternative="less",
+                        samples=significance.samples,
+                        seed=seed_for(significance.seed, *key),
+                    )
+                check.p_value = p_cache[key]
+            pending.append(check)
+
+    tested = [c for c in pending if c.p_value is not None]
+    adjusted = adjust_p_values(
+        [c.p_value or 1.0 for c in tested], significance.correction if significance else "none"
+    )
+    p_adj = {id(c): float(a) for c, a in zip(tested, adjusted, strict=True)}
+    checks = [_finish(c, p_adj.get(id(c)), alpha, significance) for c in pending]
+
+    if ann_recall is not None and ann_min_recall is not None:
+        passed = ann_recall >= ann_min_recall - EPS
+        n_all = int(next(iter(slices.values())).sum()) if slices else 0
+        checks.append(
+            GateCheck(
+                name=f"hnsw/all/ann_recall@{ann_k} min {ann_min_recall:g}",
+                index="hnsw",
+                slice="all",
+                metric=f"ann_recall@{ann_k}",
+                kind="ann_min_recall",
+                threshold=ann_min_recall,
+                baseline=None,
+                current=ann_recall,
+                delta=None,
+                n_queries=n_all,
+                p_value=None,
+                p_adjusted=None,
+                mde=None,
+                underpowered=False,
+                passed=passed,
+                message=(
+                    f"HNSW keeps {_fmt(ann_recall)} of the exact top-{ann_k}"
+                    f"{'' if passed else ', below'} the floor {ann_min_recall:g}"
+                ),
+            )
+        )
+    return checks
+
+
+def _finish(
+    c: _Pending, p_adjusted: float | None, alpha: float, significance: SignificanceConfig | None
+) -> GateCheck:
+    r = c.rule
+    delta = None if c.baseline is None else c.current - c.baseline
+    underpowered = c.allowed_drop is not None and c.mde is not None and c.mde > c.allowed_drop
+    if c.kind == "min":
+        passed = not c.crossed
+        message = f"{r.metric} = {_fmt(c.current)}" + (
+            f" is below the floor {c.threshold:g}" if c.crossed else f" >= floor {c.threshold:g}"
+        )
+    else:
+        assert c.baseline is not None and c.allowed_drop is not None and delta is not None
+        limit = f"{c.threshold:g}" if c.kind == "max_drop" else f"{c.threshold:g}%"
+        change = f"{_fmt(c.baseline)} -> {_fmt(c.current)} ({delta:+.4f})"
+        significant = p_adjusted is None or p_adjusted < alpha
+        passed = not (c.crossed and significant)
+        if not c.crossed:
+            message = f"{r.metric} {change}: within the allowed drop {limit}"
+        elif significance is None:
+            message = f"{r.metric} {change}: dropped more than {limit}"
+        else:
+            verdict = "significant" if significant else "not significant"
+            message = (
+                f"{r.metric} {change}: dropped more than {limit}, {verdict} "
+                f"({significance.test}, p = {c.p_value:.4g}, {significance.correction}-adjusted "
+                f"{p_adjusted:.4g}, alpha {alpha:g})"
+            )
+        if underpowered:
+            message += (
+                f"; slice too small for this threshold: with {c.n} queries the minimum "
+                f"detectable drop is {c.mde:.4f} (alpha {alpha:g}, power "
+                f"{significance.power if significance else 0.8:g})"
+            )
+    return GateCheck(
+        name=f"{r.index}/{r.slice}/{r.metric} {c.kind} {c.threshold:g}",
+        index=r.index,
+        slice=r.slice,
+        metric=r.metric,
+        kind=c.kind,
+        threshold=c.threshold,
+        baseline=c.baseline,
+        current=c.current,
+        delta=delta,
+        n_queries=c.n,
+        p_value=c.p_value,
+        p_adjusted=p_adjusted,
+        mde=c.mde,
+        underpowered=underpowered,
+        passed=passed,
+        message=message,
+    )

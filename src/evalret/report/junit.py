@@ -1,0 +1,47 @@
+"""junit.xml: one test case per gate check, so any CI shows the gate natively."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from evalret.results import GateSection
+
+
+def render_junit(gate: GateSection) -> str:
+    failures = len(gate.failed)
+    suites = ET.Element(
+        "testsuites",
+        name="evalret",
+        tests=str(len(gate.checks)),
+        failures=str(failures),
+        errors="0",
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name="evalret gate",
+        tests=str(len(gate.checks)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+    )
+    for c in gate.checks:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"evalret.{c.index}.{c.slice}",
+            name=f"{c.metric} {c.kind} {c.threshold:g}",
+            time="0",
+        )
+        details = (
+            f"index={c.index} slice={c.slice} n={c.n_queries} metric={c.metric} kind={c.kind} "
+            f"threshold={c.threshold:g} baseline={c.baseline} current={c.current} delta={c.delta} "
+            f"p_value={c.p_value} p_adjusted={c.p_adjusted} mde={c.mde}"
+        )
+        if not c.passed:
+            failure = ET.SubElement(case, "failure", message=c.message, type="regression")
+            failure.text = details
+        else:
+            ET.SubElement(case, "system-out").text = f"{c.message}\n{details}"
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,133 @@
+"""report.md: a concise Markdown summary for a pull-request comment or a CI step summary.
+
+Verdict first, then the failed checks, then every check per slice with baseline, current, delta
+and threshold; without a gate, the metrics of each index per slice.
+"""
+
+from __future__ import annotations
+
+from evalret.results import GateCheck, GateSection, RunReport
+
+
+def _num(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "–"
+    return f"{v:+.4f}" if signed else f"{v:.4f}"
+
+
+def _limit(c: GateCheck) -> str:
+    return {
+        "min": f"≥ {c.threshold:g}",
+        "max_drop": f"drop ≤ {c.threshold:g}",
+        "max_drop_pct": f"drop ≤ {c.threshold:g}%",
+        "ann_min_recall": f"≥ {c.threshold:g}",
+    }[c.kind]
+
+
+def _p(c: GateCheck) -> str:
+    if c.p_adjusted is None:
+        return "–"
+    return f"{c.p_value:.3g} ({c.p_adjusted:.3g})"
+
+
+def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
+    columns = (
+        "index",
+        "slice",
+        "n",
+        "metric",
+        "baseline",
+        "current",
+        "delta",
+        "threshold",
+        "p (adj.)",
+        "result",
+    )
+    rows = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    for c in checks:
+        result = "✅ pass" if c.passed else "❌ fail"
+        if c.underpowered and c.passed:
+            result += f" ⚠️ underpowered (MDE {c.mde:.3f})"
+        rows.append(
+            f"| {c.index} | {c.slice} | {c.n_queries} | {c.metric} | {_num(c.baseline)} | "
+            f"{_num(c.current)} | {_num(c.delta, True)} | {_limit(c)} | {_p(c)} | {result} |"
+        )
+    if with_message:
+        rows += ["", *(f"- `{c.name}`: {c.message}" for c in checks)]
+    return rows
+
+
+def _gate_lines(gate: GateSection) -> list[str]:
+    failed = gate.failed
+    if gate.verdict == "pass":
+        lines = [f"## evalret gate: ✅ pass ({len(gate.checks)} checks)"]
+    else:
+        lines = [f"## evalret gate: ❌ fail ({len(failed)} of {len(gate.checks)} checks failed)"]
+    lines.append("")
+    if gate.baseline:
+        lines.append(
+            f"Baseline `{gate.baseline}` (fingerprint `{(gate.baseline_fingerprint or '')[:12]}`)."
+        )
+    if gate.significance:
+        s = gate.significance
+        lines.append(
+            f"A drop fails only when significant: {s['test']} test, alpha {s['alpha']}, "
+            f"{s['correction']} correction across checks."
+        )
+    if gate.changed:
+        lines += ["", "Changed since the baseline:", ""]
+        lines += [f"- `{k}`: `{v['baseline']}` → `{v['current']}`" for k, v in gate.changed.items()]
+    if failed:
+        lines += ["", "### Failed checks", "", *_checks_table(failed, with_message=True)]
+    underpowered = [c for c in gate.checks if c.underpowered and c.passed]
+    if underpowered:
+        lines += [
+            "",
+            f"⚠️ {len(underpowered)} passing check(s) have slices too small to detect their "
+            "threshold (minimum detectable drop, MDE, above it): a pass there is weak evidence.",
+        ]
+    if gate.notes:
+        lines += ["", *(f"- {n}" for n in gate.notes)]
+    lines += [
+        "",
+        "<details><summary>All checks</summary>",
+        "",
+        *_checks_table(gate.checks, False),
+        "",
+        "</details>",
+    ]
+    return lines
+
+
+def _metrics_lines(report: RunReport) -> list[str]:
+    lines = []
+    for index, result in report.indexes.items():
+        metrics = list(next(iter(result.slices.values())).metrics)
+        lines += [
+            "",
+            f"### {index}",
+            "",
+            "| slice | n | " + " | ".join(metrics) + " |",
+            "|" + " --- |" * (len(metrics) + 2),
+        ]
+        for name, s in result.slices.items():
+            cells = [_num(s.metrics[m].value) for m in metrics]
+            lines.append(f"| {name} | {s.n_queries} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_markdown(report: RunReport) -> str:
+    g = report.golden_set
+    model = report.fingerprint.model.get("source", report.fingerprint.model.get("name"))
+    lines = _gate_lines(report.gate) if report.gate else ["## evalret run (no gate configured)"]
+    lines += [
+        "",
+        f"Golden set `{g.source}` ({g.format}, {g.n_documents} documents, "
+        f"{g.n_queries_evaluated} queries, fingerprint `{g.fingerprint[:12]}`); model `{model}`.",
+    ]
+    if g.queries_without_relevant:
+        lines.append(
+            f"{len(g.queries_without_relevant)} queries without a relevant document are left out."
+        )
+    lines += _metrics_lines(report)
+    return "\n".join(lines) + "\n"
