@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -62,3 +68,46 @@ def case_judgments(case: dict) -> RankedJudgments:
         np.array(gr, dtype=np.int64),
         n_docs=case["n_docs"],
     )
+
+
+class HashEmbedder:
+    """Bag-of-words vectors from hashed tokens: deterministic, lexical, good enough for plumbing."""
+
+    dim = 64
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": "hash-bow", "source": "test"}
+
+    def embed(self, texts: Sequence[str], kind: str, progress: Any = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for tok in t.lower().split():
+                out[i, int(hashlib.md5(tok.encode()).hexdigest(), 16) % self.dim] += 1
+            if progress:
+                progress(1)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms > 0, norms, 1)
+
+
+def make_set(tmp_path: Path) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    docs = [
+        {"id": f"d{i}", "text": f"{words[i % 8]} {words[(i * 3) % 8]} item {i}"} for i in range(60)
+    ]
+    queries = []
+    for q in range(24):
+        relevant = {f"d{(q * 5 + j) % 60}": (3 - j) for j in range(3)}
+        queries.append(
+            {
+                "id": f"q{q}",
+                "text": f"{words[q % 8]} {words[(q * 5) % 8]}",
+                "relevant": relevant,
+                "tags": ["even" if q % 2 == 0 else "odd"],
+                "frequency": 1000 - q * 40,
+            }
+        )
+    queries.append({"id": "q-none", "text": "alpha", "relevant": {"d1": 0}})
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    return tmp_path

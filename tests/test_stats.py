@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from evalret.stats import bootstrap_ci, seed_for
+from evalret.stats import (
+    adjust_p_values,
+    bootstrap_ci,
+    minimum_detectable_effect,
+    paired_p_value,
+    seed_for,
+)
 
 
 def test_bootstrap_is_deterministic_and_brackets_the_mean() -> None:
@@ -49,3 +56,84 @@ def test_slice_seeds_differ_by_label() -> None:
     a = np.random.default_rng(seed_for(0, "head")).integers(0, 1000, 5)
     b = np.random.default_rng(seed_for(0, "tail")).integers(0, 1000, 5)
     assert not np.array_equal(a, b)
+
+
+def _exhaustive_sign_flip_p(d: np.ndarray, alternative: str) -> float:
+    """Exact paired randomization p-value: every one of the 2^n sign assignments."""
+    n = len(d)
+    signs = np.array([[1 if (mask >> i) & 1 else -1 for i in range(n)] for mask in range(2**n)])
+    means = (signs * d).mean(axis=1)
+    observed = d.mean()
+    if alternative == "less":
+        return float(np.mean(means <= observed + 1e-15))
+    return float(np.mean(np.abs(means) >= abs(observed) - 1e-15))
+
+
+def test_randomization_equals_exhaustive_permutation_on_a_tiny_case() -> None:
+    """n = 8 (256 sign flips): the randomization test is exact and equals brute force."""
+    a = np.array([0.9, 0.7, 0.8, 0.65, 1.0, 0.5, 0.75, 0.6])
+    b = np.array([0.6, 0.72, 0.5, 0.6, 0.8, 0.55, 0.3, 0.62])
+    for alternative in ("two-sided", "less"):
+        ours = paired_p_value(b, a, "randomization", alternative=alternative, samples=1000, seed=1)
+        assert ours == pytest.approx(_exhaustive_sign_flip_p(b - a, alternative), abs=1e-12)
+
+
+def test_randomization_sampled_is_deterministic_close_and_never_zero() -> None:
+    """n = 40: sampled p is the same for a seed, near the t-test's, and > 0 (+1 correction)."""
+    rng = np.random.default_rng(5)
+    a = rng.random(40)
+    b = a + 0.05 + 0.1 * rng.standard_normal(40)
+    p1 = paired_p_value(a, b, "randomization", samples=5000, seed=3)
+    assert p1 == paired_p_value(a, b, "randomization", samples=5000, seed=3)
+    assert abs(p1 - paired_p_value(a, b, "t-test")) < 0.02
+    higher = a + 1.0 + 0.01 * rng.random(40)
+    huge = paired_p_value(a, higher, "randomization", alternative="less", samples=999, seed=0)
+    assert huge == pytest.approx(1 / 1000)  # no resample as extreme: (0 + 1) / (999 + 1)
+
+
+def test_t_test_is_scipys_ttest_rel() -> None:
+    """The t-test p-value is scipy.stats.ttest_rel's, two-sided and one-sided."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(9)
+    a, b = rng.random(30), rng.random(30)
+    assert paired_p_value(a, b, "t-test") == sps.ttest_rel(a, b).pvalue
+    assert paired_p_value(a, b, "t-test", alternative="less") == pytest.approx(
+        sps.ttest_rel(a, b, alternative="less").pvalue
+    )
+
+
+def test_identical_scores_give_p_one() -> None:
+    """No difference at all: p = 1 for every test."""
+    a = np.random.default_rng(0).random(20)
+    for test in ("randomization", "t-test", "bootstrap"):
+        assert paired_p_value(a, a.copy(), test) == 1.0  # type: ignore[arg-type]
+
+
+def test_bootstrap_test_detects_a_clear_drop() -> None:
+    """A consistent drop gives a small one-sided bootstrap p; a tiny noisy one does not."""
+    rng = np.random.default_rng(2)
+    base = rng.random(100)
+    assert paired_p_value(base - 0.2, base, "bootstrap", alternative="less", seed=1) < 0.01
+    slight = base - 0.01 + 0.3 * rng.standard_normal(100)
+    assert paired_p_value(slight, base, "bootstrap", alternative="less", seed=1) > 0.05
+
+
+def test_corrections_by_hand() -> None:
+    """Holm, Bonferroni and Benjamini-Hochberg on p = (0.01, 0.04, 0.03, 0.5)."""
+    p = [0.01, 0.04, 0.03, 0.5]
+    # Holm: sorted 0.01*4, 0.03*3, 0.04*2, 0.5*1 -> 0.04, 0.09, max(0.09, 0.08), 0.5
+    assert adjust_p_values(p, "holm").tolist() == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert adjust_p_values(p, "bonferroni").tolist() == pytest.approx([0.04, 0.16, 0.12, 1.0])
+    # BH: p_(i) * m / i, then running minimum from the top: 0.04, 0.0533, 0.0533, 0.5
+    assert adjust_p_values(p, "bh").tolist() == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.5])
+    assert adjust_p_values(p, "none").tolist() == p
+
+
+def test_minimum_detectable_effect_formula() -> None:
+    """(z_0.95 + z_0.8) * sd / sqrt(n): 2.486 * 0.15 / sqrt(1000) = 0.0118."""
+    assert minimum_detectable_effect(0.15, 1000) == pytest.approx(0.011794, abs=1e-5)
+    assert minimum_detectable_effect(0.15, 1000, two_sided=True) == pytest.approx(
+        0.013289, abs=1e-5
+    )
+    assert minimum_detectable_effect(0.3, 1) == float("inf")

@@ -141,7 +141,8 @@ def evaluate_gate(
 
     tested = [c for c in pending if c.p_value is not None]
     adjusted = adjust_p_values(
-        [c.p_value or 1.0 for c in tested], significance.correction if significance else "none"
+        [c.p_value for c in tested if c.p_value is not None],
+        significance.correction if significance else "none",
     )
     p_adj = {id(c): float(a) for c, a in zip(tested, adjusted, strict=True)}
     checks = [_finish(c, p_adj.get(id(c)), alpha, significance) for c in pending]

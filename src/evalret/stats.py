@@ -81,8 +81,8 @@ def paired_p_value(
     if len(d) == 0 or not np.any(d):
         return 1.0
     if test == "t-test":
-        if len(d) < 2 or np.all(d == d[0]):  # no spread: the sign of the shift decides
-            shift = float(d[0]) if len(d) else 0.0
+        if len(d) < 2 or np.ptp(d) <= 1e-12 * max(1.0, float(np.abs(d).max())):
+            shift = float(d.mean())  # no spread: the sign of the shift decides
             drop_side = {"less": shift < 0, "greater": shift > 0, "two-sided": True}[alternative]
             return 0.0 if drop_side else 1.0
         return float(sps.ttest_rel(a, b, alternative=alternative).pvalue)

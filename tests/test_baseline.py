@@ -1,0 +1,151 @@
+"""Baselines: atomic save, strict load, refusal of incompatible ones, gating against them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalret.baseline import load_baseline, save_baseline
+from evalret.config import Config, GateConfig, GoldenSetConfig, SignificanceConfig, Threshold
+from evalret.errors import IncompatibleBaselineError, InputError
+from evalret.pipeline import run_evaluation
+from evalret.results import RunReport
+from helpers import HashEmbedder, make_set
+
+
+class ExplodingEmbedder(HashEmbedder):
+    """Fails if asked to embed: proves a refusal happens before any embedding."""
+
+    def embed(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("embedding should not have started")
+
+
+class OtherModel(HashEmbedder):
+    dim = 32
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": "hash-bow-32", "source": "test"}
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    return Config(golden_set=GoldenSetConfig(path=make_set(tmp_path / "gs")))
+
+
+@pytest.fixture
+def baseline(config: Config, tmp_path: Path) -> tuple[RunReport, Path]:
+    report = run_evaluation(config, embedder=HashEmbedder()).report
+    path = tmp_path / "baselines" / "b.json"
+    save_baseline(report, path)
+    return report, path
+
+
+def test_save_and_load_roundtrip(baseline: tuple[RunReport, Path]) -> None:
+    """A saved baseline reads back equal, and the directory holds no temporary file."""
+    report, path = baseline
+    assert load_baseline(path) == report
+    assert [p.name for p in path.parent.iterdir()] == ["b.json"]
+
+
+def test_interrupted_save_keeps_the_old_file(
+    baseline: tuple[RunReport, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the write dies before the rename, the previous baseline is intact and no temp remains."""
+    report, path = baseline
+    before = path.read_bytes()
+
+    def boom(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(InputError, match="cannot write baseline"):
+        save_baseline(report.model_copy(update={"query_ids": []}), path)
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == ["b.json"]
+
+
+def test_broken_and_foreign_files_are_input_errors(tmp_path: Path) -> None:
+    """Truncated JSON, another schema version and a missing file all exit 2 with the path."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1, "indexes": {')
+    with pytest.raises(InputError, match="not an evalret baseline"):
+        load_baseline(bad)
+    with pytest.raises(InputError, match="cannot read baseline"):
+        load_baseline(tmp_path / "missing.json")
+
+
+def test_schema_version_is_checked(baseline: tuple[RunReport, Path], tmp_path: Path) -> None:
+    """A baseline from a future schema is refused with both versions named."""
+    _, path = baseline
+    data = json.loads(path.read_text())
+    data["schema_version"] = 99
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="schema version 99"):
+        load_baseline(future)
+
+
+def test_changed_judgment_is_refused_before_embedding(
+    config: Config, baseline: tuple[RunReport, Path]
+) -> None:
+    """One grade changed in the golden set: refused (exit 2) naming the query, nothing embedded."""
+    report, _ = baseline
+    queries = config.golden_set.path / "queries.jsonl"
+    lines = queries.read_text().splitlines()
+    first = json.loads(lines[3])
+    doc, grade = next(iter(first["relevant"].items()))
+    first["relevant"][doc] = grade - 1
+    lines[3] = json.dumps(first)
+    queries.write_text("\n".join(lines) + "\n")
+    with pytest.raises(IncompatibleBaselineError) as e:
+        run_evaluation(config, embedder=ExplodingEmbedder(), baseline=report, baseline_source="b")
+    assert e.value.exit_code == 2
+    assert f"queries whose text, judgments, tags or frequency changed: {first['id']}" in str(
+        e.value
+    )
+
+
+def test_changed_metric_definition_is_refused(
+    config: Config, baseline: tuple[RunReport, Path]
+) -> None:
+    """Exponential nDCG gain against a linear-gain baseline is refused."""
+    report, _ = baseline
+    other = config.model_copy(update={"ndcg_gain": "exponential"})
+    with pytest.raises(IncompatibleBaselineError, match="ndcg_gain: 'linear' -> 'exponential'"):
+        run_evaluation(other, embedder=ExplodingEmbedder(), baseline=report)
+
+
+def test_model_change_is_shown_and_gated(config: Config, baseline: tuple[RunReport, Path]) -> None:
+    """Another model is compared, not refused; what changed is listed in the gate section."""
+    report, path = baseline
+    gated = run_evaluation(
+        config, embedder=OtherModel(), baseline=report, baseline_source=str(path)
+    ).report
+    assert gated.gate is not None
+    assert gated.gate.changed["model.name"] == {"baseline": "hash-bow", "current": "hash-bow-32"}
+    assert gated.gate.baseline == str(path)
+    kinds = {c.kind for c in gated.gate.checks}
+    assert kinds == {"max_drop", "ann_min_recall"}
+    assert gated.gate.verdict in {"pass", "fail"}
+
+
+def test_randomization_gate_is_reproducible(
+    config: Config, baseline: tuple[RunReport, Path]
+) -> None:
+    """Two gated runs with a randomization test give the same verdict and p-values."""
+    report, _ = baseline
+    gate = GateConfig(
+        thresholds={"ndcg@10": Threshold(max_drop=0.0), "recall@10": Threshold(max_drop=0.0)},
+        significance=SignificanceConfig(test="randomization", samples=2000, seed=7),
+    )
+    cfg = config.model_copy(update={"gate": gate})
+    runs = [
+        run_evaluation(cfg, embedder=OtherModel(), baseline=report).report.gate for _ in range(2)
+    ]
+    assert runs[0] is not None and runs[1] is not None
+    assert runs[0].model_dump() == runs[1].model_dump()
+    assert any(c.p_value is not None and c.p_value < 1 for c in runs[0].checks)

@@ -1,0 +1,130 @@
+"""The pure gate: thresholds, overrides, significance with correction, MDE, the ANN floor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evalret.config import SignificanceConfig, Threshold, ThresholdOverride
+from evalret.gate import evaluate_gate, resolve_rules
+
+ALL = np.ones(100, dtype=bool)
+HALF = np.arange(100) < 50
+
+
+def scores(values: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    return {"exact": {"recall@10": values}}
+
+
+def test_overrides_replace_defaults_for_their_slice_and_index() -> None:
+    """An override replaces the whole threshold where it matches; later overrides win."""
+    rules = resolve_rules(
+        {"recall@10": Threshold(max_drop=0.01)},
+        [
+            ThresholdOverride(metric="recall@10", slice="tail", max_drop=0.05),
+            ThresholdOverride(metric="recall@10", slice="tail", index="hnsw", min=0.5),
+            ThresholdOverride(metric="mrr@10", index="exact", min=0.3),
+        ],
+        ["exact", "hnsw"],
+        ["all", "tail"],
+    )
+    table = {(r.index, r.slice, r.metric): r.threshold for r in rules}
+    assert table[("exact", "all", "recall@10")] == Threshold(max_drop=0.01)
+    assert table[("exact", "tail", "recall@10")] == Threshold(max_drop=0.05)
+    assert table[("hnsw", "tail", "recall@10")] == Threshold(min=0.5)
+    assert table[("exact", "all", "mrr@10")] == Threshold(min=0.3)
+    assert ("hnsw", "all", "mrr@10") not in table
+
+
+def run(current: np.ndarray, baseline: np.ndarray | None, threshold: Threshold, **kw: object):
+    rules = resolve_rules({"recall@10": threshold}, [], ["exact"], ["all", "half"])
+    return evaluate_gate(
+        scores(current),
+        scores(baseline) if baseline is not None else None,
+        {"all": ALL, "half": HALF},
+        rules,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_identical_runs_pass_every_check() -> None:
+    """Same scores: every drop check passes with delta 0."""
+    base = np.linspace(0, 1, 100)
+    checks = run(base, base.copy(), Threshold(max_drop=0.01, max_drop_pct=1, min=0.1))
+    assert len(checks) == 6 and all(c.passed for c in checks)
+    assert {c.delta for c in checks if c.kind != "min"} == {0.0}
+
+
+def test_max_drop_and_pct_by_hand() -> None:
+    """Baseline 0.5 everywhere, current 0.48: drop 0.02 fails max_drop 0.01, passes 5%."""
+    base = np.full(100, 0.5)
+    checks = {
+        (c.slice, c.kind): c
+        for c in run(base - 0.02, base, Threshold(max_drop=0.01, max_drop_pct=5))
+    }
+    assert not checks[("all", "max_drop")].passed
+    assert checks[("all", "max_drop_pct")].passed  # 0.02 / 0.5 = 4% <= 5%
+    assert checks[("all", "max_drop")].delta == pytest.approx(-0.02)
+    assert "dropped more than 0.01" in checks[("all", "max_drop")].message
+    # a drop exactly at the threshold passes (float noise aside)
+    exact = {c.kind: c for c in run(base - 0.01, base, Threshold(max_drop=0.01))}
+    assert exact["max_drop"].passed
+
+
+def test_min_floor_needs_no_baseline() -> None:
+    """A floor is checked without a baseline; drop checks need one and are not created."""
+    checks = run(np.full(100, 0.4), None, Threshold(min=0.5, max_drop=0.01))
+    assert [(c.slice, c.kind, c.passed) for c in checks] == [
+        ("all", "min", False),
+        ("half", "min", False),
+    ]
+
+
+def test_significance_turns_a_noisy_crossing_into_a_pass() -> None:
+    """A drop past the threshold that a paired test cannot tell from noise passes."""
+    rng = np.random.default_rng(0)
+    base = rng.random(100)
+    noisy = np.clip(base - 0.02 + 0.4 * rng.standard_normal(100), 0, 1)
+    sig = SignificanceConfig(test="randomization", samples=2000, seed=1)
+    checks = {
+        (c.slice, c.kind): c for c in run(noisy, base, Threshold(max_drop=0.01), significance=sig)
+    }
+    c = checks[("all", "max_drop")]
+    assert c.delta is not None and -c.delta > 0.01
+    assert c.p_value is not None and c.p_adjusted is not None and c.p_adjusted >= 0.05
+    assert c.passed and "not significant" in c.message
+    assert c.underpowered and c.mde is not None and c.mde > 0.01
+
+
+def test_significant_drop_fails_and_correction_is_applied() -> None:
+    """A consistent drop is significant after Holm; p_adjusted >= p_value; deterministic."""
+    rng = np.random.default_rng(1)
+    base = rng.random(100)
+    worse = base - 0.1 + 0.02 * rng.standard_normal(100)
+    sig = SignificanceConfig(test="randomization", samples=2000, seed=4, correction="holm")
+    first = run(worse, base, Threshold(max_drop=0.01), significance=sig)
+    again = run(worse, base, Threshold(max_drop=0.01), significance=sig)
+    assert [c.model_dump() for c in first] == [c.model_dump() for c in again]
+    for c in first:
+        assert not c.passed and c.p_value is not None and c.p_adjusted is not None
+        assert c.p_adjusted >= c.p_value and c.p_adjusted < 0.05
+        assert "significant" in c.message
+
+
+@pytest.mark.parametrize("test", ["randomization", "t-test", "bootstrap"])
+def test_every_test_kind_gates(test: str) -> None:
+    """Each significance test yields p-values and fails a clear drop."""
+    rng = np.random.default_rng(2)
+    base = rng.random(100)
+    sig = SignificanceConfig(test=test, samples=1000)  # type: ignore[arg-type]
+    checks = run(base - 0.2, base, Threshold(max_drop=0.01), significance=sig)
+    assert all(not c.passed and c.p_value is not None for c in checks)
+
+
+def test_ann_floor() -> None:
+    """The HNSW recall floor is one check on slice all."""
+    base = np.full(100, 0.5)
+    checks = run(base, None, Threshold(min=0.1), ann_recall=0.93, ann_min_recall=0.95, ann_k=10)
+    ann = [c for c in checks if c.kind == "ann_min_recall"]
+    assert len(ann) == 1 and not ann[0].passed and ann[0].metric == "ann_recall@10"
+    assert "below the floor 0.95" in ann[0].message
