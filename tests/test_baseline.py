@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from evalret.baseline import load_baseline, save_baseline
+from conftest import REPO
+from evalret.baseline import check_compatible, load_baseline, save_baseline
 from evalret.config import Config, GateConfig, GoldenSetConfig, SignificanceConfig, Threshold
 from evalret.errors import IncompatibleBaselineError, InputError
-from evalret.pipeline import run_evaluation
+from evalret.goldenset import load_golden_set
+from evalret.pipeline import metric_definitions, run_evaluation
 from evalret.results import RunReport
 from helpers import HashEmbedder, make_set
 
@@ -149,3 +151,11 @@ def test_randomization_gate_is_reproducible(
     assert runs[0] is not None and runs[1] is not None
     assert runs[0].model_dump() == runs[1].model_dump()
     assert any(c.p_value is not None and c.p_value < 1 for c in runs[0].checks)
+
+
+def test_committed_demo_baseline_matches_the_demo_golden_set() -> None:
+    """baselines/demo.json (used by the project's CI gate) is comparable with the demo set."""
+    config = Config(golden_set=GoldenSetConfig(path=REPO / "golden_sets" / "demo"))
+    report = load_baseline(REPO / "baselines" / "demo.json")
+    check_compatible(report, load_golden_set(config.golden_set), metric_definitions(config), "demo")
+    assert report.fingerprint.model["name"] == "all-MiniLM-L6-v2"

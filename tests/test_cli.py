@@ -4,9 +4,13 @@ with the real packaged model on the demo golden set prints both tables and write
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -14,6 +18,9 @@ from typer.testing import CliRunner
 from conftest import DEMO, REPO
 from evalret.cli import app
 from evalret.config import load_config
+from evalret.goldenset import load_golden_set
+
+ACTIONLINT = str(Path(sys.executable).parent / "actionlint")
 
 runner = CliRunner()
 
@@ -122,21 +129,31 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
     assert out.stdout.strip() == "[]"
 
 
+DEFAULT = str(REPO / "configs" / "default.yaml")
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    code: int
+    output: str
+    out_dir: Path
+    baseline: Path
+
+
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
-    """One real `evalret run` on the demo set with the packaged model."""
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """One real `evalret run` on the demo set with the packaged model, saved as a baseline."""
     out_dir = tmp_path_factory.mktemp("demo-report")
-    result = runner.invoke(
-        app,
-        ["run", "-c", str(REPO / "configs" / "default.yaml"), "-o", str(out_dir), "--no-progress"],
+    baseline = out_dir.parent / "baselines" / "demo.json"
+    code, output = invoke(
+        "run", "-c", DEFAULT, "-o", str(out_dir), "--no-progress", "--save-baseline", str(baseline)
     )
-    return result.exit_code, result.output, out_dir
+    return DemoRun(code, output, out_dir, baseline)
 
 
-def test_demo_run_prints_tables_and_writes_reports(demo_run: tuple[int, str, Path]) -> None:
+def test_demo_run_prints_tables_and_writes_reports(demo_run: DemoRun) -> None:
     """Both index tables, slices with counts, the ANN section, and the report files."""
-    code, out, out_dir = demo_run
-    assert code == 0, out
+    assert demo_run.code == 0, demo_run.output
     for text in (
         "exact (faiss.IndexFlatIP)",
         "hnsw (faiss.IndexHNSWFlat)",
@@ -148,38 +165,171 @@ def test_demo_run_prints_tables_and_writes_reports(demo_run: tuple[int, str, Pat
         "semantic",
         "report files:",
     ):
-        assert text in out, text
-    assert {p.name for p in out_dir.iterdir()} == {"report.json", "run.exact.trec", "run.hnsw.trec"}
-    report = json.loads((out_dir / "report.json").read_text())
+        assert text in demo_run.output, text
+    assert {p.name for p in demo_run.out_dir.iterdir()} == {
+        "report.json",
+        "report.md",
+        "junit.xml",
+        "run.exact.trec",
+        "run.hnsw.trec",
+    }
+    report = json.loads((demo_run.out_dir / "report.json").read_text())
     ndcg = report["indexes"]["exact"]["slices"]["all"]["metrics"]["ndcg@10"]
     assert 0.3 < ndcg["value"] < 0.95, "the demo set must be neither trivial nor hopeless"
     assert ndcg["ci_low"] < ndcg["value"] < ndcg["ci_high"]
     assert report["fingerprint"]["model"]["weights_sha256"]
+    assert json.loads(demo_run.baseline.read_text()) == report
 
 
-def test_demo_run_is_reproducible(demo_run: tuple[int, str, Path], tmp_path: Path) -> None:
-    """A second run gives identical metrics and intervals."""
-    _, _, first_dir = demo_run
+def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
+    demo_run: DemoRun, tmp_path: Path
+) -> None:
+    """A second run gates against the first (exit 0) and gives identical metrics and CIs."""
+    summary = tmp_path / "step-summary.md"
     result = runner.invoke(
         app,
-        ["run", "-c", str(REPO / "configs" / "default.yaml"), "-o", str(tmp_path), "--no-progress"],
+        ["run", "-c", DEFAULT, "-o", str(tmp_path), "--no-progress", "-b", str(demo_run.baseline)],
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
     )
     assert result.exit_code == 0, result.output
-    a = json.loads((first_dir / "report.json").read_text())
+    assert "GATE PASSED" in result.output
+    a = json.loads((demo_run.out_dir / "report.json").read_text())
     b = json.loads((tmp_path / "report.json").read_text())
-    for key in ("timings", "config"):
+    assert b["gate"]["verdict"] == "pass" and b["gate"]["changed"] == {}
+    for key in ("timings", "config", "gate"):
         a.pop(key), b.pop(key)
     assert a == b
-    assert (first_dir / "run.exact.trec").read_text() == (tmp_path / "run.exact.trec").read_text()
+    assert (demo_run.out_dir / "run.exact.trec").read_text() == (
+        tmp_path / "run.exact.trec"
+    ).read_text()
+    assert summary.read_text().startswith("## evalret gate: ✅ pass")
+
+
+def test_worse_model_setting_exits_1_and_names_the_failures(
+    demo_run: DemoRun, tmp_path: Path
+) -> None:
+    """truncate_dim 32 against the baseline: exit 1; metric, slice and index named in the
+    terminal, report.md and junit.xml; a randomization test with Holm backs each failure."""
+    cfg = write_config(
+        tmp_path,
+        f"golden_set:\n  path: {DEMO}\nmodel:\n  truncate_dim: 32\n"
+        "gate:\n  significance: {test: randomization, samples: 2000, seed: 3}\n",
+    )
+    out = tmp_path / "out"
+    code, output = invoke(
+        "run", "-c", str(cfg), "-o", str(out), "--no-progress", "-b", str(demo_run.baseline)
+    )
+    assert code == 1, output
+    assert "GATE FAILED" in output and "exact/all/recall@10 max_drop 0.01" in output
+    assert "changed: model.truncate_dim: None -> 32" in output
+    md = (out / "report.md").read_text()
+    assert md.startswith("## evalret gate: ❌ fail")
+    assert "| exact | all | 244 | recall@10 |" in md
+    junit = ET.parse(out / "junit.xml").getroot()
+    failed = [c for c in junit.iter("testcase") if c.find("failure") is not None]
+    names = {(c.get("classname"), c.get("name")) for c in failed}
+    assert ("evalret.exact.all", "recall@10 max_drop 0.01") in names
+    message = next(c for c in failed if c.get("classname") == "evalret.exact.all").find("failure")
+    assert message is not None and "significant" in (message.get("message") or "")
+    report = json.loads((out / "report.json").read_text())
+    check = next(
+        c for c in report["gate"]["checks"] if c["name"] == "exact/all/recall@10 max_drop 0.01"
+    )
+    assert check["passed"] is False and check["p_adjusted"] < 0.05 and check["delta"] < -0.01
+
+
+def test_golden_set_changed_by_one_judgment_exits_2(demo_run: DemoRun, tmp_path: Path) -> None:
+    """Comparing with a baseline of another golden set is refused with what differs."""
+    gs = tmp_path / "demo"
+    shutil.copytree(DEMO, gs)
+    lines = (gs / "queries.jsonl").read_text().splitlines()
+    q = json.loads(lines[0])
+    doc = next(iter(q["relevant"]))
+    q["relevant"][doc] = 0 if q["relevant"][doc] else 1
+    lines[0] = json.dumps(q)
+    (gs / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    cfg = write_config(tmp_path, f"golden_set:\n  path: {gs}\n")
+    code, output = invoke(
+        "run",
+        "-c",
+        str(cfg),
+        "--no-progress",
+        "-b",
+        str(demo_run.baseline),
+        "-o",
+        str(tmp_path / "out"),
+    )
+    assert code == 2, output
+    assert "cannot compare with baseline" in output and q["id"] in output
+
+
+def test_missing_baseline_exits_2(tmp_path: Path) -> None:
+    """A baseline path that does not exist is an input error."""
+    code, output = invoke("run", "--no-progress", "-c", DEFAULT, "-b", str(tmp_path / "nope.json"))
+    assert code == 2 and "cannot read baseline" in output
+
+
+def test_baseline_show(demo_run: DemoRun) -> None:
+    """`evalret baseline show` prints the fingerprint, settings and metric tables."""
+    code, output = invoke("baseline", "show", str(demo_run.baseline))
+    assert code == 0, output
+    report = json.loads(demo_run.baseline.read_text())
+    assert report["fingerprint"]["digest"] in output
+    assert "exact (faiss.IndexFlatIP)" in output and "golden set" in output
+
+
+def test_init_scaffolds_refuses_to_overwrite_and_passes_actionlint(tmp_path: Path) -> None:
+    """init writes config, golden set and workflow; a second init exits 2 unless --force."""
+    code, output = invoke("init", str(tmp_path))
+    assert code == 0, output
+    for rel in (
+        "evalret.yaml",
+        "golden_sets/example/corpus.jsonl",
+        "golden_sets/example/queries.jsonl",
+        ".github/workflows/evalret.yml",
+    ):
+        assert (tmp_path / rel).is_file(), rel
+    config = load_config(tmp_path / "evalret.yaml")
+    assert config.gate.baseline == (tmp_path / "baselines" / "evalret.json").resolve()
+    assert len(load_golden_set(config.golden_set).query_ids) == 3
+    (tmp_path / "evalret.yaml").write_text("# mine\n")
+    code, output = invoke("init", str(tmp_path))
+    assert code == 2 and "--force" in output
+    assert (tmp_path / "evalret.yaml").read_text() == "# mine\n"
+    code, _ = invoke("init", str(tmp_path), "--force")
+    assert code == 0 and (tmp_path / "evalret.yaml").read_text() != "# mine\n"
+    lint = subprocess.run(
+        [ACTIONLINT, str(tmp_path / ".github/workflows/evalret.yml")],
+        capture_output=True,
+        text=True,
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_project_workflows_pass_actionlint() -> None:
+    """The project's workflows (and the composite action they use) pass actionlint."""
+    workflows = sorted(str(p) for p in (REPO / ".github" / "workflows").glob("*.yml"))
+    assert workflows
+    lint = subprocess.run([ACTIONLINT, *workflows], capture_output=True, text=True, cwd=REPO)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
 def test_every_command_has_help_and_is_documented() -> None:
-    """Each command has a help text and is shown in the README as `evalret <command>`."""
+    """Each command and sub-command has a help text and is shown in the README."""
     import typer.main
 
     readme = (REPO / "README.md").read_text()
-    group = typer.main.get_command(app)
-    assert group.commands  # type: ignore[attr-defined]
-    for name, command in group.commands.items():  # type: ignore[attr-defined]
-        assert command.help, name
-        assert f"evalret {name}" in readme, name
+
+    def walk(command: Any, path: str) -> list[tuple[str, Any]]:
+        subcommands = getattr(command, "commands", None)  # a group (typer vendors click)
+        if subcommands:
+            return [
+                pair for name, sub in subcommands.items() for pair in walk(sub, f"{path} {name}")
+            ]
+        return [(path, command)]
+
+    commands = walk(typer.main.get_command(app), "evalret")
+    assert {"evalret run", "evalret init", "evalret baseline show"} <= {p for p, _ in commands}
+    for path, command in commands:
+        assert command.help, path
+        assert path in readme, path

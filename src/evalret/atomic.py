@@ -7,6 +7,13 @@ import tempfile
 from pathlib import Path
 
 
+def _default_mode() -> int:
+    """rw for everyone the umask allows (what a plain open() would create)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -16,6 +23,7 @@ def atomic_write_text(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _default_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

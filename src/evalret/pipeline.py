@@ -65,6 +65,17 @@ class _Timer:
         self.timings[name] = round(time.perf_counter() - start, 4)
 
 
+def metric_definitions(config: Config) -> dict[str, Any]:
+    """Everything that decides what a metric value means; part of the fingerprint."""
+    return {
+        "names": [str(m) for m in parse_metrics(config.metrics)],
+        "ndcg_gain": config.ndcg_gain,
+        "relevance_level": RELEVANCE_LEVEL,
+        "tie_rule": TIE_RULE,
+        "queries_without_relevant": "excluded from means",
+    }
+
+
 def _no_progress(_: str, __: int) -> Callable[[int], None]:
     return lambda _n: None
 
@@ -159,13 +170,7 @@ def run_evaluation(
     timer = _Timer()
     metrics = parse_metrics(config.metrics)
     depth = max(m.k for m in metrics)
-    metric_definitions = {
-        "names": [str(m) for m in metrics],
-        "ndcg_gain": config.ndcg_gain,
-        "relevance_level": RELEVANCE_LEVEL,
-        "tie_rule": TIE_RULE,
-        "queries_without_relevant": "excluded from means",
-    }
+    definitions = metric_definitions(config)
 
     with timer("load_golden_set"):
         full = load_golden_set(config.golden_set)
@@ -183,7 +188,7 @@ def run_evaluation(
             custom=config.slices.custom,
         )
     if baseline is not None:
-        check_compatible(baseline, full, metric_definitions, baseline_source or "baseline")
+        check_compatible(baseline, full, definitions, baseline_source or "baseline")
 
     embedder = embedder or SentenceTransformerEmbedder(config.model)
     with timer("embed_documents"):
@@ -240,7 +245,7 @@ def run_evaluation(
         "golden_set": full.fingerprint,
         "model": model_identity,
         "indexes": index_params,
-        "metrics": metric_definitions,
+        "metrics": definitions,
     }
     report = RunReport(
         evalret_version=__version__,
