@@ -205,11 +205,10 @@ def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
     assert summary.read_text().startswith("## evalret gate: ✅ pass")
 
 
-def test_worse_model_setting_exits_1_and_names_the_failures(
-    demo_run: DemoRun, tmp_path: Path
-) -> None:
-    """truncate_dim 32 against the baseline: exit 1; metric, slice and index named in the
-    terminal, report.md and junit.xml; a randomization test with Holm backs each failure."""
+@pytest.fixture(scope="module")
+def worse_run(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The demo set with 32-dimensional vectors, gated against the demo baseline."""
+    tmp_path = tmp_path_factory.mktemp("worse")
     cfg = write_config(
         tmp_path,
         f"golden_set:\n  path: {DEMO}\nmodel:\n  truncate_dim: 32\n"
@@ -219,6 +218,13 @@ def test_worse_model_setting_exits_1_and_names_the_failures(
     code, output = invoke(
         "run", "-c", str(cfg), "-o", str(out), "--no-progress", "-b", str(demo_run.baseline)
     )
+    return DemoRun(code, output, out, demo_run.baseline)
+
+
+def test_worse_model_setting_exits_1_and_names_the_failures(worse_run: DemoRun) -> None:
+    """truncate_dim 32 against the baseline: exit 1; metric, slice and index named in the
+    terminal, report.md and junit.xml; a randomization test with Holm backs each failure."""
+    code, output, out = worse_run.code, worse_run.output, worse_run.out_dir
     assert code == 1, output
     assert "GATE FAILED" in output and "exact/all/recall@10 max_drop 0.01" in output
     assert "changed: model.truncate_dim: None -> 32" in output
@@ -333,3 +339,102 @@ def test_every_command_has_help_and_is_documented() -> None:
     for path, command in commands:
         assert command.help, path
         assert path in readme, path
+
+
+def test_compare_degraded_model_shows_significant_losses(
+    demo_run: DemoRun, worse_run: DemoRun, tmp_path: Path
+) -> None:
+    """Default vs truncate_dim 32 (saved reports): significant corrected losses, the biggest
+    losing queries with both result lists, and a verdict against the candidate."""
+    code, output = invoke(
+        "compare",
+        str(demo_run.out_dir / "report.json"),
+        str(worse_run.out_dir / "report.json"),
+        "-o",
+        str(tmp_path),
+        "--no-progress",
+        "--samples",
+        "2000",
+        "--fail-on-regression",
+    )
+    assert code == 1, output  # --fail-on-regression: a significant regression exits 1
+    assert "VERDICT: not a candidate" in output and "worse across the board" in output
+    data = json.loads((tmp_path / "compare.json").read_text())
+    m = data["indexes"]["exact"]["all"]["metrics"]["ndcg@10"]
+    assert m["delta"] < -0.1 and m["significant"] and m["p_randomization_adjusted"] < 0.05
+    assert m["ci_high"] < 0 and m["losses"] > m["wins"]
+    assert data["changed"]["model.truncate_dim"] == {"baseline": None, "current": 32}
+    loser = data["losers"][0]
+    assert loser["delta"] < 0 and loser["text"] and loser["relevant"]
+    assert len(loser["a_top"]) == len(loser["b_top"]) == 5
+    assert any(d["grade"] is not None for d in loser["a_top"] + loser["b_top"])
+    listing = (tmp_path / "disagreements.md").read_text()
+    assert loser["query_id"] in listing and "A's top results:" in listing
+    assert (
+        (tmp_path / "compare.md").read_text().startswith("## evalret compare: ❌ not a candidate")
+    )
+
+
+def test_compare_improvement_is_a_candidate(
+    demo_run: DemoRun, worse_run: DemoRun, tmp_path: Path
+) -> None:
+    """The other way round (32 dims as A, full model as B) B gains in every slice."""
+    code, output = invoke(
+        "compare",
+        str(worse_run.out_dir / "report.json"),
+        str(demo_run.out_dir / "report.json"),
+        "-o",
+        str(tmp_path),
+        "--no-progress",
+        "--samples",
+        "2000",
+        "--fail-on-regression",
+    )
+    assert code == 0, output
+    data = json.loads((tmp_path / "compare.json").read_text())
+    assert data["verdict"]["status"] == "candidate", data["verdict"]
+
+
+def test_compare_with_itself_shows_no_difference(demo_run: DemoRun, tmp_path: Path) -> None:
+    """A report against itself: zero deltas, p = 1, no drift, verdict "no difference"."""
+    report = str(demo_run.out_dir / "report.json")
+    code, output = invoke("compare", report, report, "-o", str(tmp_path), "--no-progress")
+    assert code == 0, output
+    data = json.loads((tmp_path / "compare.json").read_text())
+    assert data["verdict"]["status"] == "no difference"
+    for slices in data["indexes"].values():
+        for sc in slices.values():
+            assert sc["drift"] == {"jaccard@10": 1.0, "rbo@10": 1.0}
+            for m in sc["metrics"].values():
+                assert m["delta"] == 0 and m["p_randomization"] == 1 and m["p_t_test"] == 1
+    assert data["losers"] == [] and data["gainers"] == []
+
+
+def test_compare_two_configs_runs_both(tmp_path: Path) -> None:
+    """Two configs are evaluated (real model) on a tiny golden set and compared."""
+    assert invoke("init", str(tmp_path))[0] == 0
+    a = write_config(tmp_path, "golden_set:\n  path: golden_sets/example\n")
+    b = tmp_path / "b.yaml"
+    b.write_text("golden_set:\n  path: golden_sets/example\nmodel:\n  query_prefix: 'query: '\n")
+    code, output = invoke("compare", str(a), str(b), "-o", str(tmp_path / "cmp"), "--no-progress")
+    assert code == 0, output
+    data = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert data["changed"]["model.query_prefix"] == {"baseline": "", "current": "query: "}
+    assert data["golden_set"]["n_queries"] == 3
+
+
+def test_compare_refuses_different_golden_sets(demo_run: DemoRun, tmp_path: Path) -> None:
+    """Reports of different golden sets are refused with exit 2."""
+    data = json.loads((demo_run.out_dir / "report.json").read_text())
+    data["golden_set"]["fingerprint"] = "0" * 64
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(data))
+    code, output = invoke(
+        "compare",
+        str(demo_run.out_dir / "report.json"),
+        str(other),
+        "-o",
+        str(tmp_path / "cmp"),
+        "--no-progress",
+    )
+    assert code == 2 and "golden sets differ" in output

@@ -10,6 +10,7 @@ from evalret.stats import (
     bootstrap_ci,
     minimum_detectable_effect,
     paired_p_value,
+    resamples_for,
     seed_for,
 )
 
@@ -137,3 +138,28 @@ def test_minimum_detectable_effect_formula() -> None:
         0.013289, abs=1e-5
     )
     assert minimum_detectable_effect(0.3, 1) == float("inf")
+
+
+def test_randomization_agrees_with_scipy_permutation_test_exactly() -> None:
+    """On n = 10 both enumerate all 1,024 sign assignments: the p-values are equal."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(11)
+    a, b = rng.random(10), rng.random(10)
+    theirs = sps.permutation_test(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=5000,
+        alternative="less",
+    ).pvalue
+    assert paired_p_value(a, b, "randomization", alternative="less", samples=5000) == pytest.approx(
+        theirs, abs=1e-12
+    )
+
+
+def test_resamples_grow_with_the_number_of_tests() -> None:
+    """154 two-sided tests at alpha 0.05 need 61,600 resamples for p_min * m <= alpha / 10."""
+    assert resamples_for(154, 0.05, 10_000, two_sided=True) == 61_600
+    assert resamples_for(3, 0.05, 10_000, two_sided=False) == 10_000

@@ -176,6 +176,60 @@ def run(
     raise typer.Exit(int(_guard(go)))
 
 
+@app.command()
+def compare(
+    a: Annotated[Path, typer.Argument(help="A: a config (.yaml) to run, or a saved report.json.")],
+    b: Annotated[Path, typer.Argument(help="B: a config (.yaml) to run, or a saved report.json.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory for compare.json and compare.md.")
+    ] = Path("reports/compare"),
+    primary: Annotated[str, typer.Option(help="Metric the verdict is decided on.")] = "ndcg@10",
+    min_gain: Annotated[
+        float, typer.Option(help="Gain B needs on the primary metric in every slice.")
+    ] = 0.01,
+    alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
+    correction: Annotated[
+        str, typer.Option(help="holm, bonferroni, bh or none, across every test.")
+    ] = "holm",
+    samples: Annotated[int, typer.Option(help="Randomization-test resamples.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of every resampling.")] = 0,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="Exit 1 on a significant regression.")
+    ] = False,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
+    ] = True,
+) -> None:
+    """Compare two model versions (configs or saved reports) with paired statistics."""
+
+    def go() -> ExitCode:
+        from evalret.comparison import run_comparison
+        from evalret.errors import InputError
+        from evalret.report.compare_views import render_compare
+
+        if correction not in ("holm", "bonferroni", "bh", "none"):
+            raise InputError(f"--correction {correction!r}: choose holm, bonferroni, bh or none")
+        with _progress(progress) as factory:
+            report, written = run_comparison(
+                a,
+                b,
+                out,
+                primary=primary,
+                min_gain=min_gain,
+                alpha=alpha,
+                correction=correction,
+                samples=samples,
+                seed=seed,
+                progress=factory,
+            )
+        console.print(render_compare(report, [str(p) for p in written]))
+        if fail_on_regression and report.verdict.regressions:
+            return ExitCode.REGRESSION
+        return ExitCode.OK
+
+    raise typer.Exit(int(_guard(go)))
+
+
 baseline_app = typer.Typer(help="Inspect baseline files.", no_args_is_help=True)
 app.add_typer(baseline_app, name="baseline")
 

@@ -11,9 +11,10 @@ Checks, for every gated index, slice and metric with a threshold:
 
 With significance configured, a drop check fails only when the drop crosses its threshold AND a
 one-sided paired test of current against baseline over the slice's queries is significant after
-the correction across all drop checks. Every drop check also states the minimum detectable drop
-for its slice (from the spread of the per-query differences, at the gate's alpha and power) and is
-marked underpowered when that exceeds its threshold.
+the correction across all drop checks (randomization tests draw at least enough resamples for a
+clear drop to survive that correction, see stats.resamples_for). Every drop check also states the
+minimum detectable drop for its slice (from the spread of the per-query differences, at the gate's
+alpha and power) and is marked underpowered when that exceeds its threshold.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ import numpy as np
 
 from evalret.config import SignificanceConfig, Threshold, ThresholdOverride
 from evalret.results import GateCheck
-from evalret.stats import adjust_p_values, minimum_detectable_effect, paired_p_value, seed_for
+from evalret.stats import (
+    adjust_p_values,
+    minimum_detectable_effect,
+    paired_p_value,
+    resamples_for,
+    seed_for,
+)
 
 EPS = 1e-12  # float noise: a drop equal to its threshold passes
 Scores = Mapping[str, Mapping[str, np.ndarray]]  # index -> metric -> per-query values
@@ -94,7 +101,7 @@ def evaluate_gate(
     alpha = significance.alpha if significance else 0.05
     power = significance.power if significance else 0.8
     pending: list[_Pending] = []
-    p_cache: dict[tuple[str, str, str], float] = {}
+    paired: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = {}
     for rule in rules:
         values = current.get(rule.index, {}).get(rule.metric)
         mask = slices.get(rule.slice)
@@ -126,18 +133,25 @@ def evaluate_gate(
             )
             check.mde = mde
             if significance is not None:
-                key = (rule.index, rule.slice, rule.metric)
-                if key not in p_cache:
-                    p_cache[key] = paired_p_value(
-                        cur,
-                        base,
-                        significance.test,
-                        alternative="less",
-                        samples=significance.samples,
-                        seed=seed_for(significance.seed, *key),
-                    )
-                check.p_value = p_cache[key]
+                paired[(rule.index, rule.slice, rule.metric)] = (cur, base)
             pending.append(check)
+
+    if significance is not None:  # one test per (index, slice, metric), shared by its checks
+        samples = resamples_for(len(paired), significance.alpha, significance.samples, False)
+        p_of = {
+            key: paired_p_value(
+                cur,
+                base,
+                significance.test,
+                alternative="less",
+                samples=samples,
+                seed=seed_for(significance.seed, *key),
+            )
+            for key, (cur, base) in paired.items()
+        }
+        for c in pending:
+            if c.kind != "min":
+                c.p_value = p_of[(c.rule.index, c.rule.slice, c.rule.metric)]
 
     tested = [c for c in pending if c.p_value is not None]
     adjusted = adjust_p_values(

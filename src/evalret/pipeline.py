@@ -23,6 +23,7 @@ from evalret.goldenset import GoldenSet, load_golden_set
 from evalret.index import SearchResult, build_exact, build_hnsw, id_rank, search
 from evalret.metrics import RELEVANCE_LEVEL, Metric, build_judgments, compute, parse_metrics
 from evalret.results import (
+    TOP_KEPT,
     AnnSection,
     AnnSlice,
     Fingerprint,
@@ -235,6 +236,10 @@ def run_evaluation(
                 params=index_params[name],
                 slices=_summarize(per_query[name], slices, config),
                 per_query={m: v.tolist() for m, v in per_query[name].items()},
+                top_ids=[
+                    [golden.doc_ids[d] for d in row if d >= 0]
+                    for row in rankings[name].ids[:, :TOP_KEPT].tolist()
+                ],
             )
             for name in rankings
         }
@@ -279,6 +284,7 @@ def run_evaluation(
                 definition=s.definition,
                 n_queries=s.n_queries,
                 reliability=reliability(s.n_queries),
+                members=np.flatnonzero(s.mask).tolist(),
             )
             for s in slices
         },

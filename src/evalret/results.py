@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 SCHEMA_VERSION = 1
+TOP_KEPT = 10  # ranked document ids kept per query in a report (drift, qualitative review)
 
 
 class _Model(BaseModel):
@@ -35,6 +36,7 @@ class IndexResult(_Model):
     params: dict[str, Any]
     slices: dict[str, SliceResult]
     per_query: dict[str, list[float]]
+    top_ids: list[list[str]]  # the first TOP_KEPT document ids per query, aligned with query_ids
 
 
 class SliceInfo(_Model):
@@ -42,6 +44,7 @@ class SliceInfo(_Model):
     definition: str
     n_queries: int
     reliability: str
+    members: list[int]  # positions in query_ids of the slice's queries
 
 
 class AnnSlice(_Model):
@@ -127,3 +130,71 @@ class RunReport(_Model):
     ann: AnnSection | None
     gate: GateSection | None = None
     timings: dict[str, float]
+
+
+# --- compare.json ------------------------------------------------------------------------------
+
+
+class MetricComparison(_Model):
+    a: float
+    b: float
+    delta: float  # b - a
+    ci_low: float  # bootstrap interval of the delta
+    ci_high: float
+    p_randomization: float  # two-sided, paired
+    p_t_test: float
+    p_randomization_adjusted: float  # after the correction across all tests
+    p_t_test_adjusted: float
+    significant: bool  # adjusted randomization p < alpha
+    wins: int  # queries where B scores higher
+    ties: int
+    losses: int
+
+
+class SliceComparison(_Model):
+    n_queries: int
+    reliability: str
+    mde: dict[str, float | None]  # two-sided minimum detectable effect per metric
+    metrics: dict[str, MetricComparison]
+    drift: dict[str, float]  # jaccard@10, rbo@10 between A's and B's rankings
+    diagnosis: str
+
+
+class RankedDoc(_Model):
+    id: str
+    grade: int | None  # None when unjudged (or unknown: golden set not available)
+    text: str
+
+
+class QueryExample(_Model):
+    query_id: str
+    text: str
+    a: float
+    b: float
+    delta: float
+    relevant: list[RankedDoc]
+    a_top: list[RankedDoc]
+    b_top: list[RankedDoc]
+
+
+class Verdict(_Model):
+    status: str  # candidate | not a candidate | no difference
+    reason: str
+    blocking: list[str]
+    regressions: list[str]  # significant regressions anywhere
+
+
+class CompareReport(_Model):
+    schema_version: int
+    evalret_version: str
+    a: dict[str, Any]
+    b: dict[str, Any]
+    changed: dict[str, Any]
+    settings: dict[str, Any]
+    golden_set: dict[str, Any]
+    primary_index: str
+    indexes: dict[str, dict[str, SliceComparison]]
+    notes: list[str]
+    verdict: Verdict
+    losers: list[QueryExample]  # biggest losses of B on the primary metric
+    gainers: list[QueryExample]

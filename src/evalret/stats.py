@@ -68,8 +68,8 @@ def paired_p_value(
     """p-value of the paired test of H0 "mean(a - b) = 0" over aligned per-query scores.
 
     ``alternative="less"`` tests whether a is lower than b (a drop). ``randomization`` flips the
-    sign of each query's difference at random (scipy's permutation_test over paired samples;
-    ``samples`` resamples, exact when 2^n is smaller, with the +1 correction so p is never 0);
+    sign of each query's difference (see randomization_p_values: exact when 2^n <= samples,
+    otherwise with the +1 correction so p is never 0);
     ``t-test`` is scipy's ttest_rel; ``bootstrap`` resamples the centred differences.
     Identical scores give p = 1. Deterministic for a given seed.
     """
@@ -88,16 +88,7 @@ def paired_p_value(
         return float(sps.ttest_rel(a, b, alternative=alternative).pvalue)
     rng = np.random.default_rng(seed)
     if test == "randomization":
-        result = sps.permutation_test(
-            (a, b),
-            lambda x, y, axis: np.mean(x - y, axis=axis),
-            permutation_type="samples",
-            vectorized=True,
-            n_resamples=samples,
-            alternative=alternative,
-            rng=rng,
-        )
-        return float(min(1.0, result.pvalue))
+        return float(randomization_p_values(d[:, None], samples, rng, alternative)[0])
     observed = d.mean()
     centred = d - observed
     means = np.empty(samples)
@@ -112,6 +103,63 @@ def paired_p_value(
     else:
         extreme = np.count_nonzero(np.abs(means) >= abs(observed))
     return float((extreme + 1) / (samples + 1))
+
+
+def randomization_p_values(
+    diffs: np.ndarray,
+    samples: int,
+    seed: int | np.random.SeedSequence | Sequence[int] | np.random.Generator,
+    alternative: Alternative = "two-sided",
+) -> np.ndarray:
+    """Paired randomization (sign-flip) test of "mean difference = 0" for each column of
+    ``diffs`` [n queries, m metrics]; the columns share the same sign flips.
+
+    Under H0 each query's difference is as likely to have the other sign, so the null
+    distribution of the mean comes from flipping signs at random. When 2^n <= ``samples`` every
+    assignment is enumerated (exact test); otherwise ``samples`` random assignments are drawn and
+    the observed one is counted too, p = (extreme + 1) / (samples + 1), never 0. Two-sided counts
+    |mean*| >= |mean|. Columns with no difference at all get p = 1.
+    """
+    d = np.asarray(diffs, dtype=np.float64)
+    n, m = d.shape
+    observed = d.mean(axis=0)
+    tol = 1e-9 * np.maximum(1.0, np.abs(observed))  # equal means must compare equal
+    extreme = np.zeros(m, dtype=np.int64)
+
+    def count(signs: np.ndarray) -> None:
+        means = (signs @ d) / n
+        if alternative == "less":
+            hit = means <= observed + tol
+        elif alternative == "greater":
+            hit = means >= observed - tol
+        else:
+            hit = np.abs(means) >= np.abs(observed) - tol
+        extreme[:] += hit.sum(axis=0)
+
+    exact = n < 63 and 2**n <= samples
+    total = 2**n if exact else samples
+    step = max(1, MAX_CELLS // max(n, 1))
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    for start in range(0, total, step):
+        b = min(step, total - start)
+        if exact:
+            codes = np.arange(start, start + b, dtype=np.int64)[:, None]
+            signs = ((codes >> np.arange(n, dtype=np.int64)) & 1) * 2.0 - 1.0
+        else:
+            signs = rng.integers(0, 2, size=(b, n), dtype=np.int8) * 2.0 - 1.0
+        count(signs)
+    p = extreme / total if exact else (extreme + 1) / (samples + 1)
+    p = np.minimum(1.0, p)
+    p[~np.any(d != 0, axis=0)] = 1.0
+    return np.asarray(p, dtype=np.float64)
+
+
+def resamples_for(n_tests: int, alpha: float, requested: int, two_sided: bool) -> int:
+    """Randomization resamples so that a clear effect can still be significant after a
+    family-wise correction over ``n_tests``: the smallest attainable p, (1 + 1) / (B + 1)
+    (doubled when two-sided), times n_tests must stay ten times below alpha."""
+    needed = int(np.ceil(10 * (2 if two_sided else 1) * max(n_tests, 1) / alpha))
+    return max(requested, needed)
 
 
 def adjust_p_values(p_values: Sequence[float], method: Correction) -> np.ndarray:

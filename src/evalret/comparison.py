@@ -1,0 +1,57 @@
+"""Orchestration of `evalret compare`: get A and B (run a config or read a report), compare,
+write compare.json, compare.md and disagreements.md."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from evalret.atomic import atomic_write_text
+from evalret.baseline import load_baseline
+from evalret.compare import CompareSettings, compare_reports
+from evalret.config import GoldenSetConfig, load_config
+from evalret.errors import EvalretError
+from evalret.goldenset import GoldenSet, load_golden_set
+from evalret.results import CompareReport, RunReport
+
+
+def _obtain(path: Path, progress: Any) -> tuple[RunReport, GoldenSet | None]:
+    """A report for ``path``: a saved report.json as is, or a config evaluated now."""
+    if path.suffix == ".json":
+        report = load_baseline(path)
+        try:  # texts and grades for the qualitative listing, when the golden set is reachable
+            golden = load_golden_set(GoldenSetConfig.model_validate(report.config["golden_set"]))
+        except (EvalretError, OSError, ValueError):
+            return report, None
+        return report, golden if golden.fingerprint == report.golden_set.fingerprint else None
+    from evalret.pipeline import run_evaluation
+
+    evaluation = run_evaluation(load_config(path), progress=progress)
+    return evaluation.report, evaluation.golden_set
+
+
+def run_comparison(
+    a: Path, b: Path, out: Path, *, progress: Any = None, **settings: Any
+) -> tuple[CompareReport, list[Path]]:
+    """Compare B against A and write the comparison files into ``out``."""
+    from evalret.report.compare_views import render_compare_markdown, render_disagreements
+
+    report_a, golden = _obtain(a, progress)
+    report_b, golden_b = _obtain(b, progress)
+    comparison = compare_reports(
+        report_a, report_b, CompareSettings(**settings), golden or golden_b, (str(a), str(b))
+    )
+    markdown = render_compare_markdown(comparison)
+    files = {
+        "compare.json": comparison.model_dump_json(indent=2) + "\n",
+        "compare.md": markdown,
+        "disagreements.md": render_disagreements(comparison),
+    }
+    for name, text in files.items():
+        atomic_write_text(out / name, text)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with Path(summary).open("a", encoding="utf-8") as f:
+            f.write(markdown + "\n")
+    return comparison, [out / name for name in files]

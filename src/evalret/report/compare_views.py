@@ -1,0 +1,209 @@
+"""Renderings of a comparison: terminal (rich), compare.md, the per-query disagreement list."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from evalret.results import CompareReport, MetricComparison, QueryExample, RankedDoc
+
+VERDICT_STYLE = {"candidate": "bold green", "not a candidate": "bold red", "no difference": "bold"}
+
+
+def _delta_style(m: MetricComparison) -> str:
+    if not m.significant:
+        return ""
+    return "green" if m.delta > 0 else "red"
+
+
+def _mde(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def _primary_table(report: CompareReport, index: str) -> Table:
+    primary = report.settings["primary"]
+    t = Table(title=f"{index}: {primary}, B - A", title_justify="left")
+    for col in (
+        "slice",
+        "n",
+        "A",
+        "B",
+        "delta",
+        "95% CI",
+        "p rand. (adj.)",
+        "p t (adj.)",
+        "W/T/L",
+        "MDE",
+    ):
+        t.add_column(col, justify="left" if col == "slice" else "right", no_wrap=True)
+    for name, sc in report.indexes[index].items():
+        m = sc.metrics[primary]
+        t.add_row(
+            name,
+            str(sc.n_queries),
+            f"{m.a:.4f}",
+            f"{m.b:.4f}",
+            Text(f"{m.delta:+.4f}", style=_delta_style(m)),
+            f"[{m.ci_low:+.4f}, {m.ci_high:+.4f}]",
+            f"{m.p_randomization:.3g} ({m.p_randomization_adjusted:.3g})",
+            f"{m.p_t_test:.3g} ({m.p_t_test_adjusted:.3g})",
+            f"{m.wins}/{m.ties}/{m.losses}",
+            _mde(sc.mde.get(primary)),
+        )
+    return t
+
+
+def _overview_table(report: CompareReport, index: str) -> Table:
+    slices = report.indexes[index]
+    first = next(iter(slices.values()))
+    t = Table(
+        title=f"{index}: every metric, B - A (colour: significant after "
+        f"{report.settings['correction']}), rank drift",
+        title_justify="left",
+    )
+    t.add_column("slice", no_wrap=True)
+    for m in first.metrics:
+        t.add_column(m, justify="right", no_wrap=True)
+    for d in first.drift:
+        t.add_column(d, justify="right", no_wrap=True)
+    for name, sc in slices.items():
+        t.add_row(
+            name,
+            *(Text(f"{m.delta:+.4f}", style=_delta_style(m)) for m in sc.metrics.values()),
+            *(f"{v:.3f}" for v in sc.drift.values()),
+        )
+    return t
+
+
+def render_compare(report: CompareReport, written: list[str]) -> Group:
+    a, b = report.a, report.b
+    parts: list[RenderableType] = [
+        Text.assemble(("A ", "bold"), f"{a['label']} ({a['model'].get('source')})"),
+        Text.assemble(("B ", "bold"), f"{b['label']} ({b['model'].get('source')})"),
+    ]
+    parts += [
+        Text(f"changed: {k}: {v['baseline']} -> {v['current']}") for k, v in report.changed.items()
+    ]
+    for index in report.indexes:
+        parts += [Text(""), _primary_table(report, index), _overview_table(report, index)]
+    parts += [Text(""), Text("diagnosis", style="bold")]
+    parts += [
+        Text(f"  {name}: {sc.diagnosis}")
+        for name, sc in report.indexes[report.primary_index].items()
+    ]
+    parts += [Text(f"  {n}") for n in report.notes]
+    for title, examples in (
+        ("biggest losses of B", report.losers),
+        ("biggest gains of B", report.gainers),
+    ):
+        if examples:
+            parts += [Text(""), Text(f"{title} ({report.settings['primary']}):", style="bold")]
+            parts += [Text(f"  {e.delta:+.3f}  {e.query_id}  {e.text[:90]}") for e in examples]
+    v = report.verdict
+    parts += [
+        Text(""),
+        Text(f"VERDICT: {v.status}: {v.reason}", style=VERDICT_STYLE.get(v.status, "bold")),
+    ]
+    parts += [Text(f"  {x}", style="red") for x in v.blocking[1:6]]
+    if written:
+        parts += [Text(""), Text("report files:", style="bold"), *(Text(f"  {p}") for p in written)]
+    return Group(*parts)
+
+
+def render_compare_markdown(report: CompareReport) -> str:
+    v, primary = report.verdict, report.settings["primary"]
+    icon = {"candidate": "✅", "not a candidate": "❌", "no difference": "⚪"}.get(v.status, "")
+    lines = [f"## evalret compare: {icon} {v.status}", "", v.reason, ""]
+    lines += [
+        f"- A: `{report.a['label']}` ({report.a['model'].get('source')})",
+        f"- B: `{report.b['label']}` ({report.b['model'].get('source')})",
+    ]
+    lines += [
+        f"- changed: `{k}`: `{c['baseline']}` → `{c['current']}`" for k, c in report.changed.items()
+    ]
+    if v.blocking:
+        lines += ["", "Blocking:", "", *(f"- {x}" for x in v.blocking)]
+    for index, slices in report.indexes.items():
+        lines += [
+            "",
+            f"### {index}: {primary}",
+            "",
+            "| slice | n | A | B | delta | 95% CI | p rand. (adj.) | p t-test (adj.) | W/T/L "
+            "| MDE | diagnosis |",
+            "|" + " --- |" * 11,
+        ]
+        for name, sc in slices.items():
+            m = sc.metrics[primary]
+            delta = f"**{m.delta:+.4f}**" if m.significant else f"{m.delta:+.4f}"
+            lines.append(
+                f"| {name} | {sc.n_queries} | {m.a:.4f} | {m.b:.4f} | {delta} | "
+                f"[{m.ci_low:+.4f}, {m.ci_high:+.4f}] | "
+                f"{m.p_randomization:.3g} ({m.p_randomization_adjusted:.3g}) | "
+                f"{m.p_t_test:.3g} ({m.p_t_test_adjusted:.3g}) | {m.wins}/{m.ties}/{m.losses} | "
+                f"{_mde(sc.mde.get(primary))} | {sc.diagnosis} |"
+            )
+        first = next(iter(slices.values()))
+        lines += [
+            "",
+            f"Every metric (B − A, bold: significant after "
+            f"{report.settings['correction']}) and rank drift:",
+            "",
+            "| slice | " + " | ".join([*first.metrics, *first.drift]) + " |",
+            "|" + " --- |" * (1 + len(first.metrics) + len(first.drift)),
+        ]
+        for name, sc in slices.items():
+            cells = [
+                f"**{m.delta:+.4f}**" if m.significant else f"{m.delta:+.4f}"
+                for m in sc.metrics.values()
+            ]
+            cells += [f"{d:.3f}" for d in sc.drift.values()]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if report.notes:
+        lines += ["", *(f"- {n}" for n in report.notes)]
+    lines += ["", "Per-query disagreements: `disagreements.md`."]
+    return "\n".join(lines) + "\n"
+
+
+def _doc_lines(docs: list[RankedDoc]) -> list[str]:
+    out = []
+    for rank, d in enumerate(docs, start=1):
+        grade = "unjudged" if d.grade is None else f"grade {d.grade}"
+        out.append(f"  {rank}. `{d.id}` ({grade}) {d.text[:120]}")
+    return out
+
+
+def _example_lines(e: QueryExample) -> list[str]:
+    lines = [
+        f"#### {e.query_id}: {e.text or '(text not available)'}",
+        "",
+        f"A {e.a:.4f} → B {e.b:.4f} ({e.delta:+.4f})",
+        "",
+        "Relevant:",
+    ]
+    lines += [f"- `{d.id}` grade {d.grade}: {d.text[:120]}" for d in e.relevant] or ["- (unknown)"]
+    lines += [
+        "",
+        "A's top results:",
+        *_doc_lines(e.a_top),
+        "",
+        "B's top results:",
+        *_doc_lines(e.b_top),
+        "",
+    ]
+    return lines
+
+
+def render_disagreements(report: CompareReport) -> str:
+    primary = report.settings["primary"]
+    lines = [f"# Per-query disagreements ({report.primary_index}, {primary})", ""]
+    for title, examples in (
+        ("Biggest losses of B", report.losers),
+        ("Biggest gains of B", report.gainers),
+    ):
+        lines += [f"## {title}", ""]
+        if not examples:
+            lines += ["None.", ""]
+        for e in examples:
+            lines += _example_lines(e)
+    return "\n".join(lines)
