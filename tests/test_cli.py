@@ -341,22 +341,27 @@ def test_every_command_has_help_and_is_documented() -> None:
         assert path in readme, path
 
 
-def test_compare_degraded_model_shows_significant_losses(
-    demo_run: DemoRun, worse_run: DemoRun, tmp_path: Path
-) -> None:
-    """Default vs truncate_dim 32 (saved reports): significant corrected losses, the biggest
-    losing queries with both result lists, and a verdict against the candidate."""
-    code, output = invoke(
+def compare_reports_cli(a: DemoRun, b: DemoRun, out: Path) -> tuple[int, str]:
+    """`evalret compare` of two saved reports, failing on a significant regression."""
+    return invoke(
         "compare",
-        str(demo_run.out_dir / "report.json"),
-        str(worse_run.out_dir / "report.json"),
+        str(a.out_dir / "report.json"),
+        str(b.out_dir / "report.json"),
         "-o",
-        str(tmp_path),
+        str(out),
         "--no-progress",
         "--samples",
         "2000",
         "--fail-on-regression",
     )
+
+
+def test_compare_degraded_model_shows_significant_losses(
+    demo_run: DemoRun, worse_run: DemoRun, tmp_path: Path
+) -> None:
+    """Default vs truncate_dim 32 (saved reports): significant corrected losses, the biggest
+    losing queries with both result lists, and a verdict against the candidate."""
+    code, output = compare_reports_cli(demo_run, worse_run, tmp_path)
     assert code == 1, output  # --fail-on-regression: a significant regression exits 1
     assert "VERDICT: not a candidate" in output and "worse across the board" in output
     data = json.loads((tmp_path / "compare.json").read_text())
@@ -379,17 +384,7 @@ def test_compare_improvement_is_a_candidate(
     demo_run: DemoRun, worse_run: DemoRun, tmp_path: Path
 ) -> None:
     """The other way round (32 dims as A, full model as B) B gains in every slice."""
-    code, output = invoke(
-        "compare",
-        str(worse_run.out_dir / "report.json"),
-        str(demo_run.out_dir / "report.json"),
-        "-o",
-        str(tmp_path),
-        "--no-progress",
-        "--samples",
-        "2000",
-        "--fail-on-regression",
-    )
+    code, output = compare_reports_cli(worse_run, demo_run, tmp_path)
     assert code == 0, output
     data = json.loads((tmp_path / "compare.json").read_text())
     assert data["verdict"]["status"] == "candidate", data["verdict"]

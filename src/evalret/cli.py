@@ -94,6 +94,12 @@ def _progress(enabled: bool) -> Iterator[Any]:
         yield factory
 
 
+def _step_summary() -> Path | None:
+    """GitHub's step-summary file, when running in GitHub Actions."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    return Path(summary) if summary else None
+
+
 def _version(value: bool) -> None:
     if value:
         console.print(f"evalret {__version__}")
@@ -160,11 +166,8 @@ def run(
                 baseline=reference,
                 baseline_source=str(baseline_path) if reference is not None else None,
             )
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
         written = write_outputs(
-            evaluation,
-            out if out is not None else cfg.output.dir,
-            Path(summary) if summary else None,
+            evaluation, out if out is not None else cfg.output.dir, _step_summary()
         )
         if save_baseline is not None:
             save(evaluation.report, save_baseline)
@@ -221,6 +224,7 @@ def compare(
                 samples=samples,
                 seed=seed,
                 progress=factory,
+                step_summary=_step_summary(),
             )
         console.print(render_compare(report, [str(p) for p in written]))
         if fail_on_regression and report.verdict.regressions:

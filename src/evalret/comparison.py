@@ -3,7 +3,6 @@ write compare.json, compare.md and disagreements.md."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,16 @@ def _obtain(path: Path, progress: Any) -> tuple[RunReport, GoldenSet | None]:
 
 
 def run_comparison(
-    a: Path, b: Path, out: Path, *, progress: Any = None, **settings: Any
+    a: Path,
+    b: Path,
+    out: Path,
+    *,
+    progress: Any = None,
+    step_summary: Path | None = None,
+    **settings: Any,
 ) -> tuple[CompareReport, list[Path]]:
-    """Compare B against A and write the comparison files into ``out``."""
+    """Compare B against A and write the comparison files into ``out``; append compare.md to
+    ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given."""
     from evalret.report.compare_views import render_compare_markdown, render_disagreements
 
     report_a, golden = _obtain(a, progress)
@@ -50,8 +56,7 @@ def run_comparison(
     }
     for name, text in files.items():
         atomic_write_text(out / name, text)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with Path(summary).open("a", encoding="utf-8") as f:
+    if step_summary is not None:
+        with step_summary.open("a", encoding="utf-8") as f:
             f.write(markdown + "\n")
     return comparison, [out / name for name in files]
