@@ -357,6 +357,7 @@ def compare_reports(
         changed=changed_settings(a, b),
         settings={
             **settings.__dict__,
+            "samples_drawn": samples,
             "rbo_p": RBO_P,
             "tests": "two-sided, paired",
             "ci": "percentile bootstrap of the paired differences",
