@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ DEMO = REPO / "golden_sets" / "demo"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# a fresh embedding cache for the test session: no test reads vectors a developer left behind
+os.environ["EVALRET_CACHE_DIR"] = tempfile.mkdtemp(prefix="evalret-test-cache-")
 
 
 @pytest.fixture(scope="session")

@@ -188,7 +188,18 @@ def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
     summary = tmp_path / "step-summary.md"
     result = runner.invoke(
         app,
-        ["run", "-c", DEFAULT, "-o", str(tmp_path), "--no-progress", "-b", str(demo_run.baseline)],
+        # --no-cache: embed again, so that this checks the embedding is deterministic too
+        [
+            "run",
+            "-c",
+            DEFAULT,
+            "-o",
+            str(tmp_path),
+            "--no-progress",
+            "--no-cache",
+            "-b",
+            str(demo_run.baseline),
+        ],
         env={"GITHUB_STEP_SUMMARY": str(summary)},
     )
     assert result.exit_code == 0, result.output
@@ -198,6 +209,10 @@ def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
     assert b["gate"]["verdict"] == "pass" and b["gate"]["changed"] == {}
     for key in ("timings", "config", "gate"):
         a.pop(key), b.pop(key)
+    assert (
+        a["embedding"].pop("cache")["document"]["misses"] == 338
+        and b["embedding"].pop("cache") is None
+    )
     assert a == b
     assert (demo_run.out_dir / "run.exact.trec").read_text() == (
         tmp_path / "run.exact.trec"
@@ -433,3 +448,20 @@ def test_compare_refuses_different_golden_sets(demo_run: DemoRun, tmp_path: Path
         "--no-progress",
     )
     assert code == 2 and "golden sets differ" in output
+
+
+def test_comparing_saved_reports_loads_no_heavy_library(demo_run: DemoRun, tmp_path: Path) -> None:
+    """`evalret compare` of two saved reports never imports torch, sentence-transformers or
+    faiss: it only reads JSON."""
+    report = str(demo_run.out_dir / "report.json")
+    code = (
+        "import sys\n"
+        "from evalret.cli import app\n"
+        "try:\n"
+        f"    app(['compare', {report!r}, {report!r}, '-o', {str(tmp_path)!r}, '--no-progress'])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'faiss') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

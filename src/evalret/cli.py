@@ -94,6 +94,10 @@ def _progress(enabled: bool) -> Iterator[Any]:
         yield factory
 
 
+def _without_cache(cfg: Any) -> Any:
+    return cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"enabled": False})})
+
+
 def _step_summary() -> Path | None:
     """GitHub's step-summary file, when running in GitHub Actions."""
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -135,6 +139,9 @@ def run(
         Path | None,
         typer.Option("--save-baseline", help="Save this run as a baseline file (never implicit)."),
     ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")
+    ] = False,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
     ] = True,
@@ -151,7 +158,7 @@ def run(
         from evalret.report.files import write_outputs
         from evalret.report.terminal import print_run
 
-        cfg = load_config(config)
+        cfg = _without_cache(load_config(config)) if no_cache else load_config(config)
         baseline_path = baseline or cfg.gate.baseline
         reference = None
         if baseline_path is not None:
@@ -249,6 +256,77 @@ def baseline_show(
         from evalret.report.terminal import print_baseline
 
         print_baseline(console, load_baseline(path), path)
+
+    _guard(go)
+
+
+cache_app = typer.Typer(help="Inspect and manage the embedding cache.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+CacheDir = Annotated[
+    Path | None,
+    typer.Option("--dir", help="Cache directory (default: $EVALRET_CACHE_DIR or the user cache)."),
+]
+
+
+@cache_app.command("info")
+def cache_info_command(directory: CacheDir = None) -> None:
+    """List the cached embedding sets: model, settings, entries, size, last use."""
+
+    def go() -> None:
+        from rich.table import Table
+
+        from evalret.cache import cache_info, default_cache_dir
+
+        root = directory or default_cache_dir()
+        rows = cache_info(root)
+        table = Table(title=f"embedding cache {root}", title_justify="left")
+        for col in ("namespace", "model", "settings", "entries", "MB", "shards", "last used"):
+            table.add_column(col, no_wrap=col != "settings")
+        for r in rows:
+            settings = ", ".join(f"{k}={v!r}" for k, v in r["settings"].items())
+            table.add_row(
+                r["namespace"][:12],
+                str(r["model"]),
+                settings,
+                str(r["entries"]),
+                f"{r['bytes'] / 1e6:.1f}",
+                str(r["shards"]),
+                r["last_used"],
+            )
+        console.print(table if rows else f"embedding cache {root} is empty")
+
+    _guard(go)
+
+
+@cache_app.command("clear")
+def cache_clear_command(directory: CacheDir = None) -> None:
+    """Delete every cached embedding."""
+
+    def go() -> None:
+        from evalret.cache import clear_cache, default_cache_dir
+
+        root = directory or default_cache_dir()
+        console.print(f"removed {clear_cache(root)} embedding set(s) from {root}")
+
+    _guard(go)
+
+
+@cache_app.command("prune")
+def cache_prune_command(
+    directory: CacheDir = None,
+    days: Annotated[float, typer.Option(help="Remove sets unused for this many days.")] = 30,
+) -> None:
+    """Remove embedding sets unused for a while, corrupt shards and stale temporary files."""
+
+    def go() -> None:
+        from evalret.cache import default_cache_dir, prune_cache
+
+        root = directory or default_cache_dir()
+        removed = prune_cache(root, days)
+        console.print(
+            ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in removed.items())
+            + f" removed from {root}"
+        )
 
     _guard(go)
 

@@ -191,6 +191,13 @@ class GateConfig(_Strict):
         return dict(zip(names, v.values(), strict=True))
 
 
+class CacheConfig(_Strict):
+    """The embedding cache (see the README): on by default."""
+
+    enabled: bool = True
+    dir: Path | None = Field(None, description="default: $EVALRET_CACHE_DIR or the user cache dir")
+
+
 class OutputConfig(_Strict):
     dir: Path = Path("reports")
 
@@ -206,6 +213,7 @@ class Config(_Strict):
     slices: SlicesConfig = SlicesConfig()
     bootstrap: BootstrapConfig = BootstrapConfig()
     gate: GateConfig = GateConfig()
+    cache: CacheConfig = CacheConfig()
     output: OutputConfig = OutputConfig()
 
     @field_validator("metrics")
@@ -259,8 +267,15 @@ class Config(_Strict):
         gate = self.gate.model_copy(
             update={"baseline": fix(self.gate.baseline) or self.gate.baseline}
         )
+        cache = self.cache.model_copy(update={"dir": fix(self.cache.dir) or self.cache.dir})
         return self.model_copy(
-            update={"golden_set": golden, "model": model, "output": out, "gate": gate}
+            update={
+                "golden_set": golden,
+                "model": model,
+                "output": out,
+                "gate": gate,
+                "cache": cache,
+            }
         )
 
 

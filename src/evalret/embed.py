@@ -124,12 +124,28 @@ class SentenceTransformerEmbedder:
             "truncate_dim": c.truncate_dim,
         }
 
+    def cache_identity(self) -> dict[str, Any]:
+        """identity() plus what else can move a vector: device and library versions."""
+        from importlib import metadata
+
+        versions: dict[str, str | None] = {}
+        for package in ("sentence-transformers", "transformers", "torch"):
+            try:
+                versions[package] = metadata.version(package)
+            except metadata.PackageNotFoundError:
+                versions[package] = None
+        return {**self.identity(), "device": self.config.device, "versions": versions}
+
+    def prefixed(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        """The texts exactly as they are fed to the model."""
+        prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
+        return [prefix + t for t in texts]
+
     def embed(
         self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
     ) -> np.ndarray:
         """Embed ``texts`` in length-sorted batches (fewer padding tokens), in input order."""
-        prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
-        inputs = [prefix + t for t in texts]
+        inputs = self.prefixed(texts, kind)
         order = np.argsort([-len(t) for t in inputs], kind="stable")
         model = self.model
         chunks: list[np.ndarray] = []

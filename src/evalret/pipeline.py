@@ -17,6 +17,7 @@ import numpy as np
 
 from evalret import __version__
 from evalret.baseline import check_compatible, run_gate
+from evalret.cache import CachedEmbedder, default_cache_dir
 from evalret.config import Config
 from evalret.embed import Embedder, SentenceTransformerEmbedder
 from evalret.goldenset import GoldenSet, load_golden_set
@@ -192,6 +193,10 @@ def run_evaluation(
         check_compatible(baseline, full, definitions, baseline_source or "baseline")
 
     embedder = embedder or SentenceTransformerEmbedder(config.model)
+    cached = None
+    if config.cache.enabled:
+        cached = CachedEmbedder(embedder, config.cache.dir or default_cache_dir())
+        embedder = cached
     with timer("embed_documents"):
         doc_vectors = embedder.embed(
             golden.doc_texts, "document", progress("Embedding documents", len(golden.doc_texts))
@@ -275,6 +280,7 @@ def run_evaluation(
             "n_documents": int(doc_vectors.shape[0]),
             "n_queries": int(query_vectors.shape[0]),
             "document_text": "title + ' ' + text, stripped, after document_prefix",
+            "cache": cached.report() if cached is not None else None,
         },
         bootstrap={**config.bootstrap.model_dump(), "method": "percentile, resampling queries"},
         query_ids=golden.query_ids,

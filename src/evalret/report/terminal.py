@@ -125,6 +125,15 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
             f"model {report.fingerprint.model.get('source')} (dim {report.embedding['dim']})",
         )
     ]
+    cache = report.embedding.get("cache")
+    if cache:
+        label = {"document": "documents", "query": "queries"}
+        counts = "; ".join(
+            f"{label.get(kind, kind)} {c['hits']} cached, {c['misses']} embedded"
+            for kind, c in cache.items()
+            if isinstance(c, dict)
+        )
+        parts.append(Text(f"embedding cache {cache['dir']}: {counts}", style="dim"))
     if g.queries_without_relevant:
         shown = ", ".join(g.queries_without_relevant[:10])
         more = "" if len(g.queries_without_relevant) <= 10 else ", ..."

@@ -1,0 +1,306 @@
+"""Content-addressed embedding cache.
+
+Vectors are keyed by (embedding identity, text): the identity is everything that changes a vector
+(model, weights hash, prefixes, max length, normalization, truncation, device, library versions)
+and selects a namespace directory; inside it, each text is keyed by the first 16 bytes of the
+sha256 of the text as fed to the model.
+
+A namespace holds shards. A shard is written once and never modified: ``<id>.vecs.npy`` (float32
+[n, dim]), ``<id>.keys.npy`` (uint8 [n, 16]) and, last, ``<id>.json`` with the counts and the sha256
+of both arrays. Every file is written to a temporary name and renamed, so a reader sees a whole
+shard or none; two runs sharing a cache write separate shards, so neither tears the other's reads
+nor loses entries. A shard whose files are missing, truncated or fail their checksums is never
+trusted: it is moved aside as ``*.corrupt`` and its texts are embedded again. Vectors are read
+through memory maps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evalret.embed import Embedder, Kind, Progress
+
+KEY_BYTES = 16
+CHECK_CHUNK = 1 << 24
+
+
+def default_cache_dir() -> Path:
+    """$EVALRET_CACHE_DIR, else the per-user cache directory (e.g. ~/.cache/evalret)."""
+    env = os.environ.get("EVALRET_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("evalret", appauthor=False))
+
+
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """uint8 [n, 16]: the first 16 bytes of sha256 of each text."""
+    out = np.empty((len(texts), KEY_BYTES), dtype=np.uint8)
+    for i, t in enumerate(texts):
+        out[i] = np.frombuffer(hashlib.sha256(t.encode("utf-8")).digest()[:KEY_BYTES], np.uint8)
+    return out
+
+
+def identity_digest(identity: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(CHECK_CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _atomic_save(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with tmp.open("wb") as f:
+        np.save(f, array)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass
+class _Shard:
+    keys: np.ndarray  # uint8 [n, 16]
+    vectors: np.ndarray  # float32 [n, dim], memory-mapped
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    corrupt_shards: list[str] = field(default_factory=list)
+
+
+class Namespace:
+    """The shards of one embedding identity."""
+
+    def __init__(self, root: Path, identity: dict[str, Any]) -> None:
+        self.digest = identity_digest(identity)
+        self.path = root / "embeddings" / self.digest[:32]
+        self.identity = identity
+
+    def _shard_ids(self) -> list[str]:
+        if not self.path.is_dir():
+            return []
+        return sorted(
+            p.name[: -len(".json")] for p in self.path.glob("*.json") if p.name != "identity.json"
+        )
+
+    def _open(self, shard_id: str, stats: CacheStats) -> _Shard | None:
+        meta_path = self.path / f"{shard_id}.json"
+        keys_path = self.path / f"{shard_id}.keys.npy"
+        vecs_path = self.path / f"{shard_id}.vecs.npy"
+        try:
+            meta = json.loads(meta_path.read_text())
+            if (
+                _sha256_file(keys_path) != meta["keys_sha256"]
+                or _sha256_file(vecs_path) != meta["vectors_sha256"]
+            ):
+                raise ValueError("checksum mismatch")
+            keys = np.load(keys_path)
+            vectors = np.load(vecs_path, mmap_mode="r")
+            if keys.shape != (meta["n"], KEY_BYTES) or vectors.shape != (meta["n"], meta["dim"]):
+                raise ValueError("shape mismatch")
+        except (OSError, ValueError, KeyError, json.JSONDecodeError):
+            self._quarantine(shard_id)
+            stats.corrupt_shards.append(shard_id)
+            return None
+        return _Shard(keys=keys, vectors=vectors)
+
+    def _quarantine(self, shard_id: str) -> None:
+        for suffix in (".json", ".keys.npy", ".vecs.npy"):
+            p = self.path / f"{shard_id}{suffix}"
+            if p.exists():
+                os.replace(p, p.with_name(p.name + ".corrupt"))
+
+    def lookup(self, keys: np.ndarray, stats: CacheStats) -> tuple[np.ndarray, np.ndarray | None]:
+        """(found bool [n], vectors float32 [n, dim] with found rows filled, or None)."""
+        found = np.zeros(len(keys), dtype=bool)
+        out: np.ndarray | None = None
+        wanted = keys.view(np.uint64)  # [n, 2]
+        for shard_id in self._shard_ids():
+            shard = self._open(shard_id, stats)
+            if shard is None or len(shard.keys) == 0:
+                continue
+            have = shard.keys.view(np.uint64)
+            order = np.lexsort((have[:, 1], have[:, 0]))
+            first = have[order, 0]
+            todo = np.flatnonzero(~found)
+            pos = np.searchsorted(first, wanted[todo, 0])
+            pos = np.minimum(pos, len(first) - 1)
+            rows = order[pos]
+            match = (have[rows, 0] == wanted[todo, 0]) & (have[rows, 1] == wanted[todo, 1])
+            if not match.any():
+                continue
+            if out is None:
+                out = np.zeros((len(keys), shard.vectors.shape[1]), dtype=np.float32)
+            if shard.vectors.shape[1] != out.shape[1]:
+                continue
+            out[todo[match]] = shard.vectors[rows[match]]
+            found[todo[match]] = True
+            if found.all():
+                break
+        return found, out
+
+    def store(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Write one new shard (never modifies an existing one)."""
+        if len(keys) == 0:
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        ident = self.path / "identity.json"
+        if not ident.exists():
+            tmp = ident.with_name(f".identity.{uuid.uuid4().hex}.tmp")
+            tmp.write_text(json.dumps(self.identity, indent=1, sort_keys=True, default=str))
+            os.replace(tmp, ident)
+        shard_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}"
+        keys_path = self.path / f"{shard_id}.keys.npy"
+        vecs_path = self.path / f"{shard_id}.vecs.npy"
+        _atomic_save(vecs_path, np.ascontiguousarray(vectors, dtype=np.float32))
+        _atomic_save(keys_path, np.ascontiguousarray(keys, dtype=np.uint8))
+        meta = {
+            "n": len(keys),
+            "dim": int(vectors.shape[1]),
+            "keys_sha256": _sha256_file(keys_path),
+            "vectors_sha256": _sha256_file(vecs_path),
+        }
+        tmp = self.path / f".{shard_id}.json.tmp"
+        tmp.write_text(json.dumps(meta))
+        os.replace(tmp, self.path / f"{shard_id}.json")  # the shard exists from this rename on
+        os.utime(self.path)
+
+
+class CachedEmbedder:
+    """Wraps an embedder: texts already in the cache are read, only the others are embedded."""
+
+    def __init__(self, inner: Embedder, root: Path) -> None:
+        self.inner = inner
+        self.root = root
+        self.stats: dict[str, CacheStats] = {}
+        self._namespace: Namespace | None = None
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    @property
+    def namespace(self) -> Namespace:
+        if self._namespace is None:
+            self._namespace = Namespace(self.root, self.cache_identity())
+        return self._namespace
+
+    def cache_identity(self) -> dict[str, Any]:
+        extra: Callable[[], dict[str, Any]] | None = getattr(self.inner, "cache_identity", None)
+        return extra() if extra is not None else self.inner.identity()
+
+    def embed(
+        self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
+    ) -> np.ndarray:
+        stats = self.stats.setdefault(kind, CacheStats())
+        prefixed = getattr(self.inner, "prefixed", None)
+        fed = prefixed(texts, kind) if prefixed is not None else [f"{kind}\0{t}" for t in texts]
+        keys = text_keys(fed)
+        found, vectors = self.namespace.lookup(keys, stats)
+        stats.hits += int(found.sum())
+        stats.misses += int((~found).sum())
+        if progress is not None and found.any():
+            progress(int(found.sum()))
+        missing = np.flatnonzero(~found)
+        if len(missing) == 0 and vectors is not None:
+            return vectors
+        fresh = self.inner.embed([texts[int(i)] for i in missing], kind, progress)
+        self.namespace.store(keys[missing], fresh)
+        if vectors is None or vectors.shape[1] != fresh.shape[1]:
+            vectors = np.zeros((len(texts), fresh.shape[1]), dtype=np.float32)
+        vectors[missing] = fresh
+        return vectors
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "dir": str(self.root),
+            "namespace": self.namespace.digest[:32],
+            **{
+                kind: {"hits": s.hits, "misses": s.misses, "corrupt_shards": s.corrupt_shards}
+                for kind, s in self.stats.items()
+            },
+        }
+
+
+def cache_info(root: Path) -> list[dict[str, Any]]:
+    """One entry per namespace: model, entries, bytes, last use."""
+    out = []
+    base = root / "embeddings"
+    for ns in sorted(base.iterdir()) if base.is_dir() else []:
+        try:
+            identity = json.loads((ns / "identity.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            identity = {}
+        entries = 0
+        for meta in ns.glob("*.json"):
+            if meta.name != "identity.json":
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    entries += int(json.loads(meta.read_text())["n"])
+        size = sum(p.stat().st_size for p in ns.iterdir() if p.is_file())
+        out.append(
+            {
+                "namespace": ns.name,
+                "model": identity.get("name"),
+                "settings": {
+                    k: identity.get(k)
+                    for k in ("query_prefix", "document_prefix", "max_seq_length", "truncate_dim")
+                },
+                "entries": entries,
+                "bytes": size,
+                "shards": len([p for p in ns.glob("*.json") if p.name != "identity.json"]),
+                "last_used": time.strftime("%Y-%m-%d %H:%M", time.localtime(ns.stat().st_mtime)),
+            }
+        )
+    return out
+
+
+def clear_cache(root: Path) -> int:
+    """Remove every cached embedding; returns the number of namespaces removed."""
+    base = root / "embeddings"
+    if not base.is_dir():
+        return 0
+    namespaces = [p for p in base.iterdir() if p.is_dir()]
+    for ns in namespaces:
+        shutil.rmtree(ns, ignore_errors=True)
+    return len(namespaces)
+
+
+def prune_cache(root: Path, older_than_days: float) -> dict[str, int]:
+    """Remove namespaces unused for ``older_than_days``, corrupt shards and stale temp files."""
+    removed = {"namespaces": 0, "corrupt_files": 0, "temp_files": 0}
+    base = root / "embeddings"
+    if not base.is_dir():
+        return removed
+    cutoff = time.time() - older_than_days * 86400
+    for ns in [p for p in base.iterdir() if p.is_dir()]:
+        if ns.stat().st_mtime < cutoff:
+            shutil.rmtree(ns, ignore_errors=True)
+            removed["namespaces"] += 1
+            continue
+        for p in ns.iterdir():
+            if p.name.endswith(".corrupt"):
+                p.unlink(missing_ok=True)
+                removed["corrupt_files"] += 1
+            elif p.name.endswith(".tmp") and p.stat().st_mtime < time.time() - 3600:
+                p.unlink(missing_ok=True)
+                removed["temp_files"] += 1
+    return removed

@@ -1,0 +1,160 @@
+"""Embedding cache: hits and misses, invalidation by every vector-changing setting, corrupt
+entries, concurrent writers, and a warm run that never imports torch."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from evalret.cache import CachedEmbedder, Namespace, cache_info, clear_cache, prune_cache
+from evalret.config import ModelConfig
+from evalret.embed import SentenceTransformerEmbedder
+from helpers import HashEmbedder
+
+
+class CountingEmbedder(HashEmbedder):
+    """Records every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Any, kind: str, progress: Any = None) -> np.ndarray:
+        self.calls.append(list(texts))
+        return super().embed(texts, kind, progress)
+
+
+TEXTS = [f"passage number {i} about topic {i % 7}" for i in range(40)]
+
+
+def test_only_new_texts_are_embedded(tmp_path: Path) -> None:
+    """A second run embeds nothing; a corpus that gained one text costs one embedding."""
+    inner = CountingEmbedder()
+    first = CachedEmbedder(inner, tmp_path).embed(TEXTS, "document")
+    again = CachedEmbedder(inner, tmp_path)
+    assert np.array_equal(again.embed(TEXTS, "document"), first)
+    assert len(inner.calls) == 1 and again.report()["document"] == {
+        "hits": 40,
+        "misses": 0,
+        "corrupt_shards": [],
+    }
+    grown = CachedEmbedder(inner, tmp_path)
+    vectors = grown.embed([*TEXTS, "a brand new passage"], "document")
+    assert inner.calls[-1] == ["a brand new passage"]
+    assert np.array_equal(vectors[:40], first)
+    assert grown.report()["document"]["misses"] == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"query_prefix": "query: "},
+        {"document_prefix": "passage: "},
+        {"max_seq_length": 128},
+        {"normalize": False},
+        {"truncate_dim": 64},
+        {"device": "cuda"},
+        {"name": "/some/other/model"},
+    ],
+)
+def test_every_vector_changing_setting_selects_another_namespace(
+    tmp_path: Path, change: dict[str, Any]
+) -> None:
+    """Prefixes, max length, normalization, truncation, device and model all miss."""
+    base = SentenceTransformerEmbedder(ModelConfig())
+    other = SentenceTransformerEmbedder(ModelConfig(**change))
+    assert (
+        Namespace(tmp_path, base.cache_identity()).digest
+        != Namespace(tmp_path, other.cache_identity()).digest
+    )
+    assert "versions" in base.cache_identity() and base.cache_identity()["weights_sha256"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete-meta-field"])
+def test_corrupt_entries_are_detected_and_reembedded(tmp_path: Path, damage: str) -> None:
+    """A truncated or altered shard is never trusted: set aside, re-embedded, same vectors."""
+    inner = CountingEmbedder()
+    expected = CachedEmbedder(inner, tmp_path).embed(TEXTS, "document")
+    ns_dir = next((tmp_path / "embeddings").iterdir())
+    vecs = next(ns_dir.glob("*.vecs.npy"))
+    meta = next(p for p in ns_dir.glob("*.json") if p.name != "identity.json")
+    if damage == "truncate":
+        vecs.write_bytes(vecs.read_bytes()[:-100])
+    elif damage == "flip":
+        raw = bytearray(vecs.read_bytes())
+        raw[-5] ^= 0xFF
+        vecs.write_bytes(bytes(raw))
+    else:
+        meta.write_text(json.dumps({"n": 40}))
+    cached = CachedEmbedder(inner, tmp_path)
+    assert np.array_equal(cached.embed(TEXTS, "document"), expected)
+    assert len(inner.calls) == 2 and len(inner.calls[-1]) == 40
+    assert cached.report()["document"]["corrupt_shards"] == [meta.name[: -len(".json")]]
+    assert any(p.name.endswith(".corrupt") for p in ns_dir.iterdir())
+    assert prune_cache(tmp_path, 30)["corrupt_files"] >= 1
+
+
+def _worker(root: str, start: int, queue: Any) -> None:
+    texts = [f"shared text {i}" for i in range(start, start + 300)]
+    vectors = CachedEmbedder(HashEmbedder(), Path(root)).embed(texts, "document")
+    queue.put((start, vectors.tolist()))
+
+
+def test_two_concurrent_runs_share_one_cache(tmp_path: Path) -> None:
+    """Two processes writing overlapping texts at once: both succeed, nothing is lost."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(str(tmp_path), s, queue)) for s in (0, 150)]
+    for p in procs:
+        p.start()
+    results = dict(queue.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    texts = [f"shared text {i}" for i in range(450)]
+    inner = CountingEmbedder()
+    warm = CachedEmbedder(inner, tmp_path)
+    vectors = warm.embed(texts, "document")
+    assert inner.calls == [] and warm.report()["document"]["hits"] == 450
+    assert np.allclose(vectors[:300], results[0]) and np.allclose(vectors[150:], results[150])
+
+
+def test_info_and_clear(tmp_path: Path) -> None:
+    """info lists the set with its entries; clear removes it."""
+    CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    [row] = cache_info(tmp_path)
+    assert row["entries"] == 40 and row["model"] == "hash-bow" and row["shards"] == 1
+    assert clear_cache(tmp_path) == 1 and cache_info(tmp_path) == []
+
+
+def test_warm_run_embeds_nothing_and_never_imports_torch(tmp_path: Path) -> None:
+    """After one run, a second run of the demo reads every vector from the cache, says so in
+    the report, and leaves torch and sentence-transformers unimported."""
+    code = f"""
+import json, sys
+from pathlib import Path
+from evalret import evaluate
+from evalret.config import load_config
+cfg = load_config(Path({str(REPO / "configs" / "default.yaml")!r}))
+cache = cfg.cache.model_copy(update={{"dir": Path({str(tmp_path)!r})}})
+cfg = cfg.model_copy(update={{"cache": cache}})
+first = evaluate(cfg).report
+if sys.argv[1] == "warm":
+    print(json.dumps({{"cache": first.embedding["cache"],
+        "heavy": [m for m in ("torch", "sentence_transformers") if m in sys.modules]}}))
+"""
+    subprocess.run([sys.executable, "-c", code, "cold"], check=True, capture_output=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, "warm"], check=True, capture_output=True, text=True
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["heavy"] == []
+    assert result["cache"]["document"]["misses"] == 0 and result["cache"]["query"]["misses"] == 0
+    assert result["cache"]["document"]["hits"] == 338
