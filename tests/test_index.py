@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from evalret.config import HnswIndexConfig
-from evalret.index import apply_tie_rule, build_exact, build_hnsw, id_rank, search
+from evalret.index import (
+    apply_tie_rule,
+    build_exact,
+    build_hnsw,
+    cached_hnsw,
+    id_rank,
+    search,
+)
 
 
 def test_id_rank_is_string_order() -> None:
@@ -54,3 +63,25 @@ def test_hnsw_is_deterministic_and_close_to_exact() -> None:
     assert np.array_equal(a.ids, b.ids) and np.array_equal(a.scores, b.scores)
     overlap = np.mean([len(set(x) & set(y)) / 10 for x, y in zip(a.ids, exact.ids, strict=True)])
     assert overlap > 0.9
+
+
+def test_hnsw_cache_reuses_the_graph_and_rebuilds_on_change(tmp_path: Path) -> None:
+    """Same vectors and parameters read the stored graph (same results); other parameters or
+    vectors build a new one; an unreadable file is rebuilt."""
+    rng = np.random.default_rng(1)
+    docs = rng.standard_normal((2000, 16)).astype(np.float32)
+    rank = id_rank([f"d{i}" for i in range(2000)])
+    cfg = HnswIndexConfig(m=8, ef_construction=40, ef_search=32)
+    built, first = cached_hnsw(docs, cfg, tmp_path)
+    again, second = cached_hnsw(docs, cfg, tmp_path)
+    assert (first, second) == ("built", "hit")
+    a = search(built, docs[:20], 10, rank)
+    b = search(again, docs[:20], 10, rank)
+    assert np.array_equal(a.ids, b.ids) and again.hnsw.efSearch == 32
+    assert cached_hnsw(docs, HnswIndexConfig(m=12, ef_construction=40), tmp_path)[1] == "built"
+    assert cached_hnsw(docs[:1500], cfg, tmp_path)[1] == "built"
+    [stored] = [p for p in (tmp_path / "indexes").iterdir() if p.stat().st_size > 0][:1]
+    for p in (tmp_path / "indexes").iterdir():
+        p.write_bytes(b"garbage")
+    assert cached_hnsw(docs, cfg, tmp_path)[1] == "built"
+    assert stored.exists()

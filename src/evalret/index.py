@@ -10,8 +10,13 @@ the graph depend on thread timing, and a gate must not flake.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -80,6 +85,58 @@ def build_hnsw(
     finally:
         faiss.omp_set_num_threads(threads)
     return index
+
+
+def hnsw_cache_key(vectors: np.ndarray, cfg: HnswIndexConfig) -> str:
+    """sha256 of the vectors and of everything that shapes the graph."""
+    import faiss
+
+    h = hashlib.sha256()
+    h.update(
+        json.dumps(
+            {
+                "m": cfg.m,
+                "ef_construction": cfg.ef_construction,
+                "shape": list(vectors.shape),
+                "faiss": faiss.__version__,
+                "add_batch": ADD_BATCH,
+                "threads": 1,
+            }
+        ).encode()
+    )
+    h.update(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    return h.hexdigest()
+
+
+def cached_hnsw(
+    vectors: np.ndarray,
+    cfg: HnswIndexConfig,
+    cache_dir: Path | None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[Any, str]:
+    """The HNSW index of ``vectors``: read from ``cache_dir`` when this exact graph was built
+    before, else built (and stored there). Returns (index, "hit" | "built" | "not cached")."""
+    if cache_dir is None:
+        return build_hnsw(vectors, cfg, progress), "not cached"
+    import faiss
+
+    path = cache_dir / "indexes" / f"hnsw-{hnsw_cache_key(vectors, cfg)}.faiss"
+    if path.is_file():
+        try:
+            index: Any = faiss.read_index(str(path))  # already the HNSW subclass
+            if index.ntotal == len(vectors) and index.d == vectors.shape[1]:
+                index.hnsw.efSearch = cfg.ef_search
+                if progress is not None:
+                    progress(len(vectors))
+                return index, "hit"
+        except RuntimeError:
+            pass  # unreadable: rebuilt and overwritten below
+    index = build_hnsw(vectors, cfg, progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    faiss.write_index(index, str(tmp))
+    os.replace(tmp, path)
+    return index, "built"
 
 
 def _raw_search(index: Any, queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ from evalret.cache import CachedEmbedder, default_cache_dir
 from evalret.config import Config
 from evalret.embed import Embedder, SentenceTransformerEmbedder
 from evalret.goldenset import GoldenSet, load_golden_set
-from evalret.index import SearchResult, build_exact, build_hnsw, id_rank, search
+from evalret.index import SearchResult, build_exact, cached_hnsw, id_rank, search
 from evalret.metrics import RELEVANCE_LEVEL, Metric, build_judgments, compute, parse_metrics
 from evalret.results import (
     TOP_KEPT,
@@ -209,6 +209,7 @@ def run_evaluation(
     rank = id_rank(golden.doc_ids)
     qrels = golden.qrel_arrays()
     rankings: dict[str, SearchResult] = {}
+    hnsw_cache = "not built"
     per_query: dict[str, dict[str, np.ndarray]] = {}
     index_params: dict[str, dict[str, Any]] = {}
     if config.indexes.exact.enabled:
@@ -227,7 +228,12 @@ def run_evaluation(
             "ef_search": h.ef_search,
         }
         with timer("build_hnsw"):
-            hnsw = build_hnsw(doc_vectors, h, progress("Building HNSW graph", len(doc_vectors)))
+            hnsw, hnsw_cache = cached_hnsw(
+                doc_vectors,
+                h,
+                cached.root if cached is not None else None,
+                progress("Building HNSW graph", len(doc_vectors)),
+            )
         with timer("search_hnsw"):
             rankings["hnsw"] = search(hnsw, query_vectors, depth, rank)
 
@@ -280,7 +286,9 @@ def run_evaluation(
             "n_documents": int(doc_vectors.shape[0]),
             "n_queries": int(query_vectors.shape[0]),
             "document_text": "title + ' ' + text, stripped, after document_prefix",
-            "cache": cached.report() if cached is not None else None,
+            "cache": (
+                {**cached.report(), "hnsw_index": hnsw_cache} if cached is not None else None
+            ),
         },
         bootstrap={**config.bootstrap.model_dump(), "method": "percentile, resampling queries"},
         query_ids=golden.query_ids,
