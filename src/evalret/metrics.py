@@ -221,13 +221,19 @@ def build_judgments(
     order = np.argsort(keys, kind="stable")
     keys, grades_sorted = keys[order], qrel_grade.astype(np.int64)[order]
 
-    wanted = np.arange(n_queries, dtype=np.int64)[:, None] * n_docs + ranked
-    pos = np.searchsorted(keys, wanted)
-    pos_clipped = np.minimum(pos, max(len(keys) - 1, 0))
-    judged = (ranked >= 0) & (pos < len(keys))
-    if len(keys):
-        judged &= keys[pos_clipped] == wanted
-    grades = np.where(judged, grades_sorted[pos_clipped] if len(keys) else 0, 0)
+    # only ranked documents judged for some query can match: search just those entries
+    judged_somewhere = np.zeros(n_docs + 1, dtype=bool)
+    judged_somewhere[qrel_doc.astype(np.int64)] = True
+    flat = ranked.ravel()
+    candidates = np.flatnonzero(judged_somewhere[flat])  # -1 maps to the last (False) slot
+    wanted = candidates // depth * n_docs + flat[candidates]
+    pos = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+    hit = keys[pos] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
+    judged = np.zeros(n_queries * depth, dtype=bool)
+    grades = np.zeros(n_queries * depth, dtype=np.int64)
+    judged[candidates[hit]] = True
+    grades[candidates[hit]] = grades_sorted[pos[hit]]
+    judged, grades = judged.reshape(n_queries, depth), grades.reshape(n_queries, depth)
 
     # ideal grades per query: sort (query asc, grade desc), then scatter the first `depth` of each
     ideal = np.zeros((n_queries, depth), dtype=np.int64)
