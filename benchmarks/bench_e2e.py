@@ -42,7 +42,8 @@ def run(config: Path, out: Path, cache: Path) -> tuple[float, dict]:
 
 
 def changed_copy(config: Path, work: Path) -> Path:
-    """A copy of the config's BEIR golden set with the first document's text edited."""
+    """A copy of the config's BEIR golden set with the start of the first document edited
+    (the start, so that the change survives truncation at max_seq_length)."""
     import yaml
 
     data = yaml.safe_load(config.read_text())
@@ -51,7 +52,7 @@ def changed_copy(config: Path, work: Path) -> Path:
     shutil.copytree(source, target)
     lines = (target / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
-    first["text"] += " (edited)"
+    first["text"] = "Edited: " + first["text"]
     lines[0] = json.dumps(first)
     (target / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     data["golden_set"]["path"] = str(target)
