@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 from evalret.baseline import check_compatible, load_baseline, save_baseline
 from evalret.config import Config, GateConfig, GoldenSetConfig, SignificanceConfig, Threshold
-from evalret.errors import IncompatibleBaselineError, InputError
+from evalret.errors import IncomparableError, InputError
 from evalret.goldenset import load_golden_set
 from evalret.pipeline import metric_definitions, run_evaluation
 from evalret.results import RunReport
@@ -103,7 +103,7 @@ def test_changed_judgment_is_refused_before_embedding(
     first["relevant"][doc] = grade - 1
     lines[3] = json.dumps(first)
     queries.write_text("\n".join(lines) + "\n")
-    with pytest.raises(IncompatibleBaselineError) as e:
+    with pytest.raises(IncomparableError) as e:
         run_evaluation(config, embedder=ExplodingEmbedder(), baseline=report, baseline_source="b")
     assert e.value.exit_code == 2
     assert f"queries whose text, judgments, tags or frequency changed: {first['id']}" in str(
@@ -117,7 +117,7 @@ def test_changed_metric_definition_is_refused(
     """Exponential nDCG gain against a linear-gain baseline is refused."""
     report, _ = baseline
     other = config.model_copy(update={"ndcg_gain": "exponential"})
-    with pytest.raises(IncompatibleBaselineError, match="ndcg_gain: 'linear' -> 'exponential'"):
+    with pytest.raises(IncomparableError, match="ndcg_gain: 'linear' -> 'exponential'"):
         run_evaluation(other, embedder=ExplodingEmbedder(), baseline=report)
 
 

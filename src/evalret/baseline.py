@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from evalret.atomic import atomic_write_text
 from evalret.config import Config
-from evalret.errors import IncompatibleBaselineError, InputError, Problem
+from evalret.errors import IncomparableError, InputError, Problem
 from evalret.gate import evaluate_gate, resolve_rules
 from evalret.goldenset import GoldenSet
 from evalret.results import SCHEMA_VERSION, GateSection, RunReport
@@ -88,7 +88,7 @@ def check_compatible(
                 f"metric definition {key}: {before.get(key)!r} -> {definitions.get(key)!r}"
             )
     if problems:
-        raise IncompatibleBaselineError(
+        raise IncomparableError(
             f"cannot compare with baseline {source}: its numbers were computed on other terms "
             "(save a new baseline on purpose with --save-baseline)",
             [Problem(p) for p in problems],

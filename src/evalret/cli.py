@@ -215,6 +215,7 @@ def compare(
     def go() -> ExitCode:
         from evalret.comparison import run_comparison
         from evalret.errors import InputError
+        from evalret.metrics import parse_metric
         from evalret.report.compare_views import render_compare
 
         if correction not in ("holm", "bonferroni", "bh", "none"):
@@ -224,7 +225,7 @@ def compare(
                 a,
                 b,
                 out,
-                primary=primary,
+                primary=str(parse_metric(primary)),
                 min_gain=min_gain,
                 alpha=alpha,
                 correction=correction,

@@ -17,7 +17,7 @@ import numpy as np
 
 from evalret import __version__
 from evalret.baseline import DEFINITION_KEYS, changed_settings
-from evalret.errors import IncompatibleBaselineError, Problem
+from evalret.errors import IncomparableError, InputError, Problem
 from evalret.goldenset import GoldenSet
 from evalret.metrics import parse_metric
 from evalret.results import (
@@ -78,7 +78,7 @@ def check_comparable(a: RunReport, b: RunReport) -> None:
     if a.query_ids != b.query_ids and set(a.query_ids) != set(b.query_ids):
         problems.append("the evaluated queries differ")
     if problems:
-        raise IncompatibleBaselineError(
+        raise IncomparableError(
             "cannot compare: A and B must share golden set, metrics and an index type",
             [Problem(p) for p in problems],
         )
@@ -226,8 +226,8 @@ def compare_reports(
     indexes = [i for i in a.indexes if i in b.indexes]
     metrics = list(a.fingerprint.metrics["names"])
     if settings.primary not in metrics:
-        raise IncompatibleBaselineError(
-            f"primary metric {settings.primary} is not computed; computed: {', '.join(metrics)}"
+        raise InputError(
+            f"--primary {settings.primary} is not computed; computed: {', '.join(metrics)}"
         )
     tests: list[tuple[str, str, str, float, float]] = []
     raw: dict[tuple[str, str, str], dict[str, float | int]] = {}

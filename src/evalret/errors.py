@@ -72,8 +72,9 @@ class MetricError(InputError):
     """A metric name cannot be parsed or is unknown."""
 
 
-class IncompatibleBaselineError(InputError):
-    """The baseline was computed on another golden set or with other metric definitions."""
+class IncomparableError(InputError):
+    """Two runs (a run and its baseline, or A and B of a comparison) cannot be compared: another
+    golden set or other metric definitions."""
 
 
 class ModelError(EvalretError):

@@ -166,7 +166,7 @@ def run_evaluation(
 
     With a ``baseline``, its compatibility is checked as soon as the golden set is read (before
     any embedding), and drop checks compare with it. Raises EvalretError subclasses on bad input
-    (IncompatibleBaselineError included) or failure.
+    (IncomparableError included) or failure.
     """
     progress = progress or _no_progress
     timer = _Timer()
