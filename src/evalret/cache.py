@@ -95,6 +95,7 @@ class Namespace:
         self.digest = identity_digest(identity)
         self.path = root / "embeddings" / self.digest[:32]
         self.identity = identity
+        self._opened: dict[str, _Shard | None] = {}  # each shard is verified once per run
 
     def _shard_ids(self) -> list[str]:
         if not self.path.is_dir():
@@ -136,7 +137,9 @@ class Namespace:
         out: np.ndarray | None = None
         wanted = keys.view(np.uint64)  # [n, 2]
         for shard_id in self._shard_ids():
-            shard = self._open(shard_id, stats)
+            if shard_id not in self._opened:
+                self._opened[shard_id] = self._open(shard_id, stats)
+            shard = self._opened[shard_id]
             if shard is None or len(shard.keys) == 0:
                 continue
             have = shard.keys.view(np.uint64)

@@ -77,7 +77,12 @@ def gate_parts(gate: GateSection) -> list[RenderableType]:
     """Verdict in colour, then the failed checks, underpowered warning and notes."""
     failed = gate.failed
     if gate.verdict == "pass":
-        verdict = Text(f"GATE PASSED: all {len(gate.checks)} checks pass", style="bold green")
+        n = len(gate.checks)
+        verdict = Text(
+            f"GATE PASSED: {'the' if n == 1 else f'all {n}'} check{'s' if n != 1 else ''} "
+            f"pass{'es' if n == 1 else ''}",
+            style="bold green",
+        )
     else:
         verdict = Text(
             f"GATE FAILED: {len(failed)} of {len(gate.checks)} checks failed", style="bold red"
