@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up evalret in ./.venv on a fresh machine (Python 3.10+, pip, gcc).
 #   bash scripts/setup.sh          # evalret and its runtime dependencies
-#   bash scripts/setup.sh --test   # ... plus the test dependencies (pytest, hypothesis, trec_eval)
+#   bash scripts/setup.sh --test   # ... plus the test dependencies (pytest, hypothesis, trec_eval,
+#                                  # playwright) and Debian's chromium (apt-get, as root)
 # torch is installed first as the CPU build 2.13.0, so that sentence-transformers does not pull a
 # multi-GB GPU build. On a machine without a local torch wheel, set EVALRET_TORCH_INDEX to a CPU
 # wheel index (e.g. PyTorch's /whl/cpu index) to get a CPU build from there.
@@ -26,4 +27,17 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   fi
 fi
 "${pip[@]}" install -e ".${extra}"
+# the tests open report.html in Debian's Chromium (headless, driven by Playwright; no browser is
+# downloaded): install it when missing
+if [ -n "$extra" ] && ! [ -x "${EVALRET_CHROMIUM:-/usr/bin/chromium}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  elif [ "$extra" = "[test]" ]; then
+    echo "setup.sh: the tests need Chromium: run as root, or install Debian's chromium package" >&2
+    exit 1
+  else
+    echo "setup.sh: warning: Chromium missing; the browser test of report.html will fail" >&2
+  fi
+fi
 .venv/bin/evalret --version

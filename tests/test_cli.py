@@ -169,6 +169,7 @@ def test_demo_run_prints_tables_and_writes_reports(demo_run: DemoRun) -> None:
     assert {p.name for p in demo_run.out_dir.iterdir()} == {
         "report.json",
         "report.md",
+        "report.html",
         "junit.xml",
         "run.exact.trec",
         "run.hnsw.trec",

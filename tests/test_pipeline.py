@@ -62,6 +62,7 @@ def test_trec_export_scores_identically_in_trec_eval(config: Config, tmp_path: P
     assert [p.name for p in written] == [
         "report.json",
         "report.md",
+        "report.html",
         "junit.xml",
         "run.exact.trec",
         "run.hnsw.trec",

@@ -242,6 +242,32 @@ def compare(
     raise typer.Exit(int(_guard(go)))
 
 
+@app.command("report")
+def report_command(
+    path: Annotated[Path, typer.Argument(help="A saved report.json (or compare.json).")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Directory for report.html (default: beside PATH)."),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            "-b",
+            help="Draw this saved report beside the run (default: the gate's baseline, if found).",
+        ),
+    ] = None,
+) -> None:
+    """Render report.html (charts, self-contained) from a saved report.json or compare.json."""
+
+    def go() -> None:
+        from evalret.report.saved import write_saved_html
+
+        console.print(f"wrote {write_saved_html(path, out, baseline)}")
+
+    _guard(go)
+
+
 baseline_app = typer.Typer(help="Inspect baseline files.", no_args_is_help=True)
 app.add_typer(baseline_app, name="baseline")
 

@@ -170,7 +170,7 @@ def _pair_diagnosis(
     return f"{first} {d1}, {second} {d2}: {text}" if text else None
 
 
-def _examples(
+def query_examples(
     a: RunReport,
     b: RunReport,
     index: str,
@@ -179,6 +179,9 @@ def _examples(
     delta: np.ndarray,
     golden: GoldenSet | None,
 ) -> list[QueryExample]:
+    """One example per position in ``order`` (positions in A's query_ids; ``delta`` aligned with
+    them): the query's text, its relevant documents and the top results of A and of B, with
+    grades and texts when ``golden`` is known."""
     text = dict(zip(golden.query_ids, golden.query_texts, strict=True)) if golden else {}
     titles = dict(zip(golden.doc_ids, golden.doc_texts, strict=True)) if golden else {}
     qa, qb = a.indexes[index], b.indexes[index]
@@ -371,10 +374,10 @@ def compare_reports(
         indexes=result,
         notes=notes,
         verdict=verdict,
-        losers=_examples(
+        losers=query_examples(
             a, b, primary_index, settings.primary, np.array(losers, dtype=np.int64), delta, golden
         ),
-        gainers=_examples(
+        gainers=query_examples(
             a, b, primary_index, settings.primary, np.array(gainers, dtype=np.int64), delta, golden
         ),
     )

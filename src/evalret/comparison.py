@@ -15,15 +15,21 @@ from evalret.goldenset import GoldenSet, load_golden_set
 from evalret.results import CompareReport, RunReport
 
 
+def golden_set_of(report: RunReport) -> GoldenSet | None:
+    """The golden set a saved report was computed on, when it is still reachable and unchanged
+    (texts and grades for listing queries); None otherwise."""
+    try:
+        golden = load_golden_set(GoldenSetConfig.model_validate(report.config["golden_set"]))
+    except (EvalretError, OSError, ValueError, KeyError):
+        return None
+    return golden if golden.fingerprint == report.golden_set.fingerprint else None
+
+
 def _obtain(path: Path, progress: Any) -> tuple[RunReport, GoldenSet | None]:
     """A report for ``path``: a saved report.json as is, or a config evaluated now."""
     if path.suffix == ".json":
         report = load_baseline(path)
-        try:  # texts and grades for the qualitative listing, when the golden set is reachable
-            golden = load_golden_set(GoldenSetConfig.model_validate(report.config["golden_set"]))
-        except (EvalretError, OSError, ValueError):
-            return report, None
-        return report, golden if golden.fingerprint == report.golden_set.fingerprint else None
+        return report, golden_set_of(report)
     from evalret.pipeline import run_evaluation
 
     evaluation = run_evaluation(load_config(path), progress=progress)
@@ -39,9 +45,11 @@ def run_comparison(
     step_summary: Path | None = None,
     **settings: Any,
 ) -> tuple[CompareReport, list[Path]]:
-    """Compare B against A and write the comparison files into ``out``; append compare.md to
-    ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given."""
+    """Compare B against A and write the comparison files (compare.json, compare.md,
+    disagreements.md, report.html) into ``out``; append compare.md to ``step_summary`` (GitHub's
+    $GITHUB_STEP_SUMMARY) if given."""
     from evalret.report.compare_views import render_compare_markdown, render_disagreements
+    from evalret.report.html import render_compare_html
 
     report_a, golden = _obtain(a, progress)
     report_b, golden_b = _obtain(b, progress)
@@ -53,6 +61,7 @@ def run_comparison(
         "compare.json": comparison.model_dump_json(indent=2) + "\n",
         "compare.md": markdown,
         "disagreements.md": render_disagreements(comparison),
+        "report.html": render_compare_html(comparison, report_a, report_b),
     }
     for name, text in files.items():
         atomic_write_text(out / name, text)

@@ -19,6 +19,7 @@ from evalret import __version__
 from evalret.baseline import check_compatible, run_gate
 from evalret.cache import CachedEmbedder, default_cache_dir
 from evalret.config import Config
+from evalret.curves import metric_curves
 from evalret.embed import Embedder, SentenceTransformerEmbedder
 from evalret.goldenset import GoldenSet, load_golden_set
 from evalret.index import SearchResult, build_exact, cached_hnsw, id_rank, search
@@ -30,6 +31,7 @@ from evalret.results import (
     Fingerprint,
     GoldenSetInfo,
     IndexResult,
+    MetricCurves,
     MetricValue,
     RunReport,
     SliceInfo,
@@ -50,6 +52,7 @@ class Evaluation:
     golden_set: GoldenSet  # restricted to the evaluated queries
     rankings: dict[str, SearchResult]
     slices: list[Slice]
+    baseline: RunReport | None = None  # the report gated against, when there was one
 
 
 def _digest(obj: Any) -> str:
@@ -237,10 +240,14 @@ def run_evaluation(
         with timer("search_hnsw"):
             rankings["hnsw"] = search(hnsw, query_vectors, depth, rank)
 
+    curves: dict[str, MetricCurves] = {}
+    masks = {s.name: s.mask for s in slices}
     with timer("metrics"):
         for name, ranking in rankings.items():
             judgments = build_judgments(ranking.ids, *qrels, n_docs=len(golden.doc_ids))
             per_query[name] = compute(metrics, judgments, config.ndcg_gain)
+            ks, curve_values = metric_curves(judgments, masks, depth, config.ndcg_gain)
+            curves[name] = MetricCurves(k=ks, values=curve_values)
         index_results = {
             name: IndexResult(
                 kind=name,
@@ -251,6 +258,7 @@ def run_evaluation(
                     [golden.doc_ids[d] for d in row if d >= 0]
                     for row in rankings[name].ids[:, :TOP_KEPT].tolist()
                 ],
+                curves=curves[name],
             )
             for name in rankings
         }
@@ -309,4 +317,6 @@ def run_evaluation(
     with timer("gate"):
         gate = run_gate(config, report, slices, baseline, baseline_source)
     report = report.model_copy(update={"gate": gate, "timings": timer.timings})
-    return Evaluation(report=report, golden_set=golden, rankings=rankings, slices=slices)
+    return Evaluation(
+        report=report, golden_set=golden, rankings=rankings, slices=slices, baseline=baseline
+    )

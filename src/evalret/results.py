@@ -31,12 +31,20 @@ class SliceResult(_Model):
     metrics: dict[str, MetricValue]
 
 
+class MetricCurves(_Model):
+    """Mean metric@k per slice at every cutoff ``k`` (see evalret.curves), rounded to 6 digits."""
+
+    k: list[int]
+    values: dict[str, dict[str, list[float | None]]]  # family -> slice -> value at each k
+
+
 class IndexResult(_Model):
     kind: str  # exact | hnsw
     params: dict[str, Any]
     slices: dict[str, SliceResult]
     per_query: dict[str, list[float]]
     top_ids: list[list[str]]  # the first TOP_KEPT document ids per query, aligned with query_ids
+    curves: MetricCurves | None = None  # metric@k for k = 1..depth per slice (for the HTML report)
 
 
 class SliceInfo(_Model):

@@ -9,6 +9,7 @@ from evalret.errors import InputError
 from evalret.goldenset import GoldenSet
 from evalret.index import SearchResult
 from evalret.pipeline import Evaluation
+from evalret.report.html import render_run_html
 from evalret.report.junit import render_junit
 from evalret.report.markdown import render_markdown
 
@@ -29,7 +30,7 @@ def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
 def write_outputs(
     evaluation: Evaluation, out_dir: Path, step_summary: Path | None = None
 ) -> list[Path]:
-    """Write report.json, report.md, run.<index>.trec and (with a gate) junit.xml into
+    """Write report.json, report.md, report.html, run.<index>.trec and (with a gate) junit.xml into
     ``out_dir``; append report.md to ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given.
     Returns the paths written."""
     try:
@@ -42,7 +43,10 @@ def write_outputs(
     written.append(report_path)
     report = evaluation.report
     markdown = render_markdown(report)
-    outputs = {"report.md": markdown}
+    outputs = {
+        "report.md": markdown,
+        "report.html": render_run_html(report, evaluation.baseline, evaluation.golden_set),
+    }
     if report.gate is not None:
         outputs["junit.xml"] = render_junit(report.gate)
     for name, ranking in evaluation.rankings.items():

@@ -1,0 +1,108 @@
+"""`evalret report`: draw report.html from a saved report.json or compare.json.
+
+Reads JSON only (never a model or an index). What the page can add from elsewhere is looked up
+and used only when it matches: the run's golden set (for texts) when its fingerprint is
+unchanged, the gate's baseline (for bars and per-query changes) when its fingerprint is the one
+the gate recorded, and a comparison's two reports when they were saved reports with the recorded
+fingerprints.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalret.atomic import atomic_write_text
+from evalret.baseline import load_baseline
+from evalret.comparison import golden_set_of
+from evalret.errors import EvalretError, InputError, Problem
+from evalret.report.html import render_compare_html, render_run_html
+from evalret.results import CompareReport, RunReport
+
+
+def _matching_report(candidates: list[Path], digest: str | None) -> RunReport | None:
+    """The first candidate that reads as a report with fingerprint ``digest``."""
+    for candidate in candidates:
+        if candidate.suffix != ".json" or not candidate.is_file():
+            continue
+        try:
+            report = load_baseline(candidate)
+        except EvalretError:
+            continue
+        if digest is None or report.fingerprint.digest == digest:
+            return report
+    return None
+
+
+def _near(name: str, beside: Path) -> list[Path]:
+    """``name`` as given (relative to the working directory) and relative to ``beside``."""
+    path = Path(name)
+    return [path] if path.is_absolute() else [path, beside / path]
+
+
+def _read_compare(path: Path, data: dict[str, Any]) -> CompareReport:
+    try:
+        return CompareReport.model_validate(data)
+    except ValidationError as e:
+        problems = [
+            Problem(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}", str(path))
+            for err in e.errors()[:20]
+        ]
+        raise InputError(f"{path} is not an evalret compare.json", problems) from None
+
+
+def render_saved(path: Path, baseline: Path | None = None) -> str:
+    """The HTML page of a saved report.json or compare.json; ``baseline`` (a saved report of the
+    same golden set) is drawn beside a run instead of the one its gate names."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        where = f"{path}:{e.lineno}" if isinstance(e, json.JSONDecodeError) else str(path)
+        raise InputError(f"{where}: not valid JSON ({e})") from None
+    if isinstance(data, dict) and {"verdict", "losers", "primary_index"} <= data.keys():
+        if baseline is not None:
+            raise InputError("--baseline applies to a run's report.json, not to compare.json")
+        comparison = _read_compare(path, data)
+        a = _matching_report(
+            _near(str(comparison.a.get("label")), path.parent), comparison.a.get("fingerprint")
+        )
+        b = _matching_report(
+            _near(str(comparison.b.get("label")), path.parent), comparison.b.get("fingerprint")
+        )
+        return render_compare_html(comparison, a, b)
+    report = load_baseline(path)
+    base = None
+    if baseline is not None:
+        base = load_baseline(baseline)
+        if base.golden_set.fingerprint != report.golden_set.fingerprint:
+            raise InputError(
+                f"baseline {baseline} was computed on another golden set "
+                f"({base.golden_set.fingerprint[:12]}, the report's is "
+                f"{report.golden_set.fingerprint[:12]})"
+            )
+    elif report.gate is not None and report.gate.baseline:
+        base = _matching_report(
+            _near(report.gate.baseline, path.parent), report.gate.baseline_fingerprint
+        )
+    return render_run_html(report, base, golden_set_of(report))
+
+
+def write_saved_html(path: Path, out_dir: Path | None = None, baseline: Path | None = None) -> Path:
+    """Write ``report.html`` for the saved report at ``path`` into ``out_dir`` (default: beside
+    it); returns the path written."""
+    html = render_saved(path, baseline)
+    target_dir = out_dir if out_dir is not None else path.parent
+    try:
+        target_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(
+            f"cannot create output directory {target_dir}: {e.strerror or e}"
+        ) from None
+    target = target_dir / "report.html"
+    atomic_write_text(target, html)
+    return target
