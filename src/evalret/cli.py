@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from evalret import __version__
 from evalret.errors import EvalretError, ExitCode
@@ -46,7 +47,10 @@ def _guard(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except EvalretError as e:
-        err_console.print(f"[bold red]Error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+        # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
+        err_console.print(
+            f"[bold red]Error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True
+        )
         raise typer.Exit(int(e.exit_code)) from None
     except KeyboardInterrupt:
         err_console.print("[bold red]Interrupted[/]")
@@ -242,6 +246,47 @@ def compare(
     raise typer.Exit(int(_guard(go)))
 
 
+@app.command()
+def pool(
+    configs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Configs whose rankings are pooled; none: the built-in defaults."),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Top k of each ranking.")] = 10,
+    index: Annotated[
+        list[str] | None,
+        typer.Option("--index", "-i", help="Pool only this index (repeatable); default all."),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="JSONL file of documents to label.")
+    ] = Path("pool.jsonl"),
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
+    ] = True,
+) -> None:
+    """Export the unjudged documents of every run's top k, per query, for annotators (JSONL with
+    grade null to fill in): pooling across configs and indexes."""
+
+    def go() -> ExitCode:
+        import json
+
+        from evalret.atomic import atomic_write_text
+        from evalret.pooling import run_pool
+
+        with _progress(progress) as factory:
+            golden, records, labels = run_pool(configs or [None], k, index, factory)
+        atomic_write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        queries = len({r["query_id"] for r in records})
+        console.print(
+            f"{len(records)} unjudged documents for {queries} of {len(golden.query_ids)} "
+            f"queries, from the top {k} of {', '.join(labels)} -> {out}",
+            highlight=False,
+        )
+        return ExitCode.OK
+
+    raise typer.Exit(int(_guard(go)))
+
+
 @app.command("report")
 def report_command(
     path: Annotated[Path, typer.Argument(help="A saved report.json (or compare.json).")],
@@ -377,6 +422,125 @@ def init(
         )
 
     _guard(go)
+
+
+GoldenFormat = Annotated[
+    str | None,
+    typer.Option("--format", help="Golden-set format: auto, native, beir or trec."),
+]
+GoldenSplit = Annotated[str | None, typer.Option("--split", help="BEIR split (default: test).")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+@app.command()
+def validate(
+    path: Annotated[
+        Path,
+        typer.Argument(help="A golden-set directory (or TREC qrels file), or an evalret config."),
+    ],
+    report: Annotated[
+        Path | None,
+        typer.Option(help="A report.json whose per-query nDCG@10 spread sets the MDE."),
+    ] = None,
+    golden_format: GoldenFormat = None,
+    split: GoldenSplit = None,
+    as_json: AsJson = False,
+) -> None:
+    """Check a golden set without a model: every error and warning with file:line, counts,
+    slice reliability and minimum detectable nDCG@10 difference. Exit 2 on errors."""
+
+    def go() -> ExitCode:
+        import json
+
+        from evalret.report.validate_view import render_validation
+        from evalret.validate import golden_config, run_validation
+
+        result = run_validation(golden_config(path, golden_format, split), report)
+        if as_json:
+            typer.echo(json.dumps(result.to_json(), indent=1, ensure_ascii=False))
+        else:
+            console.print(render_validation(result), highlight=False)
+        return ExitCode.OK if result.ok else ExitCode.INVALID_INPUT
+
+    raise typer.Exit(int(_guard(go)))
+
+
+@app.command()
+def leakage(
+    train: Annotated[
+        Path, typer.Option("--train", help="Training queries: JSONL (text or query) or text.")
+    ],
+    golden: Annotated[
+        Path | None,
+        typer.Argument(help="A golden-set directory or an evalret config (default: the demo)."),
+    ] = None,
+    train_format: Annotated[
+        str, typer.Option("--train-format", help="auto, jsonl or text.")
+    ] = "auto",
+    threshold: Annotated[
+        float | None,
+        typer.Option(help="Embedding cosine at or above which a pair leaks (leakage.threshold)."),
+    ] = None,
+    max_fraction: Annotated[
+        float | None,
+        typer.Option(help="Exit 1 when a larger fraction of golden queries leaks."),
+    ] = None,
+    no_embedding: Annotated[
+        bool, typer.Option("--no-embedding", help="Text checks only: no model is loaded.")
+    ] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the full result as JSON here.")
+    ] = None,
+    as_json: AsJson = False,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
+    ] = True,
+) -> None:
+    """Find training queries that copy golden-set queries (exact, near-identical text, or
+    embedding cosine above a threshold); exit 1 above --max-fraction."""
+
+    def go() -> ExitCode:
+        import json
+
+        from evalret.atomic import atomic_write_text
+        from evalret.errors import InputError
+        from evalret.leakage import run_leakage
+        from evalret.report.leakage_view import render_leakage
+        from evalret.validate import golden_config
+
+        if train_format not in ("auto", "jsonl", "text"):
+            raise InputError(f"--train-format {train_format!r}: choose auto, jsonl or text")
+        cfg = golden_config(golden)
+        if no_cache:
+            cfg = _without_cache(cfg)
+        with _progress(progress and not as_json) as factory:
+            result = run_leakage(
+                cfg,
+                train,
+                train_format,  # type: ignore[arg-type]  # checked above
+                use_embedding=not no_embedding,
+                threshold=threshold,
+                max_fraction=max_fraction,
+                progress=factory,
+            )
+        data = json.dumps(result.to_json(), indent=1, ensure_ascii=False)
+        if out is not None:
+            try:
+                atomic_write_text(out, data + "\n")
+            except OSError as e:
+                raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+        if as_json:
+            typer.echo(data)
+        else:
+            console.print(render_leakage(result), highlight=False)
+            if out is not None:
+                console.print(f"wrote {out}")
+        return ExitCode.REGRESSION if result.failed else ExitCode.OK
+
+    raise typer.Exit(int(_guard(go)))
 
 
 def main() -> None:

@@ -54,6 +54,20 @@ class ModelConfig(_Strict):
     max_seq_length: int | None = Field(256, ge=1)
     truncate_dim: int | None = Field(None, ge=1)
     device: str = "cpu"
+    backend: Literal["torch", "onnx", "openvino"] = Field(
+        "torch", description="torch (sentence-transformers), onnx (onnxruntime) or openvino"
+    )
+    precision: Literal["fp32", "int8"] = Field(
+        "fp32", description="int8: dynamically quantized weights (onnx and openvino only)"
+    )
+
+    @model_validator(mode="after")
+    def _backend_settings(self) -> ModelConfig:
+        if self.precision == "int8" and self.backend == "torch":
+            raise ValueError("precision int8 needs backend onnx or openvino")
+        if self.backend != "torch" and self.device != "cpu":
+            raise ValueError(f"backend {self.backend} runs on the CPU: set device: cpu")
+        return self
 
 
 class ExactIndexConfig(_Strict):
@@ -67,14 +81,47 @@ class HnswIndexConfig(_Strict):
     ef_search: int = Field(128, ge=1)
 
 
+class Bm25IndexConfig(_Strict):
+    """The lexical reference (bm25s): documents as title + " " + text, queries as text."""
+
+    enabled: bool = True
+    k1: float = Field(1.5, ge=0)
+    b: float = Field(0.75, ge=0, le=1)
+    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
+    stemmer: str | None = Field("english", description="a Snowball language, or null")
+    stopwords: str | None = Field("en", description="a bm25s stop-word list, or null")
+
+
+class HybridIndexConfig(_Strict):
+    """Reciprocal rank fusion of BM25 and a dense index: sum of 1 / (rrf_k + rank)."""
+
+    enabled: bool = True
+    dense: Literal["exact", "hnsw"] = "exact"
+    rrf_k: float = Field(60, gt=0)
+    candidates: int = Field(100, ge=1, description="results taken from each ranking")
+
+
+DENSE_INDEXES = ("exact", "hnsw")
+IndexName = Literal["exact", "hnsw", "bm25", "hybrid"]
+
+
 class IndexesConfig(_Strict):
     exact: ExactIndexConfig = ExactIndexConfig()
     hnsw: HnswIndexConfig = HnswIndexConfig()
+    bm25: Bm25IndexConfig = Bm25IndexConfig()
+    hybrid: HybridIndexConfig = HybridIndexConfig()
 
     @model_validator(mode="after")
     def _one_enabled(self) -> IndexesConfig:
         if not (self.exact.enabled or self.hnsw.enabled):
-            raise ValueError("at least one index (exact or hnsw) must be enabled")
+            raise ValueError("at least one dense index (exact or hnsw) must be enabled")
+        if self.hybrid.enabled and not self.bm25.enabled:
+            raise ValueError("hybrid fuses BM25 with a dense index: enable bm25 or disable hybrid")
+        if self.hybrid.enabled and not getattr(self, self.hybrid.dense).enabled:
+            raise ValueError(
+                f"hybrid.dense is {self.hybrid.dense!r}, which is disabled: enable it or "
+                "choose the other dense index"
+            )
         return self
 
 
@@ -140,7 +187,7 @@ class ThresholdOverride(Threshold):
 
     metric: str
     slice: str | None = None
-    index: Literal["exact", "hnsw"] | None = None
+    index: IndexName | None = None
 
     @field_validator("metric")
     @classmethod
@@ -149,6 +196,26 @@ class ThresholdOverride(Threshold):
             return str(parse_metrics([v])[0])
         except MetricError as e:
             raise ValueError("; ".join(p.message for p in e.problems)) from None
+
+
+class HealthThreshold(_Strict):
+    """Bounds for one intrinsic-health figure (booleans count as 0 / 1)."""
+
+    min: float | None = None
+    max: float | None = None
+
+
+def _health_key(key: str) -> str:
+    """``figure``, ``documents.figure`` or ``queries.figure``, with a known figure name."""
+    from evalret.health import HEALTHIER
+
+    figure = key.split(".", 1)[1] if key.startswith(("documents.", "queries.")) else key
+    if figure not in HEALTHIER:
+        raise ValueError(
+            f"unknown health figure {figure!r}; one of {', '.join(sorted(HEALTHIER))} "
+            "(optionally prefixed documents. or queries.)"
+        )
+    return key
 
 
 class SignificanceConfig(_Strict):
@@ -174,10 +241,23 @@ class GateConfig(_Strict):
     )
     overrides: list[ThresholdOverride] = []
     slices: list[str] | None = Field(None, description="slices to gate; default all")
-    indexes: list[Literal["exact", "hnsw"]] | None = Field(None, description="default all")
+    indexes: list[IndexName] | None = Field(
+        None, description="default the dense indexes (exact, hnsw)"
+    )
     ann_min_recall: float | None = Field(0.95, ge=0, le=1, description="HNSW recall@k floor")
     ann_k: int = Field(10, ge=1)
     significance: SignificanceConfig | None = None
+    health: dict[str, HealthThreshold] = Field(
+        default_factory=lambda: {"collapsed": HealthThreshold(max=0)},
+        description="intrinsic-health figure -> {min, max}; default: fail a collapsed embedding",
+    )
+
+    @field_validator("health")
+    @classmethod
+    def _health_figures(cls, v: dict[str, HealthThreshold]) -> dict[str, HealthThreshold]:
+        for key in v:
+            _health_key(key)
+        return v
 
     @field_validator("thresholds")
     @classmethod
@@ -191,6 +271,14 @@ class GateConfig(_Strict):
         return dict(zip(names, v.values(), strict=True))
 
 
+class HealthConfig(_Strict):
+    """Intrinsic embedding health of the corpus and query vectors (no labels needed)."""
+
+    enabled: bool = True
+    sample: int = Field(20_000, ge=1, description="seeded pairs for avg_cosine and uniformity")
+    max_rows: int = Field(50_000, ge=2, description="seeded rows for the spectral figures")
+
+
 class CacheConfig(_Strict):
     """The embedding cache (see the README): on by default."""
 
@@ -200,6 +288,18 @@ class CacheConfig(_Strict):
 
 class OutputConfig(_Strict):
     dir: Path = Path("reports")
+
+
+class LeakageConfig(_Strict):
+    """`evalret leakage`: when a training query counts as a copy of a golden query, and when the
+    check fails."""
+
+    threshold: float = Field(
+        0.85, gt=0, le=1, description="embedding cosine at or above which a pair leaks"
+    )
+    max_fraction: float | None = Field(
+        None, ge=0, le=1, description="exit 1 when a larger fraction of golden queries leaks"
+    )
 
 
 class Config(_Strict):
@@ -212,9 +312,11 @@ class Config(_Strict):
     ndcg_gain: Literal["linear", "exponential"] = "linear"
     slices: SlicesConfig = SlicesConfig()
     bootstrap: BootstrapConfig = BootstrapConfig()
+    health: HealthConfig = HealthConfig()
     gate: GateConfig = GateConfig()
     cache: CacheConfig = CacheConfig()
     output: OutputConfig = OutputConfig()
+    leakage: LeakageConfig = LeakageConfig()
 
     @field_validator("metrics")
     @classmethod

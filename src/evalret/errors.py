@@ -26,6 +26,7 @@ class Problem:
     message: str
     file: str | None = None
     line: int | None = None
+    code: str | None = None  # a stable name for the kind of problem, e.g. "duplicate-query-id"
 
     def __str__(self) -> str:
         where = self.file or ""

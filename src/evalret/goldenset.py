@@ -8,7 +8,9 @@
 * TREC: a qrels file (``qid iter docno rel``) plus a queries file (``qid<TAB>text`` or JSONL) and a
   corpus file (JSONL, or ``docid<TAB>text``).
 
-Every reader collects all problems (file and line) before raising one GoldenSetError.
+Every reader collects all problems (file and line) into a GoldenSetScan: errors, which make
+``load_golden_set`` raise one GoldenSetError listing them all, and warnings (a query without a
+relevant document), which `evalret validate` reports and a run does not stop for.
 """
 
 from __future__ import annotations
@@ -171,13 +173,20 @@ def _first_pydantic_problem(e: ValidationError) -> str:
 
 
 class _Reader:
-    """Collects problems while reading the files of one golden set."""
+    """Collects problems while reading the files of one golden set: errors, which stop a run,
+    and warnings, which do not."""
 
     def __init__(self) -> None:
-        self.problems: list[Problem] = []
+        self.problems: list[Problem] = []  # errors
+        self.warnings: list[Problem] = []
 
-    def problem(self, message: str, file: Path | None = None, line: int | None = None) -> None:
-        self.problems.append(Problem(message, str(file) if file else None, line))
+    def problem(
+        self, message: str, file: Path | None = None, line: int | None = None, code: str = "error"
+    ) -> None:
+        self.problems.append(Problem(message, str(file) if file else None, line, code))
+
+    def warn(self, message: str, file: Path | None, line: int | None, code: str) -> None:
+        self.warnings.append(Problem(message, str(file) if file else None, line, code))
 
     def lines(self, path: Path) -> Iterator[tuple[int, str]]:
         try:
@@ -186,26 +195,30 @@ class _Reader:
                     if raw.strip():
                         yield n, raw
         except FileNotFoundError:
-            self.problem("file not found", path)
+            self.problem("file not found", path, code="missing-file")
         except UnicodeDecodeError as e:
-            self.problem(f"not valid UTF-8 ({e.reason} at byte {e.start})", path)
+            self.problem(
+                f"not valid UTF-8 ({e.reason} at byte {e.start})", path, code="unreadable-file"
+            )
         except OSError as e:
-            self.problem(f"cannot read: {e.strerror or e}", path)
+            self.problem(f"cannot read: {e.strerror or e}", path, code="unreadable-file")
 
     def jsonl(self, path: Path, model: type[BaseModel]) -> Iterator[tuple[int, Any]]:
         for n, raw in self.lines(path):
             try:
                 obj = json.loads(raw)
             except json.JSONDecodeError as e:
-                self.problem(f"invalid JSON: {e.msg} (column {e.colno})", path, n)
+                self.problem(
+                    f"invalid JSON: {e.msg} (column {e.colno})", path, n, code="invalid-json"
+                )
                 continue
             if not isinstance(obj, dict):
-                self.problem("each line must be a JSON object", path, n)
+                self.problem("each line must be a JSON object", path, n, code="invalid-json")
                 continue
             try:
                 yield n, model.model_validate(obj)
             except ValidationError as e:
-                self.problem(_first_pydantic_problem(e), path, n)
+                self.problem(_first_pydantic_problem(e), path, n, code="schema")
 
     def fail_if_any(self, source: str) -> None:
         if self.problems:
@@ -218,37 +231,55 @@ def _doc_text(title: str, text: str) -> str:
     return f"{title} {text}".strip()
 
 
-class _Builder(_Reader):
-    """Accumulates documents, queries and judgments, checking ids as it goes."""
+Where = tuple[Path, int]
+
+
+class GoldenSetScan(_Reader):
+    """Everything read from a golden set's files, with where each record is, and every problem
+    found on the way. ``load_golden_set`` turns it into a GoldenSet when there is no error;
+    ``evalret validate`` reports it as it is (errors, warnings, counts)."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.source = ""
+        self.format: Format = "native"
         self.docs: dict[str, str] = {}
-        self.doc_where: dict[str, tuple[Path, int]] = {}
+        self.doc_where: dict[str, Where] = {}
         self.queries: dict[str, str] = {}
-        self.query_where: dict[str, tuple[Path, int]] = {}
+        self.query_where: dict[str, Where] = {}
         self.qrels: dict[str, dict[str, int]] = {}
         self.qrel_where: list[tuple[str, str, Path, int]] = []
         self.tags: dict[str, tuple[str, ...]] = {}
         self.frequency: dict[str, int] = {}
+        self.evaluate: list[str] = []  # the queries a run evaluates, in order
 
     def add_doc(self, doc_id: str, text: str, path: Path, line: int) -> None:
         if doc_id in self.docs:
             first = self.doc_where[doc_id]
-            self.problem(f"duplicate document id {doc_id!r} (first at line {first[1]})", path, line)
+            self.problem(
+                f"duplicate document id {doc_id!r} (first at line {first[1]})",
+                path,
+                line,
+                code="duplicate-document-id",
+            )
             return
         if not text:
-            self.problem(f"document {doc_id!r} has no text", path, line)
+            self.problem(f"document {doc_id!r} has no text", path, line, code="empty-document")
         self.docs[doc_id] = text
         self.doc_where[doc_id] = (path, line)
 
     def add_query(self, query_id: str, text: str, path: Path, line: int) -> bool:
         if query_id in self.queries:
             first = self.query_where[query_id]
-            self.problem(f"duplicate query id {query_id!r} (first at line {first[1]})", path, line)
+            self.problem(
+                f"duplicate query id {query_id!r} (first at line {first[1]})",
+                path,
+                line,
+                code="duplicate-query-id",
+            )
             return False
         if not text.strip():
-            self.problem(f"query {query_id!r} has no text", path, line)
+            self.problem(f"query {query_id!r} has no text", path, line, code="empty-query")
         self.queries[query_id] = text
         self.query_where[query_id] = (path, line)
         return True
@@ -259,36 +290,69 @@ class _Builder(_Reader):
                 f"grade {grade} for ({query_id!r}, {doc_id!r}): grades are integers >= 0",
                 path,
                 line,
+                code="negative-grade",
             )
             return
         judged = self.qrels.setdefault(query_id, {})
         if doc_id in judged:
             self.problem(
-                f"duplicate judgment for query {query_id!r}, document {doc_id!r}", path, line
+                f"duplicate judgment for query {query_id!r}, document {doc_id!r}",
+                path,
+                line,
+                code="duplicate-judgment",
             )
             return
         judged[doc_id] = grade
         self.qrel_where.append((query_id, doc_id, path, line))
 
-    def check_references(self) -> None:
+    def _check_references(self) -> None:
         for query_id, doc_id, path, line in self.qrel_where:
             if doc_id not in self.docs:
                 self.problem(
-                    f"judgment for unknown document {doc_id!r} (query {query_id!r})", path, line
+                    f"judgment for unknown document {doc_id!r} (query {query_id!r})",
+                    path,
+                    line,
+                    code="unknown-document",
                 )
             if query_id not in self.queries:
-                self.problem(f"judgment for unknown query {query_id!r}", path, line)
+                self.problem(
+                    f"judgment for unknown query {query_id!r}", path, line, code="unknown-query"
+                )
 
-    def build(self, source: str, fmt: Format, evaluate: list[str]) -> GoldenSet:
-        self.check_references()
+    def _check_relevant(self) -> None:
+        first: dict[str, Where] = {}
+        for q, _, path, line in self.qrel_where:
+            first.setdefault(q, (path, line))
+        for q in self.evaluate:
+            if any(g >= 1 for g in self.qrels.get(q, {}).values()):
+                continue
+            path, line = first.get(q) or self.query_where[q]
+            self.warn(
+                f"query {q!r} has no relevant document (no judgment with grade >= 1): "
+                "it is left out of every metric",
+                path,
+                line,
+                "no-relevant-document",
+            )
+
+    def finish(self, source: str, fmt: Format, evaluate: list[str]) -> GoldenSetScan:
+        """Run the checks that need every file read; returns self."""
+        self.source, self.format, self.evaluate = source, fmt, evaluate
+        self._check_references()
         if not self.docs and not self.problems:
-            self.problem("the corpus is empty")
+            self.problem("the corpus is empty", code="empty-corpus")
         if not evaluate and not self.problems:
-            self.problem("no query to evaluate")
-        self.fail_if_any(source)
+            self.problem("no query to evaluate", code="no-queries")
+        self._check_relevant()
+        return self
+
+    def golden_set(self) -> GoldenSet:
+        """The GoldenSet; raises GoldenSetError with every error when there is any."""
+        self.fail_if_any(self.source)
+        evaluate = self.evaluate
         return GoldenSet(
-            source=source,
-            format=fmt,
+            source=self.source,
+            format=self.format,
             doc_ids=list(self.docs),
             doc_texts=list(self.docs.values()),
             query_ids=evaluate,
@@ -302,8 +366,8 @@ class _Builder(_Reader):
 # --- the three formats ------------------------------------------------------------------------
 
 
-def read_native(directory: Path) -> GoldenSet:
-    b = _Builder()
+def scan_native(directory: Path) -> GoldenSetScan:
+    b = GoldenSetScan()
     corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
     for n, doc in b.jsonl(corpus, _NativeDoc):
         b.add_doc(doc.id, _doc_text(doc.title, doc.text), corpus, n)
@@ -320,10 +384,10 @@ def read_native(directory: Path) -> GoldenSet:
             b.tags[q.id] = tuple(dict.fromkeys(q.tags))
         if q.frequency is not None:
             b.frequency[q.id] = q.frequency
-    return b.build(str(directory), "native", order)
+    return b.finish(str(directory), "native", order)
 
 
-def _read_qrels_rows(b: _Builder, path: Path, columns: int, header: bool) -> list[str]:
+def _read_qrels_rows(b: GoldenSetScan, path: Path, columns: int, header: bool) -> list[str]:
     """Judgments from a whitespace-separated qrels file; returns query ids in first-seen order."""
     order: dict[str, None] = {}
     for n, raw in b.lines(path):
@@ -331,21 +395,23 @@ def _read_qrels_rows(b: _Builder, path: Path, columns: int, header: bool) -> lis
         if header and n == 1 and len(parts) == columns and not parts[-1].lstrip("-").isdigit():
             continue
         if len(parts) != columns:
-            b.problem(f"expected {columns} columns, found {len(parts)}", path, n)
+            b.problem(
+                f"expected {columns} columns, found {len(parts)}", path, n, code="qrels-format"
+            )
             continue
         query_id, doc_id, grade = parts[0], parts[-2], parts[-1]
         try:
             value = int(grade)
         except ValueError:
-            b.problem(f"grade {grade!r} is not an integer", path, n)
+            b.problem(f"grade {grade!r} is not an integer", path, n, code="qrels-format")
             continue
         b.add_judgment(query_id, doc_id, value, path, n)
         order.setdefault(query_id, None)
     return list(order)
 
 
-def read_beir(directory: Path, split: str) -> GoldenSet:
-    b = _Builder()
+def scan_beir(directory: Path, split: str) -> GoldenSetScan:
+    b = GoldenSetScan()
     corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
     qrels = directory / "qrels" / f"{split}.tsv"
     if not qrels.exists():
@@ -359,20 +425,20 @@ def read_beir(directory: Path, split: str) -> GoldenSet:
     for n, q in b.jsonl(queries, _BeirQuery):
         b.add_query(q.id, q.text, queries, n)
     judged = _read_qrels_rows(b, qrels, columns=3, header=True)
-    return b.build(str(directory), "beir", [q for q in judged if q in b.queries])
+    return b.finish(str(directory), "beir", [q for q in judged if q in b.queries])
 
 
-def _tsv_pairs(b: _Builder, path: Path, id_name: str) -> Iterator[tuple[int, str, str]]:
+def _tsv_pairs(b: GoldenSetScan, path: Path, id_name: str) -> Iterator[tuple[int, str, str]]:
     """(line, id, text) from ``id<TAB>text`` lines; malformed lines become problems."""
     for n, raw in b.lines(path):
         key, sep, text = raw.rstrip("\n").partition("\t")
         if not sep:
-            b.problem(f"expected '{id_name}<TAB>text'", path, n)
+            b.problem(f"expected '{id_name}<TAB>text'", path, n, code="tsv-format")
             continue
         yield n, key.strip(), text.strip()
 
 
-def _read_trec_queries(b: _Builder, path: Path) -> None:
+def _read_trec_queries(b: GoldenSetScan, path: Path) -> None:
     if path.suffix == ".jsonl":
         for n, q in b.jsonl(path, _BeirQuery):
             b.add_query(q.id, q.text, path, n)
@@ -381,7 +447,7 @@ def _read_trec_queries(b: _Builder, path: Path) -> None:
             b.add_query(query_id, text, path, n)
 
 
-def _read_trec_corpus(b: _Builder, path: Path) -> None:
+def _read_trec_corpus(b: GoldenSetScan, path: Path) -> None:
     if path.suffix == ".jsonl":
         for n, doc in b.jsonl(path, _BeirDoc):
             b.add_doc(doc.id, _doc_text(doc.title, doc.text), path, n)
@@ -399,7 +465,7 @@ TREC_QUERIES_NAMES = ("queries.tsv", "topics.tsv", "queries.jsonl", "queries.txt
 TREC_CORPUS_NAMES = ("corpus.jsonl", "corpus.tsv", "collection.tsv")
 
 
-def read_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenSet:
+def scan_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenSetScan:
     base = qrels.parent
     queries = queries or _find(base, TREC_QUERIES_NAMES)
     corpus = corpus or _find(base, TREC_CORPUS_NAMES)
@@ -413,11 +479,23 @@ def read_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenS
     ]
     if queries is None or corpus is None:
         raise GoldenSetError(f"TREC golden set {qrels}: missing " + "; ".join(missing))
-    b = _Builder()
+    b = GoldenSetScan()
     _read_trec_corpus(b, corpus)
     _read_trec_queries(b, queries)
     judged = _read_qrels_rows(b, qrels, columns=4, header=False)
-    return b.build(str(qrels), "trec", [q for q in judged if q in b.queries])
+    return b.finish(str(qrels), "trec", [q for q in judged if q in b.queries])
+
+
+def read_native(directory: Path) -> GoldenSet:
+    return scan_native(directory).golden_set()
+
+
+def read_beir(directory: Path, split: str) -> GoldenSet:
+    return scan_beir(directory, split).golden_set()
+
+
+def read_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenSet:
+    return scan_trec(qrels, queries, corpus).golden_set()
 
 
 def detect_format(cfg: GoldenSetConfig) -> Format:
@@ -444,14 +522,24 @@ def detect_format(cfg: GoldenSetConfig) -> Format:
     )
 
 
-def load_golden_set(cfg: GoldenSetConfig) -> GoldenSet:
-    """Read the golden set the config points at, auto-detecting its format."""
+def scan_golden_set(cfg: GoldenSetConfig) -> GoldenSetScan:
+    """Read the files of the golden set the config points at, collecting every problem.
+
+    Raises GoldenSetError only when the files cannot be located (unknown format, missing split
+    or TREC companion files); problems inside the files are in the scan's errors and warnings.
+    """
     fmt = detect_format(cfg)
     if fmt == "native":
-        return read_native(cfg.path)
+        return scan_native(cfg.path)
     if fmt == "beir":
-        return read_beir(cfg.path, cfg.split)
+        return scan_beir(cfg.path, cfg.split)
     qrels = cfg.qrels or (cfg.path if cfg.path.is_file() else _find(cfg.path, TREC_QRELS_NAMES))
     if qrels is None:
         raise GoldenSetError(f"TREC golden set {cfg.path}: no qrels file (set golden_set.qrels)")
-    return read_trec(qrels, cfg.queries, cfg.corpus)
+    return scan_trec(qrels, cfg.queries, cfg.corpus)
+
+
+def load_golden_set(cfg: GoldenSetConfig) -> GoldenSet:
+    """Read the golden set the config points at, auto-detecting its format; raises
+    GoldenSetError listing every error (warnings do not stop a run)."""
+    return scan_golden_set(cfg).golden_set()

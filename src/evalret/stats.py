@@ -189,10 +189,13 @@ def minimum_detectable_effect(
 
     (z_{1-alpha} + z_{power}) * sd_diff / sqrt(n), with z_{1-alpha/2} when two-sided; sd_diff is
     the standard deviation of the per-query differences. Infinite for fewer than two queries.
+    Normal quantiles come from the standard library (same values as scipy's to 1e-15), so that
+    `evalret validate` does not pay for importing scipy.stats.
     """
-    from scipy import stats as sps
+    from statistics import NormalDist
 
     if n < 2:
         return float("inf")
-    z_alpha = sps.norm.ppf(1 - (alpha / 2 if two_sided else alpha))
-    return float((z_alpha + sps.norm.ppf(power)) * sd_diff / np.sqrt(n))
+    z = NormalDist().inv_cdf
+    z_alpha = z(1 - (alpha / 2 if two_sided else alpha))
+    return float((z_alpha + z(power)) * sd_diff / np.sqrt(n))
