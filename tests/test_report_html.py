@@ -339,12 +339,22 @@ def assert_clean(loaded: Loaded) -> None:
     assert loaded.screenshot.stat().st_size > 50_000
 
 
-def test_plain_run_page_in_chromium(runs: Runs, browser: Any) -> None:
-    """`evalret run` without a gate writes report.html: "NO GATE", bars with whiskers for every
-    index and metric, the ANN section, per-query scores, curves, fingerprint."""
+def test_plain_run_page_in_chromium(runs: Runs, browser: Any, tmp_path: Path) -> None:
+    """`evalret run` writes report.html; without a gate it shows "NO GATE", bars with whiskers
+    for every index and metric, the ANN section, per-query scores, curves, fingerprint."""
     report = load_baseline(runs.plain / "report.json")
-    assert report.gate is None
-    loaded = open_page(browser, runs.plain / "report.html", "report-run")
+    written = open_page(browser, runs.plain / "report.html", "report-run-as-written")
+    assert_clean(written)
+    if report.gate is not None:  # a check on by default (none is asked for here): draw without
+        state = "pass" if report.gate.verdict == "pass" else "fail"
+        assert written.dom["verdictState"] == state and written.dom["sections"][0] == "gate"
+        path = tmp_path / "report.html"
+        path.write_text(
+            render_run_html(report.model_copy(update={"gate": None}), None, golden_set_of(report))
+        )
+    else:
+        path = runs.plain / "report.html"
+    loaded = open_page(browser, path, "report-run")
     assert_clean(loaded)
     dom = loaded.dom
     assert dom["verdictState"] == "neutral" and dom["verdict"] == "NO GATE"
