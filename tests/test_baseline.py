@@ -131,7 +131,7 @@ def test_model_change_is_shown_and_gated(config: Config, baseline: tuple[RunRepo
     assert gated.gate.changed["model.name"] == {"baseline": "hash-bow", "current": "hash-bow-32"}
     assert gated.gate.baseline == str(path)
     kinds = {c.kind for c in gated.gate.checks}
-    assert kinds == {"max_drop", "ann_min_recall"}
+    assert kinds == {"max_drop", "ann_min_recall", "health_max"}  # health: not collapsed
     assert gated.gate.verdict in {"pass", "fail"}
 
 

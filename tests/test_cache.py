@@ -136,7 +136,7 @@ def test_info_and_clear(tmp_path: Path) -> None:
 
 def test_warm_run_embeds_nothing_and_never_imports_torch(tmp_path: Path) -> None:
     """After one run, a second run of the demo reads every vector from the cache, says so in
-    the report, and leaves torch and sentence-transformers unimported."""
+    the report, and leaves torch, sentence-transformers, onnxruntime and openvino unimported."""
     code = f"""
 import json, sys
 from pathlib import Path
@@ -148,7 +148,8 @@ cfg = cfg.model_copy(update={{"cache": cache}})
 first = evaluate(cfg).report
 if sys.argv[1] == "warm":
     print(json.dumps({{"cache": first.embedding["cache"],
-        "heavy": [m for m in ("torch", "sentence_transformers") if m in sys.modules]}}))
+        "heavy": [m for m in ("torch", "sentence_transformers", "onnxruntime", "openvino")
+                  if m in sys.modules]}}))
 """
     subprocess.run([sys.executable, "-c", code, "cold"], check=True, capture_output=True)
     out = subprocess.run(

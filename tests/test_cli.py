@@ -158,6 +158,11 @@ def test_demo_run_prints_tables_and_writes_reports(demo_run: DemoRun) -> None:
         "exact (faiss.IndexFlatIP)",
         "hnsw (faiss.IndexHNSWFlat)",
         "ANN: hnsw against exact",
+        "bm25 (bm25s)",
+        "hybrid (reciprocal rank fusion)",
+        "Dense (exact) against lexical (bm25)",
+        "Embedding health",
+        "judged@10",
         "ndcg@10",
         "head",
         "tail",
@@ -173,8 +178,18 @@ def test_demo_run_prints_tables_and_writes_reports(demo_run: DemoRun) -> None:
         "junit.xml",
         "run.exact.trec",
         "run.hnsw.trec",
+        "run.bm25.trec",
+        "run.hybrid.trec",
     }
     report = json.loads((demo_run.out_dir / "report.json").read_text())
+    # the demo's judgments are shallow: most of a top 10 is unjudged, and the report says so
+    assert 0 < report["indexes"]["exact"]["slices"]["all"]["judged"]["judged@10"] < 0.5
+    # BM25 is the reference on exact-match queries, the model on semantic ones
+    lexical = report["lexical"]["slices"]
+    assert lexical["exact-match"]["dense_minus_bm25"]["ndcg@10"] < 0
+    assert lexical["semantic"]["dense_minus_bm25"]["ndcg@10"] > 0
+    # real MiniLM vectors are healthy
+    assert report["intrinsic"]["collapse_reasons"] == {"documents": [], "queries": []}
     ndcg = report["indexes"]["exact"]["slices"]["all"]["metrics"]["ndcg@10"]
     assert 0.3 < ndcg["value"] < 0.95, "the demo set must be neither trivial nor hopeless"
     assert ndcg["ci_low"] < ndcg["value"] < ndcg["ci_high"]

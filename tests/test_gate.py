@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalret.config import SignificanceConfig, Threshold, ThresholdOverride
-from evalret.gate import evaluate_gate, resolve_rules
+from evalret.config import (
+    GateConfig,
+    HealthThreshold,
+    SignificanceConfig,
+    Threshold,
+    ThresholdOverride,
+)
+from evalret.gate import evaluate_gate, health_checks, resolve_rules
 
 ALL = np.ones(100, dtype=bool)
 HALF = np.arange(100) < 50
@@ -128,3 +134,36 @@ def test_ann_floor() -> None:
     ann = [c for c in checks if c.kind == "ann_min_recall"]
     assert len(ann) == 1 and not ann[0].passed and ann[0].metric == "ann_recall@10"
     assert "below the floor 0.95" in ann[0].message
+
+
+def test_health_checks_bounds_and_targets() -> None:
+    """A figure for both matrices, or one of them by prefix; booleans compare as 0 / 1."""
+    figures = {
+        "documents": {"n_vectors": 100, "avg_cosine": 0.62, "collapsed": True},
+        "queries": {"n_vectors": 20, "avg_cosine": 0.10, "collapsed": False},
+    }
+    checks = health_checks(
+        figures,
+        {
+            "collapsed": HealthThreshold(max=0),
+            "avg_cosine": HealthThreshold(max=0.5),
+            "queries.avg_cosine": HealthThreshold(min=0.2),
+        },
+    )
+    outcome = {c.name: c.passed for c in checks}
+    assert outcome == {
+        "embedding/documents/collapsed max 0": False,
+        "embedding/queries/collapsed max 0": True,
+        "embedding/documents/avg_cosine max 0.5": False,
+        "embedding/queries/avg_cosine max 0.5": True,
+        "embedding/queries/avg_cosine min 0.2": False,
+    }
+    failed = next(c for c in checks if c.name == "embedding/documents/collapsed max 0")
+    assert failed.kind == "health_max" and failed.n_queries == 100
+    assert "collapsed = true" in failed.message
+    assert health_checks({"documents": figures["documents"], "queries": None}, {}) == []
+
+
+def test_unknown_health_figure_is_a_config_error() -> None:
+    with pytest.raises(ValueError, match="unknown health figure 'avg_cos'"):
+        GateConfig(health={"documents.avg_cos": HealthThreshold(max=1)})

@@ -4,7 +4,9 @@ test_cli.py and test_scifact.py): report shape, slices, ANN section, determinism
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,7 +33,7 @@ def test_report_shape_and_slices(config: Config) -> None:
     r = ev.report
     assert r.golden_set.queries_without_relevant == ["q-none"]
     assert r.golden_set.n_queries_evaluated == len(r.query_ids) == 24
-    assert list(r.indexes) == ["exact", "hnsw"]
+    assert list(r.indexes) == ["exact", "hnsw", "bm25", "hybrid"]
     assert list(r.slices) == ["all", "head", "torso", "tail", "even", "odd"]
     all_ = r.indexes["exact"].slices["all"]
     assert all_.n_queries == 24 and all_.reliability == "unreliable"
@@ -39,6 +41,14 @@ def test_report_shape_and_slices(config: Config) -> None:
         per_query = r.indexes["exact"].per_query[m]
         assert v.value == pytest.approx(float(np.mean(per_query)))
         assert v.ci_low <= v.value <= v.ci_high
+    judged = all_.judged
+    assert list(judged) == ["judged@1", "judged@3", "judged@5", "judged@10", "judged@20"]
+    assert all(v is not None and 0 <= v <= 1 for v in judged.values())
+    assert r.lexical is not None and r.lexical.dense == "exact"
+    lex = r.lexical.slices["all"]
+    exact, bm25 = r.indexes["exact"].per_query["ndcg@10"], r.indexes["bm25"].per_query["ndcg@10"]
+    assert lex.dense_minus_bm25["ndcg@10"] == pytest.approx(np.mean(np.subtract(exact, bm25)))
+    assert lex.dense_wins["ndcg@10"] == int(np.sum(np.greater(exact, bm25)))
     assert r.ann is not None and set(r.ann.slices["all"].recall) == {
         "recall@1",
         "recall@3",
@@ -59,14 +69,16 @@ def test_trec_export_scores_identically_in_trec_eval(config: Config, tmp_path: P
     """run.exact.trec read back and scored by trec_eval gives our per-query values."""
     ev = run_evaluation(config, embedder=HashEmbedder())
     written = write_outputs(ev, tmp_path / "out")
-    assert [p.name for p in written] == [
+    assert {p.name for p in written} >= {
         "report.json",
         "report.md",
         "report.html",
         "junit.xml",
         "run.exact.trec",
         "run.hnsw.trec",
-    ]
+        "run.bm25.trec",
+        "run.hybrid.trec",
+    }
     run: dict[str, dict[str, float]] = {}
     for line in (tmp_path / "out" / "run.exact.trec").read_text().splitlines():
         qid, _, doc, _, score, _ = line.split()
@@ -93,3 +105,33 @@ def test_topk_overlap() -> None:
     exact = np.array([[3, 2, 9], [4, 5, -1]])
     assert topk_overlap(approx, exact, 3).tolist() == pytest.approx([2 / 3, 1 / 2])
     assert topk_overlap(approx, exact, 1).tolist() == [0.0, 1.0]
+
+
+class CollapsedEmbedder(HashEmbedder):
+    """Every text lands near one direction: the collapse an embedding bug produces."""
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": "collapsed", "source": "test"}
+
+    def embed(self, texts: Sequence[str], kind: str, progress: Any = None) -> np.ndarray:
+        healthy = super().embed(texts, kind, progress)
+        out = np.ones_like(healthy) + 0.01 * healthy
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_collapsed_embedding_trips_the_flag_and_the_default_gate(config: Config) -> None:
+    healthy = run_evaluation(config, embedder=HashEmbedder()).report
+    assert healthy.intrinsic is not None
+    assert healthy.intrinsic.documents["collapsed"] is False
+    assert healthy.intrinsic.collapse_reasons["documents"] == []
+    # (the toy queries use 8 distinct words, so most hashed query dimensions are truly dead)
+    assert healthy.intrinsic.queries is not None and "alignment" in healthy.intrinsic.queries
+
+    report = run_evaluation(config, embedder=CollapsedEmbedder()).report
+    assert report.intrinsic is not None
+    assert report.intrinsic.documents["collapsed"] is True
+    assert report.intrinsic.documents["avg_cosine"] > 0.99
+    assert any("cosine" in r for r in report.intrinsic.collapse_reasons["documents"])
+    assert report.gate is not None and report.gate.verdict == "fail"
+    failed = {c.name for c in report.gate.failed}
+    assert "embedding/documents/collapsed max 0" in failed

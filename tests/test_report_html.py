@@ -358,7 +358,18 @@ def test_plain_run_page_in_chromium(runs: Runs, browser: Any, tmp_path: Path) ->
     assert_clean(loaded)
     dom = loaded.dom
     assert dom["verdictState"] == "neutral" and dom["verdict"] == "NO GATE"
-    assert dom["sections"] == ["metrics", "ann", "per-query", "curves", "fingerprint"]
+    assert dom["sections"] == [
+        "metrics",
+        "ann",
+        "lexical",
+        "per-query",
+        "curves",
+        "health",
+        "fingerprint",
+    ]
+    assert dom["deltaBars"] >= len(report.slices)  # dense - bm25 per slice
+    assert "Embedding health" in dom["text"] and "partition_isotropy" in dom["text"]
+    assert "Not collapsed" in dom["text"]
     n_bars = sum(
         len(r.slices) * len(next(iter(r.slices.values())).metrics) for r in report.indexes.values()
     )

@@ -39,7 +39,7 @@ def test_ndcg_at_10_matches_published_figure(scifact: Evaluation) -> None:
     assert scifact.report.indexes["exact"].slices["all"].n_queries == 300
 
 
-@pytest.mark.parametrize("index", ["exact", "hnsw"])
+@pytest.mark.parametrize("index", ["exact", "hnsw", "bm25", "hybrid"])
 def test_every_metric_agrees_with_trec_eval_per_query(scifact: Evaluation, index: str) -> None:
     """Each metric of each query equals trec_eval's on the same ranking to 1e-9."""
     g = scifact.golden_set
@@ -66,3 +66,16 @@ def test_hnsw_recall_against_exact(scifact: Evaluation) -> None:
     """HNSW (M=32, efSearch 128) keeps at least 95% of the exact top-10 on SciFact."""
     assert scifact.report.ann is not None
     assert scifact.report.ann.slices["all"].recall["recall@10"] >= 0.95
+
+
+def test_lexical_section_shows_dense_against_bm25(scifact: Evaluation) -> None:
+    """BM25 lands near BEIR's 0.665 and the report says per slice where dense and lexical differ."""
+    r = scifact.report
+    bm25 = r.indexes["bm25"].slices["all"].metrics["ndcg@10"].value
+    exact = r.indexes["exact"].slices["all"].metrics["ndcg@10"].value
+    assert bm25 == pytest.approx(0.665, abs=0.03)
+    assert r.lexical is not None
+    lex = r.lexical.slices["all"]
+    assert lex.dense_minus_bm25["ndcg@10"] == pytest.approx(exact - bm25, abs=1e-12)
+    assert lex.dense_wins["ndcg@10"] + lex.bm25_wins["ndcg@10"] <= 300
+    assert set(r.lexical.slices) == set(r.slices)

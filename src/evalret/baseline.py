@@ -14,9 +14,9 @@ import numpy as np
 from pydantic import ValidationError
 
 from evalret.atomic import atomic_write_text
-from evalret.config import Config
+from evalret.config import DENSE_INDEXES, Config
 from evalret.errors import IncomparableError, InputError, Problem
-from evalret.gate import evaluate_gate, resolve_rules
+from evalret.gate import evaluate_gate, health_checks, resolve_rules
 from evalret.goldenset import GoldenSet
 from evalret.results import SCHEMA_VERSION, GateSection, RunReport
 from evalret.slices import Slice
@@ -133,7 +133,8 @@ def run_gate(
 ) -> GateSection | None:
     """The gate section for ``current``; None when nothing is configured to be checked."""
     gate = config.gate
-    indexes = [i for i in current.indexes if gate.indexes is None or i in gate.indexes]
+    gated = gate.indexes if gate.indexes is not None else DENSE_INDEXES
+    indexes = [i for i in current.indexes if i in gated]
     wanted = set(gate.slices) if gate.slices is not None else None
     masks = {s.name: s.mask for s in slices if wanted is None or s.name in wanted}
     notes = []
@@ -168,6 +169,9 @@ def run_gate(
         gate.ann_min_recall,
         gate.ann_k,
     )
+    if current.intrinsic is not None:
+        i = current.intrinsic
+        checks += health_checks({"documents": i.documents, "queries": i.queries}, gate.health)
     if not checks:
         return None
     return GateSection(

@@ -264,8 +264,17 @@ def cache_info(root: Path) -> list[dict[str, Any]]:
                 "namespace": ns.name,
                 "model": identity.get("name"),
                 "settings": {
-                    k: identity.get(k)
-                    for k in ("query_prefix", "document_prefix", "max_seq_length", "truncate_dim")
+                    **{
+                        k: identity.get(k)
+                        for k in (
+                            "query_prefix",
+                            "document_prefix",
+                            "max_seq_length",
+                            "truncate_dim",
+                        )
+                    },
+                    # onnx / openvino namespaces name their backend; torch ones predate the key
+                    **{k: identity[k] for k in ("backend", "precision") if k in identity},
                 },
                 "entries": entries,
                 "bytes": size,

@@ -65,6 +65,14 @@ def weights_hash(path: str) -> str | None:
     return h.hexdigest() if files else None
 
 
+def force_offline() -> None:
+    """Keep the Hugging Face libraries offline and quiet: evalret never downloads a model."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
 def finish_vectors(vectors: np.ndarray, truncate_dim: int | None, normalize: bool) -> np.ndarray:
     """Cut vectors to ``truncate_dim`` (Matryoshka-style) and L2-normalize them, as float32."""
     out: np.ndarray = np.asarray(vectors, dtype=np.float32)
@@ -89,10 +97,7 @@ class SentenceTransformerEmbedder:
 
     @cached_property
     def model(self) -> Any:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        force_offline()
         try:
             from sentence_transformers import SentenceTransformer
 

@@ -7,7 +7,9 @@ Checks, for every gated index, slice and metric with a threshold:
 * ``min``: fails when the slice's current mean is below the floor (no baseline needed);
 * ``max_drop``: fails when baseline - current exceeds the allowed absolute drop;
 * ``max_drop_pct``: fails when (baseline - current) / baseline * 100 exceeds the allowed percentage;
-* ``ann_min_recall``: fails when HNSW keeps less than the floor of the exact top-k (slice ``all``).
+* ``ann_min_recall``: fails when HNSW keeps less than the floor of the exact top-k (slice ``all``);
+* ``health_min`` / ``health_max``: an intrinsic-health figure of the document or query vectors
+  outside its bounds (by default: a collapsed embedding fails).
 
 With significance configured, a drop check fails only when the drop crosses its threshold AND a
 one-sided paired test of current against baseline over the slice's queries is significant after
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalret.config import SignificanceConfig, Threshold, ThresholdOverride
+from evalret.config import HealthThreshold, SignificanceConfig, Threshold, ThresholdOverride
 from evalret.results import GateCheck
 from evalret.stats import (
     adjust_p_values,
@@ -242,3 +244,53 @@ def _finish(
         passed=passed,
         message=message,
     )
+
+
+def health_checks(
+    figures: Mapping[str, Mapping[str, float | int | bool] | None],
+    thresholds: Mapping[str, HealthThreshold],
+) -> list[GateCheck]:
+    """Checks of intrinsic-health figures. ``figures`` maps "documents" / "queries" to their
+    figures (None: not computed); a threshold key names a figure for both, or one of them as
+    "documents.<figure>" / "queries.<figure>". Booleans compare as 0 / 1."""
+    checks = []
+    for key, t in thresholds.items():
+        which, _, figure = key.rpartition(".")
+        for matrix in (which,) if which else ("documents", "queries"):
+            values = figures.get(matrix)
+            if values is None or figure not in values:
+                continue
+            current = float(values[figure])
+            n = int(values.get("n_vectors", 0))
+            for kind, limit in (("health_min", t.min), ("health_max", t.max)):
+                if limit is None:
+                    continue
+                passed = current >= limit - EPS if kind == "health_min" else current <= limit + EPS
+                bound = f"{'>=' if kind == 'health_min' else '<='} {limit:g}"
+                shown = (
+                    str(bool(current)).lower()
+                    if isinstance(values[figure], bool)
+                    else (_fmt(current))
+                )
+                checks.append(
+                    GateCheck(
+                        name=f"embedding/{matrix}/{figure} {kind.split('_')[1]} {limit:g}",
+                        index="embedding",
+                        slice=matrix,
+                        metric=figure,
+                        kind=kind,
+                        threshold=limit,
+                        baseline=None,
+                        current=current,
+                        delta=None,
+                        n_queries=n,
+                        p_value=None,
+                        p_adjusted=None,
+                        mde=None,
+                        underpowered=False,
+                        passed=passed,
+                        message=f"{matrix} {figure} = {shown}: "
+                        + (f"within {bound}" if passed else f"outside {bound}"),
+                    )
+                )
+    return checks

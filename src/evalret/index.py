@@ -38,6 +38,10 @@ class SearchResult:
     ids: np.ndarray
     scores: np.ndarray
 
+    def cut(self, depth: int) -> SearchResult:
+        """The first ``depth`` ranks."""
+        return SearchResult(ids=self.ids[:, :depth], scores=self.scores[:, :depth])
+
 
 def id_rank(doc_ids: Sequence[str]) -> np.ndarray:
     """Position of each document id in ascending string order (the tie-break key)."""
@@ -56,6 +60,28 @@ def apply_tie_rule(
     key_score = np.where(valid, scores.astype(np.float64), -np.inf)
     order = np.lexsort((-key_id, -key_score), axis=-1)
     return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
+
+def top_candidates(
+    ids: np.ndarray, scores: np.ndarray, depth: int, rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``depth`` of one query's scored candidates (document indices ``ids``, float32
+    ``scores``) under the tie rule, padded with -1 / -inf. Every candidate tied with the one at
+    the cut is considered, so the cut keeps the documents trec_eval would keep."""
+    out_ids = np.full(depth, -1, dtype=np.int64)
+    out_scores = np.full(depth, -np.inf, dtype=np.float32)
+    if len(ids) > depth:  # pre-cut: everything scoring at least the depth-th best score
+        cut = np.partition(scores, len(scores) - depth)[len(scores) - depth]
+        keep = scores >= cut
+        ids, scores = ids[keep], scores[keep]
+    ranked_ids, ranked_scores = apply_tie_rule(
+        np.asarray(ids, dtype=np.int64)[None, :],
+        np.asarray(scores, dtype=np.float32)[None, :],
+        rank,
+    )
+    n = min(depth, ranked_ids.shape[1])
+    out_ids[:n], out_scores[:n] = ranked_ids[0, :n], ranked_scores[0, :n]
+    return out_ids, out_scores
 
 
 def build_exact(vectors: np.ndarray) -> Any:

@@ -16,14 +16,23 @@ from typing import Any
 import numpy as np
 
 from evalret import __version__
+from evalret.backends import backend_check, describe_backend, make_embedder
 from evalret.baseline import check_compatible, run_gate
 from evalret.cache import CachedEmbedder, default_cache_dir
 from evalret.config import Config
 from evalret.curves import metric_curves
-from evalret.embed import Embedder, SentenceTransformerEmbedder
+from evalret.embed import Embedder
 from evalret.goldenset import GoldenSet, load_golden_set
 from evalret.index import SearchResult, build_exact, cached_hnsw, id_rank, search
-from evalret.metrics import RELEVANCE_LEVEL, Metric, build_judgments, compute, parse_metrics
+from evalret.lexical import bm25_search, rrf_fuse
+from evalret.metrics import (
+    RELEVANCE_LEVEL,
+    Metric,
+    RankedJudgments,
+    build_judgments,
+    compute,
+    parse_metrics,
+)
 from evalret.results import (
     TOP_KEPT,
     AnnSection,
@@ -31,6 +40,9 @@ from evalret.results import (
     Fingerprint,
     GoldenSetInfo,
     IndexResult,
+    IntrinsicSection,
+    LexicalSection,
+    LexicalSlice,
     MetricCurves,
     MetricValue,
     RunReport,
@@ -85,10 +97,21 @@ def _no_progress(_: str, __: int) -> Callable[[int], None]:
     return lambda _n: None
 
 
+def judged_at(judgments: RankedJudgments, cutoffs: list[int]) -> dict[str, np.ndarray]:
+    """Per query, the share of the top k ranks holding a judged document (any grade), k for
+    every cutoff: unjudged documents count as misses in every metric, so a low judged@k warns
+    that the scores understate the ranking."""
+    judged = judgments.judged.cumsum(axis=1)
+    return {f"judged@{k}": judged[:, min(k, judged.shape[1]) - 1] / k for k in cutoffs}
+
+
 def _summarize(
-    per_query: dict[str, np.ndarray], slices: list[Slice], config: Config
+    per_query: dict[str, np.ndarray],
+    judged: dict[str, np.ndarray],
+    slices: list[Slice],
+    config: Config,
 ) -> dict[str, SliceResult]:
-    """Mean and bootstrap interval of every metric in every slice."""
+    """Mean and bootstrap interval of every metric in every slice; mean judged@k."""
     names = list(per_query)
     matrix = np.column_stack([per_query[m] for m in names]) if names else np.zeros((0, 0))
     out = {}
@@ -100,6 +123,7 @@ def _summarize(
         out[s.name] = SliceResult(
             n_queries=s.n_queries,
             reliability=reliability(s.n_queries),
+            judged={k: float(v[s.mask].mean()) if s.n_queries else None for k, v in judged.items()},
             metrics={
                 m: MetricValue(
                     **{
@@ -157,6 +181,73 @@ def _ann_section(
     )
 
 
+def _intrinsic_section(
+    doc_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    qrels: tuple[np.ndarray, np.ndarray, np.ndarray],
+    config: Config,
+) -> IntrinsicSection | None:
+    """Health figures of the document and query vectors (None for fewer than 2 documents);
+    alignment over (query, relevant document) pairs."""
+    from evalret.health import collapse_reasons, embedding_health
+
+    h = config.health
+    seed = config.bootstrap.seed
+    if len(doc_vectors) < 2:
+        return None
+    documents = embedding_health(doc_vectors, seed=seed, sample=h.sample, max_rows=h.max_rows)
+    queries = None
+    if len(query_vectors) >= 2:
+        q, d, grade = qrels
+        relevant = grade >= RELEVANCE_LEVEL
+        queries = embedding_health(
+            query_vectors,
+            seed=seed,
+            sample=h.sample,
+            max_rows=h.max_rows,
+            positives=(q[relevant], d[relevant]),
+            partner=doc_vectors,
+        )
+    reasons = {"documents": collapse_reasons(documents)}
+    if queries is not None:
+        reasons["queries"] = collapse_reasons(queries)
+    return IntrinsicSection(
+        documents=documents,
+        queries=queries,
+        collapse_reasons=reasons,
+        settings={"seed": seed, "sample": h.sample, "max_rows": h.max_rows},
+    )
+
+
+def _lexical_section(
+    per_query: dict[str, dict[str, np.ndarray]], slices: list[Slice], dense: str
+) -> LexicalSection | None:
+    """Per slice and metric: the dense index against BM25, and the hybrid against the dense."""
+    if not {"bm25", dense} <= per_query.keys():
+        return None
+    d, b = per_query[dense], per_query["bm25"]
+    h = per_query.get("hybrid")
+
+    def mean(v: np.ndarray, mask: np.ndarray) -> float | None:
+        return float(v[mask].mean()) if mask.any() else None
+
+    return LexicalSection(
+        dense=dense,
+        slices={
+            s.name: LexicalSlice(
+                n_queries=s.n_queries,
+                dense_minus_bm25={m: mean(d[m] - b[m], s.mask) for m in d},
+                hybrid_minus_dense=(
+                    {m: mean(h[m] - d[m], s.mask) for m in d} if h is not None else {}
+                ),
+                dense_wins={m: int((d[m] > b[m])[s.mask].sum()) for m in d},
+                bm25_wins={m: int((d[m] < b[m])[s.mask].sum()) for m in d},
+            )
+            for s in slices
+        },
+    )
+
+
 def run_evaluation(
     config: Config,
     *,
@@ -195,10 +286,13 @@ def run_evaluation(
     if baseline is not None:
         check_compatible(baseline, full, definitions, baseline_source or "baseline")
 
-    embedder = embedder or SentenceTransformerEmbedder(config.model)
+    cache_root = (config.cache.dir or default_cache_dir()) if config.cache.enabled else None
+    from_config = embedder is None
+    embedder = embedder or make_embedder(config.model, cache_root)
+    backend = embedder
     cached = None
-    if config.cache.enabled:
-        cached = CachedEmbedder(embedder, config.cache.dir or default_cache_dir())
+    if cache_root is not None:
+        cached = CachedEmbedder(embedder, cache_root)
         embedder = cached
     with timer("embed_documents"):
         doc_vectors = embedder.embed(
@@ -208,19 +302,32 @@ def run_evaluation(
         query_vectors = embedder.embed(
             golden.query_texts, "query", progress("Embedding queries", len(golden.query_texts))
         )
+    agreement = None
+    if from_config:  # how far a faster backend's vectors are from torch's (cached after once)
+        with timer("backend_check"):
+            agreement = backend_check(config.model, golden.doc_texts, doc_vectors, cache_root)
 
     rank = id_rank(golden.doc_ids)
     qrels = golden.qrel_arrays()
+    intrinsic = None
+    if config.health.enabled:
+        with timer("health"):
+            intrinsic = _intrinsic_section(doc_vectors, query_vectors, qrels, config)
+    hybrid_cfg = config.indexes.hybrid
+    # the hybrid fuses each ranking's first `candidates`: search that deep, report `depth`
+    search_depth = max(depth, hybrid_cfg.candidates) if hybrid_cfg.enabled else depth
     rankings: dict[str, SearchResult] = {}
     hnsw_cache = "not built"
     per_query: dict[str, dict[str, np.ndarray]] = {}
+    judged: dict[str, dict[str, np.ndarray]] = {}
+    cutoffs = sorted({m.k for m in metrics})
     index_params: dict[str, dict[str, Any]] = {}
     if config.indexes.exact.enabled:
         index_params["exact"] = {"type": "faiss.IndexFlatIP"}
         with timer("build_exact"):
             exact = build_exact(doc_vectors)
         with timer("search_exact"):
-            rankings["exact"] = search(exact, query_vectors, depth, rank)
+            rankings["exact"] = search(exact, query_vectors, search_depth, rank)
     if config.indexes.hnsw.enabled:
         h = config.indexes.hnsw
         index_params["hnsw"] = {
@@ -238,7 +345,34 @@ def run_evaluation(
                 progress("Building HNSW graph", len(doc_vectors)),
             )
         with timer("search_hnsw"):
-            rankings["hnsw"] = search(hnsw, query_vectors, depth, rank)
+            rankings["hnsw"] = search(hnsw, query_vectors, search_depth, rank)
+    if config.indexes.bm25.enabled:
+        b = config.indexes.bm25
+        index_params["bm25"] = {"type": "bm25s", **b.model_dump(exclude={"enabled"})}
+        with timer("search_bm25"):
+            rankings["bm25"] = bm25_search(
+                golden.doc_texts,
+                golden.query_texts,
+                b,
+                search_depth,
+                rank,
+                progress("BM25 search", len(golden.query_texts)),
+            )
+    if hybrid_cfg.enabled:
+        index_params["hybrid"] = {
+            "type": "reciprocal rank fusion",
+            **hybrid_cfg.model_dump(exclude={"enabled"}),
+            "of": ["bm25", hybrid_cfg.dense],
+        }
+        with timer("fuse_hybrid"):
+            rankings["hybrid"] = rrf_fuse(
+                [rankings["bm25"], rankings[hybrid_cfg.dense]],
+                hybrid_cfg.rrf_k,
+                hybrid_cfg.candidates,
+                depth,
+                rank,
+            )
+    rankings = {name: r.cut(depth) for name, r in rankings.items()}
 
     curves: dict[str, MetricCurves] = {}
     masks = {s.name: s.mask for s in slices}
@@ -246,13 +380,14 @@ def run_evaluation(
         for name, ranking in rankings.items():
             judgments = build_judgments(ranking.ids, *qrels, n_docs=len(golden.doc_ids))
             per_query[name] = compute(metrics, judgments, config.ndcg_gain)
+            judged[name] = judged_at(judgments, cutoffs)
             ks, curve_values = metric_curves(judgments, masks, depth, config.ndcg_gain)
             curves[name] = MetricCurves(k=ks, values=curve_values)
         index_results = {
             name: IndexResult(
                 kind=name,
                 params=index_params[name],
-                slices=_summarize(per_query[name], slices, config),
+                slices=_summarize(per_query[name], judged[name], slices, config),
                 per_query={m: v.tolist() for m, v in per_query[name].items()},
                 top_ids=[
                     [golden.doc_ids[d] for d in row if d >= 0]
@@ -263,6 +398,7 @@ def run_evaluation(
             for name in rankings
         }
         ann = _ann_section(rankings, per_query, metrics, slices)
+        lexical = _lexical_section(per_query, slices, hybrid_cfg.dense)
 
     model_identity = embedder.identity()
     parts = {
@@ -297,6 +433,8 @@ def run_evaluation(
             "cache": (
                 {**cached.report(), "hnsw_index": hnsw_cache} if cached is not None else None
             ),
+            "backend": describe_backend(config.model, backend),
+            "backend_check": agreement,
         },
         bootstrap={**config.bootstrap.model_dump(), "method": "percentile, resampling queries"},
         query_ids=golden.query_ids,
@@ -312,6 +450,8 @@ def run_evaluation(
         },
         indexes=index_results,
         ann=ann,
+        lexical=lexical,
+        intrinsic=intrinsic,
         timings=timer.timings,
     )
     with timer("gate"):

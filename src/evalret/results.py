@@ -29,6 +29,8 @@ class SliceResult(_Model):
     n_queries: int
     reliability: str
     metrics: dict[str, MetricValue]
+    # mean share of the top k holding a judged document, per cutoff ("judged@10": 0.83)
+    judged: dict[str, float | None] = {}
 
 
 class MetricCurves(_Model):
@@ -65,6 +67,30 @@ class AnnSection(_Model):
     index: str
     reference: str
     slices: dict[str, AnnSlice]
+
+
+class LexicalSlice(_Model):
+    n_queries: int
+    dense_minus_bm25: dict[str, float | None]  # per metric, mean over the slice's queries
+    hybrid_minus_dense: dict[str, float | None]
+    dense_wins: dict[str, int]  # queries where the dense index scores higher than BM25
+    bm25_wins: dict[str, int]
+
+
+class LexicalSection(_Model):
+    """Where the embedding model beats or loses to lexical search, per slice."""
+
+    dense: str  # the dense index compared (the one the hybrid fuses)
+    slices: dict[str, LexicalSlice]
+
+
+class IntrinsicSection(_Model):
+    """Label-free health of the vectors (evalret.health): figures for documents and queries."""
+
+    documents: dict[str, float | int | bool]
+    queries: dict[str, float | int | bool] | None  # None with fewer than 2 queries
+    collapse_reasons: dict[str, list[str]]  # per matrix; empty lists when healthy
+    settings: dict[str, Any]  # seed, pairs and rows sampled
 
 
 class GoldenSetInfo(_Model):
@@ -136,6 +162,8 @@ class RunReport(_Model):
     slices: dict[str, SliceInfo]
     indexes: dict[str, IndexResult]
     ann: AnnSection | None
+    lexical: LexicalSection | None = None
+    intrinsic: IntrinsicSection | None = None
     gate: GateSection | None = None
     timings: dict[str, float]
 

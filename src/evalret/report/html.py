@@ -22,6 +22,7 @@ import numpy as np
 
 from evalret.compare import query_examples
 from evalret.goldenset import GoldenSet
+from evalret.report.common import intrinsic_rows, shown_judged
 from evalret.report.markdown import _limit, _p
 from evalret.report.svg import (
     BLUE,
@@ -336,6 +337,7 @@ def metric_table(report: RunReport, index: str) -> str:
     """Every metric of an index per slice, with its interval: the numbers behind the bars."""
     result = report.indexes[index]
     metrics = list(next(iter(result.slices.values())).metrics) if result.slices else []
+    judged = shown_judged(result.slices)
     rows = []
     for name, s in result.slices.items():
         cells = [esc(name), str(s.n_queries)]
@@ -347,8 +349,10 @@ def metric_table(report: RunReport, index: str) -> str:
                 else ""
             )
             cells.append(f"{fmt(v.value)}{interval}")
+        if judged:
+            cells.append(fmt(s.judged.get(judged)))
         rows.append(cells)
-    head = ["slice", "n", *(esc(m) for m in metrics)]
+    head = ["slice", "n", *(esc(m) for m in metrics), *([esc(judged)] if judged else [])]
     return (
         f"<details><summary>{esc(index)}: the values ({_confidence(report)} interval below "
         f"each mean)</summary>{_table(head, rows)}</details>"
@@ -990,14 +994,100 @@ def fingerprint_section(p: RunPage) -> Section:
     return Section("fingerprint", "Fingerprint and config", body)
 
 
+def lexical_section(p: RunPage) -> Section | None:
+    """Where the dense index beats or loses to BM25, per slice, and what the hybrid adds."""
+    lex = p.report.lexical
+    if lex is None:
+        return None
+    metric = next(iter(next(iter(lex.slices.values())).dense_minus_bm25))
+    charts = []
+    for key, title, caption in (
+        (
+            "dense_minus_bm25",
+            f"{lex.dense} − bm25",
+            "right of zero: the embedding model beats lexical search on this slice; left: BM25 "
+            "is better (typical of exact-match queries: codes, identifiers)",
+        ),
+        (
+            "hybrid_minus_dense",
+            f"hybrid − {lex.dense}",
+            "what fusing BM25 into the dense ranking (reciprocal rank fusion) changes",
+        ),
+    ):
+        rows = [
+            DeltaRow(
+                label=f"{name} (n={s.n_queries})",
+                delta=getattr(s, key).get(metric),
+                tooltip=f"{name}: {title} {metric} = {fmt(getattr(s, key).get(metric), True)}; "
+                f"dense wins {s.dense_wins[metric]}, bm25 wins {s.bm25_wins[metric]}",
+            )
+            for name, s in lex.slices.items()
+        ]
+        charts.append(
+            figure(
+                f"{title}, {metric}, per slice",
+                delta_chart(rows, label=f"{title} per slice", x_label=f"Δ {metric}"),
+                caption,
+            )
+        )
+    table = _table(
+        [
+            "slice",
+            "n",
+            f"{esc(lex.dense)} − bm25",
+            f"hybrid − {esc(lex.dense)}",
+            "dense wins",
+            "bm25 wins",
+        ],
+        [
+            [
+                esc(name),
+                str(s.n_queries),
+                _signed(s.dense_minus_bm25.get(metric)),
+                _signed(s.hybrid_minus_dense.get(metric)),
+                str(s.dense_wins[metric]),
+                str(s.bm25_wins[metric]),
+            ]
+            for name, s in lex.slices.items()
+        ],
+    )
+    body = f'<div class="grid">{"".join(charts)}</div>{table}'
+    return Section("lexical", f"Dense against lexical (BM25) on {esc(metric)}", body)
+
+
+def intrinsic_section(p: RunPage) -> Section | None:
+    """Label-free health of the document and query vectors, and the collapse verdict."""
+    rows = intrinsic_rows(p.report)
+    if not rows or p.report.intrinsic is None:
+        return None
+    reasons = [
+        f"<li><strong>{esc(matrix)} collapsed</strong>: {esc(r)}</li>"
+        for matrix, found in p.report.intrinsic.collapse_reasons.items()
+        for r in found
+    ]
+    verdict = (
+        f'<ul class="result-fail">{"".join(reasons)}</ul>'
+        if reasons
+        else "<p>Not collapsed: no dead-dimension, effective-rank or cosine condition fired.</p>"
+    )
+    table = _table(
+        ["figure", "documents", "queries", ""],
+        [[esc(n), esc(d), esc(q), f'<span class="muted">{esc(h)}</span>'] for n, d, q, h in rows],
+        left=(0, 3),
+    )
+    return Section("health", "Embedding health (no labels needed)", verdict + table)
+
+
 RunSection = Callable[[RunPage], Section | None]
 # The run page, in order. A new section is a function (RunPage) -> Section | None added here.
 RUN_SECTIONS: list[RunSection] = [
     gate_section,
     metrics_section,
     ann_section,
+    lexical_section,
     per_query_section,
     curves_section,
+    intrinsic_section,
     fingerprint_section,
 ]
 

@@ -6,6 +6,8 @@ and threshold; without a gate, the metrics of each index per slice.
 
 from __future__ import annotations
 
+from evalret.backends import summary_line
+from evalret.report.common import intrinsic_rows, shown_judged
 from evalret.results import GateCheck, GateSection, RunReport
 
 
@@ -21,6 +23,8 @@ def _limit(c: GateCheck) -> str:
         "max_drop": f"drop ≤ {c.threshold:g}",
         "max_drop_pct": f"drop ≤ {c.threshold:g}%",
         "ann_min_recall": f"≥ {c.threshold:g}",
+        "health_min": f"≥ {c.threshold:g}",
+        "health_max": f"≤ {c.threshold:g}",
     }[c.kind]
 
 
@@ -103,16 +107,58 @@ def _metrics_lines(report: RunReport) -> list[str]:
     lines = []
     for index, result in report.indexes.items():
         metrics = list(next(iter(result.slices.values())).metrics)
+        judged = shown_judged(result.slices)
+        columns = [*metrics, *([judged] if judged else [])]
         lines += [
             "",
             f"### {index}",
             "",
-            "| slice | n | " + " | ".join(metrics) + " |",
-            "|" + " --- |" * (len(metrics) + 2),
+            "| slice | n | " + " | ".join(columns) + " |",
+            "|" + " --- |" * (len(columns) + 2),
         ]
         for name, s in result.slices.items():
             cells = [_num(s.metrics[m].value) for m in metrics]
+            cells += [_num(s.judged.get(judged))] if judged else []
             lines.append(f"| {name} | {s.n_queries} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _lexical_lines(report: RunReport) -> list[str]:
+    lex = report.lexical
+    if lex is None:
+        return []
+    metric = next(iter(next(iter(lex.slices.values())).dense_minus_bm25))
+    lines = [
+        "",
+        f"### Dense ({lex.dense}) against BM25 on {metric}",
+        "",
+        "| slice | n | dense − bm25 | hybrid − dense | dense wins | bm25 wins |",
+        "|" + " --- |" * 6,
+    ]
+    for name, s in lex.slices.items():
+        lines.append(
+            f"| {name} | {s.n_queries} | {_num(s.dense_minus_bm25[metric], True)} | "
+            f"{_num(s.hybrid_minus_dense.get(metric), True)} | {s.dense_wins[metric]} | "
+            f"{s.bm25_wins[metric]} |"
+        )
+    return lines
+
+
+def _intrinsic_lines(report: RunReport) -> list[str]:
+    rows = intrinsic_rows(report)
+    if not rows:
+        return []
+    lines = [
+        "",
+        "### Embedding health",
+        "",
+        "| figure | documents | queries | |",
+        "|" + " --- |" * 4,
+    ]
+    lines += [f"| {name} | {docs} | {queries} | {hint} |" for name, docs, queries, hint in rows]
+    assert report.intrinsic is not None
+    for matrix, reasons in report.intrinsic.collapse_reasons.items():
+        lines += [f"- ⚠️ {matrix} collapsed: {r}" for r in reasons]
     return lines
 
 
@@ -125,9 +171,14 @@ def render_markdown(report: RunReport) -> str:
         f"Golden set `{g.source}` ({g.format}, {g.n_documents} documents, "
         f"{g.n_queries_evaluated} queries, fingerprint `{g.fingerprint[:12]}`); model `{model}`.",
     ]
+    backend = summary_line(report.embedding)
+    if backend:
+        lines.append(f"Embedding {backend}.")
     if g.queries_without_relevant:
         lines.append(
             f"{len(g.queries_without_relevant)} queries without a relevant document are left out."
         )
     lines += _metrics_lines(report)
+    lines += _lexical_lines(report)
+    lines += _intrinsic_lines(report)
     return "\n".join(lines) + "\n"

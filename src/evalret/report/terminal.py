@@ -8,6 +8,8 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evalret.backends import summary_line
+from evalret.report.common import intrinsic_rows, shown_judged
 from evalret.results import GateSection, MetricValue, RunReport
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
@@ -40,10 +42,50 @@ def index_table(report: RunReport, index: str) -> Table:
     table.add_column("n", justify="right", no_wrap=True)
     for m in metrics:
         table.add_column(m, justify="right", no_wrap=True)
+    judged = shown_judged(result.slices)
+    if judged:
+        table.add_column(judged, justify="right", no_wrap=True)
     for name, s in result.slices.items():
         flag = "" if s.reliability != "unreliable" else " !"
         n = Text(f"{s.n_queries}{flag}", style=RELIABILITY_STYLE.get(s.reliability, ""))
-        table.add_row(name, n, *(_cell(s.metrics[m]) for m in metrics))
+        extra = [Text(_fmt(s.judged.get(judged)), style="dim")] if judged else []
+        table.add_row(name, n, *(_cell(s.metrics[m]) for m in metrics), *extra)
+    return table
+
+
+def lexical_table(report: RunReport) -> Table | None:
+    """Dense against BM25 (and the hybrid against dense) per slice, on the first metric."""
+    lex = report.lexical
+    if lex is None:
+        return None
+    metric = next(iter(next(iter(lex.slices.values())).dense_minus_bm25))
+    table = Table(
+        title=f"Dense ({lex.dense}) against lexical (bm25) on {metric}: "
+        "means, differences, and queries won by each",
+        title_justify="left",
+    )
+    columns = ["slice", "n", lex.dense, "bm25", "hybrid", "dense - bm25", "hybrid - dense"]
+    for col in [*columns, "dense wins", "bm25 wins"]:
+        table.add_column(col, justify="left" if col == "slice" else "right", no_wrap=True)
+    for name, s in lex.slices.items():
+
+        def value(index: str, slice_name: str = name) -> str:
+            result = report.indexes.get(index)
+            return _fmt(result.slices[slice_name].metrics[metric].value) if result else "-"
+
+        diff = s.dense_minus_bm25[metric]
+        style = "" if diff is None else ("green" if diff > 0 else "red" if diff < 0 else "")
+        table.add_row(
+            name,
+            str(s.n_queries),
+            value(lex.dense),
+            value("bm25"),
+            value("hybrid"),
+            Text(_fmt(diff, signed=True), style=style),
+            _fmt(s.hybrid_minus_dense.get(metric), signed=True),
+            str(s.dense_wins[metric]),
+            str(s.bm25_wins[metric]),
+        )
     return table
 
 
@@ -69,6 +111,24 @@ def ann_table(report: RunReport) -> Table | None:
             str(s.n_queries),
             *(_fmt(v) for v in s.recall.values()),
             *(_fmt(v, signed=True) for v in s.metric_deltas.values()),
+        )
+    return table
+
+
+def intrinsic_table(report: RunReport) -> Table | None:
+    rows = intrinsic_rows(report)
+    if not rows:
+        return None
+    table = Table(
+        title="Embedding health (no labels needed; alignment over query-relevant pairs)",
+        title_justify="left",
+    )
+    for col in ("figure", "documents", "queries", ""):
+        table.add_column(col, justify="left" if col in ("figure", "") else "right", no_wrap=True)
+    for name, docs, queries, hint in rows:
+        style = "bold red" if name == "collapsed" and "yes" in (docs, queries) else ""
+        table.add_row(
+            name, Text(docs, style=style), Text(queries, style=style), Text(hint, style="dim")
         )
     return table
 
@@ -139,6 +199,9 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
             if isinstance(c, dict)
         )
         parts.append(Text(f"embedding cache {cache['dir']}: {counts}", style="dim"))
+    backend = summary_line(report.embedding)
+    if backend:
+        parts.append(Text(backend, style="dim"))
     if g.queries_without_relevant:
         shown = ", ".join(g.queries_without_relevant[:10])
         more = "" if len(g.queries_without_relevant) <= 10 else ", ..."
@@ -156,9 +219,9 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
         parts.append(
             Text("! fewer than 200 queries: unreliable, only large changes show", style="yellow")
         )
-    ann = ann_table(report)
-    if ann is not None:
-        parts += [Text(""), ann]
+    for extra in (ann_table(report), lexical_table(report), intrinsic_table(report)):
+        if extra is not None:
+            parts += [Text(""), extra]
     if report.gate is not None:
         parts += gate_parts(report.gate)
     if written:

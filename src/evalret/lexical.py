@@ -1,0 +1,96 @@
+"""Lexical and hybrid references beside the dense indexes: BM25 (the bm25s package) and
+reciprocal rank fusion of BM25 with a dense ranking.
+
+Both return a ``SearchResult`` ranked under evalret's tie rule (score descending, then document
+id descending), like the faiss indexes, so every metric, report and run file treats them alike.
+BM25 retrieves only documents that share at least one term with the query: a query whose terms
+are all unknown or stop words retrieves nothing (and scores 0), as a lexical engine would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from evalret.config import Bm25IndexConfig
+from evalret.errors import ConfigError
+from evalret.index import SearchResult, top_candidates
+
+
+def _tokenizer(cfg: Bm25IndexConfig) -> object:
+    try:
+        from bm25s.tokenization import Tokenizer
+    except ImportError as e:  # pragma: no cover - bm25s is a dependency
+        raise ConfigError("indexes.bm25 needs the 'bm25s' package: pip install bm25s") from e
+    stemmer = None
+    if cfg.stemmer is not None:
+        try:
+            import Stemmer
+        except ImportError as e:  # pragma: no cover - PyStemmer is a dependency
+            raise ConfigError(
+                "indexes.bm25.stemmer needs the 'PyStemmer' package: pip install PyStemmer"
+            ) from e
+        try:
+            stemmer = Stemmer.Stemmer(cfg.stemmer)
+        except KeyError:
+            raise ConfigError(
+                f"indexes.bm25.stemmer: unknown language {cfg.stemmer!r} "
+                f"(one of {', '.join(sorted(Stemmer.algorithms()))})"
+            ) from None
+    return Tokenizer(lower=True, stopwords=cfg.stopwords or [], stemmer=stemmer)
+
+
+def bm25_search(
+    doc_texts: Sequence[str],
+    query_texts: Sequence[str],
+    cfg: Bm25IndexConfig,
+    depth: int,
+    rank: np.ndarray,
+    progress: Callable[[int], None] | None = None,
+) -> SearchResult:
+    """Top ``depth`` documents per query by BM25 (documents with a positive score only)."""
+    import bm25s
+
+    tokenizer = _tokenizer(cfg)
+    corpus = tokenizer.tokenize(  # type: ignore[attr-defined]
+        list(doc_texts), return_as="ids", show_progress=False
+    )
+    retriever = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
+    retriever.index(corpus, show_progress=False)
+    queries = tokenizer.tokenize(  # type: ignore[attr-defined]
+        list(query_texts), return_as="ids", update_vocab=False, show_progress=False
+    )
+    # id 0 is the tokenizer's empty token (a query of stop words or unknown terms only)
+    vocab = retriever.vocab_dict
+    ids = np.full((len(queries), depth), -1, dtype=np.int64)
+    scores = np.full((len(queries), depth), -np.inf, dtype=np.float32)
+    for qi, tokens in enumerate(queries):
+        known = [t for t in tokens if t != 0 and t in vocab]
+        if known:
+            row = np.asarray(retriever.get_scores(known), dtype=np.float32)
+            matched = np.flatnonzero(row > 0)
+            ids[qi], scores[qi] = top_candidates(matched, row[matched], depth, rank)
+        if progress is not None:
+            progress(1)
+    return SearchResult(ids=ids, scores=scores)
+
+
+def rrf_fuse(
+    rankings: Sequence[SearchResult], k: float, candidates: int, depth: int, rank: np.ndarray
+) -> SearchResult:
+    """Reciprocal rank fusion: a document scores sum over rankings of 1 / (k + its rank), ranks
+    counted from 1 within each ranking's first ``candidates`` results. Scores are summed in
+    float64 and ranked after rounding to float32 (the precision the run file records)."""
+    n_queries = len(rankings[0].ids)
+    ids = np.full((n_queries, depth), -1, dtype=np.int64)
+    scores = np.full((n_queries, depth), -np.inf, dtype=np.float32)
+    for qi in range(n_queries):
+        found = [row[row >= 0] for row in (r.ids[qi, :candidates] for r in rankings)]
+        docs = np.concatenate(found)
+        parts = np.concatenate([1.0 / (k + np.arange(1, len(f) + 1)) for f in found])
+        unique, where = np.unique(docs, return_inverse=True)
+        fused = np.zeros(len(unique), dtype=np.float64)
+        np.add.at(fused, where, parts)  # in ranking order: the same sum every run
+        ids[qi], scores[qi] = top_candidates(unique, fused.astype(np.float32), depth, rank)
+    return SearchResult(ids=ids, scores=scores)

@@ -1,0 +1,111 @@
+"""Pooling for annotators: the top-ranked documents that carry no judgment, gathered from one or
+several runs (configs x indexes), one JSONL line per (query, document) to be labelled.
+
+Unjudged documents count as misses in every metric, so a model that finds relevant documents the
+golden set never judged is under-scored. Pooling the unjudged top-k of every system being compared
+and labelling them is how TREC builds fair judgments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalret.goldenset import GoldenSet
+from evalret.index import SearchResult
+
+
+@dataclass
+class PoolItem:
+    """One unjudged document of one query, and which runs put it in their top k, where."""
+
+    query_id: str
+    doc_id: str
+    sources: dict[str, int] = field(default_factory=dict)  # run label -> rank (1-based)
+
+    @property
+    def best_rank(self) -> int:
+        return min(self.sources.values())
+
+
+def pool_unjudged(golden: GoldenSet, runs: Mapping[str, SearchResult], k: int) -> list[PoolItem]:
+    """Every (query, document) in some run's top ``k`` that the golden set does not judge, in
+    query order, then by how many runs retrieved it (more first), then best rank, then id.
+    ``runs`` maps a label (e.g. "config.yaml:exact") to a ranking over ``golden``'s queries."""
+    items: dict[tuple[str, str], PoolItem] = {}
+    for label, ranking in runs.items():
+        for qi, query_id in enumerate(golden.query_ids):
+            judged = golden.qrels.get(query_id, {})
+            for rank, di in enumerate(ranking.ids[qi, :k].tolist(), start=1):
+                if di < 0:
+                    break
+                doc_id = golden.doc_ids[di]
+                if doc_id in judged:
+                    continue
+                item = items.setdefault((query_id, doc_id), PoolItem(query_id, doc_id))
+                item.sources.setdefault(label, rank)
+    position = {q: i for i, q in enumerate(golden.query_ids)}
+    return sorted(
+        items.values(),
+        key=lambda it: (position[it.query_id], -len(it.sources), it.best_rank, it.doc_id),
+    )
+
+
+def pool_records(golden: GoldenSet, items: Sequence[PoolItem]) -> list[dict[str, object]]:
+    """JSONL-ready records: ids, texts for the annotator, and ``grade: null`` to fill in."""
+    query_position = {q: i for i, q in enumerate(golden.query_ids)}
+    return [
+        {
+            "query_id": it.query_id,
+            "doc_id": it.doc_id,
+            "grade": None,
+            "query": golden.query_texts[query_position[it.query_id]],
+            "document": golden.doc_texts[golden.doc_index[it.doc_id]],
+            "best_rank": it.best_rank,
+            "retrieved_by": dict(sorted(it.sources.items())),
+        }
+        for it in items
+    ]
+
+
+def run_pool(
+    configs: Sequence[Path | None],
+    k: int,
+    indexes: Sequence[str] | None = None,
+    progress: Any = None,
+) -> tuple[GoldenSet, list[dict[str, object]], list[str]]:
+    """Evaluate each config (embeddings come from the cache when warm) and pool the unjudged
+    top ``k`` of the chosen indexes (default: every index of each run). All configs must use the
+    same golden set. Returns the golden set, the records and the run labels pooled."""
+    from evalret.config import load_config
+    from evalret.errors import IncomparableError, InputError
+    from evalret.pipeline import run_evaluation
+
+    names = [str(c) if c is not None else "default" for c in configs]
+    short = [Path(n).stem for n in names]
+    labels = short if len(set(short)) == len(short) else names
+    runs: dict[str, SearchResult] = {}
+    golden: GoldenSet | None = None
+    fingerprint = None
+    for config, label in zip(configs, labels, strict=True):
+        evaluation = run_evaluation(load_config(config), progress=progress)
+        report = evaluation.report
+        if fingerprint is None:
+            fingerprint, golden = report.golden_set.fingerprint, evaluation.golden_set
+        elif report.golden_set.fingerprint != fingerprint:
+            raise IncomparableError(
+                f"pooling needs one golden set: {label} uses {report.golden_set.source}, "
+                f"which differs from the first config's"
+            )
+        chosen = list(evaluation.rankings) if indexes is None else list(indexes)
+        unknown = [i for i in chosen if i not in evaluation.rankings]
+        if unknown:
+            raise InputError(
+                f"--index {', '.join(unknown)}: {label} has {', '.join(evaluation.rankings)}"
+            )
+        for index in chosen:
+            runs[f"{label}:{index}"] = evaluation.rankings[index]
+    assert golden is not None
+    return golden, pool_records(golden, pool_unjudged(golden, runs, k)), list(runs)

@@ -1,0 +1,49 @@
+"""Small presentation choices shared by the terminal, Markdown and HTML renderers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from evalret.results import RunReport, SliceResult
+
+
+def shown_judged(slices: Mapping[str, SliceResult]) -> str | None:
+    """The judged@k shown beside the metrics: judged@10 when computed, else the smallest k."""
+    keys = list(next(iter(slices.values())).judged) if slices else []
+    if not keys:
+        return None
+    return "judged@10" if "judged@10" in keys else min(keys, key=lambda k: int(k.split("@")[1]))
+
+
+def intrinsic_rows(report: RunReport) -> list[tuple[str, str, str, str]]:
+    """(figure, documents, queries, healthier) for the health figures worth reading."""
+    section = report.intrinsic
+    if section is None:
+        return []
+    from evalret.health import FIGURES
+
+    def shown(values: dict[str, float | int | bool] | None, name: str) -> str:
+        if values is None or name not in values:
+            return "-"
+        v = values[name]
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        return str(v) if isinstance(v, int) else f"{v:.4f}"
+
+    rows = []
+    for name, figure in FIGURES.items():
+        if figure.direction is None or name == "dead_dims_share":
+            continue
+        if name not in section.documents and (
+            section.queries is None or name not in section.queries
+        ):
+            continue
+        rows.append(
+            (
+                name,
+                shown(section.documents, name),
+                shown(section.queries, name),
+                f"{figure.direction} is healthier",
+            )
+        )
+    return rows

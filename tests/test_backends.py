@@ -1,0 +1,335 @@
+"""onnx and OpenVINO backends: vectors against torch on real demo texts, tokenization and pooling
+as sentence-transformers does them, the exported model cached and reused, cache invalidation by
+backend and precision, a clear error for a missing extra, and `model.backend: onnx` end to end
+(a warm re-run imports none of torch, sentence-transformers, onnxruntime, openvino)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from conftest import DEMO
+from evalret import backends
+from evalret.backends import (
+    ModelStore,
+    OnnxEmbedder,
+    agreement,
+    make_embedder,
+    pool,
+    read_layout,
+)
+from evalret.cache import Namespace, cache_info
+from evalret.cli import app
+from evalret.config import ModelConfig, parse_config
+from evalret.embed import SentenceTransformerEmbedder, resolve_model
+from evalret.errors import ConfigError
+
+HEAVY = ("torch", "sentence_transformers", "onnxruntime", "openvino", "transformers")
+
+
+def _demo(name: str) -> list[dict[str, Any]]:
+    lines = (DEMO / name).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+DOCS = [(d.get("title", "") + " " + d["text"]).strip() for d in _demo("corpus.jsonl")]
+QUERIES = [q["text"] for q in _demo("queries.jsonl")]
+# a few dozen real texts, the longest documents first, plus edge cases: a text past the
+# 256-token truncation, an empty string, accents, CJK characters and an emoji
+TEXTS = [
+    *sorted(DOCS, key=len, reverse=True)[:6],
+    *DOCS[::60],
+    " ".join(DOCS[:6]),
+    "",
+    "Café naïve, Straße résumé of 東京 uploads 🚀",
+]
+QUERY_TEXTS = QUERIES[::12]
+
+
+@pytest.fixture(scope="module")
+def model_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache directory for the module: each model is exported (and quantized) once."""
+    return tmp_path_factory.mktemp("backends-cache")
+
+
+@pytest.fixture(scope="module")
+def torch_vectors() -> dict[str, np.ndarray]:
+    """The reference: sentence-transformers (torch) vectors of the same texts."""
+    reference = SentenceTransformerEmbedder(ModelConfig())
+    return {
+        "document": reference.embed(TEXTS, "document"),
+        "query": reference.embed(QUERY_TEXTS, "query"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("backend", "precision", "bound", "mean_bound"),
+    [
+        ("onnx", "fp32", 0.9999, 0.99999),
+        ("openvino", "fp32", 0.9999, 0.99999),
+        # int8: activations are quantized per batch, so a vector moves a little with its batch
+        # mates. Measured on these texts: mean about 0.991, min 0.986 for real texts and 0.968
+        # for the empty string; the stated floors below
+        ("onnx", "int8", 0.95, 0.985),
+        ("openvino", "int8", 0.95, 0.985),
+    ],
+)
+def test_vectors_agree_with_torch(
+    backend: str,
+    precision: str,
+    bound: float,
+    mean_bound: float,
+    model_root: Path,
+    torch_vectors: dict[str, np.ndarray],
+) -> None:
+    """Every document and query vector is within the stated cosine of torch's, and so is the
+    mean."""
+    embedder = OnnxEmbedder(ModelConfig(backend=backend, precision=precision), model_root)
+    docs = embedder.embed(TEXTS, "document")
+    queries = embedder.embed(QUERY_TEXTS, "query")
+    assert docs.shape == torch_vectors["document"].shape and docs.dtype == np.float32
+    for got, kind in ((docs, "document"), (queries, "query")):
+        check = agreement(got, torch_vectors[kind])
+        assert check["min_cosine"] >= bound and check["mean_cosine"] >= mean_bound, (kind, check)
+    np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, rtol=1e-5)
+    if precision == "int8":  # quantized: close, but visibly not the same vectors
+        assert agreement(docs, torch_vectors["document"])["mean_cosine"] < 0.9999
+
+
+def test_tokenization_matches_sentence_transformers() -> None:
+    """Token ids, truncation at max_seq_length and special tokens are sentence-transformers'."""
+    from sentence_transformers import SentenceTransformer
+
+    source, _ = resolve_model("all-MiniLM-L6-v2")
+    for length in (256, 16):
+        st = SentenceTransformer(source, device="cpu")
+        st.max_seq_length = length
+        features = st.preprocess(TEXTS)
+        embedder = OnnxEmbedder(ModelConfig(backend="onnx", max_seq_length=length), None)
+        ours = embedder.tokenizer.encode_batch(TEXTS)
+        for row, encoding in enumerate(ours):
+            n = int(features["attention_mask"][row].sum())
+            assert encoding.ids == features["input_ids"][row][:n].tolist()
+        assert max(len(e.ids) for e in ours) == length  # the long text was truncated
+
+
+@pytest.mark.parametrize("mode", ["mean", "cls", "max"])
+def test_pooling_matches_sentence_transformers(mode: str) -> None:
+    """Masked mean, first token and masked max equal sentence-transformers' Pooling module."""
+    import torch
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    rng = np.random.default_rng(0)
+    hidden = rng.normal(size=(3, 5, 8)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=np.int64)
+    features = {"token_embeddings": torch.tensor(hidden), "attention_mask": torch.tensor(mask)}
+    expected = Pooling(8, pooling_mode=mode)(features)["sentence_embedding"].numpy()
+    np.testing.assert_allclose(pool(hidden, mask, mode), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_exported_model_is_read_from_the_cache(
+    model_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After one export, later embedders (onnx and openvino alike) read the cached file and
+    never export again."""
+    first = OnnxEmbedder(ModelConfig(backend="onnx"), model_root)
+    expected = first.embed(QUERY_TEXTS[:4], "query")
+    assert first.model_file is not None and first.model_file.is_file()
+
+    def no_export(*_: Any) -> None:
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(backends, "export_onnx", no_export)
+    monkeypatch.setattr(backends, "quantize_int8", no_export)
+    for backend in ("onnx", "openvino"):
+        again = OnnxEmbedder(ModelConfig(backend=backend), model_root)
+        np.testing.assert_allclose(again.embed(QUERY_TEXTS[:4], "query"), expected, atol=1e-5)
+        assert again.model_status == "read" and again.model_file == first.model_file
+
+
+def test_model_store_distrusts_damage_and_survives_a_race(tmp_path: Path) -> None:
+    """A file that fails its checksum is set aside and built again; when another process
+    finishes the same export first, its file is used."""
+    store = ModelStore(tmp_path)
+    key = {"model": "k"}
+    builds: list[str] = []
+
+    def build(target: Path) -> None:
+        builds.append("outer")
+        target.write_bytes(b"outer")
+
+    path, status = store.get(key, build)
+    assert (status, path.read_bytes()) == ("exported", b"outer")
+    assert store.get(key, build) == (path, "read") and builds == ["outer"]
+    path.write_bytes(b"damaged")
+    path, status = store.get(key, build)
+    assert (status, path.read_bytes()) == ("exported", b"outer") and len(builds) == 2
+    assert any(".corrupt-" in p.name for p in (tmp_path / "models").iterdir())
+
+    def racing(target: Path) -> None:  # another process completes the export meanwhile
+        store.get({"model": "race"}, lambda t: t.write_bytes(b"theirs"))
+        target.write_bytes(b"mine")
+
+    path, _ = store.get({"model": "race"}, racing)
+    assert path.read_bytes() == b"theirs"
+    assert not [p for p in (tmp_path / "models").iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ({}, {"backend": "onnx"}),
+        ({"backend": "onnx"}, {"backend": "openvino"}),
+        ({"backend": "onnx"}, {"backend": "onnx", "precision": "int8"}),
+        ({"backend": "openvino"}, {"backend": "openvino", "precision": "int8"}),
+        ({"backend": "onnx"}, {"backend": "onnx", "max_seq_length": 128}),
+        ({"backend": "onnx"}, {"backend": "onnx", "query_prefix": "query: "}),
+        ({"backend": "onnx"}, {"backend": "onnx", "truncate_dim": 64}),
+    ],
+)
+def test_backend_and_precision_changes_miss_the_cache(
+    tmp_path: Path, before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    """Switching backend or precision (or any vector setting under onnx) selects another
+    namespace; the identity in the report names backend and precision."""
+    a = make_embedder(ModelConfig(**before), tmp_path)
+    b = make_embedder(ModelConfig(**after), tmp_path)
+    assert Namespace(tmp_path, a.cache_identity()).digest != (  # type: ignore[attr-defined]
+        Namespace(tmp_path, b.cache_identity()).digest  # type: ignore[attr-defined]
+    )
+    assert b.identity()["backend"] == after["backend"]
+    assert b.identity()["precision"] == after.get("precision", "fp32")
+
+
+def test_torch_identity_is_unchanged_by_the_new_keys() -> None:
+    """backend torch, precision fp32 add nothing to the model's identity: baselines and caches
+    written before these keys existed stay valid."""
+    identity = make_embedder(ModelConfig()).identity()
+    assert "backend" not in identity and "precision" not in identity
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("model:\n  precision: int8\n", "precision int8 needs backend onnx or openvino"),
+        ("model:\n  backend: onnx\n  device: cuda\n", "backend onnx runs on the CPU"),
+        ("model:\n  backend: tensorrt\n", "model.backend"),
+    ],
+)
+def test_invalid_backend_settings_are_config_errors(text: str, message: str) -> None:
+    """Impossible combinations fail validation with the key's line."""
+    with pytest.raises(ConfigError) as e:
+        parse_config(text, "cfg.yaml")
+    assert message in str(e.value) and "cfg.yaml:" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("backend", "module", "extra"),
+    [("onnx", "onnxruntime", "onnx"), ("openvino", "openvino", "openvino")],
+)
+def test_missing_extra_exits_2_with_the_pip_command(
+    backend: str, module: str, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the backend's package, `evalret run` exits 2 and says what to install."""
+    monkeypatch.setitem(sys.modules, module, None)  # makes the package unimportable
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(f"golden_set:\n  path: {DEMO}\nmodel:\n  backend: {backend}\n")
+    result = CliRunner().invoke(app, ["run", "-c", str(cfg), "-o", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 2, result.output
+    assert f"pip install 'evalret[{extra}]'" in result.output and module in result.output
+
+
+@pytest.mark.parametrize(
+    ("modules", "pooling", "message"),
+    [
+        (["Transformer", "Pooling", "Dense", "Normalize"], "mean", "use model.backend: torch"),
+        (["Transformer", "Pooling"], "lasttoken", "pools with 'lasttoken'"),
+    ],
+)
+def test_unsupported_model_layouts_are_refused(
+    tmp_path: Path, modules: list[str], pooling: str, message: str
+) -> None:
+    """A module stack or pooling the ONNX path cannot reproduce is refused, naming the fix."""
+    source, _ = resolve_model("all-MiniLM-L6-v2")
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / name).write_bytes((Path(source) / name).read_bytes())
+    entries = [
+        {"idx": i, "name": str(i), "path": "" if i == 0 else f"{i}_{m}", "type": m}
+        for i, m in enumerate(modules)
+    ]
+    (tmp_path / "modules.json").write_text(json.dumps(entries))
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": pooling}))
+    with pytest.raises(ConfigError, match=message):
+        read_layout(str(tmp_path), 256)
+
+
+def _small_golden_set(target: Path) -> tuple[int, int]:
+    """The first 12 demo queries and the documents they judge, plus 12 others."""
+    queries = _demo("queries.jsonl")[:12]
+    wanted = {d for q in queries for d in q["relevant"]}
+    docs = [d for i, d in enumerate(_demo("corpus.jsonl")) if d["id"] in wanted or i < 12]
+    target.mkdir()
+    (target / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (target / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    return len(docs), len(queries)
+
+
+def test_onnx_backend_end_to_end_and_warm_rerun(model_root: Path, tmp_path: Path) -> None:
+    """`model.backend: onnx` runs a small golden set: the report states the backend and its
+    agreement with torch, nDCG@10 matches torch's; a warm re-run embeds nothing and imports none
+    of torch, sentence-transformers, transformers, onnxruntime or openvino."""
+    n_docs, n_queries = _small_golden_set(tmp_path / "golden")
+    cfg = tmp_path / "cfg.yaml"
+    base = f"golden_set:\n  path: {tmp_path / 'golden'}\ncache:\n  dir: {model_root}\n"
+    cfg.write_text(base + "model:\n  backend: onnx\n")
+    result = CliRunner().invoke(app, ["run", "-c", str(cfg), "-o", str(tmp_path / "cold")])
+    assert result.exit_code == 0, result.output
+    assert "backend onnx fp32" in result.output and "cosine to torch" in result.output
+    cold = json.loads((tmp_path / "cold" / "report.json").read_text())
+    emb = cold["embedding"]
+    assert emb["cache"]["document"]["misses"] == n_docs
+    assert emb["backend"]["name"] == "onnx" and emb["backend"]["threads"] >= 1
+    check = emb["backend_check"]
+    assert check["sample"] == n_docs and check["min_cosine"] >= 0.9999
+    assert cold["fingerprint"]["model"]["backend"] == "onnx"
+    assert "Embedding backend onnx fp32" in (tmp_path / "cold" / "report.md").read_text()
+
+    torch_cfg = tmp_path / "torch.yaml"
+    torch_cfg.write_text(base)
+    result = CliRunner().invoke(app, ["run", "-c", str(torch_cfg), "-o", str(tmp_path / "t")])
+    assert result.exit_code == 0, result.output
+    reference = json.loads((tmp_path / "t" / "report.json").read_text())
+    # the torch run found the check's sample (here every document) in the cache
+    assert reference["embedding"]["cache"]["document"]["misses"] == 0
+
+    def ndcg(report: dict[str, Any]) -> float:
+        return float(report["indexes"]["exact"]["slices"]["all"]["metrics"]["ndcg@10"]["value"])
+
+    assert abs(ndcg(cold) - ndcg(reference)) < 1e-4
+
+    code = f"""
+import json, sys
+from pathlib import Path
+from evalret import evaluate
+from evalret.config import load_config
+report = evaluate(load_config(Path({str(cfg)!r}))).report
+print(json.dumps({{"cache": report.embedding["cache"], "check": report.embedding["backend_check"],
+    "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    warm = json.loads(out.stdout.strip().splitlines()[-1])
+    assert warm["heavy"] == []
+    assert warm["cache"]["document"] == {"hits": n_docs, "misses": 0, "corrupt_shards": []}
+    assert warm["cache"]["query"]["misses"] == 0 and warm["cache"]["query"]["hits"] == n_queries
+    assert warm["check"] == check  # the agreement comes from cached vectors: same numbers
+    settings = [row["settings"] for row in cache_info(model_root)]
+    assert any(s.get("backend") == "onnx" and s.get("precision") == "fp32" for s in settings)
+    assert any("backend" not in s for s in settings)  # the torch namespace of the reference

@@ -1,0 +1,142 @@
+"""BM25 (bm25s) and hybrid (reciprocal rank fusion) references, judged@k, and the tie rule on
+scored candidates. BM25 needs no model, so its SciFact checks run in the fast suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalret.config import Bm25IndexConfig, Config, GoldenSetConfig, load_config
+from evalret.errors import ConfigError
+from evalret.goldenset import GoldenSet, load_golden_set
+from evalret.index import SearchResult, id_rank, top_candidates
+from evalret.lexical import bm25_search, rrf_fuse
+from evalret.metrics import build_judgments, compute, parse_metrics
+from evalret.pipeline import judged_at
+from test_trec_eval_conformance import trec_eval_values
+
+
+def _ranked(golden: GoldenSet, result: SearchResult) -> dict[str, list[tuple[str, float]]]:
+    return {
+        q: [
+            (golden.doc_ids[d], float(s))
+            for d, s in zip(result.ids[i], result.scores[i], strict=True)
+            if d >= 0
+        ]
+        for i, q in enumerate(golden.query_ids)
+    }
+
+
+@pytest.fixture(scope="module")
+def scifact_set(scifact_path: Path) -> GoldenSet:
+    full = load_golden_set(GoldenSetConfig(path=scifact_path))
+    return full.subset([q for q in full.query_ids if full.n_relevant(q) > 0])
+
+
+@pytest.fixture(scope="module")
+def scifact_bm25(scifact_set: GoldenSet) -> SearchResult:
+    g = scifact_set
+    return bm25_search(g.doc_texts, g.query_texts, Bm25IndexConfig(), 100, id_rank(g.doc_ids))
+
+
+def test_bm25_on_scifact_near_published_figure(
+    scifact_set: GoldenSet, scifact_bm25: SearchResult
+) -> None:
+    """BEIR publishes BM25 nDCG@10 0.665 on SciFact (Elasticsearch); variants differ a little."""
+    judgments = build_judgments(
+        scifact_bm25.ids, *scifact_set.qrel_arrays(), n_docs=len(scifact_set.doc_ids)
+    )
+    ndcg = compute(parse_metrics(["ndcg@10"]), judgments, "linear")["ndcg@10"]
+    assert len(ndcg) == 300
+    assert ndcg.mean() == pytest.approx(0.665, abs=0.03)
+
+
+def test_bm25_metrics_agree_with_trec_eval(
+    scifact_set: GoldenSet, scifact_bm25: SearchResult
+) -> None:
+    """Every metric of every query on the BM25 ranking equals trec_eval's (BM25 ties are many)."""
+    g = scifact_set
+    metrics = parse_metrics(["ndcg@10", "map@100", "recall@100", "mrr@10", "precision@5"])
+    judgments = build_judgments(scifact_bm25.ids, *g.qrel_arrays(), n_docs=len(g.doc_ids))
+    ours = compute(metrics, judgments, "linear")
+    ranked = _ranked(g, scifact_bm25)
+    qrels = {q: g.qrels[q] for q in g.query_ids}
+    for metric in metrics:
+        theirs = trec_eval_values(qrels, ranked, metric)
+        for i, q in enumerate(g.query_ids):
+            assert ours[str(metric)][i] == pytest.approx(theirs[q], abs=1e-9), (metric, q)
+
+
+def test_bm25_retrieves_only_matching_documents() -> None:
+    docs = ["the cat sat on the mat", "dogs bark at night", "a cat and a dog", "nothing here"]
+    rank = id_rank(["d1", "d2", "d3", "d4"])
+    result = bm25_search(docs, ["cats", "the of and", "zebra"], Bm25IndexConfig(), 3, rank)
+    assert sorted(result.ids[0][result.ids[0] >= 0].tolist()) == [0, 2]  # stemmed "cat"
+    assert (result.ids[1] == -1).all()  # stop words only: nothing retrieved
+    assert (result.ids[2] == -1).all()  # unknown term
+    assert np.isneginf(result.scores[1]).all()
+
+
+def test_bm25_unknown_stemmer_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown language"):
+        bm25_search(["a"], ["a"], Bm25IndexConfig(stemmer="klingon"), 1, id_rank(["d"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    scores=st.lists(st.sampled_from([0.5, 1.0, 1.5, 2.0]), min_size=1, max_size=40),
+    depth=st.integers(1, 12),
+)
+def test_top_candidates_cuts_ties_like_trec_eval(scores: list[float], depth: int) -> None:
+    """Score descending, then document id descending (string order), whatever straddles the cut."""
+    doc_ids = [f"d{i}" for i in range(len(scores))]  # "d10" < "d9" as strings
+    ids, got_scores = top_candidates(
+        np.arange(len(scores)), np.array(scores, dtype=np.float32), depth, id_rank(doc_ids)
+    )
+    expected = sorted(range(len(scores)), key=lambda i: (scores[i], doc_ids[i]), reverse=True)
+    n = min(depth, len(scores))
+    assert ids[:n].tolist() == expected[:n]
+    assert (ids[n:] == -1).all() and np.isneginf(got_scores[n:]).all()
+
+
+def test_rrf_fuse_by_hand() -> None:
+    """1/(k + rank) summed over the rankings; ties broken by document id descending."""
+    a = SearchResult(ids=np.array([[0, 1, 2]]), scores=np.zeros((1, 3), np.float32))
+    b = SearchResult(ids=np.array([[1, 3, -1]]), scores=np.zeros((1, 3), np.float32))
+    rank = id_rank(["a", "b", "c", "d"])
+    fused = rrf_fuse([a, b], k=1, candidates=3, depth=4, rank=rank)
+    # doc1: 1/3 + 1/2; doc0: 1/2; doc3: 1/3; doc2: 1/4
+    assert fused.ids[0].tolist() == [1, 0, 3, 2]
+    assert fused.scores[0].tolist() == pytest.approx([1 / 3 + 1 / 2, 1 / 2, 1 / 3, 1 / 4])
+    only_first = rrf_fuse([a, b], k=1, candidates=1, depth=4, rank=rank)
+    # doc0 and doc1 both 1/2: the tie goes to the larger id ("b")
+    assert only_first.ids[0].tolist() == [1, 0, -1, -1]
+
+
+def test_judged_at_k_counts_any_grade() -> None:
+    ranked = np.array([[0, 1, 2, 3], [3, -1, -1, -1]])
+    # query 0 judges doc 1 (grade 0) and doc 3 (grade 2); query 1 judges doc 0
+    judgments = build_judgments(
+        ranked, np.array([0, 0, 1]), np.array([1, 3, 0]), np.array([0, 2, 1]), n_docs=4
+    )
+    judged = judged_at(judgments, [1, 2, 4])
+    assert judged["judged@1"].tolist() == [0.0, 0.0]
+    assert judged["judged@2"].tolist() == [0.5, 0.0]
+    assert judged["judged@4"].tolist() == [0.5, 0.0]
+
+
+def test_hybrid_needs_its_parts(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("indexes:\n  bm25:\n    enabled: false\n")
+    with pytest.raises(ConfigError, match="hybrid fuses BM25"):
+        load_config(path)
+    path.write_text("indexes:\n  exact:\n    enabled: false\n")
+    with pytest.raises(ConfigError, match=r"hybrid\.dense"):
+        load_config(path)
+    path.write_text("indexes:\n  exact:\n    enabled: false\n  hybrid:\n    dense: hnsw\n")
+    assert load_config(path).indexes.hybrid.dense == "hnsw"
+    assert Config().gate.indexes is None  # gated by default: the dense indexes only

@@ -1,0 +1,75 @@
+"""`evalret pool`: the unjudged top-k of several runs, merged per (query, document)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from evalret.goldenset import GoldenSet
+from evalret.index import SearchResult
+from evalret.pooling import pool_records, pool_unjudged
+from test_cli import invoke
+
+
+def _golden() -> GoldenSet:
+    return GoldenSet(
+        source="mem",
+        format="native",
+        doc_ids=["a", "b", "c", "d"],
+        doc_texts=["text a", "text b", "text c", "text d"],
+        query_ids=["q1", "q2"],
+        query_texts=["first", "second"],
+        qrels={"q1": {"a": 2, "b": 0}, "q2": {"d": 1}},
+    )
+
+
+def test_pool_merges_runs_and_skips_judged_documents() -> None:
+    golden = _golden()
+    one = SearchResult(ids=np.array([[0, 2, 3], [3, 1, -1]]), scores=np.zeros((2, 3), np.float32))
+    two = SearchResult(ids=np.array([[3, 1, 2], [0, 2, 1]]), scores=np.zeros((2, 3), np.float32))
+    items = pool_unjudged(golden, {"one": one, "two": two}, k=3)
+    got = [(it.query_id, it.doc_id, it.sources) for it in items]
+    assert got == [
+        # q1 judges a (grade 2) and b (grade 0): both skipped, judged is judged
+        ("q1", "d", {"one": 3, "two": 1}),  # two runs each; d's best rank 1 beats c's 2
+        ("q1", "c", {"one": 2, "two": 3}),
+        ("q2", "b", {"one": 2, "two": 3}),  # two runs, best rank 2
+        ("q2", "a", {"two": 1}),
+        ("q2", "c", {"two": 2}),
+    ]
+    assert [it.doc_id for it in pool_unjudged(golden, {"one": one}, k=1)] == []  # a, d judged
+    record = pool_records(golden, items[1:2])[0]
+    assert record == {
+        "query_id": "q1",
+        "doc_id": "c",
+        "grade": None,
+        "query": "first",
+        "document": "text c",
+        "best_rank": 2,
+        "retrieved_by": {"one": 2, "two": 3},
+    }
+
+
+def test_pool_command_pools_two_configs(tmp_path: Path) -> None:
+    """Real model, two configs on the scaffolded example set: one JSONL line per unjudged
+    (query, document) of any run's top 3, labelled by config and index."""
+    assert invoke("init", str(tmp_path))[0] == 0
+    a = tmp_path / "a.yaml"
+    a.write_text("golden_set:\n  path: golden_sets/example\n")
+    b = tmp_path / "b.yaml"
+    b.write_text("golden_set:\n  path: golden_sets/example\nmodel:\n  query_prefix: 'query: '\n")
+    out = tmp_path / "pool.jsonl"
+    code, output = invoke("pool", str(a), str(b), "-k", "3", "-i", "exact", "-o", str(out))
+    assert code == 0, output
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records and f"{len(records)} unjudged documents" in output
+    assert {label for r in records for label in r["retrieved_by"]} <= {"a:exact", "b:exact"}
+    for r in records:
+        assert r["grade"] is None and r["query"] and r["document"]
+        assert 1 <= r["best_rank"] <= 3
+    pairs = [(r["query_id"], r["doc_id"]) for r in records]
+    assert len(pairs) == len(set(pairs))
+    code, output = invoke("pool", str(a), "-i", "ivf", "-o", str(out))
+    assert code == 2 and "--index ivf" in output
