@@ -65,6 +65,9 @@ def changed_copy(config: Path, work: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--config", type=Path, default=REPO / "configs" / "scifact.yaml")
+    parser.add_argument(
+        "--startup-only", action="store_true", help="measure start-up only (seconds, not minutes)"
+    )
     args = parser.parse_args()
 
     bare = best_of(5, [sys.executable, "-c", "pass"])
@@ -73,6 +76,8 @@ def main() -> None:
         f"start-up: python -c pass {bare:.3f} s, evalret --help {help_time:.3f} s "
         f"({help_time / bare:.1f}x bare Python)"
     )
+    if args.startup_only:
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from evalret import __version__
 from evalret.errors import EvalretError, ExitCode
@@ -26,20 +24,38 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain help: typer's rich help formatter imports rich.markdown and markdown-it (~0.1 s)
+    rich_markup_mode=None,
 )
 
 
-def _make_console(stderr: bool = False) -> Console:
-    """A rich console; when output is not a terminal (CI logs, pipes) tables get 200 columns."""
-    console = Console(stderr=stderr)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = 200
-    return console
+class _LazyConsole:
+    """A rich Console made on first use, so that `evalret --help` never imports rich; when
+    output is not a terminal (CI logs, pipes) tables get 200 columns."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._console: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr)
+            if not self._console.is_terminal and "COLUMNS" not in os.environ:
+                self._console.width = 200
+        return getattr(self._console, name)
 
 
-console = _make_console()
-err_console = _make_console(stderr=True)
+console: Any = _LazyConsole()
+err_console: Any = _LazyConsole(stderr=True)
 T = TypeVar("T")
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
 
 
 def _guard(fn: Callable[[], T]) -> T:
@@ -49,7 +65,7 @@ def _guard(fn: Callable[[], T]) -> T:
     except EvalretError as e:
         # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
         err_console.print(
-            f"[bold red]Error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True
+            f"[bold red]Error:[/] {_escape(str(e))}", highlight=False, markup=True, soft_wrap=True
         )
         raise typer.Exit(int(e.exit_code)) from None
     except KeyboardInterrupt:
