@@ -34,7 +34,7 @@ def _ranked(golden: GoldenSet, result: SearchResult) -> dict[str, list[tuple[str
 @pytest.fixture(scope="module")
 def scifact_set(scifact_path: Path) -> GoldenSet:
     full = load_golden_set(GoldenSetConfig(path=scifact_path))
-    return full.subset([q for q in full.query_ids if full.n_relevant(q) > 0])
+    return full.evaluated()
 
 
 @pytest.fixture(scope="module")

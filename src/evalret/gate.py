@@ -167,29 +167,50 @@ def evaluate_gate(
         passed = ann_recall >= ann_min_recall - EPS
         n_all = int(next(iter(slices.values())).sum()) if slices else 0
         checks.append(
-            GateCheck(
-                name=f"hnsw/all/ann_recall@{ann_k} min {ann_min_recall:g}",
-                index="hnsw",
-                slice="all",
-                metric=f"ann_recall@{ann_k}",
-                kind="ann_min_recall",
-                threshold=ann_min_recall,
-                baseline=None,
-                current=ann_recall,
-                delta=None,
-                n_queries=n_all,
-                p_value=None,
-                p_adjusted=None,
-                mde=None,
-                underpowered=False,
-                passed=passed,
-                message=(
-                    f"HNSW keeps {_fmt(ann_recall)} of the exact top-{ann_k}"
-                    f"{'' if passed else ', below'} the floor {ann_min_recall:g}"
-                ),
+            _bound_check(
+                f"hnsw/all/ann_recall@{ann_k} min {ann_min_recall:g}",
+                ("hnsw", "all", f"ann_recall@{ann_k}", "ann_min_recall"),
+                ann_min_recall,
+                ann_recall,
+                n_all,
+                passed,
+                f"HNSW keeps {_fmt(ann_recall)} of the exact top-{ann_k}"
+                f"{'' if passed else ', below'} the floor {ann_min_recall:g}",
             )
         )
     return checks
+
+
+def _bound_check(
+    name: str,
+    where: tuple[str, str, str, str],
+    threshold: float,
+    current: float,
+    n: int,
+    passed: bool,
+    message: str,
+) -> GateCheck:
+    """A check of one value against a fixed bound: no baseline, no test. ``where`` is
+    (index, slice, metric, kind)."""
+    index, slice_name, metric, kind = where
+    return GateCheck(
+        name=name,
+        index=index,
+        slice=slice_name,
+        metric=metric,
+        kind=kind,
+        threshold=threshold,
+        baseline=None,
+        current=current,
+        delta=None,
+        n_queries=n,
+        p_value=None,
+        p_adjusted=None,
+        mde=None,
+        underpowered=False,
+        passed=passed,
+        message=message,
+    )
 
 
 def _finish(
@@ -273,23 +294,14 @@ def health_checks(
                     else (_fmt(current))
                 )
                 checks.append(
-                    GateCheck(
-                        name=f"embedding/{matrix}/{figure} {kind.split('_')[1]} {limit:g}",
-                        index="embedding",
-                        slice=matrix,
-                        metric=figure,
-                        kind=kind,
-                        threshold=limit,
-                        baseline=None,
-                        current=current,
-                        delta=None,
-                        n_queries=n,
-                        p_value=None,
-                        p_adjusted=None,
-                        mde=None,
-                        underpowered=False,
-                        passed=passed,
-                        message=f"{matrix} {figure} = {shown}: "
+                    _bound_check(
+                        f"embedding/{matrix}/{figure} {kind.split('_')[1]} {limit:g}",
+                        ("embedding", matrix, figure, kind),
+                        limit,
+                        current,
+                        n,
+                        passed,
+                        f"{matrix} {figure} = {shown}: "
                         + (f"within {bound}" if passed else f"outside {bound}"),
                     )
                 )

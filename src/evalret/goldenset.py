@@ -21,13 +21,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from evalret.config import GoldenSetConfig
+from evalret.config import GoldenSetConfig, SlicesConfig
 from evalret.errors import GoldenSetError, Problem
+
+if TYPE_CHECKING:
+    from evalret.slices import Slice
 
 Format = Literal["native", "beir", "trec"]
 
@@ -56,6 +59,22 @@ class GoldenSet:
     @property
     def queries_without_relevant(self) -> list[str]:
         return [q for q in self.query_ids if self.n_relevant(q) == 0]
+
+    def evaluated(self) -> GoldenSet:
+        """The queries with at least one relevant document: the ones metrics are averaged over."""
+        return self.subset([q for q in self.query_ids if self.n_relevant(q) > 0])
+
+    def slices(self, cfg: SlicesConfig) -> list[Slice]:
+        """This set's slices under the config's ``slices`` settings."""
+        from evalret.slices import configured_slices
+
+        return configured_slices(
+            self.query_ids,
+            self.query_texts,
+            [self.tags.get(q, ()) for q in self.query_ids],
+            [self.frequency.get(q) for q in self.query_ids],
+            cfg,
+        )
 
     def subset(self, query_ids: list[str]) -> GoldenSet:
         """The same golden set restricted to ``query_ids`` (in that order)."""

@@ -300,22 +300,11 @@ def run_leakage(
     config's model through the embedding cache; ``threshold`` and ``max_fraction`` override
     ``leakage.threshold`` and ``leakage.max_fraction``."""
     from evalret.goldenset import load_golden_set
-    from evalret.slices import build_slices
 
     train = read_training_queries(train_path, train_format)
     full = load_golden_set(cfg.golden_set)
-    golden = full.subset([q for q in full.query_ids if full.n_relevant(q) > 0])
-    slices = build_slices(
-        golden.query_ids,
-        golden.query_texts,
-        [golden.tags.get(q, ()) for q in golden.query_ids],
-        [golden.frequency.get(q) for q in golden.query_ids],
-        use_tags=cfg.slices.tags,
-        use_frequency=cfg.slices.frequency,
-        head_fraction=cfg.slices.head_fraction,
-        tail_fraction=cfg.slices.tail_fraction,
-        custom=cfg.slices.custom,
-    )
+    golden = full.evaluated()
+    slices = golden.slices(cfg.slices)
     cosine = cfg.leakage.threshold if threshold is None else threshold
     if not 0 < cosine <= 1:
         raise InputError(f"--threshold {cosine}: a cosine in (0, 1]")

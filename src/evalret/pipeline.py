@@ -49,7 +49,7 @@ from evalret.results import (
     SliceInfo,
     SliceResult,
 )
-from evalret.slices import Slice, build_slices, reliability
+from evalret.slices import Slice, reliability
 from evalret.stats import bootstrap_ci, seed_for
 
 TIE_RULE = "score descending, then document id descending (trec_eval)"
@@ -271,18 +271,8 @@ def run_evaluation(
     with timer("load_golden_set"):
         full = load_golden_set(config.golden_set)
         without_relevant = full.queries_without_relevant
-        golden = full.subset([q for q in full.query_ids if full.n_relevant(q) > 0])
-        slices = build_slices(
-            golden.query_ids,
-            golden.query_texts,
-            [golden.tags.get(q, ()) for q in golden.query_ids],
-            [golden.frequency.get(q) for q in golden.query_ids],
-            use_tags=config.slices.tags,
-            use_frequency=config.slices.frequency,
-            head_fraction=config.slices.head_fraction,
-            tail_fraction=config.slices.tail_fraction,
-            custom=config.slices.custom,
-        )
+        golden = full.evaluated()
+        slices = golden.slices(config.slices)
     if baseline is not None:
         check_compatible(baseline, full, definitions, baseline_source or "baseline")
 

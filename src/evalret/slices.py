@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalret.config import SliceDefinition
+from evalret.config import SliceDefinition, SlicesConfig
 from evalret.errors import ConfigError, Problem
 
 FREQUENCY_SLICES = ("head", "torso", "tail")
@@ -128,3 +128,24 @@ def build_slices(
     if problems:
         raise ConfigError("invalid slice definitions", problems)
     return out
+
+
+def configured_slices(
+    query_ids: Sequence[str],
+    query_texts: Sequence[str],
+    tags: Sequence[Sequence[str]],
+    frequency: Sequence[int | None],
+    cfg: SlicesConfig,
+) -> list[Slice]:
+    """``build_slices`` with the settings of the config's ``slices`` section."""
+    return build_slices(
+        query_ids,
+        query_texts,
+        tags,
+        frequency,
+        use_tags=cfg.tags,
+        use_frequency=cfg.frequency,
+        head_fraction=cfg.head_fraction,
+        tail_fraction=cfg.tail_fraction,
+        custom=cfg.custom,
+    )

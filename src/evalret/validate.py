@@ -49,7 +49,7 @@ from evalret.duplicates import (
 from evalret.errors import ConfigError, InputError, Problem
 from evalret.goldenset import GoldenSetScan
 from evalret.metrics import RELEVANCE_LEVEL
-from evalret.slices import RELIABILITY, build_slices, reliability
+from evalret.slices import RELIABILITY, configured_slices, reliability
 from evalret.stats import minimum_detectable_effect
 
 ASSUMED_NDCG_SD = 0.40
@@ -288,16 +288,12 @@ def slice_checks(
     reliability and minimum detectable nDCG@10 difference. Raises ConfigError for bad custom
     slice definitions."""
     scored = [q for q in scan.evaluate if _n_relevant(scan.qrels.get(q, {})) > 0]
-    built = build_slices(
+    built = configured_slices(
         scored,
         [scan.queries[q] for q in scored],
         [scan.tags.get(q, ()) for q in scored],
         [scan.frequency.get(q) for q in scored],
-        use_tags=slices.tags,
-        use_frequency=slices.frequency,
-        head_fraction=slices.head_fraction,
-        tail_fraction=slices.tail_fraction,
-        custom=slices.custom,
+        slices,
     )
     out = []
     for s in built:
