@@ -496,3 +496,15 @@ def test_comparing_saved_reports_loads_no_heavy_library(demo_run: DemoRun, tmp_p
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_progress_bars_draw_on_the_lazy_console() -> None:
+    """The progress factory the commands use works with the console made on first use."""
+    from evalret.cli import _progress
+
+    with _progress(True) as factory:
+        advance = factory("Embedding documents", 3)
+        advance(2)
+        advance(1)
+    with _progress(False) as nothing:
+        assert nothing is None

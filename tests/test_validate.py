@@ -324,3 +324,17 @@ def test_validate_runs_from_a_copy_without_the_repository(tmp_path: Path) -> Non
     shutil.copytree(DEMO, copy)
     code, out = validate_json(str(copy))
     assert code == 0 and out["source"] == str(copy)
+
+
+def test_word_difference_names_what_tells_near_duplicates_apart() -> None:
+    from evalret.duplicates import word_difference
+
+    assert word_difference("x reduces y", "x increases y") == (
+        "differing words: 'reduces' vs 'increases'"
+    )
+    assert word_difference("a is larger than b", "b is larger than a") == (
+        "the same words, reordered"
+    )
+    assert word_difference("is not effective", "is effective") == (
+        "differing words: 'not' vs '(nothing)'"
+    )

@@ -37,14 +37,19 @@ class _LazyConsole:
         self._stderr = stderr
         self._console: Any = None
 
-    def __getattr__(self, name: str) -> Any:
+    @property
+    def real(self) -> Any:
+        """The rich Console itself (for rich objects that need it, e.g. as a context manager)."""
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(stderr=self._stderr)
             if not self._console.is_terminal and "COLUMNS" not in os.environ:
                 self._console.width = 200
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
 
 
 console: Any = _LazyConsole()
@@ -103,7 +108,7 @@ def _progress(enabled: bool) -> Iterator[Any]:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        console=err_console,
+        console=err_console.real,
         transient=False,
     ) as progress:
 

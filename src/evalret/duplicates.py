@@ -130,3 +130,16 @@ def similar_pairs(
                     out.append((i, j, sim))
     out.sort(key=lambda x: (x[0], x[1]))
     return out
+
+
+def word_difference(a: str, b: str) -> str:
+    """The words that tell two normalized texts apart, for a reader to judge whether a
+    near-duplicate means the same (a typo, a reordering) or not (a negation, another entity):
+    "only: 'reduces' vs 'increases'", or "the same words, reordered"."""
+    wa, wb = a.split(), b.split()
+    only_a = [w for w in wa if w not in set(wb)]
+    only_b = [w for w in wb if w not in set(wa)]
+    if not only_a and not only_b:
+        return "the same words, reordered" if wa != wb else "the same words"
+    shown = [" ".join(only_a[:4]) or "(nothing)", " ".join(only_b[:4]) or "(nothing)"]
+    return f"differing words: {shown[0]!r} vs {shown[1]!r}"

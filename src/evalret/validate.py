@@ -45,6 +45,7 @@ from evalret.duplicates import (
     exact_duplicate_groups,
     normalize_text,
     similar_pairs,
+    word_difference,
 )
 from evalret.errors import ConfigError, InputError, Problem
 from evalret.goldenset import GoldenSetScan
@@ -219,7 +220,8 @@ def text_warnings(scan: GoldenSetScan, threshold: float = NEAR_DUPLICATE_JACCARD
         out.append(
             Problem(
                 f"query {b!r} is a near-duplicate of query {a!r} (line "
-                f"{scan.query_where[a][1]}; character 3-gram Jaccard {sim:.2f}): "
+                f"{scan.query_where[a][1]}; character 3-gram Jaccard {sim:.2f}; "
+                f"{word_difference(q_norm[j], q_norm[i])}): "
                 f"{scan.queries[b][:80]!r} ~ {scan.queries[a][:80]!r}",
                 *_where(scan.query_where[b]),
                 "near-duplicate-query",
