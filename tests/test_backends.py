@@ -78,7 +78,6 @@ def torch_vectors() -> dict[str, np.ndarray]:
         # mates. Measured on these texts: mean about 0.991, min 0.986 for real texts and 0.968
         # for the empty string; the stated floors below
         ("onnx", "int8", 0.95, 0.985),
-        ("openvino", "int8", 0.95, 0.985),
     ],
 )
 def test_vectors_agree_with_torch(
@@ -188,7 +187,6 @@ def test_model_store_distrusts_damage_and_survives_a_race(tmp_path: Path) -> Non
         ({}, {"backend": "onnx"}),
         ({"backend": "onnx"}, {"backend": "openvino"}),
         ({"backend": "onnx"}, {"backend": "onnx", "precision": "int8"}),
-        ({"backend": "openvino"}, {"backend": "openvino", "precision": "int8"}),
         ({"backend": "onnx"}, {"backend": "onnx", "max_seq_length": 128}),
         ({"backend": "onnx"}, {"backend": "onnx", "query_prefix": "query: "}),
         ({"backend": "onnx"}, {"backend": "onnx", "truncate_dim": 64}),
@@ -218,7 +216,8 @@ def test_torch_identity_is_unchanged_by_the_new_keys() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("model:\n  precision: int8\n", "precision int8 needs backend onnx or openvino"),
+        ("model:\n  precision: int8\n", "precision int8 needs backend onnx"),
+        ("model:\n  backend: openvino\n  precision: int8\n", "precision int8 needs backend onnx"),
         ("model:\n  backend: onnx\n  device: cuda\n", "backend onnx runs on the CPU"),
         ("model:\n  backend: tensorrt\n", "model.backend"),
     ],

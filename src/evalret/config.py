@@ -58,13 +58,16 @@ class ModelConfig(_Strict):
         "torch", description="torch (sentence-transformers), onnx (onnxruntime) or openvino"
     )
     precision: Literal["fp32", "int8"] = Field(
-        "fp32", description="int8: dynamically quantized weights (onnx and openvino only)"
+        "fp32", description="int8: dynamically quantized weights (backend onnx only)"
     )
 
     @model_validator(mode="after")
     def _backend_settings(self) -> ModelConfig:
-        if self.precision == "int8" and self.backend == "torch":
-            raise ValueError("precision int8 needs backend onnx or openvino")
+        if self.precision == "int8" and self.backend != "onnx":
+            raise ValueError(
+                "precision int8 needs backend onnx (OpenVINO runs onnxruntime's int8 graph "
+                "slower than its own fp32; see benchmarks/RESULTS.md)"
+            )
         if self.backend != "torch" and self.device != "cpu":
             raise ValueError(f"backend {self.backend} runs on the CPU: set device: cpu")
         return self
