@@ -25,7 +25,7 @@ from evalret.backends import (
     pool,
     read_layout,
 )
-from evalret.cache import Namespace, cache_info
+from evalret.cache import Namespace, cache_info, clear_cache
 from evalret.cli import app
 from evalret.config import ModelConfig, parse_config
 from evalret.embed import SentenceTransformerEmbedder, resolve_model
@@ -155,7 +155,7 @@ def test_exported_model_is_read_from_the_cache(
 
 def test_model_store_distrusts_damage_and_survives_a_race(tmp_path: Path) -> None:
     """A file that fails its checksum is set aside and built again; when another process
-    finishes the same export first, its file is used."""
+    finishes the same export first, its file is used; clearing the cache removes them."""
     store = ModelStore(tmp_path)
     key = {"model": "k"}
     builds: list[str] = []
@@ -179,6 +179,8 @@ def test_model_store_distrusts_damage_and_survives_a_race(tmp_path: Path) -> Non
     path, _ = store.get({"model": "race"}, racing)
     assert path.read_bytes() == b"theirs"
     assert not [p for p in (tmp_path / "models").iterdir() if p.name.endswith(".tmp")]
+    clear_cache(tmp_path)  # `evalret cache clear` drops exported models too
+    assert not (tmp_path / "models").exists()
 
 
 @pytest.mark.parametrize(

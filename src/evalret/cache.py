@@ -286,7 +286,9 @@ def cache_info(root: Path) -> list[dict[str, Any]]:
 
 
 def clear_cache(root: Path) -> int:
-    """Remove every cached embedding; returns the number of namespaces removed."""
+    """Remove every cached embedding (and exported ONNX models); returns the number of
+    namespaces removed."""
+    shutil.rmtree(root / "models", ignore_errors=True)
     base = root / "embeddings"
     if not base.is_dir():
         return 0
