@@ -10,6 +10,7 @@ are all unknown or stop words retrieves nothing (and scores 0), as a lexical eng
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from evalret.errors import ConfigError
 from evalret.index import SearchResult, top_candidates
 
 
-def _tokenizer(cfg: Bm25IndexConfig) -> object:
+def _tokenizer(cfg: Bm25IndexConfig) -> Any:
     try:
         from bm25s.tokenization import Tokenizer
     except ImportError as e:  # pragma: no cover - bm25s is a dependency
@@ -53,12 +54,10 @@ def bm25_search(
     import bm25s
 
     tokenizer = _tokenizer(cfg)
-    corpus = tokenizer.tokenize(  # type: ignore[attr-defined]
-        list(doc_texts), return_as="ids", show_progress=False
-    )
+    corpus = tokenizer.tokenize(list(doc_texts), return_as="ids", show_progress=False)
     retriever = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
     retriever.index(corpus, show_progress=False)
-    queries = tokenizer.tokenize(  # type: ignore[attr-defined]
+    queries = tokenizer.tokenize(
         list(query_texts), return_as="ids", update_vocab=False, show_progress=False
     )
     # id 0 is the tokenizer's empty token (a query of stop words or unknown terms only)
