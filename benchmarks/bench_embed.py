@@ -73,7 +73,8 @@ def throughput(args: argparse.Namespace) -> list[dict[str, Any]]:
         return np.asarray(raw.encode(items, batch_size=BATCH, convert_to_numpy=True))
 
     encode(queries[:8])  # warm-up
-    model_dir = Path(tempfile.mkdtemp(prefix="evalret-bench-models-"))
+    scratch = tempfile.TemporaryDirectory(prefix="evalret-bench-models-")
+    model_dir = Path(scratch.name)  # removed when the function returns
     configs = [("torch", "fp32"), *[tuple(s.split(":")) for s in args.backends]]
     embedders: dict[str, Any] = {}
     rows: dict[str, dict[str, Any]] = {"raw": {"name": "raw SentenceTransformer.encode"}}
@@ -161,6 +162,7 @@ def throughput(args: argparse.Namespace) -> list[dict[str, Any]]:
             f"evalret torch overhead against raw encode ({label} time): documents "
             f"{over['docs']:+.1%}, queries {over['queries']:+.1%} (target <= 10%: {met})"
         )
+    scratch.cleanup()
     return out_rows
 
 
