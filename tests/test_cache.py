@@ -131,7 +131,10 @@ def test_info_and_clear(tmp_path: Path) -> None:
     CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
     [row] = cache_info(tmp_path)
     assert row["entries"] == 40 and row["model"] == "hash-bow" and row["shards"] == 1
+    (tmp_path / "indexes").mkdir()
+    (tmp_path / "indexes" / "hnsw-0.faiss").write_bytes(b"graph")
     assert clear_cache(tmp_path) == 1 and cache_info(tmp_path) == []
+    assert not (tmp_path / "indexes").exists()  # cached HNSW graphs go too
 
 
 def test_warm_run_embeds_nothing_and_never_imports_torch(tmp_path: Path) -> None:

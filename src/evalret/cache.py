@@ -286,9 +286,10 @@ def cache_info(root: Path) -> list[dict[str, Any]]:
 
 
 def clear_cache(root: Path) -> int:
-    """Remove every cached embedding (and exported ONNX models); returns the number of
-    namespaces removed."""
+    """Remove every cached embedding, exported ONNX model and HNSW graph; returns the number of
+    embedding namespaces removed."""
     shutil.rmtree(root / "models", ignore_errors=True)
+    shutil.rmtree(root / "indexes", ignore_errors=True)
     base = root / "embeddings"
     if not base.is_dir():
         return 0

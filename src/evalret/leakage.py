@@ -314,12 +314,14 @@ def run_leakage(
 
     embed: Embed | None = None
     if use_embedding:
+        from evalret.backends import make_embedder
         from evalret.cache import CachedEmbedder, default_cache_dir
-        from evalret.embed import Embedder, SentenceTransformerEmbedder
+        from evalret.embed import Embedder
 
-        embedder: Embedder = SentenceTransformerEmbedder(cfg.model)
-        if cfg.cache.enabled:
-            embedder = CachedEmbedder(embedder, cfg.cache.dir or default_cache_dir())
+        root = (cfg.cache.dir or default_cache_dir()) if cfg.cache.enabled else None
+        embedder: Embedder = make_embedder(cfg.model, root)  # the configured backend
+        if root is not None:
+            embedder = CachedEmbedder(embedder, root)
 
         def embed_queries(texts: Sequence[str]) -> np.ndarray:
             tick = progress("Embedding queries", len(texts)) if progress else None

@@ -144,6 +144,41 @@ def _x_axis(
     return out
 
 
+def _y_axis(
+    ticks: Sequence[float],
+    to_y: Callable[[float], float],
+    x0: float,
+    x1: float,
+    plot: tuple[float, float],
+    label: str,
+    signed: bool = False,
+) -> list[str]:
+    """Horizontal grid lines with tick labels on the left, and the rotated axis label; ``plot``
+    is (top, height) of the plotting area; ``signed`` puts "+" before positive ticks."""
+    top, height = plot
+    out = []
+    for t in ticks:
+        y = to_y(t)
+        out.append(
+            f'<line class="grid" x1="{_n(x0)}" x2="{_n(x1)}" y1="{_n(y)}" y2="{_n(y)}" '
+            f'stroke="{GRID}"/>'
+        )
+        text = _tick_label(t, ticks)
+        out.append(_text(x0 - 6, y + 4, "+" + text if signed and t > 0 else text, "end", 11, MUTED))
+    middle = top + height / 2
+    out.append(
+        _text(
+            12,
+            middle,
+            label,
+            "middle",
+            12,
+            extra=f' class="axis-label" transform="rotate(-90 12 {_n(middle)})"',
+        )
+    )
+    return out
+
+
 @dataclass(frozen=True)
 class Series:
     """One series of a bar chart: its name and colour."""
@@ -391,24 +426,7 @@ def histogram(
     def to_y(c: float) -> float:
         return top + plot_h - c / y_max * plot_h
 
-    body = []
-    for t in y_ticks:
-        y = to_y(t)
-        body.append(
-            f'<line class="grid" x1="{_n(x0)}" x2="{_n(x1)}" y1="{_n(y)}" y2="{_n(y)}" '
-            f'stroke="{GRID}"/>'
-        )
-        body.append(_text(x0 - 6, y + 4, _tick_label(t, y_ticks), "end", 11, MUTED))
-    body.append(
-        _text(
-            12,
-            top + plot_h / 2,
-            y_label,
-            "middle",
-            12,
-            extra=f' class="axis-label" transform="rotate(-90 12 {_n(top + plot_h / 2)})"',
-        )
-    )
+    body = _y_axis(y_ticks, to_y, x0, x1, (top, plot_h), y_label)
     x_ticks = nice_ticks(lo, hi, 6)
     for t in x_ticks:
         body.append(_text(to_x(t), top + plot_h + 14, _tick_label(t, x_ticks), "middle", 11, MUTED))
@@ -461,25 +479,7 @@ def sorted_deltas(
     def to_y(v: float) -> float:
         return top + (hi - v) / (hi - lo) * plot_h
 
-    body = []
-    for t in ticks:
-        y = to_y(t)
-        body.append(
-            f'<line class="grid" x1="{_n(x0)}" x2="{_n(x1)}" y1="{_n(y)}" y2="{_n(y)}" '
-            f'stroke="{GRID}"/>'
-        )
-        label = _tick_label(t, ticks)
-        body.append(_text(x0 - 6, y + 4, label if t <= 0 else "+" + label, "end", 11, MUTED))
-    body.append(
-        _text(
-            12,
-            top + plot_h / 2,
-            y_label,
-            "middle",
-            12,
-            extra=f' class="axis-label" transform="rotate(-90 12 {_n(top + plot_h / 2)})"',
-        )
-    )
+    body = _y_axis(ticks, to_y, x0, x1, (top, plot_h), y_label, signed=True)
     n = len(order)
     step = (x1 - x0) / max(n, 1)
     zero = to_y(0.0)
@@ -546,14 +546,7 @@ def line_chart(
     def to_y(v: float) -> float:
         return top + (1 - v) * plot_h
 
-    body = []
-    y_ticks = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    for t in y_ticks:
-        body.append(
-            f'<line class="grid" x1="{_n(x0)}" x2="{_n(x1)}" y1="{_n(to_y(t))}" '
-            f'y2="{_n(to_y(t))}" stroke="{GRID}"/>'
-        )
-        body.append(_text(x0 - 6, to_y(t) + 4, _tick_label(t, y_ticks), "end", 11, MUTED))
+    body = _y_axis([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], to_y, x0, x1, (top, plot_h), y_label)
     if log:
         x_ticks = [
             m * 10**e
@@ -571,16 +564,6 @@ def line_chart(
         body.append(_text(to_x(t), top + plot_h + 14, f"{t:g}", "middle", 11, MUTED))
     body.append(
         _text((x0 + x1) / 2, top + plot_h + 32, x_label + (" (log scale)" if log else ""), "middle")
-    )
-    body.append(
-        _text(
-            12,
-            top + plot_h / 2,
-            y_label,
-            "middle",
-            12,
-            extra=f' class="axis-label" transform="rotate(-90 12 {_n(top + plot_h / 2)})"',
-        )
     )
     for i, line in enumerate(lines):
         points = [(to_x(x), to_y(v)) for x, v in zip(xs, line.values, strict=True) if v is not None]
