@@ -6,6 +6,20 @@ from collections.abc import Mapping
 
 from evalret.results import RunReport, SliceResult
 
+# the per-slice columns of a comparison on its primary metric (terminal and HTML)
+COMPARE_COLUMNS = (
+    "slice",
+    "n",
+    "A",
+    "B",
+    "delta",
+    "95% CI",
+    "p rand. (adj.)",
+    "p t (adj.)",
+    "W/T/L",
+    "MDE",
+)
+
 
 def shown_judged(slices: Mapping[str, SliceResult]) -> str | None:
     """The judged@k shown beside the metrics: judged@10 when computed, else the smallest k."""

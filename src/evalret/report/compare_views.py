@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evalret.report.common import COMPARE_COLUMNS
 from evalret.results import CompareReport, MetricComparison, QueryExample, RankedDoc
 
 VERDICT_STYLE = {"candidate": "bold green", "not a candidate": "bold red", "no difference": "bold"}
@@ -24,18 +25,7 @@ def _mde(v: float | None) -> str:
 def _primary_table(report: CompareReport, index: str) -> Table:
     primary = report.settings["primary"]
     t = Table(title=f"{index}: {primary}, B - A", title_justify="left")
-    for col in (
-        "slice",
-        "n",
-        "A",
-        "B",
-        "delta",
-        "95% CI",
-        "p rand. (adj.)",
-        "p t (adj.)",
-        "W/T/L",
-        "MDE",
-    ):
+    for col in COMPARE_COLUMNS:
         t.add_column(col, justify="left" if col == "slice" else "right", no_wrap=True)
     for name, sc in report.indexes[index].items():
         m = sc.metrics[primary]

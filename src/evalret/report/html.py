@@ -22,7 +22,7 @@ import numpy as np
 
 from evalret.compare import query_examples
 from evalret.goldenset import GoldenSet
-from evalret.report.common import intrinsic_rows, shown_judged
+from evalret.report.common import COMPARE_COLUMNS, intrinsic_rows, shown_judged
 from evalret.report.markdown import _limit, _p
 from evalret.report.svg import (
     BLUE,
@@ -1217,19 +1217,7 @@ def compare_changes_section(p: ComparePage) -> Section:
                 )
             )
         parts.append(f'<div class="grid">{"".join(charts)}</div>')
-        head = [
-            "slice",
-            "n",
-            "A",
-            "B",
-            "delta",
-            "95% CI",
-            "p rand. (adj.)",
-            "p t (adj.)",
-            "W/T/L",
-            "MDE",
-            "diagnosis",
-        ]
+        head = [*COMPARE_COLUMNS, "diagnosis"]
         rows_t = []
         for name, sc in slices.items():
             if primary not in sc.metrics:
