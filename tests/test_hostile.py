@@ -210,7 +210,7 @@ def test_compare_report_and_baseline_show_escape_hostile_text(
 
 def test_validate_leakage_and_pool_escape_hostile_text(hostile: HostileRuns) -> None:
     """`evalret validate`, `evalret leakage --no-embedding` with a hostile training file and
-    `evalret pool`: terminal free of raw escapes."""
+    `evalret pool` into a hostile path: terminal free of raw escapes and markup."""
     code, output = invoke("validate", str(hostile.root / "base.yaml"))
     assert code == 0, output
     assert_terminal_clean(output)
@@ -223,12 +223,13 @@ def test_validate_leakage_and_pool_escape_hostile_text(hostile: HostileRuns) -> 
     assert code == 0, output
     assert_terminal_clean(output)
     assert "7 of 7 golden queries" in output
-    pool = hostile.root / "pool.jsonl"
+    pool = hostile.root / f"pool{CLEAR}[red].jsonl"  # the output path is quoted back
     code, output = invoke(
         "pool", str(hostile.root / "base.yaml"), "-k", "3", "-o", str(pool), "--no-progress"
     )
     assert code == 0, output
     assert_terminal_clean(output)
+    assert "[red].jsonl" in output
 
 
 def test_errors_quoting_hostile_input_reach_the_terminal_escaped(tmp_path: Path) -> None:

@@ -303,7 +303,7 @@ def pool(
         queries = len({r["query_id"] for r in records})
         console.print(
             f"{len(records)} unjudged documents for {queries} of {len(golden.query_ids)} "
-            f"queries, from the top {k} of {', '.join(labels)} -> {_escape(str(out))}",
+            f"queries, from the top {k} of {_escape(', '.join(labels))} -> {_escape(str(out))}",
             highlight=False,
         )
         return ExitCode.OK
