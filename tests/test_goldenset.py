@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,41 @@ def test_trec_malformed_lines_are_located(tmp_path: Path) -> None:
     got = "\n".join(problems_of(tmp_path))
     assert f"{tmp_path / 'queries.tsv'}:2: expected 'query_id<TAB>text'" in got
     assert f"{tmp_path / 'qrels.txt'}:2: expected 4 columns, found 3" in got
+
+
+def _native_bad_ids(tmp_path: Path) -> list[tuple[str, int]]:
+    native(
+        tmp_path,
+        docs=[{"id": "d1", "text": "x"}, {"id": "d 2", "text": "y"}],
+        queries=[{"id": "q\t1", "text": "t", "relevant": ["d1"]}],
+    )
+    return [("corpus.jsonl", 2), ("queries.jsonl", 1)]
+
+
+def _beir_bad_ids(tmp_path: Path) -> list[tuple[str, int]]:
+    beir(tmp_path)
+    write_jsonl(
+        tmp_path / "corpus.jsonl", [{"_id": "A", "text": "a"}, {"_id": "B\u00a0", "text": "b"}]
+    )
+    write_jsonl(tmp_path / "queries.jsonl", [{"_id": "1\x1b[2J", "text": "alpha?"}])
+    return [("corpus.jsonl", 2), ("queries.jsonl", 1)]
+
+
+def _trec_bad_ids(tmp_path: Path) -> list[tuple[str, int]]:
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "queries.tsv").write_text("q1\tfine\nq 2\tspace in the id\n")
+    (tmp_path / "corpus.tsv").write_text("d1\tdoc\nd\x002\tdoc\n")
+    return [("corpus.tsv", 2), ("queries.tsv", 2)]
+
+
+@pytest.mark.parametrize("write", [_native_bad_ids, _beir_bad_ids, _trec_bad_ids])
+def test_ids_with_whitespace_or_controls_are_refused_with_file_and_line(
+    tmp_path: Path, write: Callable[[Path], list[tuple[str, int]]]
+) -> None:
+    """Every reader refuses a document or query id that a TREC run file cannot hold (whitespace,
+    a control character), naming file and line."""
+    expected = write(tmp_path)
+    got = problems_of(tmp_path)
+    for name, line in expected:
+        where = f"{tmp_path / name}:{line}: "
+        assert any(p.startswith(where) and "contains whitespace" in p for p in got), got

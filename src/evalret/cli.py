@@ -58,9 +58,12 @@ T = TypeVar("T")
 
 
 def _escape(text: str) -> str:
+    """``text`` safe inside rich markup: controls visible, brackets not taken as markup."""
     from rich.markup import escape
 
-    return escape(text)
+    from evalret.report.escape import terminal
+
+    return escape(terminal(text, multiline=True))
 
 
 def _guard(fn: Callable[[], T]) -> T:
@@ -80,7 +83,7 @@ def _guard(fn: Callable[[], T]) -> T:
         if os.environ.get("EVALRET_DEBUG"):
             traceback.print_exc()
         err_console.print(
-            f"[bold red]Internal error:[/] {type(e).__name__}: {e}\n"
+            f"[bold red]Internal error:[/] {type(e).__name__}: {_escape(str(e))}\n"
             "(set EVALRET_DEBUG=1 for the traceback)",
             highlight=False,
         )
@@ -300,7 +303,7 @@ def pool(
         queries = len({r["query_id"] for r in records})
         console.print(
             f"{len(records)} unjudged documents for {queries} of {len(golden.query_ids)} "
-            f"queries, from the top {k} of {', '.join(labels)} -> {out}",
+            f"queries, from the top {k} of {_escape(', '.join(labels))} -> {_escape(str(out))}",
             highlight=False,
         )
         return ExitCode.OK
@@ -329,7 +332,7 @@ def report_command(
     def go() -> None:
         from evalret.report.saved import write_saved_html
 
-        console.print(f"wrote {write_saved_html(path, out, baseline)}")
+        console.print(f"wrote {_escape(str(write_saved_html(path, out, baseline)))}")
 
     _guard(go)
 
@@ -372,21 +375,21 @@ def cache_info_command(directory: CacheDir = None) -> None:
 
         root = directory or default_cache_dir()
         rows = cache_info(root)
-        table = Table(title=f"embedding cache {root}", title_justify="left")
+        table = Table(title=f"embedding cache {_escape(str(root))}", title_justify="left")
         for col in ("namespace", "model", "settings", "entries", "MB", "shards", "last used"):
             table.add_column(col, no_wrap=col != "settings")
         for r in rows:
             settings = ", ".join(f"{k}={v!r}" for k, v in r["settings"].items())
             table.add_row(
                 r["namespace"][:12],
-                str(r["model"]),
-                settings,
+                _escape(str(r["model"])),
+                _escape(settings),
                 str(r["entries"]),
                 f"{r['bytes'] / 1e6:.1f}",
                 str(r["shards"]),
                 r["last_used"],
             )
-        console.print(table if rows else f"embedding cache {root} is empty")
+        console.print(table if rows else f"embedding cache {_escape(str(root))} is empty")
 
     _guard(go)
 
@@ -399,7 +402,7 @@ def cache_clear_command(directory: CacheDir = None) -> None:
         from evalret.cache import clear_cache, default_cache_dir
 
         root = directory or default_cache_dir()
-        console.print(f"removed {clear_cache(root)} embedding set(s) from {root}")
+        console.print(f"removed {clear_cache(root)} embedding set(s) from {_escape(str(root))}")
 
     _guard(go)
 
@@ -418,7 +421,7 @@ def cache_prune_command(
         removed = prune_cache(root, days)
         console.print(
             ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in removed.items())
-            + f" removed from {root}"
+            + f" removed from {_escape(str(root))}"
         )
 
     _guard(go)
@@ -435,7 +438,7 @@ def init(
         from evalret.scaffold import write_scaffold
 
         for path in write_scaffold(directory, force=force):
-            console.print(f"wrote {path}")
+            console.print(f"wrote {_escape(str(path))}")
         console.print(
             "next: put your corpus and queries in golden_sets/example, then run "
             "`evalret run --config evalret.yaml --save-baseline baselines/evalret.json` once, "
@@ -558,7 +561,7 @@ def leakage(
         else:
             console.print(render_leakage(result), highlight=False)
             if out is not None:
-                console.print(f"wrote {out}")
+                console.print(f"wrote {_escape(str(out))}")
         return ExitCode.REGRESSION if result.failed else ExitCode.OK
 
     raise typer.Exit(int(_guard(go)))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -272,7 +273,19 @@ class GoldenSetScan(_Reader):
         self.frequency: dict[str, int] = {}
         self.evaluate: list[str] = []  # the queries a run evaluates, in order
 
+    def check_id(self, kind: str, value: str, path: Path, line: int) -> None:
+        """Refuse an id with whitespace or a control character: run files cannot hold it."""
+        if any(c.isspace() or unicodedata.category(c) == "Cc" for c in value):
+            self.problem(
+                f"{kind} id {value!r} contains whitespace or a control character: ids are "
+                "written to TREC run files, whose columns are separated by whitespace",
+                path,
+                line,
+                code="invalid-id",
+            )
+
     def add_doc(self, doc_id: str, text: str, path: Path, line: int) -> None:
+        self.check_id("document", doc_id, path, line)
         if doc_id in self.docs:
             first = self.doc_where[doc_id]
             self.problem(
@@ -288,6 +301,7 @@ class GoldenSetScan(_Reader):
         self.doc_where[doc_id] = (path, line)
 
     def add_query(self, query_id: str, text: str, path: Path, line: int) -> bool:
+        self.check_id("query", query_id, path, line)
         if query_id in self.queries:
             first = self.query_where[query_id]
             self.problem(

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalret.report.common import COMPARE_COLUMNS
+from evalret.report.escape import markdown, markdown_code, terminal
 from evalret.results import CompareReport, MetricComparison, QueryExample, RankedDoc
 
 VERDICT_STYLE = {"candidate": "bold green", "not a candidate": "bold red", "no difference": "bold"}
@@ -30,7 +31,7 @@ def _primary_table(report: CompareReport, index: str) -> Table:
     for name, sc in report.indexes[index].items():
         m = sc.metrics[primary]
         t.add_row(
-            name,
+            Text(terminal(name)),
             str(sc.n_queries),
             f"{m.a:.4f}",
             f"{m.b:.4f}",
@@ -59,7 +60,7 @@ def _overview_table(report: CompareReport, index: str) -> Table:
         t.add_column(d, justify="right", no_wrap=True)
     for name, sc in slices.items():
         t.add_row(
-            name,
+            Text(terminal(name)),
             *(Text(f"{m.delta:+.4f}", style=_delta_style(m)) for m in sc.metrics.values()),
             *(f"{v:.3f}" for v in sc.drift.values()),
         )
@@ -69,51 +70,60 @@ def _overview_table(report: CompareReport, index: str) -> Table:
 def render_compare(report: CompareReport, written: list[str]) -> Group:
     a, b = report.a, report.b
     parts: list[RenderableType] = [
-        Text.assemble(("A ", "bold"), f"{a['label']} ({a['model'].get('source')})"),
-        Text.assemble(("B ", "bold"), f"{b['label']} ({b['model'].get('source')})"),
+        Text.assemble(("A ", "bold"), terminal(f"{a['label']} ({a['model'].get('source')})")),
+        Text.assemble(("B ", "bold"), terminal(f"{b['label']} ({b['model'].get('source')})")),
     ]
     parts += [
-        Text(f"changed: {k}: {v['baseline']} -> {v['current']}") for k, v in report.changed.items()
+        Text(terminal(f"changed: {k}: {v['baseline']} -> {v['current']}"))
+        for k, v in report.changed.items()
     ]
     for index in report.indexes:
         parts += [Text(""), _primary_table(report, index), _overview_table(report, index)]
     parts += [Text(""), Text("diagnosis", style="bold")]
     parts += [
-        Text(f"  {name}: {sc.diagnosis}")
+        Text(f"  {terminal(name)}: {terminal(sc.diagnosis)}")
         for name, sc in report.indexes[report.primary_index].items()
     ]
-    parts += [Text(f"  {n}") for n in report.notes]
+    parts += [Text(f"  {terminal(n)}") for n in report.notes]
     for title, examples in (
         ("biggest losses of B", report.losers),
         ("biggest gains of B", report.gainers),
     ):
         if examples:
             parts += [Text(""), Text(f"{title} ({report.settings['primary']}):", style="bold")]
-            parts += [Text(f"  {e.delta:+.3f}  {e.query_id}  {e.text[:90]}") for e in examples]
+            parts += [
+                Text(f"  {e.delta:+.3f}  {terminal(e.query_id)}  {terminal(e.text[:90])}")
+                for e in examples
+            ]
     v = report.verdict
     parts += [
         Text(""),
-        Text(f"VERDICT: {v.status}: {v.reason}", style=VERDICT_STYLE.get(v.status, "bold")),
+        Text(
+            f"VERDICT: {v.status}: {terminal(v.reason)}", style=VERDICT_STYLE.get(v.status, "bold")
+        ),
     ]
-    parts += [Text(f"  {x}", style="red") for x in v.blocking[1:6]]
+    parts += [Text(f"  {terminal(x)}", style="red") for x in v.blocking[1:6]]
     if written:
-        parts += [Text(""), Text("report files:", style="bold"), *(Text(f"  {p}") for p in written)]
+        parts += [Text(""), Text("report files:", style="bold")]
+        parts += [Text(f"  {terminal(p)}") for p in written]
     return Group(*parts)
 
 
 def render_compare_markdown(report: CompareReport) -> str:
     v, primary = report.verdict, report.settings["primary"]
     icon = {"candidate": "✅", "not a candidate": "❌", "no difference": "⚪"}.get(v.status, "")
-    lines = [f"## evalret compare: {icon} {v.status}", "", v.reason, ""]
+    lines = [f"## evalret compare: {icon} {v.status}", "", markdown(v.reason), ""]
     lines += [
-        f"- A: `{report.a['label']}` ({report.a['model'].get('source')})",
-        f"- B: `{report.b['label']}` ({report.b['model'].get('source')})",
+        f"- {side}: {markdown_code(str(r['label']))} ({markdown(str(r['model'].get('source')))})"
+        for side, r in (("A", report.a), ("B", report.b))
     ]
     lines += [
-        f"- changed: `{k}`: `{c['baseline']}` → `{c['current']}`" for k, c in report.changed.items()
+        f"- changed: {markdown_code(k)}: {markdown_code(str(c['baseline']))} → "
+        f"{markdown_code(str(c['current']))}"
+        for k, c in report.changed.items()
     ]
     if v.blocking:
-        lines += ["", "Blocking:", "", *(f"- {x}" for x in v.blocking)]
+        lines += ["", "Blocking:", "", *(f"- {markdown(x)}" for x in v.blocking)]
     for index, slices in report.indexes.items():
         lines += [
             "",
@@ -127,11 +137,11 @@ def render_compare_markdown(report: CompareReport) -> str:
             m = sc.metrics[primary]
             delta = f"**{m.delta:+.4f}**" if m.significant else f"{m.delta:+.4f}"
             lines.append(
-                f"| {name} | {sc.n_queries} | {m.a:.4f} | {m.b:.4f} | {delta} | "
+                f"| {markdown(name)} | {sc.n_queries} | {m.a:.4f} | {m.b:.4f} | {delta} | "
                 f"[{m.ci_low:+.4f}, {m.ci_high:+.4f}] | "
                 f"{m.p_randomization:.3g} ({m.p_randomization_adjusted:.3g}) | "
                 f"{m.p_t_test:.3g} ({m.p_t_test_adjusted:.3g}) | {m.wins}/{m.ties}/{m.losses} | "
-                f"{_mde(sc.mde.get(primary))} | {sc.diagnosis} |"
+                f"{_mde(sc.mde.get(primary))} | {markdown(sc.diagnosis)} |"
             )
         first = next(iter(slices.values()))
         lines += [
@@ -148,9 +158,9 @@ def render_compare_markdown(report: CompareReport) -> str:
                 for m in sc.metrics.values()
             ]
             cells += [f"{d:.3f}" for d in sc.drift.values()]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            lines.append(f"| {markdown(name)} | " + " | ".join(cells) + " |")
     if report.notes:
-        lines += ["", *(f"- {n}" for n in report.notes)]
+        lines += ["", *(f"- {markdown(n)}" for n in report.notes)]
     lines += ["", "Per-query disagreements: `disagreements.md`."]
     return "\n".join(lines) + "\n"
 
@@ -159,19 +169,21 @@ def _doc_lines(docs: list[RankedDoc]) -> list[str]:
     out = []
     for rank, d in enumerate(docs, start=1):
         grade = "unjudged" if d.grade is None else f"grade {d.grade}"
-        out.append(f"  {rank}. `{d.id}` ({grade}) {d.text[:120]}")
+        out.append(f"  {rank}. {markdown_code(d.id)} ({grade}) {markdown(d.text[:120])}")
     return out
 
 
 def _example_lines(e: QueryExample) -> list[str]:
     lines = [
-        f"#### {e.query_id}: {e.text or '(text not available)'}",
+        f"#### {markdown(e.query_id)}: {markdown(e.text) if e.text else '(text not available)'}",
         "",
         f"A {e.a:.4f} → B {e.b:.4f} ({e.delta:+.4f})",
         "",
         "Relevant:",
     ]
-    lines += [f"- `{d.id}` grade {d.grade}: {d.text[:120]}" for d in e.relevant] or ["- (unknown)"]
+    lines += [
+        f"- {markdown_code(d.id)} grade {d.grade}: {markdown(d.text[:120])}" for d in e.relevant
+    ] or ["- (unknown)"]
     lines += [
         "",
         "A's top results:",

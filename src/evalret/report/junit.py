@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from evalret.report.escape import xml_text
 from evalret.results import GateSection
 
 
@@ -29,7 +30,7 @@ def render_junit(gate: GateSection) -> str:
         case = ET.SubElement(
             suite,
             "testcase",
-            classname=f"evalret.{c.index}.{c.slice}",
+            classname=xml_text(f"evalret.{c.index}.{c.slice}"),
             name=f"{c.metric} {c.kind} {c.threshold:g}",
             time="0",
         )
@@ -39,9 +40,9 @@ def render_junit(gate: GateSection) -> str:
             f"p_value={c.p_value} p_adjusted={c.p_adjusted} mde={c.mde}"
         )
         if not c.passed:
-            failure = ET.SubElement(case, "failure", message=c.message, type="regression")
-            failure.text = details
+            failure = ET.SubElement(case, "failure", message=xml_text(c.message), type="regression")
+            failure.text = xml_text(details)
         else:
-            ET.SubElement(case, "system-out").text = f"{c.message}\n{details}"
+            ET.SubElement(case, "system-out").text = xml_text(f"{c.message}\n{details}")
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

@@ -7,26 +7,28 @@ from rich.table import Table
 from rich.text import Text
 
 from evalret.leakage import LeakageResult
+from evalret.report.escape import terminal
 
 SHOWN_PAIRS = 50  # --json and --out list every pair
 KIND_STYLE = {"exact": "bold red", "near-text": "red", "embedding": "yellow"}
 
 
 def _clip(text: str, width: int = 70) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return terminal(text if len(text) <= width else text[: width - 1] + "…")
 
 
 def render_leakage(r: LeakageResult) -> Group:
     s = r.settings
     how = f"normalized text, character 3-gram Jaccard >= {s['text_threshold']}"
     if s.get("cosine_threshold") is not None:
-        how += f", {s['model']} cosine >= {s['cosine_threshold']}"
+        how += f", {terminal(str(s['model']))} cosine >= {s['cosine_threshold']}"
     else:
         how += " (no embedding check)"
     parts: list[RenderableType] = [
         Text.assemble(
             ("leakage ", "bold"),
-            f"{r.train_source} ({r.n_train:,} training queries) against {r.golden_source} "
+            f"{terminal(r.train_source)} ({r.n_train:,} training queries) against "
+            f"{terminal(r.golden_source)} "
             f"({r.n_golden:,} evaluated queries): {how}",
         )
     ]
@@ -42,8 +44,8 @@ def render_leakage(r: LeakageResult) -> Group:
         for p in r.pairs[:SHOWN_PAIRS]:
             table.add_row(
                 Text(p.kind, style=KIND_STYLE[p.kind]),
-                f"{p.query_id}: {_clip(p.query_text)}",
-                f"{p.train_line}: {_clip(p.train_text)}",
+                Text(f"{terminal(p.query_id)}: {_clip(p.query_text)}"),
+                Text(f"{p.train_line}: {_clip(p.train_text)}"),
                 f"{p.text_similarity:.2f}",
                 "-" if p.cosine is None else f"{p.cosine:.3f}",
             )
@@ -54,7 +56,7 @@ def render_leakage(r: LeakageResult) -> Group:
             table.add_column(col, justify="left" if col == "slice" else "right")
         for sl in r.slices:
             table.add_row(
-                sl.name,
+                Text(terminal(sl.name)),
                 str(sl.n_queries),
                 str(sl.n_leaked),
                 Text(f"{sl.fraction:.1%}", style="red" if sl.n_leaked else ""),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from evalret.backends import summary_line
 from evalret.report.common import intrinsic_rows, shown_judged
+from evalret.report.escape import markdown, markdown_code
 from evalret.results import GateCheck, GateSection, RunReport
 
 
@@ -53,11 +54,12 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
         if c.underpowered and c.passed:
             result += f" ⚠️ underpowered (MDE {c.mde:.3f})"
         rows.append(
-            f"| {c.index} | {c.slice} | {c.n_queries} | {c.metric} | {_num(c.baseline)} | "
-            f"{_num(c.current)} | {_num(c.delta, True)} | {_limit(c)} | {_p(c)} | {result} |"
+            f"| {c.index} | {markdown(c.slice)} | {c.n_queries} | {c.metric} | "
+            f"{_num(c.baseline)} | {_num(c.current)} | {_num(c.delta, True)} | {_limit(c)} | "
+            f"{_p(c)} | {result} |"
         )
     if with_message:
-        rows += ["", *(f"- `{c.name}`: {c.message}" for c in checks)]
+        rows += ["", *(f"- {markdown_code(c.name)}: {markdown(c.message)}" for c in checks)]
     return rows
 
 
@@ -70,7 +72,8 @@ def _gate_lines(gate: GateSection) -> list[str]:
     lines.append("")
     if gate.baseline:
         lines.append(
-            f"Baseline `{gate.baseline}` (fingerprint `{(gate.baseline_fingerprint or '')[:12]}`)."
+            f"Baseline {markdown_code(gate.baseline)} "
+            f"(fingerprint `{(gate.baseline_fingerprint or '')[:12]}`)."
         )
     if gate.significance:
         s = gate.significance
@@ -80,7 +83,11 @@ def _gate_lines(gate: GateSection) -> list[str]:
         )
     if gate.changed:
         lines += ["", "Changed since the baseline:", ""]
-        lines += [f"- `{k}`: `{v['baseline']}` → `{v['current']}`" for k, v in gate.changed.items()]
+        lines += [
+            f"- {markdown_code(k)}: {markdown_code(str(v['baseline']))} → "
+            f"{markdown_code(str(v['current']))}"
+            for k, v in gate.changed.items()
+        ]
     if failed:
         lines += ["", "### Failed checks", "", *_checks_table(failed, with_message=True)]
     underpowered = [c for c in gate.checks if c.underpowered and c.passed]
@@ -91,7 +98,7 @@ def _gate_lines(gate: GateSection) -> list[str]:
             "threshold (minimum detectable drop, MDE, above it): a pass there is weak evidence.",
         ]
     if gate.notes:
-        lines += ["", *(f"- {n}" for n in gate.notes)]
+        lines += ["", *(f"- {markdown(n)}" for n in gate.notes)]
     lines += [
         "",
         "<details><summary>All checks</summary>",
@@ -119,7 +126,7 @@ def _metrics_lines(report: RunReport) -> list[str]:
         for name, s in result.slices.items():
             cells = [_num(s.metrics[m].value) for m in metrics]
             cells += [_num(s.judged.get(judged))] if judged else []
-            lines.append(f"| {name} | {s.n_queries} | " + " | ".join(cells) + " |")
+            lines.append(f"| {markdown(name)} | {s.n_queries} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -137,7 +144,7 @@ def _lexical_lines(report: RunReport) -> list[str]:
     ]
     for name, s in lex.slices.items():
         lines.append(
-            f"| {name} | {s.n_queries} | {_num(s.dense_minus_bm25[metric], True)} | "
+            f"| {markdown(name)} | {s.n_queries} | {_num(s.dense_minus_bm25[metric], True)} | "
             f"{_num(s.hybrid_minus_dense.get(metric), True)} | {s.dense_wins[metric]} | "
             f"{s.bm25_wins[metric]} |"
         )
@@ -168,8 +175,9 @@ def render_markdown(report: RunReport) -> str:
     lines = _gate_lines(report.gate) if report.gate else ["## evalret run (no gate configured)"]
     lines += [
         "",
-        f"Golden set `{g.source}` ({g.format}, {g.n_documents} documents, "
-        f"{g.n_queries_evaluated} queries, fingerprint `{g.fingerprint[:12]}`); model `{model}`.",
+        f"Golden set {markdown_code(g.source)} ({g.format}, {g.n_documents} documents, "
+        f"{g.n_queries_evaluated} queries, fingerprint `{g.fingerprint[:12]}`); "
+        f"model {markdown_code(str(model))}.",
     ]
     backend = summary_line(report.embedding)
     if backend:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from html import escape
 
 import numpy as np
+
+from evalret.report.escape import html_text
 
 # Okabe-Ito colours (distinguishable with the common colour-vision deficiencies)
 BLUE = "#0072B2"
@@ -39,7 +40,7 @@ MAX_BARS = 600  # a sorted-delta chart draws at most this many query bars (quant
 
 def esc(text: object) -> str:
     """Text escaped for an HTML or SVG element or a quoted attribute."""
-    return escape(str(text), quote=True)
+    return html_text(str(text))
 
 
 def fmt(v: float | None, signed: bool = False, digits: int = 4) -> str:

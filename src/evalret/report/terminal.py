@@ -10,6 +10,7 @@ from rich.text import Text
 
 from evalret.backends import summary_line
 from evalret.report.common import intrinsic_rows, shown_judged
+from evalret.report.escape import terminal
 from evalret.results import GateSection, MetricValue, RunReport
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
@@ -49,7 +50,7 @@ def index_table(report: RunReport, index: str) -> Table:
         flag = "" if s.reliability != "unreliable" else " !"
         n = Text(f"{s.n_queries}{flag}", style=RELIABILITY_STYLE.get(s.reliability, ""))
         extra = [Text(_fmt(s.judged.get(judged)), style="dim")] if judged else []
-        table.add_row(name, n, *(_cell(s.metrics[m]) for m in metrics), *extra)
+        table.add_row(Text(terminal(name)), n, *(_cell(s.metrics[m]) for m in metrics), *extra)
     return table
 
 
@@ -76,7 +77,7 @@ def lexical_table(report: RunReport) -> Table | None:
         diff = s.dense_minus_bm25[metric]
         style = "" if diff is None else ("green" if diff > 0 else "red" if diff < 0 else "")
         table.add_row(
-            name,
+            Text(terminal(name)),
             str(s.n_queries),
             value(lex.dense),
             value("bm25"),
@@ -107,7 +108,7 @@ def ann_table(report: RunReport) -> Table | None:
         table.add_column(f"Δ{m}", justify="right", no_wrap=True)
     for name, s in ann.slices.items():
         table.add_row(
-            name,
+            Text(terminal(name)),
             str(s.n_queries),
             *(_fmt(v) for v in s.recall.values()),
             *(_fmt(v, signed=True) for v in s.metric_deltas.values()),
@@ -149,9 +150,9 @@ def gate_parts(gate: GateSection) -> list[RenderableType]:
         )
     parts: list[RenderableType] = [Text(""), verdict]
     if gate.baseline:
-        parts.append(Text(f"baseline {gate.baseline}", style="dim"))
+        parts.append(Text(f"baseline {terminal(gate.baseline)}", style="dim"))
     for key, change in gate.changed.items():
-        parts.append(Text(f"changed: {key}: {change['baseline']} -> {change['current']}"))
+        parts.append(Text(terminal(f"changed: {key}: {change['baseline']} -> {change['current']}")))
     if failed:
         table = Table(title="failed checks", title_justify="left", title_style="bold red")
         for col in ("check", "n", "baseline", "current", "delta", "p (adj.)"):
@@ -159,7 +160,7 @@ def gate_parts(gate: GateSection) -> list[RenderableType]:
         for c in failed:
             p = "-" if c.p_adjusted is None else f"{c.p_value:.3g} ({c.p_adjusted:.3g})"
             table.add_row(
-                Text(c.name, style="red"),
+                Text(terminal(c.name), style="red"),
                 str(c.n_queries),
                 _fmt(c.baseline),
                 _fmt(c.current),
@@ -176,7 +177,7 @@ def gate_parts(gate: GateSection) -> list[RenderableType]:
                 style="yellow",
             )
         )
-    parts += [Text(f"note: {n}", style="yellow") for n in gate.notes]
+    parts += [Text(f"note: {terminal(n)}", style="yellow") for n in gate.notes]
     return parts
 
 
@@ -185,9 +186,10 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     parts: list[RenderableType] = [
         Text.assemble(
             ("golden set ", "bold"),
-            f"{g.source} ({g.format}): {g.n_documents} documents, "
+            f"{terminal(g.source)} ({g.format}): {g.n_documents} documents, "
             f"{g.n_queries_evaluated} queries evaluated, {g.n_judgments} judgments; "
-            f"model {report.fingerprint.model.get('source')} (dim {report.embedding['dim']})",
+            f"model {terminal(str(report.fingerprint.model.get('source')))} "
+            f"(dim {report.embedding['dim']})",
         )
     ]
     cache = report.embedding.get("cache")
@@ -198,12 +200,12 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
             for kind, c in cache.items()
             if isinstance(c, dict)
         )
-        parts.append(Text(f"embedding cache {cache['dir']}: {counts}", style="dim"))
+        parts.append(Text(f"embedding cache {terminal(cache['dir'])}: {counts}", style="dim"))
     backend = summary_line(report.embedding)
     if backend:
         parts.append(Text(backend, style="dim"))
     if g.queries_without_relevant:
-        shown = ", ".join(g.queries_without_relevant[:10])
+        shown = ", ".join(terminal(q) for q in g.queries_without_relevant[:10])
         more = "" if len(g.queries_without_relevant) <= 10 else ", ..."
         parts.append(
             Text(
@@ -226,7 +228,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
         parts += gate_parts(report.gate)
     if written:
         parts += [Text(""), Text("report files:", style="bold")]
-        parts += [Text(f"  {p}") for p in written]
+        parts += [Text(f"  {terminal(str(p))}") for p in written]
     return Group(*parts)
 
 
@@ -238,17 +240,17 @@ def print_baseline(console: Console, report: RunReport, path: Path) -> None:
     """What a baseline holds: fingerprint, settings, metrics per index and slice."""
     f, g = report.fingerprint, report.golden_set
     lines = [
-        ("baseline", str(path)),
+        ("baseline", terminal(str(path))),
         ("schema", f"{report.schema_version} (evalret {f.evalret_version})"),
         ("fingerprint", f.digest),
         (
             "golden set",
-            f"{g.source} ({g.format}): {g.n_documents} documents, "
+            f"{terminal(g.source)} ({g.format}): {g.n_documents} documents, "
             f"{g.n_queries_evaluated} queries, fingerprint {g.fingerprint[:16]}",
         ),
-        ("model", ", ".join(f"{k}={v}" for k, v in f.model.items())),
-        ("indexes", "; ".join(f"{k}: {v}" for k, v in f.indexes.items())),
-        ("metrics", ", ".join(f"{k}={v}" for k, v in f.metrics.items())),
+        ("model", terminal(", ".join(f"{k}={v}" for k, v in f.model.items()))),
+        ("indexes", terminal("; ".join(f"{k}: {v}" for k, v in f.indexes.items()))),
+        ("metrics", terminal(", ".join(f"{k}={v}" for k, v in f.metrics.items()))),
     ]
     for label, value in lines:
         console.print(Text.assemble((f"{label}: ", "bold"), value))

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalret.errors import Problem
+from evalret.report.escape import terminal
 from evalret.validate import RELIABILITY_MEANING, Validation
 
 SHOWN_PER_CODE = 50  # per kind of problem; --json lists every one
@@ -27,7 +28,7 @@ def _problems(title: str, problems: list[Problem], style: str) -> list[Renderabl
     for p in problems:
         if shown[p.code] < SHOWN_PER_CODE:
             shown[p.code] += 1
-            parts.append(Text.assemble("  ", (f"[{p.code}] ", "dim"), str(p)))
+            parts.append(Text.assemble("  ", (f"[{p.code}] ", "dim"), terminal(str(p))))
         else:
             hidden[p.code] += 1
     for code, n in hidden.items():
@@ -39,7 +40,7 @@ def _summary_table(v: Validation) -> Table | None:
     s = v.summary
     if s is None:
         return None
-    table = Table(title=f"golden set {v.source} ({s.format})", title_justify="left")
+    table = Table(title=Text(f"golden set {terminal(v.source)} ({s.format})"), title_justify="left")
     table.add_column("", style="bold", no_wrap=True)
     table.add_column("", overflow="fold")
     table.show_header = False
@@ -64,11 +65,11 @@ def _summary_table(v: Validation) -> Table | None:
             "  queries by relevant docs",
             ", ".join(f"{k}: {n}" for k, n in s.relevant_histogram.items() if n) or "-",
         ),
-        ("tags", ", ".join(f"{t}: {n}" for t, n in s.tags.items()) or "none"),
+        ("tags", ", ".join(f"{terminal(t)}: {n}" for t, n in s.tags.items()) or "none"),
         ("queries with a frequency", f"{s.n_with_frequency:,}"),
     ]
     for k, val in rows:
-        table.add_row(k, val)
+        table.add_row(k, Text(val))
     return table
 
 
@@ -88,12 +89,12 @@ def _slice_table(v: Validation) -> Table | None:
     for s in v.slices:
         style = RELIABILITY_STYLE.get(s.reliability, "")
         table.add_row(
-            s.name,
+            Text(terminal(s.name)),
             s.kind,
             str(s.n_queries),
             Text(s.reliability, style=style),
             f"{s.sd:.3f}",
-            s.sd_source,
+            Text(terminal(s.sd_source)),
             "-" if s.mde is None else f"{s.mde:.3f}",
         )
     return table
