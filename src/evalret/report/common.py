@@ -77,7 +77,7 @@ def cache_notes(embedding: Mapping[str, Any]) -> list[str]:
         )
     if cache.get("hnsw_index") == "rebuilt":
         notes.append(
-            "embedding cache: the cached HNSW graph was unreadable or did not fit: rebuilt"
+            "embedding cache: the cached HNSW graph was unreadable or did not fit, rebuilt"
         )
     notes += [f"embedding cache warning: {w}" for w in cache.get("warnings", [])]
     return notes
