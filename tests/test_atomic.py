@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from evalret.atomic import atomic_write_text, check_writable_dir, check_writable_file
+from evalret.atomic import append_text, atomic_write_text, check_writable_dir, check_writable_file
 from evalret.errors import ExitCode, InputError
 
 
@@ -146,3 +146,12 @@ def test_check_writable_paths_as_root(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="it exists and is a directory"):
         check_writable_file(tmp_path, "baseline")
     check_writable_file(private_null(tmp_path), "baseline")
+
+
+def test_append_errors_name_the_path(tmp_path: Path) -> None:
+    """$GITHUB_STEP_SUMMARY pointing at a directory: exit 2 naming it, not an internal error."""
+    with pytest.raises(InputError, match=f"cannot write step summary {tmp_path}"):
+        append_text(tmp_path, "x", "step summary")
+    append_text(tmp_path / "summary.md", "a")
+    append_text(tmp_path / "summary.md", "b")
+    assert (tmp_path / "summary.md").read_text() == "ab"

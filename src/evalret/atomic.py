@@ -98,6 +98,16 @@ def atomic_write_text(path: Path, text: str, what: str = "") -> None:
         raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
 
 
+def append_text(path: Path, text: str, what: str = "") -> None:
+    """Append ``text`` to ``path`` (GitHub's step summary: appended to, never replaced); errors
+    are InputError naming the path."""
+    try:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+
+
 def _nearest_existing(path: Path) -> Path:
     while not os.path.lexists(path) and path != path.parent:
         path = path.parent
