@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import stat
 import tempfile
 import time
@@ -56,21 +57,33 @@ def write_target(path: Path, what: str = "") -> tuple[Path, bool]:
     raise InputError(f"cannot write {_label(path, what)}: it exists and is {kind}")
 
 
-def remove_stale_temps(target: Path, older_than_s: float = STALE_TEMP_S) -> int:
-    """Remove the temporary files that killed writes of ``target`` left; returns how many."""
+def is_stale(path: Path, older_than_s: float = STALE_TEMP_S) -> bool:
+    """Whether ``path`` was last modified over ``older_than_s`` ago (False when it is gone)."""
+    try:
+        return path.lstat().st_mtime < time.time() - older_than_s
+    except OSError:
+        return False
+
+
+def remove_stale_temps(directory: Path, pattern: str = ".*.tmp") -> int:
+    """Remove the temporary files (or directories) matching ``pattern`` in ``directory`` that
+    killed writes left (older than STALE_TEMP_S); returns how many."""
     removed = 0
-    cutoff = time.time() - older_than_s
-    for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
-        with suppress(OSError):
-            if tmp.lstat().st_mtime < cutoff:
+    for tmp in directory.glob(pattern):
+        if not is_stale(tmp):
+            continue
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            with suppress(OSError):
                 tmp.unlink()
-                removed += 1
+        removed += 1
     return removed
 
 
 def _replace(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(target)
+    remove_stale_temps(target.parent, f".{glob.escape(target.name)}.*.tmp")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

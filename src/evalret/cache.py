@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
+from evalret.atomic import is_stale, remove_stale_temps
 from evalret.embed import Embedder, Kind, Progress
 from evalret.errors import InputError
 
 KEY_BYTES = 16
 CHECK_CHUNK = 1 << 24
-STALE_S = 3600  # temp files and orphan vectors older than this belong to no live writer
 MAX_PRUNE_DAYS = 36500
 SHARD_SUFFIXES = (".json", ".keys.npy", ".vecs.npy")
 
@@ -73,29 +73,6 @@ def _sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(CHECK_CHUNK), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _is_stale(path: Path, now: float) -> bool:
-    try:
-        return path.lstat().st_mtime < now - STALE_S
-    except OSError:
-        return False
-
-
-def remove_stale_temps(directory: Path) -> int:
-    """Remove ``.*.tmp`` files (and directories) in ``directory`` older than STALE_S, left by
-    killed writes; a write takes seconds, so no live writer's file is touched."""
-    removed = 0
-    now = time.time()
-    for p in directory.glob(".*.tmp"):
-        if _is_stale(p, now):
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    p.unlink()
-            removed += 1
-    return removed
 
 
 def _atomic_save(path: Path, array: np.ndarray) -> None:
@@ -382,13 +359,12 @@ def clear_cache(root: Path) -> int:
 
 def _remove_orphans(ns: Path) -> int:
     """Remove the vector and key files of shards whose metadata is gone (a killed write, or a
-    deleted .json), once older than STALE_S: a live writer writes its metadata last."""
+    deleted .json), once older than STALE_TEMP_S: a live writer writes its metadata last."""
     removed = 0
-    now = time.time()
     for suffix in (".keys.npy", ".vecs.npy"):
         for p in ns.glob(f"*{suffix}"):
             shard_id = p.name[: -len(suffix)]
-            if not (ns / f"{shard_id}.json").exists() and _is_stale(p, now):
+            if not (ns / f"{shard_id}.json").exists() and is_stale(p):
                 with contextlib.suppress(OSError):
                     p.unlink()
                     removed += 1
