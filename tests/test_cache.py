@@ -5,19 +5,26 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from conftest import REPO
 from evalret.cache import CachedEmbedder, Namespace, cache_info, clear_cache, prune_cache
-from evalret.config import ModelConfig
+from evalret.cli import app
+from evalret.config import HnswIndexConfig, ModelConfig
 from evalret.embed import SentenceTransformerEmbedder
+from evalret.errors import InputError
+from evalret.index import cached_hnsw
 from helpers import HashEmbedder
+from test_atomic import immutable
 
 
 class CountingEmbedder(HashEmbedder):
@@ -162,3 +169,132 @@ if sys.argv[1] == "warm":
     assert result["heavy"] == []
     assert result["cache"]["document"]["misses"] == 0 and result["cache"]["query"]["misses"] == 0
     assert result["cache"]["document"]["hits"] == 338
+
+
+def test_cache_path_that_is_a_file_embeds_without_caching_and_warns_once(tmp_path: Path) -> None:
+    """A cache directory that is a regular file (root cannot write into it either): the texts
+    are embedded, one warning names the path, and nothing raises."""
+    root = tmp_path / "cache"
+    root.write_text("not a directory")
+    inner = CountingEmbedder()
+    cached = CachedEmbedder(inner, root)
+    first = cached.embed(TEXTS, "document")
+    again = cached.embed(TEXTS[:5], "query")
+    assert np.array_equal(first, HashEmbedder().embed(TEXTS, "document"))
+    assert len(again) == 5 and len(inner.calls) == 2
+    [warning] = cached.report()["warnings"]
+    assert f"cannot write the embedding cache {root}" in warning
+    assert root.read_text() == "not a directory"
+
+
+def test_immutable_cache_directory_still_serves_hits_and_warns(tmp_path: Path) -> None:
+    """A cache root cannot write (chattr +i on its namespace: immutable even for root): cached
+    texts are read, new ones embedded, one warning."""
+    CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    ns_dir = next((tmp_path / "embeddings").iterdir())
+    with immutable(ns_dir):
+        cached = CachedEmbedder(HashEmbedder(), tmp_path)
+        vectors = cached.embed([*TEXTS, "one more passage"], "document")
+        cached.embed(["and another"], "document")
+    assert len(vectors) == 41 and cached.report()["document"]["hits"] == 40
+    assert len(cached.report()["warnings"]) == 1
+
+
+def test_info_prune_and_clear_survive_junk(tmp_path: Path) -> None:
+    """Stray files, a namespace that is a file, malformed identity and shard metadata: info
+    lists what it can, prune and clear skip the junk."""
+    CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    base = tmp_path / "embeddings"
+    ns_dir = next(base.iterdir())
+    (base / "README.txt").write_text("a stray file")
+    junk = base / ("0" * 32)
+    junk.mkdir()
+    (junk / "identity.json").write_text("[1, 2]")
+    (junk / "x.json").write_text('{"n": "many"}')
+    (junk / "y.json").mkdir()
+    (ns_dir / "notes.json").write_text("not json")
+    rows = {r["namespace"]: r for r in cache_info(tmp_path)}
+    assert rows[ns_dir.name]["entries"] == 40 and rows[junk.name]["entries"] == 0
+    assert prune_cache(tmp_path, 30)["namespaces"] == 0
+    assert (base / "README.txt").exists()
+    assert clear_cache(tmp_path) == 2
+
+
+@pytest.mark.parametrize("days", [-5, -0.001, float("nan"), float("inf"), 1e9])
+def test_prune_refuses_negative_and_absurd_days(tmp_path: Path, days: float) -> None:
+    """`prune --days -5` would delete every set: refused, nothing removed."""
+    CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    with pytest.raises(InputError, match="--days"):
+        prune_cache(tmp_path, days)
+    assert len(cache_info(tmp_path)) == 1
+
+
+def test_prune_cli_refuses_negative_days(tmp_path: Path) -> None:
+    CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    result = CliRunner().invoke(app, ["cache", "prune", "--dir", str(tmp_path), "--days", "-5"])
+    assert result.exit_code == 2, result.output
+    assert "--days" in result.output and len(cache_info(tmp_path)) == 1
+
+
+def _age(path: Path, hours: float = 2) -> None:
+    then = time.time() - hours * 3600
+    os.utime(path, (then, then))
+
+
+def test_prune_removes_stale_temps_and_orphan_vectors(tmp_path: Path) -> None:
+    """Temporary files of killed writes (vectors, graphs, exports) and the vector and key files
+    of a shard whose metadata was deleted go once an hour old; fresh ones (a live writer) stay."""
+    CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    ns_dir = next((tmp_path / "embeddings").iterdir())
+    shard = next(p for p in ns_dir.glob("*.json") if p.name != "identity.json")
+    shard.unlink()  # its .vecs.npy and .keys.npy are orphans now
+    (tmp_path / "indexes").mkdir()
+    (tmp_path / "models").mkdir()
+    stale = [
+        ns_dir / ".x.vecs.npy.dead.tmp",
+        tmp_path / "indexes" / ".hnsw-1.faiss.dead.tmp",
+        tmp_path / "models" / ".abc.dead.tmp",
+    ]
+    for p in stale:
+        p.write_bytes(b"partial")
+    fresh_tmp = ns_dir / ".y.keys.npy.live.tmp"
+    fresh_tmp.write_bytes(b"being written")
+    fresh_orphan = ns_dir / "20990101T000000-live.vecs.npy"
+    fresh_orphan.write_bytes(b"metadata comes last")
+    for p in [*stale, *ns_dir.glob(f"{shard.stem}.*.npy")]:
+        _age(p)
+    removed = prune_cache(tmp_path, 30)
+    assert removed["temp_files"] == 3 and removed["orphan_files"] == 2
+    assert not any(p.exists() for p in stale) and not list(ns_dir.glob(f"{shard.stem}.*"))
+    assert fresh_tmp.exists() and fresh_orphan.exists()
+
+
+def test_stale_temps_are_removed_by_the_next_cache_write(tmp_path: Path) -> None:
+    CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    ns_dir = next((tmp_path / "embeddings").iterdir())
+    dead = ns_dir / ".x.vecs.npy.dead.tmp"
+    dead.write_bytes(b"partial")
+    _age(dead)
+    CachedEmbedder(HashEmbedder(), tmp_path).embed(["a new text"], "document")
+    assert not dead.exists()
+
+
+def test_hnsw_graph_rebuilt_or_not_storable_is_reported(tmp_path: Path) -> None:
+    """A damaged cached graph is rebuilt and says "rebuilt"; a graph that cannot be stored (the
+    indexes path is a file) is used all the same, with a warning."""
+    vectors = HashEmbedder().embed(TEXTS, "document")
+    cfg = HnswIndexConfig()
+    _, status = cached_hnsw(vectors, cfg, tmp_path)
+    assert status == "built"
+    [graph] = (tmp_path / "indexes").iterdir()
+    graph.write_bytes(b"garbage")
+    index, status = cached_hnsw(vectors, cfg, tmp_path)
+    assert status == "rebuilt" and index.ntotal == 40
+    assert cached_hnsw(vectors, cfg, tmp_path)[1] == "hit"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "indexes").write_text("a file")
+    warnings: list[str] = []
+    index, status = cached_hnsw(vectors, cfg, other, warnings=warnings)
+    assert status == "built" and index.ntotal == 40
+    assert len(warnings) == 1 and "cannot store the HNSW graph" in warnings[0]

@@ -3,8 +3,10 @@ with the real packaged model on the demo golden set prints both tables and write
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import stat
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -19,6 +21,8 @@ from conftest import DEMO, REPO
 from evalret.cli import app
 from evalret.config import load_config
 from evalret.goldenset import load_golden_set
+from helpers import HashEmbedder, make_set
+from test_atomic import immutable, private_null
 
 ACTIONLINT = str(Path(sys.executable).parent / "actionlint")
 
@@ -508,3 +512,161 @@ def test_progress_bars_draw_on_the_lazy_console() -> None:
         advance(1)
     with _progress(False) as nothing:
         assert nothing is None
+
+
+class _NoEmbedding(HashEmbedder):
+    """Fails if asked to embed: proves a refusal came before any embedding."""
+
+    def embed(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("embedding should not have started")
+
+
+@pytest.fixture
+def small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A config for a small golden set, its cache in tmp_path/cache, embedded by HashEmbedder
+    (no model: these tests are about files, not vectors)."""
+    monkeypatch.setattr("evalret.pipeline.make_embedder", lambda *_: HashEmbedder())
+    gs = make_set(tmp_path / "gs")
+    return write_config(
+        tmp_path, f"golden_set:\n  path: {gs}\ncache:\n  dir: {tmp_path / 'cache'}\n"
+    )
+
+
+def run_small(config: Path, out: Path, *extra: str) -> tuple[int, str]:
+    return invoke("run", "-c", str(config), "-o", str(out), "--no-progress", *extra)
+
+
+@pytest.mark.parametrize(
+    "case", ["out is a file", "out under a file", "out immutable", "save-baseline is a directory"]
+)
+def test_unwritable_output_is_refused_before_any_embedding(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """An output location that cannot be written, as root too: exit 2 naming the path, before
+    the model is loaded or anything embedded."""
+    monkeypatch.setattr("evalret.pipeline.make_embedder", lambda *_: _NoEmbedding())
+    (tmp_path / "file").write_text("x")
+    out, extra, named = tmp_path / "out", [], tmp_path / "out"
+    if case == "out is a file":
+        out = named = tmp_path / "file"
+    elif case == "out under a file":
+        out = named = tmp_path / "file" / "out"
+    elif case == "save-baseline is a directory":
+        extra, named = ["--save-baseline", str(tmp_path)], tmp_path
+    if case == "out immutable":
+        out.mkdir()
+    with immutable(out) if case == "out immutable" else contextlib.nullcontext():
+        code, output = run_small(small, out, *extra)
+    assert code == 2, output
+    assert "cannot write" in output and str(named) in output
+
+
+def test_save_baseline_through_a_link_and_to_a_device(small: Path, tmp_path: Path) -> None:
+    """--save-baseline writes a symlink's target (the link stays) and writes /dev/null-like
+    devices in place (root would otherwise replace the device with a regular file)."""
+    target = tmp_path / "store" / "b.json"
+    target.parent.mkdir()
+    link = tmp_path / "b.json"
+    link.symlink_to(target)
+    code, output = run_small(small, tmp_path / "out", "--save-baseline", str(link))
+    assert code in (0, 1), output
+    assert link.is_symlink() and json.loads(target.read_text())["schema_version"]
+    null = private_null(tmp_path)
+    code, output = run_small(small, tmp_path / "out", "--save-baseline", str(null))
+    assert code in (0, 1), output
+    assert stat.S_ISCHR(null.lstat().st_mode)
+
+
+def test_baseline_this_run_saves_gates_floors_only_and_says_so(small: Path, tmp_path: Path) -> None:
+    """--baseline X --save-baseline X with X missing (the first run of `evalret init`'s
+    config): the fixed-bound checks run, and the terminal, report.md and the gate section say
+    the baseline was missing and no drop check ran."""
+    baseline = tmp_path / "baselines" / "b.json"
+    out = tmp_path / "out"
+    code, output = run_small(small, out, "-b", str(baseline), "--save-baseline", str(baseline))
+    assert code in (0, 1), output
+    said = f"baseline {baseline} does not exist yet (this run saves it)"
+    assert said in output.replace("\n", "")
+    gate = json.loads((out / "report.json").read_text())["gate"]
+    assert gate["notes"][0].startswith(said) and gate["baseline"] is None
+    assert {c["kind"] for c in gate["checks"]} <= {
+        "min",
+        "ann_min_recall",
+        "health_min",
+        "health_max",
+    }
+    assert f"only the {len(gate['checks'])} checks against fixed bounds ran" in gate["notes"][0]
+    assert said in (out / "report.md").read_text()
+    assert baseline.exists()
+
+
+def test_cache_that_cannot_be_written_never_exits_3(small: Path, tmp_path: Path) -> None:
+    """A cache directory path that is a regular file: the run goes on, warns once on the
+    terminal, in report.md and report.json, and exits as the evaluation says."""
+    (tmp_path / "cache").write_text("a file where the cache should be")
+    out = tmp_path / "out"
+    code, output = run_small(small, out)
+    assert code in (0, 1), output
+    assert "embedding cache warning: cannot write the embedding cache" in output
+    report = json.loads((out / "report.json").read_text())
+    warnings = report["embedding"]["cache"]["warnings"]
+    assert len(warnings) == 2  # the vectors, and the HNSW graph
+    assert "embedding cache warning" in (out / "report.md").read_text()
+
+
+def test_repaired_cache_is_shown_on_the_terminal_and_in_report_md(
+    small: Path, tmp_path: Path
+) -> None:
+    """A corrupt shard set aside and a rebuilt HNSW graph: one line each, not only in JSON."""
+    out = tmp_path / "out"
+    assert run_small(small, out)[0] in (0, 1)
+    cache = tmp_path / "cache"
+    vecs = next(cache.glob("embeddings/*/*.vecs.npy"))
+    vecs.write_bytes(vecs.read_bytes()[:-8])
+    next(cache.glob("indexes/*.faiss")).write_bytes(b"garbage")
+    code, output = run_small(small, out)
+    assert code in (0, 1), output
+    md = (out / "report.md").read_text()
+    for text in (
+        "1 corrupt shard(s) set aside",
+        "cached HNSW graph was unreadable or did not fit, rebuilt",
+    ):
+        assert text in output.replace("\n", " ") and text in md, output
+
+
+def test_init_onto_a_file_exits_2(tmp_path: Path) -> None:
+    somefile = tmp_path / "somefile.txt"
+    somefile.write_text("keep me")
+    code, output = invoke("init", str(somefile))
+    assert code == 2, output
+    assert str(somefile) in output and somefile.read_text() == "keep me"
+
+
+def test_pool_out_directory_exits_2_before_embedding(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pool -o a directory: exit 2 naming it, before anything is embedded."""
+    monkeypatch.setattr("evalret.pipeline.make_embedder", lambda *_: _NoEmbedding())
+    code, output = invoke("pool", str(small), "-o", str(tmp_path), "--no-progress")
+    assert code == 2 and str(tmp_path) in output, output
+
+
+def test_leakage_out_symlink_keeps_the_link(tmp_path: Path) -> None:
+    """leakage -o a symlink: written to its target, the link stays a link."""
+    train = tmp_path / "train.txt"
+    train.write_text("alpha beta\nsomething else entirely\n")
+    target = tmp_path / "result.json"
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    code, output = invoke(
+        "leakage",
+        str(make_set(tmp_path / "gs2")),
+        "--train",
+        str(train),
+        "--no-embedding",
+        "-o",
+        str(link),
+        "--no-progress",
+    )
+    assert code in (0, 1), output
+    assert link.is_symlink() and json.loads(target.read_text())

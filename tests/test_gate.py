@@ -167,3 +167,46 @@ def test_health_checks_bounds_and_targets() -> None:
 def test_unknown_health_figure_is_a_config_error() -> None:
     with pytest.raises(ValueError, match="unknown health figure 'avg_cos'"):
         GateConfig(health={"documents.avg_cos": HealthThreshold(max=1)})
+
+
+NON_FINITE = [np.nan, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("bad", NON_FINITE)
+@pytest.mark.parametrize("where", ["current", "baseline"])
+@pytest.mark.parametrize("significance", [None, SignificanceConfig(samples=200)])
+def test_non_finite_values_fail_min_and_drop_checks(
+    bad: float, where: str, significance: SignificanceConfig | None
+) -> None:
+    """One NaN or infinite per-query value (current or baseline) makes the slice mean non-finite:
+    every min, max_drop and max_drop_pct check on it fails and says why, never 'nan >= floor'."""
+    good = np.full(100, 0.8)
+    broken = good.copy()
+    broken[3] = bad
+    current, baseline = (broken, good) if where == "current" else (good, broken)
+    threshold = Threshold(min=0.1, max_drop=0.5, max_drop_pct=90)
+    checks = run(current, baseline, threshold, significance=significance)
+    kinds = ("max_drop", "max_drop_pct") + (("min",) if where == "current" else ())
+    hit = [c for c in checks if c.kind in kinds]
+    assert len(hit) == 2 * len(kinds)  # both slices hold query 3
+    for c in hit:
+        assert not c.passed, c.message
+        assert "not a finite number" in c.message
+    if where == "baseline":  # the floor only reads the current values
+        assert all(c.passed for c in checks if c.kind == "min")
+
+
+@pytest.mark.parametrize("bad", NON_FINITE)
+def test_non_finite_ann_recall_fails(bad: float) -> None:
+    base = np.full(100, 0.5)
+    checks = run(base, None, Threshold(min=0.1), ann_recall=bad, ann_min_recall=0.95)
+    [ann] = [c for c in checks if c.kind == "ann_min_recall"]
+    assert not ann.passed and "not a finite number" in ann.message
+
+
+@pytest.mark.parametrize("bad", NON_FINITE)
+def test_non_finite_health_figure_fails_both_bounds(bad: float) -> None:
+    figures = {"documents": {"n_vectors": 10, "avg_cosine": bad}, "queries": None}
+    checks = health_checks(figures, {"avg_cosine": HealthThreshold(min=-1, max=1)})
+    assert len(checks) == 2
+    assert all(not c.passed and "not a finite number" in c.message for c in checks)

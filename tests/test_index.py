@@ -83,5 +83,5 @@ def test_hnsw_cache_reuses_the_graph_and_rebuilds_on_change(tmp_path: Path) -> N
     [stored] = [p for p in (tmp_path / "indexes").iterdir() if p.stat().st_size > 0][:1]
     for p in (tmp_path / "indexes").iterdir():
         p.write_bytes(b"garbage")
-    assert cached_hnsw(docs, cfg, tmp_path)[1] == "built"
+    assert cached_hnsw(docs, cfg, tmp_path)[1] == "rebuilt"
     assert stored.exists()

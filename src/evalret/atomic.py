@@ -1,10 +1,31 @@
-"""Atomic file writes: a temporary file in the same directory, then a rename."""
+"""Every file evalret writes for the user goes through here.
+
+A regular file (or a new one) is written to a temporary file beside it, then renamed over it, so
+readers see the old file or the new one, never a part. A symbolic link is followed: its final
+target is replaced and the link stays a link. A character device (``/dev/null``) or a named pipe
+is written in place, since it cannot be replaced by renaming (and must not be: replacing
+/dev/null as root breaks the system). Any other existing non-regular target (a directory, a
+socket, a block device) is refused. Errors are InputError naming the path: exit 2, no traceback.
+
+A write killed between creating its temporary file and the rename leaves ``.NAME.<random>.tmp``
+behind; the next write of NAME removes those older than STALE_TEMP_S (an hour: far longer than
+any write takes, so a temporary file of a live concurrent writer is never removed).
+"""
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import stat
 import tempfile
+import time
+from contextlib import suppress
 from pathlib import Path
+
+from evalret.errors import InputError
+
+STALE_TEMP_S = 3600
 
 
 def _default_mode() -> int:
@@ -14,17 +35,117 @@ def _default_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _label(path: Path, what: str) -> str:
+    return f"{what} {path}" if what else str(path)
+
+
+def write_target(path: Path, what: str = "") -> tuple[Path, bool]:
+    """(the file to write, whether to write it in place) for ``path``: the final target of a
+    symbolic link, or ``path`` itself in place when it is a character device or a FIFO. Raises
+    InputError for any other existing target that is not a regular file."""
+    try:
+        mode = path.stat().st_mode  # follows symbolic links
+    except FileNotFoundError:  # new file, or a dangling link: created where the link points
+        return Path(os.path.realpath(path)), False
+    except OSError as e:
+        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+    if stat.S_ISREG(mode):
+        return Path(os.path.realpath(path)), False
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return path, True
+    kind = "a directory" if stat.S_ISDIR(mode) else "neither a regular file nor a device"
+    raise InputError(f"cannot write {_label(path, what)}: it exists and is {kind}")
+
+
+def is_stale(path: Path, older_than_s: float = STALE_TEMP_S) -> bool:
+    """Whether ``path`` was last modified over ``older_than_s`` ago (False when it is gone)."""
+    try:
+        return path.lstat().st_mtime < time.time() - older_than_s
+    except OSError:
+        return False
+
+
+def remove_stale_temps(directory: Path, pattern: str = ".*.tmp") -> int:
+    """Remove the temporary files (or directories) matching ``pattern`` in ``directory`` that
+    killed writes left (older than STALE_TEMP_S); returns how many."""
+    removed = 0
+    for tmp in directory.glob(pattern):
+        if not is_stale(tmp):
+            continue
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            with suppress(OSError):
+                tmp.unlink()
+        removed += 1
+    return removed
+
+
+def _replace(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(target.parent, f".{glob.escape(target.name)}.*.tmp")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, _default_mode())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str, what: str = "") -> None:
+    """Write ``text`` to ``path`` as the module docstring says; ``what`` names the file in
+    errors ("baseline", "pool file")."""
+    target, in_place = write_target(path, what)
+    try:
+        if in_place:
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            _replace(target, text)
+    except OSError as e:
+        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+
+
+def append_text(path: Path, text: str, what: str = "") -> None:
+    """Append ``text`` to ``path`` (GitHub's step summary: appended to, never replaced); errors
+    are InputError naming the path."""
+    try:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_writable_dir(directory: Path, what: str = "") -> None:
+    """Raise InputError unless files can be created in ``directory`` (or, when it does not exist
+    yet, in its nearest existing parent). Probes by creating and removing a file: a permission
+    check alone would pass as root on a directory root cannot write (an immutable directory, a
+    read-only file system)."""
+    existing = _nearest_existing(directory)
+    if not existing.is_dir():
+        raise InputError(f"cannot write {_label(directory, what)}: {existing} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".evalret-probe.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise InputError(f"cannot write {_label(directory, what)}: {e.strerror or e}") from None
+
+
+def check_writable_file(path: Path, what: str = "") -> None:
+    """Raise InputError unless ``path`` can be written by atomic_write_text (checked before long
+    work, so that a bad output path fails in a second, not after the evaluation)."""
+    target, in_place = write_target(path, what)
+    if not in_place:
+        check_writable_dir(target.parent, what)

@@ -7,6 +7,7 @@ per-query scores), written atomically: an interrupted save never leaves a broken
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,8 @@ DEFINITION_KEYS = ("ndcg_gain", "relevance_level", "tie_rule", "queries_without_
 
 
 def save_baseline(report: RunReport, path: Path) -> None:
-    try:
-        atomic_write_text(path, report.model_dump_json(indent=1) + "\n")
-    except OSError as e:
-        raise InputError(f"cannot write baseline {path}: {e.strerror or e}") from None
+    """Write ``report`` as a baseline (atomically; through a symbolic link to its target)."""
+    atomic_write_text(path, report.model_dump_json(indent=1) + "\n", "baseline")
 
 
 def load_baseline(path: Path) -> RunReport:
@@ -51,6 +50,21 @@ def load_baseline(path: Path) -> RunReport:
             f"{path}: schema version {report.schema_version}, this evalret reads {SCHEMA_VERSION}"
         )
     return report
+
+
+def baseline_for_run(path: Path | None, save_to: Path | None) -> tuple[RunReport | None, bool]:
+    """The baseline a run gates against, read from ``path``, and whether it is missing because
+    this very run is to save it (``save_to`` is the same file): then the run gates on fixed bounds
+    only and says so. Any other missing or unreadable baseline is an InputError."""
+    if path is None:
+        return None, False
+    if (
+        save_to is not None
+        and not path.exists()
+        and os.path.realpath(path) == os.path.realpath(save_to)
+    ):
+        return None, True
+    return load_baseline(path), False
 
 
 def golden_set_differences(baseline: RunReport, golden: GoldenSet) -> list[str]:
@@ -130,8 +144,11 @@ def run_gate(
     slices: list[Slice],
     baseline: RunReport | None,
     baseline_source: str | None,
+    missing_baseline: str | None = None,
 ) -> GateSection | None:
-    """The gate section for ``current``; None when nothing is configured to be checked."""
+    """The gate section for ``current``; None when nothing is configured to be checked.
+    ``missing_baseline``: the baseline this run was to gate against but that does not exist yet
+    (the run saves it); the section then says that only the fixed-bound checks ran."""
     gate = config.gate
     gated = gate.indexes if gate.indexes is not None else DENSE_INDEXES
     indexes = [i for i in current.indexes if i in gated]
@@ -172,7 +189,13 @@ def run_gate(
     if current.intrinsic is not None:
         i = current.intrinsic
         checks += health_checks({"documents": i.documents, "queries": i.queries}, gate.health)
-    if not checks:
+    if missing_baseline is not None:
+        notes.insert(
+            0,
+            f"baseline {missing_baseline} does not exist yet (this run saves it): only the "
+            f"{len(checks)} checks against fixed bounds ran, no drop check",
+        )
+    elif not checks:
         return None
     return GateSection(
         verdict="pass" if all(c.passed for c in checks) else "fail",

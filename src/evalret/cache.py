@@ -12,6 +12,10 @@ shard or none; two runs sharing a cache write separate shards, so neither tears 
 nor loses entries. A shard whose files are missing, truncated or fail their checksums is never
 trusted: it is moved aside as ``*.corrupt`` and its texts are embedded again. Vectors are read
 through memory maps.
+
+The cache never fails a run: a cache that cannot be read or written (a read-only directory, a
+path that is a file, junk inside it) is skipped for what it cannot do, with one warning in the
+report per failure, and the run goes on embedding what it could not read.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import time
@@ -30,10 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from evalret.atomic import is_stale, remove_stale_temps
 from evalret.embed import Embedder, Kind, Progress
+from evalret.errors import InputError
 
 KEY_BYTES = 16
 CHECK_CHUNK = 1 << 24
+MAX_PRUNE_DAYS = 36500
+SHARD_SUFFIXES = (".json", ".keys.npy", ".vecs.npy")
 
 
 def default_cache_dir() -> Path:
@@ -68,11 +77,16 @@ def _sha256_file(path: Path) -> str:
 
 def _atomic_save(path: Path, array: np.ndarray) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with tmp.open("wb") as f:
-        np.save(f, array)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("wb") as f:
+            np.save(f, array)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 @dataclass
@@ -126,10 +140,13 @@ class Namespace:
         return _Shard(keys=keys, vectors=vectors)
 
     def _quarantine(self, shard_id: str) -> None:
-        for suffix in (".json", ".keys.npy", ".vecs.npy"):
+        """Set a shard's files aside (where the directory allows; its texts are re-embedded
+        either way)."""
+        for suffix in SHARD_SUFFIXES:
             p = self.path / f"{shard_id}{suffix}"
-            if p.exists():
-                os.replace(p, p.with_name(p.name + ".corrupt"))
+            with contextlib.suppress(OSError):
+                if p.exists():
+                    os.replace(p, p.with_name(p.name + ".corrupt"))
 
     def lookup(self, keys: np.ndarray, stats: CacheStats) -> tuple[np.ndarray, np.ndarray | None]:
         """(found bool [n], vectors float32 [n, dim] with found rows filled, or None)."""
@@ -167,6 +184,7 @@ class Namespace:
         if len(keys) == 0:
             return
         self.path.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(self.path)
         ident = self.path / "identity.json"
         if not ident.exists():
             tmp = ident.with_name(f".identity.{uuid.uuid4().hex}.tmp")
@@ -196,7 +214,19 @@ class CachedEmbedder:
         self.inner = inner
         self.root = root
         self.stats: dict[str, CacheStats] = {}
+        self.warnings: list[str] = []  # what the cache could not do; the run went on without it
         self._namespace: Namespace | None = None
+        self._failed: set[str] = set()  # "read" / "write": warned once, not tried again
+
+    def warn(self, action: str, error: OSError) -> None:
+        """Record that the cache cannot ``action`` ("read", "write"); later tries are skipped."""
+        if action not in self._failed:
+            self._failed.add(action)
+            self.warnings.append(
+                f"cannot {action} the embedding cache {self.root}: {error.strerror or error} "
+                f"({error.filename or self.root}); this run goes on without "
+                f"{'reading' if action == 'read' else 'writing'} it"
+            )
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
@@ -218,7 +248,7 @@ class CachedEmbedder:
         prefixed = getattr(self.inner, "prefixed", None)
         fed = prefixed(texts, kind) if prefixed is not None else [f"{kind}\0{t}" for t in texts]
         keys = text_keys(fed)
-        found, vectors = self.namespace.lookup(keys, stats)
+        found, vectors = self._lookup(keys, stats)
         stats.hits += int(found.sum())
         stats.misses += int((~found).sum())
         if progress is not None and found.any():
@@ -227,11 +257,26 @@ class CachedEmbedder:
         if len(missing) == 0 and vectors is not None:
             return vectors
         fresh = self.inner.embed([texts[int(i)] for i in missing], kind, progress)
-        self.namespace.store(keys[missing], fresh)
+        self._store(keys[missing], fresh)
         if vectors is None or vectors.shape[1] != fresh.shape[1]:
             vectors = np.zeros((len(texts), fresh.shape[1]), dtype=np.float32)
         vectors[missing] = fresh
         return vectors
+
+    def _lookup(self, keys: np.ndarray, stats: CacheStats) -> tuple[np.ndarray, np.ndarray | None]:
+        if "read" not in self._failed:
+            try:
+                return self.namespace.lookup(keys, stats)
+            except OSError as e:
+                self.warn("read", e)
+        return np.zeros(len(keys), dtype=bool), None
+
+    def _store(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        if "write" not in self._failed:
+            try:
+                self.namespace.store(keys, vectors)
+            except OSError as e:
+                self.warn("write", e)
 
     def report(self) -> dict[str, Any]:
         return {
@@ -241,47 +286,63 @@ class CachedEmbedder:
                 kind: {"hits": s.hits, "misses": s.misses, "corrupt_shards": s.corrupt_shards}
                 for kind, s in self.stats.items()
             },
+            "warnings": self.warnings,
         }
 
 
-def cache_info(root: Path) -> list[dict[str, Any]]:
-    """One entry per namespace: model, entries, bytes, last use."""
-    out = []
+def _namespaces(root: Path) -> list[Path]:
+    """The namespace directories of the cache at ``root`` (stray files and junk skipped)."""
     base = root / "embeddings"
-    for ns in sorted(base.iterdir()) if base.is_dir() else []:
-        try:
-            identity = json.loads((ns / "identity.json").read_text())
-        except (OSError, json.JSONDecodeError):
+    try:
+        return sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:  # no cache yet, or the path is a file or unreadable
+        return []
+
+
+def _shard_metas(ns: Path) -> list[Path]:
+    return [p for p in ns.glob("*.json") if p.name != "identity.json"]
+
+
+def _namespace_info(ns: Path) -> dict[str, Any]:
+    try:
+        identity = json.loads((ns / "identity.json").read_text())
+        if not isinstance(identity, dict):
             identity = {}
-        entries = 0
-        for meta in ns.glob("*.json"):
-            if meta.name != "identity.json":
-                with contextlib.suppress(OSError, ValueError, KeyError):
-                    entries += int(json.loads(meta.read_text())["n"])
-        size = sum(p.stat().st_size for p in ns.iterdir() if p.is_file())
-        out.append(
-            {
-                "namespace": ns.name,
-                "model": identity.get("name"),
-                "settings": {
-                    **{
-                        k: identity.get(k)
-                        for k in (
-                            "query_prefix",
-                            "document_prefix",
-                            "max_seq_length",
-                            "truncate_dim",
-                        )
-                    },
-                    # onnx / openvino namespaces name their backend; torch ones predate the key
-                    **{k: identity[k] for k in ("backend", "precision") if k in identity},
-                },
-                "entries": entries,
-                "bytes": size,
-                "shards": len([p for p in ns.glob("*.json") if p.name != "identity.json"]),
-                "last_used": time.strftime("%Y-%m-%d %H:%M", time.localtime(ns.stat().st_mtime)),
-            }
-        )
+    except (OSError, ValueError):
+        identity = {}
+    entries = 0
+    for meta in _shard_metas(ns):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            entries += int(json.loads(meta.read_text())["n"])
+    size = 0
+    for p in ns.iterdir():
+        with contextlib.suppress(OSError):
+            size += p.stat().st_size if p.is_file() else 0
+    return {
+        "namespace": ns.name,
+        "model": identity.get("name"),
+        "settings": {
+            **{
+                k: identity.get(k)
+                for k in ("query_prefix", "document_prefix", "max_seq_length", "truncate_dim")
+            },
+            # onnx / openvino namespaces name their backend; torch ones predate the key
+            **{k: identity[k] for k in ("backend", "precision") if k in identity},
+        },
+        "entries": entries,
+        "bytes": size,
+        "shards": len(_shard_metas(ns)),
+        "last_used": time.strftime("%Y-%m-%d %H:%M", time.localtime(ns.stat().st_mtime)),
+    }
+
+
+def cache_info(root: Path) -> list[dict[str, Any]]:
+    """One entry per namespace: model, entries, bytes, last use. Junk in the cache (stray files,
+    unreadable or malformed metadata) is skipped, never an error."""
+    out = []
+    for ns in _namespaces(root):
+        with contextlib.suppress(OSError):
+            out.append(_namespace_info(ns))
     return out
 
 
@@ -290,32 +351,59 @@ def clear_cache(root: Path) -> int:
     embedding namespaces removed."""
     shutil.rmtree(root / "models", ignore_errors=True)
     shutil.rmtree(root / "indexes", ignore_errors=True)
-    base = root / "embeddings"
-    if not base.is_dir():
-        return 0
-    namespaces = [p for p in base.iterdir() if p.is_dir()]
+    namespaces = _namespaces(root)
     for ns in namespaces:
         shutil.rmtree(ns, ignore_errors=True)
     return len(namespaces)
 
 
+def _remove_orphans(ns: Path) -> int:
+    """Remove the vector and key files of shards whose metadata is gone (a killed write, or a
+    deleted .json), once older than STALE_TEMP_S: a live writer writes its metadata last."""
+    removed = 0
+    for suffix in (".keys.npy", ".vecs.npy"):
+        for p in ns.glob(f"*{suffix}"):
+            shard_id = p.name[: -len(suffix)]
+            if not (ns / f"{shard_id}.json").exists() and is_stale(p):
+                with contextlib.suppress(OSError):
+                    p.unlink()
+                    removed += 1
+    return removed
+
+
+def _prune_namespace(ns: Path, removed: dict[str, int]) -> None:
+    for p in ns.glob("*.corrupt"):
+        with contextlib.suppress(OSError):
+            p.unlink()
+            removed["corrupt_files"] += 1
+    removed["temp_files"] += remove_stale_temps(ns)
+    removed["orphan_files"] += _remove_orphans(ns)
+
+
+def check_prune_days(days: float) -> None:
+    """Refuse (InputError) a negative, non-finite or absurd --days: ``prune --days -5`` would
+    otherwise remove every embedding set."""
+    if not (math.isfinite(days) and 0 <= days <= MAX_PRUNE_DAYS):
+        raise InputError(f"--days {days:g}: give a number of days from 0 to {MAX_PRUNE_DAYS}")
+
+
 def prune_cache(root: Path, older_than_days: float) -> dict[str, int]:
-    """Remove namespaces unused for ``older_than_days``, corrupt shards and stale temp files."""
-    removed = {"namespaces": 0, "corrupt_files": 0, "temp_files": 0}
-    base = root / "embeddings"
-    if not base.is_dir():
-        return removed
+    """Remove namespaces unused for ``older_than_days``, corrupt shards, stale temporary files
+    (of embeddings and HNSW graphs) and orphan vector files of shards whose metadata is gone."""
+    check_prune_days(older_than_days)
+    removed = {"namespaces": 0, "corrupt_files": 0, "temp_files": 0, "orphan_files": 0}
     cutoff = time.time() - older_than_days * 86400
-    for ns in [p for p in base.iterdir() if p.is_dir()]:
-        if ns.stat().st_mtime < cutoff:
+    for ns in _namespaces(root):
+        try:
+            unused = ns.stat().st_mtime < cutoff
+        except OSError:
+            continue
+        if unused:
             shutil.rmtree(ns, ignore_errors=True)
             removed["namespaces"] += 1
-            continue
-        for p in ns.iterdir():
-            if p.name.endswith(".corrupt"):
-                p.unlink(missing_ok=True)
-                removed["corrupt_files"] += 1
-            elif p.name.endswith(".tmp") and p.stat().st_mtime < time.time() - 3600:
-                p.unlink(missing_ok=True)
-                removed["temp_files"] += 1
+        else:
+            _prune_namespace(ns, removed)
+    for directory in (root / "indexes", root / "models"):
+        with contextlib.suppress(OSError):
+            removed["temp_files"] += remove_stale_temps(directory)
     return removed

@@ -178,32 +178,30 @@ def run(
     against floors and a baseline. Exit 1 when a check fails."""
 
     def go() -> ExitCode:
-        from evalret.baseline import load_baseline
+        from evalret.atomic import check_writable_dir, check_writable_file
+        from evalret.baseline import baseline_for_run
         from evalret.baseline import save_baseline as save
         from evalret.config import load_config
-        from evalret.errors import InputError
         from evalret.pipeline import run_evaluation
         from evalret.report.files import write_outputs
         from evalret.report.terminal import print_run
 
         cfg = _without_cache(load_config(config)) if no_cache else load_config(config)
+        out_dir = out if out is not None else cfg.output.dir
+        check_writable_dir(out_dir, "output directory")
+        if save_baseline is not None:
+            check_writable_file(save_baseline, "baseline")
         baseline_path = baseline or cfg.gate.baseline
-        reference = None
-        if baseline_path is not None:
-            if baseline_path.exists() or save_baseline is None:
-                reference = load_baseline(baseline_path)
-            elif baseline_path.resolve() != save_baseline.resolve():
-                raise InputError(f"baseline {baseline_path} does not exist")
+        reference, missing = baseline_for_run(baseline_path, save_baseline)
         with _progress(progress) as factory:
             evaluation = run_evaluation(
                 cfg,
                 progress=factory,
                 baseline=reference,
                 baseline_source=str(baseline_path) if reference is not None else None,
+                missing_baseline=str(baseline_path) if missing else None,
             )
-        written = write_outputs(
-            evaluation, out if out is not None else cfg.output.dir, _step_summary()
-        )
+        written = write_outputs(evaluation, out_dir, _step_summary())
         if save_baseline is not None:
             save(evaluation.report, save_baseline)
             written.append(save_baseline)
@@ -294,12 +292,14 @@ def pool(
     def go() -> ExitCode:
         import json
 
-        from evalret.atomic import atomic_write_text
+        from evalret.atomic import atomic_write_text, check_writable_file
         from evalret.pooling import run_pool
 
+        check_writable_file(out, "pool file")
         with _progress(progress) as factory:
             golden, records, labels = run_pool(configs or [None], k, index, factory)
-        atomic_write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        atomic_write_text(out, text, "pool file")
         queries = len({r["query_id"] for r in records})
         console.print(
             f"{len(records)} unjudged documents for {queries} of {len(golden.query_ids)} "
@@ -529,7 +529,7 @@ def leakage(
     def go() -> ExitCode:
         import json
 
-        from evalret.atomic import atomic_write_text
+        from evalret.atomic import atomic_write_text, check_writable_file
         from evalret.errors import InputError
         from evalret.leakage import run_leakage
         from evalret.report.leakage_view import render_leakage
@@ -537,6 +537,8 @@ def leakage(
 
         if train_format not in ("auto", "jsonl", "text"):
             raise InputError(f"--train-format {train_format!r}: choose auto, jsonl or text")
+        if out is not None:
+            check_writable_file(out, "leakage result")
         cfg = golden_config(golden)
         if no_cache:
             cfg = _without_cache(cfg)
@@ -552,10 +554,7 @@ def leakage(
             )
         data = json.dumps(result.to_json(), indent=1, ensure_ascii=False)
         if out is not None:
-            try:
-                atomic_write_text(out, data + "\n")
-            except OSError as e:
-                raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+            atomic_write_text(out, data + "\n", "leakage result")
         if as_json:
             typer.echo(data)
         else:

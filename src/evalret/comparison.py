@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalret.atomic import atomic_write_text
+from evalret.atomic import append_text, atomic_write_text
 from evalret.baseline import load_baseline
 from evalret.compare import CompareSettings, compare_reports
 from evalret.config import GoldenSetConfig, load_config
@@ -66,6 +66,5 @@ def run_comparison(
     for name, text in files.items():
         atomic_write_text(out / name, text)
     if step_summary is not None:
-        with step_summary.open("a", encoding="utf-8") as f:
-            f.write(markdown + "\n")
+        append_text(step_summary, markdown + "\n", "step summary")
     return comparison, [out / name for name in files]

@@ -11,6 +11,9 @@ Checks, for every gated index, slice and metric with a threshold:
 * ``health_min`` / ``health_max``: an intrinsic-health figure of the document or query vectors
   outside its bounds (by default: a collapsed embedding fails).
 
+A value that is not a finite number (NaN or infinite, current or baseline) fails its check, of
+every kind, and the message says so: no comparison with NaN may pass by accident.
+
 With significance configured, a drop check fails only when the drop crosses its threshold AND a
 one-sided paired test of current against baseline over the slice's queries is significant after
 the correction across all drop checks (randomization tests draw at least enough resamples for a
@@ -73,6 +76,14 @@ def _fmt(v: float) -> str:
     return f"{v:.4f}"
 
 
+def _finite(*values: float | None) -> bool:
+    """True when every given value is a finite number (None: absent, not checked)."""
+    return all(v is None or bool(np.isfinite(v)) for v in values)
+
+
+NOT_FINITE = "not a finite number, so the check fails"
+
+
 @dataclass
 class _Pending:
     """A check whose verdict may wait for the corrected p-value."""
@@ -84,7 +95,7 @@ class _Pending:
     baseline: float | None
     current: float
     n: int
-    crossed: bool
+    crossed: bool  # the threshold is crossed, or a value is not finite
     p_value: float | None = None
     mde: float | None = None
 
@@ -114,9 +125,8 @@ def evaluate_gate(
         n = int(mask.sum())
         t = rule.threshold
         if t.min is not None:
-            pending.append(
-                _Pending(rule, "min", t.min, None, None, cur_mean, n, cur_mean < t.min - EPS)
-            )
+            crossed = not _finite(cur_mean) or cur_mean < t.min - EPS
+            pending.append(_Pending(rule, "min", t.min, None, None, cur_mean, n, crossed))
         base_values = (baseline or {}).get(rule.index, {}).get(rule.metric)
         if base_values is None:
             continue
@@ -130,11 +140,10 @@ def evaluate_gate(
             if limit is None:
                 continue
             allowed = limit if kind == "max_drop" else limit / 100 * base_mean
-            check = _Pending(
-                rule, kind, limit, allowed, base_mean, cur_mean, n, drop > allowed + EPS
-            )
+            crossed = not _finite(base_mean, cur_mean) or drop > allowed + EPS
+            check = _Pending(rule, kind, limit, allowed, base_mean, cur_mean, n, crossed)
             check.mde = mde
-            if significance is not None:
+            if significance is not None and _finite(base_mean, cur_mean):
                 paired[(rule.index, rule.slice, rule.metric)] = (cur, base)
             pending.append(check)
 
@@ -153,7 +162,7 @@ def evaluate_gate(
         }
         for c in pending:
             if c.kind != "min":
-                c.p_value = p_of[(c.rule.index, c.rule.slice, c.rule.metric)]
+                c.p_value = p_of.get((c.rule.index, c.rule.slice, c.rule.metric))
 
     tested = [c for c in pending if c.p_value is not None]
     adjusted = adjust_p_values(
@@ -164,8 +173,13 @@ def evaluate_gate(
     checks = [_finish(c, p_adj.get(id(c)), alpha, significance) for c in pending]
 
     if ann_recall is not None and ann_min_recall is not None:
-        passed = ann_recall >= ann_min_recall - EPS
+        passed = _finite(ann_recall) and ann_recall >= ann_min_recall - EPS
         n_all = int(next(iter(slices.values())).sum()) if slices else 0
+        message = f"HNSW keeps {_fmt(ann_recall)} of the exact top-{ann_k}" + (
+            f"{'' if passed else ', below'} the floor {ann_min_recall:g}"
+            if _finite(ann_recall)
+            else f": {NOT_FINITE}"
+        )
         checks.append(
             _bound_check(
                 f"hnsw/all/ann_recall@{ann_k} min {ann_min_recall:g}",
@@ -174,8 +188,7 @@ def evaluate_gate(
                 ann_recall,
                 n_all,
                 passed,
-                f"HNSW keeps {_fmt(ann_recall)} of the exact top-{ann_k}"
-                f"{'' if passed else ', below'} the floor {ann_min_recall:g}",
+                message,
             )
         )
     return checks
@@ -219,10 +232,15 @@ def _finish(
     r = c.rule
     delta = None if c.baseline is None else c.current - c.baseline
     underpowered = c.allowed_drop is not None and c.mde is not None and c.mde > c.allowed_drop
+    finite = _finite(c.current, c.baseline)
     if c.kind == "min":
         passed = not c.crossed
         message = f"{r.metric} = {_fmt(c.current)}" + (
-            f" is below the floor {c.threshold:g}" if c.crossed else f" >= floor {c.threshold:g}"
+            f" is {NOT_FINITE}"
+            if not finite
+            else f" is below the floor {c.threshold:g}"
+            if c.crossed
+            else f" >= floor {c.threshold:g}"
         )
     else:
         assert c.baseline is not None and c.allowed_drop is not None and delta is not None
@@ -230,7 +248,9 @@ def _finish(
         change = f"{_fmt(c.baseline)} -> {_fmt(c.current)} ({delta:+.4f})"
         significant = p_adjusted is None or p_adjusted < alpha
         passed = not (c.crossed and significant)
-        if not c.crossed:
+        if not finite:
+            message = f"{r.metric} {change}: {NOT_FINITE}"
+        elif not c.crossed:
             message = f"{r.metric} {change}: within the allowed drop {limit}"
         elif significance is None:
             message = f"{r.metric} {change}: dropped more than {limit}"
@@ -286,7 +306,8 @@ def health_checks(
             for kind, limit in (("health_min", t.min), ("health_max", t.max)):
                 if limit is None:
                     continue
-                passed = current >= limit - EPS if kind == "health_min" else current <= limit + EPS
+                within = current >= limit - EPS if kind == "health_min" else current <= limit + EPS
+                passed = _finite(current) and within
                 bound = f"{'>=' if kind == 'health_min' else '<='} {limit:g}"
                 shown = (
                     str(bool(current)).lower()
@@ -302,7 +323,13 @@ def health_checks(
                         n,
                         passed,
                         f"{matrix} {figure} = {shown}: "
-                        + (f"within {bound}" if passed else f"outside {bound}"),
+                        + (
+                            NOT_FINITE
+                            if not _finite(current)
+                            else f"within {bound}"
+                            if passed
+                            else f"outside {bound}"
+                        ),
                     )
                 )
     return checks

@@ -10,6 +10,7 @@ the graph depend on thread timing, and a gate must not flake.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -134,35 +135,62 @@ def hnsw_cache_key(vectors: np.ndarray, cfg: HnswIndexConfig) -> str:
     return h.hexdigest()
 
 
+def _read_cached_hnsw(path: Path, vectors: np.ndarray, cfg: HnswIndexConfig) -> Any | None:
+    """The cached graph at ``path`` when it reads back whole and fits ``vectors``, else None."""
+    import faiss
+
+    try:
+        index: Any = faiss.read_index(str(path))  # already the HNSW subclass
+    except RuntimeError:
+        return None
+    if index.ntotal != len(vectors) or index.d != vectors.shape[1]:
+        return None
+    index.hnsw.efSearch = cfg.ef_search
+    return index
+
+
+def _save_hnsw(index: Any, path: Path) -> None:
+    import faiss
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        faiss.write_index(index, str(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def cached_hnsw(
     vectors: np.ndarray,
     cfg: HnswIndexConfig,
     cache_dir: Path | None,
     progress: Callable[[int], None] | None = None,
+    warnings: list[str] | None = None,
 ) -> tuple[Any, str]:
     """The HNSW index of ``vectors``: read from ``cache_dir`` when this exact graph was built
-    before, else built (and stored there). Returns (index, "hit" | "built" | "not cached")."""
+    before, else built (and stored there). Returns (index, "hit" | "built" | "rebuilt" |
+    "not cached"): "rebuilt" when a cached graph was unreadable or did not fit. A graph that
+    cannot be stored is used all the same, with a line in ``warnings``."""
     if cache_dir is None:
         return build_hnsw(vectors, cfg, progress), "not cached"
-    import faiss
-
     path = cache_dir / "indexes" / f"hnsw-{hnsw_cache_key(vectors, cfg)}.faiss"
-    if path.is_file():
-        try:
-            index: Any = faiss.read_index(str(path))  # already the HNSW subclass
-            if index.ntotal == len(vectors) and index.d == vectors.shape[1]:
-                index.hnsw.efSearch = cfg.ef_search
-                if progress is not None:
-                    progress(len(vectors))
-                return index, "hit"
-        except RuntimeError:
-            pass  # unreadable: rebuilt and overwritten below
+    found = path.is_file()
+    index = _read_cached_hnsw(path, vectors, cfg) if found else None
+    if index is not None:
+        if progress is not None:
+            progress(len(vectors))
+        return index, "hit"
     index = build_hnsw(vectors, cfg, progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    faiss.write_index(index, str(tmp))
-    os.replace(tmp, path)
-    return index, "built"
+    try:
+        _save_hnsw(index, path)
+    except (OSError, RuntimeError) as e:  # faiss reports its I/O errors as RuntimeError
+        if warnings is not None:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e).strip()
+            warnings.append(f"cannot store the HNSW graph in the cache ({path}): {reason}")
+    return index, "rebuilt" if found else "built"
 
 
 def _raw_search(index: Any, queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:

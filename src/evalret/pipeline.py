@@ -255,12 +255,14 @@ def run_evaluation(
     progress: ProgressFactory | None = None,
     baseline: RunReport | None = None,
     baseline_source: str | None = None,
+    missing_baseline: str | None = None,
 ) -> Evaluation:
     """Evaluate ``config`` end to end, and gate it when checks are configured.
 
     With a ``baseline``, its compatibility is checked as soon as the golden set is read (before
     any embedding), and drop checks compare with it. Raises EvalretError subclasses on bad input
-    (IncomparableError included) or failure.
+    (IncomparableError included) or failure. ``missing_baseline`` names a baseline that does not
+    exist yet because this run saves it: the gate section says only fixed bounds were checked.
     """
     progress = progress or _no_progress
     timer = _Timer()
@@ -333,6 +335,7 @@ def run_evaluation(
                 h,
                 cached.root if cached is not None else None,
                 progress("Building HNSW graph", len(doc_vectors)),
+                cached.warnings if cached is not None else None,
             )
         with timer("search_hnsw"):
             rankings["hnsw"] = search(hnsw, query_vectors, search_depth, rank)
@@ -445,7 +448,7 @@ def run_evaluation(
         timings=timer.timings,
     )
     with timer("gate"):
-        gate = run_gate(config, report, slices, baseline, baseline_source)
+        gate = run_gate(config, report, slices, baseline, baseline_source, missing_baseline)
     report = report.model_copy(update={"gate": gate, "timings": timer.timings})
     return Evaluation(
         report=report, golden_set=golden, rankings=rankings, slices=slices, baseline=baseline

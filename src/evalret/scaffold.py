@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -19,6 +20,8 @@ FILES = {
 
 def write_scaffold(root: Path, force: bool = False) -> list[Path]:
     """Write the starter files under ``root``; refuse to overwrite any unless ``force``."""
+    if os.path.lexists(root) and not root.is_dir():
+        raise InputError(f"cannot scaffold into {root}: it exists and is not a directory")
     targets = {root / target: template for target, template in FILES.items()}
     existing = [p for p in targets if p.exists()]
     if existing and not force:
@@ -28,5 +31,5 @@ def write_scaffold(root: Path, force: bool = False) -> list[Path]:
         )
     package = resources.files("evalret") / "templates"
     for path, template in targets.items():
-        atomic_write_text(path, (package / template).read_text(encoding="utf-8"))
+        atomic_write_text(path, (package / template).read_text(encoding="utf-8"), "starter file")
     return list(targets)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from evalret.results import RunReport, SliceResult
 
@@ -61,3 +62,22 @@ def intrinsic_rows(report: RunReport) -> list[tuple[str, str, str, str]]:
             )
         )
     return rows
+
+
+def cache_notes(embedding: Mapping[str, Any]) -> list[str]:
+    """One line each for what the embedding cache repaired or could not do: corrupt shards set
+    aside, an HNSW graph rebuilt, and the cache's warnings (terminal and report.md)."""
+    cache = embedding.get("cache") or {}
+    notes = []
+    corrupt = sum(len(c.get("corrupt_shards", [])) for c in cache.values() if isinstance(c, dict))
+    if corrupt:
+        notes.append(
+            f"embedding cache: {corrupt} corrupt shard(s) set aside as *.corrupt, "
+            "their texts embedded again"
+        )
+    if cache.get("hnsw_index") == "rebuilt":
+        notes.append(
+            "embedding cache: the cached HNSW graph was unreadable or did not fit, rebuilt"
+        )
+    notes += [f"embedding cache warning: {w}" for w in cache.get("warnings", [])]
+    return notes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalret.atomic import atomic_write_text
+from evalret.atomic import append_text, atomic_write_text
 from evalret.errors import InputError
 from evalret.goldenset import GoldenSet
 from evalret.index import SearchResult
@@ -55,6 +55,5 @@ def write_outputs(
         atomic_write_text(out_dir / name, text)
         written.append(out_dir / name)
     if step_summary is not None:
-        with step_summary.open("a", encoding="utf-8") as f:
-            f.write(markdown + "\n")
+        append_text(step_summary, markdown + "\n", "step summary")
     return written

@@ -7,7 +7,7 @@ and threshold; without a gate, the metrics of each index per slice.
 from __future__ import annotations
 
 from evalret.backends import summary_line
-from evalret.report.common import intrinsic_rows, shown_judged
+from evalret.report.common import cache_notes, intrinsic_rows, shown_judged
 from evalret.report.escape import markdown, markdown_code
 from evalret.results import GateCheck, GateSection, RunReport
 
@@ -182,6 +182,9 @@ def render_markdown(report: RunReport) -> str:
     backend = summary_line(report.embedding)
     if backend:
         lines.append(f"Embedding {backend}.")
+    notes = cache_notes(report.embedding)
+    if notes:
+        lines += ["", *(f"- ⚠️ {markdown(n)}" for n in notes), ""]
     if g.queries_without_relevant:
         lines.append(
             f"{len(g.queries_without_relevant)} queries without a relevant document are left out."

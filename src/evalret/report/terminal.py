@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalret.backends import summary_line
-from evalret.report.common import intrinsic_rows, shown_judged
+from evalret.report.common import cache_notes, intrinsic_rows, shown_judged
 from evalret.report.escape import terminal
 from evalret.results import GateSection, MetricValue, RunReport
 
@@ -201,6 +201,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
             if isinstance(c, dict)
         )
         parts.append(Text(f"embedding cache {terminal(cache['dir'])}: {counts}", style="dim"))
+    parts += [Text(terminal(n), style="yellow") for n in cache_notes(report.embedding)]
     backend = summary_line(report.embedding)
     if backend:
         parts.append(Text(backend, style="dim"))

@@ -1,0 +1,157 @@
+"""The one writer of user files: never clobber a device, a pipe, a directory or a link; never
+lose the old file; clean what killed writes left; fail with the path, exit 2.
+
+Runs as root in CI, where file modes do not stop writes: unwritable places are made from what
+root respects (a parent that is a regular file, an immutable directory via chattr +i), and
+devices are private nodes made with mknod, never the system's /dev/null."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from evalret.atomic import append_text, atomic_write_text, check_writable_dir, check_writable_file
+from evalret.errors import ExitCode, InputError
+
+
+def private_null(tmp_path: Path) -> Path:
+    """A character device like /dev/null (major 1, minor 3) inside tmp_path."""
+    path = tmp_path / "null"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root (CAP_MKNOD)")
+    return path
+
+
+@contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """``path`` made immutable with chattr +i: not even root can create files in it."""
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available on this file system")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_symlink_is_written_through_to_its_target(tmp_path: Path) -> None:
+    """A symlinked file stays a link; its target gets the new content."""
+    target = tmp_path / "real" / "baseline.json"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+
+
+def test_dangling_symlink_creates_its_target(tmp_path: Path) -> None:
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "later" / "file.json")
+    atomic_write_text(link, "x")
+    assert link.is_symlink() and (tmp_path / "later" / "file.json").read_text() == "x"
+
+
+def test_character_device_is_written_in_place(tmp_path: Path) -> None:
+    """Writing to a /dev/null-like device keeps the device (root would otherwise replace it
+    with a regular file)."""
+    null = private_null(tmp_path)
+    atomic_write_text(null, "discarded")
+    assert stat.S_ISCHR(null.lstat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]  # no temporary file either
+
+
+def test_fifo_is_written_in_place(tmp_path: Path) -> None:
+    """A named pipe gets the text and stays a pipe."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    atomic_write_text(fifo, "through the pipe")
+    reader.join(timeout=10)
+    assert received == ["through the pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+@pytest.mark.parametrize("kind", ["directory", "socket", "link to a directory"])
+def test_other_non_regular_targets_are_refused_with_the_path(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "target"
+    if kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(target))
+    else:
+        (tmp_path / "dir").mkdir()
+        if kind == "directory":
+            target = tmp_path / "dir"
+        else:
+            target.symlink_to(tmp_path / "dir")
+    with pytest.raises(InputError, match=f"cannot write baseline {target}: it exists") as e:
+        atomic_write_text(target, "x", "baseline")
+    assert e.value.exit_code == ExitCode.INVALID_INPUT
+    assert not stat.S_ISREG(target.stat().st_mode)
+
+
+def test_write_errors_are_input_errors_naming_the_path(tmp_path: Path) -> None:
+    """A parent that is a regular file (which root cannot write into either): exit 2."""
+    (tmp_path / "file").write_text("I am a file")
+    with pytest.raises(InputError, match=f"cannot write pool file {tmp_path / 'file' / 'p'}"):
+        atomic_write_text(tmp_path / "file" / "p", "x", "pool file")
+
+
+def test_immutable_directory_is_an_input_error(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    with immutable(out):
+        with pytest.raises(InputError, match=f"cannot write {out / 'report.md'}"):
+            atomic_write_text(out / "report.md", "x")
+        with pytest.raises(InputError, match=f"cannot write output directory {out}"):
+            check_writable_dir(out, "output directory")
+
+
+def test_stale_temporaries_of_the_target_are_removed(tmp_path: Path) -> None:
+    """A killed write's `.NAME.*.tmp` (over an hour old) goes with the next write of NAME; a
+    fresh one (a live concurrent writer) and other files' temporaries stay."""
+    stale = tmp_path / ".b.json.k1ll3d.tmp"
+    fresh = tmp_path / ".b.json.l1ve.tmp"
+    other = tmp_path / ".other.json.k1ll3d.tmp"
+    for p in (stale, fresh, other):
+        p.write_text("partial")
+    hours_ago = time.time() - 2 * 3600
+    for p in (stale, other):
+        os.utime(p, (hours_ago, hours_ago))
+    atomic_write_text(tmp_path / "b.json", "whole")
+    assert not stale.exists() and fresh.exists() and other.exists()
+    assert (tmp_path / "b.json").read_text() == "whole"
+
+
+def test_check_writable_paths_as_root(tmp_path: Path) -> None:
+    """The probes before a run: a missing directory under a writable one is fine; a directory
+    path that is a file, or under a file, is refused; so is a file target that is a directory."""
+    check_writable_dir(tmp_path / "new" / "deeper", "output directory")
+    assert not (tmp_path / "new").exists()  # probing creates nothing
+    (tmp_path / "file").write_text("x")
+    for bad in (tmp_path / "file", tmp_path / "file" / "out"):
+        with pytest.raises(InputError, match=f"output directory {bad}: .* is not a directory"):
+            check_writable_dir(bad, "output directory")
+    with pytest.raises(InputError, match="it exists and is a directory"):
+        check_writable_file(tmp_path, "baseline")
+    check_writable_file(private_null(tmp_path), "baseline")
+
+
+def test_append_errors_name_the_path(tmp_path: Path) -> None:
+    """$GITHUB_STEP_SUMMARY pointing at a directory: exit 2 naming it, not an internal error."""
+    with pytest.raises(InputError, match=f"cannot write step summary {tmp_path}"):
+        append_text(tmp_path, "x", "step summary")
+    append_text(tmp_path / "summary.md", "a")
+    append_text(tmp_path / "summary.md", "b")
+    assert (tmp_path / "summary.md").read_text() == "ab"
