@@ -196,6 +196,19 @@ def test_non_finite_values_fail_min_and_drop_checks(
         assert all(c.passed for c in checks if c.kind == "min")
 
 
+def test_non_finite_check_survives_a_json_round_trip() -> None:
+    """A check failed on a NaN mean is written as JSON (NaN becomes null) and read back: a report
+    holding it can still be loaded as a baseline or redrawn."""
+    from evalret.results import GateCheck
+
+    broken = np.full(100, 0.8)
+    broken[0] = np.nan
+    check = next(c for c in run(broken, None, Threshold(min=0.1)) if c.kind == "min")
+    again = GateCheck.model_validate_json(check.model_dump_json())
+    assert again.current is None and not again.passed
+    assert again.message == check.message
+
+
 @pytest.mark.parametrize("bad", NON_FINITE)
 def test_non_finite_ann_recall_fails(bad: float) -> None:
     base = np.full(100, 0.5)

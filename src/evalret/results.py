@@ -125,7 +125,7 @@ class GateCheck(_Model):
     kind: str  # min | max_drop | max_drop_pct | ann_min_recall
     threshold: float
     baseline: float | None
-    current: float
+    current: float | None  # None in a saved report: the value was not a finite number
     delta: float | None  # current - baseline
     n_queries: int
     p_value: float | None  # paired test, one-sided (a drop), when significance is configured
