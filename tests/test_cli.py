@@ -75,9 +75,9 @@ def test_bad_config_key_exits_2_with_line(tmp_path: Path) -> None:
         ),
         (
             '{"id": "d1", "text": "x"}\n',
-            '{"id": "q1", "text": "", "relevant": ["d1"]}\n',
+            '{"id": "q1", "text": "t", "relevant": {"d1": 1000000000000000000000000000000}}\n',
             "queries.jsonl:1",
-            "has no text",
+            "out of range",
         ),
         (
             '{"id": "d1", "text": "x"}\n{"id": "d2", "text": "x",}\n',

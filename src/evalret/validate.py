@@ -1,10 +1,12 @@
 """`evalret validate`: is a golden set sound, and how large a change can it detect?
 
 The checks that make a golden set unusable (schema, duplicate ids, judgments for unknown documents
-or queries, empty texts, malformed lines) live in the readers (``evalret.goldenset``): a run and
-``validate`` share them, and they are errors. Warnings do not stop a run:
+or queries, grades out of range, malformed lines) live in the readers (``evalret.goldenset``): a
+run and ``validate`` share them, and they are errors. Warnings do not stop a run:
 
-* ``no-relevant-document``: a query whose judgments all have grade 0 (from the readers);
+* ``no-relevant-document``: a query with no judgment of grade >= ``relevance_level`` (from the
+  readers), as are ``empty-document`` / ``empty-query`` (embedded as the empty string) and
+  ``non-integer-grade`` (qrels grades truncated toward zero, as trec_eval reads them);
 * ``duplicate-query-text``: two evaluated queries with the same normalized text;
 * ``near-duplicate-query``: two evaluated queries whose character 3-gram Jaccard similarity is at
   least 0.8 (``evalret.duplicates``);
@@ -49,7 +51,6 @@ from evalret.duplicates import (
 )
 from evalret.errors import ConfigError, InputError, Problem
 from evalret.goldenset import GoldenSetScan
-from evalret.metrics import RELEVANCE_LEVEL
 from evalret.slices import RELIABILITY, configured_slices, reliability
 from evalret.stats import minimum_detectable_effect
 
@@ -242,14 +243,16 @@ def text_warnings(scan: GoldenSetScan, threshold: float = NEAR_DUPLICATE_JACCARD
     return out
 
 
-def _n_relevant(judged: dict[str, int]) -> int:
-    return sum(1 for g in judged.values() if g >= RELEVANCE_LEVEL)
+def _n_relevant(scan: GoldenSetScan, query_id: str) -> int:
+    """Judged documents of the query with grade >= the scan's relevance level."""
+    level = scan.relevance_level
+    return sum(1 for g in scan.qrels.get(query_id, {}).values() if g >= level)
 
 
 def summarize(scan: GoldenSetScan) -> Summary:
     """Counts, grade distribution and relevant documents per evaluated query."""
     judged = [scan.qrels.get(q, {}) for q in scan.evaluate]
-    relevant = [_n_relevant(j) for j in judged]
+    relevant = [_n_relevant(scan, q) for q in scan.evaluate]
     grades = Counter(g for j in judged for g in j.values())
     per_query: dict[str, float] = {}
     if relevant:
@@ -289,7 +292,7 @@ def slice_checks(
     """The slices a run would report (over queries with a relevant document), each with its
     reliability and minimum detectable nDCG@10 difference. Raises ConfigError for bad custom
     slice definitions."""
-    scored = [q for q in scan.evaluate if _n_relevant(scan.qrels.get(q, {})) > 0]
+    scored = [q for q in scan.evaluate if _n_relevant(scan, q) > 0]
     built = configured_slices(
         scored,
         [scan.queries[q] for q in scored],
@@ -389,7 +392,7 @@ def run_validation(cfg: Config, report: Path | None = None) -> Validation:
             raise InputError(f"cannot read report {report}: {e}") from None
         scores = report_scores(data, str(report))
     try:
-        scan = scan_golden_set(cfg.golden_set)
+        scan = scan_golden_set(cfg.golden_set, cfg.relevance_level)
     except GoldenSetError as e:
         return unreadable(str(cfg.golden_set.path), e)
     return check_golden_set(scan, cfg.slices, scores, str(report) if report else None)

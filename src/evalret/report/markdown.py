@@ -7,7 +7,12 @@ and threshold; without a gate, the metrics of each index per slice.
 from __future__ import annotations
 
 from evalret.backends import summary_line
-from evalret.report.common import intrinsic_rows, shown_judged
+from evalret.report.common import (
+    intrinsic_rows,
+    shown_judged,
+    warning_lines,
+    without_relevant_note,
+)
 from evalret.results import GateCheck, GateSection, RunReport
 
 
@@ -174,10 +179,12 @@ def render_markdown(report: RunReport) -> str:
     backend = summary_line(report.embedding)
     if backend:
         lines.append(f"Embedding {backend}.")
-    if g.queries_without_relevant:
-        lines.append(
-            f"{len(g.queries_without_relevant)} queries without a relevant document are left out."
-        )
+    note = without_relevant_note(report)
+    if note:
+        lines.append(f"{note}.")
+    if g.warnings:
+        lines += ["", f"Golden-set warnings ({len(g.warnings)}):", ""]
+        lines += ["- `" + line.replace("`", "'") + "`" for line in warning_lines(g)]
     lines += _metrics_lines(report)
     lines += _lexical_lines(report)
     lines += _intrinsic_lines(report)
