@@ -111,3 +111,51 @@ def make_set(tmp_path: Path) -> Path:
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     return tmp_path
+
+
+def cranfield_like(directory: Path) -> Path:
+    """A tiny TREC golden set shaped like the classic Cranfield collection as it comes: two empty
+    documents, -1 and -2 grades, ``#`` comments and blank lines in the qrels, decimal grades and a
+    query judged only non-relevant. Returns the qrels file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    texts = [
+        "experimental investigation of the aerodynamics of a wing in a slipstream",
+        "",
+        "simple shear flow past a flat plate in an incompressible fluid",
+        "boundary layer in simple shear flow past a flat plate",
+        "the boundary layer on a flat plate at high mach number",
+        "",
+        "heat transfer in hypersonic flow over a blunt body",
+        "buckling of thin cylindrical shells under axial compression",
+        "supersonic flow past a cone at incidence",
+        "transition of the laminar boundary layer to turbulence",
+    ]
+    rows = [{"_id": str(i + 1), "title": "", "text": t} for i, t in enumerate(texts)]
+    (directory / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (directory / "queries.tsv").write_text(
+        "1\tboundary layer on a flat plate\n"
+        "2\tshear flow past a plate\n"
+        "3\theat transfer at hypersonic speed\n"
+        "4\twing aerodynamics in a slipstream\n"
+        "5\tbuckling of shells\n"
+    )
+    qrels = directory / "qrels.txt"
+    qrels.write_text(
+        "# Cranfield-style judgments: -1 and -2 mean not relevant\n"
+        "1 0 4 2\n"
+        "1 0 5 1.5\n"
+        "1 0 10 -1\n"
+        "\n"
+        "1 0 3 1\n"
+        "2 0 3 2\n"
+        "2 0 4 -2\n"
+        "  # an indented comment\n"
+        "2 0 2 0\n"
+        "3 0 7 3\n"
+        "3 0 9 -0.5\n"
+        "4 0 1 2.\n"
+        "4 0 6 1\n"
+        "5 0 8 -1\n"
+        "5 0 1 -2\n"
+    )
+    return qrels
