@@ -159,3 +159,49 @@ def cranfield_like(directory: Path) -> Path:
         "5 0 1 -2\n"
     )
     return qrels
+
+
+def read_trec_run(path: Path) -> dict[str, dict[str, float]]:
+    """A TREC run file (``qid Q0 docno rank score tag``) as trec_eval reads it: scores by query."""
+    run: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        run.setdefault(qid, {})[doc] = float(score)
+    return run
+
+
+TREC_MEASURES = {
+    "ndcg": "ndcg_cut",
+    "recall": "recall",
+    "precision": "P",
+    "map": "map_cut",
+    "hit_rate": "success",
+}
+
+
+def assert_report_matches_trec_eval(
+    per_query: dict[str, list[float]],
+    query_ids: list[str],
+    qrels: dict[str, dict[str, int]],
+    run: dict[str, dict[str, float]],
+    relevance_level: int,
+) -> int:
+    """Every metric of ``per_query`` (no mrr) equals trec_eval's on ``run`` for every qrels query
+    (a query absent from the run scores 0, trec_eval -c); returns the number of values compared."""
+    import pytest
+    import pytrec_eval
+
+    measures = {}
+    for name in per_query:
+        family, k = name.split("@")
+        measures[name] = f"{TREC_MEASURES[family]}.{k}"
+    full_run = {q: run.get(q) or {"__none__": 0.0} for q in qrels}
+    got = pytrec_eval.RelevanceEvaluator(
+        qrels, set(measures.values()), relevance_level=relevance_level
+    ).evaluate(full_run)
+    assert sorted(query_ids) == sorted(qrels)
+    for name, measure in measures.items():
+        key = measure.replace(".", "_")
+        for i, q in enumerate(query_ids):
+            assert per_query[name][i] == pytest.approx(got[q][key], abs=1e-9), (name, q)
+    return len(measures) * len(query_ids)

@@ -19,6 +19,7 @@ from conftest import DEMO, REPO
 from evalret.cli import app
 from evalret.config import load_config
 from evalret.goldenset import load_golden_set
+from helpers import assert_report_matches_trec_eval, cranfield_like, read_trec_run
 
 ACTIONLINT = str(Path(sys.executable).parent / "actionlint")
 
@@ -508,3 +509,85 @@ def test_progress_bars_draw_on_the_lazy_console() -> None:
         advance(1)
     with _progress(False) as nothing:
         assert nothing is None
+
+
+def cranfield_config(tmp_path: Path, extra: str = "") -> tuple[Path, Path]:
+    """The Cranfield-like set (helpers.cranfield_like) and a small config for it: (qrels, cfg)."""
+    qrels = cranfield_like(tmp_path / "cranfield")
+    cfg = write_config(
+        tmp_path,
+        f"golden_set:\n  path: {qrels}\nindexes:\n  hnsw:\n    enabled: false\n{extra}",
+    )
+    return qrels, cfg
+
+
+def test_cranfield_like_set_runs_end_to_end_and_equals_trec_eval(tmp_path: Path) -> None:
+    """Two empty documents, -1/-2 grades, comments and a 1.5 grade: `evalret run` with the real
+    model goes through, lists the readers' warnings (terminal, report.json, report.md), and at
+    relevance_level 2 with queries_without_relevant: zero every index's per-query metrics equal
+    trec_eval -l 2 on its run file, precision@500 on 10 documents included."""
+    qrels, cfg = cranfield_config(
+        tmp_path,
+        "relevance_level: 2\nqueries_without_relevant: zero\n"
+        "metrics: [ndcg@10, precision@500, recall@5, map@100, hit_rate@1]\n",
+    )
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app, ["run", "-c", str(cfg), "-o", str(out), "--no-progress"], env={"COLUMNS": "250"}
+    )
+    assert result.exit_code == 0, result.output
+    corpus = qrels.parent / "corpus.jsonl"
+    assert "golden set: 4 warning(s)" in result.output
+    assert f"{corpus}:2: document '2' has no text" in result.output
+    assert f"{qrels}:3: non-integer grades truncated toward zero" in result.output
+    assert "1 judged queries have no relevant document (grade >= 2) and are scored" in result.output
+    report = json.loads((out / "report.json").read_text())
+    g = report["golden_set"]
+    assert sorted((w["code"], w["line"]) for w in g["warnings"]) == [
+        ("empty-document", 2),
+        ("empty-document", 6),
+        ("no-relevant-document", 15),
+        ("non-integer-grade", 3),
+    ]
+    assert g["queries_without_relevant"] == ["5"] and report["query_ids"] == list("12345")
+    assert "Golden-set warnings (4)" in (out / "report.md").read_text()
+    judged = load_golden_set(load_config(cfg).golden_set).qrels
+    compared = 0
+    for name, index in report["indexes"].items():
+        run = read_trec_run(out / f"run.{name}.trec")
+        compared += assert_report_matches_trec_eval(
+            index["per_query"], report["query_ids"], judged, run, 2
+        )
+    assert compared == 3 * 5 * 5
+
+
+def test_nothing_to_evaluate_exits_2_without_a_verdict(tmp_path: Path) -> None:
+    """No query has a grade >= relevance_level and queries are excluded: exit 2 before any
+    embedding, saying why and how to fix it, never GATE PASSED."""
+    _, cfg = cranfield_config(tmp_path, "relevance_level: 4\n")
+    code, out = invoke("run", "-c", str(cfg), "--no-progress")
+    assert code == 2, out
+    assert "nothing to evaluate" in out and "GATE PASSED" not in out
+    assert "relevance_level" in out and "queries_without_relevant" in out
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_grade_beyond_the_bound_exits_2_with_file_and_line(tmp_path: Path, command: str) -> None:
+    """Grade 10^30 (it crashed int64 before) is refused by run and validate with file:line."""
+    qrels, cfg = cranfield_config(tmp_path)
+    lines = qrels.read_text().splitlines()
+    lines[4] = f"1 0 3 {10**30}"
+    qrels.write_text("\n".join(lines) + "\n")
+    args = ["run", "-c", str(cfg), "--no-progress"] if command == "run" else ["validate", str(cfg)]
+    result = runner.invoke(app, args)
+    out = result.output.replace("\n", "")
+    assert result.exit_code == 2, out
+    assert f"{qrels}:5: grade {10**30} for ('1', '3') is out of range" in out
+
+
+def test_metric_cutoff_beyond_the_bound_exits_2_naming_it(tmp_path: Path) -> None:
+    """ndcg@100000000000 (it tried to allocate 2.9 TiB) is a config error naming the metric."""
+    _, cfg = cranfield_config(tmp_path, "metrics: [ndcg@10, ndcg@100000000000]\n")
+    code, out = invoke("run", "-c", str(cfg), "--no-progress")
+    assert code == 2, out
+    assert "ndcg@100000000000" in out.replace("\n", "")

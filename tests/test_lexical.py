@@ -175,5 +175,6 @@ def test_scifact_level_2_excluding_is_nothing_to_evaluate(scifact_path: Path) ->
     that says how to fix it."""
     full = load_golden_set(GoldenSetConfig(path=scifact_path), 2)
     assert len(full.queries_without_relevant) == 300
-    with pytest.raises(InputError, match="nothing to evaluate.*queries_without_relevant: zero"):
+    with pytest.raises(InputError, match="nothing to evaluate") as e:
         queries_to_evaluate(full, Config(relevance_level=2))
+    assert "queries_without_relevant: zero" in str(e.value)
