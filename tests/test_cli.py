@@ -569,6 +569,11 @@ def test_nothing_to_evaluate_exits_2_without_a_verdict(tmp_path: Path) -> None:
     assert code == 2, out
     assert "nothing to evaluate" in out and "GATE PASSED" not in out
     assert "relevance_level" in out and "queries_without_relevant" in out
+    code, out = invoke("validate", str(cfg))
+    assert code == 2 and "nothing to evaluate" in out, out
+    _, zero = cranfield_config(tmp_path, "relevance_level: 4\nqueries_without_relevant: zero\n")
+    code, out = invoke("validate", str(zero))
+    assert code == 0 and "nothing to evaluate" not in out, out
 
 
 @pytest.mark.parametrize("command", ["run", "validate"])

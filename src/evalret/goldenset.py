@@ -162,6 +162,15 @@ class GoldenSet:
         return h.hexdigest()
 
 
+def nothing_to_evaluate(source: str, n_judged: int, relevance_level: int) -> str:
+    """Why a golden set whose queries all lack a relevant document cannot gate, and the fix."""
+    return (
+        f"nothing to evaluate in {source}: none of its {n_judged} judged queries has a judgment "
+        f"with grade >= {relevance_level} (relevance_level). Lower relevance_level, or set "
+        "queries_without_relevant: zero to score them as trec_eval does"
+    )
+
+
 def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 

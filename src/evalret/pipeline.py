@@ -23,7 +23,7 @@ from evalret.config import Config
 from evalret.curves import metric_curves
 from evalret.embed import Embedder
 from evalret.errors import InputError
-from evalret.goldenset import GoldenSet, load_golden_set
+from evalret.goldenset import GoldenSet, load_golden_set, nothing_to_evaluate
 from evalret.index import SearchResult, build_exact, cached_hnsw, id_rank, search
 from evalret.lexical import bm25_search, rrf_fuse
 from evalret.metrics import (
@@ -103,10 +103,7 @@ def queries_to_evaluate(full: GoldenSet, config: Config) -> GoldenSet:
     golden = full.evaluated() if config.queries_without_relevant == "exclude" else full
     if not golden.query_ids:
         raise InputError(
-            f"nothing to evaluate in {full.source}: none of its {len(full.query_ids)} judged "
-            f"queries has a judgment with grade >= {config.relevance_level} (relevance_level). "
-            "Lower relevance_level, or set queries_without_relevant: zero to score them 0 as "
-            "trec_eval does"
+            nothing_to_evaluate(full.source, len(full.query_ids), config.relevance_level)
         )
     return golden
 

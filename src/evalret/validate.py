@@ -50,7 +50,7 @@ from evalret.duplicates import (
     word_difference,
 )
 from evalret.errors import ConfigError, InputError, Problem
-from evalret.goldenset import GoldenSetScan
+from evalret.goldenset import GoldenSetScan, nothing_to_evaluate
 from evalret.slices import RELIABILITY, configured_slices, reliability
 from evalret.stats import minimum_detectable_effect
 
@@ -332,8 +332,11 @@ def check_golden_set(
     scores: dict[str, float] | None = None,
     report_source: str | None = None,
     near_threshold: float = NEAR_DUPLICATE_JACCARD,
+    queries_without_relevant: str = "exclude",
 ) -> Validation:
-    """Every error and warning of a scanned golden set, its summary and its slices."""
+    """Every error and warning of a scanned golden set, its summary and its slices; excluding
+    queries without a relevant document, a set with none left is an error (a run would refuse
+    it)."""
     errors = list(scan.problems)
     warnings = list(scan.warnings) + text_warnings(scan, near_threshold)
     if scores is not None and not set(scores) & set(scan.evaluate):
@@ -352,11 +355,15 @@ def check_golden_set(
     except ConfigError as e:
         errors.extend(e.problems or [Problem(e.summary, code="slices")])
     warnings.sort(key=lambda p: (p.file or "", p.line or 0))
+    summary = summarize(scan)
+    if queries_without_relevant == "exclude" and summary.n_evaluated and not summary.n_scored:
+        message = nothing_to_evaluate(scan.source, summary.n_evaluated, scan.relevance_level)
+        errors.append(Problem(message, code="nothing-to-evaluate"))
     return Validation(
         source=scan.source,
         errors=errors,
         warnings=warnings,
-        summary=summarize(scan),
+        summary=summary,
         slices=checks,
         mde=mde_settings(report_source),
     )
@@ -395,4 +402,10 @@ def run_validation(cfg: Config, report: Path | None = None) -> Validation:
         scan = scan_golden_set(cfg.golden_set, cfg.relevance_level)
     except GoldenSetError as e:
         return unreadable(str(cfg.golden_set.path), e)
-    return check_golden_set(scan, cfg.slices, scores, str(report) if report else None)
+    return check_golden_set(
+        scan,
+        cfg.slices,
+        scores,
+        str(report) if report else None,
+        queries_without_relevant=cfg.queries_without_relevant,
+    )
