@@ -149,7 +149,7 @@ def test_bm25_scifact_levels_and_modes_agree_with_trec_eval(
     """Per query, every metric equals trec_eval -l level over the queries the mode scores (zero:
     every qrels query). SciFact's grades are all 1: at level 2 every binary metric is 0 and nDCG
     is that of level 1, as in trec_eval."""
-    config = Config(relevance_level=level, queries_without_relevant=mode)  # type: ignore[arg-type]
+    config = Config.model_validate({"relevance_level": level, "queries_without_relevant": mode})
     full = load_golden_set(GoldenSetConfig(path=scifact_path), level)
     g = queries_to_evaluate(full, config)
     assert g.query_ids == full.query_ids and len(g.query_ids) == 300  # BM25 ran on these

@@ -359,7 +359,7 @@ class Config(_Strict):
 
     @property
     def depth(self) -> int:
-        """Search depth: the largest metric cutoff."""
+        """The largest metric cutoff (the pipeline searches no deeper than the corpus size)."""
         return max(m.k for m in parse_metrics(self.metrics))
 
     def resolve_paths(self, base: Path) -> Config:
