@@ -572,8 +572,9 @@ def test_nothing_to_evaluate_exits_2_without_a_verdict(tmp_path: Path) -> None:
     code, out = invoke("validate", str(cfg))
     assert code == 2 and "nothing to evaluate" in out, out
     _, zero = cranfield_config(tmp_path, "relevance_level: 4\nqueries_without_relevant: zero\n")
-    code, out = invoke("validate", str(zero))
+    code, out = invoke("validate", str(zero), "--json")
     assert code == 0 and "nothing to evaluate" not in out, out
+    assert json.loads(out)["slices"][0]["n_queries"] == 5  # zero mode: every judged query
 
 
 @pytest.mark.parametrize("command", ["run", "validate"])

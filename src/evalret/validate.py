@@ -288,11 +288,13 @@ def slice_checks(
     alpha: float = ALPHA,
     power: float = POWER,
     assumed_sd: float = ASSUMED_NDCG_SD,
+    queries_without_relevant: str = "exclude",
 ) -> list[SliceCheck]:
-    """The slices a run would report (over queries with a relevant document), each with its
-    reliability and minimum detectable nDCG@10 difference. Raises ConfigError for bad custom
-    slice definitions."""
-    scored = [q for q in scan.evaluate if _n_relevant(scan, q) > 0]
+    """The slices a run would report (over the queries it scores: those with a relevant document,
+    or all with ``queries_without_relevant: zero``), each with its reliability and minimum
+    detectable nDCG@10 difference. Raises ConfigError for bad custom slice definitions."""
+    zero = queries_without_relevant == "zero"
+    scored = [q for q in scan.evaluate if zero or _n_relevant(scan, q) > 0]
     built = configured_slices(
         scored,
         [scan.queries[q] for q in scored],
@@ -351,7 +353,9 @@ def check_golden_set(
         )
     checks: list[SliceCheck] = []
     try:
-        checks = slice_checks(scan, slices, scores)
+        checks = slice_checks(
+            scan, slices, scores, queries_without_relevant=queries_without_relevant
+        )
     except ConfigError as e:
         errors.extend(e.problems or [Problem(e.summary, code="slices")])
     warnings.sort(key=lambda p: (p.file or "", p.line or 0))
