@@ -111,3 +111,97 @@ def make_set(tmp_path: Path) -> Path:
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     return tmp_path
+
+
+def cranfield_like(directory: Path) -> Path:
+    """A tiny TREC golden set shaped like the classic Cranfield collection as it comes: two empty
+    documents, -1 and -2 grades, ``#`` comments and blank lines in the qrels, decimal grades and a
+    query judged only non-relevant. Returns the qrels file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    texts = [
+        "experimental investigation of the aerodynamics of a wing in a slipstream",
+        "",
+        "simple shear flow past a flat plate in an incompressible fluid",
+        "boundary layer in simple shear flow past a flat plate",
+        "the boundary layer on a flat plate at high mach number",
+        "",
+        "heat transfer in hypersonic flow over a blunt body",
+        "buckling of thin cylindrical shells under axial compression",
+        "supersonic flow past a cone at incidence",
+        "transition of the laminar boundary layer to turbulence",
+    ]
+    rows = [{"_id": str(i + 1), "title": "", "text": t} for i, t in enumerate(texts)]
+    (directory / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (directory / "queries.tsv").write_text(
+        "1\tboundary layer on a flat plate\n"
+        "2\tshear flow past a plate\n"
+        "3\theat transfer at hypersonic speed\n"
+        "4\twing aerodynamics in a slipstream\n"
+        "5\tbuckling of shells\n"
+    )
+    qrels = directory / "qrels.txt"
+    qrels.write_text(
+        "# Cranfield-style judgments: -1 and -2 mean not relevant\n"
+        "1 0 4 2\n"
+        "1 0 5 1.5\n"
+        "1 0 10 -1\n"
+        "\n"
+        "1 0 3 1\n"
+        "2 0 3 2\n"
+        "2 0 4 -2\n"
+        "  # an indented comment\n"
+        "2 0 2 0\n"
+        "3 0 7 3\n"
+        "3 0 9 -0.5\n"
+        "4 0 1 2.\n"
+        "4 0 6 1\n"
+        "5 0 8 -1\n"
+        "5 0 1 -2\n"
+    )
+    return qrels
+
+
+def read_trec_run(path: Path) -> dict[str, dict[str, float]]:
+    """A TREC run file (``qid Q0 docno rank score tag``) as trec_eval reads it: scores by query."""
+    run: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        run.setdefault(qid, {})[doc] = float(score)
+    return run
+
+
+TREC_MEASURES = {
+    "ndcg": "ndcg_cut",
+    "recall": "recall",
+    "precision": "P",
+    "map": "map_cut",
+    "hit_rate": "success",
+}
+
+
+def assert_report_matches_trec_eval(
+    per_query: dict[str, list[float]],
+    query_ids: list[str],
+    qrels: dict[str, dict[str, int]],
+    run: dict[str, dict[str, float]],
+    relevance_level: int,
+) -> int:
+    """Every metric of ``per_query`` (no mrr) equals trec_eval's on ``run`` for every qrels query
+    (a query absent from the run scores 0, trec_eval -c); returns the number of values compared."""
+    import pytest
+    import pytrec_eval
+
+    measures = {}
+    for name in per_query:
+        family, k = name.split("@")
+        measures[name] = f"{TREC_MEASURES[family]}.{k}"
+    full_run = {q: run.get(q) or {"__none__": 0.0} for q in qrels}
+    got = pytrec_eval.RelevanceEvaluator(
+        qrels, set(measures.values()), relevance_level=relevance_level
+    ).evaluate(full_run)
+    assert sorted(query_ids) == sorted(qrels)
+    for name, measure in measures.items():
+        key = measure.replace(".", "_")
+        for i, q in enumerate(query_ids):
+            assert per_query[name][i] == pytest.approx(got[q][key], abs=1e-9), (name, q)
+    return len(measures) * len(query_ids)

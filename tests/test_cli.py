@@ -21,7 +21,14 @@ from conftest import DEMO, REPO
 from evalret.cli import app
 from evalret.config import load_config
 from evalret.goldenset import load_golden_set
-from helpers import HashEmbedder, make_set
+from evalret.report.escape import markdown
+from helpers import (
+    HashEmbedder,
+    assert_report_matches_trec_eval,
+    cranfield_like,
+    make_set,
+    read_trec_run,
+)
 from test_atomic import immutable, private_null
 
 ACTIONLINT = str(Path(sys.executable).parent / "actionlint")
@@ -79,9 +86,9 @@ def test_bad_config_key_exits_2_with_line(tmp_path: Path) -> None:
         ),
         (
             '{"id": "d1", "text": "x"}\n',
-            '{"id": "q1", "text": "", "relevant": ["d1"]}\n',
+            '{"id": "q1", "text": "t", "relevant": {"d1": 1000000000000000000000000000000}}\n',
             "queries.jsonl:1",
-            "has no text",
+            "out of range",
         ),
         (
             '{"id": "d1", "text": "x"}\n{"id": "d2", "text": "x",}\n',
@@ -596,7 +603,7 @@ def test_baseline_this_run_saves_gates_floors_only_and_says_so(small: Path, tmp_
         "health_max",
     }
     assert f"only the {len(gate['checks'])} checks against fixed bounds ran" in gate["notes"][0]
-    assert said in (out / "report.md").read_text()
+    assert markdown(said) in (out / "report.md").read_text()  # escaped: the path is input
     assert baseline.exists()
 
 
@@ -631,7 +638,7 @@ def test_repaired_cache_is_shown_on_the_terminal_and_in_report_md(
         "1 corrupt shard(s) set aside",
         "cached HNSW graph was unreadable or did not fit, rebuilt",
     ):
-        assert text in output.replace("\n", " ") and text in md, output
+        assert text in output.replace("\n", " ") and markdown(text) in md, output
 
 
 def test_init_onto_a_file_exits_2(tmp_path: Path) -> None:
@@ -670,3 +677,91 @@ def test_leakage_out_symlink_keeps_the_link(tmp_path: Path) -> None:
     )
     assert code in (0, 1), output
     assert link.is_symlink() and json.loads(target.read_text())
+
+
+def cranfield_config(tmp_path: Path, extra: str = "") -> tuple[Path, Path]:
+    """The Cranfield-like set (helpers.cranfield_like) and a small config for it: (qrels, cfg)."""
+    qrels = cranfield_like(tmp_path / "cranfield")
+    cfg = write_config(
+        tmp_path,
+        f"golden_set:\n  path: {qrels}\nindexes:\n  hnsw:\n    enabled: false\n{extra}",
+    )
+    return qrels, cfg
+
+
+def test_cranfield_like_set_runs_end_to_end_and_equals_trec_eval(tmp_path: Path) -> None:
+    """Two empty documents, -1/-2 grades, comments and a 1.5 grade: `evalret run` with the real
+    model goes through, lists the readers' warnings (terminal, report.json, report.md), and at
+    relevance_level 2 with queries_without_relevant: zero every index's per-query metrics equal
+    trec_eval -l 2 on its run file, precision@500 on 10 documents included."""
+    qrels, cfg = cranfield_config(
+        tmp_path,
+        "relevance_level: 2\nqueries_without_relevant: zero\n"
+        "metrics: [ndcg@10, precision@500, recall@5, map@100, hit_rate@1]\n",
+    )
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app, ["run", "-c", str(cfg), "-o", str(out), "--no-progress"], env={"COLUMNS": "250"}
+    )
+    assert result.exit_code == 0, result.output
+    corpus = qrels.parent / "corpus.jsonl"
+    assert "golden set: 4 warning(s)" in result.output
+    assert f"{corpus}:2: document '2' has no text" in result.output
+    assert f"{qrels}:3: non-integer grades truncated toward zero" in result.output
+    assert "1 judged queries have no relevant document (grade >= 2) and are scored" in result.output
+    report = json.loads((out / "report.json").read_text())
+    g = report["golden_set"]
+    assert sorted((w["code"], w["line"]) for w in g["warnings"]) == [
+        ("empty-document", 2),
+        ("empty-document", 6),
+        ("no-relevant-document", 15),
+        ("non-integer-grade", 3),
+    ]
+    assert g["queries_without_relevant"] == ["5"] and report["query_ids"] == list("12345")
+    assert "Golden-set warnings (4)" in (out / "report.md").read_text()
+    judged = load_golden_set(load_config(cfg).golden_set).qrels
+    compared = 0
+    for name, index in report["indexes"].items():
+        run = read_trec_run(out / f"run.{name}.trec")
+        compared += assert_report_matches_trec_eval(
+            index["per_query"], report["query_ids"], judged, run, 2
+        )
+    assert compared == 3 * 5 * 5
+
+
+def test_nothing_to_evaluate_exits_2_without_a_verdict(tmp_path: Path) -> None:
+    """No query has a grade >= relevance_level and queries are excluded: exit 2 before any
+    embedding, saying why and how to fix it, never GATE PASSED."""
+    _, cfg = cranfield_config(tmp_path, "relevance_level: 4\n")
+    code, out = invoke("run", "-c", str(cfg), "--no-progress")
+    assert code == 2, out
+    assert "nothing to evaluate" in out and "GATE PASSED" not in out
+    assert "relevance_level" in out and "queries_without_relevant" in out
+    code, out = invoke("validate", str(cfg))
+    assert code == 2 and "nothing to evaluate" in out, out
+    _, zero = cranfield_config(tmp_path, "relevance_level: 4\nqueries_without_relevant: zero\n")
+    code, out = invoke("validate", str(zero), "--json")
+    assert code == 0 and "nothing to evaluate" not in out, out
+    assert json.loads(out)["slices"][0]["n_queries"] == 5  # zero mode: every judged query
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_grade_beyond_the_bound_exits_2_with_file_and_line(tmp_path: Path, command: str) -> None:
+    """Grade 10^30 (it crashed int64 before) is refused by run and validate with file:line."""
+    qrels, cfg = cranfield_config(tmp_path)
+    lines = qrels.read_text().splitlines()
+    lines[4] = f"1 0 3 {10**30}"
+    qrels.write_text("\n".join(lines) + "\n")
+    args = ["run", "-c", str(cfg), "--no-progress"] if command == "run" else ["validate", str(cfg)]
+    result = runner.invoke(app, args)
+    out = result.output.replace("\n", "")
+    assert result.exit_code == 2, out
+    assert f"{qrels}:5: grade {10**30} for ('1', '3') is out of range" in out
+
+
+def test_metric_cutoff_beyond_the_bound_exits_2_naming_it(tmp_path: Path) -> None:
+    """ndcg@100000000000 (it tried to allocate 2.9 TiB) is a config error naming the metric."""
+    _, cfg = cranfield_config(tmp_path, "metrics: [ndcg@10, ndcg@100000000000]\n")
+    code, out = invoke("run", "-c", str(cfg), "--no-progress")
+    assert code == 2, out
+    assert "ndcg@100000000000" in out.replace("\n", "")

@@ -10,7 +10,8 @@ import pytest
 
 from evalret.config import GoldenSetConfig
 from evalret.errors import GoldenSetError
-from evalret.goldenset import detect_format, load_golden_set
+from evalret.goldenset import GoldenSetScan, detect_format, load_golden_set, scan_golden_set
+from helpers import cranfield_like
 
 
 def write_jsonl(path: Path, rows: list) -> Path:
@@ -110,7 +111,7 @@ def test_native_every_problem_with_file_and_line(tmp_path: Path) -> None:
             {"id": "q1", "text": "dup", "relevant": {"d1": 1}},
             {"id": "q4", "text": "unknown doc", "relevant": {"nope": 2}},
             {"id": "q5", "text": "bad grade", "relevant": {"d1": "high"}},
-            {"id": "q6", "text": "negative", "relevant": {"d1": -1}},
+            {"id": "q6", "text": "huge grade", "relevant": {"d1": 10**30}},
             [1, 2],
         ],
     )
@@ -120,11 +121,10 @@ def test_native_every_problem_with_file_and_line(tmp_path: Path) -> None:
         f"{corpus}:2: invalid JSON",
         f"{corpus}:3: duplicate document id 'd1' (first at line 1)",
         f"{corpus}:4: text: Field required",
-        f"{queries}:2: query 'q2' has no text",
         f"{queries}:3: duplicate query id 'q1'",
         f"{queries}:4: judgment for unknown document 'nope'",
         f"{queries}:5: relevant",
-        f"{queries}:6: grade -1",
+        f"{queries}:6: grade {10**30} for ('q6', 'd1') is out of range",
         f"{queries}:7: each line must be a JSON object",
     ]:
         assert expected in got, f"missing {expected!r} in\n{got}"
@@ -174,7 +174,7 @@ def test_beir_bad_qrels_lines(tmp_path: Path) -> None:
     beir(tmp_path, "query-id\tcorpus-id\tscore\n1\tA\tx\n1\tZ\t1\n9\tA\t1\n1\tA\n")
     got = "\n".join(problems_of(tmp_path))
     q = tmp_path / "qrels" / "test.tsv"
-    assert f"{q}:2: grade 'x' is not an integer" in got
+    assert f"{q}:2: grade 'x' is not a number" in got
     assert f"{q}:3: judgment for unknown document 'Z'" in got
     assert f"{q}:4: judgment for unknown query '9'" in got
     assert f"{q}:5: expected 3 columns, found 2" in got
@@ -260,3 +260,105 @@ def test_ids_with_whitespace_or_controls_are_refused_with_file_and_line(
     for name, line in expected:
         where = f"{tmp_path / name}:{line}: "
         assert any(p.startswith(where) and "contains whitespace" in p for p in got), got
+
+
+def scan_warnings(scan: GoldenSetScan) -> set[tuple[str | None, str, int | None]]:
+    return {(w.code, Path(w.file or "").name, w.line) for w in scan.warnings}
+
+
+def test_trec_qrels_are_read_as_trec_eval_reads_them(tmp_path: Path) -> None:
+    """Comments and blank lines skipped, negative grades judged non-relevant, decimal grades
+    truncated toward zero with one warning naming the lines, empty documents embedded as ""."""
+    qrels = cranfield_like(tmp_path)
+    scan = scan_golden_set(GoldenSetConfig(path=qrels))
+    assert scan.problems == []
+    g = scan.golden_set()
+    assert g.qrels == {
+        "1": {"4": 2, "5": 1, "10": -1, "3": 1},
+        "2": {"3": 2, "4": -2, "2": 0},
+        "3": {"7": 3, "9": 0},
+        "4": {"1": 2, "6": 1},
+        "5": {"8": -1, "1": -2},
+    }
+    assert g.doc_texts[1] == "" and g.doc_texts[5] == ""
+    assert g.queries_without_relevant == ["5"]
+    assert scan_warnings(scan) == {
+        ("empty-document", "corpus.jsonl", 2),
+        ("empty-document", "corpus.jsonl", 6),
+        ("non-integer-grade", "qrels.txt", 3),
+        ("no-relevant-document", "qrels.txt", 15),
+    }
+    truncated = next(w for w in scan.warnings if w.code == "non-integer-grade")
+    assert truncated.message.endswith("at lines 3, 12, 13")
+    assert set(g.warnings) == set(scan.warnings)  # the run keeps them for its report
+
+
+def test_relevance_level_decides_which_queries_have_a_relevant_document(tmp_path: Path) -> None:
+    """At level 2 a query whose best grade is 1 has no relevant document, and the warning says
+    which level."""
+    qrels = cranfield_like(tmp_path)
+    scan = scan_golden_set(GoldenSetConfig(path=qrels), relevance_level=2)
+    g = scan.golden_set()
+    assert g.relevance_level == 2 and g.n_relevant("1") == 1
+    assert g.queries_without_relevant == ["5"]
+    assert g.evaluated().query_ids == ["1", "2", "3", "4"]
+    (qrels.parent / "qrels.txt").write_text("1 0 5 1\n2 0 3 2\n")
+    scan = scan_golden_set(GoldenSetConfig(path=qrels), relevance_level=2)
+    assert scan.golden_set().queries_without_relevant == ["1"]
+    (w,) = [w for w in scan.warnings if w.code == "no-relevant-document"]
+    assert "grade >= 2" in w.message and w.line == 1
+
+
+def test_many_decimal_grades_make_one_warning(tmp_path: Path) -> None:
+    """One warning per file, naming the first ten lines and how many more."""
+    qrels = cranfield_like(tmp_path)
+    qrels.write_text("".join(f"1 0 {d} 0.{d}\n" for d in range(1, 11)) + "2 0 3 1.0\n2 0 4 1.9\n")
+    scan = scan_golden_set(GoldenSetConfig(path=qrels))
+    (w,) = [w for w in scan.warnings if w.code == "non-integer-grade"]
+    assert w.message.endswith("at lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 (+2 more)")
+    assert scan.golden_set().qrels["2"] == {"3": 1, "4": 1}
+
+
+def test_beir_and_native_accept_negative_grades(tmp_path: Path) -> None:
+    """BEIR qrels and native `relevant` maps take negative grades as judged non-relevant; a
+    decimal grade on the first line is a grade, not a header."""
+    (tmp_path / "b").mkdir()
+    beir(tmp_path / "b", "1\tA\t1.5\n1\tB\t-2\n2\tC\t-1\n2\tA\t1\n")
+    g = load(tmp_path / "b")
+    assert g.qrels == {"1": {"A": 1, "B": -2}, "2": {"C": -1, "A": 1}}
+    (tmp_path / "n").mkdir()
+    g = load(native(tmp_path / "n", queries=[{"id": "q1", "text": "t", "relevant": {"d1": -1}}]))
+    assert g.qrels == {"q1": {"d1": -1}} and g.queries_without_relevant == ["q1"]
+
+
+@pytest.mark.parametrize("grade", [str(10**30), "1001", "-1001", "1e3", "high", "1_0"])
+def test_grades_out_of_range_or_not_numbers_are_errors_with_line(
+    tmp_path: Path, grade: str
+) -> None:
+    """A grade beyond +-1000 (whose gains would overflow) or that is not a number is an error
+    naming file and line, never a traceback; +-1000 itself is accepted."""
+    qrels = cranfield_like(tmp_path)
+    qrels.write_text(f"1 0 4 1000\n1 0 3 -1000\n1 0 5 {grade}\n")
+    (problem,) = problems_of(qrels)
+    assert problem.startswith(f"{qrels}:3: grade ")
+    out_of_range = grade.lstrip("-").isdigit()
+    assert ("out of range" if out_of_range else "is not a number") in problem
+
+
+def test_empty_texts_are_warnings_not_errors(tmp_path: Path) -> None:
+    """An empty document or query is embedded as the empty string; the scan warns with line."""
+    native(
+        tmp_path,
+        docs=[{"id": "d1", "text": "x"}, {"id": "d2", "title": "", "text": ""}],
+        queries=[
+            {"id": "q1", "text": "t", "relevant": ["d1"]},
+            {"id": "q2", "text": " ", "relevant": ["d2"]},
+        ],
+    )
+    scan = scan_golden_set(GoldenSetConfig(path=tmp_path))
+    assert scan.problems == []
+    assert scan_warnings(scan) == {
+        ("empty-document", "corpus.jsonl", 2),
+        ("empty-query", "queries.jsonl", 2),
+    }
+    assert scan.golden_set().doc_texts == ["x", ""]

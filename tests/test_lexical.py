@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalret.config import Bm25IndexConfig, Config, GoldenSetConfig, load_config
-from evalret.errors import ConfigError
+from evalret.errors import ConfigError, InputError
 from evalret.goldenset import GoldenSet, load_golden_set
 from evalret.index import SearchResult, id_rank, top_candidates
 from evalret.lexical import bm25_search, rrf_fuse
 from evalret.metrics import build_judgments, compute, parse_metrics
-from evalret.pipeline import judged_at
+from evalret.pipeline import judged_at, queries_to_evaluate
 from test_trec_eval_conformance import trec_eval_values
 
 
@@ -140,3 +140,41 @@ def test_hybrid_needs_its_parts(tmp_path: Path) -> None:
     path.write_text("indexes:\n  exact:\n    enabled: false\n  hybrid:\n    dense: hnsw\n")
     assert load_config(path).indexes.hybrid.dense == "hnsw"
     assert Config().gate.indexes is None  # gated by default: the dense indexes only
+
+
+@pytest.mark.parametrize(("level", "mode"), [(1, "exclude"), (1, "zero"), (2, "zero")])
+def test_bm25_scifact_levels_and_modes_agree_with_trec_eval(
+    scifact_path: Path, scifact_bm25: SearchResult, level: int, mode: str
+) -> None:
+    """Per query, every metric equals trec_eval -l level over the queries the mode scores (zero:
+    every qrels query). SciFact's grades are all 1: at level 2 every binary metric is 0 and nDCG
+    is that of level 1, as in trec_eval."""
+    config = Config.model_validate({"relevance_level": level, "queries_without_relevant": mode})
+    full = load_golden_set(GoldenSetConfig(path=scifact_path), level)
+    g = queries_to_evaluate(full, config)
+    assert g.query_ids == full.query_ids and len(g.query_ids) == 300  # BM25 ran on these
+    metrics = parse_metrics(["ndcg@10", "map@100", "recall@100", "mrr@10", "precision@5"])
+    judgments = build_judgments(
+        scifact_bm25.ids, *g.qrel_arrays(), n_docs=len(g.doc_ids), relevance_level=level
+    )
+    ours = compute(metrics, judgments, "linear")
+    ranked = _ranked(g, scifact_bm25)
+    qrels = {q: g.qrels[q] for q in g.query_ids}
+    for metric in metrics:
+        theirs = trec_eval_values(qrels, ranked, metric, relevance_level=level)
+        assert len(theirs) == 300
+        for i, q in enumerate(g.query_ids):
+            assert ours[str(metric)][i] == pytest.approx(theirs[q], abs=1e-9), (metric, q)
+    if level == 2:
+        assert all(not ours[m].any() for m in ours if not m.startswith("ndcg"))
+        assert ours["ndcg@10"].mean() == pytest.approx(0.665, abs=0.03)
+
+
+def test_scifact_level_2_excluding_is_nothing_to_evaluate(scifact_path: Path) -> None:
+    """Level 2 with queries_without_relevant: exclude leaves no query: an InputError (exit 2)
+    that says how to fix it."""
+    full = load_golden_set(GoldenSetConfig(path=scifact_path), 2)
+    assert len(full.queries_without_relevant) == 300
+    with pytest.raises(InputError, match="nothing to evaluate") as e:
+        queries_to_evaluate(full, Config(relevance_level=2))
+    assert "queries_without_relevant: zero" in str(e.value)

@@ -13,9 +13,10 @@ import pytest
 import pytrec_eval
 
 from evalret.config import Config, GoldenSetConfig, HnswIndexConfig, IndexesConfig
+from evalret.metrics import MAX_CUTOFF
 from evalret.pipeline import run_evaluation, topk_overlap
 from evalret.report.files import write_outputs
-from helpers import HashEmbedder, make_set
+from helpers import HashEmbedder, assert_report_matches_trec_eval, make_set, read_trec_run
 
 
 @pytest.fixture
@@ -79,10 +80,7 @@ def test_trec_export_scores_identically_in_trec_eval(config: Config, tmp_path: P
         "run.bm25.trec",
         "run.hybrid.trec",
     }
-    run: dict[str, dict[str, float]] = {}
-    for line in (tmp_path / "out" / "run.exact.trec").read_text().splitlines():
-        qid, _, doc, _, score, _ = line.split()
-        run.setdefault(qid, {})[doc] = float(score)
+    run = read_trec_run(tmp_path / "out" / "run.exact.trec")
     g = ev.golden_set
     qrels = {q: g.qrels[q] for q in g.query_ids}
     got = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "P.3"}).evaluate(run)
@@ -135,3 +133,53 @@ def test_collapsed_embedding_trips_the_flag_and_the_default_gate(config: Config)
     assert report.gate is not None and report.gate.verdict == "fail"
     failed = {c.name for c in report.gate.failed}
     assert "embedding/documents/collapsed max 0" in failed
+
+
+def test_cutoffs_beyond_the_corpus_and_zero_mode_equal_trec_eval(
+    config: Config, tmp_path: Path
+) -> None:
+    """On a 60-document corpus, precision@500 divides by 500 and every metric at k > 60 equals
+    trec_eval's (-l 2) on every index's run file; rankings stop at the corpus size (curves,
+    judged@k and ANN overlap included). Zero mode scores the query without a relevant document."""
+    config = config.model_copy(
+        update={
+            "metrics": [
+                "precision@500",
+                f"ndcg@{MAX_CUTOFF}",
+                "recall@500",
+                "map@500",
+                "hit_rate@500",
+            ],
+            "relevance_level": 2,
+            "queries_without_relevant": "zero",
+        }
+    )
+    ev = run_evaluation(config, embedder=HashEmbedder())
+    r = ev.report
+    assert r.golden_set.queries_without_relevant == ["q-none"]
+    assert r.golden_set.n_queries_evaluated == len(r.query_ids) == 25
+    assert r.fingerprint.metrics["relevance_level"] == 2
+    assert r.fingerprint.metrics["queries_without_relevant"] != "excluded from means"
+    assert all(ranking.ids.shape[1] == 60 for ranking in ev.rankings.values())
+    assert r.indexes["exact"].curves.k[-1] == 60
+    assert set(r.indexes["exact"].slices["all"].judged) == {"judged@500", f"judged@{MAX_CUTOFF}"}
+    assert r.ann is not None and r.ann.slices["all"].recall["recall@500"] is not None
+    write_outputs(ev, tmp_path / "out")
+    g = ev.golden_set
+    qrels = {q: g.qrels[q] for q in g.query_ids}
+    for name, index in r.indexes.items():
+        run = read_trec_run(tmp_path / "out" / f"run.{name}.trec")
+        assert assert_report_matches_trec_eval(index.per_query, r.query_ids, qrels, run, 2) == 125
+    p500 = r.indexes["exact"].per_query["precision@500"]
+    assert max(p500) <= 2 / 500 and p500[r.query_ids.index("q-none")] == 0
+
+
+def test_a_cutoff_beyond_the_bound_is_refused_naming_the_metric() -> None:
+    """ndcg@100000000000 once tried to allocate 2.9 TiB: cutoffs above MAX_CUTOFF are refused."""
+    from evalret.config import parse_config
+    from evalret.errors import ConfigError
+
+    assert parse_config(f"metrics: [ndcg@{MAX_CUTOFF}]\n").depth == MAX_CUTOFF
+    with pytest.raises(ConfigError) as e:
+        parse_config("metrics: [recall@10, ndcg@100000000000]\n", "cfg.yaml")
+    assert "cfg.yaml:1: metrics: Value error, metric 'ndcg@100000000000'" in str(e.value)

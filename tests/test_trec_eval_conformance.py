@@ -1,7 +1,9 @@
 """Conformance with trec_eval (pytrec-eval-terrier) on random graded runs with tied scores.
 
-The real-data conformance test on SciFact lives in test_scifact.py; this one covers what SciFact
-lacks: graded judgments, grade-0 judgments, unjudged documents and exact score ties.
+The real-data conformance tests on SciFact live in test_lexical.py (BM25, fast) and
+test_scifact.py (the model); this one covers what SciFact lacks: graded judgments, grade-0 and
+negative judgments, unjudged documents, exact score ties, queries without a relevant document,
+relevance levels 1 and 2, and cutoffs beyond the corpus size.
 """
 
 from __future__ import annotations
@@ -15,16 +17,23 @@ from hypothesis import strategies as st
 from evalret.index import apply_tie_rule, id_rank
 from evalret.metrics import REGISTRY, Metric, build_judgments, compute
 
-CUTOFFS = (1, 2, 3, 5, 10)
+CUTOFFS = (1, 2, 3, 5, 10, 30, 500)  # 30 and 500 exceed every corpus drawn below
 
 
 def trec_eval_values(
-    qrels: dict[str, dict[str, int]], ranked: dict[str, list[tuple[str, float]]], metric: Metric
+    qrels: dict[str, dict[str, int]],
+    ranked: dict[str, list[tuple[str, float]]],
+    metric: Metric,
+    relevance_level: int = 1,
 ) -> dict[str, float]:
     """trec_eval's per-query value of ``metric`` for runs given in rank order.
 
     MRR@k is trec_eval's ``recip_rank`` on each run cut at depth k (recip_rank itself is uncut).
+    Grades below -1 are passed as -1: pytrec-eval-terrier 0.5.11 corrupts its heap on grades
+    <= -2 (segmentation faults a few evaluations later); for the measures here every negative
+    grade means the same, judged non-relevant with gain 0.
     """
+    qrels = {q: {d: max(g, -1) for d, g in j.items()} for q, j in qrels.items()}
     name = {
         "ndcg": "ndcg_cut",
         "recall": "recall",
@@ -39,7 +48,8 @@ def trec_eval_values(
     else:
         measure, key = f"{name}.{metric.k}", f"{name}_{metric.k}"
     run = {q: (dict(r) or {"__none__": 0.0}) for q, r in ranked.items()}
-    got = pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(run)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=relevance_level)
+    got = evaluator.evaluate(run)
     return {q: got[q][key] for q in ranked}
 
 
@@ -48,11 +58,13 @@ def compare_with_trec_eval(
     qrels: dict[str, dict[str, int]],
     run: dict[str, dict[str, float]],
     metrics: list[Metric],
+    relevance_level: int = 1,
 ) -> None:
-    """Rank ``run`` with evalret's tie rule, score it, and assert trec_eval agrees per query."""
+    """Rank ``run`` with evalret's tie rule, score it, and assert trec_eval agrees per query.
+    Rankings are cut at min(largest cutoff, corpus size), as the pipeline searches."""
     query_ids = list(run)
     doc_index = {d: i for i, d in enumerate(doc_ids)}
-    depth = max(m.k for m in metrics)
+    depth = min(max(m.k for m in metrics), len(doc_ids))
     width = max(len(r) for r in run.values())
     ids = np.full((len(query_ids), width), -1, dtype=np.int64)
     scores = np.full((len(query_ids), width), -np.inf)
@@ -69,10 +81,12 @@ def compare_with_trec_eval(
         *[(qi, doc_index[d], g) for qi, q in enumerate(query_ids) for d, g in qrels[q].items()],
         strict=True,
     )
-    j = build_judgments(ids, np.array(qi_), np.array(di_), np.array(gr_), len(doc_ids))
+    j = build_judgments(
+        ids, np.array(qi_), np.array(di_), np.array(gr_), len(doc_ids), relevance_level
+    )
     ours = compute(metrics, j)
     for metric in metrics:
-        theirs = trec_eval_values(qrels, ranked, metric)
+        theirs = trec_eval_values(qrels, ranked, metric, relevance_level)
         for qi, q in enumerate(query_ids):
             assert ours[str(metric)][qi] == pytest.approx(theirs[q], abs=1e-9), (
                 f"{metric} query {q}: evalret {ours[str(metric)][qi]} trec_eval {theirs[q]}"
@@ -80,15 +94,21 @@ def compare_with_trec_eval(
 
 
 @st.composite
-def graded_runs(draw: st.DrawFn) -> tuple[list[str], dict, dict]:
+def graded_runs(
+    draw: st.DrawFn, min_grade: int = 0, without_relevant: bool = False
+) -> tuple[list[str], dict, dict]:
+    """Random graded runs with frequent score ties. Grades from ``min_grade`` to 3; unless
+    ``without_relevant``, every query has a document of grade >= 1."""
     n_docs = draw(st.integers(3, 25))
     # ids whose string order differs from numeric order ("d10" < "d9")
     doc_ids = [f"d{i}" for i in draw(st.permutations(range(n_docs)))]
     qrels, run = {}, {}
     for q in range(draw(st.integers(1, 5))):
         judged = draw(st.lists(st.sampled_from(doc_ids), min_size=1, max_size=n_docs, unique=True))
-        grades = draw(st.lists(st.integers(0, 3), min_size=len(judged), max_size=len(judged)))
-        if max(grades) == 0:
+        grades = draw(
+            st.lists(st.integers(min_grade, 3), min_size=len(judged), max_size=len(judged))
+        )
+        if max(grades) <= 0 and not without_relevant:
             grades[0] = 1
         retrieved = draw(
             st.lists(st.sampled_from(doc_ids), min_size=1, max_size=n_docs, unique=True)
@@ -112,3 +132,51 @@ def test_every_metric_matches_trec_eval_with_ties_and_grades(case: tuple) -> Non
     """Every metric at several cutoffs equals trec_eval's per query to 1e-9."""
     doc_ids, qrels, run = case
     compare_with_trec_eval(doc_ids, qrels, run, [Metric(f, k) for f in REGISTRY for k in CUTOFFS])
+
+
+def evaluated(qrels: dict[str, dict[str, int]], level: int, mode: str) -> list[str]:
+    """The queries a run scores: those with a grade >= level (exclude), or all of them (zero)."""
+    return [q for q, j in qrels.items() if mode == "zero" or max(j.values()) >= level]
+
+
+@pytest.mark.parametrize("mode", ["exclude", "zero"])
+@pytest.mark.parametrize("level", [1, 2])
+@given(case=graded_runs(min_grade=-2, without_relevant=True))
+@settings(max_examples=100, deadline=None)
+def test_relevance_levels_negative_grades_and_modes_match_trec_eval(
+    level: int, mode: str, case: tuple
+) -> None:
+    """At trec_eval -l 1 and -l 2, with grades -2..3 and queries without any relevant document,
+    every query a mode scores equals trec_eval's value for it (zero mode: every qrels query)."""
+    doc_ids, qrels, run = case
+    keep = evaluated(qrels, level, mode)
+    if not keep:
+        return  # nothing to evaluate: the pipeline refuses it (test_cli)
+    compare_with_trec_eval(
+        doc_ids,
+        {q: qrels[q] for q in keep},
+        {q: run[q] for q in keep},
+        [Metric(f, k) for f in REGISTRY for k in CUTOFFS],
+        relevance_level=level,
+    )
+
+
+def test_ndcg_ignores_the_relevance_level_like_trec_eval() -> None:
+    """At -l 2 a grade-1 document still gains in nDCG, and a query whose best grade is 1 has
+    nDCG 1 for a perfect ranking while every binary metric is 0 (pytrec_eval agrees)."""
+    doc_ids = ["a", "b", "c", "d"]
+    qrels = {"q": {"a": 1, "b": 2, "c": -1, "d": -2}, "z": {"a": 1, "c": -2}}
+    run = {"q": {"a": 0.9, "c": 0.8, "b": 0.5}, "z": {"a": 0.3}}
+    metrics = [Metric(f, k) for f in REGISTRY for k in (1, 3, 10)]
+    compare_with_trec_eval(doc_ids, qrels, run, metrics, relevance_level=2)
+    j = build_judgments(
+        np.array([[0, 2, 1], [0, -1, -1]]),
+        np.array([0, 0, 0, 0, 1, 1]),
+        np.array([0, 1, 2, 3, 0, 2]),
+        np.array([1, 2, -1, -2, 1, -2]),
+        4,
+        relevance_level=2,
+    )
+    got = compute(metrics, j)
+    assert got["ndcg@10"][1] == 1.0 and got["recall@10"][1] == 0.0 and got["mrr@10"][1] == 0.0
+    assert j.n_relevant.tolist() == [1, 0]

@@ -126,17 +126,16 @@ def broken_demo(tmp_path: Path) -> tuple[Path, set[Any], set[Any]]:
     )
     errors = {
         ("duplicate-document-id", "corpus.jsonl", n_c + 1),
-        ("empty-document", "corpus.jsonl", n_c + 2),
         ("invalid-json", "corpus.jsonl", n_c + 3),
         ("schema", "queries.jsonl", n_q + 1),
         ("duplicate-query-id", "queries.jsonl", n_q + 2),
         ("unknown-document", "queries.jsonl", n_q + 3),
-        ("empty-query", "queries.jsonl", n_q + 4),
-        ("negative-grade", "queries.jsonl", n_q + 5),
     }
     warnings = {
+        ("empty-document", "corpus.jsonl", n_c + 2),  # embedded as the empty string
+        ("empty-query", "queries.jsonl", n_q + 4),
         ("duplicate-document-text", "corpus.jsonl", n_c + 4),  # same as doc-0001 (line 1)
-        ("no-relevant-document", "queries.jsonl", n_q + 5),  # its one judgment was refused
+        ("no-relevant-document", "queries.jsonl", n_q + 5),  # grade -1: judged non-relevant
         ("no-relevant-document", "queries.jsonl", n_q + 6),
         ("duplicate-query-text", "queries.jsonl", n_q + 7),  # = q-231 "how do I upload a file"
         ("near-duplicate-query", "queries.jsonl", n_q + 8),  # ~ q-217 (Jaccard 0.88)
@@ -164,9 +163,9 @@ def test_broken_demo_terminal_output_lists_errors_first(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", str(gs)], env={"COLUMNS": "250"})
     assert result.exit_code == 2
     out = result.output
-    assert out.index("Errors (8)") < out.index("Warnings (6)") < out.index("documents")
+    assert out.index("Errors (5)") < out.index("Warnings (8)") < out.index("documents")
     assert f"{gs / 'queries.jsonl'}:247: judgment for unknown document 'doc-9999'" in out
-    assert "INVALID: 8 error(s), 6 warning(s)" in out
+    assert "INVALID: 5 error(s), 8 warning(s)" in out
 
 
 def test_broken_beir_and_trec_sets_name_their_lines(tmp_path: Path) -> None:

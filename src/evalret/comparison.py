@@ -19,7 +19,10 @@ def golden_set_of(report: RunReport) -> GoldenSet | None:
     """The golden set a saved report was computed on, when it is still reachable and unchanged
     (texts and grades for listing queries); None otherwise."""
     try:
-        golden = load_golden_set(GoldenSetConfig.model_validate(report.config["golden_set"]))
+        golden = load_golden_set(
+            GoldenSetConfig.model_validate(report.config["golden_set"]),
+            int(report.config.get("relevance_level", 1)),
+        )
     except (EvalretError, OSError, ValueError, KeyError):
         return None
     return golden if golden.fingerprint == report.golden_set.fingerprint else None

@@ -313,6 +313,13 @@ class Config(_Strict):
     indexes: IndexesConfig = IndexesConfig()
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
     ndcg_gain: Literal["linear", "exponential"] = "linear"
+    relevance_level: int = Field(
+        1, ge=1, description="trec_eval's -l: grade >= this is relevant (nDCG uses raw grades)"
+    )
+    queries_without_relevant: Literal["exclude", "zero"] = Field(
+        "exclude",
+        description="exclude: left out of the means; zero: scored (0 on binary metrics), trec_eval",
+    )
     slices: SlicesConfig = SlicesConfig()
     bootstrap: BootstrapConfig = BootstrapConfig()
     health: HealthConfig = HealthConfig()
@@ -352,7 +359,7 @@ class Config(_Strict):
 
     @property
     def depth(self) -> int:
-        """Search depth: the largest metric cutoff."""
+        """The largest metric cutoff (the pipeline searches no deeper than the corpus size)."""
         return max(m.k for m in parse_metrics(self.metrics))
 
     def resolve_paths(self, base: Path) -> Config:

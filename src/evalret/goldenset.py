@@ -10,13 +10,19 @@
 
 Every reader collects all problems (file and line) into a GoldenSetScan: errors, which make
 ``load_golden_set`` raise one GoldenSetError listing them all, and warnings (a query without a
-relevant document), which `evalret validate` reports and a run does not stop for.
+relevant document, an empty document or query text, non-integer grades truncated), which
+`evalret validate` and `evalret run` both report and a run does not stop for.
+
+Qrels files (TREC and BEIR) are read as trec_eval reads them: blank lines and lines starting with
+``#`` are skipped, negative grades are judged non-relevant, and a decimal grade (``1.7``, ``-0.5``)
+is truncated toward zero. Every reader refuses a grade beyond +-MAX_GRADE (file:line).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,6 +40,12 @@ if TYPE_CHECKING:
     from evalret.slices import Slice
 
 Format = Literal["native", "beir", "trec"]
+# |grade| bound: int64 sums stay exact and exponential gain 2^g stays finite in float64 for any
+# query with fewer than 2^23 judged documents (2^1000 * 2^23 < 2^1024)
+MAX_GRADE = 1000
+_INT_GRADE = re.compile(r"^[+-]?\d+$")
+_DECIMAL_GRADE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+)$")
+LINES_LISTED = 10  # lines named in a per-file warning before "(+N more)"
 
 
 @dataclass(frozen=True)
@@ -46,16 +58,20 @@ class GoldenSet:
     doc_texts: list[str]  # what is embedded: (title + " " + text).strip()
     query_ids: list[str]  # the queries to evaluate
     query_texts: list[str]
-    qrels: dict[str, dict[str, int]]  # query id -> {doc id: grade}, grade 0 = judged non-relevant
+    # query id -> {doc id: grade}; a grade below relevance_level (0, negative) = judged non-relevant
+    qrels: dict[str, dict[str, int]]
     tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
     frequency: dict[str, int] = field(default_factory=dict)
+    relevance_level: int = 1  # trec_eval's -l: grade >= level is relevant
+    warnings: tuple[Problem, ...] = ()  # the readers' warnings (file:line)
 
     @cached_property
     def doc_index(self) -> dict[str, int]:
         return {d: i for i, d in enumerate(self.doc_ids)}
 
     def n_relevant(self, query_id: str) -> int:
-        return sum(1 for g in self.qrels.get(query_id, {}).values() if g >= 1)
+        level = self.relevance_level
+        return sum(1 for g in self.qrels.get(query_id, {}).values() if g >= level)
 
     @property
     def queries_without_relevant(self) -> list[str]:
@@ -90,6 +106,8 @@ class GoldenSet:
             qrels={q: self.qrels.get(q, {}) for q in query_ids},
             tags={q: self.tags[q] for q in query_ids if q in self.tags},
             frequency={q: self.frequency[q] for q in query_ids if q in self.frequency},
+            relevance_level=self.relevance_level,
+            warnings=self.warnings,
         )
 
     def qrel_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -145,6 +163,15 @@ class GoldenSet:
         return h.hexdigest()
 
 
+def nothing_to_evaluate(source: str, n_judged: int, relevance_level: int) -> str:
+    """Why a golden set whose queries all lack a relevant document cannot gate, and the fix."""
+    return (
+        f"nothing to evaluate in {source}: none of its {n_judged} judged queries has a judgment "
+        f"with grade >= {relevance_level} (relevance_level). Lower relevance_level, or set "
+        "queries_without_relevant: zero to score them as trec_eval does"
+    )
+
+
 def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
@@ -164,7 +191,7 @@ class _NativeQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
     text: str
-    relevant: dict[str, StrictInt] | list[str]
+    relevant: dict[str, StrictInt] | list[str]  # negative grades: judged non-relevant
     tags: list[str] = []
     frequency: StrictInt | None = Field(None, ge=0)
     metadata: dict[str, Any] = {}
@@ -259,8 +286,9 @@ class GoldenSetScan(_Reader):
     found on the way. ``load_golden_set`` turns it into a GoldenSet when there is no error;
     ``evalret validate`` reports it as it is (errors, warnings, counts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, relevance_level: int = 1) -> None:
         super().__init__()
+        self.relevance_level = relevance_level
         self.source = ""
         self.format: Format = "native"
         self.docs: dict[str, str] = {}
@@ -296,7 +324,12 @@ class GoldenSetScan(_Reader):
             )
             return
         if not text:
-            self.problem(f"document {doc_id!r} has no text", path, line, code="empty-document")
+            self.warn(
+                f"document {doc_id!r} has no text: it is embedded as the empty string",
+                path,
+                line,
+                "empty-document",
+            )
         self.docs[doc_id] = text
         self.doc_where[doc_id] = (path, line)
 
@@ -312,18 +345,24 @@ class GoldenSetScan(_Reader):
             )
             return False
         if not text.strip():
-            self.problem(f"query {query_id!r} has no text", path, line, code="empty-query")
+            self.warn(
+                f"query {query_id!r} has no text: it is embedded as the empty string",
+                path,
+                line,
+                "empty-query",
+            )
         self.queries[query_id] = text
         self.query_where[query_id] = (path, line)
         return True
 
     def add_judgment(self, query_id: str, doc_id: str, grade: int, path: Path, line: int) -> None:
-        if grade < 0:
+        if abs(grade) > MAX_GRADE:
             self.problem(
-                f"grade {grade} for ({query_id!r}, {doc_id!r}): grades are integers >= 0",
+                f"grade {grade} for ({query_id!r}, {doc_id!r}) is out of range: grades are "
+                f"integers from -{MAX_GRADE} to {MAX_GRADE}",
                 path,
                 line,
-                code="negative-grade",
+                code="grade-out-of-range",
             )
             return
         judged = self.qrels.setdefault(query_id, {})
@@ -356,13 +395,14 @@ class GoldenSetScan(_Reader):
         first: dict[str, Where] = {}
         for q, _, path, line in self.qrel_where:
             first.setdefault(q, (path, line))
+        level = self.relevance_level
         for q in self.evaluate:
-            if any(g >= 1 for g in self.qrels.get(q, {}).values()):
+            if any(g >= level for g in self.qrels.get(q, {}).values()):
                 continue
             path, line = first.get(q) or self.query_where[q]
             self.warn(
-                f"query {q!r} has no relevant document (no judgment with grade >= 1): "
-                "it is left out of every metric",
+                f"query {q!r} has no relevant document (no judgment with grade >= {level}): "
+                "it is left out of the means (queries_without_relevant: zero scores it 0)",
                 path,
                 line,
                 "no-relevant-document",
@@ -393,14 +433,16 @@ class GoldenSetScan(_Reader):
             qrels={q: self.qrels.get(q, {}) for q in evaluate},
             tags={q: self.tags[q] for q in evaluate if q in self.tags},
             frequency={q: self.frequency[q] for q in evaluate if q in self.frequency},
+            relevance_level=self.relevance_level,
+            warnings=tuple(self.warnings),
         )
 
 
 # --- the three formats ------------------------------------------------------------------------
 
 
-def scan_native(directory: Path) -> GoldenSetScan:
-    b = GoldenSetScan()
+def scan_native(directory: Path, relevance_level: int = 1) -> GoldenSetScan:
+    b = GoldenSetScan(relevance_level)
     corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
     for n, doc in b.jsonl(corpus, _NativeDoc):
         b.add_doc(doc.id, _doc_text(doc.title, doc.text), corpus, n)
@@ -420,31 +462,60 @@ def scan_native(directory: Path) -> GoldenSetScan:
     return b.finish(str(directory), "native", order)
 
 
+def _qrels_grade(text: str) -> tuple[int | None, bool]:
+    """A qrels grade as trec_eval reads it: (value, truncated); value None when not a number.
+    Decimals are truncated toward zero (``1.7`` -> 1, ``-0.5`` -> 0, ``2.`` -> 2)."""
+    if _INT_GRADE.match(text):
+        return int(text), False
+    if _DECIMAL_GRADE.match(text):
+        whole = text.split(".")[0]
+        return (int(whole) if whole.strip("+-") else 0), True
+    return None, False
+
+
+def _lines_listed(lines: list[int]) -> str:
+    shown = ", ".join(str(n) for n in lines[:LINES_LISTED])
+    more = len(lines) - LINES_LISTED
+    return shown + (f" (+{more} more)" if more > 0 else "")
+
+
 def _read_qrels_rows(b: GoldenSetScan, path: Path, columns: int, header: bool) -> list[str]:
-    """Judgments from a whitespace-separated qrels file; returns query ids in first-seen order."""
+    """Judgments from a whitespace-separated qrels file; returns query ids in first-seen order.
+    ``#`` comment lines are skipped; decimal grades are truncated with one warning per file."""
     order: dict[str, None] = {}
+    truncated: list[int] = []
     for n, raw in b.lines(path):
         parts = raw.split()
-        if header and n == 1 and len(parts) == columns and not parts[-1].lstrip("-").isdigit():
+        if parts[0].startswith("#"):
+            continue
+        value, was_decimal = _qrels_grade(parts[-1])
+        if header and n == 1 and len(parts) == columns and value is None:
             continue
         if len(parts) != columns:
             b.problem(
                 f"expected {columns} columns, found {len(parts)}", path, n, code="qrels-format"
             )
             continue
-        query_id, doc_id, grade = parts[0], parts[-2], parts[-1]
-        try:
-            value = int(grade)
-        except ValueError:
-            b.problem(f"grade {grade!r} is not an integer", path, n, code="qrels-format")
+        if value is None:
+            b.problem(f"grade {parts[-1]!r} is not a number", path, n, code="qrels-format")
             continue
-        b.add_judgment(query_id, doc_id, value, path, n)
-        order.setdefault(query_id, None)
+        if was_decimal:
+            truncated.append(n)
+        b.add_judgment(parts[0], parts[-2], value, path, n)
+        order.setdefault(parts[0], None)
+    if truncated:
+        b.warn(
+            f"non-integer grades truncated toward zero, as trec_eval reads them, at lines "
+            f"{_lines_listed(truncated)}",
+            path,
+            truncated[0],
+            "non-integer-grade",
+        )
     return list(order)
 
 
-def scan_beir(directory: Path, split: str) -> GoldenSetScan:
-    b = GoldenSetScan()
+def scan_beir(directory: Path, split: str, relevance_level: int = 1) -> GoldenSetScan:
+    b = GoldenSetScan(relevance_level)
     corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
     qrels = directory / "qrels" / f"{split}.tsv"
     if not qrels.exists():
@@ -498,7 +569,9 @@ TREC_QUERIES_NAMES = ("queries.tsv", "topics.tsv", "queries.jsonl", "queries.txt
 TREC_CORPUS_NAMES = ("corpus.jsonl", "corpus.tsv", "collection.tsv")
 
 
-def scan_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenSetScan:
+def scan_trec(
+    qrels: Path, queries: Path | None, corpus: Path | None, relevance_level: int = 1
+) -> GoldenSetScan:
     base = qrels.parent
     queries = queries or _find(base, TREC_QUERIES_NAMES)
     corpus = corpus or _find(base, TREC_CORPUS_NAMES)
@@ -512,7 +585,7 @@ def scan_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenS
     ]
     if queries is None or corpus is None:
         raise GoldenSetError(f"TREC golden set {qrels}: missing " + "; ".join(missing))
-    b = GoldenSetScan()
+    b = GoldenSetScan(relevance_level)
     _read_trec_corpus(b, corpus)
     _read_trec_queries(b, queries)
     judged = _read_qrels_rows(b, qrels, columns=4, header=False)
@@ -555,24 +628,25 @@ def detect_format(cfg: GoldenSetConfig) -> Format:
     )
 
 
-def scan_golden_set(cfg: GoldenSetConfig) -> GoldenSetScan:
-    """Read the files of the golden set the config points at, collecting every problem.
+def scan_golden_set(cfg: GoldenSetConfig, relevance_level: int = 1) -> GoldenSetScan:
+    """Read the files of the golden set the config points at, collecting every problem;
+    ``relevance_level`` decides which queries have a relevant document.
 
     Raises GoldenSetError only when the files cannot be located (unknown format, missing split
     or TREC companion files); problems inside the files are in the scan's errors and warnings.
     """
     fmt = detect_format(cfg)
     if fmt == "native":
-        return scan_native(cfg.path)
+        return scan_native(cfg.path, relevance_level)
     if fmt == "beir":
-        return scan_beir(cfg.path, cfg.split)
+        return scan_beir(cfg.path, cfg.split, relevance_level)
     qrels = cfg.qrels or (cfg.path if cfg.path.is_file() else _find(cfg.path, TREC_QRELS_NAMES))
     if qrels is None:
         raise GoldenSetError(f"TREC golden set {cfg.path}: no qrels file (set golden_set.qrels)")
-    return scan_trec(qrels, cfg.queries, cfg.corpus)
+    return scan_trec(qrels, cfg.queries, cfg.corpus, relevance_level)
 
 
-def load_golden_set(cfg: GoldenSetConfig) -> GoldenSet:
+def load_golden_set(cfg: GoldenSetConfig, relevance_level: int = 1) -> GoldenSet:
     """Read the golden set the config points at, auto-detecting its format; raises
-    GoldenSetError listing every error (warnings do not stop a run)."""
-    return scan_golden_set(cfg).golden_set()
+    GoldenSetError listing every error (warnings do not stop a run: the GoldenSet keeps them)."""
+    return scan_golden_set(cfg, relevance_level).golden_set()

@@ -302,7 +302,7 @@ def run_leakage(
     from evalret.goldenset import load_golden_set
 
     train = read_training_queries(train_path, train_format)
-    full = load_golden_set(cfg.golden_set)
+    full = load_golden_set(cfg.golden_set, cfg.relevance_level)
     golden = full.evaluated()
     slices = golden.slices(cfg.slices)
     cosine = cfg.leakage.threshold if threshold is None else threshold

@@ -4,16 +4,23 @@ Pure: takes arrays, returns arrays. A metric is a small declared value (`Metric(
 parsed from the names ranx users write (`ndcg@10`); the functions that compute each family live in
 one registry, and the error for an unknown name is built from that registry.
 
-Conventions shared by every metric (they match trec_eval with its default relevance level 1):
+Conventions shared by every metric (they match trec_eval run with ``-l relevance_level``):
 
-* A document is *relevant* when its judged grade is >= 1; grade 0 means judged non-relevant and
-  an unjudged document counts as non-relevant.
+* A document is *relevant* when its judged grade is >= the relevance level (default 1,
+  trec_eval's ``-l``); a lower grade (0 or negative) means judged non-relevant, and an unjudged
+  document counts as non-relevant. The binary metrics (recall, precision, MAP, MRR, hit rate)
+  and ``R`` use the level.
+* nDCG ignores the level, as trec_eval does: its gain is the raw grade for grade > 0 and 0 for
+  grade <= 0 (or 2^grade - 1 with exponential gain), so at level 2 a grade-1 document still gains.
 * The ranking is the one the index returned after evalret's tie rule (score descending, then
   document id descending, as trec_eval sorts a run); metrics never re-sort it.
 * ``R`` is the number of relevant judged documents of the query, retrieved or not. A query with
-  ``R = 0`` scores 0 on every metric here; the pipeline leaves such queries out of the means and
-  reports how many there were.
-* A ranking shorter than ``k`` (a corpus smaller than ``k``) is padded with non-relevant ranks.
+  ``R = 0`` scores 0 on every binary metric; by default the pipeline leaves such queries out of
+  the means (``queries_without_relevant: exclude``) and reports how many there were, with
+  ``zero`` it scores them as trec_eval does.
+* A ranking shorter than ``k`` (a corpus smaller than ``k``) counts as padded with non-relevant
+  ranks: precision@k still divides by k, the others see no more relevant documents. A cutoff is
+  at most MAX_CUTOFF; the search depth is bounded by the corpus size, never by ``k`` alone.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ import numpy as np
 from evalret.errors import MetricError, Problem
 
 Gain = Literal["linear", "exponential"]
-RELEVANCE_LEVEL = 1
+DEFAULT_RELEVANCE_LEVEL = 1  # trec_eval's default -l
+MAX_CUTOFF = 10**9  # far beyond any collection: larger cutoffs are refused as typing errors
 
 
 @dataclass(frozen=True, order=True)
@@ -47,15 +55,18 @@ class RankedJudgments:
     """What the metrics need to know about each query's ranking, as aligned arrays.
 
     grades: int [Q, depth], judged grade of the document at each rank (0 if unjudged or padding).
-    judged: bool [Q, depth], whether that document carries any judgment (grade 0 included).
-    ideal: int [Q, depth], the query's judged grades sorted descending, cut or zero-padded to depth.
-    n_relevant: int [Q], number of judged documents with grade >= 1 (``R``).
+    judged: bool [Q, depth], whether that document carries any judgment (grade <= 0 included).
+    ideal: int [Q, width], the query's positive judged grades sorted descending, zero-padded; width
+      is at least depth and holds every positive grade of the query, so nDCG@k is right for any k.
+    n_relevant: int [Q], number of judged documents with grade >= relevance_level (``R``).
+    relevance_level: the grade from which a document counts as relevant (trec_eval's ``-l``).
     """
 
     grades: np.ndarray
     judged: np.ndarray
     ideal: np.ndarray
     n_relevant: np.ndarray
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL
 
     @property
     def depth(self) -> int:
@@ -63,7 +74,7 @@ class RankedJudgments:
 
     @property
     def relevant(self) -> np.ndarray:
-        return self.grades >= RELEVANCE_LEVEL
+        return self.grades >= self.relevance_level
 
 
 def _discounts(k: int) -> np.ndarray:
@@ -78,21 +89,25 @@ def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def _gain(grades: np.ndarray, gain: Gain) -> np.ndarray:
-    g = np.where(grades >= RELEVANCE_LEVEL, grades, 0).astype(np.float64)
-    return g if gain == "linear" else np.exp2(g) - 1.0
+    # the raw grade whatever the relevance level (trec_eval's ndcg); grades <= 0 gain nothing
+    g = np.maximum(grades, 0).astype(np.float64)
+    return g if gain == "linear" else np.asarray(np.exp2(g) - 1.0, dtype=np.float64)
+
+
+def _dcg(grades: np.ndarray, k: int, gain: Gain) -> np.ndarray:
+    g = _gain(grades[:, :k], gain)
+    return np.asarray(g @ _discounts(g.shape[1]), dtype=np.float64)
 
 
 def ndcg(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
     """nDCG@k = DCG@k / IDCG@k with DCG@k = sum_{i<=k} gain(grade_i) / log2(i + 1).
 
     Gain ``linear`` is gain(g) = g (trec_eval's ndcg_cut, BEIR, MTEB); ``exponential`` is
-    2^g - 1. IDCG@k is the DCG of the ideal ordering of all the query's judged grades, cut at k.
-    Equal to trec_eval ``ndcg_cut.k`` with linear gain.
+    2^g - 1; grades <= 0 gain 0, and the relevance level plays no part. IDCG@k is the DCG of the
+    ideal ordering of all the query's judged grades, cut at k. Equal to trec_eval ``ndcg_cut.k``
+    with linear gain, at any ``-l``.
     """
-    d = _discounts(k)
-    dcg = _gain(j.grades[:, :k], gain) @ d
-    idcg = _gain(j.ideal[:, :k], gain) @ d
-    return _safe_divide(dcg, idcg)
+    return _safe_divide(_dcg(j.grades, k, gain), _dcg(j.ideal, k, gain))
 
 
 def mrr(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
@@ -170,6 +185,11 @@ def parse_metric(name: str) -> Metric:
     k = int(m.group(2))
     if k < 1:
         raise MetricError(f"metric {name!r}: the cutoff k must be at least 1")
+    if k > MAX_CUTOFF:
+        raise MetricError(
+            f"metric {name!r}: the cutoff k must be at most {MAX_CUTOFF:,} (rankings are cut at "
+            "the corpus size anyway)"
+        )
     return Metric(family, k)
 
 
@@ -193,13 +213,12 @@ def parse_metrics(names: Iterable[str]) -> list[Metric]:
 def compute(
     metrics: Sequence[Metric], judgments: RankedJudgments, gain: Gain = "linear"
 ) -> dict[str, np.ndarray]:
-    """Every metric's per-query values, float64 [Q], keyed by the metric's name."""
-    out: dict[str, np.ndarray] = {}
-    for metric in metrics:
-        if metric.k > judgments.depth:
-            raise ValueError(f"{metric} needs rankings of depth {metric.k}, got {judgments.depth}")
-        out[str(metric)] = REGISTRY[metric.family].fn(judgments, metric.k, gain)
-    return out
+    """Every metric's per-query values, float64 [Q], keyed by the metric's name.
+
+    A cutoff beyond the rankings' depth treats the missing ranks as non-relevant: right when the
+    rankings hold every document the system returns (the pipeline searches min(k, corpus size)).
+    """
+    return {str(m): REGISTRY[m.family].fn(judgments, m.k, gain) for m in metrics}
 
 
 def build_judgments(
@@ -208,12 +227,14 @@ def build_judgments(
     qrel_doc: np.ndarray,
     qrel_grade: np.ndarray,
     n_docs: int,
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
 ) -> RankedJudgments:
     """Look up the grade of every retrieved document in one vectorized pass.
 
     ranked: int [Q, depth], document indices per query in rank order, -1 where none was retrieved.
     qrel_query, qrel_doc, qrel_grade: the judgments as parallel arrays of (query index, document
-    index, grade >= 0); each (query, document) pair at most once.
+    index, grade; negative grades are judged non-relevant); each (query, document) pair at most
+    once. relevance_level: the grade from which a document is relevant (trec_eval's ``-l``).
     """
     ranked = np.asarray(ranked, dtype=np.int64)
     n_queries, depth = ranked.shape
@@ -235,17 +256,31 @@ def build_judgments(
     grades[candidates[hit]] = grades_sorted[pos[hit]]
     judged, grades = judged.reshape(n_queries, depth), grades.reshape(n_queries, depth)
 
-    # ideal grades per query: sort (query asc, grade desc), then scatter the first `depth` of each
-    ideal = np.zeros((n_queries, depth), dtype=np.int64)
-    n_relevant = np.zeros(n_queries, dtype=np.int64)
-    if len(qrel_query):
-        q = qrel_query.astype(np.int64)
-        g = qrel_grade.astype(np.int64)
-        order = np.lexsort((-g, q))
-        q, g = q[order], g[order]
-        starts = np.searchsorted(q, q, side="left")
-        rank_in_query = np.arange(len(q)) - starts
-        keep = rank_in_query < depth
-        ideal[q[keep], rank_in_query[keep]] = np.maximum(g[keep], 0)
-        np.add.at(n_relevant, q, (g >= RELEVANCE_LEVEL).astype(np.int64))
-    return RankedJudgments(grades=grades, judged=judged, ideal=ideal, n_relevant=n_relevant)
+    ideal, n_relevant = _ideal(qrel_query, qrel_grade, n_queries, depth, relevance_level)
+    return RankedJudgments(
+        grades=grades,
+        judged=judged,
+        ideal=ideal,
+        n_relevant=n_relevant,
+        relevance_level=relevance_level,
+    )
+
+
+def _ideal(
+    qrel_query: np.ndarray, qrel_grade: np.ndarray, n_queries: int, depth: int, level: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per query its positive grades sorted descending (at least ``depth`` wide, zero-padded),
+    and its number of grades >= ``level``."""
+    q = qrel_query.astype(np.int64)
+    g = qrel_grade.astype(np.int64)
+    n_relevant = np.bincount(q[g >= level], minlength=n_queries).astype(np.int64)
+    positive = g > 0
+    q, g = q[positive], g[positive]
+    width = max(depth, int(np.bincount(q, minlength=1).max(initial=0)))
+    ideal = np.zeros((n_queries, width), dtype=np.int64)
+    # sort (query asc, grade desc), then scatter each query's grades from column 0
+    order = np.lexsort((-g, q))
+    q, g = q[order], g[order]
+    rank_in_query = np.arange(len(q)) - np.searchsorted(q, q, side="left")
+    ideal[q, rank_in_query] = g
+    return ideal, n_relevant

@@ -22,11 +22,11 @@ from evalret.cache import CachedEmbedder, default_cache_dir
 from evalret.config import Config
 from evalret.curves import metric_curves
 from evalret.embed import Embedder
-from evalret.goldenset import GoldenSet, load_golden_set
+from evalret.errors import InputError
+from evalret.goldenset import GoldenSet, load_golden_set, nothing_to_evaluate
 from evalret.index import SearchResult, build_exact, cached_hnsw, id_rank, search
 from evalret.lexical import bm25_search, rrf_fuse
 from evalret.metrics import (
-    RELEVANCE_LEVEL,
     Metric,
     RankedJudgments,
     build_judgments,
@@ -45,6 +45,7 @@ from evalret.results import (
     LexicalSlice,
     MetricCurves,
     MetricValue,
+    ReaderWarning,
     RunReport,
     SliceInfo,
     SliceResult,
@@ -53,6 +54,9 @@ from evalret.slices import Slice, reliability
 from evalret.stats import bootstrap_ci, seed_for
 
 TIE_RULE = "score descending, then document id descending (trec_eval)"
+# how queries without a relevant document count, as written in the fingerprint (the exclude
+# wording predates the setting: baselines written before it stay comparable)
+WITHOUT_RELEVANT = {"exclude": "excluded from means", "zero": "scored like trec_eval (0 if binary)"}
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
 
@@ -87,10 +91,28 @@ def metric_definitions(config: Config) -> dict[str, Any]:
     return {
         "names": [str(m) for m in parse_metrics(config.metrics)],
         "ndcg_gain": config.ndcg_gain,
-        "relevance_level": RELEVANCE_LEVEL,
+        "relevance_level": config.relevance_level,
         "tie_rule": TIE_RULE,
-        "queries_without_relevant": "excluded from means",
+        "queries_without_relevant": WITHOUT_RELEVANT[config.queries_without_relevant],
     }
+
+
+def queries_to_evaluate(full: GoldenSet, config: Config) -> GoldenSet:
+    """The queries a run scores under ``queries_without_relevant``; InputError when none is left
+    (a run would gate nothing)."""
+    golden = full.evaluated() if config.queries_without_relevant == "exclude" else full
+    if not golden.query_ids:
+        raise InputError(
+            nothing_to_evaluate(full.source, len(full.query_ids), config.relevance_level)
+        )
+    return golden
+
+
+def reader_warnings(golden: GoldenSet) -> list[ReaderWarning]:
+    return [
+        ReaderWarning(code=p.code, file=p.file, line=p.line, message=p.message)
+        for p in golden.warnings
+    ]
 
 
 def _no_progress(_: str, __: int) -> Callable[[int], None]:
@@ -199,7 +221,7 @@ def _intrinsic_section(
     queries = None
     if len(query_vectors) >= 2:
         q, d, grade = qrels
-        relevant = grade >= RELEVANCE_LEVEL
+        relevant = grade >= config.relevance_level
         queries = embedding_health(
             query_vectors,
             seed=seed,
@@ -271,9 +293,9 @@ def run_evaluation(
     definitions = metric_definitions(config)
 
     with timer("load_golden_set"):
-        full = load_golden_set(config.golden_set)
+        full = load_golden_set(config.golden_set, config.relevance_level)
         without_relevant = full.queries_without_relevant
-        golden = full.evaluated()
+        golden = queries_to_evaluate(full, config)
         slices = golden.slices(config.slices)
     if baseline is not None:
         check_compatible(baseline, full, definitions, baseline_source or "baseline")
@@ -306,8 +328,11 @@ def run_evaluation(
         with timer("health"):
             intrinsic = _intrinsic_section(doc_vectors, query_vectors, qrels, config)
     hybrid_cfg = config.indexes.hybrid
-    # the hybrid fuses each ranking's first `candidates`: search that deep, report `depth`
-    search_depth = max(depth, hybrid_cfg.candidates) if hybrid_cfg.enabled else depth
+    # rankings cannot be longer than the corpus: metrics at a larger k see the rest as
+    # non-relevant. The hybrid fuses each ranking's first `candidates`: search that deep.
+    n_docs = len(golden.doc_ids)
+    rank_depth = min(depth, n_docs)
+    search_depth = min(max(depth, hybrid_cfg.candidates) if hybrid_cfg.enabled else depth, n_docs)
     rankings: dict[str, SearchResult] = {}
     hnsw_cache = "not built"
     per_query: dict[str, dict[str, np.ndarray]] = {}
@@ -362,19 +387,21 @@ def run_evaluation(
                 [rankings["bm25"], rankings[hybrid_cfg.dense]],
                 hybrid_cfg.rrf_k,
                 hybrid_cfg.candidates,
-                depth,
+                rank_depth,
                 rank,
             )
-    rankings = {name: r.cut(depth) for name, r in rankings.items()}
+    rankings = {name: r.cut(rank_depth) for name, r in rankings.items()}
 
     curves: dict[str, MetricCurves] = {}
     masks = {s.name: s.mask for s in slices}
     with timer("metrics"):
         for name, ranking in rankings.items():
-            judgments = build_judgments(ranking.ids, *qrels, n_docs=len(golden.doc_ids))
+            judgments = build_judgments(
+                ranking.ids, *qrels, n_docs=n_docs, relevance_level=config.relevance_level
+            )
             per_query[name] = compute(metrics, judgments, config.ndcg_gain)
             judged[name] = judged_at(judgments, cutoffs)
-            ks, curve_values = metric_curves(judgments, masks, depth, config.ndcg_gain)
+            ks, curve_values = metric_curves(judgments, masks, rank_depth, config.ndcg_gain)
             curves[name] = MetricCurves(k=ks, values=curve_values)
         index_results = {
             name: IndexResult(
@@ -417,6 +444,7 @@ def run_evaluation(
             n_queries_evaluated=len(golden.query_ids),
             queries_without_relevant=without_relevant,
             n_judgments=sum(len(j) for j in full.qrels.values()),
+            warnings=reader_warnings(full),
         ),
         embedding={
             "dim": int(doc_vectors.shape[1]),

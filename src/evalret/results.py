@@ -93,6 +93,15 @@ class IntrinsicSection(_Model):
     settings: dict[str, Any]  # seed, pairs and rows sampled
 
 
+class ReaderWarning(_Model):
+    """A warning of the golden-set readers (an empty text, truncated grades...), with where."""
+
+    code: str | None
+    file: str | None
+    line: int | None
+    message: str
+
+
 class GoldenSetInfo(_Model):
     source: str
     format: str
@@ -102,8 +111,9 @@ class GoldenSetInfo(_Model):
     n_documents: int
     n_queries_judged: int
     n_queries_evaluated: int
-    queries_without_relevant: list[str]
+    queries_without_relevant: list[str]  # listed whether excluded or scored
     n_judgments: int
+    warnings: list[ReaderWarning] = []  # absent in reports of older versions
 
 
 class Fingerprint(_Model):

@@ -1,10 +1,12 @@
 """`evalret validate`: is a golden set sound, and how large a change can it detect?
 
 The checks that make a golden set unusable (schema, duplicate ids, judgments for unknown documents
-or queries, empty texts, malformed lines) live in the readers (``evalret.goldenset``): a run and
-``validate`` share them, and they are errors. Warnings do not stop a run:
+or queries, grades out of range, malformed lines) live in the readers (``evalret.goldenset``): a
+run and ``validate`` share them, and they are errors. Warnings do not stop a run:
 
-* ``no-relevant-document``: a query whose judgments all have grade 0 (from the readers);
+* ``no-relevant-document``: a query with no judgment of grade >= ``relevance_level`` (from the
+  readers), as are ``empty-document`` / ``empty-query`` (embedded as the empty string) and
+  ``non-integer-grade`` (qrels grades truncated toward zero, as trec_eval reads them);
 * ``duplicate-query-text``: two evaluated queries with the same normalized text;
 * ``near-duplicate-query``: two evaluated queries whose character 3-gram Jaccard similarity is at
   least 0.8 (``evalret.duplicates``);
@@ -48,8 +50,7 @@ from evalret.duplicates import (
     word_difference,
 )
 from evalret.errors import ConfigError, InputError, Problem
-from evalret.goldenset import GoldenSetScan
-from evalret.metrics import RELEVANCE_LEVEL
+from evalret.goldenset import GoldenSetScan, nothing_to_evaluate
 from evalret.slices import RELIABILITY, configured_slices, reliability
 from evalret.stats import minimum_detectable_effect
 
@@ -242,14 +243,16 @@ def text_warnings(scan: GoldenSetScan, threshold: float = NEAR_DUPLICATE_JACCARD
     return out
 
 
-def _n_relevant(judged: dict[str, int]) -> int:
-    return sum(1 for g in judged.values() if g >= RELEVANCE_LEVEL)
+def _n_relevant(scan: GoldenSetScan, query_id: str) -> int:
+    """Judged documents of the query with grade >= the scan's relevance level."""
+    level = scan.relevance_level
+    return sum(1 for g in scan.qrels.get(query_id, {}).values() if g >= level)
 
 
 def summarize(scan: GoldenSetScan) -> Summary:
     """Counts, grade distribution and relevant documents per evaluated query."""
     judged = [scan.qrels.get(q, {}) for q in scan.evaluate]
-    relevant = [_n_relevant(j) for j in judged]
+    relevant = [_n_relevant(scan, q) for q in scan.evaluate]
     grades = Counter(g for j in judged for g in j.values())
     per_query: dict[str, float] = {}
     if relevant:
@@ -285,11 +288,13 @@ def slice_checks(
     alpha: float = ALPHA,
     power: float = POWER,
     assumed_sd: float = ASSUMED_NDCG_SD,
+    queries_without_relevant: str = "exclude",
 ) -> list[SliceCheck]:
-    """The slices a run would report (over queries with a relevant document), each with its
-    reliability and minimum detectable nDCG@10 difference. Raises ConfigError for bad custom
-    slice definitions."""
-    scored = [q for q in scan.evaluate if _n_relevant(scan.qrels.get(q, {})) > 0]
+    """The slices a run would report (over the queries it scores: those with a relevant document,
+    or all with ``queries_without_relevant: zero``), each with its reliability and minimum
+    detectable nDCG@10 difference. Raises ConfigError for bad custom slice definitions."""
+    zero = queries_without_relevant == "zero"
+    scored = [q for q in scan.evaluate if zero or _n_relevant(scan, q) > 0]
     built = configured_slices(
         scored,
         [scan.queries[q] for q in scored],
@@ -329,8 +334,11 @@ def check_golden_set(
     scores: dict[str, float] | None = None,
     report_source: str | None = None,
     near_threshold: float = NEAR_DUPLICATE_JACCARD,
+    queries_without_relevant: str = "exclude",
 ) -> Validation:
-    """Every error and warning of a scanned golden set, its summary and its slices."""
+    """Every error and warning of a scanned golden set, its summary and its slices; excluding
+    queries without a relevant document, a set with none left is an error (a run would refuse
+    it)."""
     errors = list(scan.problems)
     warnings = list(scan.warnings) + text_warnings(scan, near_threshold)
     if scores is not None and not set(scores) & set(scan.evaluate):
@@ -345,15 +353,21 @@ def check_golden_set(
         )
     checks: list[SliceCheck] = []
     try:
-        checks = slice_checks(scan, slices, scores)
+        checks = slice_checks(
+            scan, slices, scores, queries_without_relevant=queries_without_relevant
+        )
     except ConfigError as e:
         errors.extend(e.problems or [Problem(e.summary, code="slices")])
     warnings.sort(key=lambda p: (p.file or "", p.line or 0))
+    summary = summarize(scan)
+    if queries_without_relevant == "exclude" and summary.n_evaluated and not summary.n_scored:
+        message = nothing_to_evaluate(scan.source, summary.n_evaluated, scan.relevance_level)
+        errors.append(Problem(message, code="nothing-to-evaluate"))
     return Validation(
         source=scan.source,
         errors=errors,
         warnings=warnings,
-        summary=summarize(scan),
+        summary=summary,
         slices=checks,
         mde=mde_settings(report_source),
     )
@@ -389,7 +403,13 @@ def run_validation(cfg: Config, report: Path | None = None) -> Validation:
             raise InputError(f"cannot read report {report}: {e}") from None
         scores = report_scores(data, str(report))
     try:
-        scan = scan_golden_set(cfg.golden_set)
+        scan = scan_golden_set(cfg.golden_set, cfg.relevance_level)
     except GoldenSetError as e:
         return unreadable(str(cfg.golden_set.path), e)
-    return check_golden_set(scan, cfg.slices, scores, str(report) if report else None)
+    return check_golden_set(
+        scan,
+        cfg.slices,
+        scores,
+        str(report) if report else None,
+        queries_without_relevant=cfg.queries_without_relevant,
+    )

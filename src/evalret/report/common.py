@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalret.results import RunReport, SliceResult
+from evalret.results import GoldenSetInfo, RunReport, SliceResult
+
+WARNINGS_SHOWN = 10  # reader warnings listed in the terminal and Markdown; all are in report.json
 
 # the per-slice columns of a comparison on its primary metric (terminal and HTML)
 COMPARE_COLUMNS = (
@@ -81,3 +83,27 @@ def cache_notes(embedding: Mapping[str, Any]) -> list[str]:
         )
     notes += [f"embedding cache warning: {w}" for w in cache.get("warnings", [])]
     return notes
+
+
+def warning_lines(g: GoldenSetInfo, limit: int = WARNINGS_SHOWN) -> list[str]:
+    """The golden-set readers' warnings as ``file:line: message`` (the first ``limit``), then
+    ``... and N more``; untrusted text: renderers escape it for their medium."""
+    lines = []
+    for w in g.warnings[:limit]:
+        where = f"{w.file}:{w.line}" if w.file and w.line is not None else (w.file or "")
+        lines.append(f"{where}: {w.message}" if where else w.message)
+    if len(g.warnings) > limit:
+        lines.append(f"... and {len(g.warnings) - limit} more (report.json golden_set.warnings)")
+    return lines
+
+
+def without_relevant_note(report: RunReport) -> str | None:
+    """What happened to the judged queries without a relevant document, or None if there are
+    none."""
+    n = len(report.golden_set.queries_without_relevant)
+    if not n:
+        return None
+    level = report.fingerprint.metrics.get("relevance_level", 1)
+    scored = report.fingerprint.metrics.get("queries_without_relevant") != "excluded from means"
+    fate = "are scored like trec_eval (0 on binary metrics)" if scored else "are left out of means"
+    return f"{n} judged queries have no relevant document (grade >= {level}) and {fate}"

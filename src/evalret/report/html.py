@@ -22,7 +22,13 @@ import numpy as np
 
 from evalret.compare import query_examples
 from evalret.goldenset import GoldenSet
-from evalret.report.common import COMPARE_COLUMNS, intrinsic_rows, shown_judged
+from evalret.report.common import (
+    COMPARE_COLUMNS,
+    intrinsic_rows,
+    shown_judged,
+    warning_lines,
+    without_relevant_note,
+)
 from evalret.report.markdown import _limit, _p
 from evalret.report.svg import (
     BLUE,
@@ -967,15 +973,18 @@ def fingerprint_section(p: RunPage) -> Section:
         ("bootstrap", _value(r.bootstrap)),
         ("timings (s)", _value(r.timings)),
     ]
-    if g.queries_without_relevant:
+    note = without_relevant_note(r)
+    if note:
         rows.append(
             (
-                "left out",
-                f"{len(g.queries_without_relevant)} queries without a relevant document: "
+                "without relevant",
+                f"{esc(note)}: "
                 + ", ".join(f"<code>{esc(q)}</code>" for q in g.queries_without_relevant[:20])
                 + (" …" if len(g.queries_without_relevant) > 20 else ""),
             )
         )
+    if g.warnings:
+        rows.append(("golden-set warnings", "<br>".join(esc(x) for x in warning_lines(g))))
     slices = _table(
         ["slice", "kind", "n", "reliability", "definition"],
         [

@@ -7,7 +7,13 @@ and threshold; without a gate, the metrics of each index per slice.
 from __future__ import annotations
 
 from evalret.backends import summary_line
-from evalret.report.common import cache_notes, intrinsic_rows, shown_judged
+from evalret.report.common import (
+    cache_notes,
+    intrinsic_rows,
+    shown_judged,
+    warning_lines,
+    without_relevant_note,
+)
 from evalret.report.escape import markdown, markdown_code
 from evalret.results import GateCheck, GateSection, RunReport
 
@@ -185,10 +191,12 @@ def render_markdown(report: RunReport) -> str:
     notes = cache_notes(report.embedding)
     if notes:
         lines += ["", *(f"- ⚠️ {markdown(n)}" for n in notes), ""]
-    if g.queries_without_relevant:
-        lines.append(
-            f"{len(g.queries_without_relevant)} queries without a relevant document are left out."
-        )
+    note = without_relevant_note(report)
+    if note:
+        lines.append(f"{note}.")
+    if g.warnings:
+        lines += ["", f"Golden-set warnings ({len(g.warnings)}):", ""]
+        lines += [f"- {markdown(line)}" for line in warning_lines(g)]
     lines += _metrics_lines(report)
     lines += _lexical_lines(report)
     lines += _intrinsic_lines(report)

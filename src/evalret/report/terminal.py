@@ -9,7 +9,13 @@ from rich.table import Table
 from rich.text import Text
 
 from evalret.backends import summary_line
-from evalret.report.common import cache_notes, intrinsic_rows, shown_judged
+from evalret.report.common import (
+    cache_notes,
+    intrinsic_rows,
+    shown_judged,
+    warning_lines,
+    without_relevant_note,
+)
 from evalret.report.escape import terminal
 from evalret.results import GateSection, MetricValue, RunReport
 
@@ -205,17 +211,14 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     backend = summary_line(report.embedding)
     if backend:
         parts.append(Text(backend, style="dim"))
-    if g.queries_without_relevant:
+    note = without_relevant_note(report)
+    if note:
         shown = ", ".join(terminal(q) for q in g.queries_without_relevant[:10])
         more = "" if len(g.queries_without_relevant) <= 10 else ", ..."
-        parts.append(
-            Text(
-                f"{len(g.queries_without_relevant)} judged queries have no relevant document "
-                "and are "
-                f"left out of the means: {shown}{more}",
-                style="yellow",
-            )
-        )
+        parts.append(Text(f"{note}: {shown}{more}", style="yellow"))
+    if g.warnings:
+        parts.append(Text(f"golden set: {len(g.warnings)} warning(s)", style="yellow"))
+        parts += [Text(f"  {terminal(line)}", style="yellow") for line in warning_lines(g)]
     for index in report.indexes:
         parts += [Text(""), index_table(report, index)]
     if any(s.reliability == "unreliable" for s in report.slices.values()):
