@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalret.errors import ConfigError, MetricError, Problem
 from evalret.metrics import parse_metrics
+from evalret.textfile import read_text
 
 DEFAULT_METRICS = [
     "ndcg@10",
@@ -32,11 +33,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+GoldenFormatName = Literal["auto", "native", "beir", "trec"]
+GOLDEN_FORMATS: tuple[str, ...] = get_args(GoldenFormatName)
+
+
 class GoldenSetConfig(_Strict):
     """Where the golden set is and how to read it."""
 
     path: Path = Field(Path("golden_sets/demo"), description="directory (or TREC qrels file)")
-    format: Literal["auto", "native", "beir", "trec"] = "auto"
+    format: GoldenFormatName = "auto"
     split: str = Field("test", description="BEIR qrels split: qrels/<split>.tsv")
     queries: Path | None = Field(None, description="TREC format: the queries file")
     corpus: Path | None = Field(None, description="TREC format: the corpus file")
@@ -413,16 +418,26 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
+def _yaml_problem(e: yaml.YAMLError, text: str) -> tuple[str, int | None]:
+    """The message and 1-based line of a YAML error (a reader error, e.g. a control character,
+    carries a character position instead of a mark)."""
+    if isinstance(e, yaml.reader.ReaderError):
+        line = text.count("\n", 0, e.position) + 1
+        return f"unacceptable character #x{e.character:04x}: {e.reason}", line
+    mark = getattr(e, "problem_mark", None)
+    return getattr(e, "problem", None) or str(e), mark.line + 1 if mark is not None else None
+
+
 def parse_config(text: str, source: str = "<config>") -> Config:
     """Validate YAML text into a Config; every problem is reported with its key path and line."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError("invalid YAML", [Problem(problem, source, line)]) from None
+        message, line = _yaml_problem(e, text)
+        raise ConfigError("invalid YAML", [Problem(message, source, line)]) from None
+    except RecursionError:
+        raise ConfigError("invalid YAML", [Problem("nested too deeply", source)]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -446,8 +461,5 @@ def load_config(path: Path | None) -> Config:
     """Read and validate a config file (defaults when ``path`` is None), paths made absolute."""
     if path is None:
         return Config().resolve_paths(Path.cwd())
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read config {path}: {e.strerror or e}") from None
+    text = read_text(path, "config", ConfigError)
     return parse_config(text, str(path)).resolve_paths(path.resolve().parent)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 SCHEMA_VERSION = 1
 TOP_KEPT = 10  # ranked document ids kept per query in a report (drift, qualitative review)
@@ -166,6 +166,30 @@ class RunReport(_Model):
     intrinsic: IntrinsicSection | None = None
     gate: GateSection | None = None
     timings: dict[str, float]
+
+    @model_validator(mode="after")
+    def _aligned_with_query_ids(self) -> RunReport:
+        problems = alignment_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def alignment_problems(report: RunReport) -> list[str]:
+    """Where per-query data disagrees with ``query_ids``: arrays of another length, slice
+    members outside it (each named by its JSON path)."""
+    n = len(report.query_ids)
+    out = []
+    for name, index in report.indexes.items():
+        arrays: dict[str, list[Any]] = {f"per_query.{m}": v for m, v in index.per_query.items()}
+        for field, values in {**arrays, "top_ids": index.top_ids}.items():
+            if len(values) != n:
+                out.append(f"indexes.{name}.{field}: {len(values)} entries for {n} query_ids")
+    for name, info in report.slices.items():
+        outside = [m for m in info.members if not 0 <= m < n]
+        if outside:
+            out.append(f"slices.{name}.members: position {outside[0]} is not in query_ids")
+    return out
 
 
 # --- compare.json ------------------------------------------------------------------------------
