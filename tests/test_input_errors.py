@@ -1,0 +1,176 @@
+"""Bad input in every reader is exit 2 with the file and line (or key, option, JSON path): bad
+UTF-8, duplicate JSON keys, a BEIR directory without qrels/, inconsistent or binary baselines and
+saved reports, control characters in a config, an unknown --format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from evalret import cli, config
+from evalret.baseline import load_baseline, save_baseline
+from evalret.cli import app
+from evalret.config import Config, GoldenSetConfig, load_config
+from evalret.errors import ConfigError, InputError
+from evalret.pipeline import run_evaluation
+from helpers import HashEmbedder, make_set
+from test_goldenset import beir, load, native, problems_of
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def saved_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A report.json of a small run, as JSON data."""
+    root = tmp_path_factory.mktemp("report")
+    config = Config(golden_set=GoldenSetConfig(path=make_set(root / "gs")))
+    report = run_evaluation(config, embedder=HashEmbedder()).report
+    save_baseline(report, root / "report.json")
+    data: dict[str, Any] = json.loads((root / "report.json").read_text())
+    return data
+
+
+def test_invalid_utf8_is_reported_by_line_and_column_and_reading_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A bad byte on line 2 names line 2 and its column; line 3's duplicate id is still found."""
+    native(tmp_path)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(
+        b'{"id": "d1", "text": "a"}\n{"id": "d2", "text": "caf\xe9"}\n{"id": "d1", "text": "b"}\n'
+    )
+    got = problems_of(tmp_path)
+    assert f"{corpus}:2: not valid UTF-8 (invalid continuation byte) at column 26" in got
+    assert any(p.startswith(f"{corpus}:3: duplicate document id 'd1'") for p in got)
+
+
+def test_a_byte_order_mark_is_not_an_error(tmp_path: Path) -> None:
+    """A UTF-8 byte-order mark at the start of a JSONL file is dropped, not a JSON error."""
+    native(tmp_path)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(b"\xef\xbb\xbf" + corpus.read_bytes())
+    assert load(tmp_path).doc_ids == ["d1", "d2", "d3"]  # type: ignore[attr-defined]
+
+
+def test_duplicate_key_in_relevant_is_an_error(tmp_path: Path) -> None:
+    """{"d1": 3, "d1": 0} is not "last one wins": the line and the key are named."""
+    native(tmp_path)
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"id": "q1", "text": "t", "relevant": {"d1": 3, "d1": 0}}\n')
+    assert f"{queries}:1: duplicate key 'd1' in one JSON object" in problems_of(tmp_path)
+
+
+def test_beir_directory_without_qrels_says_so(tmp_path: Path) -> None:
+    """corpus.jsonl with _id records and no qrels/: named as a BEIR layout, not a schema error."""
+    beir(tmp_path)
+    for split in (tmp_path / "qrels").iterdir():
+        split.unlink()
+    (tmp_path / "qrels").rmdir()
+    got = problems_of(tmp_path)
+    assert len(got) == 1 and "BEIR layout without qrels/ directory" in got[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "not valid UTF-8"),
+        (b'{"schema_version": 1,\n "query_ids": [\xff]}', "not valid UTF-8"),
+    ],
+)
+def test_binary_baseline_is_an_input_error(tmp_path: Path, content: bytes, message: str) -> None:
+    """A binary or non-UTF-8 baseline: exit 2 naming the file and line (was a traceback)."""
+    path = tmp_path / "b.json"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=message) as e:
+        load_baseline(path)
+    assert e.value.problems[0].file == str(path) and e.value.problems[0].line is not None
+    code, out = invoke("baseline", "show", str(path))
+    assert code == 2 and "Internal error" not in out
+
+
+def _mutated(data: dict[str, Any], tmp_path: Path, change: Any) -> Path:
+    data = json.loads(json.dumps(data))
+    change(data)
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["indexes"]["exact"]["per_query"]["ndcg@10"].pop(), "per_query.ndcg@10"),
+        (lambda d: d["indexes"]["hnsw"]["top_ids"].pop(), "indexes.hnsw.top_ids"),
+        (lambda d: d["query_ids"].append("extra"), "per_query"),
+        (lambda d: d["slices"]["all"]["members"].append(999), "slices.all.members"),
+        (lambda d: d["slices"]["all"]["members"].append(-1), "slices.all.members"),
+    ],
+)
+def test_report_arrays_out_of_line_with_query_ids_are_input_errors(
+    saved_report: dict[str, Any], tmp_path: Path, change: Any, field: str
+) -> None:
+    """Per-query arrays or top_ids of another length than query_ids, slice members outside it:
+    refused where the report is loaded, naming the file and the field, for `baseline show`,
+    `report` and `compare` alike (exit 2, never an internal error)."""
+    path = _mutated(saved_report, tmp_path, change)
+    with pytest.raises(InputError) as e:
+        load_baseline(path)
+    assert e.value.problems[0].file == str(path) and field in e.value.problems[0].message
+    for args in (
+        ("baseline", "show", str(path)),
+        ("report", str(path), "--out", str(tmp_path / "html")),
+        ("compare", str(path), str(path), "--out", str(tmp_path / "cmp"), "--no-progress"),
+    ):
+        code, out = invoke(*args)
+        assert code == 2 and field in out, (args, out)
+
+
+def test_validate_report_that_is_not_utf8_or_holds_non_numbers(
+    saved_report: dict[str, Any], tmp_path: Path
+) -> None:
+    """`validate --report`: bad UTF-8 named by line; a per-query value that is not a number is
+    named by its JSON path (was an internal error)."""
+    gs = make_set(tmp_path / "gs")
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{\n"query_ids": "\xc3"}')
+    code, out = invoke("validate", str(gs), "--report", str(bad))
+    assert code == 2 and f"{bad}:2: not valid UTF-8" in out
+    path = _mutated(
+        saved_report, tmp_path, lambda d: d["indexes"]["exact"]["per_query"]["ndcg@10"].append({})
+    )
+    data = json.loads(path.read_text())
+    data["query_ids"].append("extra")
+    path.write_text(json.dumps(data))
+    code, out = invoke("validate", str(gs), "--report", str(path))
+    assert code == 2 and "per_query.ndcg@10[24] is not a number" in out, out
+
+
+def test_config_that_is_not_utf8_or_holds_a_control_character(tmp_path: Path) -> None:
+    """A config with a bad byte or a NUL: ConfigError (exit 2) with the line."""
+    path = tmp_path / "cfg.yaml"
+    path.write_bytes(b"model:\n  name: caf\xe9\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(e.value.problems[0]).startswith(f"{path}:2: not valid UTF-8")
+    path.write_bytes(b"model:\n  name: a\x00b\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(e.value.problems[0]).startswith(f"{path}:2: unacceptable character #x0000")
+
+
+def test_unknown_format_names_the_option_and_the_choices(tmp_path: Path) -> None:
+    """`validate --format xml`: exit 2 naming --format and the four choices, no pydantic dump."""
+    code, out = invoke("validate", str(make_set(tmp_path)), "--format", "xml")
+    assert code == 2
+    assert "'--format'" in out and "choose auto, native, beir, trec" in out
+    assert "pydantic" not in out and "validation error" not in out
+    assert cli.GOLDEN_FORMATS == config.GOLDEN_FORMATS
