@@ -428,6 +428,23 @@ def _yaml_problem(e: yaml.YAMLError, text: str) -> tuple[str, int | None]:
     return getattr(e, "problem", None) or str(e), mark.line + 1 if mark is not None else None
 
 
+def _unconstructible_line(node: yaml.Node | None) -> int | None:
+    """The 1-based line of the first scalar under ``node`` the safe loader cannot construct."""
+    if isinstance(node, yaml.ScalarNode):
+        try:
+            yaml.SafeLoader("").construct_object(node)
+        except (yaml.YAMLError, ValueError):
+            return node.start_mark.line + 1
+        return None
+    children = node.value if isinstance(node, yaml.CollectionNode) else []
+    for child in children:
+        for part in child if isinstance(child, tuple) else (child,):
+            line = _unconstructible_line(part)
+            if line is not None:
+                return line
+    return None
+
+
 def parse_config(text: str, source: str = "<config>") -> Config:
     """Validate YAML text into a Config; every problem is reported with its key path and line."""
     try:
@@ -438,6 +455,9 @@ def parse_config(text: str, source: str = "<config>") -> Config:
         raise ConfigError("invalid YAML", [Problem(message, source, line)]) from None
     except RecursionError:
         raise ConfigError("invalid YAML", [Problem("nested too deeply", source)]) from None
+    except ValueError as e:  # a scalar the YAML constructor cannot convert: a huge integer
+        line = _unconstructible_line(root)
+        raise ConfigError("invalid YAML", [Problem(str(e).split(";")[0], source, line)]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

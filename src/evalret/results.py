@@ -176,19 +176,32 @@ class RunReport(_Model):
 
 
 def alignment_problems(report: RunReport) -> list[str]:
-    """Where per-query data disagrees with ``query_ids``: arrays of another length, slice
-    members outside it (each named by its JSON path)."""
+    """Where a report disagrees with itself, each named by its JSON path: per-query arrays of
+    another length than ``query_ids``, slice members outside it, an index's slices that are not
+    the report's or that list other metrics than the index's first slice."""
     n = len(report.query_ids)
     out = []
-    for name, index in report.indexes.items():
-        arrays: dict[str, list[Any]] = {f"per_query.{m}": v for m, v in index.per_query.items()}
-        for field, values in {**arrays, "top_ids": index.top_ids}.items():
-            if len(values) != n:
-                out.append(f"indexes.{name}.{field}: {len(values)} entries for {n} query_ids")
     for name, info in report.slices.items():
         outside = [m for m in info.members if not 0 <= m < n]
         if outside:
             out.append(f"slices.{name}.members: position {outside[0]} is not in query_ids")
+    for name, index in report.indexes.items():
+        out += _index_problems(f"indexes.{name}", index, n, report.slices.keys())
+    return out
+
+
+def _index_problems(where: str, index: IndexResult, n: int, slices: Any) -> list[str]:
+    out = []
+    arrays: dict[str, list[Any]] = {f"per_query.{m}": v for m, v in index.per_query.items()}
+    for field, values in {**arrays, "top_ids": index.top_ids}.items():
+        if len(values) != n:
+            out.append(f"{where}.{field}: {len(values)} entries for {n} query_ids")
+    metrics = [list(s.metrics) for s in index.slices.values()]
+    for name, names in zip(index.slices, metrics, strict=True):
+        if name not in slices:
+            out.append(f"{where}.slices.{name}: not a slice of the report")
+        elif names != metrics[0]:
+            out.append(f"{where}.slices.{name}.metrics: other metrics than the first slice's")
     return out
 
 

@@ -73,7 +73,7 @@ def parse_json(text: str) -> Any:
     except RecursionError:
         raise TextProblem("invalid JSON: nested too deeply", None) from None
     except ValueError as e:  # e.g. an integer with more digits than Python converts
-        raise TextProblem(f"invalid JSON: {e}", None) from None
+        raise TextProblem(f"invalid JSON: {str(e).split(';')[0]}", None) from None
 
 
 def read_text(path: Path, what: str, error: type[InputError] = InputError) -> str:
