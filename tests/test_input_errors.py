@@ -113,6 +113,10 @@ def _mutated(data: dict[str, Any], tmp_path: Path, change: Any) -> Path:
         (lambda d: d["query_ids"].append("extra"), "per_query"),
         (lambda d: d["slices"]["all"]["members"].append(999), "slices.all.members"),
         (lambda d: d["slices"]["all"]["members"].append(-1), "slices.all.members"),
+        # found by the fuzzer (tests/test_fuzz_readers.py): each was an internal error in the
+        # HTML report
+        (lambda d: d["indexes"]["exact"]["slices"]["odd"]["metrics"].pop("mrr@10"), "odd.metrics"),
+        (lambda d: d["indexes"]["bm25"]["curves"]["values"]["ndcg"]["all"].pop(), "curves"),
     ],
 )
 def test_report_arrays_out_of_line_with_query_ids_are_input_errors(
@@ -165,6 +169,15 @@ def test_config_that_is_not_utf8_or_holds_a_control_character(tmp_path: Path) ->
     with pytest.raises(ConfigError) as e:
         load_config(path)
     assert str(e.value.problems[0]).startswith(f"{path}:2: unacceptable character #x0000")
+
+
+def test_config_integer_too_long_to_convert_is_located(tmp_path: Path) -> None:
+    """Found by the fuzzer: a 5000-digit integer made PyYAML raise a bare ValueError (exit 3)."""
+    path = tmp_path / "cfg.yaml"
+    path.write_text("bootstrap:\n  seed: " + "9" * 5000 + "\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(e.value.problems[0]).startswith(f"{path}:2: Exceeds the limit (4300 digits)")
 
 
 def test_unknown_format_names_the_option_and_the_choices(tmp_path: Path) -> None:

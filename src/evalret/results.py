@@ -178,7 +178,8 @@ class RunReport(_Model):
 def alignment_problems(report: RunReport) -> list[str]:
     """Where a report disagrees with itself, each named by its JSON path: per-query arrays of
     another length than ``query_ids``, slice members outside it, an index's slices that are not
-    the report's or that list other metrics than the index's first slice."""
+    the report's or that list other metrics than the index's first slice, metric@k curves of
+    another length than their cutoffs."""
     n = len(report.query_ids)
     out = []
     for name, info in report.slices.items():
@@ -196,6 +197,8 @@ def _index_problems(where: str, index: IndexResult, n: int, slices: Any) -> list
     for field, values in {**arrays, "top_ids": index.top_ids}.items():
         if len(values) != n:
             out.append(f"{where}.{field}: {len(values)} entries for {n} query_ids")
+    if index.curves is not None:
+        out += _curve_problems(f"{where}.curves", index.curves)
     metrics = [list(s.metrics) for s in index.slices.values()]
     for name, names in zip(index.slices, metrics, strict=True):
         if name not in slices:
@@ -203,6 +206,15 @@ def _index_problems(where: str, index: IndexResult, n: int, slices: Any) -> list
         elif names != metrics[0]:
             out.append(f"{where}.slices.{name}.metrics: other metrics than the first slice's")
     return out
+
+
+def _curve_problems(where: str, curves: MetricCurves) -> list[str]:
+    return [
+        f"{where}.values.{family}.{name}: {len(values)} entries for {len(curves.k)} cutoffs k"
+        for family, per_slice in curves.values.items()
+        for name, values in per_slice.items()
+        if len(values) != len(curves.k)
+    ]
 
 
 # --- compare.json ------------------------------------------------------------------------------
