@@ -187,3 +187,24 @@ def test_unknown_format_names_the_option_and_the_choices(tmp_path: Path) -> None
     assert "'--format'" in out and "choose auto, native, beir, trec" in out
     assert "pydantic" not in out and "validation error" not in out
     assert cli.GOLDEN_FORMATS == config.GOLDEN_FORMATS
+
+
+def test_training_lines_too_deep_or_too_long_a_number_are_located(tmp_path: Path) -> None:
+    """`evalret leakage --train`: deep nesting and a 5000-digit number are bad lines with their
+    numbers (were a RecursionError and a ValueError: exit 3)."""
+    from evalret.leakage import read_training_queries
+
+    train = tmp_path / "train.jsonl"
+    deep = "[" * 100_000 + "]" * 100_000
+    train.write_text('{"text": "fine"}\n' + deep + "\n" + '{"text": ' + "9" * 5000 + "}\n")
+    with pytest.raises(InputError) as e:
+        read_training_queries(train)
+    got = [(p.line, p.message) for p in e.value.problems]
+    assert got == [
+        (2, "invalid JSON: nested too deeply"),
+        (
+            3,
+            "invalid JSON: Exceeds the limit (4300 digits) for integer string conversion: "
+            "value has 5000 digits",
+        ),
+    ]
