@@ -117,6 +117,7 @@ def _mutated(data: dict[str, Any], tmp_path: Path, change: Any) -> Path:
         # HTML report
         (lambda d: d["indexes"]["exact"]["slices"]["odd"]["metrics"].pop("mrr@10"), "odd.metrics"),
         (lambda d: d["indexes"]["bm25"]["curves"]["values"]["ndcg"]["all"].pop(), "curves"),
+        (lambda d: d["fingerprint"]["metrics"].update(names=None), "fingerprint.metrics"),
     ],
 )
 def test_report_arrays_out_of_line_with_query_ids_are_input_errors(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 SCHEMA_VERSION = 1
 TOP_KEPT = 10  # ranked document ids kept per query in a report (drift, qualitative review)
@@ -113,6 +113,14 @@ class Fingerprint(_Model):
     metrics: dict[str, Any]
     evalret_version: str
     digest: str  # sha256 of the parts above
+
+    @field_validator("metrics")
+    @classmethod
+    def _metric_names(cls, v: dict[str, Any]) -> dict[str, Any]:
+        names = v.get("names", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("names must be a list of metric names")
+        return v
 
 
 class GateCheck(_Model):
