@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from evalret.baseline import load_baseline, save_baseline
 from evalret.cli import app
-from evalret.comparison import _obtain
+from evalret.comparison import _obtain, run_comparison
 from evalret.config import Config, GoldenSetConfig, load_config
 from evalret.errors import GoldenSetError, InputError, Problem
 from evalret.goldenset import load_golden_set
@@ -55,6 +55,14 @@ QRELS_TSV = ["query-id\tcorpus-id\tscore", "1\tA\t1", "2\tB\t2"]
 TREC_QRELS = ["q1 0 d1 2", "q1 0 d2 0", "q2 0 d2 1"]
 TREC_QUERIES = ["q1\tfirst query", "q2\tsecond query"]
 TREC_CORPUS = ["d1\tdoc one", "d2\tdoc two"]
+COMPARE_SETTINGS = {
+    "primary": "ndcg@10",
+    "min_gain": 0.01,
+    "alpha": 0.05,
+    "correction": "holm",
+    "samples": 200,
+    "seed": 0,
+}
 CONFIG = (Path(__file__).parent.parent / "src/evalret/templates/evalret.yaml").read_text()
 
 
@@ -170,6 +178,15 @@ def report_data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return data
 
 
+@pytest.fixture(scope="module")
+def compare_data(report_data: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A compare.json of the report against itself, as JSON data."""
+    root = tmp_path_factory.mktemp("fuzz-compare")
+    (root / "a.json").write_text(json.dumps(report_data))
+    run_comparison(root / "a.json", root / "a.json", root, **COMPARE_SETTINGS)
+    return json.loads((root / "compare.json").read_text())
+
+
 @st.composite
 def report_bytes(draw: st.DrawFn, data: dict[str, Any]) -> bytes:
     """A report.json mutated: as JSON (fields replaced, removed, added), then maybe as bytes
@@ -210,6 +227,16 @@ def test_saved_report_renders_or_is_refused(
     content = data.draw(report_bytes(report_data))
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "report.json"
+        path.write_bytes(content)
+        located_report_error(path, lambda: render_saved(path))
+
+
+@FUZZ
+@given(data=st.data())
+def test_saved_comparison_renders_or_is_refused(compare_data: Any, data: st.DataObject) -> None:
+    content = data.draw(report_bytes(compare_data))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "compare.json"
         path.write_bytes(content)
         located_report_error(path, lambda: render_saved(path))
 

@@ -209,3 +209,21 @@ def test_training_lines_too_deep_or_too_long_a_number_are_located(tmp_path: Path
             "value has 5000 digits",
         ),
     ]
+
+
+def test_compare_json_whose_slices_disagree_is_refused(
+    saved_report: dict[str, Any], tmp_path: Path
+) -> None:
+    """Found by the fuzzer: a compare.json slice without the primary metric crashed `evalret
+    report` (exit 3); now exit 2 naming the file and the field."""
+    from evalret.comparison import run_comparison
+
+    (tmp_path / "a.json").write_text(json.dumps(saved_report))
+    settings = {"primary": "ndcg@10", "min_gain": 0.01, "alpha": 0.05, "correction": "holm"}
+    run_comparison(tmp_path / "a.json", tmp_path / "a.json", tmp_path, samples=200, **settings)
+    path = tmp_path / "compare.json"
+    data = json.loads(path.read_text())
+    data["indexes"]["exact"]["tail"]["metrics"] = {}
+    path.write_text(json.dumps(data))
+    code, out = invoke("report", str(path))
+    assert code == 2 and "indexes.exact.tail.metrics" in out and str(path) in out

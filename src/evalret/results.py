@@ -291,3 +291,27 @@ class CompareReport(_Model):
     verdict: Verdict
     losers: list[QueryExample]  # biggest losses of B on the primary metric
     gainers: list[QueryExample]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CompareReport:
+        problems = comparison_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def comparison_problems(report: CompareReport) -> list[str]:
+    """Where a compare.json disagrees with itself (by JSON path): a primary index or metric it
+    does not hold, slices of one index listing other metrics."""
+    primary = report.settings.get("primary")
+    out = [] if isinstance(primary, str) else ["settings.primary: not a metric name"]
+    if report.indexes and report.primary_index not in report.indexes:
+        out.append(f"primary_index: {report.primary_index!r} is not in indexes")
+    for index, slices in report.indexes.items():
+        first = next(iter(slices.values()), None)
+        for name, result in slices.items():
+            if first is not None and list(result.metrics) != list(first.metrics):
+                out.append(f"indexes.{index}.{name}.metrics: other metrics than the first slice's")
+            elif isinstance(primary, str) and primary not in result.metrics:
+                out.append(f"indexes.{index}.{name}.metrics: no {primary} (settings.primary)")
+    return out
