@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from evalret.baseline import load_baseline, save_baseline
 from evalret.cli import app
 from evalret.comparison import _obtain, run_comparison
-from evalret.config import Config, GoldenSetConfig, load_config
+from evalret.config import Config, GoldenSetConfig, SlicesConfig, load_config
 from evalret.errors import GoldenSetError, InputError, Problem
 from evalret.goldenset import load_golden_set
 from evalret.pipeline import run_evaluation
@@ -86,10 +86,14 @@ def assert_problem(p: Problem, names: list[str], line_needed: bool) -> None:
 
 
 def load_or_located(cfg: GoldenSetConfig, files: list[Path]) -> None:
+    """Loads (and what a run does next with the set works) or is refused, located."""
     try:
-        load_golden_set(cfg)
+        golden = load_golden_set(cfg)
     except GoldenSetError as e:
         assert_located(e, files)
+        return
+    golden.qrel_arrays()
+    golden.slices(SlicesConfig())
 
 
 def write(directory: Path, contents: dict[str, bytes]) -> list[Path]:

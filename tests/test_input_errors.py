@@ -69,6 +69,25 @@ def test_duplicate_key_in_relevant_is_an_error(tmp_path: Path) -> None:
     assert f"{queries}:1: duplicate key 'd1' in one JSON object" in problems_of(tmp_path)
 
 
+def test_integers_beyond_int64_are_refused_where_read(tmp_path: Path) -> None:
+    """A grade or frequency of 10**30 in queries.jsonl is a schema error at its line (a huge
+    frequency was an OverflowError in `validate`, a huge grade one in every run)."""
+    native(tmp_path)
+    queries = tmp_path / "queries.jsonl"
+    huge = 10**30
+    queries.write_text(
+        json.dumps({"id": "q1", "text": "t", "relevant": {"d1": 1}, "frequency": huge})
+        + "\n"
+        + json.dumps({"id": "q2", "text": "t", "relevant": {"d1": huge}})
+        + "\n"
+    )
+    got = problems_of(tmp_path)
+    assert any(p.startswith(f"{queries}:1: frequency: Input should be less than") for p in got)
+    assert any(p.startswith(f"{queries}:2: relevant") and "less than" in p for p in got)
+    code, out = invoke("validate", str(tmp_path))
+    assert code == 2 and "Internal error" not in out
+
+
 def test_beir_directory_without_qrels_says_so(tmp_path: Path) -> None:
     """corpus.jsonl with _id records and no qrels/: named as a BEIR layout, not a schema error."""
     beir(tmp_path)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
@@ -152,6 +152,10 @@ def _canonical(obj: Any) -> bytes:
 # --- record schemas -------------------------------------------------------------------------
 
 
+# integers a run holds in int64 arrays: a larger one is refused where it is read, with its line
+Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+
+
 class _NativeDoc(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
@@ -164,9 +168,9 @@ class _NativeQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
     text: str
-    relevant: dict[str, StrictInt] | list[str]
+    relevant: dict[str, Int64] | list[str]
     tags: list[str] = []
-    frequency: StrictInt | None = Field(None, ge=0)
+    frequency: Int64 | None = Field(None, ge=0)
     metadata: dict[str, Any] = {}
 
 
