@@ -246,3 +246,15 @@ def test_compare_json_whose_slices_disagree_is_refused(
     path.write_text(json.dumps(data))
     code, out = invoke("report", str(path))
     assert code == 2 and "indexes.exact.tail.metrics" in out and str(path) in out
+
+
+def test_config_path_the_file_system_cannot_take_is_located(tmp_path: Path) -> None:
+    """Found by the fuzzer: a YAML escape giving a lone surrogate (or a NUL) in a path was a
+    UnicodeEncodeError when the path was resolved (exit 3); now exit 2 at the key's line."""
+    path = tmp_path / "cfg.yaml"
+    path.write_text('golden_set: {path: "\\ud800"}\noutput:\n  dir: "a\\0b"\n')
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    got = [str(p) for p in e.value.problems]
+    assert got[0].startswith(f"{path}:1: golden_set.path: Value error, not a usable path")
+    assert got[1].startswith(f"{path}:3: output.dir: Value error, not a usable path")

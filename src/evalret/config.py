@@ -6,12 +6,21 @@ against the current directory.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalret.errors import ConfigError, MetricError, Problem
 from evalret.metrics import parse_metrics
@@ -29,6 +38,21 @@ DEFAULT_METRICS = [
 PACKAGED_MODEL = "all-MiniLM-L6-v2"
 
 
+def _usable_path(path: Path) -> Path:
+    """``path`` if the operating system can take it: no NUL, nothing the file system cannot
+    encode (a lone surrogate from a YAML escape)."""
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise ValueError("not a usable path: characters the file system cannot encode") from None
+    if "\x00" in str(path):
+        raise ValueError("not a usable path: a NUL character")
+    return path
+
+
+UsablePath = Annotated[Path, AfterValidator(_usable_path)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -40,12 +64,12 @@ GOLDEN_FORMATS: tuple[str, ...] = get_args(GoldenFormatName)
 class GoldenSetConfig(_Strict):
     """Where the golden set is and how to read it."""
 
-    path: Path = Field(Path("golden_sets/demo"), description="directory (or TREC qrels file)")
+    path: UsablePath = Field(Path("golden_sets/demo"), description="directory (or TREC qrels file)")
     format: GoldenFormatName = "auto"
     split: str = Field("test", description="BEIR qrels split: qrels/<split>.tsv")
-    queries: Path | None = Field(None, description="TREC format: the queries file")
-    corpus: Path | None = Field(None, description="TREC format: the corpus file")
-    qrels: Path | None = Field(None, description="TREC format: the qrels file")
+    queries: UsablePath | None = Field(None, description="TREC format: the queries file")
+    corpus: UsablePath | None = Field(None, description="TREC format: the corpus file")
+    qrels: UsablePath | None = Field(None, description="TREC format: the qrels file")
 
 
 class ModelConfig(_Strict):
@@ -243,7 +267,7 @@ DEFAULT_THRESHOLDS = {"recall@10": Threshold(max_drop=0.01), "mrr@10": Threshold
 class GateConfig(_Strict):
     """The CI gate: checks of the current run against floors and a stored baseline."""
 
-    baseline: Path | None = Field(None, description="baseline file to compare with")
+    baseline: UsablePath | None = Field(None, description="baseline file to compare with")
     thresholds: dict[str, Threshold] | None = Field(
         None, description="per metric; default: max_drop 0.01 on recall@10 and mrr@10 when computed"
     )
@@ -291,11 +315,13 @@ class CacheConfig(_Strict):
     """The embedding cache (see the README): on by default."""
 
     enabled: bool = True
-    dir: Path | None = Field(None, description="default: $EVALRET_CACHE_DIR or the user cache dir")
+    dir: UsablePath | None = Field(
+        None, description="default: $EVALRET_CACHE_DIR or the user cache dir"
+    )
 
 
 class OutputConfig(_Strict):
-    dir: Path = Path("reports")
+    dir: UsablePath = Path("reports")
 
 
 class LeakageConfig(_Strict):
