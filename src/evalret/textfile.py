@@ -1,8 +1,9 @@
 """Input files as UTF-8 text and JSON, with where a problem is: the line (and column) of the first
 byte that is not UTF-8, the line of a JSON syntax error, a duplicate key in one JSON object.
 
-Every failure is an InputError (exit 2) naming the file; nothing here lets a UnicodeDecodeError,
-RecursionError or int-conversion ValueError out as an internal failure.
+``read_text`` and ``read_json`` raise an InputError (exit 2) naming the file; ``decode`` and
+``parse_json`` raise a TextProblem that line-by-line readers place at their line. Nothing here
+lets a UnicodeDecodeError, RecursionError or int-conversion ValueError out as an internal failure.
 """
 
 from __future__ import annotations
