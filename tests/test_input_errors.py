@@ -258,3 +258,25 @@ def test_config_path_the_file_system_cannot_take_is_located(tmp_path: Path) -> N
     got = [str(p) for p in e.value.problems]
     assert got[0].startswith(f"{path}:1: golden_set.path: Value error, not a usable path")
     assert got[1].startswith(f"{path}:3: output.dir: Value error, not a usable path")
+
+
+def test_non_finite_numbers_in_a_saved_report_are_refused(
+    saved_report: dict[str, Any], tmp_path: Path
+) -> None:
+    """Found by the fuzzer: an Infinity in compare.json crashed the HTML charts (exit 3).
+    evalret writes a non-finite number as null, so NaN, Infinity or 1e309 in a report or
+    compare.json is refused where it is read, naming the file and the number."""
+    from evalret.comparison import run_comparison
+
+    (tmp_path / "a.json").write_text(json.dumps(saved_report))
+    settings = {"primary": "ndcg@10", "min_gain": 0.01, "alpha": 0.05, "correction": "holm"}
+    run_comparison(tmp_path / "a.json", tmp_path / "a.json", tmp_path, samples=200, **settings)
+    compare = tmp_path / "compare.json"
+    text = compare.read_text()
+    compare.write_text(text.replace('"delta": 0.0', '"delta": Infinity', 1))
+    code, out = invoke("report", str(compare))
+    assert code == 2 and "Infinity is not a JSON number" in out and str(compare) in out
+    report = tmp_path / "a.json"
+    report.write_text(json.dumps(saved_report).replace('"value": 1.0', '"value": 1e309', 1))
+    code, out = invoke("baseline", "show", str(report))
+    assert code == 2 and "number 1e309 is out of range" in out

@@ -9,6 +9,7 @@ lets a UnicodeDecodeError, RecursionError or int-conversion ValueError out as an
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,8 @@ def decode(data: bytes, line: int = 1) -> str:
         raise TextProblem(message, where, "unreadable-file") from None
 
 
-class _DuplicateKey(ValueError):
-    pass
+class _Refused(ValueError):
+    """A JSON value the document may not hold: a key twice in one object, a non-finite number."""
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -57,19 +58,32 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(f"duplicate key {key!r} in one JSON object")
+                raise _Refused(f"duplicate key {key!r} in one JSON object")
             seen.add(key)
     return obj
 
 
-def parse_json(text: str) -> Any:
-    """``text`` parsed as JSON, refusing a key twice in one object; raises TextProblem (with
-    the line for a syntax error)."""
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"number {text} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def parse_json(text: str, finite: bool = False) -> Any:
+    """``text`` parsed as JSON, refusing a key twice in one object (and with ``finite``, NaN,
+    Infinity and numbers beyond float range); raises TextProblem (with the line for a syntax
+    error)."""
+    hooks: dict[str, Any] = {"parse_float": _finite, "parse_constant": _no_constant}
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text, object_pairs_hook=_unique_keys, **(hooks if finite else {}))
     except json.JSONDecodeError as e:
         raise TextProblem(f"invalid JSON: {e.msg} (column {e.colno})", e.lineno) from None
-    except _DuplicateKey as e:
+    except _Refused as e:
         raise TextProblem(str(e)) from None
     except RecursionError:
         raise TextProblem("invalid JSON: nested too deeply", None) from None
@@ -90,10 +104,11 @@ def read_text(path: Path, what: str, error: type[InputError] = InputError) -> st
 
 
 def read_json(path: Path, what: str) -> Any:
-    """The JSON document in the file at ``path``; every failure an InputError naming the file."""
+    """The JSON document in the file at ``path`` (a report: evalret writes a non-finite number as
+    null, so NaN or Infinity is refused); every failure an InputError naming the file."""
     text = read_text(path, what)
     try:
-        return parse_json(text)
+        return parse_json(text, finite=True)
     except TextProblem as e:
         raise InputError(f"{what} {path} is not valid JSON", [e.at(path)]) from None
 
