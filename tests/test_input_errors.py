@@ -233,8 +233,9 @@ def test_training_lines_too_deep_or_too_long_a_number_are_located(tmp_path: Path
 def test_compare_json_whose_slices_disagree_is_refused(
     saved_report: dict[str, Any], tmp_path: Path
 ) -> None:
-    """Found by the fuzzer: a compare.json slice without the primary metric crashed `evalret
-    report` (exit 3); now exit 2 naming the file and the field."""
+    """Found by the fuzzer: a compare.json slice without the primary metric, a side whose model
+    is not an object, a changed setting that is not an object each crashed `evalret report`
+    (exit 3); now exit 2 naming the file and the field."""
     from evalret.comparison import run_comparison
 
     (tmp_path / "a.json").write_text(json.dumps(saved_report))
@@ -242,10 +243,14 @@ def test_compare_json_whose_slices_disagree_is_refused(
     run_comparison(tmp_path / "a.json", tmp_path / "a.json", tmp_path, samples=200, **settings)
     path = tmp_path / "compare.json"
     data = json.loads(path.read_text())
-    data["indexes"]["exact"]["tail"]["metrics"] = {}
-    path.write_text(json.dumps(data))
-    code, out = invoke("report", str(path))
-    assert code == 2 and "indexes.exact.tail.metrics" in out and str(path) in out
+    for change, field in (
+        (lambda d: d["indexes"]["exact"]["tail"].update(metrics={}), "indexes.exact.tail.metrics"),
+        (lambda d: d["a"].update(model=None), "a.model: not an object"),
+        (lambda d: d["changed"].update(x=1), "changed.x: not an object"),
+    ):
+        _mutated(data, tmp_path, change).rename(path)
+        code, out = invoke("report", str(path))
+        assert code == 2 and field in out and str(path) in out, out
 
 
 def test_config_path_the_file_system_cannot_take_is_located(tmp_path: Path) -> None:

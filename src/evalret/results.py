@@ -196,6 +196,8 @@ def alignment_problems(report: RunReport) -> list[str]:
             out.append(f"slices.{name}.members: position {outside[0]} is not in query_ids")
     for name, index in report.indexes.items():
         out += _index_problems(f"indexes.{name}", index, n, report.slices.keys())
+    if report.gate is not None:
+        out += changes_problems("gate.changed", report.gate.changed)
     return out
 
 
@@ -300,11 +302,22 @@ class CompareReport(_Model):
         return self
 
 
+def _is_object(report: CompareReport, side: str) -> bool:
+    return isinstance(getattr(report, side).get("model", {}), dict)
+
+
+def changes_problems(where: str, changed: dict[str, Any]) -> list[str]:
+    """Changed settings must each be an object (``baseline`` and ``current`` values)."""
+    return [f"{where}.{k}: not an object" for k, v in changed.items() if not isinstance(v, dict)]
+
+
 def comparison_problems(report: CompareReport) -> list[str]:
     """Where a compare.json disagrees with itself (by JSON path): a primary index or metric it
     does not hold, slices of one index listing other metrics."""
     primary = report.settings.get("primary")
     out = [] if isinstance(primary, str) else ["settings.primary: not a metric name"]
+    out += [f"{side}.model: not an object" for side in ("a", "b") if not _is_object(report, side)]
+    out += changes_problems("changed", report.changed)
     if report.indexes and report.primary_index not in report.indexes:
         out.append(f"primary_index: {report.primary_index!r} is not in indexes")
     for index, slices in report.indexes.items():
