@@ -473,6 +473,7 @@ def _unconstructible_line(node: yaml.Node | None) -> int | None:
 
 def parse_config(text: str, source: str = "<config>") -> Config:
     """Validate YAML text into a Config; every problem is reported with its key path and line."""
+    root = None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data: Any = yaml.safe_load(text)
