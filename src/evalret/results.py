@@ -187,7 +187,7 @@ def alignment_problems(report: RunReport) -> list[str]:
     """Where a report disagrees with itself, each named by its JSON path: per-query arrays of
     another length than ``query_ids``, slice members outside it, an index's slices that are not
     the report's or that list other metrics than the index's first slice, metric@k curves of
-    another length than their cutoffs."""
+    another length than their cutoffs, ANN and lexical sections the report cannot draw."""
     n = len(report.query_ids)
     out = []
     for name, info in report.slices.items():
@@ -198,6 +198,21 @@ def alignment_problems(report: RunReport) -> list[str]:
         out += _index_problems(f"indexes.{name}", index, n, report.slices.keys())
     if report.gate is not None:
         out += changes_problems("gate.changed", report.gate.changed)
+    if report.ann is not None and not report.ann.slices:
+        out.append("ann.slices: empty")
+    if report.lexical is not None:
+        out += _lexical_problems(report.lexical)
+    return out
+
+
+def _lexical_problems(lex: LexicalSection) -> list[str]:
+    first = next(iter(lex.slices.values()), None)
+    metrics = set(first.dense_minus_bm25) if first is not None else set()
+    out = [] if metrics else ["lexical.slices: no slice with metrics"]
+    for name, result in lex.slices.items():
+        for field in ("dense_minus_bm25", "hybrid_minus_dense", "dense_wins", "bm25_wins"):
+            if set(getattr(result, field)) != metrics:
+                out.append(f"lexical.slices.{name}.{field}: other metrics than the first slice's")
     return out
 
 
@@ -209,7 +224,7 @@ def _index_problems(where: str, index: IndexResult, n: int, slices: Any) -> list
             out.append(f"{where}.{field}: {len(values)} entries for {n} query_ids")
     if index.curves is not None:
         out += _curve_problems(f"{where}.curves", index.curves)
-    metrics = [list(s.metrics) for s in index.slices.values()]
+    metrics = [set(s.metrics) for s in index.slices.values()]
     for name, names in zip(index.slices, metrics, strict=True):
         if name not in slices:
             out.append(f"{where}.slices.{name}: not a slice of the report")
@@ -323,7 +338,7 @@ def comparison_problems(report: CompareReport) -> list[str]:
     for index, slices in report.indexes.items():
         first = next(iter(slices.values()), None)
         for name, result in slices.items():
-            if first is not None and list(result.metrics) != list(first.metrics):
+            if first is not None and set(result.metrics) != set(first.metrics):
                 out.append(f"indexes.{index}.{name}.metrics: other metrics than the first slice's")
             elif isinstance(primary, str) and primary not in result.metrics:
                 out.append(f"indexes.{index}.{name}.metrics: no {primary} (settings.primary)")
