@@ -236,8 +236,8 @@ def test_compare_json_whose_slices_disagree_is_refused(
     saved_report: dict[str, Any], tmp_path: Path
 ) -> None:
     """Found by the fuzzer: a compare.json slice without the primary metric, a side whose model
-    is not an object, a changed setting that is not an object each crashed `evalret report`
-    (exit 3); now exit 2 naming the file and the field."""
+    is not an object, a changed setting that is not an object, an index without slices each
+    crashed `evalret report` (exit 3); now exit 2 naming the file and the field."""
     from evalret.comparison import run_comparison
 
     (tmp_path / "a.json").write_text(json.dumps(saved_report))
@@ -249,6 +249,7 @@ def test_compare_json_whose_slices_disagree_is_refused(
         (lambda d: d["indexes"]["exact"]["tail"].update(metrics={}), "indexes.exact.tail.metrics"),
         (lambda d: d["a"].update(model=None), "a.model: not an object"),
         (lambda d: d["changed"].update(x=1), "changed.x: not an object"),
+        (lambda d: d["indexes"].update(exact={}), "indexes.exact: no slice"),
     ):
         _mutated(data, tmp_path, change).rename(path)
         code, out = invoke("report", str(path))

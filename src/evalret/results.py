@@ -336,10 +336,20 @@ def comparison_problems(report: CompareReport) -> list[str]:
     if report.indexes and report.primary_index not in report.indexes:
         out.append(f"primary_index: {report.primary_index!r} is not in indexes")
     for index, slices in report.indexes.items():
-        first = next(iter(slices.values()), None)
-        for name, result in slices.items():
-            if first is not None and set(result.metrics) != set(first.metrics):
-                out.append(f"indexes.{index}.{name}.metrics: other metrics than the first slice's")
-            elif isinstance(primary, str) and primary not in result.metrics:
-                out.append(f"indexes.{index}.{name}.metrics: no {primary} (settings.primary)")
+        out += _compared_index_problems(f"indexes.{index}", slices, primary)
+    return out
+
+
+def _compared_index_problems(
+    where: str, slices: dict[str, SliceComparison], primary: Any
+) -> list[str]:
+    first = next(iter(slices.values()), None)
+    if first is None:
+        return [f"{where}: no slice"]
+    out = []
+    for name, result in slices.items():
+        if set(result.metrics) != set(first.metrics):
+            out.append(f"{where}.{name}.metrics: other metrics than the first slice's")
+        elif isinstance(primary, str) and primary not in result.metrics:
+            out.append(f"{where}.{name}.metrics: no {primary} (settings.primary)")
     return out
