@@ -288,3 +288,21 @@ def test_non_finite_numbers_in_a_saved_report_are_refused(
     report.write_text(json.dumps(saved_report).replace('"value": 1.0', '"value": 1e309', 1))
     code, out = invoke("baseline", "show", str(report))
     assert code == 2 and "number 1e309 is out of range" in out
+
+
+def test_lone_surrogate_escapes_are_refused_at_their_line(
+    saved_report: dict[str, Any], tmp_path: Path
+) -> None:
+    """Found by the fuzzer: "\\ud800" in a report.json made `evalret report` fail writing
+    report.html (exit 3); the same in a corpus text would fail a run's cache keys. Refused where
+    read, at the escape's line; a real pair (an emoji) still loads."""
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(saved_report, indent=1).replace('"0.1.0"', '"\\ud800"', 1))
+    code, out = invoke("report", str(report), "--out", str(tmp_path / "html"))
+    assert code == 2 and "\\ud800 is half a surrogate pair" in out
+    (tmp_path / "gs").mkdir()
+    native(tmp_path / "gs")
+    corpus = tmp_path / "gs" / "corpus.jsonl"
+    corpus.write_text('{"id": "d1", "text": "\\ud83d\\ude00"}\n{"id": "d2", "text": "a\\udc00"}\n')
+    got = problems_of(tmp_path / "gs")
+    assert f"{corpus}:2: \\udc00 is half a surrogate pair, not a character" in got

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -74,17 +75,39 @@ def _no_constant(name: str) -> float:
     raise _Refused(f"{name} is not a JSON number")
 
 
+# a \\uXXXX escape of half a surrogate pair without its other half: no character, not UTF-8
+_LONE_SURROGATE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _refuse_lone_surrogates(text: str, obj: Any) -> None:
+    """A string holding a lone surrogate cannot be written as UTF-8 later (a report, a cache
+    key): refused here, at the line of its escape."""
+    match = _LONE_SURROGATE.search(text)
+    if match is None:
+        return
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        line = text.count("\n", 0, match.start()) + 1
+        raise _Refused(f"{match.group()} is half a surrogate pair, not a character", line) from None
+
+
 def parse_json(text: str, finite: bool = False) -> Any:
     """``text`` parsed as JSON, refusing a key twice in one object (and with ``finite``, NaN,
     Infinity and numbers beyond float range); raises TextProblem (with the line for a syntax
     error)."""
     hooks: dict[str, Any] = {"parse_float": _finite, "parse_constant": _no_constant}
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, **(hooks if finite else {}))
+        obj = json.loads(text, object_pairs_hook=_unique_keys, **(hooks if finite else {}))
+        _refuse_lone_surrogates(text, obj)
+        return obj
     except json.JSONDecodeError as e:
         raise TextProblem(f"invalid JSON: {e.msg} (column {e.colno})", e.lineno) from None
     except _Refused as e:
-        raise TextProblem(str(e)) from None
+        raise TextProblem(e.args[0], e.args[1] if len(e.args) > 1 else None) from None
     except RecursionError:
         raise TextProblem("invalid JSON: nested too deeply", None) from None
     except ValueError as e:  # e.g. an integer with more digits than Python converts
