@@ -74,8 +74,9 @@ def test_broken_and_foreign_files_are_input_errors(tmp_path: Path) -> None:
     """Truncated JSON, another schema version and a missing file all exit 2 with the path."""
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema_version": 1, "indexes": {')
-    with pytest.raises(InputError, match="not an evalret baseline"):
+    with pytest.raises(InputError, match="not valid JSON") as e:
         load_baseline(bad)
+    assert f"{bad}:1: invalid JSON" in str(e.value)
     with pytest.raises(InputError, match="cannot read baseline"):
         load_baseline(tmp_path / "missing.json")
 

@@ -178,3 +178,54 @@ def test_scifact_level_2_excluding_is_nothing_to_evaluate(scifact_path: Path) ->
     with pytest.raises(InputError, match="nothing to evaluate") as e:
         queries_to_evaluate(full, Config(relevance_level=2))
     assert "queries_without_relevant: zero" in str(e.value)
+
+
+def test_top_candidates_orders_scores_1e_11_apart_by_score() -> None:
+    """Two float64 scores 1e-11 apart are not a tie: the higher one ranks first even when the
+    id rule would put it last, and its score comes back exactly."""
+    high = 0.5 + 1e-11
+    ids, scores = top_candidates(np.array([0, 1]), np.array([0.5, high]), 2, id_rank(["b", "a"]))
+    assert ids.tolist() == [1, 0]
+    assert scores.tolist() == [high, 0.5]
+
+
+def _two_docs_rrf() -> tuple[SearchResult, int, int, float, float]:
+    """Two rankings of 399 documents where doc 2 sits at ranks 14 and 303 and doc 1 at ranks
+    19 and 217: with k = 60 their fused scores differ by 1.7e-9, below float32's resolution;
+    returns (fused, doc 2, doc 1, their sums)."""
+    a_order = list(range(3, 400))
+    b_order = list(a_order)
+    for order, x_rank, y_rank in ((a_order, 14, 19), (b_order, 303, 217)):
+        for doc, r in sorted(((2, x_rank), (1, y_rank)), key=lambda p: p[1]):
+            order.insert(r - 1, doc)
+    a = SearchResult(ids=np.array([a_order]), scores=np.zeros((1, 399)))
+    b = SearchResult(ids=np.array([b_order]), scores=np.zeros((1, 399)))
+    x = 1 / (60 + 14) + 1 / (60 + 303)
+    y = 1 / (60 + 19) + 1 / (60 + 217)
+    assert np.float32(x) == np.float32(y) and x < y
+    rank = id_rank([f"d{i:03d}" for i in range(400)])
+    return rrf_fuse([a, b], k=60, candidates=399, depth=399, rank=rank), 2, 1, x, y
+
+
+def test_rrf_ranks_by_the_float64_sum() -> None:
+    """Where float32 rounding would tie two fused scores (and the id rule would put doc 2
+    first), the float64 sums decide: doc 1 first, each with its exact sum."""
+    fused, x_doc, y_doc, x, y = _two_docs_rrf()
+    order = fused.ids[0].tolist()
+    assert order.index(y_doc) < order.index(x_doc)
+    assert fused.scores[0][order.index(y_doc)] == y
+    assert fused.scores[0][order.index(x_doc)] == x
+
+
+def test_run_file_reads_back_the_float64_scores() -> None:
+    """run.<index>.trec prints each score so that it reads back to the identical float64."""
+    from evalret.report.files import trec_run
+
+    fused, *_ = _two_docs_rrf()
+    doc_ids = [f"d{i:03d}" for i in range(400)]
+    golden = GoldenSet("t", "native", doc_ids, doc_ids, ["q"], ["q"], {"q": {"d001": 1}})
+    lines = trec_run(golden, fused, "t").splitlines()
+    read = {line.split()[2]: float(line.split()[4]) for line in lines}
+    expected = {doc_ids[d]: s for d, s in zip(fused.ids[0], fused.scores[0], strict=True)}
+    assert read == expected and len(read) == 399
+    assert read["d001"] != read["d002"]

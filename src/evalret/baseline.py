@@ -21,6 +21,7 @@ from evalret.gate import evaluate_gate, health_checks, resolve_rules
 from evalret.goldenset import GoldenSet
 from evalret.results import SCHEMA_VERSION, GateSection, RunReport
 from evalret.slices import Slice
+from evalret.textfile import read_json, schema_problems
 
 # metric definitions that must agree for numbers to be comparable (metric lists may differ)
 DEFINITION_KEYS = ("ndcg_gain", "relevance_level", "tie_rule", "queries_without_relevant")
@@ -31,20 +32,16 @@ def save_baseline(report: RunReport, path: Path) -> None:
     atomic_write_text(path, report.model_dump_json(indent=1) + "\n", "baseline")
 
 
-def load_baseline(path: Path) -> RunReport:
-    """Read a baseline (or any saved report.json); bad files are input errors (exit 2)."""
+def load_baseline(path: Path, what: str = "baseline") -> RunReport:
+    """Read a baseline (or any saved report.json, ``what`` names it in messages); bad files,
+    binary, truncated or inconsistent, are input errors (exit 2) naming the file and field."""
+    data = read_json(path, what)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read baseline {path}: {e.strerror or e}") from None
-    try:
-        report = RunReport.model_validate_json(text)
+        report = RunReport.model_validate(data)
     except ValidationError as e:
-        problems = [
-            Problem(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}", str(path))
-            for err in e.errors()[:20]
-        ]
-        raise InputError(f"{path} is not an evalret baseline or report", problems) from None
+        raise InputError(
+            f"{path} is not an evalret baseline or report", schema_problems(e, path)
+        ) from None
     if report.schema_version != SCHEMA_VERSION:
         raise InputError(
             f"{path}: schema version {report.schema_version}, this evalret reads {SCHEMA_VERSION}"

@@ -448,9 +448,26 @@ def init(
     _guard(go)
 
 
+# evalret.config.GOLDEN_FORMATS, not imported so that the CLI module stays light (a test keeps
+# the two equal); every command taking --format checks it here, before anything runs
+GOLDEN_FORMATS = ("auto", "native", "beir", "trec")
+
+
+def _golden_format(value: str | None) -> str | None:
+    if value is not None and value not in GOLDEN_FORMATS:
+        raise typer.BadParameter(
+            f"{value!r} is not a golden-set format; choose {', '.join(GOLDEN_FORMATS)}"
+        )
+    return value
+
+
 GoldenFormat = Annotated[
     str | None,
-    typer.Option("--format", help="Golden-set format: auto, native, beir or trec."),
+    typer.Option(
+        "--format",
+        callback=_golden_format,
+        help="Golden-set format: auto, native, beir or trec.",
+    ),
 ]
 GoldenSplit = Annotated[str | None, typer.Option("--split", help="BEIR split (default: test).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]

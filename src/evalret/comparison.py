@@ -31,7 +31,7 @@ def golden_set_of(report: RunReport) -> GoldenSet | None:
 def _obtain(path: Path, progress: Any) -> tuple[RunReport, GoldenSet | None]:
     """A report for ``path``: a saved report.json as is, or a config evaluated now."""
     if path.suffix == ".json":
-        report = load_baseline(path)
+        report = load_baseline(path, "report")
         return report, golden_set_of(report)
     from evalret.pipeline import run_evaluation
 

@@ -6,15 +6,25 @@ against the current directory.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalret.errors import ConfigError, MetricError, Problem
 from evalret.metrics import parse_metrics
+from evalret.textfile import read_text
 
 DEFAULT_METRICS = [
     "ndcg@10",
@@ -28,19 +38,38 @@ DEFAULT_METRICS = [
 PACKAGED_MODEL = "all-MiniLM-L6-v2"
 
 
+def _usable_path(path: Path) -> Path:
+    """``path`` if the operating system can take it: no NUL, nothing the file system cannot
+    encode (a lone surrogate from a YAML escape)."""
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise ValueError("not a usable path: characters the file system cannot encode") from None
+    if "\x00" in str(path):
+        raise ValueError("not a usable path: a NUL character")
+    return path
+
+
+UsablePath = Annotated[Path, AfterValidator(_usable_path)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+GoldenFormatName = Literal["auto", "native", "beir", "trec"]
+GOLDEN_FORMATS: tuple[str, ...] = get_args(GoldenFormatName)
 
 
 class GoldenSetConfig(_Strict):
     """Where the golden set is and how to read it."""
 
-    path: Path = Field(Path("golden_sets/demo"), description="directory (or TREC qrels file)")
-    format: Literal["auto", "native", "beir", "trec"] = "auto"
+    path: UsablePath = Field(Path("golden_sets/demo"), description="directory (or TREC qrels file)")
+    format: GoldenFormatName = "auto"
     split: str = Field("test", description="BEIR qrels split: qrels/<split>.tsv")
-    queries: Path | None = Field(None, description="TREC format: the queries file")
-    corpus: Path | None = Field(None, description="TREC format: the corpus file")
-    qrels: Path | None = Field(None, description="TREC format: the qrels file")
+    queries: UsablePath | None = Field(None, description="TREC format: the queries file")
+    corpus: UsablePath | None = Field(None, description="TREC format: the corpus file")
+    qrels: UsablePath | None = Field(None, description="TREC format: the qrels file")
 
 
 class ModelConfig(_Strict):
@@ -238,7 +267,7 @@ DEFAULT_THRESHOLDS = {"recall@10": Threshold(max_drop=0.01), "mrr@10": Threshold
 class GateConfig(_Strict):
     """The CI gate: checks of the current run against floors and a stored baseline."""
 
-    baseline: Path | None = Field(None, description="baseline file to compare with")
+    baseline: UsablePath | None = Field(None, description="baseline file to compare with")
     thresholds: dict[str, Threshold] | None = Field(
         None, description="per metric; default: max_drop 0.01 on recall@10 and mrr@10 when computed"
     )
@@ -286,11 +315,13 @@ class CacheConfig(_Strict):
     """The embedding cache (see the README): on by default."""
 
     enabled: bool = True
-    dir: Path | None = Field(None, description="default: $EVALRET_CACHE_DIR or the user cache dir")
+    dir: UsablePath | None = Field(
+        None, description="default: $EVALRET_CACHE_DIR or the user cache dir"
+    )
 
 
 class OutputConfig(_Strict):
-    dir: Path = Path("reports")
+    dir: UsablePath = Path("reports")
 
 
 class LeakageConfig(_Strict):
@@ -420,16 +451,47 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
+def _yaml_problem(e: yaml.YAMLError, text: str) -> tuple[str, int | None]:
+    """The message and 1-based line of a YAML error (a reader error, e.g. a control character,
+    carries a character position instead of a mark)."""
+    if isinstance(e, yaml.reader.ReaderError):
+        line = text.count("\n", 0, e.position) + 1
+        return f"unacceptable character #x{e.character:04x}: {e.reason}", line
+    mark = getattr(e, "problem_mark", None)
+    return getattr(e, "problem", None) or str(e), mark.line + 1 if mark is not None else None
+
+
+def _unconstructible_line(node: yaml.Node | None) -> int | None:
+    """The 1-based line of the first scalar under ``node`` the safe loader cannot construct."""
+    if isinstance(node, yaml.ScalarNode):
+        try:
+            yaml.SafeLoader("").construct_object(node)
+        except (yaml.YAMLError, ValueError):
+            return node.start_mark.line + 1
+        return None
+    children = node.value if isinstance(node, yaml.CollectionNode) else []
+    for child in children:
+        for part in child if isinstance(child, tuple) else (child,):
+            line = _unconstructible_line(part)
+            if line is not None:
+                return line
+    return None
+
+
 def parse_config(text: str, source: str = "<config>") -> Config:
     """Validate YAML text into a Config; every problem is reported with its key path and line."""
+    root = None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError("invalid YAML", [Problem(problem, source, line)]) from None
+        message, line = _yaml_problem(e, text)
+        raise ConfigError("invalid YAML", [Problem(message, source, line)]) from None
+    except RecursionError:
+        raise ConfigError("invalid YAML", [Problem("nested too deeply", source)]) from None
+    except ValueError as e:  # a scalar the YAML constructor cannot convert: a huge integer
+        line = _unconstructible_line(root)
+        raise ConfigError("invalid YAML", [Problem(str(e).split(";")[0], source, line)]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -453,8 +515,5 @@ def load_config(path: Path | None) -> Config:
     """Read and validate a config file (defaults when ``path`` is None), paths made absolute."""
     if path is None:
         return Config().resolve_paths(Path.cwd())
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read config {path}: {e.strerror or e}") from None
+    text = read_text(path, "config", ConfigError)
     return parse_config(text, str(path)).resolve_paths(path.resolve().parent)

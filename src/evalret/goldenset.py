@@ -28,13 +28,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evalret.config import GoldenSetConfig, SlicesConfig
 from evalret.errors import GoldenSetError, Problem
+from evalret.textfile import TextProblem, decode, parse_json
 
 if TYPE_CHECKING:
     from evalret.slices import Slice
@@ -179,6 +180,10 @@ def _canonical(obj: Any) -> bytes:
 # --- record schemas -------------------------------------------------------------------------
 
 
+# integers a run holds in int64 arrays: a larger one is refused where it is read, with its line
+Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+
+
 class _NativeDoc(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
@@ -191,9 +196,9 @@ class _NativeQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
     text: str
-    relevant: dict[str, StrictInt] | list[str]  # negative grades: judged non-relevant
+    relevant: dict[str, StrictInt] | list[str]  # range checked with the line in add_judgment
     tags: list[str] = []
-    frequency: StrictInt | None = Field(None, ge=0)
+    frequency: Int64 | None = Field(None, ge=0)
     metadata: dict[str, Any] = {}
 
 
@@ -236,28 +241,29 @@ class _Reader:
         self.warnings.append(Problem(message, str(file) if file else None, line, code))
 
     def lines(self, path: Path) -> Iterator[tuple[int, str]]:
+        """(line number, text) of the non-blank lines of ``path``; a line that is not UTF-8 is a
+        problem at its line, and reading goes on."""
         try:
-            with path.open(encoding="utf-8") as f:
+            with path.open("rb") as f:
                 for n, raw in enumerate(f, start=1):
-                    if raw.strip():
-                        yield n, raw
+                    try:
+                        text = decode(raw, n)
+                    except TextProblem as e:
+                        self.problems.append(e.at(path, n))
+                        continue
+                    if text.strip():
+                        yield n, text
         except FileNotFoundError:
             self.problem("file not found", path, code="missing-file")
-        except UnicodeDecodeError as e:
-            self.problem(
-                f"not valid UTF-8 ({e.reason} at byte {e.start})", path, code="unreadable-file"
-            )
         except OSError as e:
             self.problem(f"cannot read: {e.strerror or e}", path, code="unreadable-file")
 
     def jsonl(self, path: Path, model: type[BaseModel]) -> Iterator[tuple[int, Any]]:
         for n, raw in self.lines(path):
             try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as e:
-                self.problem(
-                    f"invalid JSON: {e.msg} (column {e.colno})", path, n, code="invalid-json"
-                )
+                obj = parse_json(raw)
+            except TextProblem as e:
+                self.problems.append(e.at(path, n))
                 continue
             if not isinstance(obj, dict):
                 self.problem("each line must be a JSON object", path, n, code="invalid-json")
@@ -604,6 +610,18 @@ def read_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenS
     return scan_trec(qrels, queries, corpus).golden_set()
 
 
+def _first_record_keys(path: Path) -> set[str]:
+    """The keys of the first JSON object in a JSONL file; empty when there is none to read (the
+    reader then says what is wrong)."""
+    try:
+        with path.open("rb") as f:
+            first = next((line for line in f if line.strip()), b"")
+        record = parse_json(decode(first))
+    except (OSError, TextProblem):
+        return set()
+    return set(record) if isinstance(record, dict) else set()
+
+
 def detect_format(cfg: GoldenSetConfig) -> Format:
     """Which reader fits ``cfg.path``; an explicit ``format`` wins."""
     if cfg.format != "auto":
@@ -621,6 +639,12 @@ def detect_format(cfg: GoldenSetConfig) -> Format:
     if _find(path, TREC_QRELS_NAMES):
         return "trec"
     if (path / "corpus.jsonl").is_file() and (path / "queries.jsonl").is_file():
+        if _first_record_keys(path / "corpus.jsonl") & {"_id", "id"} == {"_id"}:
+            raise GoldenSetError(
+                f"golden set {path}: BEIR layout without qrels/ directory: corpus.jsonl records "
+                "use '_id' (BEIR style) but there is no qrels/<split>.tsv; add the qrels, or "
+                "write native records (id, text, relevant) and set golden_set.format: native"
+            )
         return "native"
     raise GoldenSetError(
         f"cannot tell the format of golden set {path}: expected corpus.jsonl + queries.jsonl "

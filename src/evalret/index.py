@@ -33,7 +33,9 @@ TIE_MARGIN = 16
 class SearchResult:
     """ids: int64 [Q, depth], document indices in rank order (-1 past the corpus end).
 
-    scores: float32 [Q, depth], aligned with ids (-inf past the corpus end).
+    scores: float64 [Q, depth], aligned with ids (-inf past the corpus end): the scores as
+    computed (faiss's float32 inner products promoted exactly), so that the tie rule and the run
+    files see every difference the engine made.
     """
 
     ids: np.ndarray
@@ -66,18 +68,20 @@ def apply_tie_rule(
 def top_candidates(
     ids: np.ndarray, scores: np.ndarray, depth: int, rank: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``depth`` of one query's scored candidates (document indices ``ids``, float32
-    ``scores``) under the tie rule, padded with -1 / -inf. Every candidate tied with the one at
-    the cut is considered, so the cut keeps the documents trec_eval would keep."""
+    """The first ``depth`` of one query's scored candidates (document indices ``ids``,
+    ``scores`` compared in float64) under the tie rule, padded with -1 / -inf. Every candidate
+    tied with the one at the cut is considered, so the cut keeps the documents trec_eval would
+    keep."""
     out_ids = np.full(depth, -1, dtype=np.int64)
-    out_scores = np.full(depth, -np.inf, dtype=np.float32)
+    out_scores = np.full(depth, -np.inf, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
     if len(ids) > depth:  # pre-cut: everything scoring at least the depth-th best score
         cut = np.partition(scores, len(scores) - depth)[len(scores) - depth]
         keep = scores >= cut
         ids, scores = ids[keep], scores[keep]
     ranked_ids, ranked_scores = apply_tie_rule(
         np.asarray(ids, dtype=np.int64)[None, :],
-        np.asarray(scores, dtype=np.float32)[None, :],
+        scores[None, :],
         rank,
     )
     n = min(depth, ranked_ids.shape[1])
@@ -209,7 +213,7 @@ def search(index: Any, queries: np.ndarray, depth: int, rank: np.ndarray) -> Sea
     """Top ``depth`` documents per query under the tie rule, searched in query batches."""
     n_docs = int(index.ntotal)
     all_ids = np.full((len(queries), depth), -1, dtype=np.int64)
-    all_scores = np.full((len(queries), depth), -np.inf, dtype=np.float32)
+    all_scores = np.full((len(queries), depth), -np.inf, dtype=np.float64)
     keep = min(depth, n_docs)
     for start in range(0, len(queries), QUERY_BATCH):
         batch = queries[start : start + QUERY_BATCH]

@@ -25,7 +25,6 @@ relevant document) that have at least one pair. Pure, except ``read_training_que
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,6 +41,7 @@ from evalret.duplicates import (
     similar_pairs,
 )
 from evalret.errors import InputError, Problem
+from evalret.textfile import TextProblem, decode, parse_json
 
 if TYPE_CHECKING:
     from evalret.config import Config
@@ -163,17 +163,13 @@ def read_training_queries(path: Path, fmt: TrainFormat = "auto") -> list[TrainQu
         if not raw.strip():
             continue
         try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            problems.append(Problem(f"not valid UTF-8 ({e.reason} at byte {e.start})", where, n))
+            line = decode(raw, n)
+            obj = parse_json(line) if kind == "jsonl" else None
+        except TextProblem as e:
+            problems.append(e.at(path, n))
             continue
         if kind == "text":
             out.append(TrainQuery(n, line.strip()))
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            problems.append(Problem(f"invalid JSON: {e.msg} (column {e.colno})", where, n))
             continue
         if not isinstance(obj, dict):
             problems.append(Problem("each line must be a JSON object", where, n))

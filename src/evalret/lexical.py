@@ -63,11 +63,11 @@ def bm25_search(
     # id 0 is the tokenizer's empty token (a query of stop words or unknown terms only)
     vocab = retriever.vocab_dict
     ids = np.full((len(queries), depth), -1, dtype=np.int64)
-    scores = np.full((len(queries), depth), -np.inf, dtype=np.float32)
+    scores = np.full((len(queries), depth), -np.inf, dtype=np.float64)
     for qi, tokens in enumerate(queries):
         known = [t for t in tokens if t != 0 and t in vocab]
         if known:
-            row = np.asarray(retriever.get_scores(known), dtype=np.float32)
+            row = np.asarray(retriever.get_scores(known), dtype=np.float64)  # as computed
             matched = np.flatnonzero(row > 0)
             ids[qi], scores[qi] = top_candidates(matched, row[matched], depth, rank)
         if progress is not None:
@@ -79,11 +79,11 @@ def rrf_fuse(
     rankings: Sequence[SearchResult], k: float, candidates: int, depth: int, rank: np.ndarray
 ) -> SearchResult:
     """Reciprocal rank fusion: a document scores sum over rankings of 1 / (k + its rank), ranks
-    counted from 1 within each ranking's first ``candidates`` results. Scores are summed in
-    float64 and ranked after rounding to float32 (the precision the run file records)."""
+    counted from 1 within each ranking's first ``candidates`` results. Scores are summed and
+    ranked in float64 (the run file records them exactly)."""
     n_queries = len(rankings[0].ids)
     ids = np.full((n_queries, depth), -1, dtype=np.int64)
-    scores = np.full((n_queries, depth), -np.inf, dtype=np.float32)
+    scores = np.full((n_queries, depth), -np.inf, dtype=np.float64)
     for qi in range(n_queries):
         found = [row[row >= 0] for row in (r.ids[qi, :candidates] for r in rankings)]
         docs = np.concatenate(found)
@@ -91,5 +91,5 @@ def rrf_fuse(
         unique, where = np.unique(docs, return_inverse=True)
         fused = np.zeros(len(unique), dtype=np.float64)
         np.add.at(fused, where, parts)  # in ranking order: the same sum every run
-        ids[qi], scores[qi] = top_candidates(unique, fused.astype(np.float32), depth, rank)
+        ids[qi], scores[qi] = top_candidates(unique, fused, depth, rank)
     return SearchResult(ids=ids, scores=scores)

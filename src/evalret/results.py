@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 SCHEMA_VERSION = 1
 TOP_KEPT = 10  # ranked document ids kept per query in a report (drift, qualitative review)
@@ -124,6 +124,14 @@ class Fingerprint(_Model):
     evalret_version: str
     digest: str  # sha256 of the parts above
 
+    @field_validator("metrics")
+    @classmethod
+    def _metric_names(cls, v: dict[str, Any]) -> dict[str, Any]:
+        names = v.get("names", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("names must be a list of metric names")
+        return v
+
 
 class GateCheck(_Model):
     """One named check of the gate and its outcome."""
@@ -176,6 +184,72 @@ class RunReport(_Model):
     intrinsic: IntrinsicSection | None = None
     gate: GateSection | None = None
     timings: dict[str, float]
+
+    @model_validator(mode="after")
+    def _aligned_with_query_ids(self) -> RunReport:
+        problems = alignment_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def alignment_problems(report: RunReport) -> list[str]:
+    """Where a report disagrees with itself, each named by its JSON path: per-query arrays of
+    another length than ``query_ids``, slice members outside it, an index's slices that are not
+    the report's or that list other metrics than the index's first slice, metric@k curves of
+    another length than their cutoffs, ANN and lexical sections the report cannot draw."""
+    n = len(report.query_ids)
+    out = []
+    for name, info in report.slices.items():
+        outside = [m for m in info.members if not 0 <= m < n]
+        if outside:
+            out.append(f"slices.{name}.members: position {outside[0]} is not in query_ids")
+    for name, index in report.indexes.items():
+        out += _index_problems(f"indexes.{name}", index, n, report.slices.keys())
+    if report.gate is not None:
+        out += changes_problems("gate.changed", report.gate.changed)
+    if report.ann is not None and not report.ann.slices:
+        out.append("ann.slices: empty")
+    if report.lexical is not None:
+        out += _lexical_problems(report.lexical)
+    return out
+
+
+def _lexical_problems(lex: LexicalSection) -> list[str]:
+    first = next(iter(lex.slices.values()), None)
+    metrics = set(first.dense_minus_bm25) if first is not None else set()
+    out = [] if metrics else ["lexical.slices: no slice with metrics"]
+    for name, result in lex.slices.items():
+        for field in ("dense_minus_bm25", "hybrid_minus_dense", "dense_wins", "bm25_wins"):
+            if set(getattr(result, field)) != metrics:
+                out.append(f"lexical.slices.{name}.{field}: other metrics than the first slice's")
+    return out
+
+
+def _index_problems(where: str, index: IndexResult, n: int, slices: Any) -> list[str]:
+    out = []
+    arrays: dict[str, list[Any]] = {f"per_query.{m}": v for m, v in index.per_query.items()}
+    for field, values in {**arrays, "top_ids": index.top_ids}.items():
+        if len(values) != n:
+            out.append(f"{where}.{field}: {len(values)} entries for {n} query_ids")
+    if index.curves is not None:
+        out += _curve_problems(f"{where}.curves", index.curves)
+    metrics = [set(s.metrics) for s in index.slices.values()]
+    for name, names in zip(index.slices, metrics, strict=True):
+        if name not in slices:
+            out.append(f"{where}.slices.{name}: not a slice of the report")
+        elif names != metrics[0]:
+            out.append(f"{where}.slices.{name}.metrics: other metrics than the first slice's")
+    return out
+
+
+def _curve_problems(where: str, curves: MetricCurves) -> list[str]:
+    return [
+        f"{where}.values.{family}.{name}: {len(values)} entries for {len(curves.k)} cutoffs k"
+        for family, per_slice in curves.values.items()
+        for name, values in per_slice.items()
+        if len(values) != len(curves.k)
+    ]
 
 
 # --- compare.json ------------------------------------------------------------------------------
@@ -244,3 +318,48 @@ class CompareReport(_Model):
     verdict: Verdict
     losers: list[QueryExample]  # biggest losses of B on the primary metric
     gainers: list[QueryExample]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CompareReport:
+        problems = comparison_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def _is_object(report: CompareReport, side: str) -> bool:
+    return isinstance(getattr(report, side).get("model", {}), dict)
+
+
+def changes_problems(where: str, changed: dict[str, Any]) -> list[str]:
+    """Changed settings must each be an object (``baseline`` and ``current`` values)."""
+    return [f"{where}.{k}: not an object" for k, v in changed.items() if not isinstance(v, dict)]
+
+
+def comparison_problems(report: CompareReport) -> list[str]:
+    """Where a compare.json disagrees with itself (by JSON path): a primary index or metric it
+    does not hold, slices of one index listing other metrics."""
+    primary = report.settings.get("primary")
+    out = [] if isinstance(primary, str) else ["settings.primary: not a metric name"]
+    out += [f"{side}.model: not an object" for side in ("a", "b") if not _is_object(report, side)]
+    out += changes_problems("changed", report.changed)
+    if report.indexes and report.primary_index not in report.indexes:
+        out.append(f"primary_index: {report.primary_index!r} is not in indexes")
+    for index, slices in report.indexes.items():
+        out += _compared_index_problems(f"indexes.{index}", slices, primary)
+    return out
+
+
+def _compared_index_problems(
+    where: str, slices: dict[str, SliceComparison], primary: Any
+) -> list[str]:
+    first = next(iter(slices.values()), None)
+    if first is None:
+        return [f"{where}: no slice"]
+    out = []
+    for name, result in slices.items():
+        if set(result.metrics) != set(first.metrics):
+            out.append(f"{where}.{name}.metrics: other metrics than the first slice's")
+        elif isinstance(primary, str) and primary not in result.metrics:
+            out.append(f"{where}.{name}.metrics: no {primary} (settings.primary)")
+    return out

@@ -32,7 +32,6 @@ The checks are pure: they work on a scan that is already read (and a report's sc
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -53,6 +52,7 @@ from evalret.errors import ConfigError, InputError, Problem
 from evalret.goldenset import GoldenSetScan, nothing_to_evaluate
 from evalret.slices import RELIABILITY, configured_slices, reliability
 from evalret.stats import minimum_detectable_effect
+from evalret.textfile import read_json
 
 ASSUMED_NDCG_SD = 0.40
 ALPHA = 0.05
@@ -164,13 +164,18 @@ def report_scores(report: Any, source: str, metric: str = MDE_METRIC) -> dict[st
     if not isinstance(indexes, dict) or not indexes or not isinstance(query_ids, list):
         raise InputError(f"{source} is not an evalret report (no query_ids or indexes)")
     name = "exact" if "exact" in indexes else next(iter(indexes))
-    per_query = indexes[name].get("per_query", {}) if isinstance(indexes[name], dict) else {}
+    entry = indexes[name]
+    per_query = entry.get("per_query") if isinstance(entry, dict) else None
+    per_query = per_query if isinstance(per_query, dict) else {}
     values = per_query.get(metric)
     if not isinstance(values, list) or len(values) != len(query_ids):
         raise InputError(
             f"{source} has no per-query {metric} for index {name!r} "
             f"(its metrics: {', '.join(per_query) or 'none'}); run with {metric} in metrics"
         )
+    bad = next((i for i, v in enumerate(values) if not isinstance(v, int | float | None)), None)
+    if bad is not None:
+        raise InputError(f"{source}: indexes.{name}.per_query.{metric}[{bad}] is not a number")
     return {str(q): float(v) for q, v in zip(query_ids, values, strict=True) if v is not None}
 
 
@@ -397,11 +402,7 @@ def run_validation(cfg: Config, report: Path | None = None) -> Validation:
 
     scores = None
     if report is not None:
-        try:
-            data = json.loads(report.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise InputError(f"cannot read report {report}: {e}") from None
-        scores = report_scores(data, str(report))
+        scores = report_scores(read_json(report, "report"), str(report))
     try:
         scan = scan_golden_set(cfg.golden_set, cfg.relevance_level)
     except GoldenSetError as e:

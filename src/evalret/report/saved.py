@@ -9,7 +9,6 @@ fingerprints.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,10 @@ from pydantic import ValidationError
 from evalret.atomic import atomic_write_text
 from evalret.baseline import load_baseline
 from evalret.comparison import golden_set_of
-from evalret.errors import EvalretError, InputError, Problem
+from evalret.errors import EvalretError, InputError
 from evalret.report.html import render_compare_html, render_run_html
 from evalret.results import CompareReport, RunReport
+from evalret.textfile import read_json, schema_problems
 
 
 def _matching_report(candidates: list[Path], digest: str | None) -> RunReport | None:
@@ -29,7 +29,7 @@ def _matching_report(candidates: list[Path], digest: str | None) -> RunReport | 
         if candidate.suffix != ".json" or not candidate.is_file():
             continue
         try:
-            report = load_baseline(candidate)
+            report = load_baseline(candidate, "report")
         except EvalretError:
             continue
         if digest is None or report.fingerprint.digest == digest:
@@ -47,23 +47,15 @@ def _read_compare(path: Path, data: dict[str, Any]) -> CompareReport:
     try:
         return CompareReport.model_validate(data)
     except ValidationError as e:
-        problems = [
-            Problem(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}", str(path))
-            for err in e.errors()[:20]
-        ]
-        raise InputError(f"{path} is not an evalret compare.json", problems) from None
+        raise InputError(
+            f"{path} is not an evalret compare.json", schema_problems(e, path)
+        ) from None
 
 
 def render_saved(path: Path, baseline: Path | None = None) -> str:
     """The HTML page of a saved report.json or compare.json; ``baseline`` (a saved report of the
     same golden set) is drawn beside a run instead of the one its gate names."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        where = f"{path}:{e.lineno}" if isinstance(e, json.JSONDecodeError) else str(path)
-        raise InputError(f"{where}: not valid JSON ({e})") from None
+    data = read_json(path, "report")
     if isinstance(data, dict) and {"verdict", "losers", "primary_index"} <= data.keys():
         if baseline is not None:
             raise InputError("--baseline applies to a run's report.json, not to compare.json")
@@ -75,7 +67,7 @@ def render_saved(path: Path, baseline: Path | None = None) -> str:
             _near(str(comparison.b.get("label")), path.parent), comparison.b.get("fingerprint")
         )
         return render_compare_html(comparison, a, b)
-    report = load_baseline(path)
+    report = load_baseline(path, "report")
     base = None
     if baseline is not None:
         base = load_baseline(baseline)
