@@ -134,7 +134,8 @@ def evaluate_gate(
         base_mean = float(base.mean())
         drop = base_mean - cur_mean
         diffs = cur - base
-        sd = float(diffs.std(ddof=1)) if n > 1 else 0.0
+        finite_diffs = n > 1 and bool(np.isfinite(diffs).all())
+        sd = float(diffs.std(ddof=1)) if finite_diffs else 0.0  # no MDE from non-finite values
         mde = minimum_detectable_effect(sd, n, alpha, power) if sd > 0 else None
         for kind, limit in (("max_drop", t.max_drop), ("max_drop_pct", t.max_drop_pct)):
             if limit is None:
