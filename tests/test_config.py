@@ -73,3 +73,26 @@ def test_missing_config_file() -> None:
     """A config path that does not exist is an input error naming it."""
     with pytest.raises(ConfigError, match=r"cannot read config nope\.yaml"):
         load_config(Path("nope.yaml"))
+
+
+def test_non_finite_numbers_are_refused_at_their_key() -> None:
+    """A NaN floor would pass every check (nothing is below NaN) and an infinite BM25 k1 or
+    rrf_k makes every score the same: each is refused with its key and line."""
+    got = "\n".join(
+        problems(
+            "gate:\n  thresholds:\n    ndcg@10: {min: .nan}\n"
+            "  health:\n    collapsed: {max: .nan}\n"
+            "indexes:\n  bm25: {k1: .inf}\n  hybrid: {rrf_k: .inf}\n"
+        )
+    )
+    assert "cfg.yaml:3: gate.thresholds.ndcg@10.min: Input should be a finite number" in got
+    assert "cfg.yaml:5: gate.health.collapsed.max: Input should be a finite number" in got
+    assert "cfg.yaml:7: indexes.bm25.k1: Input should be a finite number" in got
+    assert "cfg.yaml:8: indexes.hybrid.rrf_k: Input should be a finite number" in got
+
+
+def test_negative_seeds_are_refused_at_their_key() -> None:
+    """numpy seeds only non-negative integers: a negative seed was an internal error (exit 3)."""
+    got = "\n".join(problems("bootstrap: {seed: -1}\ngate:\n  significance: {seed: -2}\n"))
+    assert "cfg.yaml:1: bootstrap.seed: Input should be greater than or equal to 0" in got
+    assert "cfg.yaml:3: gate.significance.seed: Input should be greater than or equal to 0" in got

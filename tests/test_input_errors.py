@@ -309,3 +309,32 @@ def test_lone_surrogate_escapes_are_refused_at_their_line(
     corpus.write_text('{"id": "d1", "text": "\\ud83d\\ude00"}\n{"id": "d2", "text": "a\\udc00"}\n')
     got = problems_of(tmp_path / "gs")
     assert f"{corpus}:2: \\udc00 is half a surrogate pair, not a character" in got
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--alpha", "0"),  # was ZeroDivisionError, exit 3
+        ("--alpha", "nan"),  # was ValueError, exit 3
+        ("--alpha", "1"),
+        ("--samples", "0"),
+        ("--samples", "-3"),
+        ("--min-gain", "nan"),  # no gain is >= NaN: silently "not a candidate"
+        ("--min-gain", "inf"),
+        ("--min-gain", "-1"),  # a loss would make B a candidate
+        ("--seed", "-1"),  # was ValueError from numpy, exit 3
+    ],
+)
+def test_compare_options_out_of_range_name_the_option(
+    saved_report: dict[str, Any], tmp_path: Path, option: str, value: str
+) -> None:
+    """Each `evalret compare` setting is checked before anything is compared: exit 2 naming the
+    option and its value, never an internal error, never a silent run."""
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(saved_report))
+    code, out = invoke(
+        "compare", str(path), str(path), "--out", str(tmp_path / "cmp"), "--no-progress",
+        option, value,
+    )  # fmt: skip
+    assert code == 2 and f"{option} {value}" in out, out
+    assert not (tmp_path / "cmp").exists()

@@ -54,7 +54,8 @@ UsablePath = Annotated[Path, AfterValidator(_usable_path)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # no NaN or infinity anywhere: a NaN floor passes every check (nothing is below NaN)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 GoldenFormatName = Literal["auto", "native", "beir", "trec"]
@@ -202,7 +203,7 @@ class SlicesConfig(_Strict):
 
 class BootstrapConfig(_Strict):
     samples: int = Field(1000, ge=100)
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     confidence: float = Field(0.95, gt=0, lt=1)
 
 
@@ -257,7 +258,7 @@ class SignificanceConfig(_Strict):
     alpha: float = Field(0.05, gt=0, lt=1)
     correction: Literal["holm", "bonferroni", "bh", "none"] = "holm"
     samples: int = Field(10_000, ge=100)
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     power: float = Field(0.8, gt=0, lt=1)
 
 
