@@ -82,6 +82,16 @@ class GoldenSet:
         """The queries with at least one relevant document: the ones metrics are averaged over."""
         return self.subset([q for q in self.query_ids if self.n_relevant(q) > 0])
 
+    def scored(self, queries_without_relevant: str) -> GoldenSet:
+        """The queries a run scores: those with a relevant document under ``exclude``, every
+        judged query under ``zero``. GoldenSetError when none is left (nothing to gate on)."""
+        golden = self.evaluated() if queries_without_relevant == "exclude" else self
+        if not golden.query_ids:
+            raise GoldenSetError(
+                nothing_to_evaluate(self.source, len(self.query_ids), self.relevance_level)
+            )
+        return golden
+
     def slices(self, cfg: SlicesConfig) -> list[Slice]:
         """This set's slices under the config's ``slices`` settings."""
         from evalret.slices import configured_slices
