@@ -160,3 +160,34 @@ def test_committed_demo_baseline_matches_the_demo_golden_set() -> None:
     report = load_baseline(REPO / "baselines" / "demo.json")
     check_compatible(report, load_golden_set(config.golden_set), metric_definitions(config), "demo")
     assert report.fingerprint.model["name"] == "all-MiniLM-L6-v2"
+
+
+def test_drop_check_the_baseline_cannot_answer_is_refused(
+    config: Config, baseline: tuple[RunReport, Path]
+) -> None:
+    """A max_drop on a metric the baseline lacks (or on an index it did not run) was skipped with
+    a note, so a gate of nothing but such checks said GATE PASSED: it is refused (exit 2). A floor
+    on that metric needs no baseline and still runs."""
+    report, _ = baseline
+    metrics = [*config.metrics, "ndcg@5"]
+    asks_drop = config.model_copy(
+        update={
+            "metrics": metrics,
+            "gate": GateConfig(thresholds={"ndcg@5": Threshold(max_drop=0.01)}),
+        }
+    )
+    with pytest.raises(IncomparableError) as e:
+        run_evaluation(asks_drop, embedder=HashEmbedder(), baseline=report, baseline_source="b")
+    assert e.value.exit_code == 2
+    assert "exact: no ndcg@5 in the baseline" in str(e.value)
+    assert "hnsw: no ndcg@5 in the baseline" in str(e.value)
+    no_hnsw = RunReport.model_validate(
+        {**report.model_dump(), "indexes": {"exact": report.indexes["exact"]}}
+    )
+    with pytest.raises(IncomparableError, match="hnsw: no results in the baseline"):
+        run_evaluation(config, embedder=HashEmbedder(), baseline=no_hnsw, baseline_source="b")
+    floor_only = asks_drop.model_copy(
+        update={"gate": GateConfig(thresholds={"ndcg@5": Threshold(min=0.0)})}
+    )
+    gated = run_evaluation(floor_only, embedder=HashEmbedder(), baseline=report).report
+    assert gated.gate is not None and {c.metric for c in gated.gate.checks} >= {"ndcg@5"}

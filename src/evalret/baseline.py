@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from evalret.atomic import atomic_write_text
 from evalret.config import DENSE_INDEXES, Config
 from evalret.errors import IncomparableError, InputError, Problem
-from evalret.gate import evaluate_gate, health_checks, resolve_rules
+from evalret.gate import Rule, evaluate_gate, health_checks, resolve_rules
 from evalret.goldenset import GoldenSet
 from evalret.results import SCHEMA_VERSION, GateSection, RunReport
 from evalret.slices import Slice
@@ -135,6 +135,27 @@ def _aligned(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.
     }
 
 
+def _check_drops_answerable(
+    rules: list[Rule], base_scores: dict[str, dict[str, np.ndarray]], source: str
+) -> None:
+    """Refuse (exit 2) a baseline without the index or metric of a drop check the config asks
+    for: skipping those checks would let a gate pass that checked nothing it was asked to."""
+    problems = {}
+    for r in rules:
+        if r.threshold.max_drop is None and r.threshold.max_drop_pct is None:
+            continue  # a floor needs no baseline
+        if r.index not in base_scores:
+            problems[r.index] = f"{r.index}: no results in the baseline"
+        elif r.metric not in base_scores[r.index]:
+            problems[f"{r.index} {r.metric}"] = f"{r.index}: no {r.metric} in the baseline"
+    if problems:
+        raise IncomparableError(
+            f"cannot gate against baseline {source}: it lacks what drop checks of the config "
+            "compare with (save a new baseline on purpose with --save-baseline)",
+            [Problem(p) for p in problems.values()],
+        )
+
+
 def run_gate(
     config: Config,
     current: RunReport,
@@ -158,16 +179,7 @@ def run_gate(
     base_scores = None
     if baseline is not None:
         base_scores = _aligned(baseline, current.query_ids)
-        for index in indexes:
-            if index not in base_scores:
-                notes.append(f"the baseline has no {index} results: its drop checks are skipped")
-            else:
-                missing = sorted({r.metric for r in rules} - base_scores[index].keys())
-                if missing:
-                    notes.append(
-                        f"the baseline has no {', '.join(missing)} for {index}: "
-                        "those drop checks are skipped"
-                    )
+        _check_drops_answerable(rules, base_scores, baseline_source or "baseline")
     ann = current.ann
     ann_recall = None
     if ann is not None and "hnsw" in indexes:
