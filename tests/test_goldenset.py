@@ -307,6 +307,12 @@ def test_relevance_level_decides_which_queries_have_a_relevant_document(tmp_path
     assert scan.golden_set().queries_without_relevant == ["1"]
     (w,) = [w for w in scan.warnings if w.code == "no-relevant-document"]
     assert "grade >= 2" in w.message and w.line == 1
+    # the reader does not know the mode: the message may claim neither (under zero, query "1"
+    # with its grade-1 document keeps a positive nDCG, so "scores it 0" was wrong too)
+    assert w.message.endswith(
+        "left out of the means under queries_without_relevant: exclude, scored as trec_eval "
+        "scores it under zero"
+    )
 
 
 def test_many_decimal_grades_make_one_warning(tmp_path: Path) -> None:

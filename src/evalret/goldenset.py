@@ -418,7 +418,8 @@ class GoldenSetScan(_Reader):
             path, line = first.get(q) or self.query_where[q]
             self.warn(
                 f"query {q!r} has no relevant document (no judgment with grade >= {level}): "
-                "it is left out of the means (queries_without_relevant: zero scores it 0)",
+                "left out of the means under queries_without_relevant: exclude, scored as "
+                "trec_eval scores it under zero",
                 path,
                 line,
                 "no-relevant-document",
