@@ -247,3 +247,21 @@ def test_errors_quoting_hostile_input_reach_the_terminal_escaped(tmp_path: Path)
     code, output = invoke("run", "-c", str(cfg), "--no-progress")
     assert code == 2 and "duplicate query id" in output, output
     assert_terminal_clean(output)
+
+
+def test_json_printed_by_validate_and_leakage_is_terminal_clean(hostile: HostileRuns) -> None:
+    """`validate --json` and `leakage --json` print texts as JSON: json.dumps escapes C0 controls
+    but left bidi overrides (U+202E), C1 controls and line separators raw, so a hostile text
+    could reorder the terminal. They are written as \\u escapes: the parsed data are unchanged."""
+    train = hostile.root / "train-json.jsonl"
+    train.write_text(json.dumps({"text": f"two factor {CLEAR}\u2028{TITLE}{RLO}\x9b2J"}) + "\n")
+    code, out_validate = invoke("validate", str(hostile.root / "base.yaml"), "--json")
+    assert code == 0, out_validate
+    cfg = str(hostile.root / "base.yaml")
+    code, out_leak = invoke("leakage", "--train", str(train), cfg, "--no-embedding", "--json")
+    assert code == 0, out_leak
+    for output in (out_validate, out_leak):
+        assert_terminal_clean(output)
+    data = json.loads(out_leak)
+    assert data["pairs"][0]["train_text"] == f"two factor {CLEAR}\u2028{TITLE}{RLO}\x9b2J"
+    assert json.loads(out_validate)["ok"] is True

@@ -490,12 +490,13 @@ def validate(
     def go() -> ExitCode:
         import json
 
+        from evalret.report.escape import json_document
         from evalret.report.validate_view import render_validation
         from evalret.validate import golden_config, run_validation
 
         result = run_validation(golden_config(path, golden_format, split), report)
         if as_json:
-            typer.echo(json.dumps(result.to_json(), indent=1, ensure_ascii=False))
+            typer.echo(json_document(json.dumps(result.to_json(), indent=1, ensure_ascii=False)))
         else:
             console.print(render_validation(result), highlight=False)
         return ExitCode.OK if result.ok else ExitCode.INVALID_INPUT
@@ -546,6 +547,7 @@ def leakage(
         from evalret.atomic import atomic_write_text, check_writable_file
         from evalret.errors import InputError
         from evalret.leakage import run_leakage
+        from evalret.report.escape import json_document
         from evalret.report.leakage_view import render_leakage
         from evalret.validate import golden_config
 
@@ -566,7 +568,7 @@ def leakage(
                 max_fraction=max_fraction,
                 progress=factory,
             )
-        data = json.dumps(result.to_json(), indent=1, ensure_ascii=False)
+        data = json_document(json.dumps(result.to_json(), indent=1, ensure_ascii=False))
         if out is not None:
             atomic_write_text(out, data + "\n", "leakage result")
         if as_json:
