@@ -338,3 +338,22 @@ def test_compare_options_out_of_range_name_the_option(
     )  # fmt: skip
     assert code == 2 and f"{option} {value}" in out, out
     assert not (tmp_path / "cmp").exists()
+
+
+def test_report_refuses_a_baseline_with_other_metric_definitions(
+    saved_report: dict[str, Any], tmp_path: Path
+) -> None:
+    """`evalret report --baseline` drew a baseline computed at another relevance level (or mode,
+    or gain) beside the run, bars and per-query changes of numbers that do not compare: refused
+    (exit 2) like the gate and `evalret compare` refuse it, naming what differs."""
+    run = tmp_path / "report.json"
+    run.write_text(json.dumps(saved_report))
+    other = json.loads(json.dumps(saved_report))
+    other["fingerprint"]["metrics"]["relevance_level"] = 2
+    other["config"]["relevance_level"] = 2
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(other))
+    code, out = invoke("report", str(run), "--baseline", str(base), "--out", str(tmp_path / "h"))
+    assert code == 2, out
+    assert "relevance_level: 2 -> 1" in out
+    assert not (tmp_path / "h" / "report.html").exists()

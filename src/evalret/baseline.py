@@ -87,17 +87,22 @@ def golden_set_differences(baseline: RunReport, golden: GoldenSet) -> list[str]:
     return out or ["golden-set fingerprint differs"]
 
 
+def definition_differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The metric definitions (gain, relevance level, tie rule, queries without a relevant
+    document) that differ between a baseline's and a run's, as ``key: before -> after``."""
+    return [
+        f"metric definition {key}: {before.get(key)!r} -> {after.get(key)!r}"
+        for key in DEFINITION_KEYS
+        if before.get(key) != after.get(key)
+    ]
+
+
 def check_compatible(
     baseline: RunReport, golden: GoldenSet, definitions: dict[str, Any], source: str
 ) -> None:
     """Refuse (exit 2) a baseline whose golden set or metric definitions differ."""
     problems = [f"golden set: {d}" for d in golden_set_differences(baseline, golden)]
-    before = baseline.fingerprint.metrics
-    for key in DEFINITION_KEYS:
-        if before.get(key) != definitions.get(key):
-            problems.append(
-                f"metric definition {key}: {before.get(key)!r} -> {definitions.get(key)!r}"
-            )
+    problems += definition_differences(baseline.fingerprint.metrics, definitions)
     if problems:
         raise IncomparableError(
             f"cannot compare with baseline {source}: its numbers were computed on other terms "
