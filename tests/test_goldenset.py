@@ -368,3 +368,24 @@ def test_empty_texts_are_warnings_not_errors(tmp_path: Path) -> None:
         ("empty-query", "queries.jsonl", 2),
     }
     assert scan.golden_set().doc_texts == ["x", ""]
+
+
+def test_native_query_without_any_judgment_is_not_evaluated(tmp_path: Path) -> None:
+    """`relevant: {}` (or `[]`) judges nothing: trec_eval would never see the query, as BEIR and
+    TREC sets leave out their unjudged queries. Under queries_without_relevant: zero it was scored
+    0 and pulled the means below trec_eval's; it is now left out, with a warning at its line."""
+    queries = [
+        {"id": "q1", "text": "reset password", "relevant": {"d1": 1}},
+        {"id": "q2", "text": "billing", "relevant": {}},
+        {"id": "q3", "text": "disk full", "relevant": []},
+        {"id": "q4", "text": "invoices", "relevant": {"d2": 0}},
+    ]
+    path = native(tmp_path, queries=queries)
+    scan = scan_golden_set(GoldenSetConfig(path=path))
+    g = scan.golden_set()
+    assert g.query_ids == ["q1", "q4"]  # q4 is judged (non-relevant): scored under zero
+    unjudged = [(w.line, w.message) for w in scan.warnings if w.code == "unjudged-query"]
+    assert unjudged == [
+        (2, "query 'q2' judges no document: it is not evaluated"),
+        (3, "query 'q3' judges no document: it is not evaluated"),
+    ]

@@ -467,8 +467,16 @@ def scan_native(directory: Path, relevance_level: int = 1) -> GoldenSetScan:
     for n, q in b.jsonl(queries, _NativeQuery):
         if not b.add_query(q.id, q.text, queries, n):
             continue
-        order.append(q.id)
         relevant = q.relevant if isinstance(q.relevant, dict) else dict.fromkeys(q.relevant, 1)
+        if relevant:
+            order.append(q.id)
+        else:  # judged nothing: as BEIR and TREC leave out their unjudged queries (trec_eval too)
+            b.warn(
+                f"query {q.id!r} judges no document: it is not evaluated",
+                queries,
+                n,
+                "unjudged-query",
+            )
         b.qrels.setdefault(q.id, {})
         for doc_id, grade in relevant.items():
             b.add_judgment(q.id, doc_id, grade, queries, n)
