@@ -191,3 +191,18 @@ def test_drop_check_the_baseline_cannot_answer_is_refused(
     )
     gated = run_evaluation(floor_only, embedder=HashEmbedder(), baseline=report).report
     assert gated.gate is not None and {c.metric for c in gated.gate.checks} >= {"ndcg@5"}
+
+
+def test_gate_slices_the_run_does_not_have_are_refused_before_embedding(config: Config) -> None:
+    """A typo in gate.slices gated nothing it named and said GATE PASSED (a note aside): refused
+    (exit 2) naming the missing slices and the ones there are, before anything is embedded."""
+    typo = config.model_copy(
+        update={
+            "gate": GateConfig(slices=["even", "tial"], thresholds={"ndcg@10": Threshold(min=1)})
+        }
+    )
+    with pytest.raises(InputError) as e:
+        run_evaluation(typo, embedder=ExplodingEmbedder())
+    assert e.value.exit_code == 2
+    assert "gate.slices names slices this golden set does not have: tial" in str(e.value)
+    assert "even" in str(e.value).split("tial", 1)[1]  # the slices there are, listed

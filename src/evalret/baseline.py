@@ -140,6 +140,18 @@ def _aligned(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.
     }
 
 
+def check_gate_slices(config: Config, slices: list[Slice]) -> None:
+    """Refuse (exit 2) gate.slices naming a slice the run does not have (a typo, a tag gone from
+    the golden set): its checks would silently not run, and the gate could pass on nothing."""
+    names = [s.name for s in slices]
+    missing = [name for name in config.gate.slices or [] if name not in names]
+    if missing:
+        raise InputError(
+            f"gate.slices names slices this golden set does not have: {', '.join(missing)} "
+            f"(its slices: {', '.join(names)})"
+        )
+
+
 def _check_drops_answerable(
     rules: list[Rule], base_scores: dict[str, dict[str, np.ndarray]], source: str
 ) -> None:
@@ -177,9 +189,7 @@ def run_gate(
     indexes = [i for i in current.indexes if i in gated]
     wanted = set(gate.slices) if gate.slices is not None else None
     masks = {s.name: s.mask for s in slices if wanted is None or s.name in wanted}
-    notes = []
-    if wanted is not None and wanted - masks.keys():
-        notes.append(f"gate.slices not in this run: {', '.join(sorted(wanted - masks.keys()))}")
+    notes: list[str] = []
     rules = resolve_rules(config.thresholds, gate.overrides, indexes, list(masks))
     base_scores = None
     if baseline is not None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from evalret import __version__
 from evalret.backends import backend_check, describe_backend, make_embedder
-from evalret.baseline import check_compatible, run_gate
+from evalret.baseline import check_compatible, check_gate_slices, run_gate
 from evalret.cache import CachedEmbedder, default_cache_dir
 from evalret.config import Config
 from evalret.curves import metric_curves
@@ -291,6 +291,7 @@ def run_evaluation(
         without_relevant = full.queries_without_relevant
         golden = queries_to_evaluate(full, config)
         slices = golden.slices(config.slices)
+    check_gate_slices(config, slices)
     if baseline is not None:
         check_compatible(baseline, full, definitions, baseline_source or "baseline")
 
