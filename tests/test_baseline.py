@@ -194,8 +194,9 @@ def test_drop_check_the_baseline_cannot_answer_is_refused(
 
 
 def test_gate_slices_the_run_does_not_have_are_refused_before_embedding(config: Config) -> None:
-    """A typo in gate.slices gated nothing it named and said GATE PASSED (a note aside): refused
-    (exit 2) naming the missing slices and the ones there are, before anything is embedded."""
+    """A typo in gate.slices gated nothing it named and said GATE PASSED (a note aside); one in
+    an override's slice silently kept the default threshold: refused (exit 2) naming the key and
+    the slices there are, before anything is embedded."""
     typo = config.model_copy(
         update={
             "gate": GateConfig(slices=["even", "tial"], thresholds={"ndcg@10": Threshold(min=1)})
@@ -204,5 +205,11 @@ def test_gate_slices_the_run_does_not_have_are_refused_before_embedding(config: 
     with pytest.raises(InputError) as e:
         run_evaluation(typo, embedder=ExplodingEmbedder())
     assert e.value.exit_code == 2
-    assert "gate.slices names slices this golden set does not have: tial" in str(e.value)
-    assert "even" in str(e.value).split("tial", 1)[1]  # the slices there are, listed
+    assert "the gate names slices this golden set does not have (its slices: all" in str(e.value)
+    assert [p.message for p in e.value.problems] == ["gate.slices: tial"]
+    override = config.model_copy(
+        update={"gate": GateConfig(overrides=[{"metric": "mrr@10", "slice": "od", "min": 0.9}])}
+    )
+    with pytest.raises(InputError) as e:
+        run_evaluation(override, embedder=ExplodingEmbedder())
+    assert [p.message for p in e.value.problems] == ["gate.overrides[0].slice: od"]

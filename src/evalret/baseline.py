@@ -141,14 +141,17 @@ def _aligned(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.
 
 
 def check_gate_slices(config: Config, slices: list[Slice]) -> None:
-    """Refuse (exit 2) gate.slices naming a slice the run does not have (a typo, a tag gone from
-    the golden set): its checks would silently not run, and the gate could pass on nothing."""
+    """Refuse (exit 2) gate.slices or an override naming a slice the run does not have (a typo,
+    a tag gone from the golden set): those checks would silently not run or keep the default
+    threshold, and the gate could pass on nothing it was asked to check."""
     names = [s.name for s in slices]
-    missing = [name for name in config.gate.slices or [] if name not in names]
+    named: list[tuple[str, str | None]] = [("gate.slices", n) for n in config.gate.slices or []]
+    named += [(f"gate.overrides[{i}].slice", o.slice) for i, o in enumerate(config.gate.overrides)]
+    missing = [f"{key}: {name}" for key, name in named if name is not None and name not in names]
     if missing:
         raise InputError(
-            f"gate.slices names slices this golden set does not have: {', '.join(missing)} "
-            f"(its slices: {', '.join(names)})"
+            f"the gate names slices this golden set does not have (its slices: {', '.join(names)})",
+            [Problem(m) for m in missing],
         )
 
 
