@@ -96,3 +96,16 @@ def test_negative_seeds_are_refused_at_their_key() -> None:
     got = "\n".join(problems("bootstrap: {seed: -1}\ngate:\n  significance: {seed: -2}\n"))
     assert "cfg.yaml:1: bootstrap.seed: Input should be greater than or equal to 0" in got
     assert "cfg.yaml:3: gate.significance.seed: Input should be greater than or equal to 0" in got
+
+
+def test_gate_naming_a_disabled_index_is_refused() -> None:
+    """gate.indexes [bm25] with bm25 disabled gated nothing: no gate section, exit 0 despite a
+    floor the run would fail. Refused with its key, as is an override for a disabled index."""
+    got = "\n".join(
+        problems(
+            "indexes:\n  bm25: {enabled: false}\n  hybrid: {enabled: false}\n"
+            "gate:\n  indexes: [exact, bm25]\n"
+            "  overrides: [{metric: mrr@10, index: hybrid, min: 0.5}]\n"
+        )
+    )
+    assert "gate names indexes that are disabled: bm25, hybrid" in got

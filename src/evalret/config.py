@@ -378,6 +378,11 @@ class Config(_Strict):
                 f"gate thresholds name metrics that are not computed: {', '.join(missing)} "
                 "(add them to metrics)"
             )
+        enabled = {name for name in get_args(IndexName) if getattr(self.indexes, name).enabled}
+        named = [*(self.gate.indexes or []), *(o.index for o in self.gate.overrides if o.index)]
+        disabled = sorted({i for i in named if i not in enabled})
+        if disabled:  # their checks would never run: the gate could pass on nothing
+            raise ValueError(f"the gate names indexes that are disabled: {', '.join(disabled)}")
         if self.gate.ann_k > self.depth:
             raise ValueError(f"gate.ann_k {self.gate.ann_k} exceeds the search depth {self.depth}")
         return self
