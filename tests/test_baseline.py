@@ -11,7 +11,15 @@ import pytest
 
 from conftest import REPO
 from evalret.baseline import check_compatible, load_baseline, save_baseline
-from evalret.config import Config, GateConfig, GoldenSetConfig, SignificanceConfig, Threshold
+from evalret.config import (
+    Config,
+    GateConfig,
+    GoldenSetConfig,
+    SignificanceConfig,
+    SliceDefinition,
+    SlicesConfig,
+    Threshold,
+)
 from evalret.errors import IncomparableError, InputError
 from evalret.goldenset import load_golden_set
 from evalret.pipeline import metric_definitions, run_evaluation
@@ -205,7 +213,7 @@ def test_gate_slices_the_run_does_not_have_are_refused_before_embedding(config: 
     with pytest.raises(InputError) as e:
         run_evaluation(typo, embedder=ExplodingEmbedder())
     assert e.value.exit_code == 2
-    assert "the gate names slices this golden set does not have (its slices: all" in str(e.value)
+    assert "does not have (its slices with queries: all" in str(e.value)
     assert [p.message for p in e.value.problems] == ["gate.slices: tial"]
     override = config.model_copy(
         update={"gate": GateConfig(overrides=[{"metric": "mrr@10", "slice": "od", "min": 0.9}])}
@@ -213,3 +221,12 @@ def test_gate_slices_the_run_does_not_have_are_refused_before_embedding(config: 
     with pytest.raises(InputError) as e:
         run_evaluation(override, embedder=ExplodingEmbedder())
     assert [p.message for p in e.value.problems] == ["gate.overrides[0].slice: od"]
+    nobody = config.model_copy(
+        update={
+            "slices": SlicesConfig(custom=[SliceDefinition(name="none", pattern="zzzz")]),
+            "gate": GateConfig(slices=["none"]),
+        }
+    )
+    with pytest.raises(InputError) as e:  # a slice of no query: GATE PASSED on nothing
+        run_evaluation(nobody, embedder=ExplodingEmbedder())
+    assert [p.message for p in e.value.problems] == ["gate.slices: none"]

@@ -143,14 +143,16 @@ def _aligned(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.
 def check_gate_slices(config: Config, slices: list[Slice]) -> None:
     """Refuse (exit 2) gate.slices or an override naming a slice the run does not have (a typo,
     a tag gone from the golden set): those checks would silently not run or keep the default
-    threshold, and the gate could pass on nothing it was asked to check."""
-    names = [s.name for s in slices]
+    threshold, and the gate could pass on nothing it was asked to check. A slice without a
+    query (a custom pattern matching none) has nothing to check either."""
+    names = [s.name for s in slices if s.mask.any()]
     named: list[tuple[str, str | None]] = [("gate.slices", n) for n in config.gate.slices or []]
     named += [(f"gate.overrides[{i}].slice", o.slice) for i, o in enumerate(config.gate.overrides)]
     missing = [f"{key}: {name}" for key, name in named if name is not None and name not in names]
     if missing:
         raise InputError(
-            f"the gate names slices this golden set does not have (its slices: {', '.join(names)})",
+            "the gate names slices this golden set does not have (its slices with queries: "
+            f"{', '.join(names)})",
             [Problem(m) for m in missing],
         )
 
