@@ -57,13 +57,25 @@ err_console: Any = _LazyConsole(stderr=True)
 T = TypeVar("T")
 
 
-def _escape(text: str) -> str:
-    """``text`` safe inside rich markup: controls visible, brackets not taken as markup."""
+def _escape(text: str, multiline: bool = False) -> str:
+    """``text`` safe inside rich markup: controls visible (newlines too, unless ``multiline``),
+    brackets not taken as markup."""
     from rich.markup import escape
 
     from evalret.report.escape import terminal
 
-    return escape(terminal(text, multiline=True))
+    return escape(terminal(text, multiline=multiline))
+
+
+def _error_text(e: EvalretError) -> str:
+    """An error's message for the terminal: an input error's summary and each of its problems
+    escaped one by one, so that a newline quoted from input (a path, a config value) cannot
+    start a line of its own."""
+    from evalret.errors import InputError
+
+    if isinstance(e, InputError):
+        return "\n".join(_escape(line) for line in e.lines())
+    return _escape(str(e), multiline=True)
 
 
 def _guard(fn: Callable[[], T]) -> T:
@@ -73,7 +85,7 @@ def _guard(fn: Callable[[], T]) -> T:
     except EvalretError as e:
         # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
         err_console.print(
-            f"[bold red]Error:[/] {_escape(str(e))}", highlight=False, markup=True, soft_wrap=True
+            f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True
         )
         raise typer.Exit(int(e.exit_code)) from None
     except KeyboardInterrupt:
@@ -83,7 +95,7 @@ def _guard(fn: Callable[[], T]) -> T:
         if os.environ.get("EVALRET_DEBUG"):
             traceback.print_exc()
         err_console.print(
-            f"[bold red]Internal error:[/] {type(e).__name__}: {_escape(str(e))}\n"
+            f"[bold red]Internal error:[/] {type(e).__name__}: {_escape(str(e), multiline=True)}\n"
             "(set EVALRET_DEBUG=1 for the traceback)",
             highlight=False,
         )
