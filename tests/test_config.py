@@ -109,3 +109,13 @@ def test_gate_naming_a_disabled_index_is_refused() -> None:
         )
     )
     assert "gate names indexes that are disabled: bm25, hybrid" in got
+
+
+def test_override_for_an_index_the_gate_does_not_check_is_refused() -> None:
+    """An override for bm25 while gate.indexes keeps its default (exact and hnsw) never applied:
+    its floor was silently not checked. Refused, naming gate.indexes."""
+    got = "\n".join(problems("gate:\n  overrides: [{metric: mrr@10, index: bm25, min: 0.5}]\n"))
+    assert "the gate overrides indexes it does not check: bm25 (add them to gate.indexes)" in got
+    parse_config(
+        "gate:\n  indexes: [exact, bm25]\n  overrides: [{metric: mrr@10, index: bm25, min: 0.5}]\n"
+    )

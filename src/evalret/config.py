@@ -383,6 +383,13 @@ class Config(_Strict):
         disabled = sorted({i for i in named if i not in enabled})
         if disabled:  # their checks would never run: the gate could pass on nothing
             raise ValueError(f"the gate names indexes that are disabled: {', '.join(disabled)}")
+        gated = self.gate.indexes if self.gate.indexes is not None else DENSE_INDEXES
+        ungated = sorted({o.index for o in self.gate.overrides if o.index and o.index not in gated})
+        if ungated:  # such an override never applies
+            raise ValueError(
+                f"the gate overrides indexes it does not check: {', '.join(ungated)} "
+                "(add them to gate.indexes)"
+            )
         if self.gate.ann_k > self.depth:
             raise ValueError(f"gate.ann_k {self.gate.ann_k} exceeds the search depth {self.depth}")
         return self
