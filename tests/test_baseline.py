@@ -11,7 +11,15 @@ import pytest
 
 from conftest import REPO
 from evalret.baseline import check_compatible, load_baseline, save_baseline
-from evalret.config import Config, GateConfig, GoldenSetConfig, SignificanceConfig, Threshold
+from evalret.config import (
+    Config,
+    GateConfig,
+    GoldenSetConfig,
+    SignificanceConfig,
+    SliceDefinition,
+    SlicesConfig,
+    Threshold,
+)
 from evalret.errors import IncomparableError, InputError
 from evalret.goldenset import load_golden_set
 from evalret.pipeline import metric_definitions, run_evaluation
@@ -160,3 +168,65 @@ def test_committed_demo_baseline_matches_the_demo_golden_set() -> None:
     report = load_baseline(REPO / "baselines" / "demo.json")
     check_compatible(report, load_golden_set(config.golden_set), metric_definitions(config), "demo")
     assert report.fingerprint.model["name"] == "all-MiniLM-L6-v2"
+
+
+def test_drop_check_the_baseline_cannot_answer_is_refused(
+    config: Config, baseline: tuple[RunReport, Path]
+) -> None:
+    """A max_drop on a metric the baseline lacks (or on an index it did not run) was skipped with
+    a note, so a gate of nothing but such checks said GATE PASSED: it is refused (exit 2). A floor
+    on that metric needs no baseline and still runs."""
+    report, _ = baseline
+    metrics = [*config.metrics, "ndcg@5"]
+    asks_drop = config.model_copy(
+        update={
+            "metrics": metrics,
+            "gate": GateConfig(thresholds={"ndcg@5": Threshold(max_drop=0.01)}),
+        }
+    )
+    with pytest.raises(IncomparableError) as e:
+        run_evaluation(asks_drop, embedder=HashEmbedder(), baseline=report, baseline_source="b")
+    assert e.value.exit_code == 2
+    assert "exact: no ndcg@5 in the baseline" in str(e.value)
+    assert "hnsw: no ndcg@5 in the baseline" in str(e.value)
+    no_hnsw = RunReport.model_validate(
+        {**report.model_dump(), "indexes": {"exact": report.indexes["exact"]}}
+    )
+    with pytest.raises(IncomparableError, match="hnsw: no results in the baseline"):
+        run_evaluation(config, embedder=HashEmbedder(), baseline=no_hnsw, baseline_source="b")
+    floor_only = asks_drop.model_copy(
+        update={"gate": GateConfig(thresholds={"ndcg@5": Threshold(min=0.0)})}
+    )
+    gated = run_evaluation(floor_only, embedder=HashEmbedder(), baseline=report).report
+    assert gated.gate is not None and {c.metric for c in gated.gate.checks} >= {"ndcg@5"}
+
+
+def test_gate_slices_the_run_does_not_have_are_refused_before_embedding(config: Config) -> None:
+    """A typo in gate.slices gated nothing it named and said GATE PASSED (a note aside); one in
+    an override's slice silently kept the default threshold: refused (exit 2) naming the key and
+    the slices there are, before anything is embedded."""
+    typo = config.model_copy(
+        update={
+            "gate": GateConfig(slices=["even", "tial"], thresholds={"ndcg@10": Threshold(min=1)})
+        }
+    )
+    with pytest.raises(InputError) as e:
+        run_evaluation(typo, embedder=ExplodingEmbedder())
+    assert e.value.exit_code == 2
+    assert "does not have (its slices with queries: all" in str(e.value)
+    assert [p.message for p in e.value.problems] == ["gate.slices: tial"]
+    override = config.model_copy(
+        update={"gate": GateConfig(overrides=[{"metric": "mrr@10", "slice": "od", "min": 0.9}])}
+    )
+    with pytest.raises(InputError) as e:
+        run_evaluation(override, embedder=ExplodingEmbedder())
+    assert [p.message for p in e.value.problems] == ["gate.overrides[0].slice: od"]
+    nobody = config.model_copy(
+        update={
+            "slices": SlicesConfig(custom=[SliceDefinition(name="none", pattern="zzzz")]),
+            "gate": GateConfig(slices=["none"]),
+        }
+    )
+    with pytest.raises(InputError) as e:  # a slice of no query: GATE PASSED on nothing
+        run_evaluation(nobody, embedder=ExplodingEmbedder())
+    assert [p.message for p in e.value.problems] == ["gate.slices: none"]

@@ -73,3 +73,49 @@ def test_missing_config_file() -> None:
     """A config path that does not exist is an input error naming it."""
     with pytest.raises(ConfigError, match=r"cannot read config nope\.yaml"):
         load_config(Path("nope.yaml"))
+
+
+def test_non_finite_numbers_are_refused_at_their_key() -> None:
+    """A NaN floor would pass every check (nothing is below NaN) and an infinite BM25 k1 or
+    rrf_k makes every score the same: each is refused with its key and line."""
+    got = "\n".join(
+        problems(
+            "gate:\n  thresholds:\n    ndcg@10: {min: .nan}\n"
+            "  health:\n    collapsed: {max: .nan}\n"
+            "indexes:\n  bm25: {k1: .inf}\n  hybrid: {rrf_k: .inf}\n"
+        )
+    )
+    assert "cfg.yaml:3: gate.thresholds.ndcg@10.min: Input should be a finite number" in got
+    assert "cfg.yaml:5: gate.health.collapsed.max: Input should be a finite number" in got
+    assert "cfg.yaml:7: indexes.bm25.k1: Input should be a finite number" in got
+    assert "cfg.yaml:8: indexes.hybrid.rrf_k: Input should be a finite number" in got
+
+
+def test_negative_seeds_are_refused_at_their_key() -> None:
+    """numpy seeds only non-negative integers: a negative seed was an internal error (exit 3)."""
+    got = "\n".join(problems("bootstrap: {seed: -1}\ngate:\n  significance: {seed: -2}\n"))
+    assert "cfg.yaml:1: bootstrap.seed: Input should be greater than or equal to 0" in got
+    assert "cfg.yaml:3: gate.significance.seed: Input should be greater than or equal to 0" in got
+
+
+def test_gate_naming_a_disabled_index_is_refused() -> None:
+    """gate.indexes [bm25] with bm25 disabled gated nothing: no gate section, exit 0 despite a
+    floor the run would fail. Refused with its key, as is an override for a disabled index."""
+    got = "\n".join(
+        problems(
+            "indexes:\n  bm25: {enabled: false}\n  hybrid: {enabled: false}\n"
+            "gate:\n  indexes: [exact, bm25]\n"
+            "  overrides: [{metric: mrr@10, index: hybrid, min: 0.5}]\n"
+        )
+    )
+    assert "gate names indexes that are disabled: bm25, hybrid" in got
+
+
+def test_override_for_an_index_the_gate_does_not_check_is_refused() -> None:
+    """An override for bm25 while gate.indexes keeps its default (exact and hnsw) never applied:
+    its floor was silently not checked. Refused, naming gate.indexes."""
+    got = "\n".join(problems("gate:\n  overrides: [{metric: mrr@10, index: bm25, min: 0.5}]\n"))
+    assert "the gate overrides indexes it does not check: bm25 (add them to gate.indexes)" in got
+    parse_config(
+        "gate:\n  indexes: [exact, bm25]\n  overrides: [{metric: mrr@10, index: bm25, min: 0.5}]\n"
+    )

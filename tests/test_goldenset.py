@@ -307,6 +307,12 @@ def test_relevance_level_decides_which_queries_have_a_relevant_document(tmp_path
     assert scan.golden_set().queries_without_relevant == ["1"]
     (w,) = [w for w in scan.warnings if w.code == "no-relevant-document"]
     assert "grade >= 2" in w.message and w.line == 1
+    # the reader does not know the mode: the message may claim neither (under zero, query "1"
+    # with its grade-1 document keeps a positive nDCG, so "scores it 0" was wrong too)
+    assert w.message.endswith(
+        "left out of the means under queries_without_relevant: exclude, scored as trec_eval "
+        "scores it under zero"
+    )
 
 
 def test_many_decimal_grades_make_one_warning(tmp_path: Path) -> None:
@@ -362,3 +368,24 @@ def test_empty_texts_are_warnings_not_errors(tmp_path: Path) -> None:
         ("empty-query", "queries.jsonl", 2),
     }
     assert scan.golden_set().doc_texts == ["x", ""]
+
+
+def test_native_query_without_any_judgment_is_not_evaluated(tmp_path: Path) -> None:
+    """`relevant: {}` (or `[]`) judges nothing: trec_eval would never see the query, as BEIR and
+    TREC sets leave out their unjudged queries. Under queries_without_relevant: zero it was scored
+    0 and pulled the means below trec_eval's; it is now left out, with a warning at its line."""
+    queries = [
+        {"id": "q1", "text": "reset password", "relevant": {"d1": 1}},
+        {"id": "q2", "text": "billing", "relevant": {}},
+        {"id": "q3", "text": "disk full", "relevant": []},
+        {"id": "q4", "text": "invoices", "relevant": {"d2": 0}},
+    ]
+    path = native(tmp_path, queries=queries)
+    scan = scan_golden_set(GoldenSetConfig(path=path))
+    g = scan.golden_set()
+    assert g.query_ids == ["q1", "q4"]  # q4 is judged (non-relevant): scored under zero
+    unjudged = [(w.line, w.message) for w in scan.warnings if w.code == "unjudged-query"]
+    assert unjudged == [
+        (2, "query 'q2' judges no document: it is not evaluated"),
+        (3, "query 'q3' judges no document: it is not evaluated"),
+    ]

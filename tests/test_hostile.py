@@ -247,3 +247,40 @@ def test_errors_quoting_hostile_input_reach_the_terminal_escaped(tmp_path: Path)
     code, output = invoke("run", "-c", str(cfg), "--no-progress")
     assert code == 2 and "duplicate query id" in output, output
     assert_terminal_clean(output)
+
+
+def test_a_newline_in_a_path_cannot_forge_a_line(tmp_path: Path) -> None:
+    """Error messages and "wrote PATH" lines kept a path's newline raw (only an error's own line
+    structure may break lines), so a config value could print a line of its own, such as a fake
+    verdict. Each problem and each path is one line, its newline shown as \\n."""
+    forged = "\nGATE PASSED: all 3 checks pass"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"golden_set: {{path: {json.dumps(str(tmp_path / 'nowhere') + forged)}}}\n")
+    code, output = invoke("run", "-c", str(cfg), "--no-progress")
+    assert code == 2, output
+    assert not any(line.startswith("GATE PASSED") for line in output.splitlines()), output
+    assert "\\nGATE PASSED" in output
+    out = tmp_path / f"pool{forged}.jsonl"
+    write_golden_set(tmp_path / "gs")
+    (tmp_path / "p.yaml").write_text("golden_set: {path: gs}\n")
+    code, output = invoke("pool", str(tmp_path / "p.yaml"), "-o", str(out), "--no-progress")
+    assert code == 0, output
+    assert not any(line.startswith("GATE PASSED") for line in output.splitlines()), output
+
+
+def test_json_printed_by_validate_and_leakage_is_terminal_clean(hostile: HostileRuns) -> None:
+    """`validate --json` and `leakage --json` print texts as JSON: json.dumps escapes C0 controls
+    but left bidi overrides (U+202E), C1 controls and line separators raw, so a hostile text
+    could reorder the terminal. They are written as \\u escapes: the parsed data are unchanged."""
+    train = hostile.root / "train-json.jsonl"
+    train.write_text(json.dumps({"text": f"two factor {CLEAR}\u2028{TITLE}{RLO}\x9b2J"}) + "\n")
+    code, out_validate = invoke("validate", str(hostile.root / "base.yaml"), "--json")
+    assert code == 0, out_validate
+    cfg = str(hostile.root / "base.yaml")
+    code, out_leak = invoke("leakage", "--train", str(train), cfg, "--no-embedding", "--json")
+    assert code == 0, out_leak
+    for output in (out_validate, out_leak):
+        assert_terminal_clean(output)
+    data = json.loads(out_leak)
+    assert data["pairs"][0]["train_text"] == f"two factor {CLEAR}\u2028{TITLE}{RLO}\x9b2J"
+    assert json.loads(out_validate)["ok"] is True

@@ -309,3 +309,51 @@ def test_lone_surrogate_escapes_are_refused_at_their_line(
     corpus.write_text('{"id": "d1", "text": "\\ud83d\\ude00"}\n{"id": "d2", "text": "a\\udc00"}\n')
     got = problems_of(tmp_path / "gs")
     assert f"{corpus}:2: \\udc00 is half a surrogate pair, not a character" in got
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--alpha", "0"),  # was ZeroDivisionError, exit 3
+        ("--alpha", "nan"),  # was ValueError, exit 3
+        ("--alpha", "1"),
+        ("--samples", "0"),
+        ("--samples", "-3"),
+        ("--min-gain", "nan"),  # no gain is >= NaN: silently "not a candidate"
+        ("--min-gain", "inf"),
+        ("--min-gain", "-1"),  # a loss would make B a candidate
+        ("--seed", "-1"),  # was ValueError from numpy, exit 3
+    ],
+)
+def test_compare_options_out_of_range_name_the_option(
+    saved_report: dict[str, Any], tmp_path: Path, option: str, value: str
+) -> None:
+    """Each `evalret compare` setting is checked before anything is compared: exit 2 naming the
+    option and its value, never an internal error, never a silent run."""
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(saved_report))
+    code, out = invoke(
+        "compare", str(path), str(path), "--out", str(tmp_path / "cmp"), "--no-progress",
+        option, value,
+    )  # fmt: skip
+    assert code == 2 and f"{option} {value}" in out, out
+    assert not (tmp_path / "cmp").exists()
+
+
+def test_report_refuses_a_baseline_with_other_metric_definitions(
+    saved_report: dict[str, Any], tmp_path: Path
+) -> None:
+    """`evalret report --baseline` drew a baseline computed at another relevance level (or mode,
+    or gain) beside the run, bars and per-query changes of numbers that do not compare: refused
+    (exit 2) like the gate and `evalret compare` refuse it, naming what differs."""
+    run = tmp_path / "report.json"
+    run.write_text(json.dumps(saved_report))
+    other = json.loads(json.dumps(saved_report))
+    other["fingerprint"]["metrics"]["relevance_level"] = 2
+    other["config"]["relevance_level"] = 2
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(other))
+    code, out = invoke("report", str(run), "--baseline", str(base), "--out", str(tmp_path / "h"))
+    assert code == 2, out
+    assert "relevance_level: 2 -> 1" in out
+    assert not (tmp_path / "h" / "report.html").exists()

@@ -226,3 +226,44 @@ def test_find_leaks_pairs_every_line_of_a_repeated_text() -> None:
         ("g1", 5, "embedding"),
     ]
     assert calls == [2, 2]  # the golden queries, then the two distinct training texts
+
+
+def _judged_only_non_relevant(tmp_path: Path, mode: str, level: int) -> Path:
+    """A config over two queries: one with a relevant document, one judged only non-relevant."""
+    gs = tmp_path / "gs"
+    gs.mkdir()
+    docs = [{"id": "d1", "text": "resetting a password"}, {"id": "d2", "text": "billing"}]
+    queries = [
+        {"id": "q1", "text": "forgot my password", "relevant": {"d1": 1}},
+        {"id": "q2", "text": "where is my invoice", "relevant": {"d2": 0}},
+    ]
+    (gs / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (gs / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        f"golden_set: {{path: gs}}\nrelevance_level: {level}\nqueries_without_relevant: {mode}\n"
+    )
+    (tmp_path / "train.txt").write_text("Where is my invoice?\n")
+    return config
+
+
+def test_leakage_checks_the_queries_a_run_scores(tmp_path: Path) -> None:
+    """With queries_without_relevant: zero a run scores the query judged only non-relevant, so
+    leakage checks it too (it was skipped, as under exclude)."""
+    config = _judged_only_non_relevant(tmp_path, "zero", 1)
+    _, data = leakage_json("--train", str(tmp_path / "train.txt"), str(config), "--no-embedding")
+    assert data["n_golden_queries"] == 2
+    assert [(p["query_id"], p["kind"]) for p in data["pairs"]] == [("q2", "exact")]
+
+
+def test_leakage_with_nothing_to_evaluate_is_exit_2(tmp_path: Path) -> None:
+    """No query has a grade >= relevance_level under exclude: exit 2 as for `evalret run`, never
+    "LEAKAGE PASSED: 0 of 0 golden queries"."""
+    config = _judged_only_non_relevant(tmp_path, "exclude", 2)
+    result = runner.invoke(
+        app,
+        ["leakage", "--train", str(tmp_path / "train.txt"), str(config), "--no-embedding",
+         "--max-fraction", "0", "--no-progress"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "nothing to evaluate" in result.output

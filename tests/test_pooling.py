@@ -73,3 +73,42 @@ def test_pool_command_pools_two_configs(tmp_path: Path) -> None:
     assert len(pairs) == len(set(pairs))
     code, output = invoke("pool", str(a), "-i", "ivf", "-o", str(out))
     assert code == 2 and "--index ivf" in output
+
+
+def test_pool_configs_that_score_different_queries(tmp_path: Path) -> None:
+    """Two configs on one golden set at relevance levels 1 and 3 score different queries (under
+    exclude, level 3 keeps only q1). Each run's rows are matched to its own queries: level 1
+    first was an IndexError (exit 3), level 3 first pooled q2's documents under another query."""
+    gs = tmp_path / "gs"
+    gs.mkdir()
+    docs = [{"id": f"d{i}", "text": f"topic {i % 3} item {i}"} for i in range(8)]
+    queries = [
+        {"id": "q1", "text": "topic 0", "relevant": {"d0": 3}},
+        {"id": "q2", "text": "topic 1", "relevant": {"d1": 1}},
+        {"id": "q3", "text": "topic 2", "relevant": {"d2": 1}},
+    ]
+    (gs / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (gs / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    for level in (1, 3):
+        (tmp_path / f"l{level}.yaml").write_text(
+            f"golden_set: {{path: gs}}\nrelevance_level: {level}\n"
+        )
+
+    def pooled(*names: str) -> dict[tuple[str, str], dict[str, int]]:
+        out = tmp_path / "pool.jsonl"
+        args = [str(tmp_path / f"{n}.yaml") for n in names]
+        code, output = invoke(
+            "pool", *args, "-k", "3", "-i", "exact", "-o", str(out), "--no-progress"
+        )
+        assert code == 0, output
+        records = [json.loads(line) for line in out.read_text().splitlines()]
+        return {(r["query_id"], r["doc_id"]): r["retrieved_by"] for r in records}
+
+    alone = {1: pooled("l1"), 3: pooled("l3")}
+    assert {q for q, _ in alone[3]} == {"q1"}
+    for order in (("l1", "l3"), ("l3", "l1")):
+        both = pooled(*order)
+        for level in (1, 3):
+            label = f"l{level}:exact"
+            mine = {key: s[label] for key, s in both.items() if label in s}
+            assert mine == {key: s[label] for key, s in alone[level].items()}, order

@@ -163,3 +163,18 @@ def test_resamples_grow_with_the_number_of_tests() -> None:
     """154 two-sided tests at alpha 0.05 need 61,600 resamples for p_min * m <= alpha / 10."""
     assert resamples_for(154, 0.05, 10_000, two_sided=True) == 61_600
     assert resamples_for(3, 0.05, 10_000, two_sided=False) == 10_000
+
+
+def test_one_query_is_never_significant() -> None:
+    """A single query's drop is no evidence of a systematic one: the t-test said p = 0 (the
+    "no spread" rule) and the bootstrap p = 1 / (samples + 1), so a gate with significance
+    failed a one-query slice as a significant drop. The sign-flip test is exact: p = 1/2."""
+    a, b = np.array([0.14]), np.array([0.5])
+    for test in ("t-test", "bootstrap"):
+        assert paired_p_value(a, b, test, alternative="less", samples=1000) == 1.0  # type: ignore[arg-type]
+    assert paired_p_value(a, b, "randomization", alternative="less", samples=1000) == 0.5
+    # two queries shifted alike: no spread, the shift's sign decides (unchanged)
+    assert (
+        paired_p_value(np.array([0.1, 0.2]), np.array([0.5, 0.6]), "t-test", alternative="less")
+        == 0.0
+    )

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from evalret.atomic import atomic_write_text
 from evalret.config import DENSE_INDEXES, Config
 from evalret.errors import IncomparableError, InputError, Problem
-from evalret.gate import evaluate_gate, health_checks, resolve_rules
+from evalret.gate import Rule, evaluate_gate, health_checks, resolve_rules
 from evalret.goldenset import GoldenSet
 from evalret.results import SCHEMA_VERSION, GateSection, RunReport
 from evalret.slices import Slice
@@ -87,17 +87,22 @@ def golden_set_differences(baseline: RunReport, golden: GoldenSet) -> list[str]:
     return out or ["golden-set fingerprint differs"]
 
 
+def definition_differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The metric definitions (gain, relevance level, tie rule, queries without a relevant
+    document) that differ between a baseline's and a run's, as ``key: before -> after``."""
+    return [
+        f"metric definition {key}: {before.get(key)!r} -> {after.get(key)!r}"
+        for key in DEFINITION_KEYS
+        if before.get(key) != after.get(key)
+    ]
+
+
 def check_compatible(
     baseline: RunReport, golden: GoldenSet, definitions: dict[str, Any], source: str
 ) -> None:
     """Refuse (exit 2) a baseline whose golden set or metric definitions differ."""
     problems = [f"golden set: {d}" for d in golden_set_differences(baseline, golden)]
-    before = baseline.fingerprint.metrics
-    for key in DEFINITION_KEYS:
-        if before.get(key) != definitions.get(key):
-            problems.append(
-                f"metric definition {key}: {before.get(key)!r} -> {definitions.get(key)!r}"
-            )
+    problems += definition_differences(baseline.fingerprint.metrics, definitions)
     if problems:
         raise IncomparableError(
             f"cannot compare with baseline {source}: its numbers were computed on other terms "
@@ -135,6 +140,44 @@ def _aligned(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.
     }
 
 
+def check_gate_slices(config: Config, slices: list[Slice]) -> None:
+    """Refuse (exit 2) gate.slices or an override naming a slice the run does not have (a typo,
+    a tag gone from the golden set): those checks would silently not run or keep the default
+    threshold, and the gate could pass on nothing it was asked to check. A slice without a
+    query (a custom pattern matching none) has nothing to check either."""
+    names = [s.name for s in slices if s.mask.any()]
+    named: list[tuple[str, str | None]] = [("gate.slices", n) for n in config.gate.slices or []]
+    named += [(f"gate.overrides[{i}].slice", o.slice) for i, o in enumerate(config.gate.overrides)]
+    missing = [f"{key}: {name}" for key, name in named if name is not None and name not in names]
+    if missing:
+        raise InputError(
+            "the gate names slices this golden set does not have (its slices with queries: "
+            f"{', '.join(names)})",
+            [Problem(m) for m in missing],
+        )
+
+
+def _check_drops_answerable(
+    rules: list[Rule], base_scores: dict[str, dict[str, np.ndarray]], source: str
+) -> None:
+    """Refuse (exit 2) a baseline without the index or metric of a drop check the config asks
+    for: skipping those checks would let a gate pass that checked nothing it was asked to."""
+    problems = {}
+    for r in rules:
+        if r.threshold.max_drop is None and r.threshold.max_drop_pct is None:
+            continue  # a floor needs no baseline
+        if r.index not in base_scores:
+            problems[r.index] = f"{r.index}: no results in the baseline"
+        elif r.metric not in base_scores[r.index]:
+            problems[f"{r.index} {r.metric}"] = f"{r.index}: no {r.metric} in the baseline"
+    if problems:
+        raise IncomparableError(
+            f"cannot gate against baseline {source}: it lacks what drop checks of the config "
+            "compare with (save a new baseline on purpose with --save-baseline)",
+            [Problem(p) for p in problems.values()],
+        )
+
+
 def run_gate(
     config: Config,
     current: RunReport,
@@ -151,23 +194,12 @@ def run_gate(
     indexes = [i for i in current.indexes if i in gated]
     wanted = set(gate.slices) if gate.slices is not None else None
     masks = {s.name: s.mask for s in slices if wanted is None or s.name in wanted}
-    notes = []
-    if wanted is not None and wanted - masks.keys():
-        notes.append(f"gate.slices not in this run: {', '.join(sorted(wanted - masks.keys()))}")
+    notes: list[str] = []
     rules = resolve_rules(config.thresholds, gate.overrides, indexes, list(masks))
     base_scores = None
     if baseline is not None:
         base_scores = _aligned(baseline, current.query_ids)
-        for index in indexes:
-            if index not in base_scores:
-                notes.append(f"the baseline has no {index} results: its drop checks are skipped")
-            else:
-                missing = sorted({r.metric for r in rules} - base_scores[index].keys())
-                if missing:
-                    notes.append(
-                        f"the baseline has no {', '.join(missing)} for {index}: "
-                        "those drop checks are skipped"
-                    )
+        _check_drops_answerable(rules, base_scores, baseline_source or "baseline")
     ann = current.ann
     ann_recall = None
     if ann is not None and "hnsw" in indexes:

@@ -57,13 +57,25 @@ err_console: Any = _LazyConsole(stderr=True)
 T = TypeVar("T")
 
 
-def _escape(text: str) -> str:
-    """``text`` safe inside rich markup: controls visible, brackets not taken as markup."""
+def _escape(text: str, multiline: bool = False) -> str:
+    """``text`` safe inside rich markup: controls visible (newlines too, unless ``multiline``),
+    brackets not taken as markup."""
     from rich.markup import escape
 
     from evalret.report.escape import terminal
 
-    return escape(terminal(text, multiline=True))
+    return escape(terminal(text, multiline=multiline))
+
+
+def _error_text(e: EvalretError) -> str:
+    """An error's message for the terminal: an input error's summary and each of its problems
+    escaped one by one, so that a newline quoted from input (a path, a config value) cannot
+    start a line of its own."""
+    from evalret.errors import InputError
+
+    if isinstance(e, InputError):
+        return "\n".join(_escape(line) for line in e.lines())
+    return _escape(str(e), multiline=True)
 
 
 def _guard(fn: Callable[[], T]) -> T:
@@ -73,7 +85,7 @@ def _guard(fn: Callable[[], T]) -> T:
     except EvalretError as e:
         # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
         err_console.print(
-            f"[bold red]Error:[/] {_escape(str(e))}", highlight=False, markup=True, soft_wrap=True
+            f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True
         )
         raise typer.Exit(int(e.exit_code)) from None
     except KeyboardInterrupt:
@@ -83,7 +95,7 @@ def _guard(fn: Callable[[], T]) -> T:
         if os.environ.get("EVALRET_DEBUG"):
             traceback.print_exc()
         err_console.print(
-            f"[bold red]Internal error:[/] {type(e).__name__}: {_escape(str(e))}\n"
+            f"[bold red]Internal error:[/] {type(e).__name__}: {_escape(str(e), multiline=True)}\n"
             "(set EVALRET_DEBUG=1 for the traceback)",
             highlight=False,
         )
@@ -240,12 +252,9 @@ def compare(
 
     def go() -> ExitCode:
         from evalret.comparison import run_comparison
-        from evalret.errors import InputError
         from evalret.metrics import parse_metric
         from evalret.report.compare_views import render_compare
 
-        if correction not in ("holm", "bonferroni", "bh", "none"):
-            raise InputError(f"--correction {correction!r}: choose holm, bonferroni, bh or none")
         with _progress(progress) as factory:
             report, written = run_comparison(
                 a,
@@ -493,12 +502,13 @@ def validate(
     def go() -> ExitCode:
         import json
 
+        from evalret.report.escape import json_document
         from evalret.report.validate_view import render_validation
         from evalret.validate import golden_config, run_validation
 
         result = run_validation(golden_config(path, golden_format, split), report)
         if as_json:
-            typer.echo(json.dumps(result.to_json(), indent=1, ensure_ascii=False))
+            typer.echo(json_document(json.dumps(result.to_json(), indent=1, ensure_ascii=False)))
         else:
             console.print(render_validation(result), highlight=False)
         return ExitCode.OK if result.ok else ExitCode.INVALID_INPUT
@@ -549,6 +559,7 @@ def leakage(
         from evalret.atomic import atomic_write_text, check_writable_file
         from evalret.errors import InputError
         from evalret.leakage import run_leakage
+        from evalret.report.escape import json_document
         from evalret.report.leakage_view import render_leakage
         from evalret.validate import golden_config
 
@@ -569,7 +580,7 @@ def leakage(
                 max_fraction=max_fraction,
                 progress=factory,
             )
-        data = json.dumps(result.to_json(), indent=1, ensure_ascii=False)
+        data = json_document(json.dumps(result.to_json(), indent=1, ensure_ascii=False))
         if out is not None:
             atomic_write_text(out, data + "\n", "leakage result")
         if as_json:

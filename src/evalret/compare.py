@@ -59,6 +59,23 @@ class CompareSettings:
     seed: int = 0
     power: float = 0.8
 
+    def __post_init__(self) -> None:
+        """Refuse settings no comparison can use, naming them as `evalret compare` spells them
+        (NaN fails every range check: nothing compares true with it)."""
+        problems = []
+        if self.correction not in ("holm", "bonferroni", "bh", "none"):
+            problems.append(f"--correction {self.correction}: choose holm, bonferroni, bh or none")
+        if not 0 < self.alpha < 1:
+            problems.append(f"--alpha {self.alpha:g}: a significance level between 0 and 1")
+        if not 0 <= self.min_gain < float("inf"):
+            problems.append(f"--min-gain {self.min_gain:g}: a finite number >= 0")
+        if self.samples < 100:
+            problems.append(f"--samples {self.samples}: at least 100 resamples")
+        if self.seed < 0:
+            problems.append(f"--seed {self.seed}: a seed is an integer >= 0")
+        if problems:
+            raise InputError("invalid comparison settings", [Problem(p) for p in problems])
+
 
 def check_comparable(a: RunReport, b: RunReport) -> None:
     """Refuse (exit 2) two runs of different golden sets or metric definitions."""

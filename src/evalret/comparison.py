@@ -54,11 +54,10 @@ def run_comparison(
     from evalret.report.compare_views import render_compare_markdown, render_disagreements
     from evalret.report.html import render_compare_html
 
+    checked = CompareSettings(**settings)  # before anything is evaluated
     report_a, golden = _obtain(a, progress)
     report_b, golden_b = _obtain(b, progress)
-    comparison = compare_reports(
-        report_a, report_b, CompareSettings(**settings), golden or golden_b, (str(a), str(b))
-    )
+    comparison = compare_reports(report_a, report_b, checked, golden or golden_b, (str(a), str(b)))
     markdown = render_compare_markdown(comparison)
     files = {
         "compare.json": comparison.model_dump_json(indent=2) + "\n",

@@ -54,7 +54,8 @@ UsablePath = Annotated[Path, AfterValidator(_usable_path)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # no NaN or infinity anywhere: a NaN floor passes every check (nothing is below NaN)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 GoldenFormatName = Literal["auto", "native", "beir", "trec"]
@@ -202,7 +203,7 @@ class SlicesConfig(_Strict):
 
 class BootstrapConfig(_Strict):
     samples: int = Field(1000, ge=100)
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     confidence: float = Field(0.95, gt=0, lt=1)
 
 
@@ -257,7 +258,7 @@ class SignificanceConfig(_Strict):
     alpha: float = Field(0.05, gt=0, lt=1)
     correction: Literal["holm", "bonferroni", "bh", "none"] = "holm"
     samples: int = Field(10_000, ge=100)
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     power: float = Field(0.8, gt=0, lt=1)
 
 
@@ -376,6 +377,18 @@ class Config(_Strict):
             raise ValueError(
                 f"gate thresholds name metrics that are not computed: {', '.join(missing)} "
                 "(add them to metrics)"
+            )
+        enabled = {name for name in get_args(IndexName) if getattr(self.indexes, name).enabled}
+        named = [*(self.gate.indexes or []), *(o.index for o in self.gate.overrides if o.index)]
+        disabled = sorted({i for i in named if i not in enabled})
+        if disabled:  # their checks would never run: the gate could pass on nothing
+            raise ValueError(f"the gate names indexes that are disabled: {', '.join(disabled)}")
+        gated = self.gate.indexes if self.gate.indexes is not None else DENSE_INDEXES
+        ungated = sorted({o.index for o in self.gate.overrides if o.index and o.index not in gated})
+        if ungated:  # such an override never applies
+            raise ValueError(
+                f"the gate overrides indexes it does not check: {', '.join(ungated)} "
+                "(add them to gate.indexes)"
             )
         if self.gate.ann_k > self.depth:
             raise ValueError(f"gate.ann_k {self.gate.ann_k} exceeds the search depth {self.depth}")

@@ -51,14 +51,17 @@ class InputError(EvalretError):
         self.problems = list(problems)
         super().__init__(self.__str__())
 
-    def __str__(self) -> str:
-        if not self.problems:
-            return self.summary
+    def lines(self) -> list[str]:
+        """The summary, then each problem shown (indented): one line each, unless a text quoted
+        from input holds a newline (renderers escape each line on its own)."""
         shown = self.problems[:50]
         lines = [self.summary, *(f"  {p}" for p in shown)]
         if len(self.problems) > len(shown):
             lines.append(f"  ... and {len(self.problems) - len(shown)} more")
-        return "\n".join(lines)
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
 
 
 class ConfigError(InputError):

@@ -82,6 +82,16 @@ class GoldenSet:
         """The queries with at least one relevant document: the ones metrics are averaged over."""
         return self.subset([q for q in self.query_ids if self.n_relevant(q) > 0])
 
+    def scored(self, queries_without_relevant: str) -> GoldenSet:
+        """The queries a run scores: those with a relevant document under ``exclude``, every
+        judged query under ``zero``. GoldenSetError when none is left (nothing to gate on)."""
+        golden = self.evaluated() if queries_without_relevant == "exclude" else self
+        if not golden.query_ids:
+            raise GoldenSetError(
+                nothing_to_evaluate(self.source, len(self.query_ids), self.relevance_level)
+            )
+        return golden
+
     def slices(self, cfg: SlicesConfig) -> list[Slice]:
         """This set's slices under the config's ``slices`` settings."""
         from evalret.slices import configured_slices
@@ -408,7 +418,8 @@ class GoldenSetScan(_Reader):
             path, line = first.get(q) or self.query_where[q]
             self.warn(
                 f"query {q!r} has no relevant document (no judgment with grade >= {level}): "
-                "it is left out of the means (queries_without_relevant: zero scores it 0)",
+                "left out of the means under queries_without_relevant: exclude, scored as "
+                "trec_eval scores it under zero",
                 path,
                 line,
                 "no-relevant-document",
@@ -456,8 +467,16 @@ def scan_native(directory: Path, relevance_level: int = 1) -> GoldenSetScan:
     for n, q in b.jsonl(queries, _NativeQuery):
         if not b.add_query(q.id, q.text, queries, n):
             continue
-        order.append(q.id)
         relevant = q.relevant if isinstance(q.relevant, dict) else dict.fromkeys(q.relevant, 1)
+        if relevant:
+            order.append(q.id)
+        else:  # judged nothing: as BEIR and TREC leave out their unjudged queries (trec_eval too)
+            b.warn(
+                f"query {q.id!r} judges no document: it is not evaluated",
+                queries,
+                n,
+                "unjudged-query",
+            )
         b.qrels.setdefault(q.id, {})
         for doc_id, grade in relevant.items():
             b.add_judgment(q.id, doc_id, grade, queries, n)

@@ -299,7 +299,7 @@ def run_leakage(
 
     train = read_training_queries(train_path, train_format)
     full = load_golden_set(cfg.golden_set, cfg.relevance_level)
-    golden = full.evaluated()
+    golden = full.scored(cfg.queries_without_relevant)
     slices = golden.slices(cfg.slices)
     cosine = cfg.leakage.threshold if threshold is None else threshold
     if not 0 < cosine <= 1:

@@ -17,13 +17,12 @@ import numpy as np
 
 from evalret import __version__
 from evalret.backends import backend_check, describe_backend, make_embedder
-from evalret.baseline import check_compatible, run_gate
+from evalret.baseline import check_compatible, check_gate_slices, run_gate
 from evalret.cache import CachedEmbedder, default_cache_dir
 from evalret.config import Config
 from evalret.curves import metric_curves
 from evalret.embed import Embedder
-from evalret.errors import InputError
-from evalret.goldenset import GoldenSet, load_golden_set, nothing_to_evaluate
+from evalret.goldenset import GoldenSet, load_golden_set
 from evalret.index import SearchResult, build_exact, cached_hnsw, id_rank, search
 from evalret.lexical import bm25_search, rrf_fuse
 from evalret.metrics import (
@@ -98,14 +97,9 @@ def metric_definitions(config: Config) -> dict[str, Any]:
 
 
 def queries_to_evaluate(full: GoldenSet, config: Config) -> GoldenSet:
-    """The queries a run scores under ``queries_without_relevant``; InputError when none is left
+    """The queries a run scores under ``queries_without_relevant``; GoldenSetError when none is left
     (a run would gate nothing)."""
-    golden = full.evaluated() if config.queries_without_relevant == "exclude" else full
-    if not golden.query_ids:
-        raise InputError(
-            nothing_to_evaluate(full.source, len(full.query_ids), config.relevance_level)
-        )
-    return golden
+    return full.scored(config.queries_without_relevant)
 
 
 def reader_warnings(golden: GoldenSet) -> list[ReaderWarning]:
@@ -297,6 +291,7 @@ def run_evaluation(
         without_relevant = full.queries_without_relevant
         golden = queries_to_evaluate(full, config)
         slices = golden.slices(config.slices)
+    check_gate_slices(config, slices)
     if baseline is not None:
         check_compatible(baseline, full, definitions, baseline_source or "baseline")
 

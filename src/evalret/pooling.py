@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from evalret.goldenset import GoldenSet
 from evalret.index import SearchResult
 
@@ -86,19 +88,23 @@ def run_pool(
     names = [str(c) if c is not None else "default" for c in configs]
     short = [Path(n).stem for n in names]
     labels = short if len(set(short)) == len(short) else names
-    runs: dict[str, SearchResult] = {}
+    runs: dict[str, tuple[list[str], SearchResult]] = {}  # label -> its queries, its ranking
     golden: GoldenSet | None = None
     fingerprint = None
     for config, label in zip(configs, labels, strict=True):
         evaluation = run_evaluation(load_config(config), progress=progress)
         report = evaluation.report
         if fingerprint is None:
-            fingerprint, golden = report.golden_set.fingerprint, evaluation.golden_set
+            fingerprint = report.golden_set.fingerprint
         elif report.golden_set.fingerprint != fingerprint:
             raise IncomparableError(
                 f"pooling needs one golden set: {label} uses {report.golden_set.source}, "
                 f"which differs from the first config's"
             )
+        # the queries a run scores depend on its relevance_level and queries_without_relevant,
+        # and are nested (all judged ones, or those with a grade >= some level): keep the most
+        if golden is None or len(evaluation.golden_set.query_ids) > len(golden.query_ids):
+            golden = evaluation.golden_set
         chosen = list(evaluation.rankings) if indexes is None else list(indexes)
         unknown = [i for i in chosen if i not in evaluation.rankings]
         if unknown:
@@ -106,6 +112,19 @@ def run_pool(
                 f"--index {', '.join(unknown)}: {label} has {', '.join(evaluation.rankings)}"
             )
         for index in chosen:
-            runs[f"{label}:{index}"] = evaluation.rankings[index]
+            runs[f"{label}:{index}"] = (evaluation.golden_set.query_ids, evaluation.rankings[index])
     assert golden is not None
-    return golden, pool_records(golden, pool_unjudged(golden, runs, k)), list(runs)
+    aligned = {label: _onto(r, q, golden.query_ids) for label, (q, r) in runs.items()}
+    return golden, pool_records(golden, pool_unjudged(golden, aligned, k)), list(runs)
+
+
+def _onto(ranking: SearchResult, query_ids: list[str], onto: list[str]) -> SearchResult:
+    """``ranking`` (one row per query of ``query_ids``) with one row per query of ``onto``, in
+    that order; a query the run did not score gets an empty row (-1: no document)."""
+    row = {q: i for i, q in enumerate(query_ids)}
+    ids = np.full((len(onto), ranking.ids.shape[1]), -1, dtype=ranking.ids.dtype)
+    scores = np.full((len(onto), ranking.ids.shape[1]), -np.inf, dtype=ranking.scores.dtype)
+    for i, q in enumerate(onto):
+        if q in row:
+            ids[i], scores[i] = ranking.ids[row[q]], ranking.scores[row[q]]
+    return SearchResult(ids=ids, scores=scores)

@@ -71,7 +71,8 @@ def paired_p_value(
     sign of each query's difference (see randomization_p_values: exact when 2^n <= samples,
     otherwise with the +1 correction so p is never 0);
     ``t-test`` is scipy's ttest_rel; ``bootstrap`` resamples the centred differences.
-    Identical scores give p = 1. Deterministic for a given seed.
+    Identical scores give p = 1, and so does a single query under the t-test and the bootstrap
+    (the sign-flip test is exact there: p = 1/2 one-sided). Deterministic for a given seed.
     """
     from scipy import stats as sps
 
@@ -80,8 +81,10 @@ def paired_p_value(
     d = a - b
     if len(d) == 0 or not np.any(d):
         return 1.0
+    if len(d) == 1 and test != "randomization":
+        return 1.0  # one query has no spread to weigh its difference against: no evidence
     if test == "t-test":
-        if len(d) < 2 or np.ptp(d) <= 1e-12 * max(1.0, float(np.abs(d).max())):
+        if np.ptp(d) <= 1e-12 * max(1.0, float(np.abs(d).max())):
             shift = float(d.mean())  # no spread: the sign of the shift decides
             drop_side = {"less": shift < 0, "greater": shift > 0, "two-sided": True}[alternative]
             return 0.0 if drop_side else 1.0

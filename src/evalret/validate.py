@@ -5,7 +5,8 @@ or queries, grades out of range, malformed lines) live in the readers (``evalret
 run and ``validate`` share them, and they are errors. Warnings do not stop a run:
 
 * ``no-relevant-document``: a query with no judgment of grade >= ``relevance_level`` (from the
-  readers), as are ``empty-document`` / ``empty-query`` (embedded as the empty string) and
+  readers), as are ``unjudged-query`` (a native query judging nothing, not evaluated),
+  ``empty-document`` / ``empty-query`` (embedded as the empty string) and
   ``non-integer-grade`` (qrels grades truncated toward zero, as trec_eval reads them);
 * ``duplicate-query-text``: two evaluated queries with the same normalized text;
 * ``near-duplicate-query``: two evaluated queries whose character 3-gram Jaccard similarity is at

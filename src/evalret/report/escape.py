@@ -84,3 +84,26 @@ def xml_text(text: str) -> str:
     """``text`` well-formed in XML 1.0 (text or attribute, before ElementTree's own escaping of
     ``&``, ``<``, ``>`` and quotes): the characters XML forbids written as visible escapes."""
     return _XML_FORBIDDEN.sub(lambda m: _visible_char(m.group(0)), text)
+
+
+def _json_escape(c: str) -> str:
+    code = ord(c)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, as JSON spells characters beyond the BMP
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_document(text: str) -> str:
+    """A JSON document (``json.dumps(..., ensure_ascii=False)``) safe to print: every control,
+    format or separator character json.dumps leaves raw (bidi overrides, C1 controls, U+2028)
+    written as a ``\\u`` escape. Such characters can only sit inside strings, so the parsed
+    data are unchanged."""
+    return "\n".join(
+        line
+        if line.isprintable()  # the common case, and fast
+        else "".join(
+            _json_escape(c) if unicodedata.category(c) in _INVISIBLE_CATEGORIES else c for c in line
+        )
+        for line in text.split("\n")  # raw newlines are JSON's own whitespace
+    )

@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from evalret.atomic import atomic_write_text
-from evalret.baseline import load_baseline
+from evalret.baseline import definition_differences, load_baseline
 from evalret.comparison import golden_set_of
-from evalret.errors import EvalretError, InputError
+from evalret.errors import EvalretError, IncomparableError, InputError, Problem
 from evalret.report.html import render_compare_html, render_run_html
 from evalret.results import CompareReport, RunReport
 from evalret.textfile import read_json, schema_problems
@@ -76,6 +76,13 @@ def render_saved(path: Path, baseline: Path | None = None) -> str:
                 f"baseline {baseline} was computed on another golden set "
                 f"({base.golden_set.fingerprint[:12]}, the report's is "
                 f"{report.golden_set.fingerprint[:12]})"
+            )
+        differences = definition_differences(base.fingerprint.metrics, report.fingerprint.metrics)
+        if differences:
+            raise IncomparableError(
+                f"baseline {baseline} cannot be drawn beside {path}: its numbers were computed "
+                "on other terms",
+                [Problem(d) for d in differences],
             )
     elif report.gate is not None and report.gate.baseline:
         base = _matching_report(
