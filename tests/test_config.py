@@ -43,6 +43,14 @@ def test_bad_values_and_metrics() -> None:
     assert "cfg.yaml:4: ndcg_gain" in joined
 
 
+@pytest.mark.parametrize("level", [0, 1001])
+def test_relevance_level_out_of_range_is_refused_at_its_line(level: int) -> None:
+    """relevance_level is 1..1000: below 1 a grade-0 judgment would count as relevant, above the
+    grade bound no grade could ever reach it (every binary metric 0 without a word)."""
+    got = problems(f"metrics: [ndcg@10]\nrelevance_level: {level}\n")
+    assert any(p.startswith("cfg.yaml:2: relevance_level") for p in got), got
+
+
 def test_invalid_yaml_has_line() -> None:
     """A YAML syntax error names its line."""
     got = problems("model:\n  name: [unclosed\n")

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from evalret.errors import ConfigError, MetricError, Problem
-from evalret.metrics import parse_metrics
+from evalret.metrics import MAX_GRADE, parse_metrics
 from evalret.textfile import read_text
 
 DEFAULT_METRICS = [
@@ -346,7 +346,10 @@ class Config(_Strict):
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
     ndcg_gain: Literal["linear", "exponential"] = "linear"
     relevance_level: int = Field(
-        1, ge=1, description="trec_eval's -l: grade >= this is relevant (nDCG uses raw grades)"
+        1,
+        ge=1,
+        le=MAX_GRADE,  # a higher level could never be reached by a grade
+        description="trec_eval's -l: grade >= this is relevant (nDCG uses raw grades)",
     )
     queries_without_relevant: Literal["exclude", "zero"] = Field(
         "exclude",

@@ -35,15 +35,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evalret.config import GoldenSetConfig, SlicesConfig
 from evalret.errors import GoldenSetError, Problem
+from evalret.metrics import MAX_GRADE
 from evalret.textfile import TextProblem, decode, parse_json
 
 if TYPE_CHECKING:
     from evalret.slices import Slice
 
 Format = Literal["native", "beir", "trec"]
-# |grade| bound: int64 sums stay exact and exponential gain 2^g stays finite in float64 for any
-# query with fewer than 2^23 judged documents (2^1000 * 2^23 < 2^1024)
-MAX_GRADE = 1000
 _INT_GRADE = re.compile(r"^[+-]?\d+$")
 _DECIMAL_GRADE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+)$")
 LINES_LISTED = 10  # lines named in a per-file warning before "(+N more)"

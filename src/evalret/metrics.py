@@ -36,6 +36,9 @@ from evalret.errors import MetricError, Problem
 
 Gain = Literal["linear", "exponential"]
 DEFAULT_RELEVANCE_LEVEL = 1  # trec_eval's default -l
+# |grade| bound: int64 sums stay exact and exponential gain 2^g stays finite in float64 for any
+# query with fewer than 2^23 judged documents (2^1000 * 2^23 < 2^1024)
+MAX_GRADE = 1000
 MAX_CUTOFF = 10**9  # far beyond any collection: larger cutoffs are refused as typing errors
 
 
