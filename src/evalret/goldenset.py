@@ -80,7 +80,7 @@ class GoldenSet:
         """The queries with at least one relevant document: the ones metrics are averaged over."""
         return self.subset([q for q in self.query_ids if self.n_relevant(q) > 0])
 
-    def scored(self, queries_without_relevant: str) -> GoldenSet:
+    def scored(self, queries_without_relevant: Literal["exclude", "zero"]) -> GoldenSet:
         """The queries a run scores: those with a relevant document under ``exclude``, every
         judged query under ``zero``. GoldenSetError when none is left (nothing to gate on)."""
         golden = self.evaluated() if queries_without_relevant == "exclude" else self
