@@ -25,11 +25,12 @@ from evalret.backends import (
     pool,
     read_layout,
 )
-from evalret.cache import Namespace, cache_info, clear_cache
+from evalret.cache import CachedEmbedder, Namespace, cache_info, clear_cache
 from evalret.cli import app
 from evalret.config import ModelConfig, parse_config
 from evalret.embed import SentenceTransformerEmbedder, resolve_model
 from evalret.errors import ConfigError
+from helpers import HashEmbedder
 
 HEAVY = ("torch", "sentence_transformers", "onnxruntime", "openvino", "transformers")
 
@@ -151,6 +152,26 @@ def test_exported_model_is_read_from_the_cache(
         again = OnnxEmbedder(ModelConfig(backend=backend), model_root)
         np.testing.assert_allclose(again.embed(QUERY_TEXTS[:4], "query"), expected, atol=1e-5)
         assert again.model_status == "read" and again.model_file == first.model_file
+
+
+def test_model_store_that_cannot_be_written_exports_for_the_run_and_warns(tmp_path: Path) -> None:
+    """A cache path that is a regular file (unwritable, as root too): the model is exported to a
+    temporary directory for this run, with one warning, never an internal error; the cache's
+    report carries the warning with its own."""
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache should be")
+    store = ModelStore(blocker)
+    path, status = store.get({"model": "k"}, lambda target: target.write_bytes(b"onnx"))
+    assert (status, path.read_bytes()) == ("exported", b"onnx")
+    assert not path.is_relative_to(blocker) and len(store.warnings) == 1
+    assert "cannot write the exported model" in store.warnings[0]
+
+    class WithStore(HashEmbedder):
+        warnings = store.warnings
+
+    cached = CachedEmbedder(WithStore(), tmp_path / "vectors")
+    cached.embed(["alpha"], "document")
+    assert cached.report()["warnings"] == store.warnings
 
 
 def test_model_store_distrusts_damage_and_survives_a_race(tmp_path: Path) -> None:

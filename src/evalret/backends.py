@@ -311,6 +311,8 @@ class ModelStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root / "models"
+        self.warnings: list[str] = []  # what could not be stored; the run went on without it
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
 
     def get(self, key: dict[str, Any], build: Callable[[Path], None]) -> tuple[Path, str]:
         """(path of model.onnx for ``key``, "read" or "exported"); ``build(path)`` writes it."""
@@ -321,8 +323,11 @@ class ModelStore:
         if final.exists():  # a damaged or partial export: set it aside, never trust it
             with contextlib.suppress(OSError):
                 os.replace(final, final.with_name(f"{digest}.corrupt-{uuid.uuid4().hex[:8]}"))
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{digest}.", suffix=".tmp", dir=self.root))
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{digest}.", suffix=".tmp", dir=self.root))
+        except OSError as e:  # an unwritable cache must not fail the run: export for it alone
+            return self._export_unstored(build, e), "exported"
         try:
             build(tmp / "model.onnx")
             files = {
@@ -338,6 +343,17 @@ class ModelStore:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return final / "model.onnx", "exported"
+
+    def _export_unstored(self, build: Callable[[Path], None], error: OSError) -> Path:
+        """Export into a temporary directory that lives as long as this store, and say so."""
+        self.warnings.append(
+            f"cannot write the exported model under {self.root} ({error.strerror or error}): "
+            "exported for this run only"
+        )
+        self._scratch = tempfile.TemporaryDirectory(prefix="evalret-model-")
+        path = Path(self._scratch.name) / "model.onnx"
+        build(path)
+        return path
 
     @staticmethod
     def _valid(directory: Path) -> bool:
@@ -411,6 +427,11 @@ class OnnxEmbedder:
         self.threads = usable_cores()
         self.model_status = "not loaded"
         self.model_file: Path | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the model store could not write (the run went on with a temporary export)."""
+        return self.store.warnings
 
     @cached_property
     def layout(self) -> ModelLayout:

@@ -286,7 +286,8 @@ class CachedEmbedder:
                 kind: {"hits": s.hits, "misses": s.misses, "corrupt_shards": s.corrupt_shards}
                 for kind, s in self.stats.items()
             },
-            "warnings": self.warnings,
+            # the inner embedder's own use of the cache directory (an exported model) counts too
+            "warnings": [*self.warnings, *getattr(self.inner, "warnings", [])],
         }
 
 
