@@ -53,6 +53,10 @@ def _usable_path(path: Path) -> Path:
 UsablePath = Annotated[Path, AfterValidator(_usable_path)]
 
 
+# how queries without a relevant document count: left out of the means, or scored (trec_eval)
+WithoutRelevant = Literal["exclude", "zero"]
+
+
 class _Strict(BaseModel):
     # no NaN or infinity anywhere: a NaN floor passes every check (nothing is below NaN)
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -351,7 +355,7 @@ class Config(_Strict):
         le=MAX_GRADE,  # a higher level could never be reached by a grade
         description="trec_eval's -l: grade >= this is relevant (nDCG uses raw grades)",
     )
-    queries_without_relevant: Literal["exclude", "zero"] = Field(
+    queries_without_relevant: WithoutRelevant = Field(
         "exclude",
         description="exclude: left out of the means; zero: scored (0 on binary metrics), trec_eval",
     )

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from evalret.config import GoldenSetConfig, SlicesConfig
+from evalret.config import GoldenSetConfig, SlicesConfig, WithoutRelevant
 from evalret.errors import GoldenSetError, Problem
 from evalret.metrics import MAX_GRADE
 from evalret.textfile import TextProblem, decode, parse_json
@@ -80,7 +80,7 @@ class GoldenSet:
         """The queries with at least one relevant document: the ones metrics are averaged over."""
         return self.subset([q for q in self.query_ids if self.n_relevant(q) > 0])
 
-    def scored(self, queries_without_relevant: Literal["exclude", "zero"]) -> GoldenSet:
+    def scored(self, queries_without_relevant: WithoutRelevant) -> GoldenSet:
         """The queries a run scores: those with a relevant document under ``exclude``, every
         judged query under ``zero``. GoldenSetError when none is left (nothing to gate on)."""
         golden = self.evaluated() if queries_without_relevant == "exclude" else self

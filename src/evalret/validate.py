@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from evalret.config import Config, GoldenSetConfig, SlicesConfig, load_config
+from evalret.config import Config, GoldenSetConfig, SlicesConfig, WithoutRelevant, load_config
 from evalret.duplicates import (
     NEAR_DUPLICATE_JACCARD,
     exact_duplicate_groups,
@@ -294,7 +294,7 @@ def slice_checks(
     alpha: float = ALPHA,
     power: float = POWER,
     assumed_sd: float = ASSUMED_NDCG_SD,
-    queries_without_relevant: str = "exclude",
+    queries_without_relevant: WithoutRelevant = "exclude",
 ) -> list[SliceCheck]:
     """The slices a run would report (over the queries it scores: those with a relevant document,
     or all with ``queries_without_relevant: zero``), each with its reliability and minimum
@@ -340,7 +340,7 @@ def check_golden_set(
     scores: dict[str, float] | None = None,
     report_source: str | None = None,
     near_threshold: float = NEAR_DUPLICATE_JACCARD,
-    queries_without_relevant: str = "exclude",
+    queries_without_relevant: WithoutRelevant = "exclude",
 ) -> Validation:
     """Every error and warning of a scanned golden set, its summary and its slices; excluding
     queries without a relevant document, a set with none left is an error (a run would refuse
