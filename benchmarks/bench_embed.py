@@ -43,8 +43,8 @@ BATCH = 32
 
 
 def texts(docs: int, queries: int) -> tuple[list[str], list[str]]:
-    from evalret.config import GoldenSetConfig
-    from evalret.goldenset import load_golden_set
+    from evalret.data.config import GoldenSetConfig
+    from evalret.data.goldenset import load_golden_set
 
     golden = load_golden_set(GoldenSetConfig(path=SCIFACT, format="beir"))
     return golden.doc_texts[:docs], golden.query_texts[:queries]
@@ -59,9 +59,9 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def throughput(args: argparse.Namespace) -> list[dict[str, Any]]:
     from sentence_transformers import SentenceTransformer
 
-    from evalret.backends import make_embedder, usable_cores
-    from evalret.config import ModelConfig
-    from evalret.embed import force_offline, resolve_model
+    from evalret.data.config import ModelConfig
+    from evalret.engines.backends import make_embedder, usable_cores
+    from evalret.engines.embed import force_offline, resolve_model
 
     force_offline()
     docs, queries = texts(args.docs, args.queries)

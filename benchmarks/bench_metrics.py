@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from evalret.metrics import build_judgments, compute, parse_metrics
+from evalret.core.metrics import build_judgments, compute, parse_metrics
 
 T = TypeVar("T")
 

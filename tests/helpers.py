@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from evalret.metrics import RankedJudgments, build_judgments
+from evalret.core.metrics import RankedJudgments, build_judgments
 
 
 def judgments_from_lists(

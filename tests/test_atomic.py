@@ -19,7 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from evalret.atomic import append_text, atomic_write_text, check_writable_dir, check_writable_file
+from evalret.data.atomic import (
+    append_text,
+    atomic_write_text,
+    check_writable_dir,
+    check_writable_file,
+)
 from evalret.errors import ExitCode, InputError
 
 

@@ -16,8 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DEMO
-from evalret import backends
-from evalret.backends import (
+from evalret.cli import app
+from evalret.data.config import ModelConfig, parse_config
+from evalret.engines import backends
+from evalret.engines.backends import (
     ModelStore,
     OnnxEmbedder,
     agreement,
@@ -25,10 +27,8 @@ from evalret.backends import (
     pool,
     read_layout,
 )
-from evalret.cache import CachedEmbedder, Namespace, cache_info, clear_cache
-from evalret.cli import app
-from evalret.config import ModelConfig, parse_config
-from evalret.embed import SentenceTransformerEmbedder, resolve_model
+from evalret.engines.cache import CachedEmbedder, Namespace, cache_info, clear_cache
+from evalret.engines.embed import SentenceTransformerEmbedder, resolve_model
 from evalret.errors import ConfigError
 from helpers import HashEmbedder
 
@@ -341,7 +341,7 @@ def test_onnx_backend_end_to_end_and_warm_rerun(model_root: Path, tmp_path: Path
 import json, sys
 from pathlib import Path
 from evalret import evaluate
-from evalret.config import load_config
+from evalret.data.config import load_config
 report = evaluate(load_config(Path({str(cfg)!r}))).report
 print(json.dumps({{"cache": report.embedding["cache"], "check": report.embedding["backend_check"],
     "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}))

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from conftest import REPO
-from evalret.baseline import check_compatible, load_baseline, save_baseline
-from evalret.config import (
+from evalret.commands.evaluate import metric_definitions, run_evaluation
+from evalret.data.baseline import check_compatible, load_baseline, save_baseline
+from evalret.data.config import (
     Config,
     GateConfig,
     GoldenSetConfig,
@@ -20,10 +21,9 @@ from evalret.config import (
     SlicesConfig,
     Threshold,
 )
+from evalret.data.goldenset import load_golden_set
+from evalret.data.schema import RunReport
 from evalret.errors import IncomparableError, InputError
-from evalret.goldenset import load_golden_set
-from evalret.pipeline import metric_definitions, run_evaluation
-from evalret.results import RunReport
 from helpers import HashEmbedder, make_set
 
 

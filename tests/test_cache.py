@@ -17,12 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import REPO
-from evalret.cache import CachedEmbedder, Namespace, cache_info, clear_cache, prune_cache
 from evalret.cli import app
-from evalret.config import HnswIndexConfig, ModelConfig
-from evalret.embed import SentenceTransformerEmbedder
+from evalret.data.config import HnswIndexConfig, ModelConfig
+from evalret.engines.cache import CachedEmbedder, Namespace, cache_info, clear_cache, prune_cache
+from evalret.engines.embed import SentenceTransformerEmbedder
+from evalret.engines.faiss_index import cached_hnsw
 from evalret.errors import InputError
-from evalret.index import cached_hnsw
 from helpers import HashEmbedder
 from test_atomic import immutable
 
@@ -151,7 +151,7 @@ def test_warm_run_embeds_nothing_and_never_imports_torch(tmp_path: Path) -> None
 import json, sys
 from pathlib import Path
 from evalret import evaluate
-from evalret.config import load_config
+from evalret.data.config import load_config
 cfg = load_config(Path({str(REPO / "configs" / "default.yaml")!r}))
 cache = cfg.cache.model_copy(update={{"dir": Path({str(tmp_path)!r})}})
 cfg = cfg.model_copy(update={{"cache": cache}})

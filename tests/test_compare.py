@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalret.compare import RBO_P, rank_drift
+from evalret.core.comparison import RBO_P, rank_drift
 
 
 def _rbo_by_hand(a: list[str], b: list[str], k: int) -> float:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from evalret.config import DEFAULT_METRICS, Config, load_config, parse_config
+from evalret.data.config import DEFAULT_METRICS, Config, load_config, parse_config
 from evalret.errors import ConfigError
 
 

@@ -19,14 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from evalret.baseline import load_baseline, save_baseline
 from evalret.cli import app
-from evalret.comparison import _obtain, run_comparison
-from evalret.config import Config, GoldenSetConfig, SlicesConfig, load_config
+from evalret.commands.compare import _obtain, run_comparison
+from evalret.commands.evaluate import run_evaluation
+from evalret.commands.report import render_saved
+from evalret.data.baseline import load_baseline, save_baseline
+from evalret.data.config import Config, GoldenSetConfig, SlicesConfig, load_config
+from evalret.data.goldenset import load_golden_set
 from evalret.errors import GoldenSetError, InputError, Problem
-from evalret.goldenset import load_golden_set
-from evalret.pipeline import run_evaluation
-from evalret.report.saved import render_saved
 from helpers import HashEmbedder, fuzzed_file, make_set, mutated_json, mutated_lines
 
 # a fixed budget and seed in the suite; EVALRET_FUZZ_EXAMPLES=2000 hunts longer, with random seeds

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalret.config import (
+from evalret.core.gate import evaluate_gate, health_checks, resolve_rules
+from evalret.data.config import (
     GateConfig,
     HealthThreshold,
     SignificanceConfig,
     Threshold,
     ThresholdOverride,
 )
-from evalret.gate import evaluate_gate, health_checks, resolve_rules
 
 ALL = np.ones(100, dtype=bool)
 HALF = np.arange(100) < 50
@@ -199,7 +199,7 @@ def test_non_finite_values_fail_min_and_drop_checks(
 def test_non_finite_check_survives_a_json_round_trip() -> None:
     """A check failed on a NaN mean is written as JSON (NaN becomes null) and read back: a report
     holding it can still be loaded as a baseline or redrawn."""
-    from evalret.results import GateCheck
+    from evalret.data.schema import GateCheck
 
     broken = np.full(100, 0.8)
     broken[0] = np.nan

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalret.config import GoldenSetConfig
+from evalret.data.config import GoldenSetConfig
+from evalret.data.goldenset import GoldenSetScan, detect_format, load_golden_set, scan_golden_set
 from evalret.errors import GoldenSetError
-from evalret.goldenset import GoldenSetScan, detect_format, load_golden_set, scan_golden_set
 from helpers import cranfield_like
 
 

@@ -11,7 +11,7 @@ import pytest
 from numpy.lib.stride_tricks import as_strided
 
 from conftest import DEMO
-from evalret.health import (
+from evalret.core.health import (
     DEFAULT_COLLAPSE,
     FIGURES,
     HEALTHIER,
@@ -356,10 +356,10 @@ def test_cost_does_not_grow_with_rows() -> None:
 def minilm() -> dict[str, np.ndarray]:
     """The demo golden set embedded with the packaged all-MiniLM-L6-v2 (through the session's
     embedding cache), with the (query, relevant document) pairs."""
-    from evalret.cache import CachedEmbedder, default_cache_dir
-    from evalret.config import GoldenSetConfig, ModelConfig
-    from evalret.embed import SentenceTransformerEmbedder
-    from evalret.goldenset import load_golden_set
+    from evalret.data.config import GoldenSetConfig, ModelConfig
+    from evalret.data.goldenset import load_golden_set
+    from evalret.engines.cache import CachedEmbedder, default_cache_dir
+    from evalret.engines.embed import SentenceTransformerEmbedder
 
     gs = load_golden_set(GoldenSetConfig(path=DEMO))
     embedder = CachedEmbedder(SentenceTransformerEmbedder(ModelConfig()), default_cache_dir())

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evalret.config import HnswIndexConfig
-from evalret.index import (
+from evalret.data.config import HnswIndexConfig
+from evalret.engines.faiss_index import (
     apply_tie_rule,
     build_exact,
     build_hnsw,

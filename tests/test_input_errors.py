@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from evalret import cli, config
-from evalret.baseline import load_baseline, save_baseline
+from evalret import cli
 from evalret.cli import app
-from evalret.config import Config, GoldenSetConfig, load_config
+from evalret.commands.evaluate import run_evaluation
+from evalret.data import config
+from evalret.data.baseline import load_baseline, save_baseline
+from evalret.data.config import Config, GoldenSetConfig, load_config
 from evalret.errors import ConfigError, InputError
-from evalret.pipeline import run_evaluation
 from helpers import HashEmbedder, make_set
 from test_goldenset import beir, load, native, problems_of
 
@@ -217,7 +218,7 @@ def test_unknown_format_names_the_option_and_the_choices(tmp_path: Path) -> None
 def test_training_lines_too_deep_or_too_long_a_number_are_located(tmp_path: Path) -> None:
     """`evalret leakage --train`: deep nesting and a 5000-digit number are bad lines with their
     numbers (were a RecursionError and a ValueError: exit 3)."""
-    from evalret.leakage import read_training_queries
+    from evalret.commands.leakage import read_training_queries
 
     train = tmp_path / "train.jsonl"
     deep = "[" * 100_000 + "]" * 100_000
@@ -241,7 +242,7 @@ def test_compare_json_whose_slices_disagree_is_refused(
     """Found by the fuzzer: a compare.json slice without the primary metric, a side whose model
     is not an object, a changed setting that is not an object, an index without slices each
     crashed `evalret report` (exit 3); now exit 2 naming the file and the field."""
-    from evalret.comparison import run_comparison
+    from evalret.commands.compare import run_comparison
 
     (tmp_path / "a.json").write_text(json.dumps(saved_report))
     settings = {"primary": "ndcg@10", "min_gain": 0.01, "alpha": 0.05, "correction": "holm"}
@@ -277,7 +278,7 @@ def test_non_finite_numbers_in_a_saved_report_are_refused(
     """Found by the fuzzer: an Infinity in compare.json crashed the HTML charts (exit 3).
     evalret writes a non-finite number as null, so NaN, Infinity or 1e309 in a report or
     compare.json is refused where it is read, naming the file and the number."""
-    from evalret.comparison import run_comparison
+    from evalret.commands.compare import run_comparison
 
     (tmp_path / "a.json").write_text(json.dumps(saved_report))
     settings = {"primary": "ndcg@10", "min_gain": 0.01, "alpha": 0.05, "correction": "holm"}

@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
-from evalret.cache import CachedEmbedder, default_cache_dir
 from evalret.cli import app
-from evalret.config import ModelConfig
-from evalret.embed import SentenceTransformerEmbedder
+from evalret.commands.leakage import TrainQuery, find_leaks, read_training_queries
+from evalret.data.config import ModelConfig
+from evalret.engines.cache import CachedEmbedder, default_cache_dir
+from evalret.engines.embed import SentenceTransformerEmbedder
 from evalret.errors import InputError
-from evalret.leakage import TrainQuery, find_leaks, read_training_queries
 
 runner = CliRunner()
 DEFAULT = str(REPO / "configs" / "default.yaml")

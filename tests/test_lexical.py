@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalret.config import Bm25IndexConfig, Config, GoldenSetConfig, load_config
+from evalret.commands.evaluate import judged_at, queries_to_evaluate
+from evalret.core.metrics import build_judgments, compute, parse_metrics
+from evalret.data.config import Bm25IndexConfig, Config, GoldenSetConfig, load_config
+from evalret.data.goldenset import GoldenSet, load_golden_set
+from evalret.engines.faiss_index import SearchResult, id_rank, top_candidates
+from evalret.engines.lexical import bm25_search, rrf_fuse
 from evalret.errors import ConfigError, InputError
-from evalret.goldenset import GoldenSet, load_golden_set
-from evalret.index import SearchResult, id_rank, top_candidates
-from evalret.lexical import bm25_search, rrf_fuse
-from evalret.metrics import build_judgments, compute, parse_metrics
-from evalret.pipeline import judged_at, queries_to_evaluate
 from test_trec_eval_conformance import trec_eval_values
 
 
@@ -219,7 +219,7 @@ def test_rrf_ranks_by_the_float64_sum() -> None:
 
 def test_run_file_reads_back_the_float64_scores() -> None:
     """run.<index>.trec prints each score so that it reads back to the identical float64."""
-    from evalret.report.files import trec_run
+    from evalret.commands.outputs import trec_run
 
     fused, *_ = _two_docs_rrf()
     doc_ids = [f"d{i:03d}" for i in range(400)]

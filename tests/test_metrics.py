@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalret.errors import MetricError
-from evalret.metrics import (
+from evalret.core.metrics import (
     REGISTRY,
     Metric,
     build_judgments,
@@ -19,6 +18,7 @@ from evalret.metrics import (
     parse_metric,
     parse_metrics,
 )
+from evalret.errors import MetricError
 from helpers import case_judgments, judgments_from_lists, retrieval_cases
 
 ALL = [Metric(f, k) for f in REGISTRY for k in (1, 3, 5)]

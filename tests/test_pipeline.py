@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from evalret.config import Config, GoldenSetConfig, HnswIndexConfig, IndexesConfig
-from evalret.metrics import MAX_CUTOFF
-from evalret.pipeline import run_evaluation, topk_overlap
-from evalret.report.files import write_outputs
+from evalret.commands.evaluate import run_evaluation, topk_overlap
+from evalret.commands.outputs import write_outputs
+from evalret.core.metrics import MAX_CUTOFF
+from evalret.data.config import Config, GoldenSetConfig, HnswIndexConfig, IndexesConfig
 from helpers import HashEmbedder, assert_report_matches_trec_eval, make_set, read_trec_run
 
 
@@ -176,7 +176,7 @@ def test_cutoffs_beyond_the_corpus_and_zero_mode_equal_trec_eval(
 
 def test_a_cutoff_beyond_the_bound_is_refused_naming_the_metric() -> None:
     """ndcg@100000000000 once tried to allocate 2.9 TiB: cutoffs above MAX_CUTOFF are refused."""
-    from evalret.config import parse_config
+    from evalret.data.config import parse_config
     from evalret.errors import ConfigError
 
     assert parse_config(f"metrics: [ndcg@{MAX_CUTOFF}]\n").depth == MAX_CUTOFF

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evalret.goldenset import GoldenSet
-from evalret.index import SearchResult
-from evalret.pooling import pool_records, pool_unjudged
+from evalret.commands.pool import pool_records, pool_unjudged
+from evalret.data.goldenset import GoldenSet
+from evalret.engines.faiss_index import SearchResult
 from test_cli import invoke
 
 

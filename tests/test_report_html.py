@@ -22,11 +22,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
-from evalret.baseline import load_baseline
 from evalret.cli import app
-from evalret.comparison import golden_set_of
-from evalret.curves import curve_cutoffs, metric_curves
-from evalret.metrics import build_judgments, compute, parse_metrics
+from evalret.commands.compare import golden_set_of
+from evalret.core.curves import curve_cutoffs, metric_curves
+from evalret.core.metrics import build_judgments, compute, parse_metrics
+from evalret.data.baseline import load_baseline
+from evalret.data.schema import CompareReport
 from evalret.report.html import render_compare_html, render_run_html
 from evalret.report.svg import (
     Bar,
@@ -41,7 +42,6 @@ from evalret.report.svg import (
     nice_ticks,
     sorted_deltas,
 )
-from evalret.results import CompareReport
 
 ARTIFACTS = REPO / "test-artifacts"  # screenshots and PDFs of the pages (gitignored)
 CHROMIUM = os.environ.get("EVALRET_CHROMIUM", "/usr/bin/chromium")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalret.config import SliceDefinition
+from evalret.core.slices import build_slices, frequency_masks, reliability
+from evalret.data.config import SliceDefinition
 from evalret.errors import ConfigError
-from evalret.slices import build_slices, frequency_masks, reliability
 
 
 def test_frequency_slices_by_hand() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalret.stats import (
+from evalret.core.stats import (
     adjust_p_values,
     bootstrap_ci,
     minimum_detectable_effect,
@@ -35,7 +35,7 @@ def test_bootstrap_width_matches_normal_theory() -> None:
 
 def test_bootstrap_chunking_does_not_change_results(monkeypatch: object) -> None:
     """Resampling in memory-bounded chunks gives the same draws as one block."""
-    import evalret.stats as stats
+    import evalret.core.stats as stats
 
     values = np.random.default_rng(3).random((50, 2))
     whole = bootstrap_ci(values, 500, 0.9, 11)

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
 from evalret.cli import app
-from evalret.duplicates import jaccard, ngrams, normalize_text, similar_pairs
+from evalret.core.duplicates import jaccard, ngrams, normalize_text, similar_pairs
 
 runner = CliRunner()
 
@@ -326,7 +326,7 @@ def test_validate_runs_from_a_copy_without_the_repository(tmp_path: Path) -> Non
 
 
 def test_word_difference_names_what_tells_near_duplicates_apart() -> None:
-    from evalret.duplicates import word_difference
+    from evalret.core.duplicates import word_difference
 
     assert word_difference("x reduces y", "x increases y") == (
         "differing words: 'reduces' vs 'increases'"

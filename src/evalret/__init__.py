@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from evalret.version import __version__
 
 if TYPE_CHECKING:
-    from evalret.config import Config
-    from evalret.pipeline import Evaluation
+    from evalret.commands.evaluate import Evaluation
+    from evalret.data.config import Config
 
 __all__ = ["__version__", "evaluate"]
 
 
 def evaluate(config: Config | None = None, **kwargs: Any) -> Evaluation:
     """Run the whole evaluation for ``config`` (defaults when None) and return the report."""
-    from evalret.config import Config
-    from evalret.pipeline import run_evaluation
+    from evalret.commands.evaluate import run_evaluation
+    from evalret.data.config import Config
 
     return run_evaluation(config or Config(), **kwargs)

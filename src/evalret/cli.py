@@ -15,8 +15,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from evalret import __version__
 from evalret.errors import EvalretError, ExitCode
+from evalret.version import __version__
 
 app = typer.Typer(
     name="evalret",
@@ -190,12 +190,12 @@ def run(
     against floors and a baseline. Exit 1 when a check fails."""
 
     def go() -> ExitCode:
-        from evalret.atomic import check_writable_dir, check_writable_file
-        from evalret.baseline import baseline_for_run
-        from evalret.baseline import save_baseline as save
-        from evalret.config import load_config
-        from evalret.pipeline import run_evaluation
-        from evalret.report.files import write_outputs
+        from evalret.commands.evaluate import run_evaluation
+        from evalret.commands.outputs import write_outputs
+        from evalret.data.atomic import check_writable_dir, check_writable_file
+        from evalret.data.baseline import baseline_for_run
+        from evalret.data.baseline import save_baseline as save
+        from evalret.data.config import load_config
         from evalret.report.terminal import print_run
 
         cfg = _without_cache(load_config(config)) if no_cache else load_config(config)
@@ -251,8 +251,8 @@ def compare(
     """Compare two model versions (configs or saved reports) with paired statistics."""
 
     def go() -> ExitCode:
-        from evalret.comparison import run_comparison
-        from evalret.metrics import parse_metric
+        from evalret.commands.compare import run_comparison
+        from evalret.core.metrics import parse_metric
         from evalret.report.compare_views import render_compare
 
         with _progress(progress) as factory:
@@ -301,8 +301,8 @@ def pool(
     def go() -> ExitCode:
         import json
 
-        from evalret.atomic import atomic_write_text, check_writable_file
-        from evalret.pooling import run_pool
+        from evalret.commands.pool import run_pool
+        from evalret.data.atomic import atomic_write_text, check_writable_file
 
         check_writable_file(out, "pool file")
         with _progress(progress) as factory:
@@ -339,7 +339,7 @@ def report_command(
     """Render report.html (charts, self-contained) from a saved report.json or compare.json."""
 
     def go() -> None:
-        from evalret.report.saved import write_saved_html
+        from evalret.commands.report import write_saved_html
 
         console.print(f"wrote {_escape(str(write_saved_html(path, out, baseline)))}")
 
@@ -357,7 +357,7 @@ def baseline_show(
     """Show what a baseline holds: fingerprint, settings and metrics per index and slice."""
 
     def go() -> None:
-        from evalret.baseline import load_baseline
+        from evalret.data.baseline import load_baseline
         from evalret.report.terminal import print_baseline
 
         print_baseline(console, load_baseline(path), path)
@@ -380,7 +380,7 @@ def cache_info_command(directory: CacheDir = None) -> None:
     def go() -> None:
         from rich.table import Table
 
-        from evalret.cache import cache_info, default_cache_dir
+        from evalret.engines.cache import cache_info, default_cache_dir
 
         root = directory or default_cache_dir()
         rows = cache_info(root)
@@ -408,7 +408,7 @@ def cache_clear_command(directory: CacheDir = None) -> None:
     """Delete every cached embedding."""
 
     def go() -> None:
-        from evalret.cache import clear_cache, default_cache_dir
+        from evalret.engines.cache import clear_cache, default_cache_dir
 
         root = directory or default_cache_dir()
         console.print(f"removed {clear_cache(root)} embedding set(s) from {_escape(str(root))}")
@@ -424,7 +424,7 @@ def cache_prune_command(
     """Remove embedding sets unused for a while, corrupt shards and stale temporary files."""
 
     def go() -> None:
-        from evalret.cache import default_cache_dir, prune_cache
+        from evalret.engines.cache import default_cache_dir, prune_cache
 
         root = directory or default_cache_dir()
         removed = prune_cache(root, days)
@@ -444,7 +444,7 @@ def init(
     """Write a starter config, a tiny golden-set template and a GitHub workflow."""
 
     def go() -> None:
-        from evalret.scaffold import write_scaffold
+        from evalret.commands.init import write_scaffold
 
         for path in write_scaffold(directory, force=force):
             console.print(f"wrote {_escape(str(path))}")
@@ -457,7 +457,7 @@ def init(
     _guard(go)
 
 
-# evalret.config.GOLDEN_FORMATS, not imported so that the CLI module stays light (a test keeps
+# evalret.data.config.GOLDEN_FORMATS, not imported so that the CLI module stays light (a test keeps
 # the two equal); every command taking --format checks it here, before anything runs
 GOLDEN_FORMATS = ("auto", "native", "beir", "trec")
 
@@ -502,9 +502,9 @@ def validate(
     def go() -> ExitCode:
         import json
 
+        from evalret.commands.validate import golden_config, run_validation
         from evalret.report.escape import json_document
         from evalret.report.validate_view import render_validation
-        from evalret.validate import golden_config, run_validation
 
         result = run_validation(golden_config(path, golden_format, split), report)
         if as_json:
@@ -556,12 +556,12 @@ def leakage(
     def go() -> ExitCode:
         import json
 
-        from evalret.atomic import atomic_write_text, check_writable_file
+        from evalret.commands.leakage import run_leakage
+        from evalret.commands.validate import golden_config
+        from evalret.data.atomic import atomic_write_text, check_writable_file
         from evalret.errors import InputError
-        from evalret.leakage import run_leakage
         from evalret.report.escape import json_document
         from evalret.report.leakage_view import render_leakage
-        from evalret.validate import golden_config
 
         if train_format not in ("auto", "jsonl", "text"):
             raise InputError(f"--train-format {train_format!r}: choose auto, jsonl or text")

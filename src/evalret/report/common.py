@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalret.results import GoldenSetInfo, RunReport, SliceResult
+from evalret.data.schema import GoldenSetInfo, RunReport, SliceResult
 
 WARNINGS_SHOWN = 10  # reader warnings listed in the terminal and Markdown; all are in report.json
 
@@ -37,7 +37,7 @@ def intrinsic_rows(report: RunReport) -> list[tuple[str, str, str, str]]:
     section = report.intrinsic
     if section is None:
         return []
-    from evalret.health import FIGURES
+    from evalret.core.health import FIGURES
 
     def shown(values: dict[str, float | int | bool] | None, name: str) -> str:
         if values is None or name not in values:

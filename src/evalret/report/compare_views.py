@@ -6,9 +6,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evalret.data.schema import CompareReport, MetricComparison, QueryExample, RankedDoc
 from evalret.report.common import COMPARE_COLUMNS
 from evalret.report.escape import markdown, markdown_code, terminal
-from evalret.results import CompareReport, MetricComparison, QueryExample, RankedDoc
 
 VERDICT_STYLE = {"candidate": "bold green", "not a candidate": "bold red", "no difference": "bold"}
 

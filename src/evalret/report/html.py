@@ -20,8 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from evalret.compare import query_examples
-from evalret.goldenset import GoldenSet
+from evalret.core.comparison import query_examples
+from evalret.data.goldenset import GoldenSet
+from evalret.data.schema import (
+    CompareReport,
+    GateCheck,
+    GateSection,
+    QueryExample,
+    RankedDoc,
+    RunReport,
+)
 from evalret.report.common import (
     COMPARE_COLUMNS,
     intrinsic_rows,
@@ -49,14 +57,6 @@ from evalret.report.svg import (
     histogram,
     line_chart,
     sorted_deltas,
-)
-from evalret.results import (
-    CompareReport,
-    GateCheck,
-    GateSection,
-    QueryExample,
-    RankedDoc,
-    RunReport,
 )
 
 EXAMPLES = 5  # losers and winners listed per page

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from evalret.data.schema import GateSection
 from evalret.report.escape import xml_text
-from evalret.results import GateSection
 
 
 def render_junit(gate: GateSection) -> str:

@@ -6,7 +6,8 @@ and threshold; without a gate, the metrics of each index per slice.
 
 from __future__ import annotations
 
-from evalret.backends import summary_line
+from evalret.data.schema import GateCheck, GateSection, RunReport
+from evalret.engines.backends import summary_line
 from evalret.report.common import (
     cache_notes,
     intrinsic_rows,
@@ -15,7 +16,6 @@ from evalret.report.common import (
     without_relevant_note,
 )
 from evalret.report.escape import markdown, markdown_code
-from evalret.results import GateCheck, GateSection, RunReport
 
 
 def _num(v: float | None, signed: bool = False) -> str:

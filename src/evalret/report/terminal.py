@@ -8,7 +8,8 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from evalret.backends import summary_line
+from evalret.data.schema import GateSection, MetricValue, RunReport
+from evalret.engines.backends import summary_line
 from evalret.report.common import (
     cache_notes,
     intrinsic_rows,
@@ -17,7 +18,6 @@ from evalret.report.common import (
     without_relevant_note,
 )
 from evalret.report.escape import terminal
-from evalret.results import GateSection, MetricValue, RunReport
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 

@@ -9,9 +9,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evalret.commands.validate import RELIABILITY_MEANING, Validation
 from evalret.errors import Problem
 from evalret.report.escape import terminal
-from evalret.validate import RELIABILITY_MEANING, Validation
 
 SHOWN_PER_CODE = 50  # per kind of problem; --json lists every one
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}

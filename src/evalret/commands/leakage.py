@@ -3,7 +3,7 @@
 A training query and a golden query form a pair of one of three kinds, strongest first:
 
 * ``exact``: equal normalized text (NFKC, case-folded, punctuation and whitespace collapsed; see
-  ``evalret.duplicates``);
+  ``evalret.core.duplicates``);
 * ``near-text``: character 3-gram Jaccard similarity of the normalized texts >= 0.8, the
   near-duplicate rule of `evalret validate`;
 * ``embedding``: cosine similarity of the two query embeddings >= a threshold (0.85 by default),
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from evalret.duplicates import (
+from evalret.core.duplicates import (
     NEAR_DUPLICATE_JACCARD,
     identifiers,
     jaccard,
@@ -40,12 +40,12 @@ from evalret.duplicates import (
     normalize_text,
     similar_pairs,
 )
+from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
-from evalret.textfile import TextProblem, decode, parse_json
 
 if TYPE_CHECKING:
-    from evalret.config import Config
-    from evalret.slices import Slice
+    from evalret.core.slices import Slice
+    from evalret.data.config import Config
 
 Kind = Literal["exact", "near-text", "embedding"]
 TrainFormat = Literal["auto", "jsonl", "text"]
@@ -295,7 +295,7 @@ def run_leakage(
     """Check ``train_path`` against the config's golden set (its evaluated queries), with the
     config's model through the embedding cache; ``threshold`` and ``max_fraction`` override
     ``leakage.threshold`` and ``leakage.max_fraction``."""
-    from evalret.goldenset import load_golden_set
+    from evalret.data.goldenset import load_golden_set
 
     train = read_training_queries(train_path, train_format)
     full = load_golden_set(cfg.golden_set, cfg.relevance_level)
@@ -310,9 +310,9 @@ def run_leakage(
 
     embed: Embed | None = None
     if use_embedding:
-        from evalret.backends import make_embedder
-        from evalret.cache import CachedEmbedder, default_cache_dir
-        from evalret.embed import Embedder
+        from evalret.engines.backends import make_embedder
+        from evalret.engines.cache import CachedEmbedder, default_cache_dir
+        from evalret.engines.embed import Embedder
 
         root = (cfg.cache.dir or default_cache_dir()) if cfg.cache.enabled else None
         embedder: Embedder = make_embedder(cfg.model, root)  # the configured backend

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from evalret.config import ModelConfig
-from evalret.embed import (
+from evalret.data.config import ModelConfig
+from evalret.engines.embed import (
     Embedder,
     Kind,
     Progress,
@@ -585,7 +585,7 @@ def backend_check(
     """
     if config.backend == "torch" or len(texts) == 0:
         return None
-    from evalret.cache import CachedEmbedder
+    from evalret.engines.cache import CachedEmbedder
 
     rng = np.random.default_rng(CHECK_SEED)
     n = min(sample, len(texts))

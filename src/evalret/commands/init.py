@@ -6,7 +6,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from evalret.atomic import atomic_write_text
+from evalret.data.atomic import atomic_write_text
 from evalret.errors import InputError, Problem
 
 # target path in the repository -> template file shipped in evalret/templates

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from evalret.config import PACKAGED_MODEL, ModelConfig
+from evalret.data.config import PACKAGED_MODEL, ModelConfig
 from evalret.errors import ConfigError, ModelError
 
 Kind = Literal["query", "document"]

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from evalret.atomic import is_stale, remove_stale_temps
-from evalret.embed import Embedder, Kind, Progress
+from evalret.data.atomic import is_stale, remove_stale_temps
+from evalret.engines.embed import Embedder, Kind, Progress
 from evalret.errors import InputError
 
 KEY_BYTES = 16

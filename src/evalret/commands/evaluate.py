@@ -15,24 +15,20 @@ from typing import Any
 
 import numpy as np
 
-from evalret import __version__
-from evalret.backends import backend_check, describe_backend, make_embedder
-from evalret.baseline import check_compatible, check_gate_slices, run_gate
-from evalret.cache import CachedEmbedder, default_cache_dir
-from evalret.config import Config
-from evalret.curves import metric_curves
-from evalret.embed import Embedder
-from evalret.goldenset import GoldenSet, load_golden_set
-from evalret.index import SearchResult, build_exact, cached_hnsw, id_rank, search
-from evalret.lexical import bm25_search, rrf_fuse
-from evalret.metrics import (
+from evalret.core.curves import metric_curves
+from evalret.core.metrics import (
     Metric,
     RankedJudgments,
     build_judgments,
     compute,
     parse_metrics,
 )
-from evalret.results import (
+from evalret.core.slices import Slice, reliability
+from evalret.core.stats import bootstrap_ci, seed_for
+from evalret.data.baseline import check_compatible, check_gate_slices, run_gate
+from evalret.data.config import Config
+from evalret.data.goldenset import GoldenSet, load_golden_set
+from evalret.data.schema import (
     TOP_KEPT,
     AnnSection,
     AnnSlice,
@@ -49,8 +45,12 @@ from evalret.results import (
     SliceInfo,
     SliceResult,
 )
-from evalret.slices import Slice, reliability
-from evalret.stats import bootstrap_ci, seed_for
+from evalret.engines.backends import backend_check, describe_backend, make_embedder
+from evalret.engines.cache import CachedEmbedder, default_cache_dir
+from evalret.engines.embed import Embedder
+from evalret.engines.faiss_index import SearchResult, build_exact, cached_hnsw, id_rank, search
+from evalret.engines.lexical import bm25_search, rrf_fuse
+from evalret.version import __version__
 
 TIE_RULE = "score descending, then document id descending (trec_eval)"
 # how queries without a relevant document count, as written in the fingerprint (the exclude
@@ -205,7 +205,7 @@ def _intrinsic_section(
 ) -> IntrinsicSection | None:
     """Health figures of the document and query vectors (None for fewer than 2 documents);
     alignment over (query, relevant document) pairs."""
-    from evalret.health import collapse_reasons, embedding_health
+    from evalret.core.health import collapse_reasons, embedding_health
 
     h = config.health
     seed = config.bootstrap.seed

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalret.atomic import append_text, atomic_write_text
-from evalret.baseline import load_baseline
-from evalret.compare import CompareSettings, compare_reports
-from evalret.config import GoldenSetConfig, load_config
+from evalret.core.comparison import CompareSettings, compare_reports
+from evalret.data.atomic import append_text, atomic_write_text
+from evalret.data.baseline import load_baseline
+from evalret.data.config import GoldenSetConfig, load_config
+from evalret.data.goldenset import GoldenSet, load_golden_set
+from evalret.data.schema import CompareReport, RunReport
 from evalret.errors import EvalretError
-from evalret.goldenset import GoldenSet, load_golden_set
-from evalret.results import CompareReport, RunReport
 
 
 def golden_set_of(report: RunReport) -> GoldenSet | None:
@@ -33,7 +33,7 @@ def _obtain(path: Path, progress: Any) -> tuple[RunReport, GoldenSet | None]:
     if path.suffix == ".json":
         report = load_baseline(path, "report")
         return report, golden_set_of(report)
-    from evalret.pipeline import run_evaluation
+    from evalret.commands.evaluate import run_evaluation
 
     evaluation = run_evaluation(load_config(path), progress=progress)
     return evaluation.report, evaluation.golden_set

@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from evalret.config import GoldenSetConfig, SlicesConfig, WithoutRelevant
+from evalret.core.metrics import MAX_GRADE
+from evalret.data.config import GoldenSetConfig, SlicesConfig, WithoutRelevant
+from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import GoldenSetError, Problem
-from evalret.metrics import MAX_GRADE
-from evalret.textfile import TextProblem, decode, parse_json
 
 if TYPE_CHECKING:
-    from evalret.slices import Slice
+    from evalret.core.slices import Slice
 
 Format = Literal["native", "beir", "trec"]
 _INT_GRADE = re.compile(r"^[+-]?\d+$")
@@ -92,7 +92,7 @@ class GoldenSet:
 
     def slices(self, cfg: SlicesConfig) -> list[Slice]:
         """This set's slices under the config's ``slices`` settings."""
-        from evalret.slices import configured_slices
+        from evalret.core.slices import configured_slices
 
         return configured_slices(
             self.query_ids,

@@ -15,12 +15,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalret import __version__
-from evalret.baseline import DEFINITION_KEYS, changed_settings
-from evalret.errors import IncomparableError, InputError, Problem
-from evalret.goldenset import GoldenSet
-from evalret.metrics import parse_metric
-from evalret.results import (
+from evalret.core.metrics import parse_metric
+from evalret.core.stats import (
+    Correction,
+    adjust_p_values,
+    bootstrap_ci,
+    minimum_detectable_effect,
+    paired_p_value,
+    randomization_p_values,
+    resamples_for,
+    seed_for,
+)
+from evalret.data.baseline import DEFINITION_KEYS, changed_settings
+from evalret.data.goldenset import GoldenSet
+from evalret.data.schema import (
     SCHEMA_VERSION,
     TOP_KEPT,
     CompareReport,
@@ -31,16 +39,8 @@ from evalret.results import (
     SliceComparison,
     Verdict,
 )
-from evalret.stats import (
-    Correction,
-    adjust_p_values,
-    bootstrap_ci,
-    minimum_detectable_effect,
-    paired_p_value,
-    randomization_p_values,
-    resamples_for,
-    seed_for,
-)
+from evalret.errors import IncomparableError, InputError, Problem
+from evalret.version import __version__
 
 RBO_P = 0.9
 EXAMPLES = 5

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from evalret.config import HnswIndexConfig
+from evalret.data.config import HnswIndexConfig
 
 QUERY_BATCH = 4096
 ADD_BATCH = 20_000

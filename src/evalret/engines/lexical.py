@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from evalret.config import Bm25IndexConfig
+from evalret.data.config import Bm25IndexConfig
+from evalret.engines.faiss_index import SearchResult, top_candidates
 from evalret.errors import ConfigError
-from evalret.index import SearchResult, top_candidates
 
 
 def _tokenizer(cfg: Bm25IndexConfig) -> Any:

@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from evalret.atomic import atomic_write_text
-from evalret.config import DENSE_INDEXES, Config
+from evalret.core.gate import Rule, evaluate_gate, health_checks, resolve_rules
+from evalret.core.slices import Slice
+from evalret.data.atomic import atomic_write_text
+from evalret.data.config import DENSE_INDEXES, Config
+from evalret.data.goldenset import GoldenSet
+from evalret.data.schema import SCHEMA_VERSION, GateSection, RunReport
+from evalret.data.textfile import read_json, schema_problems
 from evalret.errors import IncomparableError, InputError, Problem
-from evalret.gate import Rule, evaluate_gate, health_checks, resolve_rules
-from evalret.goldenset import GoldenSet
-from evalret.results import SCHEMA_VERSION, GateSection, RunReport
-from evalret.slices import Slice
-from evalret.textfile import read_json, schema_problems
 
 # metric definitions that must agree for numbers to be comparable (metric lists may differ)
 DEFINITION_KEYS = ("ndcg_gain", "relevance_level", "tie_rule", "queries_without_relevant")

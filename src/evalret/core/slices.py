@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalret.config import SliceDefinition, SlicesConfig
+from evalret.data.config import SliceDefinition, SlicesConfig
 from evalret.errors import ConfigError, Problem
 
 FREQUENCY_SLICES = ("head", "torso", "tail")

@@ -22,9 +22,9 @@ from pydantic import (
     model_validator,
 )
 
+from evalret.core.metrics import MAX_GRADE, parse_metrics
+from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, MetricError, Problem
-from evalret.metrics import MAX_GRADE, parse_metrics
-from evalret.textfile import read_text
 
 DEFAULT_METRICS = [
     "ndcg@10",
@@ -244,7 +244,7 @@ class HealthThreshold(_Strict):
 
 def _health_key(key: str) -> str:
     """``figure``, ``documents.figure`` or ``queries.figure``, with a known figure name."""
-    from evalret.health import HEALTHIER
+    from evalret.core.health import HEALTHIER
 
     figure = key.split(".", 1)[1] if key.startswith(("documents.", "queries.")) else key
     if figure not in HEALTHIER:

@@ -1,8 +1,9 @@
 """`evalret validate`: is a golden set sound, and how large a change can it detect?
 
 The checks that make a golden set unusable (schema, duplicate ids, judgments for unknown documents
-or queries, grades out of range, malformed lines) live in the readers (``evalret.goldenset``): a
-run and ``validate`` share them, and they are errors. Warnings do not stop a run:
+or queries, grades out of range, malformed lines) live in the readers
+(``evalret.data.goldenset``): a run and ``validate`` share them, and they
+are errors. Warnings do not stop a run:
 
 * ``no-relevant-document``: a query with no judgment of grade >= ``relevance_level`` (from the
   readers), as are ``unjudged-query`` (a native query judging nothing, not evaluated),
@@ -10,7 +11,7 @@ run and ``validate`` share them, and they are errors. Warnings do not stop a run
   ``non-integer-grade`` (qrels grades truncated toward zero, as trec_eval reads them);
 * ``duplicate-query-text``: two evaluated queries with the same normalized text;
 * ``near-duplicate-query``: two evaluated queries whose character 3-gram Jaccard similarity is at
-  least 0.8 (``evalret.duplicates``);
+  least 0.8 (``evalret.core.duplicates``);
 * ``duplicate-document-text``: two documents with the same normalized text (title and text);
 * ``no-alphanumeric-text``: a text with no letter or digit.
 
@@ -41,19 +42,19 @@ from typing import Any
 
 import numpy as np
 
-from evalret.config import Config, GoldenSetConfig, SlicesConfig, WithoutRelevant, load_config
-from evalret.duplicates import (
+from evalret.core.duplicates import (
     NEAR_DUPLICATE_JACCARD,
     exact_duplicate_groups,
     normalize_text,
     similar_pairs,
     word_difference,
 )
+from evalret.core.slices import RELIABILITY, configured_slices, reliability
+from evalret.core.stats import minimum_detectable_effect
+from evalret.data.config import Config, GoldenSetConfig, SlicesConfig, WithoutRelevant, load_config
+from evalret.data.goldenset import GoldenSetScan, nothing_to_evaluate
+from evalret.data.textfile import read_json
 from evalret.errors import ConfigError, InputError, Problem
-from evalret.goldenset import GoldenSetScan, nothing_to_evaluate
-from evalret.slices import RELIABILITY, configured_slices, reliability
-from evalret.stats import minimum_detectable_effect
-from evalret.textfile import read_json
 
 ASSUMED_NDCG_SD = 0.40
 ALPHA = 0.05
@@ -398,8 +399,8 @@ def unreadable(source: str, error: InputError) -> Validation:
 
 def run_validation(cfg: Config, report: Path | None = None) -> Validation:
     """Read the config's golden set (and a report's per-query nDCG@10) and check it."""
+    from evalret.data.goldenset import scan_golden_set
     from evalret.errors import GoldenSetError
-    from evalret.goldenset import scan_golden_set
 
     scores = None
     if report is not None:

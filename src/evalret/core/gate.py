@@ -29,15 +29,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalret.config import HealthThreshold, SignificanceConfig, Threshold, ThresholdOverride
-from evalret.results import GateCheck
-from evalret.stats import (
+from evalret.core.stats import (
     adjust_p_values,
     minimum_detectable_effect,
     paired_p_value,
     resamples_for,
     seed_for,
 )
+from evalret.data.config import HealthThreshold, SignificanceConfig, Threshold, ThresholdOverride
+from evalret.data.schema import GateCheck
 
 EPS = 1e-12  # float noise: a drop equal to its threshold passes
 Scores = Mapping[str, Mapping[str, np.ndarray]]  # index -> metric -> per-query values

@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalret.atomic import atomic_write_text
-from evalret.baseline import definition_differences, load_baseline
-from evalret.comparison import golden_set_of
+from evalret.commands.compare import golden_set_of
+from evalret.data.atomic import atomic_write_text
+from evalret.data.baseline import definition_differences, load_baseline
+from evalret.data.schema import CompareReport, RunReport
+from evalret.data.textfile import read_json, schema_problems
 from evalret.errors import EvalretError, IncomparableError, InputError, Problem
 from evalret.report.html import render_compare_html, render_run_html
-from evalret.results import CompareReport, RunReport
-from evalret.textfile import read_json, schema_problems
 
 
 def _matching_report(candidates: list[Path], digest: str | None) -> RunReport | None:

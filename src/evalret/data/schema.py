@@ -34,7 +34,7 @@ class SliceResult(_Model):
 
 
 class MetricCurves(_Model):
-    """Mean metric@k per slice at every cutoff ``k`` (see evalret.curves), rounded to 6 digits."""
+    """Mean metric@k per slice at every cutoff ``k`` (evalret.core.curves), rounded to 6 digits."""
 
     k: list[int]
     values: dict[str, dict[str, list[float | None]]]  # family -> slice -> value at each k
@@ -85,7 +85,7 @@ class LexicalSection(_Model):
 
 
 class IntrinsicSection(_Model):
-    """Label-free health of the vectors (evalret.health): figures for documents and queries."""
+    """Label-free health of the vectors (evalret.core.health): figures for documents and queries."""
 
     documents: dict[str, float | int | bool]
     queries: dict[str, float | int | bool] | None  # None with fewer than 2 queries

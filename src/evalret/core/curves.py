@@ -1,8 +1,8 @@
 """Metric@k curves: a metric family's mean at every cutoff up to the search depth, per slice.
 
 Pure: ranked judgments and slice masks in, numbers out. The values come from the same metric
-functions as every reported metric (``evalret.metrics.REGISTRY``), so a curve passes through the
-reported value at each configured cutoff.
+functions as every reported metric (``evalret.core.metrics.REGISTRY``), so a curve passes through
+the reported value at each configured cutoff.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from evalret.metrics import REGISTRY, Gain, RankedJudgments
+from evalret.core.metrics import REGISTRY, Gain, RankedJudgments
 
 CURVE_FAMILIES = ("recall", "ndcg")
 DENSE_UP_TO = 100  # every cutoff 1..100; beyond, about 20 log-spaced cutoffs up to the depth

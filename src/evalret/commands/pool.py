@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from evalret.goldenset import GoldenSet
-from evalret.index import SearchResult
+from evalret.data.goldenset import GoldenSet
+from evalret.engines.faiss_index import SearchResult
 
 
 @dataclass
@@ -81,9 +81,9 @@ def run_pool(
     """Evaluate each config (embeddings come from the cache when warm) and pool the unjudged
     top ``k`` of the chosen indexes (default: every index of each run). All configs must use the
     same golden set. Returns the golden set, the records and the run labels pooled."""
-    from evalret.config import load_config
+    from evalret.commands.evaluate import run_evaluation
+    from evalret.data.config import load_config
     from evalret.errors import IncomparableError, InputError
-    from evalret.pipeline import run_evaluation
 
     names = [str(c) if c is not None else "default" for c in configs]
     short = [Path(n).stem for n in names]
