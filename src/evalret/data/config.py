@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from evalret.core import gate
 from evalret.core.metrics import MAX_GRADE, parse_metrics
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, MetricError, Problem
@@ -218,6 +219,10 @@ class Threshold(_Strict):
     max_drop: float | None = Field(None, ge=0, description="fail on a larger absolute drop")
     max_drop_pct: float | None = Field(None, ge=0, description="fail on a larger relative drop, %")
 
+    def to_core(self) -> gate.Threshold:
+        """The plain threshold the gate reads."""
+        return gate.Threshold(min=self.min, max_drop=self.max_drop, max_drop_pct=self.max_drop_pct)
+
 
 class ThresholdOverride(Threshold):
     """Thresholds for one metric in one slice and/or index, replacing the metric's defaults."""
@@ -234,12 +239,27 @@ class ThresholdOverride(Threshold):
         except MetricError as e:
             raise ValueError("; ".join(p.message for p in e.problems)) from None
 
+    def to_core(self) -> gate.ThresholdOverride:
+        """The plain override the gate reads."""
+        return gate.ThresholdOverride(
+            min=self.min,
+            max_drop=self.max_drop,
+            max_drop_pct=self.max_drop_pct,
+            metric=self.metric,
+            slice=self.slice,
+            index=self.index,
+        )
+
 
 class HealthThreshold(_Strict):
     """Bounds for one intrinsic-health figure (booleans count as 0 / 1)."""
 
     min: float | None = None
     max: float | None = None
+
+    def to_core(self) -> gate.HealthBounds:
+        """The plain bounds the gate reads."""
+        return gate.HealthBounds(min=self.min, max=self.max)
 
 
 def _health_key(key: str) -> str:
@@ -264,6 +284,17 @@ class SignificanceConfig(_Strict):
     samples: int = Field(10_000, ge=100)
     seed: int = Field(0, ge=0)
     power: float = Field(0.8, gt=0, lt=1)
+
+    def to_core(self) -> gate.Significance:
+        """The plain significance settings the gate reads."""
+        return gate.Significance(
+            test=self.test,
+            alpha=self.alpha,
+            correction=self.correction,
+            samples=self.samples,
+            seed=self.seed,
+            power=self.power,
+        )
 
 
 DEFAULT_THRESHOLDS = {"recall@10": Threshold(max_drop=0.01), "mrr@10": Threshold(max_drop=0.01)}
