@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -24,6 +25,7 @@ from pydantic import (
 
 from evalret.core import gate
 from evalret.core.metrics import MAX_GRADE, parse_metrics
+from evalret.core.slices import CustomSlice, Slice, build_slices
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, MetricError, Problem
 
@@ -187,6 +189,11 @@ class SliceDefinition(_Strict):
             raise ValueError("a slice needs at least one of: tag, query_ids, pattern")
         return self
 
+    def to_core(self) -> CustomSlice:
+        """The plain slice definition the core builds slices from."""
+        ids = tuple(self.query_ids) if self.query_ids is not None else None
+        return CustomSlice(name=self.name, tag=self.tag, query_ids=ids, pattern=self.pattern)
+
 
 class SlicesConfig(_Strict):
     tags: bool = Field(True, description="one slice per tag found in the golden set")
@@ -204,6 +211,27 @@ class SlicesConfig(_Strict):
         if dupes:
             raise ValueError(f"duplicate custom slice names: {', '.join(dupes)}")
         return self
+
+
+def configured_slices(
+    query_ids: Sequence[str],
+    query_texts: Sequence[str],
+    tags: Sequence[Sequence[str]],
+    frequency: Sequence[int | None],
+    cfg: SlicesConfig,
+) -> list[Slice]:
+    """``build_slices`` with the settings of the config's ``slices`` section."""
+    return build_slices(
+        query_ids,
+        query_texts,
+        tags,
+        frequency,
+        use_tags=cfg.tags,
+        use_frequency=cfg.frequency,
+        head_fraction=cfg.head_fraction,
+        tail_fraction=cfg.tail_fraction,
+        custom=[d.to_core() for d in cfg.custom],
+    )
 
 
 class BootstrapConfig(_Strict):
