@@ -112,6 +112,30 @@ def check_compatible(
         )
 
 
+def check_comparable(a: RunReport, b: RunReport) -> None:
+    """Refuse (exit 2) two runs of different golden sets or metric definitions."""
+    problems = []
+    if a.golden_set.fingerprint != b.golden_set.fingerprint:
+        problems.append(
+            f"golden sets differ: {a.golden_set.source} ({a.golden_set.fingerprint[:12]}) vs "
+            f"{b.golden_set.source} ({b.golden_set.fingerprint[:12]})"
+        )
+    for key in (*DEFINITION_KEYS, "names"):
+        va, vb = a.fingerprint.metrics.get(key), b.fingerprint.metrics.get(key)
+        if va != vb:
+            problems.append(f"metric definition {key}: {va!r} (A) vs {vb!r} (B)")
+    common = a.indexes.keys() & b.indexes.keys()
+    if not common:
+        problems.append(f"no index in common: A has {sorted(a.indexes)}, B has {sorted(b.indexes)}")
+    if a.query_ids != b.query_ids and set(a.query_ids) != set(b.query_ids):
+        problems.append("the evaluated queries differ")
+    if problems:
+        raise IncomparableError(
+            "cannot compare: A and B must share golden set, metrics and an index type",
+            [Problem(p) for p in problems],
+        )
+
+
 def _differences(before: Any, after: Any, prefix: str) -> dict[str, Any]:
     if isinstance(before, dict) and isinstance(after, dict):
         out: dict[str, Any] = {}
