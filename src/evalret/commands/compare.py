@@ -268,6 +268,17 @@ def _side(report: RunReport, label: str) -> dict[str, Any]:
     return {"label": label, "fingerprint": f.digest, "model": f.model, "indexes": f.indexes}
 
 
+def _settings_record(settings: CompareSettings, samples: int) -> dict[str, Any]:
+    """How compare.json records the settings: as given, plus what the comparison drew and how."""
+    return {
+        **settings.__dict__,
+        "samples_drawn": samples,
+        "rbo_p": RBO_P,
+        "tests": "two-sided, paired",
+        "ci": "percentile bootstrap of the paired differences",
+    }
+
+
 def _report_verdict(v: CompareVerdict) -> Verdict:
     """The report's form of the core's verdict."""
     return Verdict(
@@ -309,13 +320,7 @@ def compare_reports(
         a=_side(a, labels[0]),
         b=_side(b, labels[1]),
         changed=changed_settings(a, b),
-        settings={
-            **settings.__dict__,
-            "samples_drawn": plan.samples,
-            "rbo_p": RBO_P,
-            "tests": "two-sided, paired",
-            "ci": "percentile bootstrap of the paired differences",
-        },
+        settings=_settings_record(settings, plan.samples),
         golden_set={
             "source": a.golden_set.source,
             "fingerprint": a.golden_set.fingerprint,
