@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 
-from evalret.core.gate import evaluate_gate, health_checks, resolve_rules
+from evalret.core.gate import HealthBounds, Threshold, evaluate_gate, health_checks, resolve_rules
 from evalret.data.config import (
     GateConfig,
     HealthThreshold,
     SignificanceConfig,
-    Threshold,
     ThresholdOverride,
 )
 
@@ -27,9 +28,9 @@ def test_overrides_replace_defaults_for_their_slice_and_index() -> None:
     rules = resolve_rules(
         {"recall@10": Threshold(max_drop=0.01)},
         [
-            ThresholdOverride(metric="recall@10", slice="tail", max_drop=0.05),
-            ThresholdOverride(metric="recall@10", slice="tail", index="hnsw", min=0.5),
-            ThresholdOverride(metric="mrr@10", index="exact", min=0.3),
+            ThresholdOverride(metric="recall@10", slice="tail", max_drop=0.05).to_core(),
+            ThresholdOverride(metric="recall@10", slice="tail", index="hnsw", min=0.5).to_core(),
+            ThresholdOverride(metric="mrr@10", index="exact", min=0.3).to_core(),
         ],
         ["exact", "hnsw"],
         ["all", "tail"],
@@ -91,7 +92,7 @@ def test_significance_turns_a_noisy_crossing_into_a_pass() -> None:
     rng = np.random.default_rng(0)
     base = rng.random(100)
     noisy = np.clip(base - 0.02 + 0.4 * rng.standard_normal(100), 0, 1)
-    sig = SignificanceConfig(test="randomization", samples=2000, seed=1)
+    sig = SignificanceConfig(test="randomization", samples=2000, seed=1).to_core()
     checks = {
         (c.slice, c.kind): c for c in run(noisy, base, Threshold(max_drop=0.01), significance=sig)
     }
@@ -107,10 +108,12 @@ def test_significant_drop_fails_and_correction_is_applied() -> None:
     rng = np.random.default_rng(1)
     base = rng.random(100)
     worse = base - 0.1 + 0.02 * rng.standard_normal(100)
-    sig = SignificanceConfig(test="randomization", samples=2000, seed=4, correction="holm")
+    sig = SignificanceConfig(
+        test="randomization", samples=2000, seed=4, correction="holm"
+    ).to_core()
     first = run(worse, base, Threshold(max_drop=0.01), significance=sig)
     again = run(worse, base, Threshold(max_drop=0.01), significance=sig)
-    assert [c.model_dump() for c in first] == [c.model_dump() for c in again]
+    assert [asdict(c) for c in first] == [asdict(c) for c in again]
     for c in first:
         assert not c.passed and c.p_value is not None and c.p_adjusted is not None
         assert c.p_adjusted >= c.p_value and c.p_adjusted < 0.05
@@ -122,7 +125,7 @@ def test_every_test_kind_gates(test: str) -> None:
     """Each significance test yields p-values and fails a clear drop."""
     rng = np.random.default_rng(2)
     base = rng.random(100)
-    sig = SignificanceConfig(test=test, samples=1000)  # type: ignore[arg-type]
+    sig = SignificanceConfig(test=test, samples=1000).to_core()  # type: ignore[arg-type]
     checks = run(base - 0.2, base, Threshold(max_drop=0.01), significance=sig)
     assert all(not c.passed and c.p_value is not None for c in checks)
 
@@ -145,9 +148,9 @@ def test_health_checks_bounds_and_targets() -> None:
     checks = health_checks(
         figures,
         {
-            "collapsed": HealthThreshold(max=0),
-            "avg_cosine": HealthThreshold(max=0.5),
-            "queries.avg_cosine": HealthThreshold(min=0.2),
+            "collapsed": HealthBounds(max=0),
+            "avg_cosine": HealthBounds(max=0.5),
+            "queries.avg_cosine": HealthBounds(min=0.2),
         },
     )
     outcome = {c.name: c.passed for c in checks}
@@ -185,7 +188,8 @@ def test_non_finite_values_fail_min_and_drop_checks(
     broken[3] = bad
     current, baseline = (broken, good) if where == "current" else (good, broken)
     threshold = Threshold(min=0.1, max_drop=0.5, max_drop_pct=90)
-    checks = run(current, baseline, threshold, significance=significance)
+    sig = significance.to_core() if significance else None
+    checks = run(current, baseline, threshold, significance=sig)
     kinds = ("max_drop", "max_drop_pct") + (("min",) if where == "current" else ())
     hit = [c for c in checks if c.kind in kinds]
     assert len(hit) == 2 * len(kinds)  # both slices hold query 3
@@ -199,11 +203,12 @@ def test_non_finite_values_fail_min_and_drop_checks(
 def test_non_finite_check_survives_a_json_round_trip() -> None:
     """A check failed on a NaN mean is written as JSON (NaN becomes null) and read back: a report
     holding it can still be loaded as a baseline or redrawn."""
+    from evalret.data.baseline import gate_check
     from evalret.data.schema import GateCheck
 
     broken = np.full(100, 0.8)
     broken[0] = np.nan
-    check = next(c for c in run(broken, None, Threshold(min=0.1)) if c.kind == "min")
+    check = gate_check(next(c for c in run(broken, None, Threshold(min=0.1)) if c.kind == "min"))
     again = GateCheck.model_validate_json(check.model_dump_json())
     assert again.current is None and not again.passed
     assert again.message == check.message
@@ -220,6 +225,6 @@ def test_non_finite_ann_recall_fails(bad: float) -> None:
 @pytest.mark.parametrize("bad", NON_FINITE)
 def test_non_finite_health_figure_fails_both_bounds(bad: float) -> None:
     figures = {"documents": {"n_vectors": 10, "avg_cosine": bad}, "queries": None}
-    checks = health_checks(figures, {"avg_cosine": HealthThreshold(min=-1, max=1)})
+    checks = health_checks(figures, {"avg_cosine": HealthBounds(min=-1, max=1)})
     assert len(checks) == 2
     assert all(not c.passed and "not a finite number" in c.message for c in checks)

@@ -10,10 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalret.core.metrics import (
+    FAMILIES,
     REGISTRY,
+    Family,
     Metric,
+    alias_table,
     build_judgments,
     compute,
+    hit_rate,
     ndcg,
     parse_metric,
     parse_metrics,
@@ -172,3 +176,42 @@ def test_inserting_non_relevant_never_raises_a_metric(case: dict, data: st.DataO
     before, after = compute(metrics, j), compute(metrics, worse)
     for name in before:
         assert np.all(after[name] <= before[name] + 1e-12), name
+
+
+def test_alias_table_of_the_registry() -> None:
+    """Every family answers to its name and its aliases: 6 names + 8 aliases = 14 entries."""
+    table = alias_table(FAMILIES)
+    assert len(table) == 14
+    assert table["p"] == "precision" and table["recip_rank"] == "mrr"
+    assert table["hits"] == "hit_rate" and table["ndcg"] == "ndcg"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "message"),
+    [
+        # an alias of beta repeats an alias of alpha, in another case: names are case-insensitive
+        (
+            Family("alpha", hit_rate, "x", ("a", "shared")),
+            Family("beta", hit_rate, "y", ("SHARED",)),
+            "metric name 'shared' of family 'beta' is already taken by family 'alpha'",
+        ),
+        # a family named like another family's alias ("r" is recall's)
+        (
+            Family("recall", hit_rate, "x", ("r",)),
+            Family("r", hit_rate, "y"),
+            "metric name 'r' of family 'r' is already taken by family 'recall'",
+        ),
+        # two families of one name
+        (
+            Family("mrr", hit_rate, "x"),
+            Family("mrr", hit_rate, "y"),
+            "metric name 'mrr' of family 'mrr' is already taken by family 'mrr'",
+        ),
+    ],
+)
+def test_alias_table_refuses_a_clash(first: Family, second: Family, message: str) -> None:
+    """A name claimed by two families is refused with an error naming it and both families,
+    never silently re-pointed to the later family."""
+    with pytest.raises(ValueError) as e:
+        alias_table([first, second])
+    assert str(e.value) == message

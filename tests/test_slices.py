@@ -34,8 +34,8 @@ def test_build_slices_order_and_custom() -> None:
         [("semantic",), ("exact-match", "head"), ()],
         [10, 1, None],
         custom=[
-            SliceDefinition(name="questions", pattern=r"\?$"),
-            SliceDefinition(name="listed", query_ids=["q2", "q3"], tag="exact-match"),
+            SliceDefinition(name="questions", pattern=r"\?$").to_core(),
+            SliceDefinition(name="listed", query_ids=["q2", "q3"], tag="exact-match").to_core(),
         ],
     )
     assert [s.name for s in slices] == [
@@ -63,8 +63,8 @@ def test_custom_slice_problems() -> None:
             [()],
             [None],
             custom=[
-                SliceDefinition(name="all", tag="x"),
-                SliceDefinition(name="mine", query_ids=["q9"]),
+                SliceDefinition(name="all", tag="x").to_core(),
+                SliceDefinition(name="mine", query_ids=["q9"]).to_core(),
             ],
         )
     text = str(e.value)

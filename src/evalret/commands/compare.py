@@ -1,18 +1,81 @@
-"""Orchestration of `evalret compare`: get A and B (run a config or read a report), compare,
-write compare.json, compare.md and disagreements.md."""
+"""Orchestration of `evalret compare`: get A and B (run a config or read a report), compare them
+(the statistics are the core's, see core.comparison), write compare.json, compare.md and
+disagreements.md."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evalret.core.comparison import CompareSettings, compare_reports
+import numpy as np
+
+from evalret.core.comparison import (
+    RBO_P,
+    CompareVerdict,
+    Criteria,
+    MetricChange,
+    Tested,
+    corrected,
+    diagnose,
+    example_positions,
+    pair_notes,
+    paired_statistics,
+    rank_drift,
+    verdict,
+)
+from evalret.core.stats import Correction, resamples_for, seed_for
 from evalret.data.atomic import append_text, atomic_write_text
-from evalret.data.baseline import load_baseline
+from evalret.data.baseline import changed_settings, check_comparable, load_baseline
 from evalret.data.config import GoldenSetConfig, load_config
+from evalret.data.examples import query_examples
 from evalret.data.goldenset import GoldenSet, load_golden_set
-from evalret.data.schema import CompareReport, RunReport
-from evalret.errors import EvalretError
+from evalret.data.schema import (
+    SCHEMA_VERSION,
+    TOP_KEPT,
+    CompareReport,
+    MetricComparison,
+    RunReport,
+    SliceComparison,
+    Verdict,
+)
+from evalret.errors import EvalretError, InputError, Problem
+from evalret.version import __version__
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    primary: str = "ndcg@10"
+    min_gain: float = 0.01
+    alpha: float = 0.05
+    correction: Correction = "holm"
+    samples: int = 10_000
+    bootstrap_samples: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+    power: float = 0.8
+
+    def __post_init__(self) -> None:
+        """Refuse settings no comparison can use, naming them as `evalret compare` spells them
+        (NaN fails every range check: nothing compares true with it)."""
+        problems = []
+        if self.correction not in ("holm", "bonferroni", "bh", "none"):
+            problems.append(f"--correction {self.correction}: choose holm, bonferroni, bh or none")
+        if not 0 < self.alpha < 1:
+            problems.append(f"--alpha {self.alpha:g}: a significance level between 0 and 1")
+        if not 0 <= self.min_gain < float("inf"):
+            problems.append(f"--min-gain {self.min_gain:g}: a finite number >= 0")
+        if self.samples < 100:
+            problems.append(f"--samples {self.samples}: at least 100 resamples")
+        if self.seed < 0:
+            problems.append(f"--seed {self.seed}: a seed is an integer >= 0")
+        if problems:
+            raise InputError("invalid comparison settings", [Problem(p) for p in problems])
+
+    @property
+    def criteria(self) -> Criteria:
+        """What counts as a change, for the core's diagnosis and verdict."""
+        return Criteria(primary=self.primary, min_gain=self.min_gain, alpha=self.alpha)
 
 
 def golden_set_of(report: RunReport) -> GoldenSet | None:
@@ -70,3 +133,203 @@ def run_comparison(
     if step_summary is not None:
         append_text(step_summary, markdown + "\n", "step summary")
     return comparison, [out / name for name in files]
+
+
+# (index, slice) -> the slice's tests, in metric order
+SliceTests = dict[tuple[str, str], list[Tested]]
+# (index, slice) -> jaccard@k and rbo@k of the two rankings
+Drift = dict[tuple[str, str], dict[str, float]]
+# index -> slice -> metric -> change
+ChangeTable = dict[str, dict[str, dict[str, MetricChange]]]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a comparison compares: indexes (and the lexical ones left out), metrics, the
+    position in B of each of A's queries, and the randomization resamples per test."""
+
+    indexes: list[str]
+    same_lexical: list[str]
+    metrics: list[str]
+    order_b: np.ndarray
+    samples: int
+
+
+def _plan(a: RunReport, b: RunReport, settings: CompareSettings) -> _Plan:
+    """The indexes and metrics to compare; InputError when the primary metric is not computed."""
+    order_b = np.array([{q: i for i, q in enumerate(b.query_ids)}[q] for q in a.query_ids])
+    # BM25 does not depend on the model: with the same settings it is the same ranking in A and
+    # B, and testing it would only dilute the correction across the tests that matter
+    same_lexical = [
+        i
+        for i in a.indexes
+        if i in b.indexes and i == "bm25" and a.indexes[i].params == b.indexes[i].params
+    ]
+    indexes = [i for i in a.indexes if i in b.indexes and i not in same_lexical]
+    metrics = list(a.fingerprint.metrics["names"])
+    if settings.primary not in metrics:
+        raise InputError(
+            f"--primary {settings.primary} is not computed; computed: {', '.join(metrics)}"
+        )
+    n_tests = len(indexes) * len(a.slices) * len(metrics)
+    samples = resamples_for(n_tests, settings.alpha, settings.samples, True)
+    return _Plan(indexes, same_lexical, metrics, order_b, samples)
+
+
+def _index_tests(
+    a: RunReport, b: RunReport, index: str, plan: _Plan, settings: CompareSettings
+) -> tuple[SliceTests, dict[str, dict[str, float]]]:
+    """The tests of every slice of one index, and each slice's rank drift."""
+    ra, rb = a.indexes[index], b.indexes[index]
+    jac, rbo = rank_drift(ra.top_ids, [rb.top_ids[j] for j in plan.order_b], TOP_KEPT)
+    per_a = np.column_stack([np.asarray(ra.per_query[m]) for m in plan.metrics])
+    per_b = np.column_stack([np.asarray(rb.per_query[m]) for m in plan.metrics])[plan.order_b]
+    tests: SliceTests = {}
+    drift = {}
+    for slice_name, info in a.slices.items():
+        members = np.array(info.members, dtype=np.int64)
+        drift[slice_name] = {
+            f"jaccard@{TOP_KEPT}": float(jac[members].mean()) if len(members) else 1.0,
+            f"rbo@{TOP_KEPT}": float(rbo[members].mean()) if len(members) else 1.0,
+        }
+        tests[(index, slice_name)] = paired_statistics(
+            per_a[members],
+            per_b[members],
+            plan.samples,
+            settings.bootstrap_samples,
+            settings.confidence,
+            seed_for(settings.seed, index, slice_name),
+            settings.alpha,
+            settings.power,
+        )
+    return tests, drift
+
+
+def _changes(
+    a: RunReport, b: RunReport, plan: _Plan, settings: CompareSettings
+) -> tuple[ChangeTable, SliceTests, Drift]:
+    """Every (index, slice, metric) change, corrected across all of them; also the raw tests
+    (for the minimum detectable effects) and the rank drift per (index, slice)."""
+    tests: SliceTests = {}
+    drift: Drift = {}
+    for index in plan.indexes:
+        index_tests, index_drift = _index_tests(a, b, index, plan, settings)
+        tests.update(index_tests)
+        drift.update({(index, s): d for s, d in index_drift.items()})
+    flat = [t for slice_tests in tests.values() for t in slice_tests]
+    changed = iter(corrected(flat, settings.correction, settings.alpha))
+    changes: ChangeTable = {}
+    for index, slice_name in tests:
+        by_metric = {m: next(changed) for m in plan.metrics}
+        changes.setdefault(index, {})[slice_name] = by_metric
+    return changes, tests, drift
+
+
+def _slice_comparisons(
+    a: RunReport,
+    changes: ChangeTable,
+    tests: SliceTests,
+    drift: Drift,
+    plan: _Plan,
+    criteria: Criteria,
+) -> dict[str, dict[str, SliceComparison]]:
+    """The report's per-index, per-slice comparisons, each with its diagnosis."""
+    return {
+        index: {
+            name: SliceComparison(
+                n_queries=a.slices[name].n_queries,
+                reliability=a.slices[name].reliability,
+                metrics={m: MetricComparison(**asdict(c)) for m, c in metrics.items()},
+                mde={m: t.mde for m, t in zip(plan.metrics, tests[(index, name)], strict=True)},
+                drift=drift[(index, name)],
+                diagnosis=diagnose(metrics, criteria),
+            )
+            for name, metrics in slices.items()
+        }
+        for index, slices in changes.items()
+    }
+
+
+def _identical(a: RunReport, b: RunReport, plan: _Plan, indexes: list[str]) -> bool:
+    """Whether A and B score every query identically on every compared index and metric."""
+    return all(
+        np.array_equal(
+            np.asarray(a.indexes[i].per_query[m]),
+            np.asarray(b.indexes[i].per_query[m])[plan.order_b],
+        )
+        for i in indexes
+        for m in a.fingerprint.metrics["names"]
+    )
+
+
+def _side(report: RunReport, label: str) -> dict[str, Any]:
+    """How compare.json names one side: its label, fingerprint, model and indexes."""
+    f = report.fingerprint
+    return {"label": label, "fingerprint": f.digest, "model": f.model, "indexes": f.indexes}
+
+
+def _settings_record(settings: CompareSettings, samples: int) -> dict[str, Any]:
+    """How compare.json records the settings: as given, plus what the comparison drew and how."""
+    return {
+        **settings.__dict__,
+        "samples_drawn": samples,
+        "rbo_p": RBO_P,
+        "tests": "two-sided, paired",
+        "ci": "percentile bootstrap of the paired differences",
+    }
+
+
+def _report_verdict(v: CompareVerdict) -> Verdict:
+    """The report's form of the core's verdict."""
+    return Verdict(
+        status=v.status,
+        reason=v.reason,
+        blocking=list(v.blocking),
+        regressions=list(v.regressions),
+    )
+
+
+def compare_reports(
+    a: RunReport,
+    b: RunReport,
+    settings: CompareSettings,
+    golden: GoldenSet | None = None,
+    labels: tuple[str, str] = ("A", "B"),
+) -> CompareReport:
+    """Compare B against A query by query. ``golden`` (when known) adds texts and grades to the
+    biggest losers and gainers."""
+    check_comparable(a, b)
+    plan = _plan(a, b, settings)
+    criteria = settings.criteria
+    changes, tests, drift = _changes(a, b, plan, settings)
+    primary_index = "exact" if "exact" in changes else plan.indexes[0]
+    notes = [
+        f"{i} is not compared: the same settings give the same ranking in A and B"
+        for i in plan.same_lexical
+    ]
+    notes += pair_notes(changes[primary_index], criteria)
+    outcome = verdict(_identical(a, b, plan, list(changes)), changes, primary_index, criteria)
+    ra, rb = a.indexes[primary_index], b.indexes[primary_index]
+    delta = np.asarray(rb.per_query[settings.primary])[plan.order_b] - np.asarray(
+        ra.per_query[settings.primary]
+    )
+    losers, gainers = example_positions(delta)
+    return CompareReport(
+        schema_version=SCHEMA_VERSION,
+        evalret_version=__version__,
+        a=_side(a, labels[0]),
+        b=_side(b, labels[1]),
+        changed=changed_settings(a, b),
+        settings=_settings_record(settings, plan.samples),
+        golden_set={
+            "source": a.golden_set.source,
+            "fingerprint": a.golden_set.fingerprint,
+            "n_queries": len(a.query_ids),
+        },
+        primary_index=primary_index,
+        indexes=_slice_comparisons(a, changes, tests, drift, plan, criteria),
+        notes=notes,
+        verdict=_report_verdict(outcome),
+        losers=query_examples(a, b, primary_index, settings.primary, losers, delta, golden),
+        gainers=query_examples(a, b, primary_index, settings.primary, gainers, delta, golden),
+    )

@@ -49,9 +49,16 @@ from evalret.core.duplicates import (
     similar_pairs,
     word_difference,
 )
-from evalret.core.slices import RELIABILITY, configured_slices, reliability
+from evalret.core.slices import RELIABILITY, reliability
 from evalret.core.stats import minimum_detectable_effect
-from evalret.data.config import Config, GoldenSetConfig, SlicesConfig, WithoutRelevant, load_config
+from evalret.data.config import (
+    Config,
+    GoldenSetConfig,
+    SlicesConfig,
+    WithoutRelevant,
+    configured_slices,
+    load_config,
+)
 from evalret.data.goldenset import GoldenSetScan, nothing_to_evaluate
 from evalret.data.textfile import read_json
 from evalret.errors import ConfigError, InputError, Problem

@@ -1,6 +1,7 @@
 """The gate: (current scores, baseline scores, thresholds) -> one verdict with one entry per check.
 
-Pure: per-query arrays and small values in, GateCheck values out; no files, models or printing.
+Pure: per-query arrays and plain frozen settings in (the config's ``to_core()`` values), ``Check``
+values out (the data layer turns them into the report's GateCheck); no files, models or printing.
 
 Checks, for every gated index, slice and metric with a threshold:
 
@@ -30,17 +31,79 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalret.core.stats import (
+    Correction,
+    Test,
     adjust_p_values,
     minimum_detectable_effect,
     paired_p_value,
     resamples_for,
     seed_for,
 )
-from evalret.data.config import HealthThreshold, SignificanceConfig, Threshold, ThresholdOverride
-from evalret.data.schema import GateCheck
 
 EPS = 1e-12  # float noise: a drop equal to its threshold passes
 Scores = Mapping[str, Mapping[str, np.ndarray]]  # index -> metric -> per-query values
+Paired = dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]  # rule key -> (current, base)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Limits for one metric: an absolute floor and/or the largest tolerated drop (None: none)."""
+
+    min: float | None = None
+    max_drop: float | None = None
+    max_drop_pct: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThresholdOverride(Threshold):
+    """A threshold for one metric in one slice and/or index (None: every one), replacing the
+    metric's default there."""
+
+    metric: str
+    slice: str | None = None
+    index: str | None = None
+
+
+@dataclass(frozen=True)
+class Significance:
+    """The paired test a drop must pass to fail the gate, and its correction, level and power."""
+
+    test: Test
+    alpha: float
+    correction: Correction
+    samples: int
+    seed: int
+    power: float
+
+
+@dataclass(frozen=True)
+class HealthBounds:
+    """Bounds for one intrinsic-health figure (None: unbounded on that side)."""
+
+    min: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named check of the gate and its outcome (the report's GateCheck, field for field)."""
+
+    name: str
+    index: str
+    slice: str
+    metric: str
+    kind: str  # min | max_drop | max_drop_pct | ann_min_recall | health_min | health_max
+    threshold: float
+    baseline: float | None
+    current: float
+    delta: float | None  # current - baseline
+    n_queries: int
+    p_value: float | None
+    p_adjusted: float | None
+    mde: float | None
+    underpowered: bool
+    passed: bool
+    message: str
 
 
 @dataclass(frozen=True)
@@ -99,100 +162,145 @@ class _Pending:
     p_value: float | None = None
     mde: float | None = None
 
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """The (index, slice, metric) the check is about: one paired test per key."""
+        return (self.rule.index, self.rule.slice, self.rule.metric)
+
 
 def evaluate_gate(
     current: Scores,
     baseline: Scores | None,
     slices: Mapping[str, np.ndarray],
     rules: Sequence[Rule],
-    significance: SignificanceConfig | None = None,
+    significance: Significance | None = None,
     ann_recall: float | None = None,
     ann_min_recall: float | None = None,
     ann_k: int = 10,
-) -> list[GateCheck]:
+) -> list[Check]:
     """Every check's outcome. ``baseline`` arrays are aligned with ``current``'s queries."""
     alpha = significance.alpha if significance else 0.05
     power = significance.power if significance else 0.8
     pending: list[_Pending] = []
-    paired: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = {}
+    paired: Paired = {}
     for rule in rules:
-        values = current.get(rule.index, {}).get(rule.metric)
-        mask = slices.get(rule.slice)
-        if values is None or mask is None or not mask.any():
-            continue
-        cur = values[mask]
-        cur_mean = float(cur.mean())
-        n = int(mask.sum())
-        t = rule.threshold
-        if t.min is not None:
-            crossed = not _finite(cur_mean) or cur_mean < t.min - EPS
-            pending.append(_Pending(rule, "min", t.min, None, None, cur_mean, n, crossed))
-        base_values = (baseline or {}).get(rule.index, {}).get(rule.metric)
-        if base_values is None:
-            continue
-        base = base_values[mask]
-        base_mean = float(base.mean())
-        drop = base_mean - cur_mean
-        diffs = cur - base
-        finite_diffs = n > 1 and bool(np.isfinite(diffs).all())
-        sd = float(diffs.std(ddof=1)) if finite_diffs else 0.0  # no MDE from non-finite values
-        mde = minimum_detectable_effect(sd, n, alpha, power) if sd > 0 else None
-        for kind, limit in (("max_drop", t.max_drop), ("max_drop_pct", t.max_drop_pct)):
-            if limit is None:
-                continue
-            allowed = limit if kind == "max_drop" else limit / 100 * base_mean
-            crossed = not _finite(base_mean, cur_mean) or drop > allowed + EPS
-            check = _Pending(rule, kind, limit, allowed, base_mean, cur_mean, n, crossed)
-            check.mde = mde
-            if significance is not None and _finite(base_mean, cur_mean):
-                paired[(rule.index, rule.slice, rule.metric)] = (cur, base)
-            pending.append(check)
+        pending += _rule_checks(rule, current, baseline, slices, alpha, power, significance, paired)
+    if significance is not None:
+        _attach_p_values(pending, paired, significance)
+    p_adj = _adjusted_p_values(pending, significance)
+    checks = [_finish(c, p_adj.get(id(c)), alpha, significance) for c in pending]
+    if ann_recall is not None and ann_min_recall is not None:
+        n_all = int(next(iter(slices.values())).sum()) if slices else 0
+        checks.append(_ann_check(ann_recall, ann_min_recall, ann_k, n_all))
+    return checks
 
-    if significance is not None:  # one test per (index, slice, metric), shared by its checks
-        samples = resamples_for(len(paired), significance.alpha, significance.samples, False)
-        p_of = {
-            key: paired_p_value(
-                cur,
-                base,
-                significance.test,
-                alternative="less",
-                samples=samples,
-                seed=seed_for(significance.seed, *key),
-            )
-            for key, (cur, base) in paired.items()
-        }
-        for c in pending:
-            if c.kind != "min":
-                c.p_value = p_of.get((c.rule.index, c.rule.slice, c.rule.metric))
 
+def _rule_checks(
+    rule: Rule,
+    current: Scores,
+    baseline: Scores | None,
+    slices: Mapping[str, np.ndarray],
+    alpha: float,
+    power: float,
+    significance: Significance | None,
+    paired: Paired,
+) -> list[_Pending]:
+    """The floor and drop checks of one rule (none when its index, metric or slice has no
+    values); a drop check to be tested records its paired values in ``paired``."""
+    values = current.get(rule.index, {}).get(rule.metric)
+    mask = slices.get(rule.slice)
+    if values is None or mask is None or not mask.any():
+        return []
+    cur = values[mask]
+    out = []
+    if rule.threshold.min is not None:
+        out.append(_floor_check(rule, rule.threshold.min, float(cur.mean()), int(mask.sum())))
+    base_values = (baseline or {}).get(rule.index, {}).get(rule.metric)
+    if base_values is not None:
+        drops = _drop_checks(rule, cur, base_values[mask], alpha, power)
+        if drops and significance is not None and _finite(drops[0].baseline, drops[0].current):
+            paired[drops[0].key] = (cur, base_values[mask])
+        out += drops
+    return out
+
+
+def _floor_check(rule: Rule, floor: float, cur_mean: float, n: int) -> _Pending:
+    """The ``min`` check: the current mean against a fixed floor."""
+    crossed = not _finite(cur_mean) or cur_mean < floor - EPS
+    return _Pending(rule, "min", floor, None, None, cur_mean, n, crossed)
+
+
+def _drop_checks(
+    rule: Rule, cur: np.ndarray, base: np.ndarray, alpha: float, power: float
+) -> list[_Pending]:
+    """The ``max_drop`` and ``max_drop_pct`` checks of one rule on the slice's paired values,
+    each with the slice's minimum detectable drop."""
+    n = len(cur)
+    cur_mean, base_mean = float(cur.mean()), float(base.mean())
+    drop = base_mean - cur_mean
+    diffs = cur - base
+    finite_diffs = n > 1 and bool(np.isfinite(diffs).all())
+    sd = float(diffs.std(ddof=1)) if finite_diffs else 0.0  # no MDE from non-finite values
+    mde = minimum_detectable_effect(sd, n, alpha, power) if sd > 0 else None
+    t = rule.threshold
+    out = []
+    for kind, limit in (("max_drop", t.max_drop), ("max_drop_pct", t.max_drop_pct)):
+        if limit is None:
+            continue
+        allowed = limit if kind == "max_drop" else limit / 100 * base_mean
+        crossed = not _finite(base_mean, cur_mean) or drop > allowed + EPS
+        out.append(_Pending(rule, kind, limit, allowed, base_mean, cur_mean, n, crossed, mde=mde))
+    return out
+
+
+def _attach_p_values(pending: list[_Pending], paired: Paired, significance: Significance) -> None:
+    """Run one one-sided paired test per (index, slice, metric), shared by its drop checks."""
+    samples = resamples_for(len(paired), significance.alpha, significance.samples, False)
+    p_of = {
+        key: paired_p_value(
+            cur,
+            base,
+            significance.test,
+            alternative="less",
+            samples=samples,
+            seed=seed_for(significance.seed, *key),
+        )
+        for key, (cur, base) in paired.items()
+    }
+    for c in pending:
+        if c.kind != "min":
+            c.p_value = p_of.get(c.key)
+
+
+def _adjusted_p_values(
+    pending: list[_Pending], significance: Significance | None
+) -> dict[int, float]:
+    """The corrected p-value of every tested check, by the check's id."""
     tested = [c for c in pending if c.p_value is not None]
     adjusted = adjust_p_values(
         [c.p_value for c in tested if c.p_value is not None],
         significance.correction if significance else "none",
     )
-    p_adj = {id(c): float(a) for c, a in zip(tested, adjusted, strict=True)}
-    checks = [_finish(c, p_adj.get(id(c)), alpha, significance) for c in pending]
+    return {id(c): float(a) for c, a in zip(tested, adjusted, strict=True)}
 
-    if ann_recall is not None and ann_min_recall is not None:
-        passed = _finite(ann_recall) and ann_recall >= ann_min_recall - EPS
-        n_all = int(next(iter(slices.values())).sum()) if slices else 0
-        message = f"HNSW keeps {_fmt(ann_recall)} of the exact top-{ann_k}" + (
-            f"{'' if passed else ', below'} the floor {ann_min_recall:g}"
-            if _finite(ann_recall)
-            else f": {NOT_FINITE}"
-        )
-        checks.append(
-            _bound_check(
-                f"hnsw/all/ann_recall@{ann_k} min {ann_min_recall:g}",
-                ("hnsw", "all", f"ann_recall@{ann_k}", "ann_min_recall"),
-                ann_min_recall,
-                ann_recall,
-                n_all,
-                passed,
-                message,
-            )
-        )
-    return checks
+
+def _ann_check(ann_recall: float, ann_min_recall: float, ann_k: int, n_all: int) -> Check:
+    """The HNSW recall floor: one check on slice ``all``."""
+    passed = _finite(ann_recall) and ann_recall >= ann_min_recall - EPS
+    message = f"HNSW keeps {_fmt(ann_recall)} of the exact top-{ann_k}" + (
+        f"{'' if passed else ', below'} the floor {ann_min_recall:g}"
+        if _finite(ann_recall)
+        else f": {NOT_FINITE}"
+    )
+    return _bound_check(
+        f"hnsw/all/ann_recall@{ann_k} min {ann_min_recall:g}",
+        ("hnsw", "all", f"ann_recall@{ann_k}", "ann_min_recall"),
+        ann_min_recall,
+        ann_recall,
+        n_all,
+        passed,
+        message,
+    )
 
 
 def _bound_check(
@@ -203,11 +311,11 @@ def _bound_check(
     n: int,
     passed: bool,
     message: str,
-) -> GateCheck:
+) -> Check:
     """A check of one value against a fixed bound: no baseline, no test. ``where`` is
     (index, slice, metric, kind)."""
     index, slice_name, metric, kind = where
-    return GateCheck(
+    return Check(
         name=name,
         index=index,
         slice=slice_name,
@@ -227,48 +335,69 @@ def _bound_check(
     )
 
 
+def _floor_message(c: _Pending) -> str:
+    """What a ``min`` check found."""
+    return f"{c.rule.metric} = {_fmt(c.current)}" + (
+        f" is {NOT_FINITE}"
+        if not _finite(c.current)
+        else f" is below the floor {c.threshold:g}"
+        if c.crossed
+        else f" >= floor {c.threshold:g}"
+    )
+
+
+def _drop_message(
+    c: _Pending,
+    p_adjusted: float | None,
+    significant: bool,
+    alpha: float,
+    significance: Significance | None,
+) -> str:
+    """What a drop check found: the change, the allowed drop and, when tested, the test."""
+    assert c.baseline is not None
+    limit = f"{c.threshold:g}" if c.kind == "max_drop" else f"{c.threshold:g}%"
+    change = f"{_fmt(c.baseline)} -> {_fmt(c.current)} ({c.current - c.baseline:+.4f})"
+    metric = c.rule.metric
+    if not _finite(c.current, c.baseline):
+        return f"{metric} {change}: {NOT_FINITE}"
+    if not c.crossed:
+        return f"{metric} {change}: within the allowed drop {limit}"
+    if significance is None:
+        return f"{metric} {change}: dropped more than {limit}"
+    verdict = "significant" if significant else "not significant"
+    return (
+        f"{metric} {change}: dropped more than {limit}, {verdict} "
+        f"({significance.test}, p = {c.p_value:.4g}, {significance.correction}-adjusted "
+        f"{p_adjusted:.4g}, alpha {alpha:g})"
+    )
+
+
+def _underpowered_note(c: _Pending, alpha: float, significance: Significance | None) -> str:
+    """Why a drop check's slice cannot show a drop of its threshold's size."""
+    return (
+        f"; slice too small for this threshold: with {c.n} queries the minimum "
+        f"detectable drop is {c.mde:.4f} (alpha {alpha:g}, power "
+        f"{significance.power if significance else 0.8:g})"
+    )
+
+
 def _finish(
-    c: _Pending, p_adjusted: float | None, alpha: float, significance: SignificanceConfig | None
-) -> GateCheck:
+    c: _Pending, p_adjusted: float | None, alpha: float, significance: Significance | None
+) -> Check:
+    """The outcome of a pending check once its corrected p-value (if tested) is known."""
     r = c.rule
     delta = None if c.baseline is None else c.current - c.baseline
     underpowered = c.allowed_drop is not None and c.mde is not None and c.mde > c.allowed_drop
-    finite = _finite(c.current, c.baseline)
     if c.kind == "min":
         passed = not c.crossed
-        message = f"{r.metric} = {_fmt(c.current)}" + (
-            f" is {NOT_FINITE}"
-            if not finite
-            else f" is below the floor {c.threshold:g}"
-            if c.crossed
-            else f" >= floor {c.threshold:g}"
-        )
+        message = _floor_message(c)
     else:
-        assert c.baseline is not None and c.allowed_drop is not None and delta is not None
-        limit = f"{c.threshold:g}" if c.kind == "max_drop" else f"{c.threshold:g}%"
-        change = f"{_fmt(c.baseline)} -> {_fmt(c.current)} ({delta:+.4f})"
         significant = p_adjusted is None or p_adjusted < alpha
         passed = not (c.crossed and significant)
-        if not finite:
-            message = f"{r.metric} {change}: {NOT_FINITE}"
-        elif not c.crossed:
-            message = f"{r.metric} {change}: within the allowed drop {limit}"
-        elif significance is None:
-            message = f"{r.metric} {change}: dropped more than {limit}"
-        else:
-            verdict = "significant" if significant else "not significant"
-            message = (
-                f"{r.metric} {change}: dropped more than {limit}, {verdict} "
-                f"({significance.test}, p = {c.p_value:.4g}, {significance.correction}-adjusted "
-                f"{p_adjusted:.4g}, alpha {alpha:g})"
-            )
+        message = _drop_message(c, p_adjusted, significant, alpha, significance)
         if underpowered:
-            message += (
-                f"; slice too small for this threshold: with {c.n} queries the minimum "
-                f"detectable drop is {c.mde:.4f} (alpha {alpha:g}, power "
-                f"{significance.power if significance else 0.8:g})"
-            )
-    return GateCheck(
+            message += _underpowered_note(c, alpha, significance)
+    return Check(
         name=f"{r.index}/{r.slice}/{r.metric} {c.kind} {c.threshold:g}",
         index=r.index,
         slice=r.slice,
@@ -290,8 +419,8 @@ def _finish(
 
 def health_checks(
     figures: Mapping[str, Mapping[str, float | int | bool] | None],
-    thresholds: Mapping[str, HealthThreshold],
-) -> list[GateCheck]:
+    thresholds: Mapping[str, HealthBounds],
+) -> list[Check]:
     """Checks of intrinsic-health figures. ``figures`` maps "documents" / "queries" to their
     figures (None: not computed); a threshold key names a figure for both, or one of them as
     "documents.<figure>" / "queries.<figure>". Booleans compare as 0 / 1."""
@@ -302,35 +431,31 @@ def health_checks(
             values = figures.get(matrix)
             if values is None or figure not in values:
                 continue
-            current = float(values[figure])
-            n = int(values.get("n_vectors", 0))
             for kind, limit in (("health_min", t.min), ("health_max", t.max)):
-                if limit is None:
-                    continue
-                within = current >= limit - EPS if kind == "health_min" else current <= limit + EPS
-                passed = _finite(current) and within
-                bound = f"{'>=' if kind == 'health_min' else '<='} {limit:g}"
-                shown = (
-                    str(bool(current)).lower()
-                    if isinstance(values[figure], bool)
-                    else (_fmt(current))
-                )
-                checks.append(
-                    _bound_check(
-                        f"embedding/{matrix}/{figure} {kind.split('_')[1]} {limit:g}",
-                        ("embedding", matrix, figure, kind),
-                        limit,
-                        current,
-                        n,
-                        passed,
-                        f"{matrix} {figure} = {shown}: "
-                        + (
-                            NOT_FINITE
-                            if not _finite(current)
-                            else f"within {bound}"
-                            if passed
-                            else f"outside {bound}"
-                        ),
-                    )
-                )
+                if limit is not None:
+                    checks.append(_health_check(matrix, figure, values, kind, limit))
     return checks
+
+
+def _health_check(
+    matrix: str, figure: str, values: Mapping[str, float | int | bool], kind: str, limit: float
+) -> Check:
+    """One bound (``health_min`` or ``health_max``) on one figure of one matrix."""
+    current = float(values[figure])
+    n = int(values.get("n_vectors", 0))
+    within = current >= limit - EPS if kind == "health_min" else current <= limit + EPS
+    passed = _finite(current) and within
+    bound = f"{'>=' if kind == 'health_min' else '<='} {limit:g}"
+    shown = str(bool(current)).lower() if isinstance(values[figure], bool) else _fmt(current)
+    outcome = (
+        NOT_FINITE if not _finite(current) else f"within {bound}" if passed else f"outside {bound}"
+    )
+    return _bound_check(
+        f"embedding/{matrix}/{figure} {kind.split('_')[1]} {limit:g}",
+        ("embedding", matrix, figure, kind),
+        limit,
+        current,
+        n,
+        passed,
+        f"{matrix} {figure} = {shown}: {outcome}",
+    )

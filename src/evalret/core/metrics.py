@@ -159,18 +159,35 @@ class Family:
     aliases: tuple[str, ...] = ()
 
 
-REGISTRY: Mapping[str, Family] = {
-    f.name: f
-    for f in (
-        Family("ndcg", ndcg, "ndcg_cut.k"),
-        Family("mrr", mrr, "recip_rank (run cut at k)", ("rr", "recip_rank")),
-        Family("recall", recall, "recall.k", ("r",)),
-        Family("precision", precision, "P.k", ("p",)),
-        Family("map", average_precision, "map_cut.k", ("ap",)),
-        Family("hit_rate", hit_rate, "success.k", ("success", "hit", "hits")),
-    )
-}
-_ALIASES = {alias: f.name for f in REGISTRY.values() for alias in (f.name, *f.aliases)}
+FAMILIES = (
+    Family("ndcg", ndcg, "ndcg_cut.k"),
+    Family("mrr", mrr, "recip_rank (run cut at k)", ("rr", "recip_rank")),
+    Family("recall", recall, "recall.k", ("r",)),
+    Family("precision", precision, "P.k", ("p",)),
+    Family("map", average_precision, "map_cut.k", ("ap",)),
+    Family("hit_rate", hit_rate, "success.k", ("success", "hit", "hits")),
+)
+
+
+def alias_table(families: Iterable[Family]) -> dict[str, str]:
+    """Every name a family answers to (its own name and its aliases, lowercase) -> the family's
+    name. A name claimed twice, by two families or twice by one, is a ValueError naming the
+    name and both claimants: a clash must never silently re-point a metric name."""
+    table: dict[str, str] = {}
+    for f in families:
+        for alias in (f.name, *f.aliases):
+            key = alias.lower()
+            if key in table:
+                raise ValueError(
+                    f"metric name {key!r} of family {f.name!r} is already taken by family "
+                    f"{table[key]!r}"
+                )
+            table[key] = f.name
+    return table
+
+
+_ALIASES = alias_table(FAMILIES)  # checked first: no family may shadow another's name
+REGISTRY: Mapping[str, Family] = {f.name: f for f in FAMILIES}
 _NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*@\s*(\d+)\s*$")
 
 

@@ -1,7 +1,8 @@
 """Which queries belong to which slice. Pure: takes the queries' fields, returns boolean masks.
 
 Order of the slices: ``all``; then ``head``, ``torso``, ``tail`` when queries carry a frequency;
-then one slice per tag (sorted); then the slices declared in the config, in their order.
+then one slice per tag (sorted); then the custom slices (the config's, as ``CustomSlice`` values),
+in their order.
 
 Frequency slices: with ``n`` queries carrying a frequency, ``head`` holds every query at least as
 frequent as the ceil(head_fraction * n)-th most frequent one, ``tail`` every other query at most as
@@ -18,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalret.data.config import SliceDefinition, SlicesConfig
 from evalret.errors import ConfigError, Problem
 
 FREQUENCY_SLICES = ("head", "torso", "tail")
@@ -30,6 +30,16 @@ RELIABILITY = (
     (200, "minimal", "minimal viable: directional for big changes"),
     (0, "unreliable", "unreliable: only large changes show"),
 )
+
+
+@dataclass(frozen=True)
+class CustomSlice:
+    """A declared slice: the queries matching every given criterion (None: not a criterion)."""
+
+    name: str
+    tag: str | None = None
+    query_ids: tuple[str, ...] | None = None
+    pattern: str | None = None  # a regular expression searched in the query text
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ def build_slices(
     use_frequency: bool = True,
     head_fraction: float = 0.05,
     tail_fraction: float = 0.5,
-    custom: Sequence[SliceDefinition] = (),
+    custom: Sequence[CustomSlice] = (),
 ) -> list[Slice]:
     """The slices of a set of queries (aligned sequences), ``all`` first."""
     n = len(query_ids)
@@ -95,7 +105,20 @@ def build_slices(
             name = tag if tag not in {"all", *FREQUENCY_SLICES} else f"tag:{tag}"
             mask = np.array([tag in ts for ts in tags], dtype=bool)
             out.append(Slice(name, "tag", f"queries tagged {tag!r}", mask))
-    taken = {s.name for s in out}
+    return out + _custom_slices(query_ids, query_texts, tags, custom, {s.name for s in out})
+
+
+def _custom_slices(
+    query_ids: Sequence[str],
+    query_texts: Sequence[str],
+    tags: Sequence[Sequence[str]],
+    custom: Sequence[CustomSlice],
+    taken: set[str],
+) -> list[Slice]:
+    """The custom slices, criteria ANDed; ConfigError naming every clashing name (with
+    ``taken`` or an earlier one) and every unknown query id."""
+    n = len(query_ids)
+    out = []
     problems = []
     id_set = set(query_ids)
     for i, d in enumerate(custom):
@@ -128,24 +151,3 @@ def build_slices(
     if problems:
         raise ConfigError("invalid slice definitions", problems)
     return out
-
-
-def configured_slices(
-    query_ids: Sequence[str],
-    query_texts: Sequence[str],
-    tags: Sequence[Sequence[str]],
-    frequency: Sequence[int | None],
-    cfg: SlicesConfig,
-) -> list[Slice]:
-    """``build_slices`` with the settings of the config's ``slices`` section."""
-    return build_slices(
-        query_ids,
-        query_texts,
-        tags,
-        frequency,
-        use_tags=cfg.tags,
-        use_frequency=cfg.frequency,
-        head_fraction=cfg.head_fraction,
-        tail_fraction=cfg.tail_fraction,
-        custom=cfg.custom,
-    )

@@ -8,18 +8,19 @@ per-query scores), written atomically: an interrupted save never leaves a broken
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
-from evalret.core.gate import Rule, evaluate_gate, health_checks, resolve_rules
+from evalret.core.gate import Check, Rule, evaluate_gate, health_checks, resolve_rules
 from evalret.core.slices import Slice
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import DENSE_INDEXES, Config
 from evalret.data.goldenset import GoldenSet
-from evalret.data.schema import SCHEMA_VERSION, GateSection, RunReport
+from evalret.data.schema import SCHEMA_VERSION, GateCheck, GateSection, RunReport
 from evalret.data.textfile import read_json, schema_problems
 from evalret.errors import IncomparableError, InputError, Problem
 
@@ -111,6 +112,30 @@ def check_compatible(
         )
 
 
+def check_comparable(a: RunReport, b: RunReport) -> None:
+    """Refuse (exit 2) two runs of different golden sets or metric definitions."""
+    problems = []
+    if a.golden_set.fingerprint != b.golden_set.fingerprint:
+        problems.append(
+            f"golden sets differ: {a.golden_set.source} ({a.golden_set.fingerprint[:12]}) vs "
+            f"{b.golden_set.source} ({b.golden_set.fingerprint[:12]})"
+        )
+    for key in (*DEFINITION_KEYS, "names"):
+        va, vb = a.fingerprint.metrics.get(key), b.fingerprint.metrics.get(key)
+        if va != vb:
+            problems.append(f"metric definition {key}: {va!r} (A) vs {vb!r} (B)")
+    common = a.indexes.keys() & b.indexes.keys()
+    if not common:
+        problems.append(f"no index in common: A has {sorted(a.indexes)}, B has {sorted(b.indexes)}")
+    if a.query_ids != b.query_ids and set(a.query_ids) != set(b.query_ids):
+        problems.append("the evaluated queries differ")
+    if problems:
+        raise IncomparableError(
+            "cannot compare: A and B must share golden set, metrics and an index type",
+            [Problem(p) for p in problems],
+        )
+
+
 def _differences(before: Any, after: Any, prefix: str) -> dict[str, Any]:
     if isinstance(before, dict) and isinstance(after, dict):
         out: dict[str, Any] = {}
@@ -178,6 +203,50 @@ def _check_drops_answerable(
         )
 
 
+def gate_check(check: Check) -> GateCheck:
+    """The report's form of one check of the core gate (the same fields)."""
+    return GateCheck(**asdict(check))
+
+
+def _gate_checks(
+    config: Config,
+    current: RunReport,
+    masks: dict[str, np.ndarray],
+    indexes: list[str],
+    baseline: RunReport | None,
+    baseline_source: str | None,
+) -> list[Check]:
+    """Every check of the configured gate on ``current`` (drop checks only with a baseline,
+    which must hold what they compare with)."""
+    gate = config.gate
+    thresholds = {m: t.to_core() for m, t in config.thresholds.items()}
+    overrides = [o.to_core() for o in gate.overrides]
+    rules = resolve_rules(thresholds, overrides, indexes, list(masks))
+    base_scores = None
+    if baseline is not None:
+        base_scores = _aligned(baseline, current.query_ids)
+        _check_drops_answerable(rules, base_scores, baseline_source or "baseline")
+    ann = current.ann
+    ann_recall = None
+    if ann is not None and "hnsw" in indexes:
+        ann_recall = ann.slices["all"].recall.get(f"recall@{gate.ann_k}")
+    checks = evaluate_gate(
+        _aligned(current, current.query_ids),
+        base_scores,
+        masks,
+        rules,
+        gate.significance.to_core() if gate.significance else None,
+        ann_recall,
+        gate.ann_min_recall,
+        gate.ann_k,
+    )
+    if current.intrinsic is not None:
+        i = current.intrinsic
+        health = {key: t.to_core() for key, t in gate.health.items()}
+        checks += health_checks({"documents": i.documents, "queries": i.queries}, health)
+    return checks
+
+
 def run_gate(
     config: Config,
     current: RunReport,
@@ -194,30 +263,11 @@ def run_gate(
     indexes = [i for i in current.indexes if i in gated]
     wanted = set(gate.slices) if gate.slices is not None else None
     masks = {s.name: s.mask for s in slices if wanted is None or s.name in wanted}
+    checks = [
+        gate_check(c)
+        for c in _gate_checks(config, current, masks, indexes, baseline, baseline_source)
+    ]
     notes: list[str] = []
-    rules = resolve_rules(config.thresholds, gate.overrides, indexes, list(masks))
-    base_scores = None
-    if baseline is not None:
-        base_scores = _aligned(baseline, current.query_ids)
-        _check_drops_answerable(rules, base_scores, baseline_source or "baseline")
-    ann = current.ann
-    ann_recall = None
-    if ann is not None and "hnsw" in indexes:
-        ann_recall = ann.slices["all"].recall.get(f"recall@{gate.ann_k}")
-    current_scores = _aligned(current, current.query_ids)
-    checks = evaluate_gate(
-        current_scores,
-        base_scores,
-        masks,
-        rules,
-        gate.significance,
-        ann_recall,
-        gate.ann_min_recall,
-        gate.ann_k,
-    )
-    if current.intrinsic is not None:
-        i = current.intrinsic
-        checks += health_checks({"documents": i.documents, "queries": i.queries}, gate.health)
     if missing_baseline is not None:
         notes.insert(
             0,

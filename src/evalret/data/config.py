@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -22,7 +23,9 @@ from pydantic import (
     model_validator,
 )
 
+from evalret.core import gate
 from evalret.core.metrics import MAX_GRADE, parse_metrics
+from evalret.core.slices import CustomSlice, Slice, build_slices
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, MetricError, Problem
 
@@ -186,6 +189,11 @@ class SliceDefinition(_Strict):
             raise ValueError("a slice needs at least one of: tag, query_ids, pattern")
         return self
 
+    def to_core(self) -> CustomSlice:
+        """The plain slice definition the core builds slices from."""
+        ids = tuple(self.query_ids) if self.query_ids is not None else None
+        return CustomSlice(name=self.name, tag=self.tag, query_ids=ids, pattern=self.pattern)
+
 
 class SlicesConfig(_Strict):
     tags: bool = Field(True, description="one slice per tag found in the golden set")
@@ -205,6 +213,27 @@ class SlicesConfig(_Strict):
         return self
 
 
+def configured_slices(
+    query_ids: Sequence[str],
+    query_texts: Sequence[str],
+    tags: Sequence[Sequence[str]],
+    frequency: Sequence[int | None],
+    cfg: SlicesConfig,
+) -> list[Slice]:
+    """``build_slices`` with the settings of the config's ``slices`` section."""
+    return build_slices(
+        query_ids,
+        query_texts,
+        tags,
+        frequency,
+        use_tags=cfg.tags,
+        use_frequency=cfg.frequency,
+        head_fraction=cfg.head_fraction,
+        tail_fraction=cfg.tail_fraction,
+        custom=[d.to_core() for d in cfg.custom],
+    )
+
+
 class BootstrapConfig(_Strict):
     samples: int = Field(1000, ge=100)
     seed: int = Field(0, ge=0)
@@ -217,6 +246,10 @@ class Threshold(_Strict):
     min: float | None = Field(None, description="fail when the current value is below this")
     max_drop: float | None = Field(None, ge=0, description="fail on a larger absolute drop")
     max_drop_pct: float | None = Field(None, ge=0, description="fail on a larger relative drop, %")
+
+    def to_core(self) -> gate.Threshold:
+        """The plain threshold the gate reads."""
+        return gate.Threshold(min=self.min, max_drop=self.max_drop, max_drop_pct=self.max_drop_pct)
 
 
 class ThresholdOverride(Threshold):
@@ -234,12 +267,27 @@ class ThresholdOverride(Threshold):
         except MetricError as e:
             raise ValueError("; ".join(p.message for p in e.problems)) from None
 
+    def to_core(self) -> gate.ThresholdOverride:
+        """The plain override the gate reads."""
+        return gate.ThresholdOverride(
+            min=self.min,
+            max_drop=self.max_drop,
+            max_drop_pct=self.max_drop_pct,
+            metric=self.metric,
+            slice=self.slice,
+            index=self.index,
+        )
+
 
 class HealthThreshold(_Strict):
     """Bounds for one intrinsic-health figure (booleans count as 0 / 1)."""
 
     min: float | None = None
     max: float | None = None
+
+    def to_core(self) -> gate.HealthBounds:
+        """The plain bounds the gate reads."""
+        return gate.HealthBounds(min=self.min, max=self.max)
 
 
 def _health_key(key: str) -> str:
@@ -264,6 +312,17 @@ class SignificanceConfig(_Strict):
     samples: int = Field(10_000, ge=100)
     seed: int = Field(0, ge=0)
     power: float = Field(0.8, gt=0, lt=1)
+
+    def to_core(self) -> gate.Significance:
+        """The plain significance settings the gate reads."""
+        return gate.Significance(
+            test=self.test,
+            alpha=self.alpha,
+            correction=self.correction,
+            samples=self.samples,
+            seed=self.seed,
+            power=self.power,
+        )
 
 
 DEFAULT_THRESHOLDS = {"recall@10": Threshold(max_drop=0.01), "mrr@10": Threshold(max_drop=0.01)}

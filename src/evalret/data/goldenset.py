@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evalret.core.metrics import MAX_GRADE
-from evalret.data.config import GoldenSetConfig, SlicesConfig, WithoutRelevant
+from evalret.data.config import GoldenSetConfig, SlicesConfig, WithoutRelevant, configured_slices
 from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import GoldenSetError, Problem
 
@@ -92,8 +92,6 @@ class GoldenSet:
 
     def slices(self, cfg: SlicesConfig) -> list[Slice]:
         """This set's slices under the config's ``slices`` settings."""
-        from evalret.core.slices import configured_slices
-
         return configured_slices(
             self.query_ids,
             self.query_texts,

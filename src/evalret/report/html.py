@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from evalret.core.comparison import query_examples
+from evalret.data.examples import query_examples
 from evalret.data.goldenset import GoldenSet
 from evalret.data.schema import (
     CompareReport,
