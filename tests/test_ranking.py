@@ -18,7 +18,7 @@ from evalret.core.ranking import (
 
 
 def test_id_rank_orders_ids_as_strings() -> None:
-    """"d10" sorts before "d9": plain string order, as trec_eval compares document ids."""
+    """Plain string order, as trec_eval compares document ids: d10 sorts before d9."""
     assert id_rank(["d9", "d10", "a"]).tolist() == [2, 1, 0]
 
 
