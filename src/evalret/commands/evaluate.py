@@ -1,6 +1,11 @@
-"""Orchestration: config -> golden set -> embeddings -> indexes -> per-query metrics -> report.
+"""Orchestration of a run, in named stages: load (golden set, slices, the baseline's
+compatibility) -> embed (the configured backend through the cache) -> health -> retrieve (every
+enabled retriever of engines.retrievers, in registry order) -> score (per-query metrics, curves,
+slice summaries) -> assemble (the report) -> gate.
 
-Everything heavy (model, faiss) happens here or below; the CLI only renders what comes back.
+The stages ask the registries (engines.embedders, engines.retrievers) and never name a backend or
+an index themselves. Everything heavy (model, faiss) happens here or below; the CLI only renders
+what comes back.
 """
 
 from __future__ import annotations
