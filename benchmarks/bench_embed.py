@@ -60,8 +60,9 @@ def throughput(args: argparse.Namespace) -> list[dict[str, Any]]:
     from sentence_transformers import SentenceTransformer
 
     from evalret.data.config import ModelConfig
-    from evalret.engines.backends import make_embedder, usable_cores
+    from evalret.engines.backends import usable_cores
     from evalret.engines.embed import force_offline, resolve_model
+    from evalret.engines.embedders import make_embedder
 
     force_offline()
     docs, queries = texts(args.docs, args.queries)

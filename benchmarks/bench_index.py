@@ -45,8 +45,9 @@ def vectors(n: int, seed: int) -> np.ndarray:
 
 def measure(n: int, kind: str) -> dict[str, float]:
     """Runs inside a child process: build and search one index, return the figures."""
+    from evalret.core.ranking import id_rank
     from evalret.data.config import HnswIndexConfig
-    from evalret.engines.faiss_index import build_exact, build_hnsw, id_rank, search
+    from evalret.engines.faiss_index import build_exact, build_hnsw, search
 
     docs = vectors(n, seed=0)
     rng = np.random.default_rng(1)

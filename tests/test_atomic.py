@@ -21,9 +21,13 @@ import pytest
 
 from evalret.data.atomic import (
     append_text,
+    atomic_write,
     atomic_write_text,
     check_writable_dir,
     check_writable_file,
+    publish_dir,
+    sha256_file,
+    temp_dir_beside,
 )
 from evalret.errors import ExitCode, InputError
 
@@ -160,3 +164,35 @@ def test_append_errors_name_the_path(tmp_path: Path) -> None:
     append_text(tmp_path / "summary.md", "a")
     append_text(tmp_path / "summary.md", "b")
     assert (tmp_path / "summary.md").read_text() == "ab"
+
+
+def test_atomic_write_keeps_the_old_file_when_the_writer_fails(tmp_path: Path) -> None:
+    """A writer that raises leaves the old bytes and no temporary file; one that finishes
+    replaces them."""
+    path = tmp_path / "vectors.npy"
+    path.write_bytes(b"old")
+
+    def broken(tmp: Path) -> None:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(path, broken)
+    assert path.read_bytes() == b"old" and sorted(tmp_path.iterdir()) == [path]
+    atomic_write(path, lambda tmp: tmp.write_bytes(b"new"))
+    assert path.read_bytes() == b"new" and sorted(tmp_path.iterdir()) == [path]
+    assert sha256_file(path) == "11507a0e2f5e69d5dfa40a62a1bd7b6ee57e6bcd85c67c9b8431b36fff21c437"
+
+
+def test_publish_dir_never_replaces_an_existing_directory(tmp_path: Path) -> None:
+    """The first writer of a directory wins; a later one gets OSError and keeps its temporary."""
+    final = tmp_path / "models" / "key"
+    first = temp_dir_beside(final)
+    (first / "model.onnx").write_bytes(b"one")
+    publish_dir(first, final)
+    second = temp_dir_beside(final)
+    (second / "model.onnx").write_bytes(b"two")
+    with pytest.raises(OSError):
+        publish_dir(second, final)
+    assert (final / "model.onnx").read_bytes() == b"one" and second.is_dir()
+    assert second.name.startswith(".key.") and second.name.endswith(".tmp")

@@ -23,12 +23,12 @@ from evalret.engines.backends import (
     ModelStore,
     OnnxEmbedder,
     agreement,
-    make_embedder,
     pool,
     read_layout,
 )
 from evalret.engines.cache import CachedEmbedder, Namespace, cache_info, clear_cache
 from evalret.engines.embed import SentenceTransformerEmbedder, resolve_model
+from evalret.engines.embedders import make_embedder
 from evalret.errors import ConfigError
 from helpers import HashEmbedder
 

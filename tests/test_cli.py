@@ -532,7 +532,7 @@ class _NoEmbedding(HashEmbedder):
 def small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A config for a small golden set, its cache in tmp_path/cache, embedded by HashEmbedder
     (no model: these tests are about files, not vectors)."""
-    monkeypatch.setattr("evalret.commands.evaluate.make_embedder", lambda *_: HashEmbedder())
+    monkeypatch.setattr("evalret.engines.embedders.make_embedder", lambda *_: HashEmbedder())
     gs = make_set(tmp_path / "gs")
     return write_config(
         tmp_path, f"golden_set:\n  path: {gs}\ncache:\n  dir: {tmp_path / 'cache'}\n"
@@ -551,7 +551,7 @@ def test_unwritable_output_is_refused_before_any_embedding(
 ) -> None:
     """An output location that cannot be written, as root too: exit 2 naming the path, before
     the model is loaded or anything embedded."""
-    monkeypatch.setattr("evalret.commands.evaluate.make_embedder", lambda *_: _NoEmbedding())
+    monkeypatch.setattr("evalret.engines.embedders.make_embedder", lambda *_: _NoEmbedding())
     (tmp_path / "file").write_text("x")
     out, extra, named = tmp_path / "out", [], tmp_path / "out"
     if case == "out is a file":
@@ -653,7 +653,7 @@ def test_pool_out_directory_exits_2_before_embedding(
     small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pool -o a directory: exit 2 naming it, before anything is embedded."""
-    monkeypatch.setattr("evalret.commands.evaluate.make_embedder", lambda *_: _NoEmbedding())
+    monkeypatch.setattr("evalret.engines.embedders.make_embedder", lambda *_: _NoEmbedding())
     code, output = invoke("pool", str(small), "-o", str(tmp_path), "--no-progress")
     assert code == 2 and str(tmp_path) in output, output
 

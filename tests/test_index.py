@@ -6,15 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
+from evalret.core.ranking import apply_tie_rule, id_rank
 from evalret.data.config import HnswIndexConfig
-from evalret.engines.faiss_index import (
-    apply_tie_rule,
-    build_exact,
-    build_hnsw,
-    cached_hnsw,
-    id_rank,
-    search,
-)
+from evalret.engines.faiss_index import build_exact, build_hnsw, cached_hnsw, search
 
 
 def test_id_rank_is_string_order() -> None:

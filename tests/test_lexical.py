@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from evalret.commands.evaluate import judged_at, queries_to_evaluate
 from evalret.core.metrics import build_judgments, compute, parse_metrics
+from evalret.core.ranking import SearchResult, id_rank, rrf_fuse, top_candidates
 from evalret.data.config import Bm25IndexConfig, Config, GoldenSetConfig, load_config
 from evalret.data.goldenset import GoldenSet, load_golden_set
-from evalret.engines.faiss_index import SearchResult, id_rank, top_candidates
-from evalret.engines.lexical import bm25_search, rrf_fuse
+from evalret.engines.lexical import bm25_search
 from evalret.errors import ConfigError, InputError
 from test_trec_eval_conformance import trec_eval_values
 

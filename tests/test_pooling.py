@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from evalret.commands.pool import pool_records, pool_unjudged
+from evalret.core.ranking import SearchResult
 from evalret.data.goldenset import GoldenSet
-from evalret.engines.faiss_index import SearchResult
 from test_cli import invoke
 
 

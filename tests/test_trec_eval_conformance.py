@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalret.core.metrics import REGISTRY, Metric, build_judgments, compute
-from evalret.engines.faiss_index import apply_tie_rule, id_rank
+from evalret.core.ranking import apply_tie_rule, id_rank
 
 CUTOFFS = (1, 2, 3, 5, 10, 30, 500)  # 30 and 500 exceed every corpus drawn below
 

@@ -1,21 +1,25 @@
-"""Orchestration: config -> golden set -> embeddings -> indexes -> per-query metrics -> report.
+"""Orchestration of a run, in named stages: load (golden set, slices, the baseline's
+compatibility) -> embed (the configured backend through the cache) -> health -> retrieve (every
+enabled retriever of engines.retrievers, in registry order) -> score (per-query metrics, curves,
+slice summaries) -> assemble (the report) -> gate.
 
-Everything heavy (model, faiss) happens here or below; the CLI only renders what comes back.
+The stages ask the registries (engines.embedders, engines.retrievers) and never name a backend or
+an index themselves. Everything heavy (model, faiss) happens here or below; the CLI only renders
+what comes back.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from evalret.core.curves import metric_curves
+from evalret.core.digest import json_digest
 from evalret.core.metrics import (
     Metric,
     RankedJudgments,
@@ -23,6 +27,7 @@ from evalret.core.metrics import (
     compute,
     parse_metrics,
 )
+from evalret.core.ranking import TIE_RULE, SearchResult, id_rank
 from evalret.core.slices import Slice, reliability
 from evalret.core.stats import bootstrap_ci, seed_for
 from evalret.data.baseline import check_compatible, check_gate_slices, run_gate
@@ -45,18 +50,15 @@ from evalret.data.schema import (
     SliceInfo,
     SliceResult,
 )
-from evalret.engines.backends import backend_check, describe_backend, make_embedder
-from evalret.engines.cache import CachedEmbedder, default_cache_dir
+from evalret.engines.backends import describe_backend
 from evalret.engines.embed import Embedder
-from evalret.engines.faiss_index import SearchResult, build_exact, cached_hnsw, id_rank, search
-from evalret.engines.lexical import bm25_search, rrf_fuse
+from evalret.engines.embedders import OpenedEmbedder, backend_check, open_embedder
+from evalret.engines.retrievers import ProgressFactory, SearchJob, make_retrievers
 from evalret.version import __version__
 
-TIE_RULE = "score descending, then document id descending (trec_eval)"
 # how queries without a relevant document count, as written in the fingerprint (the exclude
 # wording predates the setting: baselines written before it stay comparable)
 WITHOUT_RELEVANT = {"exclude": "excluded from means", "zero": "scored like trec_eval (0 if binary)"}
-ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
 
 @dataclass(frozen=True)
@@ -68,10 +70,6 @@ class Evaluation:
     rankings: dict[str, SearchResult]
     slices: list[Slice]
     baseline: RunReport | None = None  # the report gated against, when there was one
-
-
-def _digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class _Timer:
@@ -264,6 +262,253 @@ def _lexical_section(
     )
 
 
+@dataclass(frozen=True)
+class _Loaded:
+    """The golden set as read (``full``) and as scored, its slices, the metric definitions."""
+
+    full: GoldenSet
+    golden: GoldenSet
+    slices: list[Slice]
+    definitions: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Embedded:
+    """The document and query vectors, and what embedded them."""
+
+    docs: np.ndarray
+    queries: np.ndarray
+    opened: OpenedEmbedder
+    agreement: dict[str, Any] | None  # the backend against torch (None for torch)
+
+
+@dataclass(frozen=True)
+class _Retrieved:
+    """Every enabled retriever's ranking, cut to ``depth``, with its described parameters."""
+
+    rankings: dict[str, SearchResult]
+    params: dict[str, dict[str, Any]]
+    cache_notes: dict[str, str]
+    depth: int
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """Per index its results; the ANN and lexical comparisons."""
+
+    indexes: dict[str, IndexResult]
+    ann: AnnSection | None
+    lexical: LexicalSection | None
+
+
+def _load(
+    config: Config, timer: _Timer, baseline: RunReport | None, baseline_source: str | None
+) -> _Loaded:
+    """Read the golden set and its slices; check the gate's slices and, with a ``baseline``,
+    that it is comparable (before anything is embedded)."""
+    definitions = metric_definitions(config)
+    with timer("load_golden_set"):
+        full = load_golden_set(config.golden_set, config.relevance_level)
+        golden = queries_to_evaluate(full, config)
+        slices = golden.slices(config.slices)
+    check_gate_slices(config, slices)
+    if baseline is not None:
+        check_compatible(baseline, full, definitions, baseline_source or "baseline")
+    return _Loaded(full=full, golden=golden, slices=slices, definitions=definitions)
+
+
+def _embed(
+    config: Config,
+    golden: GoldenSet,
+    embedder: Embedder | None,
+    progress: ProgressFactory,
+    timer: _Timer,
+) -> _Embedded:
+    """Embed the documents and queries through the cache; check a non-torch backend's vectors
+    against torch's when the embedder comes from the config."""
+    opened = open_embedder(config.model, config.cache, embedder)
+    with timer("embed_documents"):
+        docs = opened.embedder.embed(
+            golden.doc_texts, "document", progress("Embedding documents", len(golden.doc_texts))
+        )
+    with timer("embed_queries"):
+        queries = opened.embedder.embed(
+            golden.query_texts, "query", progress("Embedding queries", len(golden.query_texts))
+        )
+    agreement = None
+    if embedder is None:  # how far a faster backend's vectors are from torch's (cached after once)
+        with timer("backend_check"):
+            agreement = backend_check(config.model, golden.doc_texts, docs, opened.root)
+    return _Embedded(docs=docs, queries=queries, opened=opened, agreement=agreement)
+
+
+def _health(
+    config: Config, golden: GoldenSet, e: _Embedded, timer: _Timer
+) -> IntrinsicSection | None:
+    """The intrinsic health section, when ``health`` is enabled."""
+    if not config.health.enabled:
+        return None
+    with timer("health"):
+        return _intrinsic_section(e.docs, e.queries, golden.qrel_arrays(), config)
+
+
+def _retrieve(
+    config: Config,
+    golden: GoldenSet,
+    e: _Embedded,
+    depth: int,
+    progress: ProgressFactory,
+    timer: _Timer,
+) -> _Retrieved:
+    """Run every enabled retriever of the registry, in its order, ``depth`` deep.
+
+    Rankings cannot be longer than the corpus: metrics at a larger k see the rest as
+    non-relevant. A retriever that reads earlier rankings (the hybrid) says how deep they must
+    go: they are searched that deep, then every ranking is cut to ``depth``."""
+    retrievers = make_retrievers(config)
+    enabled = [r for r in retrievers if r.enabled]
+    n_docs = len(golden.doc_ids)
+    cached = e.opened.cached
+    job = SearchJob(
+        doc_ids=golden.doc_ids,
+        doc_texts=golden.doc_texts,
+        query_texts=golden.query_texts,
+        doc_vectors=e.docs,
+        query_vectors=e.queries,
+        rank=id_rank(golden.doc_ids),
+        depth=min(max([depth, *(r.input_depth() for r in enabled)]), n_docs),
+        earlier={},
+        progress=progress,
+        timed=timer,
+        cache_dir=cached.root if cached is not None else None,
+        cache_warnings=cached.warnings if cached is not None else None,
+    )
+    rankings: dict[str, SearchResult] = {}
+    for r in enabled:
+        rankings[r.name] = r.retrieve(replace(job, earlier=dict(rankings)))
+    rank_depth = min(depth, n_docs)
+    return _Retrieved(
+        rankings={name: ranking.cut(rank_depth) for name, ranking in rankings.items()},
+        params={r.name: r.params() for r in enabled},
+        cache_notes={k: v for r in retrievers for k, v in r.cache_notes().items()},
+        depth=rank_depth,
+    )
+
+
+def _score(
+    config: Config, loaded: _Loaded, retrieved: _Retrieved, metrics: list[Metric], timer: _Timer
+) -> _Scored:
+    """Per-query metrics, judged@k, curves and slice summaries of every ranking."""
+    golden, slices, rankings = loaded.golden, loaded.slices, retrieved.rankings
+    qrels = golden.qrel_arrays()
+    cutoffs = sorted({m.k for m in metrics})
+    masks = {s.name: s.mask for s in slices}
+    per_query: dict[str, dict[str, np.ndarray]] = {}
+    indexes: dict[str, IndexResult] = {}
+    with timer("metrics"):
+        for name, ranking in rankings.items():
+            judgments = build_judgments(
+                ranking.ids,
+                *qrels,
+                n_docs=len(golden.doc_ids),
+                relevance_level=config.relevance_level,
+            )
+            per_query[name] = compute(metrics, judgments, config.ndcg_gain)
+            ks, curve_values = metric_curves(judgments, masks, retrieved.depth, config.ndcg_gain)
+            indexes[name] = IndexResult(
+                kind=name,
+                params=retrieved.params[name],
+                slices=_summarize(per_query[name], judged_at(judgments, cutoffs), slices, config),
+                per_query={m: v.tolist() for m, v in per_query[name].items()},
+                top_ids=[
+                    [golden.doc_ids[d] for d in row if d >= 0]
+                    for row in ranking.ids[:, :TOP_KEPT].tolist()
+                ],
+                curves=MetricCurves(k=ks, values=curve_values),
+            )
+        ann = _ann_section(rankings, per_query, metrics, slices)
+        lexical = _lexical_section(per_query, slices, config.indexes.hybrid.dense)
+    return _Scored(indexes=indexes, ann=ann, lexical=lexical)
+
+
+def _golden_set_info(full: GoldenSet, golden: GoldenSet) -> GoldenSetInfo:
+    """The report's golden_set section: where it came from, its fingerprints and sizes."""
+    return GoldenSetInfo(
+        source=full.source,
+        format=full.format,
+        fingerprint=full.fingerprint,
+        corpus_fingerprint=full.corpus_fingerprint,
+        query_fingerprints=full.query_fingerprints,
+        n_documents=len(full.doc_ids),
+        n_queries_judged=len(full.query_ids),
+        n_queries_evaluated=len(golden.query_ids),
+        queries_without_relevant=full.queries_without_relevant,
+        n_judgments=sum(len(j) for j in full.qrels.values()),
+        warnings=reader_warnings(full),
+    )
+
+
+def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict[str, Any]:
+    """The report's embedding section: shapes, the cache's report, the backend and its check."""
+    cached = e.opened.cached
+    return {
+        "dim": int(e.docs.shape[1]),
+        "n_documents": int(e.docs.shape[0]),
+        "n_queries": int(e.queries.shape[0]),
+        "document_text": "title + ' ' + text, stripped, after document_prefix",
+        "cache": {**cached.report(), **retrieved.cache_notes} if cached is not None else None,
+        "backend": describe_backend(config.model, e.opened.backend),
+        "backend_check": e.agreement,
+    }
+
+
+def _slice_infos(slices: list[Slice]) -> dict[str, SliceInfo]:
+    return {
+        s.name: SliceInfo(
+            kind=s.kind,
+            definition=s.definition,
+            n_queries=s.n_queries,
+            reliability=reliability(s.n_queries),
+            members=np.flatnonzero(s.mask).tolist(),
+        )
+        for s in slices
+    }
+
+
+def _assemble(
+    config: Config,
+    loaded: _Loaded,
+    e: _Embedded,
+    intrinsic: IntrinsicSection | None,
+    retrieved: _Retrieved,
+    scored: _Scored,
+) -> RunReport:
+    """The run's report (its gate still to come)."""
+    parts = {
+        "golden_set": loaded.full.fingerprint,
+        "model": e.opened.embedder.identity(),
+        "indexes": retrieved.params,
+        "metrics": loaded.definitions,
+    }
+    return RunReport(
+        evalret_version=__version__,
+        config=config.model_dump(mode="json"),
+        fingerprint=Fingerprint(
+            **parts, evalret_version=__version__, digest=json_digest({**parts, "v": __version__})
+        ),
+        golden_set=_golden_set_info(loaded.full, loaded.golden),
+        embedding=_embedding_info(config, e, retrieved),
+        bootstrap={**config.bootstrap.model_dump(), "method": "percentile, resampling queries"},
+        query_ids=loaded.golden.query_ids,
+        slices=_slice_infos(loaded.slices),
+        indexes=scored.indexes,
+        ann=scored.ann,
+        lexical=scored.lexical,
+        intrinsic=intrinsic,
+        timings={},
+    )
+
+
 def run_evaluation(
     config: Config,
     *,
@@ -283,196 +528,20 @@ def run_evaluation(
     progress = progress or _no_progress
     timer = _Timer()
     metrics = parse_metrics(config.metrics)
+    loaded = _load(config, timer, baseline, baseline_source)
+    embedded = _embed(config, loaded.golden, embedder, progress, timer)
+    intrinsic = _health(config, loaded.golden, embedded, timer)
     depth = max(m.k for m in metrics)
-    definitions = metric_definitions(config)
-
-    with timer("load_golden_set"):
-        full = load_golden_set(config.golden_set, config.relevance_level)
-        without_relevant = full.queries_without_relevant
-        golden = queries_to_evaluate(full, config)
-        slices = golden.slices(config.slices)
-    check_gate_slices(config, slices)
-    if baseline is not None:
-        check_compatible(baseline, full, definitions, baseline_source or "baseline")
-
-    cache_root = (config.cache.dir or default_cache_dir()) if config.cache.enabled else None
-    from_config = embedder is None
-    embedder = embedder or make_embedder(config.model, cache_root)
-    backend = embedder
-    cached = None
-    if cache_root is not None:
-        cached = CachedEmbedder(embedder, cache_root)
-        embedder = cached
-    with timer("embed_documents"):
-        doc_vectors = embedder.embed(
-            golden.doc_texts, "document", progress("Embedding documents", len(golden.doc_texts))
-        )
-    with timer("embed_queries"):
-        query_vectors = embedder.embed(
-            golden.query_texts, "query", progress("Embedding queries", len(golden.query_texts))
-        )
-    agreement = None
-    if from_config:  # how far a faster backend's vectors are from torch's (cached after once)
-        with timer("backend_check"):
-            agreement = backend_check(config.model, golden.doc_texts, doc_vectors, cache_root)
-
-    rank = id_rank(golden.doc_ids)
-    qrels = golden.qrel_arrays()
-    intrinsic = None
-    if config.health.enabled:
-        with timer("health"):
-            intrinsic = _intrinsic_section(doc_vectors, query_vectors, qrels, config)
-    hybrid_cfg = config.indexes.hybrid
-    # rankings cannot be longer than the corpus: metrics at a larger k see the rest as
-    # non-relevant. The hybrid fuses each ranking's first `candidates`: search that deep.
-    n_docs = len(golden.doc_ids)
-    rank_depth = min(depth, n_docs)
-    search_depth = min(max(depth, hybrid_cfg.candidates) if hybrid_cfg.enabled else depth, n_docs)
-    rankings: dict[str, SearchResult] = {}
-    hnsw_cache = "not built"
-    per_query: dict[str, dict[str, np.ndarray]] = {}
-    judged: dict[str, dict[str, np.ndarray]] = {}
-    cutoffs = sorted({m.k for m in metrics})
-    index_params: dict[str, dict[str, Any]] = {}
-    if config.indexes.exact.enabled:
-        index_params["exact"] = {"type": "faiss.IndexFlatIP"}
-        with timer("build_exact"):
-            exact = build_exact(doc_vectors)
-        with timer("search_exact"):
-            rankings["exact"] = search(exact, query_vectors, search_depth, rank)
-    if config.indexes.hnsw.enabled:
-        h = config.indexes.hnsw
-        index_params["hnsw"] = {
-            "type": "faiss.IndexHNSWFlat",
-            "metric": "inner_product",
-            "m": h.m,
-            "ef_construction": h.ef_construction,
-            "ef_search": h.ef_search,
-        }
-        with timer("build_hnsw"):
-            hnsw, hnsw_cache = cached_hnsw(
-                doc_vectors,
-                h,
-                cached.root if cached is not None else None,
-                progress("Building HNSW graph", len(doc_vectors)),
-                cached.warnings if cached is not None else None,
-            )
-        with timer("search_hnsw"):
-            rankings["hnsw"] = search(hnsw, query_vectors, search_depth, rank)
-    if config.indexes.bm25.enabled:
-        b = config.indexes.bm25
-        index_params["bm25"] = {"type": "bm25s", **b.model_dump(exclude={"enabled"})}
-        with timer("search_bm25"):
-            rankings["bm25"] = bm25_search(
-                golden.doc_texts,
-                golden.query_texts,
-                b,
-                search_depth,
-                rank,
-                progress("BM25 search", len(golden.query_texts)),
-            )
-    if hybrid_cfg.enabled:
-        index_params["hybrid"] = {
-            "type": "reciprocal rank fusion",
-            **hybrid_cfg.model_dump(exclude={"enabled"}),
-            "of": ["bm25", hybrid_cfg.dense],
-        }
-        with timer("fuse_hybrid"):
-            rankings["hybrid"] = rrf_fuse(
-                [rankings["bm25"], rankings[hybrid_cfg.dense]],
-                hybrid_cfg.rrf_k,
-                hybrid_cfg.candidates,
-                rank_depth,
-                rank,
-            )
-    rankings = {name: r.cut(rank_depth) for name, r in rankings.items()}
-
-    curves: dict[str, MetricCurves] = {}
-    masks = {s.name: s.mask for s in slices}
-    with timer("metrics"):
-        for name, ranking in rankings.items():
-            judgments = build_judgments(
-                ranking.ids, *qrels, n_docs=n_docs, relevance_level=config.relevance_level
-            )
-            per_query[name] = compute(metrics, judgments, config.ndcg_gain)
-            judged[name] = judged_at(judgments, cutoffs)
-            ks, curve_values = metric_curves(judgments, masks, rank_depth, config.ndcg_gain)
-            curves[name] = MetricCurves(k=ks, values=curve_values)
-        index_results = {
-            name: IndexResult(
-                kind=name,
-                params=index_params[name],
-                slices=_summarize(per_query[name], judged[name], slices, config),
-                per_query={m: v.tolist() for m, v in per_query[name].items()},
-                top_ids=[
-                    [golden.doc_ids[d] for d in row if d >= 0]
-                    for row in rankings[name].ids[:, :TOP_KEPT].tolist()
-                ],
-                curves=curves[name],
-            )
-            for name in rankings
-        }
-        ann = _ann_section(rankings, per_query, metrics, slices)
-        lexical = _lexical_section(per_query, slices, hybrid_cfg.dense)
-
-    model_identity = embedder.identity()
-    parts = {
-        "golden_set": full.fingerprint,
-        "model": model_identity,
-        "indexes": index_params,
-        "metrics": definitions,
-    }
-    report = RunReport(
-        evalret_version=__version__,
-        config=config.model_dump(mode="json"),
-        fingerprint=Fingerprint(
-            **parts, evalret_version=__version__, digest=_digest({**parts, "v": __version__})
-        ),
-        golden_set=GoldenSetInfo(
-            source=full.source,
-            format=full.format,
-            fingerprint=full.fingerprint,
-            corpus_fingerprint=full.corpus_fingerprint,
-            query_fingerprints=full.query_fingerprints,
-            n_documents=len(full.doc_ids),
-            n_queries_judged=len(full.query_ids),
-            n_queries_evaluated=len(golden.query_ids),
-            queries_without_relevant=without_relevant,
-            n_judgments=sum(len(j) for j in full.qrels.values()),
-            warnings=reader_warnings(full),
-        ),
-        embedding={
-            "dim": int(doc_vectors.shape[1]),
-            "n_documents": int(doc_vectors.shape[0]),
-            "n_queries": int(query_vectors.shape[0]),
-            "document_text": "title + ' ' + text, stripped, after document_prefix",
-            "cache": (
-                {**cached.report(), "hnsw_index": hnsw_cache} if cached is not None else None
-            ),
-            "backend": describe_backend(config.model, backend),
-            "backend_check": agreement,
-        },
-        bootstrap={**config.bootstrap.model_dump(), "method": "percentile, resampling queries"},
-        query_ids=golden.query_ids,
-        slices={
-            s.name: SliceInfo(
-                kind=s.kind,
-                definition=s.definition,
-                n_queries=s.n_queries,
-                reliability=reliability(s.n_queries),
-                members=np.flatnonzero(s.mask).tolist(),
-            )
-            for s in slices
-        },
-        indexes=index_results,
-        ann=ann,
-        lexical=lexical,
-        intrinsic=intrinsic,
-        timings=timer.timings,
-    )
+    retrieved = _retrieve(config, loaded.golden, embedded, depth, progress, timer)
+    scored = _score(config, loaded, retrieved, metrics, timer)
+    report = _assemble(config, loaded, embedded, intrinsic, retrieved, scored)
     with timer("gate"):
-        gate = run_gate(config, report, slices, baseline, baseline_source, missing_baseline)
+        gate = run_gate(config, report, loaded.slices, baseline, baseline_source, missing_baseline)
     report = report.model_copy(update={"gate": gate, "timings": timer.timings})
     return Evaluation(
-        report=report, golden_set=golden, rankings=rankings, slices=slices, baseline=baseline
+        report=report,
+        golden_set=loaded.golden,
+        rankings=retrieved.rankings,
+        slices=loaded.slices,
+        baseline=baseline,
     )

@@ -310,14 +310,9 @@ def run_leakage(
 
     embed: Embed | None = None
     if use_embedding:
-        from evalret.engines.backends import make_embedder
-        from evalret.engines.cache import CachedEmbedder, default_cache_dir
-        from evalret.engines.embed import Embedder
+        from evalret.engines.embedders import open_embedder
 
-        root = (cfg.cache.dir or default_cache_dir()) if cfg.cache.enabled else None
-        embedder: Embedder = make_embedder(cfg.model, root)  # the configured backend
-        if root is not None:
-            embedder = CachedEmbedder(embedder, root)
+        embedder = open_embedder(cfg.model, cfg.cache).embedder  # the configured backend, cached
 
         def embed_queries(texts: Sequence[str]) -> np.ndarray:
             tick = progress("Embedding queries", len(texts)) if progress else None

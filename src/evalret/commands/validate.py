@@ -49,6 +49,7 @@ from evalret.core.duplicates import (
     similar_pairs,
     word_difference,
 )
+from evalret.core.ranking import primary_index
 from evalret.core.slices import RELIABILITY, reliability
 from evalret.core.stats import minimum_detectable_effect
 from evalret.data.config import (
@@ -172,7 +173,7 @@ def report_scores(report: Any, source: str, metric: str = MDE_METRIC) -> dict[st
     query_ids = report.get("query_ids") if isinstance(report, dict) else None
     if not isinstance(indexes, dict) or not indexes or not isinstance(query_ids, list):
         raise InputError(f"{source} is not an evalret report (no query_ids or indexes)")
-    name = "exact" if "exact" in indexes else next(iter(indexes))
+    name = primary_index(indexes)
     entry = indexes[name]
     per_query = entry.get("per_query") if isinstance(entry, dict) else None
     per_query = per_query if isinstance(per_query, dict) else {}

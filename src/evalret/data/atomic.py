@@ -1,4 +1,4 @@
-"""Every file evalret writes for the user goes through here.
+"""Every file evalret writes goes through here: the user's files and the cache's alike.
 
 A regular file (or a new one) is written to a temporary file beside it, then renamed over it, so
 readers see the old file or the new one, never a part. A symbolic link is followed: its final
@@ -10,16 +10,23 @@ socket, a block device) is refused. Errors are InputError naming the path: exit 
 A write killed between creating its temporary file and the rename leaves ``.NAME.<random>.tmp``
 behind; the next write of NAME removes those older than STALE_TEMP_S (an hour: far longer than
 any write takes, so a temporary file of a live concurrent writer is never removed).
+
+Underneath, ``atomic_write`` creates or replaces one regular file from any writer (text, numpy
+arrays, faiss graphs), flushing the file and its directory to disk before and after the rename;
+``temp_dir_beside`` and ``publish_dir`` do the same for a whole directory (an exported model).
+The cache writes with these directly: its paths are its own, never links or devices.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
@@ -81,20 +88,85 @@ def remove_stale_temps(directory: Path, pattern: str = ".*.tmp") -> int:
     return removed
 
 
-def _replace(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(target.parent, f".{glob.escape(target.name)}.*.tmp")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+def _fsync_dir(directory: Path) -> None:
+    """Flush ``directory``'s entries (a rename in it) to disk, where the platform allows."""
+    with suppress(OSError):  # not every platform or file system can open a directory
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
+    """Create or replace the regular file ``path`` whole: ``write(tmp)`` writes a temporary file
+    beside it (``.NAME.<random>.tmp``, the mode a plain open() would give), which is flushed to
+    disk and renamed over ``path``; the directory is flushed too. On any failure the temporary
+    file is removed and the old file, if any, stays. OSError is left to the caller. Stale
+    temporaries of ``path`` (see remove_stale_temps) are removed first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path.parent, f".{glob.escape(path.name)}.*.tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
         os.chmod(tmp, _default_mode())
-        os.replace(tmp, target)
+        write(tmp)
+        _fsync_file(tmp)
+        os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """atomic_write of ``data``."""
+    atomic_write(path, lambda tmp: tmp.write_bytes(data))
+
+
+def temp_dir_beside(path: Path) -> Path:
+    """A new empty directory ``.NAME.<random>.tmp`` beside ``path``, to fill and then hand to
+    publish_dir (stale temporaries of ``path`` are removed first). OSError when the parent
+    cannot be created or written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path.parent, f".{glob.escape(path.name)}.*.tmp")
+    return Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+
+
+def publish_dir(tmp: Path, path: Path) -> None:
+    """Flush every file of the filled directory ``tmp`` and ``tmp`` itself to disk, then rename
+    it to ``path``, so readers see the whole directory or none. OSError when ``path`` exists
+    already (another writer got there first); ``tmp`` is then left to the caller."""
+    for p in sorted(tmp.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            _fsync_file(p)
+    _fsync_dir(tmp)
+    os.rename(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def sha256_file(path: Path, chunk: int = 1 << 24) -> str:
+    """Hex sha256 of the bytes of ``path``, read in chunks (the checksum stored beside cached
+    files and checked before they are trusted)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_utf8(tmp: Path, text: str) -> None:
+    with tmp.open("w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def atomic_write_text(path: Path, text: str, what: str = "") -> None:
@@ -106,7 +178,7 @@ def atomic_write_text(path: Path, text: str, what: str = "") -> None:
             with open(target, "w", encoding="utf-8") as f:
                 f.write(text)
         else:
-            _replace(target, text)
+            atomic_write(target, lambda tmp: _write_utf8(tmp, text))
     except OSError as e:
         raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
 

@@ -17,7 +17,6 @@ imports neither torch nor onnxruntime nor openvino.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import json
 import logging
@@ -34,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from evalret.core.digest import json_digest
+from evalret.data.atomic import publish_dir, sha256_file, temp_dir_beside
 from evalret.data.config import ModelConfig
 from evalret.engines.embed import (
     Embedder,
@@ -70,8 +71,6 @@ REQUIREMENTS: dict[str, list[tuple[str, str]]] = {
     "openvino": [("openvino", "openvino"), ("onnx", "openvino")],
 }
 SUPPORTED_POOLING = ("mean", "cls", "max")
-CHECK_SAMPLE = 64
-CHECK_SEED = 0
 
 
 def usable_cores() -> int:
@@ -108,14 +107,6 @@ def _version(package: str) -> str | None:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 24), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -316,7 +307,7 @@ class ModelStore:
 
     def get(self, key: dict[str, Any], build: Callable[[Path], None]) -> tuple[Path, str]:
         """(path of model.onnx for ``key``, "read" or "exported"); ``build(path)`` writes it."""
-        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+        digest = json_digest(key)[:32]
         final = self.root / digest
         if self._valid(final):
             return final / "model.onnx", "read"
@@ -324,19 +315,18 @@ class ModelStore:
             with contextlib.suppress(OSError):
                 os.replace(final, final.with_name(f"{digest}.corrupt-{uuid.uuid4().hex[:8]}"))
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{digest}.", suffix=".tmp", dir=self.root))
+            tmp = temp_dir_beside(final)
         except OSError as e:  # an unwritable cache must not fail the run: export for it alone
             return self._export_unstored(build, e), "exported"
         try:
             build(tmp / "model.onnx")
             files = {
-                p.name: _sha256_file(p) for p in sorted(tmp.iterdir()) if p.name != "export.json"
+                p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.name != "export.json"
             }
             meta = {"key": key, "files": files}
             (tmp / "export.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
             try:
-                os.rename(tmp, final)
+                publish_dir(tmp, final)
             except OSError:  # another process finished the same export first: use theirs
                 if not self._valid(final):
                     raise
@@ -361,7 +351,7 @@ class ModelStore:
             meta = json.loads((directory / "export.json").read_text())
             files: dict[str, str] = meta["files"]
             return "model.onnx" in files and all(
-                _sha256_file(directory / name) == sha for name, sha in files.items()
+                sha256_file(directory / name) == sha for name, sha in files.items()
             )
         except (OSError, ValueError, KeyError, TypeError):
             return False
@@ -557,50 +547,10 @@ class OnnxEmbedder:
         }
 
 
-def make_embedder(config: ModelConfig, model_cache: Path | None = None) -> Embedder:
-    """The embedder ``config.backend`` names; ``model_cache`` keeps exported models (None: a
-    temporary directory for this run)."""
-    if config.backend == "torch":
-        return SentenceTransformerEmbedder(config)
-    return OnnxEmbedder(config, model_cache)
-
-
 def agreement(vectors: np.ndarray, reference: np.ndarray) -> dict[str, float]:
     """Mean and minimum cosine between matching rows of two [n, d] arrays."""
     cos = (_l2(vectors) * _l2(reference)).sum(axis=1)
     return {"mean_cosine": float(cos.mean()), "min_cosine": float(cos.min())}
-
-
-def backend_check(
-    config: ModelConfig,
-    texts: Sequence[str],
-    vectors: np.ndarray,
-    cache_root: Path | None,
-    sample: int = CHECK_SAMPLE,
-) -> dict[str, Any] | None:
-    """How far the backend's document vectors are from torch's: cosine on a seeded sample.
-
-    The torch vectors go through the embedding cache (same settings, backend torch), so only the
-    first run pays for them; None for the torch backend itself.
-    """
-    if config.backend == "torch" or len(texts) == 0:
-        return None
-    from evalret.engines.cache import CachedEmbedder
-
-    rng = np.random.default_rng(CHECK_SEED)
-    n = min(sample, len(texts))
-    rows = np.sort(rng.choice(len(texts), size=n, replace=False))
-    reference_config = config.model_copy(update={"backend": "torch", "precision": "fp32"})
-    reference: Embedder = SentenceTransformerEmbedder(reference_config)
-    if cache_root is not None:
-        reference = CachedEmbedder(reference, cache_root)
-    expected = reference.embed([texts[int(i)] for i in rows], "document")
-    return {
-        "reference": "torch",
-        "sample": n,
-        "seed": CHECK_SEED,
-        **agreement(vectors[rows], expected),
-    }
 
 
 def describe_backend(config: ModelConfig, embedder: Embedder) -> dict[str, Any]:

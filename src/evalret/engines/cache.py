@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from evalret.data.atomic import is_stale, remove_stale_temps
+from evalret.core.digest import json_digest
+from evalret.data.atomic import atomic_write, is_stale, remove_stale_temps, sha256_file
 from evalret.engines.embed import Embedder, Kind, Progress
 from evalret.errors import InputError
 
 KEY_BYTES = 16
-CHECK_CHUNK = 1 << 24
 MAX_PRUNE_DAYS = 36500
 SHARD_SUFFIXES = (".json", ".keys.npy", ".vecs.npy")
 
@@ -63,30 +63,14 @@ def text_keys(texts: Sequence[str]) -> np.ndarray:
     return out
 
 
-def identity_digest(identity: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+def _save_array(path: Path, array: np.ndarray) -> None:
+    """Write ``array`` as a .npy file at ``path``, atomically."""
 
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(CHECK_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _atomic_save(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
+    def write(tmp: Path) -> None:
         with tmp.open("wb") as f:
             np.save(f, array)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+
+    atomic_write(path, write)
 
 
 @dataclass
@@ -106,7 +90,7 @@ class Namespace:
     """The shards of one embedding identity."""
 
     def __init__(self, root: Path, identity: dict[str, Any]) -> None:
-        self.digest = identity_digest(identity)
+        self.digest = json_digest(identity)
         self.path = root / "embeddings" / self.digest[:32]
         self.identity = identity
         self._opened: dict[str, _Shard | None] = {}  # each shard is verified once per run
@@ -125,8 +109,8 @@ class Namespace:
         try:
             meta = json.loads(meta_path.read_text())
             if (
-                _sha256_file(keys_path) != meta["keys_sha256"]
-                or _sha256_file(vecs_path) != meta["vectors_sha256"]
+                sha256_file(keys_path) != meta["keys_sha256"]
+                or sha256_file(vecs_path) != meta["vectors_sha256"]
             ):
                 raise ValueError("checksum mismatch")
             keys = np.load(keys_path)
@@ -187,23 +171,21 @@ class Namespace:
         remove_stale_temps(self.path)
         ident = self.path / "identity.json"
         if not ident.exists():
-            tmp = ident.with_name(f".identity.{uuid.uuid4().hex}.tmp")
-            tmp.write_text(json.dumps(self.identity, indent=1, sort_keys=True, default=str))
-            os.replace(tmp, ident)
+            text = json.dumps(self.identity, indent=1, sort_keys=True, default=str)
+            atomic_write(ident, lambda tmp: tmp.write_text(text))
         shard_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}"
         keys_path = self.path / f"{shard_id}.keys.npy"
         vecs_path = self.path / f"{shard_id}.vecs.npy"
-        _atomic_save(vecs_path, np.ascontiguousarray(vectors, dtype=np.float32))
-        _atomic_save(keys_path, np.ascontiguousarray(keys, dtype=np.uint8))
+        _save_array(vecs_path, np.ascontiguousarray(vectors, dtype=np.float32))
+        _save_array(keys_path, np.ascontiguousarray(keys, dtype=np.uint8))
         meta = {
             "n": len(keys),
             "dim": int(vectors.shape[1]),
-            "keys_sha256": _sha256_file(keys_path),
-            "vectors_sha256": _sha256_file(vecs_path),
+            "keys_sha256": sha256_file(keys_path),
+            "vectors_sha256": sha256_file(vecs_path),
         }
-        tmp = self.path / f".{shard_id}.json.tmp"
-        tmp.write_text(json.dumps(meta))
-        os.replace(tmp, self.path / f"{shard_id}.json")  # the shard exists from this rename on
+        # the shard exists from this write's rename on
+        atomic_write(self.path / f"{shard_id}.json", lambda tmp: tmp.write_text(json.dumps(meta)))
         os.utime(self.path)
 
 

@@ -1,8 +1,8 @@
-"""Vector search with faiss behind one function, and evalret's tie rule.
+"""Vector search with faiss behind one function, under evalret's tie rule (core.ranking).
 
-Tie rule (trec_eval's): documents are ordered by score descending, then by document id descending
-(plain string order). Search fetches a little past the depth and widens the fetch while a tie
-straddles the cut, so the documents kept at the cut are the ones trec_eval would keep.
+Search fetches a little past the depth and widens the fetch while a tie straddles the cut, so the
+documents kept at the cut are the ones trec_eval would keep (score descending, then document id
+descending).
 
 faiss is imported lazily. HNSW graphs are built single-threaded: faiss's parallel insertion makes
 the graph depend on thread timing, and a gate must not flake.
@@ -10,83 +10,22 @@ the graph depend on thread timing, and a gate must not flake.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from evalret.core.ranking import SearchResult as SearchResult  # re-exported for its importers
+from evalret.core.ranking import apply_tie_rule, empty_result
+from evalret.data.atomic import atomic_write
 from evalret.data.config import HnswIndexConfig
 
 QUERY_BATCH = 4096
 ADD_BATCH = 20_000
 TIE_MARGIN = 16
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """ids: int64 [Q, depth], document indices in rank order (-1 past the corpus end).
-
-    scores: float64 [Q, depth], aligned with ids (-inf past the corpus end): the scores as
-    computed (faiss's float32 inner products promoted exactly), so that the tie rule and the run
-    files see every difference the engine made.
-    """
-
-    ids: np.ndarray
-    scores: np.ndarray
-
-    def cut(self, depth: int) -> SearchResult:
-        """The first ``depth`` ranks."""
-        return SearchResult(ids=self.ids[:, :depth], scores=self.scores[:, :depth])
-
-
-def id_rank(doc_ids: Sequence[str]) -> np.ndarray:
-    """Position of each document id in ascending string order (the tie-break key)."""
-    order = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)
-    rank = np.empty(len(doc_ids), dtype=np.int64)
-    rank[np.array(order, dtype=np.int64)] = np.arange(len(doc_ids), dtype=np.int64)
-    return rank
-
-
-def apply_tie_rule(
-    ids: np.ndarray, scores: np.ndarray, rank: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Re-sort each row by score descending, then document id descending; -1 ids go last."""
-    valid = ids >= 0
-    key_id = np.where(valid, rank[np.where(valid, ids, 0)], -1)
-    key_score = np.where(valid, scores.astype(np.float64), -np.inf)
-    order = np.lexsort((-key_id, -key_score), axis=-1)
-    return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
-
-
-def top_candidates(
-    ids: np.ndarray, scores: np.ndarray, depth: int, rank: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``depth`` of one query's scored candidates (document indices ``ids``,
-    ``scores`` compared in float64) under the tie rule, padded with -1 / -inf. Every candidate
-    tied with the one at the cut is considered, so the cut keeps the documents trec_eval would
-    keep."""
-    out_ids = np.full(depth, -1, dtype=np.int64)
-    out_scores = np.full(depth, -np.inf, dtype=np.float64)
-    scores = np.asarray(scores, dtype=np.float64)
-    if len(ids) > depth:  # pre-cut: everything scoring at least the depth-th best score
-        cut = np.partition(scores, len(scores) - depth)[len(scores) - depth]
-        keep = scores >= cut
-        ids, scores = ids[keep], scores[keep]
-    ranked_ids, ranked_scores = apply_tie_rule(
-        np.asarray(ids, dtype=np.int64)[None, :],
-        scores[None, :],
-        rank,
-    )
-    n = min(depth, ranked_ids.shape[1])
-    out_ids[:n], out_scores[:n] = ranked_ids[0, :n], ranked_scores[0, :n]
-    return out_ids, out_scores
 
 
 def build_exact(vectors: np.ndarray) -> Any:
@@ -156,15 +95,7 @@ def _read_cached_hnsw(path: Path, vectors: np.ndarray, cfg: HnswIndexConfig) -> 
 def _save_hnsw(index: Any, path: Path) -> None:
     import faiss
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        faiss.write_index(index, str(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    atomic_write(path, lambda tmp: faiss.write_index(index, str(tmp)))
 
 
 def cached_hnsw(
@@ -212,8 +143,7 @@ def _raw_search(index: Any, queries: np.ndarray, fetch: int) -> tuple[np.ndarray
 def search(index: Any, queries: np.ndarray, depth: int, rank: np.ndarray) -> SearchResult:
     """Top ``depth`` documents per query under the tie rule, searched in query batches."""
     n_docs = int(index.ntotal)
-    all_ids = np.full((len(queries), depth), -1, dtype=np.int64)
-    all_scores = np.full((len(queries), depth), -np.inf, dtype=np.float64)
+    out = empty_result(len(queries), depth)
     keep = min(depth, n_docs)
     for start in range(0, len(queries), QUERY_BATCH):
         batch = queries[start : start + QUERY_BATCH]
@@ -232,6 +162,6 @@ def search(index: Any, queries: np.ndarray, depth: int, rank: np.ndarray) -> Sea
             scores = np.pad(scores, ((0, 0), (0, fetch - scores.shape[1])), constant_values=-np.inf)
             ids[rows], scores[rows] = wide_ids, wide_scores
         ids, scores = apply_tie_rule(ids, scores, rank)
-        all_ids[start : start + len(batch), :keep] = ids[:, :keep]
-        all_scores[start : start + len(batch), :keep] = scores[:, :keep]
-    return SearchResult(ids=all_ids, scores=all_scores)
+        out.ids[start : start + len(batch), :keep] = ids[:, :keep]
+        out.scores[start : start + len(batch), :keep] = scores[:, :keep]
+    return out

@@ -1,7 +1,6 @@
-"""Lexical and hybrid references beside the dense indexes: BM25 (the bm25s package) and
-reciprocal rank fusion of BM25 with a dense ranking.
+"""The lexical reference beside the dense indexes: BM25 (the bm25s package).
 
-Both return a ``SearchResult`` ranked under evalret's tie rule (score descending, then document
+It returns a ``SearchResult`` ranked under evalret's tie rule (score descending, then document
 id descending), like the faiss indexes, so every metric, report and run file treats them alike.
 BM25 retrieves only documents that share at least one term with the query: a query whose terms
 are all unknown or stop words retrieves nothing (and scores 0), as a lexical engine would.
@@ -14,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from evalret.core.ranking import SearchResult, empty_result, top_candidates
 from evalret.data.config import Bm25IndexConfig
-from evalret.engines.faiss_index import SearchResult, top_candidates
 from evalret.errors import ConfigError
 
 
@@ -62,34 +61,13 @@ def bm25_search(
     )
     # id 0 is the tokenizer's empty token (a query of stop words or unknown terms only)
     vocab = retriever.vocab_dict
-    ids = np.full((len(queries), depth), -1, dtype=np.int64)
-    scores = np.full((len(queries), depth), -np.inf, dtype=np.float64)
+    out = empty_result(len(queries), depth)
     for qi, tokens in enumerate(queries):
         known = [t for t in tokens if t != 0 and t in vocab]
         if known:
             row = np.asarray(retriever.get_scores(known), dtype=np.float64)  # as computed
             matched = np.flatnonzero(row > 0)
-            ids[qi], scores[qi] = top_candidates(matched, row[matched], depth, rank)
+            out.ids[qi], out.scores[qi] = top_candidates(matched, row[matched], depth, rank)
         if progress is not None:
             progress(1)
-    return SearchResult(ids=ids, scores=scores)
-
-
-def rrf_fuse(
-    rankings: Sequence[SearchResult], k: float, candidates: int, depth: int, rank: np.ndarray
-) -> SearchResult:
-    """Reciprocal rank fusion: a document scores sum over rankings of 1 / (k + its rank), ranks
-    counted from 1 within each ranking's first ``candidates`` results. Scores are summed and
-    ranked in float64 (the run file records them exactly)."""
-    n_queries = len(rankings[0].ids)
-    ids = np.full((n_queries, depth), -1, dtype=np.int64)
-    scores = np.full((n_queries, depth), -np.inf, dtype=np.float64)
-    for qi in range(n_queries):
-        found = [row[row >= 0] for row in (r.ids[qi, :candidates] for r in rankings)]
-        docs = np.concatenate(found)
-        parts = np.concatenate([1.0 / (k + np.arange(1, len(f) + 1)) for f in found])
-        unique, where = np.unique(docs, return_inverse=True)
-        fused = np.zeros(len(unique), dtype=np.float64)
-        np.add.at(fused, where, parts)  # in ranking order: the same sum every run
-        ids[qi], scores[qi] = top_candidates(unique, fused, depth, rank)
-    return SearchResult(ids=ids, scores=scores)
+    return out

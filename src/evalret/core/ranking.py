@@ -1,0 +1,112 @@
+"""Rankings and evalret's tie rule, in numpy alone.
+
+Tie rule (trec_eval's): documents are ordered by score descending, then by document id descending
+(plain string order), scores compared in float64. Every retriever returns a ``SearchResult`` ranked
+under this rule, so metrics, reports and run files treat all of them alike.
+
+Documents are addressed by their index in the golden set's document list; ``id_rank`` turns those
+indices into the tie-break key. Reciprocal-rank fusion lives here too: it is ranking arithmetic,
+whatever produced the rankings it fuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+TIE_RULE = "score descending, then document id descending (trec_eval)"
+PRIMARY_INDEX = "exact"
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """ids: int64 [Q, depth], document indices in rank order (-1 past the corpus end).
+
+    scores: float64 [Q, depth], aligned with ids (-inf past the corpus end): the scores as
+    computed (float32 inner products promoted exactly), so that the tie rule and the run files
+    see every difference the engine made.
+    """
+
+    ids: np.ndarray
+    scores: np.ndarray
+
+    def cut(self, depth: int) -> SearchResult:
+        """The first ``depth`` ranks."""
+        return SearchResult(ids=self.ids[:, :depth], scores=self.scores[:, :depth])
+
+
+def empty_result(n_queries: int, depth: int) -> SearchResult:
+    """``n_queries`` rows of ``depth`` empty ranks (-1 ids, -inf scores), to be filled in."""
+    return SearchResult(
+        ids=np.full((n_queries, depth), -1, dtype=np.int64),
+        scores=np.full((n_queries, depth), -np.inf, dtype=np.float64),
+    )
+
+
+def primary_index(names: Iterable[str]) -> str:
+    """The index a single-index view shows: "exact" when present, else the first of ``names``."""
+    listed = list(names)
+    return PRIMARY_INDEX if PRIMARY_INDEX in listed else listed[0]
+
+
+def id_rank(doc_ids: Sequence[str]) -> np.ndarray:
+    """Position of each document id in ascending string order (the tie-break key)."""
+    order = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)
+    rank = np.empty(len(doc_ids), dtype=np.int64)
+    rank[np.array(order, dtype=np.int64)] = np.arange(len(doc_ids), dtype=np.int64)
+    return rank
+
+
+def apply_tie_rule(
+    ids: np.ndarray, scores: np.ndarray, rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Re-sort each row by score descending, then document id descending; -1 ids go last."""
+    valid = ids >= 0
+    key_id = np.where(valid, rank[np.where(valid, ids, 0)], -1)
+    key_score = np.where(valid, scores.astype(np.float64), -np.inf)
+    order = np.lexsort((-key_id, -key_score), axis=-1)
+    return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
+
+def top_candidates(
+    ids: np.ndarray, scores: np.ndarray, depth: int, rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``depth`` of one query's scored candidates (document indices ``ids``,
+    ``scores`` compared in float64) under the tie rule, padded with -1 / -inf. Every candidate
+    tied with the one at the cut is considered, so the cut keeps the documents trec_eval would
+    keep."""
+    out_ids = np.full(depth, -1, dtype=np.int64)
+    out_scores = np.full(depth, -np.inf, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
+    if len(ids) > depth:  # pre-cut: everything scoring at least the depth-th best score
+        cut = np.partition(scores, len(scores) - depth)[len(scores) - depth]
+        keep = scores >= cut
+        ids, scores = ids[keep], scores[keep]
+    ranked_ids, ranked_scores = apply_tie_rule(
+        np.asarray(ids, dtype=np.int64)[None, :],
+        scores[None, :],
+        rank,
+    )
+    n = min(depth, ranked_ids.shape[1])
+    out_ids[:n], out_scores[:n] = ranked_ids[0, :n], ranked_scores[0, :n]
+    return out_ids, out_scores
+
+
+def rrf_fuse(
+    rankings: Sequence[SearchResult], k: float, candidates: int, depth: int, rank: np.ndarray
+) -> SearchResult:
+    """Reciprocal rank fusion: a document scores sum over rankings of 1 / (k + its rank), ranks
+    counted from 1 within each ranking's first ``candidates`` results. Scores are summed and
+    ranked in float64 (the run file records them exactly)."""
+    out = empty_result(len(rankings[0].ids), depth)
+    for qi in range(len(out.ids)):
+        found = [row[row >= 0] for row in (r.ids[qi, :candidates] for r in rankings)]
+        docs = np.concatenate(found)
+        parts = np.concatenate([1.0 / (k + np.arange(1, len(f) + 1)) for f in found])
+        unique, where = np.unique(docs, return_inverse=True)
+        fused = np.zeros(len(unique), dtype=np.float64)
+        np.add.at(fused, where, parts)  # in ranking order: the same sum every run
+        out.ids[qi], out.scores[qi] = top_candidates(unique, fused, depth, rank)
+    return out

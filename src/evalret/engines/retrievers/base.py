@@ -1,0 +1,75 @@
+"""What a retriever is: the Retriever protocol, and the SearchJob every retriever is handed.
+
+A retriever turns a golden set's queries into a ``SearchResult`` (core.ranking) under the tie rule,
+from the documents' texts or vectors, or from the rankings of the retrievers before it (a fusion).
+It describes its own parameters: they go into the run's fingerprint and report as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from evalret.core.ranking import SearchResult
+
+ProgressFactory = Callable[[str, int], Callable[[int], None]]  # (label, total) -> tick(n)
+
+
+@dataclass(frozen=True)
+class SearchJob:
+    """One run's search: what to search, how deep, and the run's services (timer, progress,
+    cache)."""
+
+    doc_ids: Sequence[str]
+    doc_texts: Sequence[str]  # as embedded and indexed (title + " " + text)
+    query_texts: Sequence[str]
+    doc_vectors: np.ndarray  # float32 [n_docs, dim]
+    query_vectors: np.ndarray  # float32 [n_queries, dim]
+    rank: np.ndarray  # core.ranking.id_rank(doc_ids): the tie-break key
+    depth: int  # ranks to return per query (never more than the corpus)
+    earlier: Mapping[str, SearchResult]  # rankings of the retrievers that ran before
+    progress: ProgressFactory
+    timed: Callable[[str], AbstractContextManager[None]]  # timed("build_x"): a timing entry
+    cache_dir: Path | None = None  # where a retriever may keep what it builds (None: nowhere)
+    cache_warnings: list[str] | None = None  # where to say what could not be kept
+
+
+class Retriever(Protocol):
+    """One index of a run, as the registry builds it from the config."""
+
+    name: str  # its key in the report's indexes and the run file name
+    enabled: bool  # whether this run searches with it
+
+    def params(self) -> dict[str, Any]:
+        """Everything that decides its rankings: the report's ``params`` and the fingerprint."""
+        ...
+
+    def input_depth(self) -> int:
+        """How deep the earlier rankings it reads must go (0: it reads none)."""
+        ...
+
+    def cache_notes(self) -> dict[str, str]:
+        """What it says under the report's ``embedding.cache`` (whether it ran or not)."""
+        ...
+
+    def retrieve(self, job: SearchJob) -> SearchResult:
+        """The top ``job.depth`` documents of every query under the tie rule."""
+        ...
+
+
+class BaseRetriever:
+    """Defaults for a retriever that reads no earlier ranking and keeps nothing in the cache."""
+
+    name = ""
+    enabled = True
+
+    def input_depth(self) -> int:
+        return 0
+
+    def cache_notes(self) -> dict[str, str]:
+        return {}

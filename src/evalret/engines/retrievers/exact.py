@@ -1,0 +1,28 @@
+"""Exact inner-product search over every document vector (faiss.IndexFlatIP)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalret.core.ranking import SearchResult
+from evalret.data.config import Config
+from evalret.engines.faiss_index import build_exact, search
+from evalret.engines.retrievers.base import BaseRetriever, SearchJob
+
+
+class ExactRetriever(BaseRetriever):
+    """The reference dense ranking: every document scored."""
+
+    name = "exact"
+
+    def __init__(self, config: Config) -> None:
+        self.enabled = config.indexes.exact.enabled
+
+    def params(self) -> dict[str, Any]:
+        return {"type": "faiss.IndexFlatIP"}
+
+    def retrieve(self, job: SearchJob) -> SearchResult:
+        with job.timed("build_exact"):
+            index = build_exact(job.doc_vectors)
+        with job.timed("search_exact"):
+            return search(index, job.query_vectors, job.depth, job.rank)
