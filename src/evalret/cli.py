@@ -50,7 +50,7 @@ MAX_SAMPLES = 1_000_000
 # evalret.data.config.GOLDEN_FORMATS, not imported so that the CLI module stays light (a test keeps
 # the two equal); every command taking --format checks it here, before anything runs
 GOLDEN_FORMATS = ("auto", "native", "beir", "trec")
-# evalret.core.comparison.Correction and evalret.data.training.TrainFormat (tests keep them equal)
+# evalret.core.stats.Correction and evalret.data.training.TrainFormat (a test keeps them equal)
 Correction = Literal["holm", "bonferroni", "bh", "none"]
 TrainFormat = Literal["auto", "jsonl", "text"]
 
