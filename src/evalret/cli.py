@@ -240,9 +240,7 @@ ConfigFile = Annotated[
     Path | None,
     typer.Option("--config", "-c", help="YAML config; without it, the built-in defaults."),
 ]
-OutDir = Annotated[
-    Path | None, typer.Option("--out", "-o", help="Directory to write into.")
-]
+OutDir = Annotated[Path | None, typer.Option("--out", "-o", help="Directory to write into.")]
 OutFile = Annotated[Path | None, typer.Option("--out", "-o", help="File to write.")]
 BaselineFile = Annotated[Path | None, typer.Option("--baseline", "-b", help="A baseline file.")]
 ShowProgress = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")]
