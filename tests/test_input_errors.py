@@ -218,7 +218,7 @@ def test_unknown_format_names_the_option_and_the_choices(tmp_path: Path) -> None
 def test_training_lines_too_deep_or_too_long_a_number_are_located(tmp_path: Path) -> None:
     """`evalret leakage --train`: deep nesting and a 5000-digit number are bad lines with their
     numbers (were a RecursionError and a ValueError: exit 3)."""
-    from evalret.commands.leakage import read_training_queries
+    from evalret.data.training import read_training_queries
 
     train = tmp_path / "train.jsonl"
     deep = "[" * 100_000 + "]" * 100_000

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
 from evalret.cli import app
-from evalret.commands.leakage import TrainQuery, find_leaks, read_training_queries
+from evalret.core.leakage import TrainQuery, find_leaks
 from evalret.data.config import ModelConfig
+from evalret.data.training import read_training_queries
 from evalret.engines.cache import CachedEmbedder, default_cache_dir
 from evalret.engines.embed import SentenceTransformerEmbedder
 from evalret.errors import InputError

@@ -1,20 +1,32 @@
-"""The evalret command line: parse options, call one library function, render, exit.
+"""The evalret command line: parse options, call one function of ``evalret.commands``, render,
+exit.
 
 Exit codes: 0 success, 1 regression found by the gate, 2 invalid input or usage, 3 internal or
-runtime failure. Heavy libraries (torch, sentence-transformers, faiss) load only inside commands.
+runtime failure. Heavy libraries (torch, sentence-transformers, faiss) load only inside commands;
+`evalret --help` imports neither rich, numpy nor pydantic.
+
+Numeric options and their bounds (checked before anything runs, exit 2 naming the option):
+``compare --alpha`` in (0, 1), ``--min-gain`` finite and >= 0, ``--samples`` from 100 to
+MAX_SAMPLES, ``--seed`` >= 0 (any size); ``pool -k`` >= 1 (a k beyond a run's ranking depth
+takes the whole ranking); ``cache prune --days`` from 0 to 36,500; ``leakage --threshold`` in
+(0, 1], ``--max-fraction`` in [0, 1].
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec
 
 import typer
+from typer.core import TyperCommand
 
+from evalret.commands.markup import markup_safe
 from evalret.errors import EvalretError, ExitCode
 from evalret.version import __version__
 
@@ -27,6 +39,23 @@ app = typer.Typer(
     # plain help: typer's rich help formatter imports rich.markdown and markdown-it (~0.1 s)
     rich_markup_mode=None,
 )
+baseline_app = typer.Typer(help="Inspect baseline files.", no_args_is_help=True)
+app.add_typer(baseline_app, name="baseline")
+cache_app = typer.Typer(help="Inspect and manage the embedding cache.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+# Randomization-test resamples `evalret compare --samples` accepts at most: a million already
+# resolves p-values to 1e-6, and the test's time grows linearly with them.
+MAX_SAMPLES = 1_000_000
+# evalret.data.config.GOLDEN_FORMATS, not imported so that the CLI module stays light (a test keeps
+# the two equal); every command taking --format checks it here, before anything runs
+GOLDEN_FORMATS = ("auto", "native", "beir", "trec")
+# evalret.core.stats.Correction and evalret.data.training.TrainFormat (a test keeps them equal)
+Correction = Literal["holm", "bonferroni", "bh", "none"]
+TrainFormat = Literal["auto", "jsonl", "text"]
+
+
+# --- the console -------------------------------------------------------------------------------
 
 
 class _LazyConsole:
@@ -54,57 +83,11 @@ class _LazyConsole:
 
 console: Any = _LazyConsole()
 err_console: Any = _LazyConsole(stderr=True)
-T = TypeVar("T")
-
-
-def _escape(text: str, multiline: bool = False) -> str:
-    """``text`` safe inside rich markup: controls visible (newlines too, unless ``multiline``),
-    brackets not taken as markup."""
-    from rich.markup import escape
-
-    from evalret.report.escape import terminal
-
-    return escape(terminal(text, multiline=multiline))
-
-
-def _error_text(e: EvalretError) -> str:
-    """An error's message for the terminal: an input error's summary and each of its problems
-    escaped one by one, so that a newline quoted from input (a path, a config value) cannot
-    start a line of its own."""
-    from evalret.errors import InputError
-
-    if isinstance(e, InputError):
-        return "\n".join(_escape(line) for line in e.lines())
-    return _escape(str(e), multiline=True)
-
-
-def _guard(fn: Callable[[], T]) -> T:
-    """Run ``fn``; turn evalret's errors and unexpected crashes into messages and exit codes."""
-    try:
-        return fn()
-    except EvalretError as e:
-        # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
-        err_console.print(
-            f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True
-        )
-        raise typer.Exit(int(e.exit_code)) from None
-    except KeyboardInterrupt:
-        err_console.print("[bold red]Interrupted[/]")
-        raise typer.Exit(int(ExitCode.INTERNAL)) from None
-    except Exception as e:  # a crash must never look like a regression or a bad input
-        if os.environ.get("EVALRET_DEBUG"):
-            traceback.print_exc()
-        err_console.print(
-            f"[bold red]Internal error:[/] {type(e).__name__}: {_escape(str(e), multiline=True)}\n"
-            "(set EVALRET_DEBUG=1 for the traceback)",
-            highlight=False,
-        )
-        raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
 
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Any]:
-    """A progress-bar factory for the pipeline: (description, total) -> advance(n)."""
+    """A progress-bar factory for the commands: (description, total) -> advance(n)."""
     if not enabled:
         yield None
         return
@@ -134,14 +117,149 @@ def _progress(enabled: bool) -> Iterator[Any]:
         yield factory
 
 
-def _without_cache(cfg: Any) -> Any:
-    return cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"enabled": False})})
+# --- errors and exit codes ---------------------------------------------------------------------
 
 
-def _step_summary() -> Path | None:
-    """GitHub's step-summary file, when running in GitHub Actions."""
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    return Path(summary) if summary else None
+def _error_text(e: EvalretError) -> str:
+    """An error's message for the terminal: an input error's summary and each of its problems
+    escaped one by one, so that a newline quoted from input (a path, a config value) cannot
+    start a line of its own."""
+    from evalret.errors import InputError
+
+    if isinstance(e, InputError):
+        return "\n".join(markup_safe(line) for line in e.lines())
+    return markup_safe(str(e), multiline=True)
+
+
+def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
+    """Run ``fn``; turn evalret's errors and unexpected crashes into messages and exit codes."""
+    try:
+        return fn() or ExitCode.OK
+    except EvalretError as e:
+        # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
+        err_console.print(
+            f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True
+        )
+        return e.exit_code
+    except KeyboardInterrupt:
+        err_console.print("[bold red]Interrupted[/]")
+        return ExitCode.INTERNAL
+    except Exception as e:  # a crash must never look like a regression or a bad input
+        if os.environ.get("EVALRET_DEBUG"):
+            traceback.print_exc()
+        err_console.print(
+            f"[bold red]Internal error:[/] {type(e).__name__}: {markup_safe(str(e), True)}\n"
+            "(set EVALRET_DEBUG=1 for the traceback)",
+            highlight=False,
+        )
+        return ExitCode.INTERNAL
+
+
+# --- help: upper-case argument names and types, as click writes them ---------------------------
+
+_TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "path": "PATH"}
+_TYPE_LABEL = re.compile(r"<([^<>]+)>")
+
+
+def _type_label(match: re.Match[str]) -> str:
+    """``<path>`` -> ``PATH``, ``<int range>`` -> ``INTEGER RANGE``, ``<a|b>`` -> ``[a|b]``."""
+    label = match.group(1)
+    if label.startswith("list[") and label.endswith("]"):  # a repeatable option: one value each
+        label = label[5:-1]
+    if "|" in label:
+        return f"[{label}]"
+    return " ".join(_TYPE_NAMES.get(word, word.upper()) for word in label.split())
+
+
+def _argument_name(param: Any, usage: bool) -> str:
+    """An argument as help shows it: ``A``, ``[CONFIGS]...`` (brackets only in the usage line)."""
+    name = str(param.metavar or param.name).upper()
+    if usage and not param.required:
+        name = f"[{name}]"
+    return name + ("..." if param.nargs != 1 else "")
+
+
+class _Command(TyperCommand):
+    """A command whose help reads like click's: ``Usage: evalret compare [OPTIONS] A B``,
+    arguments listed as ``A``, option values as ``PATH``, ``FLOAT`` or ``[holm|bh|...]``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        params = self.get_params(ctx)
+        return pieces + [_argument_name(p, True) for p in params if p.param_type_name == "argument"]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            names, text = record
+            if param.param_type_name == "argument":
+                arguments.append((_argument_name(param, False), text))
+            else:
+                options.append((_TYPE_LABEL.sub(_type_label, names), text))
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+P = ParamSpec("P")
+
+
+def _command(
+    group: typer.Typer, name: str | None = None
+) -> Callable[[Callable[P, ExitCode | None]], Callable[P, None]]:
+    """Register a command on ``group`` whose function returns its exit code (None: 0); an
+    EvalretError becomes ``Error: ...`` and its ExitCode, a crash ``Internal error`` and 3."""
+
+    def register(fn: Callable[P, ExitCode | None]) -> Callable[P, None]:
+        @functools.wraps(fn)
+        def command(*args: P.args, **kwargs: P.kwargs) -> None:
+            raise typer.Exit(int(_exit_code(lambda: fn(*args, **kwargs))))
+
+        group.command(name, cls=_Command)(command)
+        return command
+
+    return register
+
+
+# --- options shared by several commands --------------------------------------------------------
+
+
+def _golden_format(value: str | None) -> str | None:
+    if value is not None and value not in GOLDEN_FORMATS:
+        raise typer.BadParameter(
+            f"{value!r} is not a golden-set format; choose {', '.join(GOLDEN_FORMATS)}"
+        )
+    return value
+
+
+ConfigFile = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="YAML config; without it, the built-in defaults."),
+]
+OutDir = Annotated[Path | None, typer.Option("--out", "-o", help="Directory to write into.")]
+OutFile = Annotated[Path | None, typer.Option("--out", "-o", help="File to write.")]
+BaselineFile = Annotated[Path | None, typer.Option("--baseline", "-b", help="A baseline file.")]
+ShowProgress = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")]
+NoCache = Annotated[
+    bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")
+]
+CacheDir = Annotated[
+    Path | None,
+    typer.Option("--dir", help="Cache directory (default: $EVALRET_CACHE_DIR or the user cache)."),
+]
+GoldenFormat = Annotated[
+    str | None,
+    typer.Option(
+        "--format", callback=_golden_format, help="Golden-set format: auto, native, beir or trec."
+    ),
+]
+GoldenSplit = Annotated[str | None, typer.Option("--split", help="BEIR split (default: test).")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+SavedReport = Annotated[Path, typer.Argument(help="A saved report.json (or compare.json).")]
 
 
 def _version(value: bool) -> None:
@@ -159,125 +277,88 @@ def _main(
     """Evaluate embedding retrieval on a golden set and gate changes in CI."""
 
 
-@app.command()
+# --- the commands ------------------------------------------------------------------------------
+
+
+@_command(app)
 def run(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="YAML config; without it, the built-in defaults."),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Directory for report files (overrides output.dir)."),
-    ] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline", "-b", help="Gate against this baseline (overrides gate.baseline)."
-        ),
-    ] = None,
+    config: ConfigFile = None,
+    out: OutDir = None,
+    baseline: BaselineFile = None,
     save_baseline: Annotated[
         Path | None,
         typer.Option("--save-baseline", help="Save this run as a baseline file (never implicit)."),
     ] = None,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")
-    ] = False,
-    progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
-    ] = True,
-) -> None:
+    no_cache: NoCache = False,
+    progress: ShowProgress = True,
+) -> ExitCode:
     """Embed the golden set, search exact and HNSW indexes, report metrics per slice, and gate
-    against floors and a baseline. Exit 1 when a check fails."""
+    against floors and a baseline (--baseline, default: the config's gate.baseline). Report
+    files go to --out (default: the config's output.dir). Exit 1 when a check fails."""
+    from evalret.commands.run import run_command
+    from evalret.report.terminal import print_run
 
-    def go() -> ExitCode:
-        from evalret.commands.evaluate import run_evaluation
-        from evalret.commands.outputs import write_outputs
-        from evalret.data.atomic import check_writable_dir, check_writable_file
-        from evalret.data.baseline import baseline_for_run
-        from evalret.data.baseline import save_baseline as save
-        from evalret.data.config import load_config
-        from evalret.report.terminal import print_run
-
-        cfg = _without_cache(load_config(config)) if no_cache else load_config(config)
-        out_dir = out if out is not None else cfg.output.dir
-        check_writable_dir(out_dir, "output directory")
-        if save_baseline is not None:
-            check_writable_file(save_baseline, "baseline")
-        baseline_path = baseline or cfg.gate.baseline
-        reference, missing = baseline_for_run(baseline_path, save_baseline)
-        with _progress(progress) as factory:
-            evaluation = run_evaluation(
-                cfg,
-                progress=factory,
-                baseline=reference,
-                baseline_source=str(baseline_path) if reference is not None else None,
-                missing_baseline=str(baseline_path) if missing else None,
-            )
-        written = write_outputs(evaluation, out_dir, _step_summary())
-        if save_baseline is not None:
-            save(evaluation.report, save_baseline)
-            written.append(save_baseline)
-        print_run(console, evaluation.report, written)
-        gate = evaluation.report.gate
-        return ExitCode.REGRESSION if gate is not None and gate.verdict == "fail" else ExitCode.OK
-
-    raise typer.Exit(int(_guard(go)))
+    outcome = run_command(
+        config,
+        out=out,
+        baseline=baseline,
+        save_to=save_baseline,
+        no_cache=no_cache,
+        progress=lambda: _progress(progress),
+    )
+    print_run(console, outcome.evaluation.report, outcome.written)
+    return outcome.exit_code
 
 
-@app.command()
+@_command(app)
 def compare(
     a: Annotated[Path, typer.Argument(help="A: a config (.yaml) to run, or a saved report.json.")],
     b: Annotated[Path, typer.Argument(help="B: a config (.yaml) to run, or a saved report.json.")],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory for compare.json and compare.md.")
-    ] = Path("reports/compare"),
+    out: OutDir = Path("reports/compare"),
     primary: Annotated[str, typer.Option(help="Metric the verdict is decided on.")] = "ndcg@10",
     min_gain: Annotated[
         float, typer.Option(help="Gain B needs on the primary metric in every slice.")
     ] = 0.01,
     alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
     correction: Annotated[
-        str, typer.Option(help="holm, bonferroni, bh or none, across every test.")
+        Correction, typer.Option(help="Multiple-test correction across every test.")
     ] = "holm",
-    samples: Annotated[int, typer.Option(help="Randomization-test resamples.")] = 10_000,
+    samples: Annotated[
+        int, typer.Option(max=MAX_SAMPLES, help="Randomization-test resamples (at least 100).")
+    ] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of every resampling.")] = 0,
     fail_on_regression: Annotated[
         bool, typer.Option("--fail-on-regression", help="Exit 1 on a significant regression.")
     ] = False,
-    progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
-    ] = True,
-) -> None:
-    """Compare two model versions (configs or saved reports) with paired statistics."""
+    progress: ShowProgress = True,
+) -> ExitCode:
+    """Compare two model versions (configs or saved reports) with paired statistics; writes
+    compare.json, compare.md, disagreements.md and report.html into --out."""
+    from evalret.commands.compare import run_comparison
+    from evalret.commands.configs import step_summary
+    from evalret.core.metrics import parse_metric
+    from evalret.report.compare_views import render_compare
 
-    def go() -> ExitCode:
-        from evalret.commands.compare import run_comparison
-        from evalret.core.metrics import parse_metric
-        from evalret.report.compare_views import render_compare
-
-        with _progress(progress) as factory:
-            report, written = run_comparison(
-                a,
-                b,
-                out,
-                primary=str(parse_metric(primary)),
-                min_gain=min_gain,
-                alpha=alpha,
-                correction=correction,
-                samples=samples,
-                seed=seed,
-                progress=factory,
-                step_summary=_step_summary(),
-            )
-        console.print(render_compare(report, [str(p) for p in written]))
-        if fail_on_regression and report.verdict.regressions:
-            return ExitCode.REGRESSION
-        return ExitCode.OK
-
-    raise typer.Exit(int(_guard(go)))
+    with _progress(progress) as factory:
+        report, written = run_comparison(
+            a,
+            b,
+            out or Path("reports/compare"),
+            primary=str(parse_metric(primary)),
+            min_gain=min_gain,
+            alpha=alpha,
+            correction=correction,
+            samples=samples,
+            seed=seed,
+            progress=factory,
+            step_summary=step_summary(),
+        )
+    console.print(render_compare(report, [str(p) for p in written]))
+    regressed = fail_on_regression and report.verdict.regressions
+    return ExitCode.REGRESSION if regressed else ExitCode.OK
 
 
-@app.command()
+@_command(app)
 def pool(
     configs: Annotated[
         list[Path] | None,
@@ -288,201 +369,89 @@ def pool(
         list[str] | None,
         typer.Option("--index", "-i", help="Pool only this index (repeatable); default all."),
     ] = None,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="JSONL file of documents to label.")
-    ] = Path("pool.jsonl"),
-    progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
-    ] = True,
+    out: OutFile = Path("pool.jsonl"),
+    progress: ShowProgress = True,
 ) -> None:
     """Export the unjudged documents of every run's top k, per query, for annotators (JSONL with
-    grade null to fill in): pooling across configs and indexes."""
+    grade null to fill in, into --out): pooling across configs and indexes."""
+    from evalret.commands.pool import pool_command
 
-    def go() -> ExitCode:
-        import json
-
-        from evalret.commands.pool import run_pool
-        from evalret.data.atomic import atomic_write_text, check_writable_file
-
-        check_writable_file(out, "pool file")
-        with _progress(progress) as factory:
-            golden, records, labels = run_pool(configs or [None], k, index, factory)
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-        atomic_write_text(out, text, "pool file")
-        queries = len({r["query_id"] for r in records})
-        console.print(
-            f"{len(records)} unjudged documents for {queries} of {len(golden.query_ids)} "
-            f"queries, from the top {k} of {_escape(', '.join(labels))} -> {_escape(str(out))}",
-            highlight=False,
-        )
-        return ExitCode.OK
-
-    raise typer.Exit(int(_guard(go)))
+    target = out or Path("pool.jsonl")
+    pooled = pool_command(configs or [], k, index, target, lambda: _progress(progress))
+    console.print(
+        f"{pooled.n_documents} unjudged documents for {pooled.n_queries} of "
+        f"{pooled.n_total_queries} queries, from the top {k} of "
+        f"{markup_safe(', '.join(pooled.labels))} -> {markup_safe(str(target))}",
+        highlight=False,
+    )
 
 
-@app.command("report")
+@_command(app, "report")
 def report_command(
-    path: Annotated[Path, typer.Argument(help="A saved report.json (or compare.json).")],
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Directory for report.html (default: beside PATH)."),
-    ] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            "-b",
-            help="Draw this saved report beside the run (default: the gate's baseline, if found).",
-        ),
-    ] = None,
+    path: SavedReport,
+    out: OutDir = None,
+    baseline: BaselineFile = None,
 ) -> None:
-    """Render report.html (charts, self-contained) from a saved report.json or compare.json."""
+    """Render report.html (charts, self-contained) from a saved report.json or compare.json, into
+    --out (default: beside PATH); --baseline draws that saved report beside the run (default:
+    the gate's baseline, if found)."""
+    from evalret.commands.report import write_saved_html
 
-    def go() -> None:
-        from evalret.commands.report import write_saved_html
-
-        console.print(f"wrote {_escape(str(write_saved_html(path, out, baseline)))}")
-
-    _guard(go)
+    console.print(f"wrote {markup_safe(str(write_saved_html(path, out, baseline)))}")
 
 
-baseline_app = typer.Typer(help="Inspect baseline files.", no_args_is_help=True)
-app.add_typer(baseline_app, name="baseline")
-
-
-@baseline_app.command("show")
+@_command(baseline_app, "show")
 def baseline_show(
     path: Annotated[Path, typer.Argument(help="A baseline (or saved report.json).")],
 ) -> None:
     """Show what a baseline holds: fingerprint, settings and metrics per index and slice."""
+    from evalret.commands.baseline import baseline_show_command
+    from evalret.report.terminal import print_baseline
 
-    def go() -> None:
-        from evalret.data.baseline import load_baseline
-        from evalret.report.terminal import print_baseline
-
-        print_baseline(console, load_baseline(path), path)
-
-    _guard(go)
+    print_baseline(console, baseline_show_command(path), path)
 
 
-cache_app = typer.Typer(help="Inspect and manage the embedding cache.", no_args_is_help=True)
-app.add_typer(cache_app, name="cache")
-CacheDir = Annotated[
-    Path | None,
-    typer.Option("--dir", help="Cache directory (default: $EVALRET_CACHE_DIR or the user cache)."),
-]
-
-
-@cache_app.command("info")
-def cache_info_command(directory: CacheDir = None) -> None:
+@_command(cache_app, "info")
+def cache_info(directory: CacheDir = None) -> None:
     """List the cached embedding sets: model, settings, entries, size, last use."""
+    from evalret.commands.cache import cache_info_command
 
-    def go() -> None:
-        from rich.table import Table
-
-        from evalret.engines.cache import cache_info, default_cache_dir
-
-        root = directory or default_cache_dir()
-        rows = cache_info(root)
-        table = Table(title=f"embedding cache {_escape(str(root))}", title_justify="left")
-        for col in ("namespace", "model", "settings", "entries", "MB", "shards", "last used"):
-            table.add_column(col, no_wrap=col != "settings")
-        for r in rows:
-            settings = ", ".join(f"{k}={v!r}" for k, v in r["settings"].items())
-            table.add_row(
-                r["namespace"][:12],
-                _escape(str(r["model"])),
-                _escape(settings),
-                str(r["entries"]),
-                f"{r['bytes'] / 1e6:.1f}",
-                str(r["shards"]),
-                r["last_used"],
-            )
-        console.print(table if rows else f"embedding cache {_escape(str(root))} is empty")
-
-    _guard(go)
+    console.print(cache_info_command(directory))
 
 
-@cache_app.command("clear")
-def cache_clear_command(directory: CacheDir = None) -> None:
+@_command(cache_app, "clear")
+def cache_clear(directory: CacheDir = None) -> None:
     """Delete every cached embedding."""
+    from evalret.commands.cache import cache_clear_command
 
-    def go() -> None:
-        from evalret.engines.cache import clear_cache, default_cache_dir
-
-        root = directory or default_cache_dir()
-        console.print(f"removed {clear_cache(root)} embedding set(s) from {_escape(str(root))}")
-
-    _guard(go)
+    console.print(cache_clear_command(directory))
 
 
-@cache_app.command("prune")
-def cache_prune_command(
+@_command(cache_app, "prune")
+def cache_prune(
     directory: CacheDir = None,
     days: Annotated[float, typer.Option(help="Remove sets unused for this many days.")] = 30,
 ) -> None:
     """Remove embedding sets unused for a while, corrupt shards and stale temporary files."""
+    from evalret.commands.cache import cache_prune_command
 
-    def go() -> None:
-        from evalret.engines.cache import default_cache_dir, prune_cache
-
-        root = directory or default_cache_dir()
-        removed = prune_cache(root, days)
-        console.print(
-            ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in removed.items())
-            + f" removed from {_escape(str(root))}"
-        )
-
-    _guard(go)
+    console.print(cache_prune_command(directory, days))
 
 
-@app.command()
+@_command(app)
 def init(
     directory: Annotated[Path, typer.Argument(help="Repository root to scaffold.")] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
 ) -> None:
     """Write a starter config, a tiny golden-set template and a GitHub workflow."""
+    from evalret.commands.init import NEXT_STEPS, write_scaffold
 
-    def go() -> None:
-        from evalret.commands.init import write_scaffold
-
-        for path in write_scaffold(directory, force=force):
-            console.print(f"wrote {_escape(str(path))}")
-        console.print(
-            "next: put your corpus and queries in golden_sets/example, then run "
-            "`evalret run --config evalret.yaml --save-baseline baselines/evalret.json` once, "
-            "on purpose, and commit the baseline."
-        )
-
-    _guard(go)
+    for path in write_scaffold(directory, force=force):
+        console.print(f"wrote {markup_safe(str(path))}")
+    console.print(NEXT_STEPS)
 
 
-# evalret.data.config.GOLDEN_FORMATS, not imported so that the CLI module stays light (a test keeps
-# the two equal); every command taking --format checks it here, before anything runs
-GOLDEN_FORMATS = ("auto", "native", "beir", "trec")
-
-
-def _golden_format(value: str | None) -> str | None:
-    if value is not None and value not in GOLDEN_FORMATS:
-        raise typer.BadParameter(
-            f"{value!r} is not a golden-set format; choose {', '.join(GOLDEN_FORMATS)}"
-        )
-    return value
-
-
-GoldenFormat = Annotated[
-    str | None,
-    typer.Option(
-        "--format",
-        callback=_golden_format,
-        help="Golden-set format: auto, native, beir or trec.",
-    ),
-]
-GoldenSplit = Annotated[str | None, typer.Option("--split", help="BEIR split (default: test).")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-
-
-@app.command()
+@_command(app)
 def validate(
     path: Annotated[
         Path,
@@ -495,28 +464,21 @@ def validate(
     golden_format: GoldenFormat = None,
     split: GoldenSplit = None,
     as_json: AsJson = False,
-) -> None:
+) -> ExitCode:
     """Check a golden set without a model: every error and warning with file:line, counts,
     slice reliability and minimum detectable nDCG@10 difference. Exit 2 on errors."""
+    from evalret.commands.validate import validate_command, validation_json
+    from evalret.report.validate_view import render_validation
 
-    def go() -> ExitCode:
-        import json
-
-        from evalret.commands.validate import golden_config, run_validation
-        from evalret.report.escape import json_document
-        from evalret.report.validate_view import render_validation
-
-        result = run_validation(golden_config(path, golden_format, split), report)
-        if as_json:
-            typer.echo(json_document(json.dumps(result.to_json(), indent=1, ensure_ascii=False)))
-        else:
-            console.print(render_validation(result), highlight=False)
-        return ExitCode.OK if result.ok else ExitCode.INVALID_INPUT
-
-    raise typer.Exit(int(_guard(go)))
+    result = validate_command(path, golden_format, split, report)
+    if as_json:
+        typer.echo(validation_json(result))
+    else:
+        console.print(render_validation(result), highlight=False)
+    return ExitCode.OK if result.ok else ExitCode.INVALID_INPUT
 
 
-@app.command()
+@_command(app)
 def leakage(
     train: Annotated[
         Path, typer.Option("--train", help="Training queries: JSONL (text or query) or text.")
@@ -526,7 +488,7 @@ def leakage(
         typer.Argument(help="A golden-set directory or an evalret config (default: the demo)."),
     ] = None,
     train_format: Annotated[
-        str, typer.Option("--train-format", help="auto, jsonl or text.")
+        TrainFormat, typer.Option("--train-format", help="How to read the training file.")
     ] = "auto",
     threshold: Annotated[
         float | None,
@@ -539,59 +501,35 @@ def leakage(
     no_embedding: Annotated[
         bool, typer.Option("--no-embedding", help="Text checks only: no model is loaded.")
     ] = False,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")
-    ] = False,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write the full result as JSON here.")
-    ] = None,
+    no_cache: NoCache = False,
+    out: OutFile = None,
     as_json: AsJson = False,
-    progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
-    ] = True,
-) -> None:
+    progress: ShowProgress = True,
+) -> ExitCode:
     """Find training queries that copy golden-set queries (exact, near-identical text, or
-    embedding cosine above a threshold); exit 1 above --max-fraction."""
+    embedding cosine above a threshold); --out writes the full result as JSON; exit 1 above
+    --max-fraction."""
+    from evalret.commands.leakage import leakage_command
+    from evalret.report.leakage_view import render_leakage
 
-    def go() -> ExitCode:
-        import json
-
-        from evalret.commands.leakage import run_leakage
-        from evalret.commands.validate import golden_config
-        from evalret.data.atomic import atomic_write_text, check_writable_file
-        from evalret.errors import InputError
-        from evalret.report.escape import json_document
-        from evalret.report.leakage_view import render_leakage
-
-        if train_format not in ("auto", "jsonl", "text"):
-            raise InputError(f"--train-format {train_format!r}: choose auto, jsonl or text")
+    found = leakage_command(
+        golden,
+        train,
+        train_format,
+        use_embedding=not no_embedding,
+        threshold=threshold,
+        max_fraction=max_fraction,
+        no_cache=no_cache,
+        out=out,
+        progress=lambda: _progress(progress and not as_json),
+    )
+    if as_json:
+        typer.echo(found.json_text)
+    else:
+        console.print(render_leakage(found.result), highlight=False)
         if out is not None:
-            check_writable_file(out, "leakage result")
-        cfg = golden_config(golden)
-        if no_cache:
-            cfg = _without_cache(cfg)
-        with _progress(progress and not as_json) as factory:
-            result = run_leakage(
-                cfg,
-                train,
-                train_format,  # type: ignore[arg-type]  # checked above
-                use_embedding=not no_embedding,
-                threshold=threshold,
-                max_fraction=max_fraction,
-                progress=factory,
-            )
-        data = json_document(json.dumps(result.to_json(), indent=1, ensure_ascii=False))
-        if out is not None:
-            atomic_write_text(out, data + "\n", "leakage result")
-        if as_json:
-            typer.echo(data)
-        else:
-            console.print(render_leakage(result), highlight=False)
-            if out is not None:
-                console.print(f"wrote {_escape(str(out))}")
-        return ExitCode.REGRESSION if result.failed else ExitCode.OK
-
-    raise typer.Exit(int(_guard(go)))
+            console.print(f"wrote {markup_safe(str(out))}")
+    return ExitCode.REGRESSION if found.result.failed else ExitCode.OK
 
 
 def main() -> None:

@@ -16,6 +16,11 @@ FILES = {
     "golden_sets/example/queries.jsonl": "queries.jsonl",
     ".github/workflows/evalret.yml": "workflow.yml",
 }
+NEXT_STEPS = (
+    "next: put your corpus and queries in golden_sets/example, then run "
+    "`evalret run --config evalret.yaml --save-baseline baselines/evalret.json` once, "
+    "on purpose, and commit the baseline."
+)
 
 
 def write_scaffold(root: Path, force: bool = False) -> list[Path]:

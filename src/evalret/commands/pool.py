@@ -8,6 +8,7 @@ and labelling them is how TREC builds fair judgments.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from evalret.commands.progress import ProgressBars, no_bars
+from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.goldenset import GoldenSet
 from evalret.engines.faiss_index import SearchResult
 
@@ -128,3 +131,32 @@ def _onto(ranking: SearchResult, query_ids: list[str], onto: list[str]) -> Searc
         if q in row:
             ids[i], scores[i] = ranking.ids[row[q]], ranking.scores[row[q]]
     return SearchResult(ids=ids, scores=scores)
+
+
+@dataclass(frozen=True)
+class PoolOutcome:
+    """What `evalret pool` wrote: how many documents, for how many of the queries, from which
+    runs."""
+
+    n_documents: int
+    n_queries: int  # queries with at least one document to label
+    n_total_queries: int
+    labels: list[str]
+
+
+def pool_command(
+    configs: Sequence[Path | None],
+    k: int,
+    indexes: Sequence[str] | None,
+    out: Path,
+    progress: ProgressBars = no_bars,
+) -> PoolOutcome:
+    """`evalret pool`: pool the unjudged top ``k`` of every config's runs and write them to
+    ``out`` as JSON Lines (checked writable before anything runs)."""
+    check_writable_file(out, "pool file")
+    with progress() as factory:
+        golden, records, labels = run_pool(configs or [None], k, indexes, factory)
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    atomic_write_text(out, text, "pool file")
+    queries = len({r["query_id"] for r in records})
+    return PoolOutcome(len(records), queries, len(golden.query_ids), labels)

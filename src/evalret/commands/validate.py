@@ -29,19 +29,21 @@ Without a report, sd = 0.40: the largest per-query nDCG@10 sd measured on real s
 SciFact test with all-MiniLM-L6-v2: 0.399; the demo set: 0.338).
 
 The checks are pure: they work on a scan that is already read (and a report's scores); only
-``golden_config`` and ``run_validation`` read files.
+``run_validation`` and ``validate_command`` read files. The result types are in
+``evalret.data.validation``.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from evalret.commands.configs import golden_config
 from evalret.core.duplicates import (
     NEAR_DUPLICATE_JACCARD,
     exact_duplicate_groups,
@@ -50,19 +52,19 @@ from evalret.core.duplicates import (
     word_difference,
 )
 from evalret.core.ranking import primary_index
-from evalret.core.slices import RELIABILITY, reliability
+from evalret.core.slices import reliability
 from evalret.core.stats import minimum_detectable_effect
-from evalret.data.config import (
-    Config,
-    GoldenSetConfig,
-    SlicesConfig,
-    WithoutRelevant,
-    configured_slices,
-    load_config,
+from evalret.data.config import Config, SlicesConfig, WithoutRelevant, configured_slices
+from evalret.data.goldenset import (
+    GoldenSetScan,
+    nothing_to_evaluate,
+    relevant_count,
+    scored_query_ids,
 )
-from evalret.data.goldenset import GoldenSetScan, nothing_to_evaluate
 from evalret.data.textfile import read_json
+from evalret.data.validation import SliceCheck, Summary, Validation
 from evalret.errors import ConfigError, InputError, Problem
+from evalret.report.escape import json_document
 
 ASSUMED_NDCG_SD = 0.40
 ALPHA = 0.05
@@ -74,93 +76,6 @@ RELEVANT_BUCKETS: tuple[tuple[int, int, str], ...] = (
     (6, 10, "6-10"),
     (11, 10**12, "11+"),
 )
-CONFIG_SUFFIXES = (".yaml", ".yml")
-RELIABILITY_MEANING = {label: meaning for _, label, meaning in RELIABILITY}
-
-
-@dataclass(frozen=True)
-class SliceCheck:
-    """One slice: how many queries, how reliable, and the smallest nDCG@10 change it detects."""
-
-    name: str
-    kind: str
-    definition: str
-    n_queries: int
-    reliability: str
-    sd: float
-    sd_source: str  # "assumed" or "report (k queries)"
-    mde: float | None  # None for a slice of fewer than two queries
-
-
-@dataclass(frozen=True)
-class Summary:
-    """Counts of a golden set as read (also when it has errors)."""
-
-    format: str
-    n_documents: int
-    n_queries: int  # in the queries file
-    n_evaluated: int  # judged (in the split, for BEIR): what a run evaluates
-    n_scored: int  # evaluated queries with at least one relevant document
-    n_judgments: int  # of the evaluated queries
-    grades: dict[int, int]
-    relevant_per_query: dict[str, float]  # min, median, mean, max over evaluated queries
-    relevant_histogram: dict[str, int]
-    tags: dict[str, int]
-    n_with_frequency: int
-
-
-@dataclass(frozen=True)
-class Validation:
-    """What `evalret validate` found: errors (exit 2), warnings, summary and slices."""
-
-    source: str
-    errors: list[Problem]
-    warnings: list[Problem]
-    summary: Summary | None = None
-    slices: list[SliceCheck] = field(default_factory=list)
-    mde: dict[str, Any] = field(default_factory=dict)  # metric, alpha, power, sd settings
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-    def to_json(self) -> dict[str, Any]:
-        def problem(p: Problem) -> dict[str, Any]:
-            return {"code": p.code, "file": p.file, "line": p.line, "message": p.message}
-
-        summary = None
-        if self.summary is not None:
-            summary = asdict(self.summary)
-            summary["grades"] = {str(k): v for k, v in self.summary.grades.items()}
-        return {
-            "source": self.source,
-            "ok": self.ok,
-            "errors": [problem(p) for p in self.errors],
-            "warnings": [problem(p) for p in self.warnings],
-            "summary": summary,
-            "slices": [asdict(s) for s in self.slices],
-            "mde": self.mde,
-        }
-
-
-def golden_config(path: Path | None, fmt: str | None = None, split: str | None = None) -> Config:
-    """The config to validate: an evalret config file (``.yaml``/``.yml``), else the default
-    config pointed at ``path`` (a golden-set directory or TREC qrels file); ``fmt`` and ``split``
-    override the golden set's format and BEIR split."""
-    if path is not None and path.suffix in CONFIG_SUFFIXES:
-        cfg = load_config(path)
-    else:
-        cfg = load_config(None)
-        if path is not None:
-            cfg = cfg.model_copy(update={"golden_set": GoldenSetConfig(path=path.resolve())})
-    updates = {k: v for k, v in (("format", fmt), ("split", split)) if v is not None}
-    if updates:
-        try:
-            golden = GoldenSetConfig.model_validate({**cfg.golden_set.model_dump(), **updates})
-        except ValueError as e:
-            raise ConfigError(f"invalid option: {e}") from None
-        cfg = cfg.model_copy(update={"golden_set": golden})
-    return cfg
 
 
 def report_scores(report: Any, source: str, metric: str = MDE_METRIC) -> dict[str, float]:
@@ -258,16 +173,10 @@ def text_warnings(scan: GoldenSetScan, threshold: float = NEAR_DUPLICATE_JACCARD
     return out
 
 
-def _n_relevant(scan: GoldenSetScan, query_id: str) -> int:
-    """Judged documents of the query with grade >= the scan's relevance level."""
-    level = scan.relevance_level
-    return sum(1 for g in scan.qrels.get(query_id, {}).values() if g >= level)
-
-
 def summarize(scan: GoldenSetScan) -> Summary:
     """Counts, grade distribution and relevant documents per evaluated query."""
     judged = [scan.qrels.get(q, {}) for q in scan.evaluate]
-    relevant = [_n_relevant(scan, q) for q in scan.evaluate]
+    relevant = [relevant_count(j, scan.relevance_level) for j in judged]
     grades = Counter(g for j in judged for g in j.values())
     per_query: dict[str, float] = {}
     if relevant:
@@ -308,8 +217,9 @@ def slice_checks(
     """The slices a run would report (over the queries it scores: those with a relevant document,
     or all with ``queries_without_relevant: zero``), each with its reliability and minimum
     detectable nDCG@10 difference. Raises ConfigError for bad custom slice definitions."""
-    zero = queries_without_relevant == "zero"
-    scored = [q for q in scan.evaluate if zero or _n_relevant(scan, q) > 0]
+    scored = scored_query_ids(
+        scan.evaluate, scan.qrels, scan.relevance_level, queries_without_relevant
+    )
     built = configured_slices(
         scored,
         [scan.queries[q] for q in scored],
@@ -375,8 +285,11 @@ def check_golden_set(
         errors.extend(e.problems or [Problem(e.summary, code="slices")])
     warnings.sort(key=lambda p: (p.file or "", p.line or 0))
     summary = summarize(scan)
-    if queries_without_relevant == "exclude" and summary.n_evaluated and not summary.n_scored:
-        message = nothing_to_evaluate(scan.source, summary.n_evaluated, scan.relevance_level)
+    scored = scored_query_ids(
+        scan.evaluate, scan.qrels, scan.relevance_level, queries_without_relevant
+    )
+    if scan.evaluate and not scored:
+        message = nothing_to_evaluate(scan.source, len(scan.evaluate), scan.relevance_level)
         errors.append(Problem(message, code="nothing-to-evaluate"))
     return Validation(
         source=scan.source,
@@ -389,6 +302,7 @@ def check_golden_set(
 
 
 def mde_settings(report_source: str | None) -> dict[str, Any]:
+    """How the minimum detectable differences were computed, as `validate --json` lists it."""
     return {
         "metric": MDE_METRIC,
         "alpha": ALPHA,
@@ -424,3 +338,16 @@ def run_validation(cfg: Config, report: Path | None = None) -> Validation:
         str(report) if report else None,
         queries_without_relevant=cfg.queries_without_relevant,
     )
+
+
+def validate_command(
+    path: Path, fmt: str | None = None, split: str | None = None, report: Path | None = None
+) -> Validation:
+    """`evalret validate PATH`: the golden set of ``path`` (a directory, a qrels file or a
+    config; ``fmt`` and ``split`` override its format and BEIR split), checked."""
+    return run_validation(golden_config(path, fmt, split), report)
+
+
+def validation_json(result: Validation) -> str:
+    """The JSON document `evalret validate --json` prints."""
+    return json_document(json.dumps(result.to_json(), indent=1, ensure_ascii=False))

@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -69,8 +69,8 @@ class GoldenSet:
         return {d: i for i, d in enumerate(self.doc_ids)}
 
     def n_relevant(self, query_id: str) -> int:
-        level = self.relevance_level
-        return sum(1 for g in self.qrels.get(query_id, {}).values() if g >= level)
+        """Judged documents of the query with grade >= the relevance level."""
+        return relevant_count(self.qrels.get(query_id, {}), self.relevance_level)
 
     @property
     def queries_without_relevant(self) -> list[str]:
@@ -78,17 +78,21 @@ class GoldenSet:
 
     def evaluated(self) -> GoldenSet:
         """The queries with at least one relevant document: the ones metrics are averaged over."""
-        return self.subset([q for q in self.query_ids if self.n_relevant(q) > 0])
+        return self.subset(
+            scored_query_ids(self.query_ids, self.qrels, self.relevance_level, "exclude")
+        )
 
     def scored(self, queries_without_relevant: WithoutRelevant) -> GoldenSet:
         """The queries a run scores: those with a relevant document under ``exclude``, every
         judged query under ``zero``. GoldenSetError when none is left (nothing to gate on)."""
-        golden = self.evaluated() if queries_without_relevant == "exclude" else self
-        if not golden.query_ids:
+        ids = scored_query_ids(
+            self.query_ids, self.qrels, self.relevance_level, queries_without_relevant
+        )
+        if not ids:
             raise GoldenSetError(
                 nothing_to_evaluate(self.source, len(self.query_ids), self.relevance_level)
             )
-        return golden
+        return self if queries_without_relevant == "zero" else self.subset(ids)
 
     def slices(self, cfg: SlicesConfig) -> list[Slice]:
         """This set's slices under the config's ``slices`` settings."""
@@ -168,6 +172,24 @@ class GoldenSet:
         for q, digest in sorted(self.query_fingerprints.items()):
             h.update(_canonical([q, digest]))
         return h.hexdigest()
+
+
+def relevant_count(grades: Mapping[str, int], relevance_level: int) -> int:
+    """How many of one query's judgments (doc id -> grade) are relevant: grade >= the level."""
+    return sum(1 for g in grades.values() if g >= relevance_level)
+
+
+def scored_query_ids(
+    query_ids: Sequence[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    relevance_level: int,
+    queries_without_relevant: WithoutRelevant,
+) -> list[str]:
+    """The judged queries a run scores, in order: every one under ``zero``, those with a
+    relevant document under ``exclude``. The one rule shared by runs and `evalret validate`."""
+    if queries_without_relevant == "zero":
+        return list(query_ids)
+    return [q for q in query_ids if relevant_count(qrels.get(q, {}), relevance_level) > 0]
 
 
 def nothing_to_evaluate(source: str, n_judged: int, relevance_level: int) -> str:

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from evalret.commands.leakage import LeakageResult
+from evalret.core.leakage import LeakageResult
 from evalret.report.escape import terminal
 
 SHOWN_PAIRS = 50  # --json and --out list every pair

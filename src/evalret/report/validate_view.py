@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from evalret.commands.validate import RELIABILITY_MEANING, Validation
+from evalret.data.validation import RELIABILITY_MEANING, Validation
 from evalret.errors import Problem
 from evalret.report.escape import terminal
 

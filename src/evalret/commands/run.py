@@ -1,0 +1,64 @@
+"""`evalret run`: load the config, find the baseline to gate against, evaluate, write the report
+files and (on request) save the run as a baseline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalret.commands.configs import run_config, step_summary
+from evalret.commands.evaluate import Evaluation, run_evaluation
+from evalret.commands.outputs import write_outputs
+from evalret.commands.progress import ProgressBars, no_bars
+from evalret.data.atomic import check_writable_dir, check_writable_file
+from evalret.data.baseline import baseline_for_run, save_baseline
+from evalret.errors import ExitCode
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished `evalret run`: the evaluation and every file written."""
+
+    evaluation: Evaluation
+    written: list[Path]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """1 when the gate failed, else 0."""
+        gate = self.evaluation.report.gate
+        return ExitCode.REGRESSION if gate is not None and gate.verdict == "fail" else ExitCode.OK
+
+
+def run_command(
+    config: Path | None = None,
+    *,
+    out: Path | None = None,
+    baseline: Path | None = None,
+    save_to: Path | None = None,
+    no_cache: bool = False,
+    progress: ProgressBars = no_bars,
+) -> RunOutcome:
+    """Evaluate ``config`` (default: the built-in defaults), gate against ``baseline`` (default:
+    the config's gate.baseline), write the report files into ``out`` (default: output.dir) and,
+    with ``save_to``, save the run there as a baseline. Output places are checked first, so that
+    a long run never ends unable to write; ``progress`` draws bars while evaluating."""
+    cfg = run_config(config, no_cache)
+    out_dir = out if out is not None else cfg.output.dir
+    check_writable_dir(out_dir, "output directory")
+    if save_to is not None:
+        check_writable_file(save_to, "baseline")
+    baseline_path = baseline or cfg.gate.baseline
+    reference, missing = baseline_for_run(baseline_path, save_to)
+    with progress() as factory:
+        evaluation = run_evaluation(
+            cfg,
+            progress=factory,
+            baseline=reference,
+            baseline_source=str(baseline_path) if reference is not None else None,
+            missing_baseline=str(baseline_path) if missing else None,
+        )
+    written = write_outputs(evaluation, out_dir, step_summary())
+    if save_to is not None:
+        save_baseline(evaluation.report, save_to)
+        written.append(save_to)
+    return RunOutcome(evaluation, written)
