@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from evalret.report.escape import html_text
+from evalret.report.numbers import number
 
 # Okabe-Ito colours (distinguishable with the common colour-vision deficiencies)
 BLUE = "#0072B2"
@@ -41,13 +42,6 @@ MAX_BARS = 600  # a sorted-delta chart draws at most this many query bars (quant
 def esc(text: object) -> str:
     """Text escaped for an HTML or SVG element or a quoted attribute."""
     return html_text(str(text))
-
-
-def fmt(v: float | None, signed: bool = False, digits: int = 4) -> str:
-    """A value as the Markdown report prints it: 4 decimals, a dash when missing."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
 
 def _n(v: float) -> str:
@@ -302,7 +296,7 @@ def bar_chart(
             change = ""
             if row.change is not None:
                 color = LOSS_TEXT if row.change < 0 else GAIN_TEXT if row.change > 0 else INK
-                change = f' <tspan fill="{color}">({esc(fmt(row.change, signed=True))})</tspan>'
+                change = f' <tspan fill="{color}">({esc(number(row.change, signed=True))})</tspan>'
             body.append(
                 f'<text class="note" x="{_n(x1 + 8)}" y="{_n(mid + 4)}" font-size="11.5" '
                 f'fill="{INK}">{esc(row.note)}{change}</text>'
