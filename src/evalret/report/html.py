@@ -25,6 +25,7 @@ from evalret.data.schema import (
     CompareSide,
     GateCheck,
     GateSection,
+    MetricCurves,
     QueryExample,
     RankedDoc,
     RunReport,
@@ -477,6 +478,33 @@ def examples_block(
     return "".join(parts)
 
 
+def _slice_curves(index: str, curves: MetricCurves, family: str, side: str) -> str:
+    """One family's curve per slice of one side: where the index misses relevant documents."""
+    per_slice = [
+        Line(
+            name,
+            values,
+            PALETTE[i % len(PALETTE)],
+            DASHES[(i // len(PALETTE)) % len(DASHES)],
+            sorted({1, 10, curves.k[-1]} & set(curves.k)),
+            3.0 if name == "all" else 1.6,
+        )
+        for i, (name, values) in enumerate(curves.values[family].items())
+    ]
+    return figure(
+        f"{index}: {family}@k per slice ({side})",
+        line_chart(
+            curves.k,
+            per_slice,
+            label=f"{index}: {family}@k per slice",
+            x_label="cutoff k",
+            y_label=f"mean {family}@k",
+        ),
+        f"Mean {family}@k of each slice of {side}; a slice far below the "
+        "others is where the index misses relevant documents.",
+    )
+
+
 def curves_block(sides: Sequence[Side], index: str) -> str | None:
     """metric@k over k for all queries (every side), and recall@k per slice (the last side)."""
     present = [s for s in sides if index in s.report.indexes]
@@ -523,31 +551,7 @@ def curves_block(sides: Sequence[Side], index: str) -> str | None:
     ]
     family = "recall" if "recall" in last.values else next(iter(last.values), None)
     if family is not None:
-        per_slice = [
-            Line(
-                name,
-                values,
-                PALETTE[i % len(PALETTE)],
-                DASHES[(i // len(PALETTE)) % len(DASHES)],
-                sorted({1, 10, last.k[-1]} & set(last.k)),
-                3.0 if name == "all" else 1.6,
-            )
-            for i, (name, values) in enumerate(last.values[family].items())
-        ]
-        charts.append(
-            figure(
-                f"{index}: {family}@k per slice ({present[-1].name})",
-                line_chart(
-                    last.k,
-                    per_slice,
-                    label=f"{index}: {family}@k per slice",
-                    x_label="cutoff k",
-                    y_label=f"mean {family}@k",
-                ),
-                f"Mean {family}@k of each slice of {present[-1].name}; a slice far below the "
-                "others is where the index misses relevant documents.",
-            )
-        )
+        charts.append(_slice_curves(index, last, family, present[-1].name))
     return f'<div class="grid">{"".join(charts)}</div>'
 
 
