@@ -343,7 +343,8 @@ from pathlib import Path
 from evalret import evaluate
 from evalret.data.config import load_config
 report = evaluate(load_config(Path({str(cfg)!r}))).report
-print(json.dumps({{"cache": report.embedding["cache"], "check": report.embedding["backend_check"],
+embedding = report.embedding.model_dump()
+print(json.dumps({{"cache": embedding["cache"], "check": embedding["backend_check"],
     "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}))
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)

@@ -137,7 +137,10 @@ def test_model_change_is_shown_and_gated(config: Config, baseline: tuple[RunRepo
         config, embedder=OtherModel(), baseline=report, baseline_source=str(path)
     ).report
     assert gated.gate is not None
-    assert gated.gate.changed["model.name"] == {"baseline": "hash-bow", "current": "hash-bow-32"}
+    assert gated.gate.changed["model.name"].model_dump() == {
+        "baseline": "hash-bow",
+        "current": "hash-bow-32",
+    }
     assert gated.gate.baseline == str(path)
     kinds = {c.kind for c in gated.gate.checks}
     assert kinds == {"max_drop", "ann_min_recall", "health_max"}  # health: not collapsed

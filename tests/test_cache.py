@@ -157,7 +157,7 @@ cache = cfg.cache.model_copy(update={{"dir": Path({str(tmp_path)!r})}})
 cfg = cfg.model_copy(update={{"cache": cache}})
 first = evaluate(cfg).report
 if sys.argv[1] == "warm":
-    print(json.dumps({{"cache": first.embedding["cache"],
+    print(json.dumps({{"cache": first.embedding.model_dump()["cache"],
         "heavy": [m for m in ("torch", "sentence_transformers", "onnxruntime", "openvino")
                   if m in sys.modules]}}))
 """

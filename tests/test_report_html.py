@@ -24,11 +24,11 @@ from typer.testing import CliRunner
 from conftest import DEMO, REPO
 from evalret.cli import app
 from evalret.commands.compare import golden_set_of
+from evalret.commands.report import render_compare_html, render_run_html
 from evalret.core.curves import curve_cutoffs, metric_curves
 from evalret.core.metrics import build_judgments, compute, parse_metrics
 from evalret.data.baseline import load_baseline
 from evalret.data.schema import CompareReport
-from evalret.report.html import render_compare_html, render_run_html
 from evalret.report.svg import (
     Bar,
     BarRow,

@@ -114,8 +114,8 @@ def run_comparison(
     """Compare B against A and write the comparison files (compare.json, compare.md,
     disagreements.md, report.html) into ``out``; append compare.md to ``step_summary`` (GitHub's
     $GITHUB_STEP_SUMMARY) if given."""
+    from evalret.commands.report import render_compare_html
     from evalret.report.compare_views import render_compare_markdown, render_disagreements
-    from evalret.report.html import render_compare_html
 
     checked = CompareSettings(**settings)  # before anything is evaluated
     report_a, golden = _obtain(a, progress)

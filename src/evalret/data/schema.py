@@ -7,16 +7,55 @@ the top-level ``query_ids``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 TOP_KEPT = 10  # ranked document ids kept per query in a report (drift, qualitative review)
 
+Reliability = Literal["high", "production", "minimal", "unreliable"]
+GateVerdict = Literal["pass", "fail"]
+CheckKind = Literal["min", "max_drop", "max_drop_pct", "ann_min_recall", "health_min", "health_max"]
+CompareStatus = Literal["candidate", "not a candidate", "no difference"]
+Correction = Literal["holm", "bonferroni", "bh", "none"]
+PairedTest = Literal["randomization", "t-test", "bootstrap"]
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class _Sparse(_Model):
+    """A model whose optional fields stay out of the JSON when the input left them out: keys an
+    older evalret did not write (or a backend does not have) are not added as nulls or empty
+    lists, so a saved report reads back and writes out the same."""
+
+    @model_serializer(mode="wrap")
+    def _absent_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
+
+class Change(_Model):
+    """One setting that differs between two runs: its value in each (None where absent)."""
+
+    baseline: Any
+    current: Any
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        return data
 
 
 class MetricValue(_Model):
@@ -27,7 +66,7 @@ class MetricValue(_Model):
 
 class SliceResult(_Model):
     n_queries: int
-    reliability: str
+    reliability: Reliability
     metrics: dict[str, MetricValue]
     # mean share of the top k holding a judged document, per cutoff ("judged@10": 0.83)
     judged: dict[str, float | None] = {}
@@ -53,7 +92,7 @@ class SliceInfo(_Model):
     kind: str
     definition: str
     n_queries: int
-    reliability: str
+    reliability: Reliability
     members: list[int]  # positions in query_ids of the slice's queries
 
 
@@ -102,7 +141,7 @@ class ReaderWarning(_Model):
     message: str
 
 
-class GoldenSetInfo(_Model):
+class GoldenSetInfo(_Sparse):
     source: str
     format: str
     fingerprint: str
@@ -113,7 +152,67 @@ class GoldenSetInfo(_Model):
     n_queries_evaluated: int
     queries_without_relevant: list[str]  # listed whether excluded or scored
     n_judgments: int
-    warnings: list[ReaderWarning] = []  # absent in reports of older versions
+    warnings: list[ReaderWarning] = []  # absent in reports of older versions (and kept absent)
+
+
+class CacheUse(_Model):
+    """What the embedding cache served for one kind of text (documents or queries)."""
+
+    hits: int
+    misses: int
+    corrupt_shards: list[str]  # shard ids set aside as unreadable, their texts embedded again
+
+
+class EmbeddingCache(_Sparse):
+    """The embedding cache of a run: where it is, what it served and what it repaired."""
+
+    dir: str
+    namespace: str
+    document: CacheUse | None = None  # absent when no document went through the cache
+    query: CacheUse | None = None
+    warnings: list[str] = []  # what the cache could not do (absent in older reports)
+    hnsw_index: str  # hit | stored | rebuilt | not built ...
+
+
+class BackendInfo(_Sparse):
+    """The embedding backend: name and precision; onnx / openvino add threads and the model."""
+
+    name: str  # torch | onnx | openvino
+    precision: str
+    threads: int | None = None
+    model: str | None = None  # read | exported | ... (how the exported model was obtained)
+    model_file: str | None = None
+
+
+class BackendCheck(_Model):
+    """Cosine agreement of a non-torch backend's document vectors with torch's on a sample."""
+
+    reference: str
+    sample: int
+    seed: int
+    mean_cosine: float
+    min_cosine: float
+
+
+class EmbeddingInfo(_Sparse):
+    """The vectors of a run: their shape, the cache and the backend that made them."""
+
+    dim: int
+    n_documents: int
+    n_queries: int
+    document_text: str
+    cache: EmbeddingCache | None = None  # None without a cache; absent in older reports
+    backend: BackendInfo | None = None  # absent in older reports
+    backend_check: BackendCheck | None = None  # None for torch; absent in older reports
+
+
+class BootstrapInfo(_Model):
+    """How the confidence intervals of a run were computed."""
+
+    samples: int
+    seed: int
+    confidence: float
+    method: str
 
 
 class Fingerprint(_Model):
@@ -140,7 +239,7 @@ class GateCheck(_Model):
     index: str
     slice: str
     metric: str
-    kind: str  # min | max_drop | max_drop_pct | ann_min_recall
+    kind: CheckKind
     threshold: float
     baseline: float | None
     current: float | None  # None in a saved report: the value was not a finite number
@@ -154,12 +253,25 @@ class GateCheck(_Model):
     message: str
 
 
+class GateSignificance(_Model):
+    """The paired test a drop must pass to fail the gate (the config's gate.significance)."""
+
+    test: PairedTest
+    alpha: float
+    correction: Correction
+    samples: int
+    seed: int
+    power: float
+
+
 class GateSection(_Model):
-    verdict: str  # pass | fail
+    verdict: GateVerdict
     baseline: str | None  # path of the baseline file
     baseline_fingerprint: str | None
-    changed: dict[str, Any]  # what differs from the baseline (model, indexes): shown, not refused
-    significance: dict[str, Any] | None
+    changed: dict[
+        str, Change
+    ]  # what differs from the baseline (model, indexes): shown, not refused
+    significance: GateSignificance | None
     checks: list[GateCheck]
     notes: list[str]
 
@@ -174,8 +286,8 @@ class RunReport(_Model):
     config: dict[str, Any]
     fingerprint: Fingerprint
     golden_set: GoldenSetInfo
-    embedding: dict[str, Any]
-    bootstrap: dict[str, Any]
+    embedding: EmbeddingInfo
+    bootstrap: BootstrapInfo
     query_ids: list[str]
     slices: dict[str, SliceInfo]
     indexes: dict[str, IndexResult]
@@ -206,8 +318,6 @@ def alignment_problems(report: RunReport) -> list[str]:
             out.append(f"slices.{name}.members: position {outside[0]} is not in query_ids")
     for name, index in report.indexes.items():
         out += _index_problems(f"indexes.{name}", index, n, report.slices.keys())
-    if report.gate is not None:
-        out += changes_problems("gate.changed", report.gate.changed)
     if report.ann is not None and not report.ann.slices:
         out.append("ann.slices: empty")
     if report.lexical is not None:
@@ -273,7 +383,7 @@ class MetricComparison(_Model):
 
 class SliceComparison(_Model):
     n_queries: int
-    reliability: str
+    reliability: Reliability
     mde: dict[str, float | None]  # two-sided minimum detectable effect per metric
     metrics: dict[str, MetricComparison]
     drift: dict[str, float]  # jaccard@10, rbo@10 between A's and B's rankings
@@ -298,20 +408,67 @@ class QueryExample(_Model):
 
 
 class Verdict(_Model):
-    status: str  # candidate | not a candidate | no difference
+    status: CompareStatus
     reason: str
     blocking: list[str]
     regressions: list[str]  # significant regressions anywhere
 
 
+class CompareSide(_Model):
+    """One of the two compared runs: its label (the path given), fingerprint, model, indexes."""
+
+    label: str
+    fingerprint: str
+    model: dict[str, Any]
+    indexes: dict[str, dict[str, Any]]
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_object(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise ValueError("not an object")
+        return v
+
+
+class CompareSettings(_Sparse):
+    """The settings of a comparison (``evalret compare`` options) and its fixed methods."""
+
+    primary: str  # the metric the verdict is decided on
+    min_gain: float
+    alpha: float
+    correction: Correction
+    samples: int  # randomization-test resamples
+    bootstrap_samples: int
+    confidence: float
+    seed: int
+    power: float
+    samples_drawn: int | None = None  # absent in compare.json of older versions
+    rbo_p: float
+    tests: str
+    ci: str
+
+    @field_validator("primary", mode="before")
+    @classmethod
+    def _metric_name(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            raise ValueError("not a metric name")
+        return v
+
+
+class ComparedGoldenSet(_Model):
+    source: str
+    fingerprint: str
+    n_queries: int
+
+
 class CompareReport(_Model):
     schema_version: int
     evalret_version: str
-    a: dict[str, Any]
-    b: dict[str, Any]
-    changed: dict[str, Any]
-    settings: dict[str, Any]
-    golden_set: dict[str, Any]
+    a: CompareSide
+    b: CompareSide
+    changed: dict[str, Change]
+    settings: CompareSettings
+    golden_set: ComparedGoldenSet
     primary_index: str
     indexes: dict[str, dict[str, SliceComparison]]
     notes: list[str]
@@ -327,22 +484,11 @@ class CompareReport(_Model):
         return self
 
 
-def _is_object(report: CompareReport, side: str) -> bool:
-    return isinstance(getattr(report, side).get("model", {}), dict)
-
-
-def changes_problems(where: str, changed: dict[str, Any]) -> list[str]:
-    """Changed settings must each be an object (``baseline`` and ``current`` values)."""
-    return [f"{where}.{k}: not an object" for k, v in changed.items() if not isinstance(v, dict)]
-
-
 def comparison_problems(report: CompareReport) -> list[str]:
     """Where a compare.json disagrees with itself (by JSON path): a primary index or metric it
     does not hold, slices of one index listing other metrics."""
-    primary = report.settings.get("primary")
-    out = [] if isinstance(primary, str) else ["settings.primary: not a metric name"]
-    out += [f"{side}.model: not an object" for side in ("a", "b") if not _is_object(report, side)]
-    out += changes_problems("changed", report.changed)
+    primary = report.settings.primary
+    out = []
     if report.indexes and report.primary_index not in report.indexes:
         out.append(f"primary_index: {report.primary_index!r} is not in indexes")
     for index, slices in report.indexes.items():
@@ -351,7 +497,7 @@ def comparison_problems(report: CompareReport) -> list[str]:
 
 
 def _compared_index_problems(
-    where: str, slices: dict[str, SliceComparison], primary: Any
+    where: str, slices: dict[str, SliceComparison], primary: str
 ) -> list[str]:
     first = next(iter(slices.values()), None)
     if first is None:
@@ -360,6 +506,6 @@ def _compared_index_problems(
     for name, result in slices.items():
         if set(result.metrics) != set(first.metrics):
             out.append(f"{where}.{name}.metrics: other metrics than the first slice's")
-        elif isinstance(primary, str) and primary not in result.metrics:
+        elif primary not in result.metrics:
             out.append(f"{where}.{name}.metrics: no {primary} (settings.primary)")
     return out

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from evalret.data.schema import GoldenSetInfo, RunReport, SliceResult
+from evalret.data.schema import EmbeddingInfo, GoldenSetInfo, RunReport, SliceResult
 
 WARNINGS_SHOWN = 10  # reader warnings listed in the terminal and Markdown; all are in report.json
 
@@ -66,22 +65,24 @@ def intrinsic_rows(report: RunReport) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def cache_notes(embedding: Mapping[str, Any]) -> list[str]:
+def cache_notes(embedding: EmbeddingInfo) -> list[str]:
     """One line each for what the embedding cache repaired or could not do: corrupt shards set
     aside, an HNSW graph rebuilt, and the cache's warnings (terminal and report.md)."""
-    cache = embedding.get("cache") or {}
+    cache = embedding.cache
+    if cache is None:
+        return []
     notes = []
-    corrupt = sum(len(c.get("corrupt_shards", [])) for c in cache.values() if isinstance(c, dict))
+    corrupt = sum(len(c.corrupt_shards) for c in (cache.document, cache.query) if c is not None)
     if corrupt:
         notes.append(
             f"embedding cache: {corrupt} corrupt shard(s) set aside as *.corrupt, "
             "their texts embedded again"
         )
-    if cache.get("hnsw_index") == "rebuilt":
+    if cache.hnsw_index == "rebuilt":
         notes.append(
             "embedding cache: the cached HNSW graph was unreadable or did not fit, rebuilt"
         )
-    notes += [f"embedding cache warning: {w}" for w in cache.get("warnings", [])]
+    notes += [f"embedding cache warning: {w}" for w in cache.warnings]
     return notes
 
 

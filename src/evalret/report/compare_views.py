@@ -9,6 +9,8 @@ from rich.text import Text
 from evalret.data.schema import CompareReport, MetricComparison, QueryExample, RankedDoc
 from evalret.report.common import COMPARE_COLUMNS
 from evalret.report.escape import markdown, markdown_code, terminal
+from evalret.report.numbers import PLAIN
+from evalret.report.views import compare_rows
 
 VERDICT_STYLE = {"candidate": "bold green", "not a candidate": "bold red", "no difference": "bold"}
 
@@ -19,28 +21,23 @@ def _delta_style(m: MetricComparison) -> str:
     return "green" if m.delta > 0 else "red"
 
 
-def _mde(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
-
-
 def _primary_table(report: CompareReport, index: str) -> Table:
-    primary = report.settings["primary"]
+    primary = report.settings.primary
     t = Table(title=f"{index}: {primary}, B - A", title_justify="left")
     for col in COMPARE_COLUMNS:
         t.add_column(col, justify="left" if col == "slice" else "right", no_wrap=True)
-    for name, sc in report.indexes[index].items():
-        m = sc.metrics[primary]
+    for row in compare_rows(report.indexes[index], primary, PLAIN):
         t.add_row(
-            Text(terminal(name)),
-            str(sc.n_queries),
-            f"{m.a:.4f}",
-            f"{m.b:.4f}",
-            Text(f"{m.delta:+.4f}", style=_delta_style(m)),
-            f"[{m.ci_low:+.4f}, {m.ci_high:+.4f}]",
-            f"{m.p_randomization:.3g} ({m.p_randomization_adjusted:.3g})",
-            f"{m.p_t_test:.3g} ({m.p_t_test_adjusted:.3g})",
-            f"{m.wins}/{m.ties}/{m.losses}",
-            _mde(sc.mde.get(primary)),
+            Text(terminal(row.name)),
+            row.n,
+            row.a,
+            row.b,
+            Text(row.delta, style=_delta_style(row.metric)),
+            row.ci,
+            row.p_randomization,
+            row.p_t_test,
+            row.wtl,
+            row.mde,
         )
     return t
 
@@ -50,7 +47,7 @@ def _overview_table(report: CompareReport, index: str) -> Table:
     first = next(iter(slices.values()))
     t = Table(
         title=f"{index}: every metric, B - A (colour: significant after "
-        f"{report.settings['correction']}), rank drift",
+        f"{report.settings.correction}), rank drift",
         title_justify="left",
     )
     t.add_column("slice", no_wrap=True)
@@ -70,11 +67,11 @@ def _overview_table(report: CompareReport, index: str) -> Table:
 def render_compare(report: CompareReport, written: list[str]) -> Group:
     a, b = report.a, report.b
     parts: list[RenderableType] = [
-        Text.assemble(("A ", "bold"), terminal(f"{a['label']} ({a['model'].get('source')})")),
-        Text.assemble(("B ", "bold"), terminal(f"{b['label']} ({b['model'].get('source')})")),
+        Text.assemble(("A ", "bold"), terminal(f"{a.label} ({a.model.get('source')})")),
+        Text.assemble(("B ", "bold"), terminal(f"{b.label} ({b.model.get('source')})")),
     ]
     parts += [
-        Text(terminal(f"changed: {k}: {v['baseline']} -> {v['current']}"))
+        Text(terminal(f"changed: {k}: {v.baseline} -> {v.current}"))
         for k, v in report.changed.items()
     ]
     for index in report.indexes:
@@ -90,7 +87,7 @@ def render_compare(report: CompareReport, written: list[str]) -> Group:
         ("biggest gains of B", report.gainers),
     ):
         if examples:
-            parts += [Text(""), Text(f"{title} ({report.settings['primary']}):", style="bold")]
+            parts += [Text(""), Text(f"{title} ({report.settings.primary}):", style="bold")]
             parts += [
                 Text(f"  {e.delta:+.3f}  {terminal(e.query_id)}  {terminal(e.text[:90])}")
                 for e in examples
@@ -110,16 +107,16 @@ def render_compare(report: CompareReport, written: list[str]) -> Group:
 
 
 def render_compare_markdown(report: CompareReport) -> str:
-    v, primary = report.verdict, report.settings["primary"]
+    v, primary = report.verdict, report.settings.primary
     icon = {"candidate": "✅", "not a candidate": "❌", "no difference": "⚪"}.get(v.status, "")
     lines = [f"## evalret compare: {icon} {v.status}", "", markdown(v.reason), ""]
     lines += [
-        f"- {side}: {markdown_code(str(r['label']))} ({markdown(str(r['model'].get('source')))})"
+        f"- {side}: {markdown_code(str(r.label))} ({markdown(str(r.model.get('source')))})"
         for side, r in (("A", report.a), ("B", report.b))
     ]
     lines += [
-        f"- changed: {markdown_code(k)}: {markdown_code(str(c['baseline']))} → "
-        f"{markdown_code(str(c['current']))}"
+        f"- changed: {markdown_code(k)}: {markdown_code(str(c.baseline))} → "
+        f"{markdown_code(str(c.current))}"
         for k, c in report.changed.items()
     ]
     if v.blocking:
@@ -133,21 +130,18 @@ def render_compare_markdown(report: CompareReport) -> str:
             "| MDE | diagnosis |",
             "|" + " --- |" * 11,
         ]
-        for name, sc in slices.items():
-            m = sc.metrics[primary]
-            delta = f"**{m.delta:+.4f}**" if m.significant else f"{m.delta:+.4f}"
+        for row in compare_rows(slices, primary, PLAIN):
+            delta = f"**{row.delta}**" if row.metric.significant else row.delta
             lines.append(
-                f"| {markdown(name)} | {sc.n_queries} | {m.a:.4f} | {m.b:.4f} | {delta} | "
-                f"[{m.ci_low:+.4f}, {m.ci_high:+.4f}] | "
-                f"{m.p_randomization:.3g} ({m.p_randomization_adjusted:.3g}) | "
-                f"{m.p_t_test:.3g} ({m.p_t_test_adjusted:.3g}) | {m.wins}/{m.ties}/{m.losses} | "
-                f"{_mde(sc.mde.get(primary))} | {markdown(sc.diagnosis)} |"
+                f"| {markdown(row.name)} | {row.n} | {row.a} | {row.b} | {delta} | {row.ci} | "
+                f"{row.p_randomization} | {row.p_t_test} | {row.wtl} | {row.mde} | "
+                f"{markdown(row.diagnosis)} |"
             )
         first = next(iter(slices.values()))
         lines += [
             "",
             f"Every metric (B − A, bold: significant after "
-            f"{report.settings['correction']}) and rank drift:",
+            f"{report.settings.correction}) and rank drift:",
             "",
             "| slice | " + " | ".join([*first.metrics, *first.drift]) + " |",
             "|" + " --- |" * (1 + len(first.metrics) + len(first.drift)),
@@ -197,7 +191,7 @@ def _example_lines(e: QueryExample) -> list[str]:
 
 
 def render_disagreements(report: CompareReport) -> str:
-    primary = report.settings["primary"]
+    primary = report.settings.primary
     lines = [f"# Per-query disagreements ({report.primary_index}, {primary})", ""]
     for title, examples in (
         ("Biggest losses of B", report.losers),

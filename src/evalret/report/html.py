@@ -18,17 +18,18 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from evalret.data.examples import query_examples
-from evalret.data.goldenset import GoldenSet
 from evalret.data.schema import (
+    AnnSection,
+    Change,
     CompareReport,
+    CompareSide,
     GateCheck,
     GateSection,
+    MetricCurves,
     QueryExample,
     RankedDoc,
     RunReport,
+    SliceComparison,
 )
 from evalret.report.common import (
     COMPARE_COLUMNS,
@@ -37,7 +38,8 @@ from evalret.report.common import (
     warning_lines,
     without_relevant_note,
 )
-from evalret.report.markdown import _limit, _p
+from evalret.report.numbers import HTML, number
+from evalret.report.pagedata import DeltaSpread, RunQueries, ScoreSpread
 from evalret.report.svg import (
     BLUE,
     DASHES,
@@ -53,13 +55,18 @@ from evalret.report.svg import (
     delta_chart,
     esc,
     figure,
-    fmt,
     histogram,
     line_chart,
     sorted_deltas,
 )
+from evalret.report.views import (
+    GateSummary,
+    allowed_change,
+    check_rows,
+    compare_rows,
+    gate_summary,
+)
 
-EXAMPLES = 5  # losers and winners listed per page
 DOC_CHARS = 120  # document text shown per listed result
 CURVE_MARKS = (1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000)
 FAMILY_COLOR = {"recall": BLUE, "ndcg": ORANGE}
@@ -170,7 +177,7 @@ def _signed(v: float | None) -> str:
     if v is None:
         return "–"
     cls = "neg" if v < 0 else "pos" if v > 0 else ""
-    return f'<span class="{cls}">{fmt(v, signed=True)}</span>'
+    return f'<span class="{cls}">{number(v, signed=True)}</span>'
 
 
 def _table(
@@ -200,10 +207,10 @@ def _wrap_table(inner: str, cls: str = "") -> str:
     return f'<div class="table-wrap"><table class="{cls}">{inner}</table></div>'
 
 
-def _changes(changed: dict[str, Any]) -> str:
+def _changes(changed: dict[str, Change]) -> str:
     """Changed settings as list items: key, before, after."""
     return "".join(
-        f"<li><code>{esc(k)}</code>: {_value(v.get('baseline'))} → {_value(v.get('current'))}</li>"
+        f"<li><code>{esc(k)}</code>: {_value(v.baseline)} → {_value(v.current)}</li>"
         for k, v in changed.items()
     )
 
@@ -276,7 +283,7 @@ class Side:
 
 
 def _confidence(report: RunReport) -> str:
-    return f"{float(report.bootstrap.get('confidence', 0.95)):.0%}"
+    return f"{report.bootstrap.confidence:.0%}"
 
 
 def metric_bars(sides: Sequence[Side], index: str) -> str:
@@ -298,13 +305,13 @@ def metric_bars(sides: Sequence[Side], index: str) -> str:
                     values.append(None)
                     continue
                 values.append(mv.value)
-                ci = f", {_confidence(side.report)} CI [{fmt(mv.ci_low)}, {fmt(mv.ci_high)}]"
+                ci = f", {_confidence(side.report)} CI [{number(mv.ci_low)}, {number(mv.ci_high)}]"
                 bars.append(
                     Bar(
                         mv.value,
                         mv.ci_low,
                         mv.ci_high,
-                        f"{side.name}: {index} / {name} / {metric} = {fmt(mv.value)}"
+                        f"{side.name}: {index} / {name} / {metric} = {number(mv.value)}"
                         f"{ci if mv.ci_low is not None else ''}, n = {res.n_queries if res else 0}",
                     )
                 )
@@ -316,7 +323,7 @@ def metric_bars(sides: Sequence[Side], index: str) -> str:
                 BarRow(
                     f"{name} ({sl.n_queries}{flag})",
                     bars,
-                    fmt(values[-1]),
+                    number(values[-1]),
                     f"{name}: {sl.n_queries} queries, {sl.reliability}",
                     muted=sl.reliability == "unreliable",
                     change=change,
@@ -350,13 +357,13 @@ def metric_table(report: RunReport, index: str) -> str:
         for m in metrics:
             v = s.metrics[m]
             interval = (
-                f'<br><span class="muted">{fmt(v.ci_low)}–{fmt(v.ci_high)}</span>'
+                f'<br><span class="muted">{number(v.ci_low)}–{number(v.ci_high)}</span>'
                 if v.ci_low is not None
                 else ""
             )
-            cells.append(f"{fmt(v.value)}{interval}")
+            cells.append(f"{number(v.value)}{interval}")
         if judged:
-            cells.append(fmt(s.judged.get(judged)))
+            cells.append(number(s.judged.get(judged)))
         rows.append(cells)
     head = ["slice", "n", *(esc(m) for m in metrics), *([esc(judged)] if judged else [])]
     return (
@@ -365,48 +372,36 @@ def metric_table(report: RunReport, index: str) -> str:
     )
 
 
-def _aligned(before: RunReport, after: RunReport, index: str, metric: str) -> np.ndarray:
-    """after - before per query, in ``before``'s query order."""
-    pos = {q: i for i, q in enumerate(after.query_ids)}
-    order = np.array([pos[q] for q in before.query_ids], dtype=np.int64)
-    b = np.asarray(before.indexes[index].per_query[metric], dtype=np.float64)
-    a = np.asarray(after.indexes[index].per_query[metric], dtype=np.float64)[order]
-    return a - b
-
-
-def delta_distribution(before: Side, after: Side, index: str, metric: str) -> str:
-    """Histogram and sorted plot of the per-query change (after - before) on one metric."""
-    delta = _aligned(before.report, after.report, index, metric)
-    ids = before.report.query_ids
-    wins, losses = int((delta > 0).sum()), int((delta < 0).sum())
-    ties = len(delta) - wins - losses
-    if wins == losses == 0:
+def delta_distribution(spread: DeltaSpread, before: str, after: str, metric: str) -> str:
+    """Histogram and sorted plot of the per-query change (``after`` - ``before``) on one
+    metric."""
+    index = spread.index
+    n = len(spread.deltas)
+    if spread.wins == spread.losses == 0:
         return (
-            f'<p class="unchanged">{esc(index)}: every one of the {len(delta)} queries scores '
-            f"the same {esc(metric)} in {esc(after.name)} as in {esc(before.name)}.</p>"
+            f'<p class="unchanged">{esc(index)}: every one of the {n} queries scores '
+            f"the same {esc(metric)} in {esc(after)} as in {esc(before)}.</p>"
         )
-    changed = delta[delta != 0]
-    label = f"{index}: per-query change of {metric}, {after.name} − {before.name}"
+    label = f"{index}: per-query change of {metric}, {after} − {before}"
     summary = (
-        f"{len(delta)} queries: {losses} lose, {ties} unchanged, {wins} gain; "
-        f"mean change {fmt(float(delta.mean()) if len(delta) else None, signed=True)}."
+        f"{n} queries: {spread.losses} lose, {spread.ties} unchanged, {spread.wins} gain; "
+        f"mean change {number(spread.mean, signed=True)}."
     )
-    extent = float(np.abs(changed).max()) if changed.size else 1.0
     hist = histogram(
-        changed.tolist(),
+        spread.changed,
         label=f"{label}: histogram of the changed queries",
-        x_label=f"change of {metric} ({after.name} − {before.name})",
-        value_range=(-extent, extent),
+        x_label=f"change of {metric} ({after} − {before})",
+        value_range=(-spread.extent, spread.extent),
     )
     sorted_svg = sorted_deltas(
-        delta.tolist(), ids, label=f"{label}: sorted", y_label=f"change of {metric}"
+        spread.deltas, spread.query_ids, label=f"{label}: sorted", y_label=f"change of {metric}"
     )
     return (
         '<div class="grid">'
         + figure(
             f"{index}: histogram of per-query changes ({metric})",
             hist,
-            f"{summary} The {ties} unchanged queries are left out of the histogram; "
+            f"{summary} The {spread.ties} unchanged queries are left out of the histogram; "
             "losses are vermillion, gains blue.",
         )
         + figure(
@@ -448,7 +443,7 @@ def query_card(e: QueryExample, names: tuple[str, str] | None) -> str:
     text = esc(e.text) if e.text else '<span class="muted">(text not available)</span>'
     if names is None:
         kind = "loss"
-        head = f'<span class="delta">{fmt(e.a)}</span>'
+        head = f'<span class="delta">{number(e.a)}</span>'
         lists = relevant + f"<div><h5>Top results</h5>{_docs(e.a_top)}</div>"
         scores = ""
     else:
@@ -459,7 +454,8 @@ def query_card(e: QueryExample, names: tuple[str, str] | None) -> str:
             + f"<div><h5>{esc(names[0])}: top results</h5>{_docs(e.a_top)}</div>"
             + f"<div><h5>{esc(names[1])}: top results</h5>{_docs(e.b_top)}</div>"
         )
-        scores = f'<div class="muted">{esc(names[0])} {fmt(e.a)} → {esc(names[1])} {fmt(e.b)}</div>'
+        before, after = f"{esc(names[0])} {number(e.a)}", f"{esc(names[1])} {number(e.b)}"
+        scores = f'<div class="muted">{before} → {after}</div>'
     return (
         f'<article class="query-card {kind}"><h4>{head}<code>{esc(e.query_id)}</code> '
         f'<span class="qtext">{text}</span></h4>{scores}<div class="lists">{lists}</div></article>'
@@ -480,6 +476,33 @@ def examples_block(
         cards = "".join(query_card(e, names) for e in examples) or '<p class="muted">None.</p>'
         parts.append(f"<h3>{esc(title)}</h3>{cards}")
     return "".join(parts)
+
+
+def _slice_curves(index: str, curves: MetricCurves, family: str, side: str) -> str:
+    """One family's curve per slice of one side: where the index misses relevant documents."""
+    per_slice = [
+        Line(
+            name,
+            values,
+            PALETTE[i % len(PALETTE)],
+            DASHES[(i // len(PALETTE)) % len(DASHES)],
+            sorted({1, 10, curves.k[-1]} & set(curves.k)),
+            3.0 if name == "all" else 1.6,
+        )
+        for i, (name, values) in enumerate(curves.values[family].items())
+    ]
+    return figure(
+        f"{index}: {family}@k per slice ({side})",
+        line_chart(
+            curves.k,
+            per_slice,
+            label=f"{index}: {family}@k per slice",
+            x_label="cutoff k",
+            y_label=f"mean {family}@k",
+        ),
+        f"Mean {family}@k of each slice of {side}; a slice far below the "
+        "others is where the index misses relevant documents.",
+    )
 
 
 def curves_block(sides: Sequence[Side], index: str) -> str | None:
@@ -528,31 +551,7 @@ def curves_block(sides: Sequence[Side], index: str) -> str | None:
     ]
     family = "recall" if "recall" in last.values else next(iter(last.values), None)
     if family is not None:
-        per_slice = [
-            Line(
-                name,
-                values,
-                PALETTE[i % len(PALETTE)],
-                DASHES[(i // len(PALETTE)) % len(DASHES)],
-                sorted({1, 10, last.k[-1]} & set(last.k)),
-                3.0 if name == "all" else 1.6,
-            )
-            for i, (name, values) in enumerate(last.values[family].items())
-        ]
-        charts.append(
-            figure(
-                f"{index}: {family}@k per slice ({present[-1].name})",
-                line_chart(
-                    last.k,
-                    per_slice,
-                    label=f"{index}: {family}@k per slice",
-                    x_label="cutoff k",
-                    y_label=f"mean {family}@k",
-                ),
-                f"Mean {family}@k of each slice of {present[-1].name}; a slice far below the "
-                "others is where the index misses relevant documents.",
-            )
-        )
+        charts.append(_slice_curves(index, last, family, present[-1].name))
     return f'<div class="grid">{"".join(charts)}</div>'
 
 
@@ -597,27 +596,17 @@ def indexes_curve(sides: Sequence[Side], family: str = "recall") -> str | None:
     )
 
 
-def primary_metric(report: RunReport) -> str:
-    names = [str(n) for n in report.fingerprint.metrics.get("names", [])]
-    first = next(iter(report.indexes.values()), None)
-    available = list(first.per_query) if first is not None else []
-    for name in (*names, *available):
-        if name in available:
-            return name
-    return ""
-
-
 # --- the run page ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class RunPage:
     """What a run page is drawn from: the report, the baseline it was gated against (if known)
-    and the golden set (for query and document texts, if known)."""
+    and the queries picked for it (``None``: no per-query section)."""
 
     report: RunReport
     baseline: RunReport | None
-    golden: GoldenSet | None
+    queries: RunQueries | None
 
     @property
     def sides(self) -> list[Side]:
@@ -625,30 +614,31 @@ class RunPage:
         return [Side("baseline", self.baseline, GREY), current] if self.baseline else [current]
 
 
-def _checks_table(checks: Sequence[GateCheck]) -> str:
+def _checks_table(checks: list[GateCheck]) -> str:
     """The checks as report.md lists them: numbers, threshold, p-values and the result."""
     head = ["index", "slice", "n", "metric", "baseline", "current", "delta", "threshold"]
     head += ["p (adj.)", "result"]
     rows = []
-    for c in checks:
+    for row in check_rows(checks, HTML):
+        c = row.check
         result = (
             '<span class="result-pass">pass</span>'
             if c.passed
             else '<span class="result-fail">FAIL</span>'
         )
-        if c.underpowered and c.passed:
-            result += f' <span class="warn">underpowered (MDE {c.mde:.3f})</span>'
+        if row.weak:
+            result += f' <span class="warn">underpowered (MDE {row.mde})</span>'
         rows.append(
             [
                 esc(c.index),
                 esc(c.slice),
                 str(c.n_queries),
                 esc(c.metric),
-                fmt(c.baseline),
-                fmt(c.current),
+                row.baseline,
+                row.current,
                 _signed(c.delta),
-                esc(_limit(c)),
-                esc(_p(c)),
+                esc(row.limit),
+                esc(row.p),
                 result,
             ]
         )
@@ -656,25 +646,46 @@ def _checks_table(checks: Sequence[GateCheck]) -> str:
     return _table(head, rows, (0, 1, 3, 7, 9), classes, "checks")
 
 
-def _allowed_change(c: GateCheck) -> float | None:
-    if c.kind == "max_drop":
-        return -c.threshold
-    if c.kind == "max_drop_pct" and c.baseline is not None:
-        return -c.threshold / 100 * c.baseline
-    return None
-
-
-def gate_section(p: RunPage) -> Section | None:
-    gate: GateSection | None = p.report.gate
-    if gate is None:
-        return None
-    failed = gate.failed
-    if gate.verdict == "pass":
-        line = (
-            f"All {len(gate.checks)} checks pass." if len(gate.checks) != 1 else "The check passes."
+def _drops_chart(failed: list[GateCheck]) -> str:
+    """The failed drop checks as changes from the baseline beside the drop each allows; "" when
+    no failed check is a drop check with a change."""
+    drops = [c for c in failed if c.delta is not None and allowed_change(c) is not None]
+    if not drops:
+        return ""
+    rows = [
+        DeltaRow(
+            f"{c.index}/{c.slice}/{c.metric}",
+            c.delta,
+            limit=allowed_change(c),
+            tooltip=f"{c.name}: baseline {number(c.baseline)}, current {number(c.current)}, "
+            f"change {number(c.delta, signed=True)}, allowed {number(allowed_change(c), True)}",
+            note=number(c.delta, signed=True),
         )
+        for c in drops
+    ]
+    return (
+        '<div class="grid">'
+        + figure(
+            "Failed drop checks: change from the baseline",
+            delta_chart(
+                rows,
+                label="failed drop checks: change from the baseline, allowed drop",
+                x_label="current − baseline",
+            ),
+            "Each bar is a failed check's change of the slice mean; the dashed tick is the "
+            "largest drop its threshold allows.",
+        )
+        + "</div>"
+    )
+
+
+def _gate_head(gate: GateSection, summary: GateSummary) -> list[str]:
+    """The verdict line, the baseline, the significance test and what changed."""
+    if summary.passed:
+        n = summary.n_checks
+        line = f"All {n} checks pass." if n != 1 else "The check passes."
     else:
-        line = f"{len(failed)} of {len(gate.checks)} checks failed."
+        line = f"{len(summary.failed)} of {summary.n_checks} checks failed."
     parts = [f'<p class="verdict-line"><strong>{esc(line)}</strong></p>']
     if gate.baseline:
         parts.append(
@@ -684,12 +695,22 @@ def gate_section(p: RunPage) -> Section | None:
     if gate.significance:
         s = gate.significance
         parts.append(
-            f"<p>A drop fails only when significant: {esc(s.get('test'))} test, alpha "
-            f"{esc(s.get('alpha'))}, {esc(s.get('correction'))} correction across checks.</p>"
+            f"<p>A drop fails only when significant: {esc(s.test)} test, alpha "
+            f"{esc(s.alpha)}, {esc(s.correction)} correction across checks.</p>"
         )
     if gate.changed:
         items = _changes(gate.changed)
         parts.append(f"<p>Changed since the baseline:</p><ul class='plain'>{items}</ul>")
+    return parts
+
+
+def gate_section(p: RunPage) -> Section | None:
+    gate: GateSection | None = p.report.gate
+    if gate is None:
+        return None
+    summary = gate_summary(gate)
+    failed = summary.failed
+    parts = _gate_head(gate, summary)
     if failed:
         parts.append("<h3>Failed checks</h3>" + _checks_table(failed))
         messages = "".join(f"<li><code>{esc(c.name)}</code>: {esc(c.message)}</li>" for c in failed)
@@ -697,39 +718,9 @@ def gate_section(p: RunPage) -> Section | None:
             f"<details><summary>Why each check failed ({len(failed)} messages)</summary>"
             f"<ul class='plain'>{messages}</ul></details>"
         )
-        drops = [c for c in failed if c.delta is not None and _allowed_change(c) is not None]
-        if drops:
-            rows = [
-                DeltaRow(
-                    f"{c.index}/{c.slice}/{c.metric}",
-                    c.delta,
-                    limit=_allowed_change(c),
-                    tooltip=f"{c.name}: baseline {fmt(c.baseline)}, current {fmt(c.current)}, "
-                    f"change {fmt(c.delta, signed=True)}, allowed {fmt(_allowed_change(c), True)}",
-                    note=fmt(c.delta, signed=True),
-                )
-                for c in drops
-            ]
-            parts.append(
-                '<div class="grid">'
-                + figure(
-                    "Failed drop checks: change from the baseline",
-                    delta_chart(
-                        rows,
-                        label="failed drop checks: change from the baseline, allowed drop",
-                        x_label="current − baseline",
-                    ),
-                    "Each bar is a failed check's change of the slice mean; the dashed tick is the "
-                    "largest drop its threshold allows.",
-                )
-                + "</div>"
-            )
-    weak = [c for c in gate.checks if c.underpowered and c.passed]
-    if weak:
-        parts.append(
-            f'<p class="warn">{len(weak)} passing check(s) have slices too small to detect their '
-            "threshold (minimum detectable drop, MDE, above it): a pass there is weak evidence.</p>"
-        )
+        parts.append(_drops_chart(failed))
+    if summary.weak:
+        parts.append(f'<p class="warn">{esc(summary.weak_sentence)}</p>')
     if gate.notes:
         parts.append(
             "<ul class='plain'>" + "".join(f"<li>{esc(n)}</li>" for n in gate.notes) + "</ul>"
@@ -758,14 +749,8 @@ def metrics_section(p: RunPage) -> Section:
     return Section("metrics", "Metrics per index and slice", "".join(parts))
 
 
-def ann_section(p: RunPage) -> Section | None:
-    ann = p.report.ann
-    if ann is None:
-        return None
-    floor = next(
-        (c for c in (p.report.gate.checks if p.report.gate else []) if c.kind == "ann_min_recall"),
-        None,
-    )
+def _ann_recall_chart(ann: AnnSection, floor: GateCheck | None) -> str:
+    """Recall of the exact top k by the ANN index, per slice and cutoff, with the gate's floor."""
     first = next(iter(ann.slices.values()))
     cutoffs = list(first.recall)
     series = [Series(k, PALETTE[i % len(PALETTE)]) for i, k in enumerate(cutoffs)]
@@ -776,11 +761,11 @@ def ann_section(p: RunPage) -> Section | None:
                 Bar(
                     s.recall.get(k),
                     tooltip=f"{name}: {ann.index} {k} against {ann.reference} = "
-                    f"{fmt(s.recall.get(k))}",
+                    f"{number(s.recall.get(k))}",
                 )
                 for k in cutoffs
             ],
-            " / ".join(fmt(s.recall.get(k)) for k in cutoffs),
+            " / ".join(number(s.recall.get(k)) for k in cutoffs),
         )
         for name, s in ann.slices.items()
     ]
@@ -798,20 +783,25 @@ def ann_section(p: RunPage) -> Section | None:
     )
     caption = (
         f"Recall of the {ann.reference} top k by {ann.index}, per slice and cutoff (lowest "
-        f"{fmt(low)}); 0.95 is a realistic production figure."
+        f"{number(low)}); 0.95 is a realistic production figure."
         + (
             f" The dashed line is the gate's floor ({floor.threshold:g}, slice all)."
             if floor
             else ""
         )
     )
-    all_slice = ann.slices.get("all", first)
+    return figure(f"{ann.index} recall@k against {ann.reference}", recall_svg, caption)
+
+
+def _ann_loss_chart(ann: AnnSection) -> str:
+    """The mean change of every metric, ANN - exact, over all queries."""
+    all_slice = ann.slices.get("all", next(iter(ann.slices.values())))
     delta_rows = [
         DeltaRow(
             m,
             v,
-            tooltip=f"{ann.index} − {ann.reference}, {m}, all queries: {fmt(v, signed=True)}",
-            note=fmt(v, signed=True),
+            tooltip=f"{ann.index} − {ann.reference}, {m}, all queries: {number(v, signed=True)}",
+            note=number(v, signed=True),
         )
         for m, v in all_slice.metric_deltas.items()
     ]
@@ -820,120 +810,117 @@ def ann_section(p: RunPage) -> Section | None:
         label=f"metric change {ann.index} − {ann.reference}, all queries",
         x_label=f"{ann.index} − {ann.reference} (mean)",
     )
+    return figure(
+        f"Metric loss: {ann.index} − {ann.reference}, all queries",
+        loss_svg,
+        "Mean change of each metric when searching the approximate index instead of the "
+        "exact one (left: loss). The table below has every slice.",
+    )
+
+
+def _ann_table(ann: AnnSection) -> str:
+    """Recall at every cutoff and every metric's change, per slice."""
+    first = next(iter(ann.slices.values()))
+    cutoffs = list(first.recall)
     head = ["slice", "n", *(esc(k) for k in cutoffs), *(f"Δ{esc(m)}" for m in first.metric_deltas)]
     table_rows = [
         [
             esc(name),
             str(s.n_queries),
-            *(fmt(v) for v in s.recall.values()),
+            *(number(v) for v in s.recall.values()),
             *(_signed(v) for v in s.metric_deltas.values()),
         ]
         for name, s in ann.slices.items()
     ]
+    return _table(head, table_rows)
+
+
+def ann_section(p: RunPage) -> Section | None:
+    """The approximate index against exact search: recall, what it costs, every slice."""
+    ann = p.report.ann
+    if ann is None:
+        return None
+    floor = next(
+        (c for c in (p.report.gate.checks if p.report.gate else []) if c.kind == "ann_min_recall"),
+        None,
+    )
     body = (
         f"<p>The approximate index <code>{esc(ann.index)}</code> against exact search "
         f"<code>{esc(ann.reference)}</code> over the same vectors: how many true neighbours it "
         "finds, and what that costs in every metric.</p>"
         '<div class="grid">'
-        + figure(f"{ann.index} recall@k against {ann.reference}", recall_svg, caption)
-        + figure(
-            f"Metric loss: {ann.index} − {ann.reference}, all queries",
-            loss_svg,
-            "Mean change of each metric when searching the approximate index instead of the "
-            "exact one (left: loss). The table below has every slice.",
-        )
+        + _ann_recall_chart(ann, floor)
+        + _ann_loss_chart(ann)
         + "</div>"
-        + _table(head, table_rows)
+        + _ann_table(ann)
     )
     return Section("ann", f"{ann.index.upper()} against {ann.reference} search", body)
 
 
-def _focus_index(p: RunPage, common: Sequence[str]) -> str:
-    gate = p.report.gate
-    for c in gate.failed if gate else []:
-        if c.index in common:
-            return c.index
-    return "exact" if "exact" in common else common[0]
+TEXTS_UNKNOWN = '<p class="muted">Query and document texts: golden set not available.</p>'
 
 
 def per_query_section(p: RunPage) -> Section | None:
-    metric = primary_metric(p.report)
-    if not metric:
+    """Against a baseline, every query's change and the biggest losses and gains; without one,
+    the distribution of the scores and the lowest-scoring queries."""
+    q = p.queries
+    if q is None or not q.metric:
         return None
     if p.baseline is None:
-        return _scores_without_baseline(p, metric)
-    base = p.baseline
-    common = [
-        i for i in p.report.indexes if i in base.indexes and metric in base.indexes[i].per_query
-    ]
-    if not common or set(base.query_ids) != set(p.report.query_ids):
+        return _scores_without_baseline(q)
+    if not q.comparable:
         return Section(
             "per-query",
             "Per-query changes",
             "<p>The baseline has no per-query scores for these queries and this metric.</p>",
         )
-    before, after = p.sides
+    before, after = (s.name for s in p.sides)
     parts = [
-        f"<p>Change of <code>{esc(metric)}</code> for every query, current − baseline "
+        f"<p>Change of <code>{esc(q.metric)}</code> for every query, current − baseline "
         "(the baseline's per-query scores are in the baseline file).</p>"
     ]
-    for index in common:
-        parts.append(f"<h3>{esc(index)}</h3>" + delta_distribution(before, after, index, metric))
-    focus = _focus_index(p, common)
-    delta = _aligned(base, p.report, focus, metric)
-    order = np.argsort(delta, kind="stable")
-    losers = np.array([i for i in order[:EXAMPLES] if delta[i] < 0], dtype=np.int64)
-    gainers = np.array([i for i in order[::-1][:EXAMPLES] if delta[i] > 0], dtype=np.int64)
-    what = f"{focus}, {metric}"
-    if p.golden is None:
-        parts.append('<p class="muted">Query and document texts: golden set not available.</p>')
-    parts.append(
-        examples_block(
-            query_examples(base, p.report, focus, metric, losers, delta, p.golden),
-            query_examples(base, p.report, focus, metric, gainers, delta, p.golden),
-            ("baseline", "current"),
-            what,
+    for spread in q.changes:
+        parts.append(
+            f"<h3>{esc(spread.index)}</h3>" + delta_distribution(spread, before, after, q.metric)
         )
+    if not q.texts:
+        parts.append(TEXTS_UNKNOWN)
+    parts.append(
+        examples_block(q.losers, q.gainers, ("baseline", "current"), f"{q.focus}, {q.metric}")
     )
     return Section("per-query", "Per-query changes against the baseline", "".join(parts))
 
 
-def _scores_without_baseline(p: RunPage, metric: str) -> Section:
+def _score_chart(spread: ScoreSpread, metric: str) -> str:
+    """The histogram of one index's per-query scores, 0 to 1."""
+    n = len(spread.values)
+    return figure(
+        f"{spread.index}: distribution of {metric}",
+        histogram(
+            spread.values,
+            label=f"{spread.index}: histogram of per-query {metric}",
+            x_label=f"{metric} of a query",
+            value_range=(0.0, 1.0),
+            bins=10,
+            signed=False,
+        ),
+        f"{n} queries; mean {number(spread.mean)}, {spread.zeros} score 0, {spread.ones} score 1.",
+    )
+
+
+def _scores_without_baseline(q: RunQueries) -> Section:
+    metric = q.metric
     parts = [
         f"<p>No baseline, so no per-query change: the distribution of <code>{esc(metric)}</code> "
         "over the queries, and the queries it fails most. Gate against a baseline "
         "(<code>--baseline</code>) to see which queries lose and gain.</p>"
     ]
-    charts = []
-    for index, result in p.report.indexes.items():
-        values = result.per_query.get(metric)
-        if values is None:
-            continue
-        arr = np.asarray(values)
-        charts.append(
-            figure(
-                f"{index}: distribution of {metric}",
-                histogram(
-                    values,
-                    label=f"{index}: histogram of per-query {metric}",
-                    x_label=f"{metric} of a query",
-                    value_range=(0.0, 1.0),
-                    bins=10,
-                    signed=False,
-                ),
-                f"{len(arr)} queries; mean {fmt(float(arr.mean()) if len(arr) else None)}, "
-                f"{int((arr == 0).sum())} score 0, {int((arr == 1).sum())} score 1.",
-            )
-        )
+    charts = [_score_chart(spread, metric) for spread in q.scores]
     parts.append(f'<div class="grid">{"".join(charts)}</div>')
-    focus = "exact" if "exact" in p.report.indexes else next(iter(p.report.indexes))
-    scores = np.asarray(p.report.indexes[focus].per_query[metric], dtype=np.float64)
-    order = np.argsort(scores, kind="stable")[:EXAMPLES]
-    examples = query_examples(p.report, p.report, focus, metric, order, scores, p.golden)
-    cards = "".join(query_card(e, None) for e in examples)
-    if p.golden is None:
-        parts.append('<p class="muted">Query and document texts: golden set not available.</p>')
-    parts.append(f"<h3>Lowest-scoring queries ({esc(focus)}, {esc(metric)})</h3>{cards}")
+    cards = "".join(query_card(e, None) for e in q.losers)
+    if not q.texts:
+        parts.append(TEXTS_UNKNOWN)
+    parts.append(f"<h3>Lowest-scoring queries ({esc(q.focus)}, {esc(metric)})</h3>{cards}")
     return Section("per-query", "Per-query scores", "".join(parts))
 
 
@@ -953,6 +940,7 @@ def fingerprint_section(p: RunPage) -> Section:
     r = p.report
     f = r.fingerprint
     g = r.golden_set
+    cache = r.embedding.cache
     rows = [
         ("digest", _value(f.digest)),
         (
@@ -968,9 +956,9 @@ def fingerprint_section(p: RunPage) -> Section:
         *((f"index {k}", _value(v)) for k, v in f.indexes.items()),
         *((f"metrics.{k}", _value(v)) for k, v in f.metrics.items()),
         ("evalret", _value(f.evalret_version)),
-        ("embedding", _value({k: v for k, v in r.embedding.items() if k != "cache"})),
-        ("embedding cache", _value(r.embedding.get("cache"))),
-        ("bootstrap", _value(r.bootstrap)),
+        ("embedding", _value(r.embedding.model_dump(exclude={"cache"}))),
+        ("embedding cache", _value(cache.model_dump() if cache is not None else None)),
+        ("bootstrap", _value(r.bootstrap.model_dump())),
         ("timings (s)", _value(r.timings)),
     ]
     note = without_relevant_note(r)
@@ -1027,7 +1015,7 @@ def lexical_section(p: RunPage) -> Section | None:
             DeltaRow(
                 label=f"{name} (n={s.n_queries})",
                 delta=getattr(s, key).get(metric),
-                tooltip=f"{name}: {title} {metric} = {fmt(getattr(s, key).get(metric), True)}; "
+                tooltip=f"{name}: {title} {metric} = {number(getattr(s, key).get(metric), True)}; "
                 f"dense wins {s.dense_wins[metric]}, bm25 wins {s.bm25_wins[metric]}",
             )
             for name, s in lex.slices.items()
@@ -1112,19 +1100,22 @@ def _run_meta(r: RunReport) -> str:
     )
 
 
-def render_run_html(
-    report: RunReport, baseline: RunReport | None = None, golden: GoldenSet | None = None
+def run_html(
+    report: RunReport, baseline: RunReport | None = None, queries: RunQueries | None = None
 ) -> str:
-    """report.html of a run. With ``baseline`` its bars and per-query changes are drawn beside
-    the run's; with ``golden`` the listed queries show their texts and documents."""
-    p = RunPage(report, baseline, golden)
+    """report.html of a run. With ``baseline`` its bars are drawn beside the run's; ``queries``
+    (picked by the caller) fill the per-query section."""
+    p = RunPage(report, baseline, queries)
     gate = report.gate
     if gate is None:
         badge = _badge("neutral", "NO GATE")
-    elif gate.verdict == "pass":
-        badge = _badge("pass", "✔ GATE PASSED")
     else:
-        badge = _badge("fail", f"✖ GATE FAILED: {len(gate.failed)} of {len(gate.checks)} checks")
+        summary = gate_summary(gate)
+        if summary.passed:
+            badge = _badge("pass", "✔ GATE PASSED")
+        else:
+            failed = f"{len(summary.failed)} of {summary.n_checks} checks"
+            badge = _badge("fail", f"✖ GATE FAILED: {failed}")
     sections = [s for s in (fn(p) for fn in RUN_SECTIONS) if s is not None]
     return page("evalret run report", badge, _run_meta(report), sections, "run")
 
@@ -1134,11 +1125,13 @@ def render_run_html(
 
 @dataclass(frozen=True)
 class ComparePage:
-    """A comparison, and the two run reports when known (bars, per-query changes, curves)."""
+    """A comparison, the two run reports when known (bars, curves) and the per-query change on
+    the primary metric of each compared index (None without the two reports)."""
 
     comparison: CompareReport
     a: RunReport | None
     b: RunReport | None
+    changes: list[DeltaSpread] | None
 
     @property
     def sides(self) -> list[Side] | None:
@@ -1147,10 +1140,9 @@ class ComparePage:
         return [Side("A", self.a, GREY), Side("B", self.b, BLUE)]
 
 
-def _side_text(side: dict[str, Any]) -> str:
-    model = side.get("model", {})
-    name = model.get("source", model.get("name"))
-    return f"<code>{esc(side.get('label'))}</code> (model <code>{esc(name)}</code>)"
+def _side_text(side: CompareSide) -> str:
+    name = side.model.get("source", side.model.get("name"))
+    return f"<code>{esc(side.label)}</code> (model <code>{esc(name)}</code>)"
 
 
 def compare_verdict_section(p: ComparePage) -> Section:
@@ -1176,83 +1168,90 @@ def compare_verdict_section(p: ComparePage) -> Section:
     return Section("verdict", "Verdict", "".join(parts))
 
 
+def _compare_charts(index: str, slices: dict[str, SliceComparison], primary: str) -> str:
+    """One chart per metric (the primary first): B - A per slice with its interval."""
+    first = next(iter(slices.values()), None)
+    metrics = list(first.metrics) if first is not None else []
+    metrics.sort(key=lambda m: m != primary)
+    charts = []
+    for metric in metrics:
+        rows = []
+        for name, sc in slices.items():
+            m = sc.metrics[metric]
+            mde = sc.mde.get(metric)
+            rows.append(
+                DeltaRow(
+                    f"{name} ({sc.n_queries})",
+                    m.delta,
+                    m.ci_low,
+                    m.ci_high,
+                    strong=m.significant,
+                    tooltip=(
+                        f"{index}/{name}/{metric}: A {number(m.a)}, B {number(m.b)}, "
+                        f"delta {number(m.delta, True)} [{number(m.ci_low, True)}, "
+                        f"{number(m.ci_high, True)}], p rand. {m.p_randomization:.3g} "
+                        f"(adj. {m.p_randomization_adjusted:.3g}), p t {m.p_t_test:.3g} "
+                        f"(adj. {m.p_t_test_adjusted:.3g}), W/T/L {m.wins}/{m.ties}/{m.losses}"
+                        + (f", MDE {mde:.3f}" if mde is not None else "")
+                    ),
+                    note=number(m.delta, True) + (" *" if m.significant else ""),
+                )
+            )
+        title = f"{metric}: B − A" + (" (primary)" if metric == primary else "")
+        charts.append(
+            figure(
+                title,
+                delta_chart(
+                    rows, label=f"{index}: {metric}, B − A per slice", x_label=f"{metric} B − A"
+                ),
+                "Change of the slice mean with its interval (whisker); * significant.",
+            )
+        )
+    return f'<div class="grid">{"".join(charts)}</div>'
+
+
+def _compare_table(index: str, slices: dict[str, SliceComparison], primary: str) -> str:
+    """The primary metric per slice with its tests and diagnosis, behind a disclosure."""
+    head = [*COMPARE_COLUMNS, "diagnosis"]
+    rows = []
+    for row in compare_rows(slices, primary, HTML):
+        delta = _signed(row.metric.delta)
+        rows.append(
+            [
+                esc(row.name),
+                row.n,
+                row.a,
+                row.b,
+                f"<strong>{delta}</strong>" if row.metric.significant else delta,
+                row.ci,
+                row.p_randomization,
+                row.p_t_test,
+                row.wtl,
+                row.mde,
+                f'<span style="white-space:normal">{esc(row.diagnosis)}</span>',
+            ]
+        )
+    return (
+        f"<details><summary>{esc(index)}: {esc(primary)} per slice, with tests and "
+        f"diagnosis</summary>{_table(head, rows)}</details>"
+    )
+
+
 def compare_changes_section(p: ComparePage) -> Section:
+    """B - A per slice for every metric of every compared index, and the primary's table."""
     c = p.comparison
     s = c.settings
-    primary = s.get("primary", "")
+    primary = s.primary
     parts = [
-        f"<p>B − A per slice with the {float(s.get('confidence', 0.95)):.0%} percentile bootstrap "
+        f"<p>B − A per slice with the {s.confidence:.0%} percentile bootstrap "
         f"interval of the paired differences. Solid bars and * are significant after the "
-        f"{esc(s.get('correction'))} correction (randomization test, alpha {esc(s.get('alpha'))}); "
+        f"{esc(s.correction)} correction (randomization test, alpha {esc(s.alpha)}); "
         "light bars are not.</p>"
     ]
     for index, slices in c.indexes.items():
         parts.append(f"<h3>{esc(index)}</h3>")
-        first = next(iter(slices.values()), None)
-        metrics = list(first.metrics) if first is not None else []
-        metrics.sort(key=lambda m: m != primary)
-        charts = []
-        for metric in metrics:
-            rows = []
-            for name, sc in slices.items():
-                m = sc.metrics[metric]
-                mde = sc.mde.get(metric)
-                rows.append(
-                    DeltaRow(
-                        f"{name} ({sc.n_queries})",
-                        m.delta,
-                        m.ci_low,
-                        m.ci_high,
-                        strong=m.significant,
-                        tooltip=(
-                            f"{index}/{name}/{metric}: A {fmt(m.a)}, B {fmt(m.b)}, "
-                            f"delta {fmt(m.delta, True)} [{fmt(m.ci_low, True)}, "
-                            f"{fmt(m.ci_high, True)}], p rand. {m.p_randomization:.3g} "
-                            f"(adj. {m.p_randomization_adjusted:.3g}), p t {m.p_t_test:.3g} "
-                            f"(adj. {m.p_t_test_adjusted:.3g}), W/T/L {m.wins}/{m.ties}/{m.losses}"
-                            + (f", MDE {mde:.3f}" if mde is not None else "")
-                        ),
-                        note=fmt(m.delta, True) + (" *" if m.significant else ""),
-                    )
-                )
-            title = f"{metric}: B − A" + (" (primary)" if metric == primary else "")
-            charts.append(
-                figure(
-                    title,
-                    delta_chart(
-                        rows, label=f"{index}: {metric}, B − A per slice", x_label=f"{metric} B − A"
-                    ),
-                    "Change of the slice mean with its interval (whisker); * significant.",
-                )
-            )
-        parts.append(f'<div class="grid">{"".join(charts)}</div>')
-        head = [*COMPARE_COLUMNS, "diagnosis"]
-        rows_t = []
-        for name, sc in slices.items():
-            if primary not in sc.metrics:
-                continue
-            m = sc.metrics[primary]
-            mde = sc.mde.get(primary)
-            delta = f"<strong>{_signed(m.delta)}</strong>" if m.significant else _signed(m.delta)
-            rows_t.append(
-                [
-                    esc(name),
-                    str(sc.n_queries),
-                    fmt(m.a),
-                    fmt(m.b),
-                    delta,
-                    f"[{fmt(m.ci_low, True)}, {fmt(m.ci_high, True)}]",
-                    f"{m.p_randomization:.3g} ({m.p_randomization_adjusted:.3g})",
-                    f"{m.p_t_test:.3g} ({m.p_t_test_adjusted:.3g})",
-                    f"{m.wins}/{m.ties}/{m.losses}",
-                    "–" if mde is None else f"{mde:.3f}",
-                    f'<span style="white-space:normal">{esc(sc.diagnosis)}</span>',
-                ]
-            )
-        parts.append(
-            f"<details><summary>{esc(index)}: {esc(primary)} per slice, with tests and "
-            f"diagnosis</summary>{_table(head, rows_t)}</details>"
-        )
+        parts.append(_compare_charts(index, slices, primary))
+        parts.append(_compare_table(index, slices, primary))
     return Section("changes", "Changes per slice, B − A", "".join(parts))
 
 
@@ -1269,13 +1268,12 @@ def compare_bars_section(p: ComparePage) -> Section | None:
 
 def compare_per_query_section(p: ComparePage) -> Section:
     c = p.comparison
-    primary = c.settings.get("primary", "")
+    primary = c.settings.primary
     parts = []
-    sides = p.sides
-    if sides is not None:
-        for index in c.indexes:
+    if p.changes is not None:
+        for spread in p.changes:
             parts.append(
-                f"<h3>{esc(index)}</h3>" + delta_distribution(sides[0], sides[1], index, primary)
+                f"<h3>{esc(spread.index)}</h3>" + delta_distribution(spread, "A", "B", primary)
             )
     else:
         parts.append(
@@ -1302,15 +1300,15 @@ def compare_curves_section(p: ComparePage) -> Section | None:
 def compare_settings_section(p: ComparePage) -> Section:
     c = p.comparison
     rows = [
-        ("golden set", _value(c.golden_set)),
+        ("golden set", _value(c.golden_set.model_dump())),
         ("primary index", _value(c.primary_index)),
-        *((f"setting {k}", _value(v)) for k, v in c.settings.items()),
-        ("A fingerprint", _value(c.a.get("fingerprint"))),
-        ("A model", _value(c.a.get("model"))),
-        ("A indexes", _value(c.a.get("indexes"))),
-        ("B fingerprint", _value(c.b.get("fingerprint"))),
-        ("B model", _value(c.b.get("model"))),
-        ("B indexes", _value(c.b.get("indexes"))),
+        *((f"setting {k}", _value(v)) for k, v in c.settings.model_dump().items()),
+        ("A fingerprint", _value(c.a.fingerprint)),
+        ("A model", _value(c.a.model)),
+        ("A indexes", _value(c.a.indexes)),
+        ("B fingerprint", _value(c.b.fingerprint)),
+        ("B model", _value(c.b.model)),
+        ("B indexes", _value(c.b.indexes)),
         ("evalret", _value(c.evalret_version)),
     ]
     return Section("settings", "Settings and fingerprints", _kv(rows))
@@ -1327,12 +1325,15 @@ COMPARE_SECTIONS: list[CompareSection] = [
 ]
 
 
-def render_compare_html(
-    comparison: CompareReport, a: RunReport | None = None, b: RunReport | None = None
+def compare_html(
+    comparison: CompareReport,
+    a: RunReport | None = None,
+    b: RunReport | None = None,
+    changes: list[DeltaSpread] | None = None,
 ) -> str:
     """report.html of a comparison; with the run reports ``a`` and ``b``, also their bars with
-    intervals, the per-query distribution and the metric@k curves."""
-    p = ComparePage(comparison, a, b)
+    intervals and the metric@k curves, and with ``changes`` the per-query distributions."""
+    p = ComparePage(comparison, a, b, changes)
     status = comparison.verdict.status
     state = {"candidate": "pass", "not a candidate": "fail"}.get(status, "neutral")
     icon = {"candidate": "✔ ", "not a candidate": "✖ "}.get(status, "")
@@ -1340,7 +1341,7 @@ def render_compare_html(
     g = comparison.golden_set
     meta = (
         f'<p class="meta">A {_side_text(comparison.a)} · B {_side_text(comparison.b)} · golden '
-        f"set <code>{esc(g.get('source'))}</code> ({esc(g.get('n_queries'))} queries) · evalret "
+        f"set <code>{esc(g.source)}</code> ({esc(g.n_queries)} queries) · evalret "
         f"{esc(comparison.evalret_version)}</p>"
     )
     sections = [s for s in (fn(p) for fn in COMPARE_SECTIONS) if s is not None]

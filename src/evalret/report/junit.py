@@ -6,14 +6,18 @@ import xml.etree.ElementTree as ET
 
 from evalret.data.schema import GateSection
 from evalret.report.escape import xml_text
+from evalret.report.views import gate_summary
 
 
 def render_junit(gate: GateSection) -> str:
-    failures = len(gate.failed)
+    """junit.xml of a gate: every check a test case, a failed check a failure with its numbers
+    (written as Python writes them: the full value, None when missing)."""
+    summary = gate_summary(gate)
+    failures = len(summary.failed)
     suites = ET.Element(
         "testsuites",
         name="evalret",
-        tests=str(len(gate.checks)),
+        tests=str(summary.n_checks),
         failures=str(failures),
         errors="0",
     )
@@ -21,7 +25,7 @@ def render_junit(gate: GateSection) -> str:
         suites,
         "testsuite",
         name="evalret gate",
-        tests=str(len(gate.checks)),
+        tests=str(summary.n_checks),
         failures=str(failures),
         errors="0",
         skipped="0",

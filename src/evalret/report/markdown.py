@@ -7,7 +7,6 @@ and threshold; without a gate, the metrics of each index per slice.
 from __future__ import annotations
 
 from evalret.data.schema import GateCheck, GateSection, RunReport
-from evalret.engines.backends import summary_line
 from evalret.report.common import (
     cache_notes,
     intrinsic_rows,
@@ -16,29 +15,12 @@ from evalret.report.common import (
     without_relevant_note,
 )
 from evalret.report.escape import markdown, markdown_code
+from evalret.report.numbers import TYPOGRAPHIC, number
+from evalret.report.views import backend_line, check_rows, gate_summary
 
 
 def _num(v: float | None, signed: bool = False) -> str:
-    if v is None:
-        return "–"
-    return f"{v:+.4f}" if signed else f"{v:.4f}"
-
-
-def _limit(c: GateCheck) -> str:
-    return {
-        "min": f"≥ {c.threshold:g}",
-        "max_drop": f"drop ≤ {c.threshold:g}",
-        "max_drop_pct": f"drop ≤ {c.threshold:g}%",
-        "ann_min_recall": f"≥ {c.threshold:g}",
-        "health_min": f"≥ {c.threshold:g}",
-        "health_max": f"≤ {c.threshold:g}",
-    }[c.kind]
-
-
-def _p(c: GateCheck) -> str:
-    if c.p_adjusted is None:
-        return "–"
-    return f"{c.p_value:.3g} ({c.p_adjusted:.3g})"
+    return number(v, signed, medium=TYPOGRAPHIC)
 
 
 def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
@@ -55,14 +37,14 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
         "result",
     )
     rows = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
-    for c in checks:
+    for row in check_rows(checks, TYPOGRAPHIC):
+        c = row.check
         result = "✅ pass" if c.passed else "❌ fail"
-        if c.underpowered and c.passed:
-            result += f" ⚠️ underpowered (MDE {c.mde:.3f})"
+        if row.weak:
+            result += f" ⚠️ underpowered (MDE {row.mde})"
         rows.append(
             f"| {c.index} | {markdown(c.slice)} | {c.n_queries} | {c.metric} | "
-            f"{_num(c.baseline)} | {_num(c.current)} | {_num(c.delta, True)} | {_limit(c)} | "
-            f"{_p(c)} | {result} |"
+            f"{row.baseline} | {row.current} | {row.delta} | {row.limit} | {row.p} | {result} |"
         )
     if with_message:
         rows += ["", *(f"- {markdown_code(c.name)}: {markdown(c.message)}" for c in checks)]
@@ -70,11 +52,12 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
 
 
 def _gate_lines(gate: GateSection) -> list[str]:
-    failed = gate.failed
-    if gate.verdict == "pass":
-        lines = [f"## evalret gate: ✅ pass ({len(gate.checks)} checks)"]
+    summary = gate_summary(gate)
+    failed = summary.failed
+    if summary.passed:
+        lines = [f"## evalret gate: ✅ pass ({summary.n_checks} checks)"]
     else:
-        lines = [f"## evalret gate: ❌ fail ({len(failed)} of {len(gate.checks)} checks failed)"]
+        lines = [f"## evalret gate: ❌ fail ({len(failed)} of {summary.n_checks} checks failed)"]
     lines.append("")
     if gate.baseline:
         lines.append(
@@ -84,25 +67,20 @@ def _gate_lines(gate: GateSection) -> list[str]:
     if gate.significance:
         s = gate.significance
         lines.append(
-            f"A drop fails only when significant: {s['test']} test, alpha {s['alpha']}, "
-            f"{s['correction']} correction across checks."
+            f"A drop fails only when significant: {s.test} test, alpha {s.alpha}, "
+            f"{s.correction} correction across checks."
         )
     if gate.changed:
         lines += ["", "Changed since the baseline:", ""]
         lines += [
-            f"- {markdown_code(k)}: {markdown_code(str(v['baseline']))} → "
-            f"{markdown_code(str(v['current']))}"
+            f"- {markdown_code(k)}: {markdown_code(str(v.baseline))} → "
+            f"{markdown_code(str(v.current))}"
             for k, v in gate.changed.items()
         ]
     if failed:
         lines += ["", "### Failed checks", "", *_checks_table(failed, with_message=True)]
-    underpowered = [c for c in gate.checks if c.underpowered and c.passed]
-    if underpowered:
-        lines += [
-            "",
-            f"⚠️ {len(underpowered)} passing check(s) have slices too small to detect their "
-            "threshold (minimum detectable drop, MDE, above it): a pass there is weak evidence.",
-        ]
+    if summary.weak:
+        lines += ["", f"⚠️ {summary.weak_sentence}"]
     if gate.notes:
         lines += ["", *(f"- {markdown(n)}" for n in gate.notes)]
     lines += [
@@ -185,7 +163,7 @@ def render_markdown(report: RunReport) -> str:
         f"{g.n_queries_evaluated} queries, fingerprint `{g.fingerprint[:12]}`); "
         f"model {markdown_code(str(model))}.",
     ]
-    backend = summary_line(report.embedding)
+    backend = backend_line(report.embedding)
     if backend:
         lines.append(f"Embedding {backend}.")
     notes = cache_notes(report.embedding)

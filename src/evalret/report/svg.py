@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from evalret.report.escape import html_text
+from evalret.report.numbers import number
 
 # Okabe-Ito colours (distinguishable with the common colour-vision deficiencies)
 BLUE = "#0072B2"
@@ -41,13 +42,6 @@ MAX_BARS = 600  # a sorted-delta chart draws at most this many query bars (quant
 def esc(text: object) -> str:
     """Text escaped for an HTML or SVG element or a quoted attribute."""
     return html_text(str(text))
-
-
-def fmt(v: float | None, signed: bool = False, digits: int = 4) -> str:
-    """A value as the Markdown report prints it: 4 decimals, a dash when missing."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
 
 def _n(v: float) -> str:
@@ -210,6 +204,96 @@ class BarRow:
     change: float | None = None  # printed after the note, coloured by its sign
 
 
+@dataclass(frozen=True)
+class _BarFrame:
+    """Where a bar chart draws: the plot's left and right edges, the top of the first row, the
+    height of a row group, the full width, and the value-to-x mapping."""
+
+    x0: float
+    x1: float
+    top: float
+    group: float
+    width: float
+    to_x: Callable[[float], float]
+
+
+BAR_H, BAR_GAP, BAR_PAD = 9.0, 2.0, 7.0  # a bar's height, the gap between bars, a group's pad
+
+
+def _bar_legend(series: Sequence[Series], x0: float, intervals: bool) -> list[str]:
+    """A swatch and name per series across the top, and the interval whisker's key."""
+    body = []
+    lx = x0
+    for s in series:
+        body.append(f'<rect x="{_n(lx)}" y="6" width="11" height="11" fill="{s.color}" rx="1"/>')
+        body.append(_text(lx + 15, 15.5, s.name, size=11))
+        lx += 22 + len(s.name) * 6.4
+    if intervals:
+        body.append(
+            f'<line x1="{_n(lx)}" x2="{_n(lx + 16)}" y1="11.5" y2="11.5" stroke="{INK}" '
+            'stroke-width="1.5"/>'
+        )
+        body.append(_text(lx + 20, 15.5, "interval", size=11, fill=MUTED))
+    return body
+
+
+def _bar(frame: _BarFrame, b: Bar, color: str, by: float, muted: bool) -> list[str]:
+    """One bar from the axis at height ``by`` with its tooltip and interval whisker, or the
+    note "no queries" when it has no value."""
+    x0, to_x = frame.x0, frame.to_x
+    if b.value is None:
+        return [_text(x0 + 4, by + BAR_H - 2, "no queries", size=10, fill=MUTED)]
+    tip = f"<title>{esc(b.tooltip)}</title>" if b.tooltip else ""
+    w = max(to_x(b.value) - x0, 0.0)
+    opacity = ' fill-opacity="0.55"' if muted else ""
+    out = [
+        f'<g class="mark">{tip}<rect class="bar" x="{_n(x0)}" y="{_n(by)}" '
+        f'width="{_n(w)}" height="{_n(BAR_H)}" fill="{color}"{opacity}/>'
+    ]
+    if b.low is not None and b.high is not None:
+        a, c, cy = to_x(b.low), to_x(b.high), by + BAR_H / 2
+        out.append(
+            f'<g class="ci" stroke="{INK}" stroke-width="1.4">'
+            f'<line class="whisker" x1="{_n(a)}" x2="{_n(c)}" y1="{_n(cy)}" '
+            f'y2="{_n(cy)}"/>'
+            f'<line x1="{_n(a)}" x2="{_n(a)}" y1="{_n(cy - 4)}" y2="{_n(cy + 4)}"/>'
+            f'<line x1="{_n(c)}" x2="{_n(c)}" y1="{_n(cy - 4)}" y2="{_n(cy + 4)}"/></g>'
+        )
+    out.append("</g>")
+    return out
+
+
+def _bar_row(frame: _BarFrame, i: int, row: BarRow, series: Sequence[Series]) -> list[str]:
+    """Row ``i``: its stripe, its label, one bar per series and the note on the right."""
+    y = frame.top + i * frame.group
+    body = []
+    if i % 2:
+        body.append(
+            f'<rect x="0" y="{_n(y)}" width="{_n(frame.width)}" height="{_n(frame.group)}" '
+            'fill="#F6F8FA"/>'
+        )
+    mid = y + frame.group / 2
+    title = f"<title>{esc(row.tooltip)}</title>" if row.tooltip else ""
+    label = _clip_label(row.label, 24)
+    body.append(
+        f'<g class="row-label">{title}'
+        + _text(frame.x0 - 8, mid + 4, label, "end", 12, MUTED if row.muted else INK)
+        + "</g>"
+    )
+    for j, (s, b) in enumerate(zip(series, row.bars, strict=True)):
+        body += _bar(frame, b, s.color, y + BAR_PAD + j * (BAR_H + BAR_GAP), row.muted)
+    if row.note or row.change is not None:
+        change = ""
+        if row.change is not None:
+            color = LOSS_TEXT if row.change < 0 else GAIN_TEXT if row.change > 0 else INK
+            change = f' <tspan fill="{color}">({esc(number(row.change, signed=True))})</tspan>'
+        body.append(
+            f'<text class="note" x="{_n(frame.x1 + 8)}" y="{_n(mid + 4)}" font-size="11.5" '
+            f'fill="{INK}">{esc(row.note)}{change}</text>'
+        )
+    return body
+
+
 def bar_chart(
     rows: Sequence[BarRow],
     series: Sequence[Series],
@@ -224,12 +308,11 @@ def bar_chart(
 
     ``reference`` draws a dashed vertical line (e.g. a threshold) with its label.
     """
-    bar_h, gap, pad = 9.0, 2.0, 7.0
     left = _label_width([r.label for r in rows])
     right = 112.0
     intervals = any(b.low is not None for r in rows for b in r.bars)
     top = 26.0 if len(series) > 1 or intervals else 10.0
-    group = len(series) * bar_h + (len(series) - 1) * gap + 2 * pad
+    group = len(series) * BAR_H + (len(series) - 1) * BAR_GAP + 2 * BAR_PAD
     plot_h = max(group * len(rows), 20.0)
     height = top + plot_h + 40
     x0, x1 = left, width - right
@@ -240,73 +323,12 @@ def bar_chart(
     def to_x(v: float) -> float:
         return x0 + (min(max(v, lo), hi) - lo) / (hi - lo) * (x1 - x0)
 
+    frame = _BarFrame(x0, x1, top, group, width, to_x)
     body = _x_axis(nice_ticks(lo, hi), to_x, top, top + plot_h, x_label, (x0 + x1) / 2)
-    # legend
-    lx = x0
     if top > 10:
-        for s in series:
-            body.append(
-                f'<rect x="{_n(lx)}" y="6" width="11" height="11" fill="{s.color}" rx="1"/>'
-            )
-            body.append(_text(lx + 15, 15.5, s.name, size=11))
-            lx += 22 + len(s.name) * 6.4
-        if intervals:
-            body.append(
-                f'<line x1="{_n(lx)}" x2="{_n(lx + 16)}" y1="11.5" y2="11.5" stroke="{INK}" '
-                'stroke-width="1.5"/>'
-            )
-            body.append(_text(lx + 20, 15.5, "interval", size=11, fill=MUTED))
+        body += _bar_legend(series, x0, intervals)
     for i, row in enumerate(rows):
-        y = top + i * group
-        if i % 2:
-            body.append(
-                f'<rect x="0" y="{_n(y)}" width="{_n(width)}" height="{_n(group)}" fill="#F6F8FA"/>'
-            )
-        mid = y + group / 2
-        title = f"<title>{esc(row.tooltip)}</title>" if row.tooltip else ""
-        body.append(
-            f'<g class="row-label">{title}'
-            + _text(
-                left - 8,
-                mid + 4,
-                _clip_label(row.label, 24),
-                "end",
-                12,
-                MUTED if row.muted else INK,
-            )
-            + "</g>"
-        )
-        for j, (s, b) in enumerate(zip(series, row.bars, strict=True)):
-            by = y + pad + j * (bar_h + gap)
-            tip = f"<title>{esc(b.tooltip)}</title>" if b.tooltip else ""
-            if b.value is None:
-                body.append(_text(x0 + 4, by + bar_h - 2, "no queries", size=10, fill=MUTED))
-                continue
-            w = max(to_x(b.value) - x0, 0.0)
-            opacity = ' fill-opacity="0.55"' if row.muted else ""
-            body.append(
-                f'<g class="mark">{tip}<rect class="bar" x="{_n(x0)}" y="{_n(by)}" '
-                f'width="{_n(w)}" height="{_n(bar_h)}" fill="{s.color}"{opacity}/>'
-            )
-            if b.low is not None and b.high is not None:
-                a, c, cy = to_x(b.low), to_x(b.high), by + bar_h / 2
-                body.append(
-                    f'<g class="ci" stroke="{INK}" stroke-width="1.4">'
-                    f'<line class="whisker" x1="{_n(a)}" x2="{_n(c)}" y1="{_n(cy)}" '
-                    f'y2="{_n(cy)}"/>'
-                    f'<line x1="{_n(a)}" x2="{_n(a)}" y1="{_n(cy - 4)}" y2="{_n(cy + 4)}"/>'
-                    f'<line x1="{_n(c)}" x2="{_n(c)}" y1="{_n(cy - 4)}" y2="{_n(cy + 4)}"/></g>'
-                )
-            body.append("</g>")
-        if row.note or row.change is not None:
-            change = ""
-            if row.change is not None:
-                color = LOSS_TEXT if row.change < 0 else GAIN_TEXT if row.change > 0 else INK
-                change = f' <tspan fill="{color}">({esc(fmt(row.change, signed=True))})</tspan>'
-            body.append(
-                f'<text class="note" x="{_n(x1 + 8)}" y="{_n(mid + 4)}" font-size="11.5" '
-                f'fill="{INK}">{esc(row.note)}{change}</text>'
-            )
+        body += _bar_row(frame, i, row, series)
     if reference is not None:
         rx = to_x(reference[0])
         body.append(

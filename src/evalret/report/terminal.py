@@ -9,7 +9,6 @@ from rich.table import Table
 from rich.text import Text
 
 from evalret.data.schema import GateSection, MetricValue, RunReport
-from evalret.engines.backends import summary_line
 from evalret.report.common import (
     cache_notes,
     intrinsic_rows,
@@ -18,6 +17,8 @@ from evalret.report.common import (
     without_relevant_note,
 )
 from evalret.report.escape import terminal
+from evalret.report.numbers import PLAIN, number
+from evalret.report.views import backend_line, check_rows, gate_summary
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
@@ -32,15 +33,13 @@ def _cell(v: MetricValue) -> Text:
 
 
 def _fmt(v: float | None, signed: bool = False) -> str:
-    if v is None:
-        return "-"
-    return f"{v:+.4f}" if signed else f"{v:.4f}"
+    return number(v, signed, medium=PLAIN)
 
 
 def index_table(report: RunReport, index: str) -> Table:
     result = report.indexes[index]
     metrics = list(next(iter(result.slices.values())).metrics)
-    conf = report.bootstrap.get("confidence", 0.95)
+    conf = report.bootstrap.confidence
     table = Table(
         title=f"{index} ({result.params.get('type', index)}): mean, {conf:.0%} bootstrap CI below",
         title_justify="left",
@@ -140,11 +139,28 @@ def intrinsic_table(report: RunReport) -> Table | None:
     return table
 
 
+def _failed_table(gate: GateSection) -> Table:
+    """The failed checks with their numbers."""
+    table = Table(title="failed checks", title_justify="left", title_style="bold red")
+    for col in ("check", "n", "baseline", "current", "delta", "p (adj.)"):
+        table.add_column(col, justify="left" if col == "check" else "right", no_wrap=True)
+    for row in check_rows(gate.failed, PLAIN):
+        table.add_row(
+            Text(terminal(row.check.name), style="red"),
+            str(row.check.n_queries),
+            row.baseline,
+            row.current,
+            row.delta,
+            row.p,
+        )
+    return table
+
+
 def gate_parts(gate: GateSection) -> list[RenderableType]:
     """Verdict in colour, then the failed checks, underpowered warning and notes."""
-    failed = gate.failed
-    if gate.verdict == "pass":
-        n = len(gate.checks)
+    summary = gate_summary(gate)
+    if summary.passed:
+        n = summary.n_checks
         verdict = Text(
             f"GATE PASSED: {'the' if n == 1 else f'all {n}'} check{'s' if n != 1 else ''} "
             f"pass{'es' if n == 1 else ''}",
@@ -152,29 +168,17 @@ def gate_parts(gate: GateSection) -> list[RenderableType]:
         )
     else:
         verdict = Text(
-            f"GATE FAILED: {len(failed)} of {len(gate.checks)} checks failed", style="bold red"
+            f"GATE FAILED: {len(summary.failed)} of {summary.n_checks} checks failed",
+            style="bold red",
         )
     parts: list[RenderableType] = [Text(""), verdict]
     if gate.baseline:
         parts.append(Text(f"baseline {terminal(gate.baseline)}", style="dim"))
     for key, change in gate.changed.items():
-        parts.append(Text(terminal(f"changed: {key}: {change['baseline']} -> {change['current']}")))
-    if failed:
-        table = Table(title="failed checks", title_justify="left", title_style="bold red")
-        for col in ("check", "n", "baseline", "current", "delta", "p (adj.)"):
-            table.add_column(col, justify="left" if col == "check" else "right", no_wrap=True)
-        for c in failed:
-            p = "-" if c.p_adjusted is None else f"{c.p_value:.3g} ({c.p_adjusted:.3g})"
-            table.add_row(
-                Text(terminal(c.name), style="red"),
-                str(c.n_queries),
-                _fmt(c.baseline),
-                _fmt(c.current),
-                _fmt(c.delta, signed=True),
-                p,
-            )
-        parts.append(table)
-    weak = [c for c in gate.checks if c.underpowered and c.passed]
+        parts.append(Text(terminal(f"changed: {key}: {change.baseline} -> {change.current}")))
+    if summary.failed:
+        parts.append(_failed_table(gate))
+    weak = summary.weak
     if weak:
         parts.append(
             Text(
@@ -195,20 +199,19 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
             f"{terminal(g.source)} ({g.format}): {g.n_documents} documents, "
             f"{g.n_queries_evaluated} queries evaluated, {g.n_judgments} judgments; "
             f"model {terminal(str(report.fingerprint.model.get('source')))} "
-            f"(dim {report.embedding['dim']})",
+            f"(dim {report.embedding.dim})",
         )
     ]
-    cache = report.embedding.get("cache")
-    if cache:
-        label = {"document": "documents", "query": "queries"}
+    cache = report.embedding.cache
+    if cache is not None:
         counts = "; ".join(
-            f"{label.get(kind, kind)} {c['hits']} cached, {c['misses']} embedded"
-            for kind, c in cache.items()
-            if isinstance(c, dict)
+            f"{label} {c.hits} cached, {c.misses} embedded"
+            for label, c in (("documents", cache.document), ("queries", cache.query))
+            if c is not None
         )
-        parts.append(Text(f"embedding cache {terminal(cache['dir'])}: {counts}", style="dim"))
+        parts.append(Text(f"embedding cache {terminal(cache.dir)}: {counts}", style="dim"))
     parts += [Text(terminal(n), style="yellow") for n in cache_notes(report.embedding)]
-    backend = summary_line(report.embedding)
+    backend = backend_line(report.embedding)
     if backend:
         parts.append(Text(backend, style="dim"))
     note = without_relevant_note(report)

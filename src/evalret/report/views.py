@@ -1,0 +1,182 @@
+"""View-models shared by the terminal, Markdown, JUnit and HTML views.
+
+The rows every view draws from: the gate's summary and
+checks (``gate_summary``, ``check_rows``), the per-slice rows of a comparison on its primary
+metric (``compare_rows``) and the embedding backend's line (``backend_line``), their numbers
+written by the one formatter (``evalret.report.numbers``). Each view adds only its own markup
+(colours, bold, escaping), so a figure is computed once and reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evalret.data.schema import (
+    EmbeddingInfo,
+    GateCheck,
+    GateSection,
+    MetricComparison,
+    SliceComparison,
+)
+from evalret.report.numbers import Medium, number, p_pair
+
+# --- the gate ----------------------------------------------------------------------------------
+
+LIMITS = {
+    "min": "≥ {:g}",
+    "max_drop": "drop ≤ {:g}",
+    "max_drop_pct": "drop ≤ {:g}%",
+    "ann_min_recall": "≥ {:g}",
+    "health_min": "≥ {:g}",
+    "health_max": "≤ {:g}",
+}
+
+
+def limit_text(check: GateCheck) -> str:
+    """What a check allows, as a reader writes it: ``≥ 0.95``, ``drop ≤ 0.01``, ``drop ≤ 2%``."""
+    return LIMITS[check.kind].format(check.threshold)
+
+
+def allowed_change(check: GateCheck) -> float | None:
+    """The largest change a drop check allows (negative), None for the other kinds."""
+    if check.kind == "max_drop":
+        return -check.threshold
+    if check.kind == "max_drop_pct" and check.baseline is not None:
+        return -check.threshold / 100 * check.baseline
+    return None
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One gate check with its numbers formatted for a medium."""
+
+    check: GateCheck
+    baseline: str
+    current: str
+    delta: str
+    limit: str
+    p: str
+    weak: bool  # passes, but its slice is too small to detect the threshold (underpowered)
+    mde: str  # the minimum detectable drop, 3 decimals ("" unless weak)
+
+
+def check_rows(checks: list[GateCheck], medium: Medium) -> list[CheckRow]:
+    """The rows of a checks table, in the order given."""
+    return [
+        CheckRow(
+            check=c,
+            baseline=number(c.baseline, medium=medium),
+            current=number(c.current, medium=medium),
+            delta=number(c.delta, signed=True, medium=medium),
+            limit=limit_text(c),
+            p=p_pair(c.p_value, c.p_adjusted, medium),
+            weak=c.underpowered and c.passed,
+            mde=f"{c.mde:.3f}" if c.underpowered and c.passed and c.mde is not None else "",
+        )
+        for c in checks
+    ]
+
+
+WEAK_EVIDENCE = (
+    "{n} passing check(s) have slices too small to detect their threshold (minimum detectable "
+    "drop, MDE, above it): a pass there is weak evidence."
+)
+
+
+@dataclass(frozen=True)
+class GateSummary:
+    """What every view says of a gate before its tables: the verdict and the counts."""
+
+    passed: bool
+    n_checks: int
+    failed: list[GateCheck]
+    weak: list[GateCheck]  # passing checks that cannot detect their threshold
+
+    @property
+    def weak_sentence(self) -> str:
+        """The warning on underpowered passes (report.md and the HTML page)."""
+        return WEAK_EVIDENCE.format(n=len(self.weak))
+
+
+def gate_summary(gate: GateSection) -> GateSummary:
+    """The verdict, the failed checks and the weak passes of ``gate``."""
+    return GateSummary(
+        passed=gate.verdict == "pass",
+        n_checks=len(gate.checks),
+        failed=gate.failed,
+        weak=[c for c in gate.checks if c.underpowered and c.passed],
+    )
+
+
+# --- a comparison ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One slice of a comparison on its primary metric, formatted for a medium (the columns of
+    ``common.COMPARE_COLUMNS``, then the diagnosis)."""
+
+    name: str
+    n: str
+    a: str
+    b: str
+    delta: str
+    ci: str
+    p_randomization: str
+    p_t_test: str
+    wtl: str
+    mde: str
+    diagnosis: str
+    metric: MetricComparison  # the numbers, for a view's colours and emphasis
+
+
+def compare_rows(
+    slices: dict[str, SliceComparison], primary: str, medium: Medium
+) -> list[CompareRow]:
+    """One row per slice that has the ``primary`` metric."""
+    rows = []
+    for name, sc in slices.items():
+        if primary not in sc.metrics:
+            continue
+        m = sc.metrics[primary]
+        mde = sc.mde.get(primary)
+        low, high = (number(x, signed=True, medium=medium) for x in (m.ci_low, m.ci_high))
+        rows.append(
+            CompareRow(
+                name=name,
+                n=str(sc.n_queries),
+                a=number(m.a, medium=medium),
+                b=number(m.b, medium=medium),
+                delta=number(m.delta, signed=True, medium=medium),
+                ci=f"[{low}, {high}]",
+                p_randomization=p_pair(m.p_randomization, m.p_randomization_adjusted, medium),
+                p_t_test=p_pair(m.p_t_test, m.p_t_test_adjusted, medium),
+                wtl=f"{m.wins}/{m.ties}/{m.losses}",
+                mde=medium.missing if mde is None else f"{mde:.3f}",
+                diagnosis=sc.diagnosis,
+                metric=m,
+            )
+        )
+    return rows
+
+
+# --- the embedding -----------------------------------------------------------------------------
+
+
+def backend_line(embedding: EmbeddingInfo) -> str | None:
+    """One line on a non-torch backend and its agreement with torch (the terminal and
+    report.md); None for torch or a report that does not say."""
+    backend, check = embedding.backend, embedding.backend_check
+    if backend is None or backend.name == "torch":
+        return None
+    line = f"backend {backend.name} {backend.precision}"
+    if backend.threads:
+        line += f", {backend.threads} threads"
+    if backend.model in ("read", "exported"):
+        line += ", model " + ("read from cache" if backend.model == "read" else "exported")
+    if check is not None:
+        line += (
+            f": cosine to {check.reference} on {check.sample} sampled documents "
+            f"mean {check.mean_cosine:.5f}, min {check.min_cosine:.5f}"
+        )
+    return line
