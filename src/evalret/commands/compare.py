@@ -24,6 +24,7 @@ from evalret.core.comparison import (
     rank_drift,
     verdict,
 )
+from evalret.core.ranking import primary_index
 from evalret.core.stats import Correction, resamples_for, seed_for
 from evalret.data.atomic import append_text, atomic_write_text
 from evalret.data.baseline import changed_settings, check_comparable, load_baseline
@@ -302,14 +303,14 @@ def compare_reports(
     plan = _plan(a, b, settings)
     criteria = settings.criteria
     changes, tests, drift = _changes(a, b, plan, settings)
-    primary_index = "exact" if "exact" in changes else plan.indexes[0]
+    focus = primary_index(changes)
     notes = [
         f"{i} is not compared: the same settings give the same ranking in A and B"
         for i in plan.same_lexical
     ]
-    notes += pair_notes(changes[primary_index], criteria)
-    outcome = verdict(_identical(a, b, plan, list(changes)), changes, primary_index, criteria)
-    ra, rb = a.indexes[primary_index], b.indexes[primary_index]
+    notes += pair_notes(changes[focus], criteria)
+    outcome = verdict(_identical(a, b, plan, list(changes)), changes, focus, criteria)
+    ra, rb = a.indexes[focus], b.indexes[focus]
     delta = np.asarray(rb.per_query[settings.primary])[plan.order_b] - np.asarray(
         ra.per_query[settings.primary]
     )
@@ -326,10 +327,10 @@ def compare_reports(
             "fingerprint": a.golden_set.fingerprint,
             "n_queries": len(a.query_ids),
         },
-        primary_index=primary_index,
+        primary_index=focus,
         indexes=_slice_comparisons(a, changes, tests, drift, plan, criteria),
         notes=notes,
         verdict=_report_verdict(outcome),
-        losers=query_examples(a, b, primary_index, settings.primary, losers, delta, golden),
-        gainers=query_examples(a, b, primary_index, settings.primary, gainers, delta, golden),
+        losers=query_examples(a, b, focus, settings.primary, losers, delta, golden),
+        gainers=query_examples(a, b, focus, settings.primary, gainers, delta, golden),
     )

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from evalret.commands.evaluate import Evaluation
 from evalret.commands.report import render_run_html
+from evalret.core.ranking import SearchResult
 from evalret.data.atomic import append_text, atomic_write_text
 from evalret.data.goldenset import GoldenSet
-from evalret.engines.faiss_index import SearchResult
 from evalret.errors import InputError
 from evalret.report.junit import render_junit
 from evalret.report.markdown import render_markdown

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from evalret.commands.progress import ProgressBars, no_bars
+from evalret.core.ranking import SearchResult
 from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.goldenset import GoldenSet
-from evalret.engines.faiss_index import SearchResult
 
 
 @dataclass

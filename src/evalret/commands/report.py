@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from evalret.commands.compare import golden_set_of
+from evalret.core.ranking import primary_index
 from evalret.data.atomic import atomic_write_text
 from evalret.data.baseline import definition_differences, load_baseline
 from evalret.data.examples import query_examples
@@ -94,13 +95,13 @@ def _focus_index(report: RunReport, common: list[str]) -> str:
     for c in gate.failed if gate else []:
         if c.index in common:
             return c.index
-    return "exact" if "exact" in common else common[0]
+    return primary_index(common)
 
 
 def _lowest_scores(report: RunReport, metric: str, golden: GoldenSet | None) -> RunQueries:
     """Without a baseline: the scores per index and the lowest-scoring queries."""
     spreads = [score_spread(report, index, metric) for index in report.indexes]
-    focus = "exact" if "exact" in report.indexes else next(iter(report.indexes))
+    focus = primary_index(report.indexes)
     scores = np.asarray(report.indexes[focus].per_query[metric], dtype=np.float64)
     order = np.argsort(scores, kind="stable")[:EXAMPLES]
     return RunQueries(

@@ -76,6 +76,26 @@ def _prefix_length(size: int, threshold: float) -> int:
     return size - math.ceil(threshold * size - 1e-9) + 1
 
 
+def _rarity(sets: Sequence[set[str]]) -> dict[str, int]:
+    """Each 3-gram's position when ordered rarest first (by its frequency in ``sets``, then the
+    3-gram itself)."""
+    counts: Counter[str] = Counter()
+    for grams in sets:
+        counts.update(grams)
+    return {g: r for r, (g, _) in enumerate(sorted(counts.items(), key=lambda x: (x[1], x[0])))}
+
+
+def _prefix_index(
+    sets: Sequence[set[str]], rank: dict[str, int], threshold: float
+) -> dict[str, list[int]]:
+    """3-gram -> the texts of ``sets`` that have it among their rarest (prefix) 3-grams."""
+    index: dict[str, list[int]] = {}
+    for j, grams in enumerate(sets):
+        for g in sorted(grams, key=rank.__getitem__)[: _prefix_length(len(grams), threshold)]:
+            index.setdefault(g, []).append(j)
+    return index
+
+
 def similar_pairs(
     left: Sequence[str],
     right: Sequence[str] | None = None,
@@ -95,40 +115,37 @@ def similar_pairs(
     b_sets = a_sets if right is None else [ngrams(t) for t in right]
     # 3-grams ordered rarest first by their frequency on the indexed side; a left-hand 3-gram
     # absent from it comes before all of them (and can never be shared)
-    counts: Counter[str] = Counter()
-    for grams in b_sets:
-        counts.update(grams)
-    rank = {g: r for r, (g, _) in enumerate(sorted(counts.items(), key=lambda x: (x[1], x[0])))}
-
-    vocabulary = rank.keys()
-    index: dict[str, list[int]] = {}  # 3-gram -> right-hand texts with it in their prefix
-    for j, grams in enumerate(b_sets):
-        for g in sorted(grams, key=rank.__getitem__)[: _prefix_length(len(grams), threshold)]:
-            index.setdefault(g, []).append(j)
-
+    rank = _rarity(b_sets)
+    index = _prefix_index(b_sets, rank, threshold)
     out: list[tuple[int, int, float]] = []
     for i, grams in enumerate(a_sets):
-        if not grams:
-            continue
-        size = len(grams)
-        known = grams if within else grams & vocabulary
-        k = _prefix_length(size, threshold) - (size - len(known))
-        if k <= 0:
-            continue  # too many 3-grams that no right-hand text has
-        low, high = threshold * size - 1e-9, size / threshold + 1e-9
-        seen: set[int] = set()
-        for g in sorted(known, key=rank.__getitem__)[:k]:
-            for j in index.get(g, ()):
-                if (within and j <= i) or j in seen:
-                    continue
-                seen.add(j)
-                other = b_sets[j]
-                if not low <= len(other) <= high:
-                    continue
-                sim = jaccard(grams, other)
-                if sim >= threshold:
-                    out.append((i, j, sim))
+        known = grams if within else grams & rank.keys()
+        k = _prefix_length(len(grams), threshold) - (len(grams) - len(known))
+        if not grams or k <= 0:
+            continue  # empty, or too many 3-grams that no right-hand text has
+        candidates = {j for g in sorted(known, key=rank.__getitem__)[:k] for j in index.get(g, ())}
+        out += _verified(
+            i, grams, sorted(j for j in candidates if not within or j > i), b_sets, threshold
+        )
     out.sort(key=lambda x: (x[0], x[1]))
+    return out
+
+
+def _verified(
+    i: int,
+    grams: set[str],
+    candidates: Sequence[int],
+    sets: Sequence[set[str]],
+    threshold: float,
+) -> list[tuple[int, int, float]]:
+    """The candidates whose size allows the threshold and whose Jaccard similarity reaches it."""
+    low, high = threshold * len(grams) - 1e-9, len(grams) / threshold + 1e-9
+    out = []
+    for j in candidates:
+        if low <= len(sets[j]) <= high:
+            sim = jaccard(grams, sets[j])
+            if sim >= threshold:
+                out.append((i, j, sim))
     return out
 
 

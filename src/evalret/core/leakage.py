@@ -145,6 +145,59 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return v / np.where(norms > 0, norms, 1.0)
 
 
+Found = dict[tuple[int, int], tuple[Kind, float]]  # (training line index, golden) -> kind, jaccard
+
+
+def _text_matches(g_norm: Sequence[str], t_norm: Sequence[str], threshold: float) -> Found:
+    """Exact copies of a golden text, then near-text copies (3-gram Jaccard >= threshold)."""
+    found: Found = {}
+    by_text: dict[str, list[int]] = {}
+    for g, t in enumerate(g_norm):
+        if t:
+            by_text.setdefault(t, []).append(g)
+    for i, t in enumerate(t_norm):
+        for g in by_text.get(t, ()):
+            found[(i, g)] = ("exact", 1.0)
+    for i, g, sim in similar_pairs(t_norm, g_norm, threshold):
+        found.setdefault((i, g), ("near-text", sim))
+    return found
+
+
+def _embedding_matches(
+    golden_texts: Sequence[str],
+    g_norm: Sequence[str],
+    train: Sequence[TrainQuery],
+    t_norm: Sequence[str],
+    embed: Embed,
+    threshold: float,
+    found: Found,
+) -> dict[tuple[int, int], float]:
+    """The cosine of every pair at or above ``threshold`` and of every text pair in ``found``;
+    adds to ``found`` the pairs above it that share their identifiers (numbers, codes) and are
+    not already text copies. Identical training texts are embedded once."""
+    unique = list(dict.fromkeys(q.text for q in train))
+    row_of = {t: k for k, t in enumerate(unique)}
+    lines_of: list[list[int]] = [[] for _ in unique]
+    for i, q in enumerate(train):
+        lines_of[row_of[q.text]].append(i)
+    gold = _unit(embed(list(golden_texts)))
+    vecs = _unit(embed(unique))
+    idents = [identifiers(t) for t in g_norm]
+    cosines: dict[tuple[int, int], float] = {}
+    block = max(1, MAX_CELLS // max(1, len(golden_texts)))
+    for start in range(0, len(unique), block):
+        sims = vecs[start : start + block] @ gold.T
+        for r, g in zip(*np.nonzero(sims >= threshold), strict=True):
+            for i in lines_of[start + int(r)]:
+                key = (i, int(g))
+                cosines[key] = float(sims[r, g])
+                if key not in found and identifiers(t_norm[i]) == idents[g]:
+                    found[key] = ("embedding", jaccard(ngrams(t_norm[i]), ngrams(g_norm[g])))
+    for i, g in found.keys() - cosines.keys():  # text pairs below the cosine threshold
+        cosines[(i, g)] = float(vecs[row_of[train[i].text]] @ gold[g])
+    return cosines
+
+
 def find_leaks(
     golden_ids: Sequence[str],
     golden_texts: Sequence[str],
@@ -158,42 +211,12 @@ def find_leaks(
     then training line. Identical training texts are embedded once."""
     g_norm = [normalize_text(t) for t in golden_texts]
     t_norm = [normalize_text(q.text) for q in train]
-    found: dict[tuple[int, int], tuple[Kind, float]] = {}  # (train, golden) -> kind, jaccard
-
-    by_text: dict[str, list[int]] = {}
-    for g, t in enumerate(g_norm):
-        if t:
-            by_text.setdefault(t, []).append(g)
-    for i, t in enumerate(t_norm):
-        for g in by_text.get(t, ()):
-            found[(i, g)] = ("exact", 1.0)
-    for i, g, sim in similar_pairs(t_norm, g_norm, text_threshold):
-        found.setdefault((i, g), ("near-text", sim))
-
+    found = _text_matches(g_norm, t_norm, text_threshold)
     cosines: dict[tuple[int, int], float] = {}
     if embed is not None:
-        unique = list(dict.fromkeys(q.text for q in train))
-        row_of = {t: k for k, t in enumerate(unique)}
-        lines_of: list[list[int]] = [[] for _ in unique]
-        for i, q in enumerate(train):
-            lines_of[row_of[q.text]].append(i)
-        gold = _unit(embed(list(golden_texts)))
-        vecs = _unit(embed(unique))
-        idents = [identifiers(t) for t in g_norm]
-        block = max(1, MAX_CELLS // max(1, len(golden_texts)))
-        for start in range(0, len(unique), block):
-            sims = vecs[start : start + block] @ gold.T
-            for r, g in zip(*np.nonzero(sims >= cosine_threshold), strict=True):
-                cos = float(sims[r, g])
-                for i in lines_of[start + int(r)]:
-                    key = (i, int(g))
-                    cosines[key] = cos
-                    if key not in found and identifiers(t_norm[i]) == idents[g]:
-                        sim = jaccard(ngrams(t_norm[i]), ngrams(g_norm[g]))
-                        found[key] = ("embedding", sim)
-        for i, g in found.keys() - cosines.keys():  # text pairs below the cosine threshold
-            cosines[(i, g)] = float(vecs[row_of[train[i].text]] @ gold[g])
-
+        cosines = _embedding_matches(
+            golden_texts, g_norm, train, t_norm, embed, cosine_threshold, found
+        )
     pairs = [
         LeakPair(
             query_id=golden_ids[g],

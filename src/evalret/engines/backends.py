@@ -559,22 +559,3 @@ def describe_backend(config: ModelConfig, embedder: Embedder) -> dict[str, Any]:
     if isinstance(embedder, OnnxEmbedder):
         return embedder.report()
     return {"name": config.backend, "precision": config.precision}
-
-
-def summary_line(embedding: dict[str, Any]) -> str | None:
-    """One line on a non-torch backend and its agreement with torch, for the terminal and
-    report.md; None for torch."""
-    backend, check = embedding.get("backend") or {}, embedding.get("backend_check")
-    if not backend or backend.get("name", "torch") == "torch":
-        return None
-    line = f"backend {backend['name']} {backend['precision']}"
-    if backend.get("threads"):
-        line += f", {backend['threads']} threads"
-    if backend.get("model") in ("read", "exported"):
-        line += ", model " + ("read from cache" if backend["model"] == "read" else "exported")
-    if check:
-        line += (
-            f": cosine to {check['reference']} on {check['sample']} sampled documents "
-            f"mean {check['mean_cosine']:.5f}, min {check['min_cosine']:.5f}"
-        )
-    return line

@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from evalret.core.ranking import SearchResult as SearchResult  # re-exported for its importers
-from evalret.core.ranking import apply_tie_rule, empty_result
+from evalret.core.ranking import SearchResult, apply_tie_rule, empty_result
 from evalret.data.atomic import atomic_write
 from evalret.data.config import HnswIndexConfig
 
