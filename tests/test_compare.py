@@ -219,8 +219,8 @@ def run_report(ndcg: list[float], order: list[int] | None = None) -> RunReport:
                 "queries_without_relevant": [],
                 "n_judgments": N,
             },
-            "embedding": {},
-            "bootstrap": {},
+            "embedding": {"dim": 4, "n_documents": 3, "n_queries": N, "document_text": "text"},
+            "bootstrap": {"samples": 1000, "seed": 0, "confidence": 0.95, "method": "percentile"},
             "query_ids": ids,
             "slices": {
                 name: {
@@ -294,7 +294,7 @@ def test_compare_reports_by_hand() -> None:
     assert [e.query_id for e in report.gainers] == ["q19", "q17", "q15", "q13", "q11"]
     assert report.losers[0].delta == -0.25 and report.losers[0].text == ""
     assert [d.id for d in report.losers[0].b_top] == ["d21", "x", "y"]
-    assert report.settings["samples_drawn"] == 10_000  # resamples_for(9 tests) = 3600 < 10,000
+    assert report.settings.samples_drawn == 10_000  # resamples_for(9 tests) = 3600 < 10,000
 
 
 def test_compare_reports_identical_and_candidate() -> None:

@@ -430,7 +430,7 @@ class CompareSide(_Model):
         return v
 
 
-class CompareSettings(_Sparse):
+class SettingsRecord(_Sparse):
     """The settings of a comparison (``evalret compare`` options) and its fixed methods."""
 
     primary: str  # the metric the verdict is decided on
@@ -467,7 +467,7 @@ class CompareReport(_Model):
     a: CompareSide
     b: CompareSide
     changed: dict[str, Change]
-    settings: CompareSettings
+    settings: SettingsRecord
     golden_set: ComparedGoldenSet
     primary_index: str
     indexes: dict[str, dict[str, SliceComparison]]
