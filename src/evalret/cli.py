@@ -26,8 +26,8 @@ from typing import Annotated, Any, Literal, ParamSpec
 import typer
 from typer.core import TyperCommand
 
-from evalret.commands.markup import markup_safe
 from evalret.errors import EvalretError, ExitCode
+from evalret.report.escape import markup_safe
 from evalret.version import __version__
 
 app = typer.Typer(

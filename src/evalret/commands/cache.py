@@ -6,36 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalret.commands.markup import markup_safe
 from evalret.engines.cache import cache_info, clear_cache, default_cache_dir, prune_cache
-
-INFO_COLUMNS = ("namespace", "model", "settings", "entries", "MB", "shards", "last used")
+from evalret.report.cache_view import info_table
+from evalret.report.escape import markup_safe
 
 
 def cache_root(directory: Path | None) -> Path:
     """The cache directory: ``directory``, else $EVALRET_CACHE_DIR or the user cache."""
     return directory or default_cache_dir()
-
-
-def info_table(root: Path, rows: list[dict[str, Any]]) -> Any:
-    """A rich Table of the cached embedding sets (one row per namespace)."""
-    from rich.table import Table
-
-    table = Table(title=f"embedding cache {markup_safe(str(root))}", title_justify="left")
-    for col in INFO_COLUMNS:
-        table.add_column(col, no_wrap=col != "settings")
-    for r in rows:
-        settings = ", ".join(f"{k}={v!r}" for k, v in r["settings"].items())
-        table.add_row(
-            r["namespace"][:12],
-            markup_safe(str(r["model"])),
-            markup_safe(settings),
-            str(r["entries"]),
-            f"{r['bytes'] / 1e6:.1f}",
-            str(r["shards"]),
-            r["last_used"],
-        )
-    return table
 
 
 def cache_info_command(directory: Path | None = None) -> Any:

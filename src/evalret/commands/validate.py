@@ -108,6 +108,32 @@ def _where(where: tuple[Path, int]) -> tuple[str, int]:
     return str(where[0]), where[1]
 
 
+def _exact_duplicates(
+    kind: str,
+    ids: list[str],
+    norms: list[str],
+    where: dict[str, tuple[Path, int]],
+    texts: dict[str, str] | None = None,
+) -> list[Problem]:
+    """A warning for each record whose normalized text repeats an earlier one's (with the text's
+    start when ``texts`` is given)."""
+    out = []
+    for group in exact_duplicate_groups(norms):
+        first = ids[group[0]]
+        for k in group[1:]:
+            rid = ids[k]
+            excerpt = f": {texts[rid][:80]!r}" if texts is not None else ""
+            out.append(
+                Problem(
+                    f"{kind} {rid!r} has the same normalized text as {kind} {first!r} "
+                    f"(line {where[first][1]}){excerpt}",
+                    *_where(where[rid]),
+                    f"duplicate-{kind}-text",
+                )
+            )
+    return out
+
+
 def text_warnings(scan: GoldenSetScan, threshold: float = NEAR_DUPLICATE_JACCARD) -> list[Problem]:
     """Duplicate and near-duplicate evaluated queries, duplicate documents, texts without a
     letter or digit. Each warning points at the later of the two records."""
@@ -132,18 +158,7 @@ def text_warnings(scan: GoldenSetScan, threshold: float = NEAR_DUPLICATE_JACCARD
                     )
                 )
 
-    for group in exact_duplicate_groups(q_norm):
-        first = queries[group[0]]
-        for k in group[1:]:
-            q = queries[k]
-            out.append(
-                Problem(
-                    f"query {q!r} has the same normalized text as query {first!r} "
-                    f"(line {scan.query_where[first][1]}): {scan.queries[q][:80]!r}",
-                    *_where(scan.query_where[q]),
-                    "duplicate-query-text",
-                )
-            )
+    out += _exact_duplicates("query", queries, q_norm, scan.query_where, scan.queries)
     for i, j, sim in similar_pairs(q_norm, threshold=threshold):
         if q_norm[i] == q_norm[j]:
             continue  # an exact duplicate, reported above
@@ -158,18 +173,7 @@ def text_warnings(scan: GoldenSetScan, threshold: float = NEAR_DUPLICATE_JACCARD
                 "near-duplicate-query",
             )
         )
-    for group in exact_duplicate_groups(d_norm):
-        first = d_ids[group[0]]
-        for k in group[1:]:
-            d = d_ids[k]
-            out.append(
-                Problem(
-                    f"document {d!r} has the same normalized text as document {first!r} "
-                    f"(line {scan.doc_where[first][1]})",
-                    *_where(scan.doc_where[d]),
-                    "duplicate-document-text",
-                )
-            )
+    out += _exact_duplicates("document", d_ids, d_norm, scan.doc_where)
     return out
 
 

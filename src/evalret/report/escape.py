@@ -107,3 +107,11 @@ def json_document(text: str) -> str:
         )
         for line in text.split("\n")  # raw newlines are JSON's own whitespace
     )
+
+
+def markup_safe(text: str, multiline: bool = False) -> str:
+    """``text`` safe inside rich markup: controls visible (newlines too, unless ``multiline``),
+    brackets not taken as markup. rich is imported only when this is called."""
+    from rich.markup import escape
+
+    return escape(terminal(text, multiline=multiline))
