@@ -1,8 +1,7 @@
-"""Builders and Hypothesis strategies shared by the tests."""
+"""Builders and assertions shared by the tests (the Hypothesis strategies are in strategies.py)."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Sequence
@@ -10,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
 
 from evalret.core.metrics import RankedJudgments, build_judgments
 
@@ -32,26 +30,6 @@ def judgments_from_lists(
         ideal[i, : len(top)] = top
     n_rel = np.array([sum(g >= 1 for g in a) for a in all_grades], dtype=np.int64)
     return RankedJudgments(grades=grades, judged=grades > 0, ideal=ideal, n_relevant=n_rel)
-
-
-@st.composite
-def retrieval_cases(draw: st.DrawFn, max_docs: int = 30, max_queries: int = 6) -> dict:
-    """A random small collection: per query a ranking (doc indices) and graded judgments."""
-    n_docs = draw(st.integers(2, max_docs))
-    n_queries = draw(st.integers(1, max_queries))
-    depth = draw(st.integers(1, n_docs))
-    rankings, qrels = [], []
-    for _ in range(n_queries):
-        perm = draw(st.permutations(range(n_docs)))
-        rankings.append(list(perm[:depth]))
-        judged = draw(
-            st.lists(st.integers(0, n_docs - 1), min_size=1, max_size=n_docs, unique=True)
-        )
-        grades = draw(st.lists(st.integers(0, 3), min_size=len(judged), max_size=len(judged)))
-        if all(g == 0 for g in grades):
-            grades[0] = draw(st.integers(1, 3))  # at least one relevant document
-        qrels.append(dict(zip(judged, grades, strict=True)))
-    return {"n_docs": n_docs, "rankings": rankings, "qrels": qrels}
 
 
 def case_judgments(case: dict) -> RankedJudgments:
@@ -206,135 +184,3 @@ def assert_report_matches_trec_eval(
         for i, q in enumerate(query_ids):
             assert per_query[name][i] == pytest.approx(got[q][key], abs=1e-9), (name, q)
     return len(measures) * len(query_ids)
-
-
-# --- fuzzing the readers: valid content with random mutations ----------------------------------
-
-# values a mutated field may take: wrong types, numbers no reader should choke on, nested junk
-JUNK = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(10**30), 10**30),
-    st.sampled_from([10**30, -1, 0, 2**63, -(2**63) - 1, 1e309, -1e309]),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=6),
-    st.lists(st.integers(0, 3), max_size=3),
-    st.dictionaries(st.text(max_size=3), st.integers(-2, 3), max_size=3),
-    st.just([[[{"a": [[]]}]]]),
-)
-# raw JSON text no dumps() writes: non-standard numbers, huge integers, deep nesting, a key twice
-RAW_JSON = st.sampled_from(
-    [
-        "NaN",
-        "-Infinity",
-        "1e309",
-        "9" * 5000,
-        "[" * 3000 + "]" * 3000,
-        '{"a": 1, "a": 2}',
-        '"\\ud800"',
-        "00",
-        "",
-    ]
-)
-# byte sequences that are not UTF-8 (a lone continuation, a truncated sequence, a surrogate,
-# an overlong encoding), control characters, a BOM
-BAD_BYTES = st.sampled_from(
-    [
-        b"\xff",
-        b"\x80",
-        b"\xc3",
-        b"\xe2\x82",
-        b"\xed\xa0\x80",
-        b"\xc0\xaf",
-        b"\x00",
-        b"\x1b",
-        b"\xef\xbb\xbf",
-        b"\r",
-    ]
-)
-
-
-def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path (keys and indices) into nested dicts and lists, the root included."""
-    out = [prefix]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj[:4]):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-@st.composite
-def mutated_json(draw: st.DrawFn, obj: Any) -> str:
-    """``obj`` as JSON after a few random changes deep inside: a value replaced by junk or by
-    raw JSON text, a key removed or added."""
-    obj = json.loads(json.dumps(obj))
-    raw: dict[str, str] = {}
-    for _ in range(draw(st.integers(0, 3))):
-        path = draw(st.sampled_from(_paths(obj)))
-        if not path:
-            continue
-        parent = obj
-        for part in path[:-1]:
-            parent = parent[part]
-        action = draw(st.sampled_from(["junk", "raw", "delete", "add"]))
-        key = path[-1]
-        if action == "junk":
-            parent[key] = copy.deepcopy(draw(JUNK))  # later changes must not touch JUNK
-        elif action == "raw":
-            marker = f"@@raw{len(raw)}@@"
-            raw[json.dumps(marker)] = draw(RAW_JSON)
-            parent[key] = marker
-        elif action == "delete":
-            del parent[key]
-        elif isinstance(parent, dict):
-            parent[draw(st.text(max_size=4))] = copy.deepcopy(draw(JUNK))
-    text = json.dumps(obj, ensure_ascii=draw(st.booleans()), allow_nan=True)
-    for marker, replacement in raw.items():
-        text = text.replace(marker, replacement)
-    return text
-
-
-@st.composite
-def mutated_lines(draw: st.DrawFn, lines: list[str]) -> bytes:
-    """``lines`` as a file after a few byte-level changes: bad UTF-8 or control bytes inserted,
-    a line dropped, doubled, truncated or replaced by random bytes, a very long line; LF or CRLF,
-    maybe a byte-order mark."""
-    rows = [line.encode() for line in lines]
-    for _ in range(draw(st.integers(0, 3))):
-        i = draw(st.integers(0, max(len(rows) - 1, 0)))
-        if not rows:
-            rows.append(b"")
-        row = rows[i]
-        action = draw(st.sampled_from(["bytes", "drop", "double", "cut", "random", "long"]))
-        if action == "bytes":
-            at = draw(st.integers(0, len(row)))
-            rows[i] = row[:at] + draw(BAD_BYTES) + row[at:]
-        elif action == "drop":
-            del rows[i]
-        elif action == "double":
-            rows.insert(i, row)
-        elif action == "cut":
-            rows[i] = row[: draw(st.integers(0, len(row)))]
-        elif action == "random":
-            rows[i] = draw(st.binary(max_size=40))
-        else:
-            rows.insert(i, b'{"id": "' + b"x" * 200_000 + b'"}')
-    newline = draw(st.sampled_from([b"\n", b"\r\n"]))
-    bom = draw(st.sampled_from([b"", b"", b"\xef\xbb\xbf"]))
-    return bom + newline.join(rows) + draw(st.sampled_from([newline, b""]))
-
-
-@st.composite
-def fuzzed_file(
-    draw: st.DrawFn, records: list[Any] | None, lines: list[str] | None = None
-) -> bytes:
-    """A reader's input: arbitrary bytes, or valid JSONL ``records`` (or text ``lines``) with
-    records mutated and then bytes mutated."""
-    if draw(st.integers(0, 9)) == 0:
-        return draw(st.binary(max_size=300))
-    if records is not None:
-        lines = [draw(mutated_json(r)) if draw(st.booleans()) else json.dumps(r) for r in records]
-    return draw(mutated_lines(lines or []))

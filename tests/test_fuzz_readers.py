@@ -27,7 +27,8 @@ from evalret.data.baseline import load_baseline, save_baseline
 from evalret.data.config import Config, GoldenSetConfig, SlicesConfig, load_config
 from evalret.data.goldenset import load_golden_set
 from evalret.errors import GoldenSetError, InputError, Problem
-from helpers import HashEmbedder, fuzzed_file, make_set, mutated_json, mutated_lines
+from helpers import HashEmbedder, make_set
+from strategies import config_text, fuzzed_file, report_bytes
 
 # a fixed budget and seed in the suite; EVALRET_FUZZ_EXAMPLES=2000 hunts longer, with random seeds
 HUNT = int(os.environ.get("EVALRET_FUZZ_EXAMPLES", "0"))
@@ -63,7 +64,6 @@ COMPARE_SETTINGS = {
     "samples": 200,
     "seed": 0,
 }
-CONFIG = (Path(__file__).parent.parent / "src/evalret/templates/evalret.yaml").read_text()
 
 
 def assert_located(error: InputError, files: list[Path], line_needed: bool = True) -> None:
@@ -147,18 +147,6 @@ def test_trec_reader(
         load_or_located(GoldenSetConfig(path=Path(d)), files)
 
 
-@st.composite
-def config_text(draw: st.DrawFn) -> bytes:
-    """The packaged config template mutated line by line, or as YAML of mutated JSON (JSON is
-    YAML), or arbitrary bytes."""
-    kind = draw(st.integers(0, 2))
-    if kind == 0:
-        return draw(fuzzed_file(None, CONFIG.splitlines()))
-    data = {"golden_set": {"path": "gs", "format": "auto"}, "metrics": ["ndcg@10"]}
-    data.update({"bootstrap": {"samples": 100}, "gate": {"thresholds": {"ndcg@10": {"min": 0}}}})
-    return draw(mutated_lines([draw(mutated_json(data))]))
-
-
 @FUZZ
 @given(text=config_text())
 def test_config_reader(text: bytes) -> None:
@@ -189,18 +177,6 @@ def compare_data(report_data: dict[str, Any], tmp_path_factory: pytest.TempPathF
     (root / "a.json").write_text(json.dumps(report_data))
     run_comparison(root / "a.json", root / "a.json", root, **COMPARE_SETTINGS)
     return json.loads((root / "compare.json").read_text())
-
-
-@st.composite
-def report_bytes(draw: st.DrawFn, data: dict[str, Any]) -> bytes:
-    """A report.json mutated: as JSON (fields replaced, removed, added), then maybe as bytes
-    (truncated, bad UTF-8 inserted), or arbitrary bytes."""
-    if draw(st.integers(0, 9)) == 0:
-        return draw(st.binary(max_size=300))
-    text = draw(mutated_json(data))
-    if draw(st.booleans()):
-        return draw(mutated_lines(text.split("\n")))
-    return text.encode()
 
 
 def located_report_error(path: Path, call: Any) -> None:

@@ -23,7 +23,8 @@ from evalret.core.metrics import (
     parse_metrics,
 )
 from evalret.errors import MetricError
-from helpers import case_judgments, judgments_from_lists, retrieval_cases
+from helpers import case_judgments, judgments_from_lists
+from strategies import retrieval_cases
 
 ALL = [Metric(f, k) for f in REGISTRY for k in (1, 3, 5)]
 

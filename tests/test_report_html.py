@@ -1,8 +1,8 @@
-"""report.html: the SVG charts, the metric@k curves, and real pages (a plain run, a gate that
-fails, a comparison) opened in headless Chromium (Debian's package, driven by Playwright over the
-DevTools protocol): no errors, nothing fetched, verdict and charts in the DOM, a screenshot kept
-in test-artifacts/. Golden-set text is escaped; `evalret report` redraws the same pages from the
-saved JSON without importing a model library."""
+"""report.html: the SVG charts, and real pages (a plain run, a gate that fails, a comparison)
+opened in headless Chromium (Debian's package, driven by Playwright over the DevTools protocol):
+no errors, nothing fetched, verdict and charts in the DOM, a screenshot kept in test-artifacts/.
+Golden-set text is escaped; `evalret report` redraws the same pages from the saved JSON without
+importing a model library. The metric@k curves' numbers are tested in test_curves.py."""
 
 from __future__ import annotations
 
@@ -25,8 +25,6 @@ from conftest import DEMO, REPO
 from evalret.cli import app
 from evalret.commands.compare import golden_set_of
 from evalret.commands.report import render_compare_html, render_run_html
-from evalret.core.curves import curve_cutoffs, metric_curves
-from evalret.core.metrics import build_judgments, compute, parse_metrics
 from evalret.data.baseline import load_baseline
 from evalret.data.schema import CompareReport
 from evalret.report.svg import (
@@ -145,36 +143,6 @@ def test_delta_histogram_sorted_and_line_charts_are_well_formed() -> None:
     )
     assert len(list(curve.iter(f"{SVG}circle"))) == 2
     assert len(list(curve.iter(f"{SVG}path"))) == 1
-
-
-def test_curve_cutoffs_dense_then_log_spaced() -> None:
-    """Every k up to 100, then about 20 log-spaced cutoffs ending at the depth."""
-    assert curve_cutoffs(10) == list(range(1, 11))
-    ks = curve_cutoffs(1000)
-    assert ks[:100] == list(range(1, 101)) and ks[-1] == 1000 and len(ks) <= 121
-    assert ks == sorted(set(ks))
-
-
-def test_metric_curves_pass_through_the_computed_metrics() -> None:
-    """recall@k and ndcg@k curves equal the metric functions' means at every cutoff; an empty
-    slice gives None."""
-    rng = np.random.default_rng(0)
-    n_q, n_d, depth = 12, 40, 15
-    ids = np.array([rng.permutation(n_d)[:depth] for _ in range(n_q)], dtype=np.int64)
-    qi = np.repeat(np.arange(n_q), 3)
-    di = np.array([d for q in range(n_q) for d in rng.choice(n_d, 3, replace=False)])
-    grades = rng.integers(0, 3, len(qi))
-    grades[::3] = 2  # every query has a relevant document
-    judgments = build_judgments(ids, qi, di, grades, n_docs=n_d)
-    masks = {"all": np.ones(n_q, bool), "odd": np.arange(n_q) % 2 == 1, "none": np.zeros(n_q, bool)}
-    ks, curves = metric_curves(judgments, masks, depth, "linear")
-    assert ks == list(range(1, depth + 1))
-    for k in (1, 5, 15):
-        per_query = compute(parse_metrics([f"recall@{k}", f"ndcg@{k}"]), judgments)
-        for name, mask in (("all", masks["all"]), ("odd", masks["odd"])):
-            assert curves["recall"][name][k - 1] == round(per_query[f"recall@{k}"][mask].mean(), 6)
-            assert curves["ndcg"][name][k - 1] == round(per_query[f"ndcg@{k}"][mask].mean(), 6)
-    assert curves["recall"]["none"] == [None] * depth
 
 
 # --- real pages in a real browser --------------------------------------------------------------

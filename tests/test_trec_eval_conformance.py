@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import pytrec_eval
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from evalret.core.metrics import REGISTRY, Metric, build_judgments, compute
 from evalret.core.ranking import apply_tie_rule, id_rank
+from strategies import graded_runs
 
 CUTOFFS = (1, 2, 3, 5, 10, 30, 500)  # 30 and 500 exceed every corpus drawn below
 
@@ -91,39 +91,6 @@ def compare_with_trec_eval(
             assert ours[str(metric)][qi] == pytest.approx(theirs[q], abs=1e-9), (
                 f"{metric} query {q}: evalret {ours[str(metric)][qi]} trec_eval {theirs[q]}"
             )
-
-
-@st.composite
-def graded_runs(
-    draw: st.DrawFn, min_grade: int = 0, without_relevant: bool = False
-) -> tuple[list[str], dict, dict]:
-    """Random graded runs with frequent score ties. Grades from ``min_grade`` to 3; unless
-    ``without_relevant``, every query has a document of grade >= 1."""
-    n_docs = draw(st.integers(3, 25))
-    # ids whose string order differs from numeric order ("d10" < "d9")
-    doc_ids = [f"d{i}" for i in draw(st.permutations(range(n_docs)))]
-    qrels, run = {}, {}
-    for q in range(draw(st.integers(1, 5))):
-        judged = draw(st.lists(st.sampled_from(doc_ids), min_size=1, max_size=n_docs, unique=True))
-        grades = draw(
-            st.lists(st.integers(min_grade, 3), min_size=len(judged), max_size=len(judged))
-        )
-        if max(grades) <= 0 and not without_relevant:
-            grades[0] = 1
-        retrieved = draw(
-            st.lists(st.sampled_from(doc_ids), min_size=1, max_size=n_docs, unique=True)
-        )
-        # few distinct score values, so ties are frequent
-        scores = draw(
-            st.lists(
-                st.sampled_from([0.1, 0.25, 0.5, 0.75, 0.9]),
-                min_size=len(retrieved),
-                max_size=len(retrieved),
-            )
-        )
-        qrels[f"q{q}"] = dict(zip(judged, grades, strict=True))
-        run[f"q{q}"] = dict(zip(retrieved, scores, strict=True))
-    return doc_ids, qrels, run
 
 
 @given(graded_runs())
