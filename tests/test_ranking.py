@@ -23,6 +23,7 @@ def test_id_rank_orders_ids_as_strings() -> None:
 
 
 def test_ties_break_by_document_id_descending_and_empty_ranks_go_last() -> None:
+    """Equal scores rank by document id descending (trec_eval), and unfilled ranks come last."""
     rank = id_rank(["a", "b", "c"])
     ids = np.array([[-1, 0, 2, 1]])
     scores = np.array([[9.0, 0.5, 0.5, 0.7]])
@@ -39,6 +40,7 @@ def test_scores_are_compared_in_float64() -> None:
 
 
 def test_top_candidates_keeps_the_tied_documents_trec_eval_keeps_and_pads() -> None:
+    """The cut at depth keeps the tied documents trec_eval would keep, padding short rankings."""
     rank = id_rank([f"d{i}" for i in range(5)])
     ids, _ = top_candidates(np.arange(5), np.array([1.0, 2.0, 1.0, 1.0, 0.5]), 3, rank)
     assert ids.tolist() == [1, 3, 2]  # 2.0, then the 1.0 tie by id descending
@@ -47,6 +49,7 @@ def test_top_candidates_keeps_the_tied_documents_trec_eval_keeps_and_pads() -> N
 
 
 def test_rrf_sums_reciprocal_ranks_within_the_candidates() -> None:
+    """Reciprocal-rank fusion sums 1/(k + rank) over the fused rankings' candidates."""
     rank = id_rank(["a", "b", "c", "d"])
     one = SearchResult(ids=np.array([[0, 1, 2]]), scores=np.zeros((1, 3)))
     two = SearchResult(ids=np.array([[1, 3, -1]]), scores=np.zeros((1, 3)))
@@ -56,6 +59,7 @@ def test_rrf_sums_reciprocal_ranks_within_the_candidates() -> None:
 
 
 def test_empty_result_and_cut() -> None:
+    """An empty result has the right shape, and cutting a result keeps its first ranks."""
     result = empty_result(2, 3)
     assert result.ids.dtype == np.int64 and result.scores.dtype == np.float64
     assert (result.ids == -1).all() and np.isneginf(result.scores).all()
@@ -63,5 +67,6 @@ def test_empty_result_and_cut() -> None:
 
 
 def test_primary_index_is_exact_when_present_else_the_first() -> None:
+    """The single-index views show exact when it ran, else the first index."""
     assert primary_index(["hnsw", "bm25", "exact"]) == "exact"
     assert primary_index({"hnsw": 1, "bm25": 2}) == "hnsw"

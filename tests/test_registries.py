@@ -29,6 +29,7 @@ from helpers import HashEmbedder, make_set
 
 
 def test_unknown_backend_names_the_known_ones() -> None:
+    """A backend the registry lacks is a ConfigError naming it and listing the known ones."""
     config = ModelConfig().model_copy(update={"backend": "http"})  # past the config's Literal
     with pytest.raises(ConfigError) as e:
         make_embedder(config)
@@ -37,12 +38,14 @@ def test_unknown_backend_names_the_known_ones() -> None:
 
 
 def test_unknown_retriever_names_the_known_ones() -> None:
+    """An index name the registry lacks is a ConfigError naming it and listing the known ones."""
     with pytest.raises(ConfigError) as e:
         make_retriever("pgvector", Config())
     assert "'pgvector'" in str(e.value) and "exact, hnsw, bm25, hybrid" in str(e.value)
 
 
 def test_retrievers_describe_their_parameters() -> None:
+    """Each retriever describes its own parameters for the fingerprint, and the hybrid its depth."""
     config = Config(
         indexes=IndexesConfig(
             hnsw=HnswIndexConfig(m=8, ef_construction=40, ef_search=16),
@@ -73,12 +76,14 @@ def test_retrievers_describe_their_parameters() -> None:
 
 
 def test_a_disabled_retriever_says_so() -> None:
+    """A disabled HNSW retriever reports that its index was not built."""
     config = Config(indexes=IndexesConfig(hnsw=HnswIndexConfig(enabled=False)))
     hnsw = make_retriever("hnsw", config)
     assert not hnsw.enabled and hnsw.cache_notes() == {"hnsw_index": "not built"}
 
 
 def test_the_cache_wraps_the_embedder_only_when_enabled(tmp_path: Path) -> None:
+    """open_embedder wraps the embedder in the cache only when the cache is on."""
     backend = HashEmbedder()
     off = open_embedder(ModelConfig(), CacheConfig(enabled=False), backend)
     assert off.embedder is backend and off.cached is None and off.root is None

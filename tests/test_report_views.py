@@ -63,6 +63,7 @@ def test_keys_absent_from_an_older_report_stay_absent() -> None:
 
 
 def test_number_formatter_per_medium() -> None:
+    """The one number formatter writes each medium's missing-value and NaN forms."""
     assert number(0.123456) == "0.1235"
     assert number(0.5, signed=True) == "+0.5000"
     assert number(-0.5, signed=True) == "-0.5000"
@@ -102,6 +103,7 @@ def _check(**fields: Any) -> GateCheck:
 
 
 def test_gate_summary_and_rows() -> None:
+    """The gate's summary line and check rows carry the values every view prints."""
     failed = _check()
     weak = _check(
         name="exact/tail/recall@10 max_drop_pct 2",
@@ -149,6 +151,7 @@ def test_gate_summary_and_rows() -> None:
 
 
 def test_compare_rows() -> None:
+    """A comparison's per-slice rows carry the delta, interval and adjusted p-value as printed."""
     m = MetricComparison(
         a=0.5,
         b=0.55,
@@ -205,6 +208,7 @@ def test_compare_rows() -> None:
 
 
 def test_backend_line() -> None:
+    """The backend line is absent for torch and names the backend and its agreement otherwise."""
     torch = EmbeddingInfo.model_validate(_embedding(backend={"name": "torch", "precision": "fp32"}))
     assert backend_line(torch) is None
     assert backend_line(EmbeddingInfo.model_validate(_embedding())) is None
