@@ -32,9 +32,7 @@ def section(name: str, body: str) -> None:
 # the next record, are the passage text (whitespace is normalised).
 # ---------------------------------------------------------------------------
 
-section(
-    "installation",
-    r"""
+section("installation", r"""
 @@ inst-macos | Installing the loom CLI on macOS
 The loom command-line tool is distributed as a signed universal binary for
 Intel and Apple silicon Macs. The recommended method is Homebrew: run
@@ -176,12 +174,9 @@ binary is also notarized, and on Windows the MSI carries an Authenticode
 signature. `loom version --verbose` prints the commit hash, build date and the
 release channel the binary came from; support will ask for this output when you
 open a ticket about the CLI.
-""",
-)
+""")
 
-section(
-    "cli",
-    r"""
+section("cli", r"""
 @@ cli-login | loom login
 `loom login` authenticates the CLI and stores a session in the local
 credentials file. By default it opens a browser window and uses the device
@@ -473,12 +468,9 @@ such as fra-1 or sin-1 are what you pass to --region. Regions that require a
 contract, such as dedicated sovereign regions, are listed only after they have
 been enabled for your account. Use --output json to get the public endpoint
 hostname for each region when you need to configure firewalls.
-""",
-)
+""")
 
-section(
-    "configuration",
-    r"""
+section("configuration", r"""
 @@ cfg-file | The config.toml file and precedence rules
 The CLI and the SDKs read settings from ~/.loomwell/config.toml
 (%APPDATA%\Loomwell\config.toml on Windows). Settings in the [default] table
@@ -691,12 +683,9 @@ new name: parallel becomes transfer.max_concurrency, chunk_mb becomes
 transfer.multipart_chunk_size, and proxy becomes net.proxy. The old
 insecure option has no equivalent and is dropped with a warning. The original
 file is left untouched so that 3.x installations keep working.
-""",
-)
+""")
 
-section(
-    "weave-spec",
-    r"""
+section("weave-spec", r"""
 @@ wv-overview | What is a weave?
 A weave is a data pipeline that Loomwell runs for you. It is described in a
 weave.yaml file with a list of steps, each running a container image or a
@@ -831,12 +820,9 @@ key with needs, introduces when conditions, moves the cron expression from
 schedule at the top level into trigger.schedule, and allows runner sizes per
 step instead of per weave. Version 1 files still deploy, but the CLI prints a
 deprecation warning and `loom weave migrate-spec` rewrites them automatically.
-""",
-)
+""")
 
-section(
-    "error-codes",
-    r"""
+section("error-codes", r"""
 @@ err-1001 | LMW-1001: Invalid credentials
 LMW-1001 is returned with HTTP 401 when the supplied token or password is not
 recognised at all. Typical causes are a typo when pasting a token, a token that
@@ -1232,12 +1218,9 @@ billing, 5 for server-side problems, and 6 for client-side problems detected by
 the CLI or SDKs before a request is sent. API error responses are JSON objects
 with code, message, request_id and an optional details object. Codes are stable
 and never reused.
-""",
-)
+""")
 
-section(
-    "auth",
-    r"""
+section("auth", r"""
 @@ auth-overview | Authentication methods overview
 Loomwell supports four ways to authenticate. People use browser sessions,
 either with email and password plus optional MFA or through single sign-on. The
@@ -1361,12 +1344,9 @@ days as long as the CLI is used. Owners can shorten both values under Settings,
 then Security, for example to meet a policy that requires daily
 re-authentication. Shortened lifetimes apply to new sessions; use
 "Sign out everyone" to apply them immediately.
-""",
-)
+""")
 
-section(
-    "permissions",
-    r"""
+section("permissions", r"""
 @@ perm-roles | Built-in roles
 Loomwell has five built-in roles. Owner can do everything, including deleting
 the organization and managing billing. Admin manages members, roles and
@@ -1438,13 +1418,10 @@ NDJSON files to a target spool of your choice every five minutes. Enable it with
 `loom spool logging enable spool://data --target spool://access-logs/data/`.
 Logs contain the principal, operation, key, bytes transferred, status and
 latency. Log objects are billed as normal storage in the target spool.
-""",
-)
+""")
 
 
-section(
-    "billing",
-    r"""
+section("billing", r"""
 @@ bill-plans | Plans and what they include
 Loomwell offers four plans. Starter is free for one project with 10 GB of
 storage, 500 compute credits a month and 2 concurrent runs. Team costs 49 USD a
@@ -1587,12 +1564,9 @@ available, including SSO, with a usage allowance of 100 GB storage and 20,000
 compute credits. At the end of the trial the organization returns to Starter
 unless a payment method has been added; data above Starter limits becomes
 read-only for 30 days.
-""",
-)
+""")
 
-section(
-    "limits",
-    r"""
+section("limits", r"""
 @@ lim-objects | Object size and key limits
 Objects can be up to 5 TiB. A single PUT request accepts up to 5 GiB; larger
 objects must be uploaded as multipart uploads with at most 10,000 parts of 5 MiB
@@ -1654,12 +1628,9 @@ concurrent runs. When a storage quota is reached, uploads fail with LMW-4013;
 when the compute quota is reached, new runs are refused until the next month.
 Quotas are configured under Project settings, then Quotas, or with
 `loom quota set`, and do not affect other projects.
-""",
-)
+""")
 
-section(
-    "api",
-    r"""
+section("api", r"""
 @@ api-overview | REST API overview
 The Loomwell REST API is served at https://api.loomwell.dev with the version as
 the first path segment, for example /v3/spools. Requests and responses use JSON,
@@ -1848,12 +1819,9 @@ user, service_account or system), action such as token.create, target, ip and
 outcome. The endpoint is available on Scale and Enterprise and requires
 audit:read. For continuous export, prefer the audit webhook or the daily export
 to a spool.
-""",
-)
+""")
 
-section(
-    "sdk",
-    r"""
+section("sdk", r"""
 @@ sdk-py-client | Python SDK: creating a client
 Create a client with `from loomwell import Client` followed by `client = Client()`.
 Without arguments the client reads credentials and settings exactly like the
@@ -1980,12 +1948,9 @@ storage_class argument, and iter_objects can return noncurrent versions. The
 progress callback is called at most ten times per second to reduce overhead.
 Fixed: download_file left a temporary file behind when interrupted with Ctrl-C
 on Windows.
-""",
-)
+""")
 
-section(
-    "webhooks",
-    r"""
+section("webhooks", r"""
 @@ wh-overview | Webhooks overview
 Webhooks notify your systems about events in a project by sending an HTTPS POST
 request to an endpoint you control. Register an endpoint under Project settings,
@@ -2049,12 +2014,9 @@ contains the run id, weave name, revision, status, trigger and failed step names
 with exit codes. For object events, data contains spool, key, size, etag and
 version_id. Payloads never contain secrets or object content. Envelope version 2
 introduced the project field in platform release 2024.11.
-""",
-)
+""")
 
-section(
-    "regions",
-    r"""
+section("regions", r"""
 @@ reg-list | Available regions
 Loomwell runs in nine public regions: fra-1 (Frankfurt), ams-1 (Amsterdam),
 dub-1 (Dublin), iad-1 (Northern Virginia), pdx-1 (Oregon), yyz-1 (Toronto),
@@ -2118,12 +2080,9 @@ maintenance are published on status.loomwell.dev. You can subscribe by email,
 RSS or webhook, per region. During incidents the page is updated at least every
 30 minutes. A post-incident report is published within five business days for
 every incident that affected availability or data durability.
-""",
-)
+""")
 
-section(
-    "backups",
-    r"""
+section("backups", r"""
 @@bk-overview | Backups overview
 Backups are point-in-time copies of a spool, stored separately from the spool so
 that they survive accidental deletion of the spool, of objects, or of the whole
@@ -2188,12 +2147,9 @@ Loomwell support, can delete locked backups or shorten their retention, and the
 schedule itself cannot be removed while locked backups exist. Enabling backup
 lock is irreversible for existing backups, so test retention settings before
 turning it on.
-""",
-)
+""")
 
-section(
-    "migrations",
-    r"""
+section("migrations", r"""
 @@ mig-s3-import | Importing data from another S3-compatible object store
 `loom import` copies data from any S3-compatible object store into a spool
 without routing it through your machine. Create a source connection with
@@ -2257,12 +2213,9 @@ lists now return iterators. Credentials are read from config.toml rather than
 ~/.loomrc. Exceptions moved to the loomwell.errors module with LMW codes
 attached. Most code can be updated with the bundled codemod:
 `python -m loomwell.codemod path/to/code`.
-""",
-)
+""")
 
-section(
-    "release-notes",
-    r"""
+section("release-notes", r"""
 @@ rn-cli-380 | CLI 3.8.0 release notes
 loom 3.8.0 introduces the presign command for generating shareable download
 links and parallel uploads of multiple files in `loom cp --recursive`, controlled
@@ -2378,12 +2331,9 @@ the internal HTTP client with the built-in fetch, which makes the package work o
 edge runtimes. List methods now return async iterators instead of arrays with a
 next() helper. The Bucket class is removed. Upload progress events report bytes
 acknowledged by the server rather than bytes written to the socket.
-""",
-)
+""")
 
-section(
-    "troubleshooting",
-    r"""
+section("troubleshooting", r"""
 @@ ts-slow-uploads | Uploads are slow
 If uploads are much slower than your connection allows, first measure with
 `loom doctor`, which reports throughput to the nearest region. Common fixes:
@@ -2582,12 +2532,9 @@ the image, is not on the image's PATH, or the command is a shell built-in used
 without a shell. Check the image locally with the same command. When using
 minimal images such as distroless, the command must be an absolute path with
 arguments as a list, because there is no shell to interpret a string.
-""",
-)
+""")
 
-section(
-    "storage",
-    r"""
+section("storage", r"""
 @@ st-spools | What is a spool?
 A spool is a container for objects, comparable to a bucket in other storage
 systems. Each spool belongs to one project and one region, has a globally unique
@@ -2697,12 +2644,9 @@ agreement is included in the terms of service for all customers. Enterprise
 customers can sign a business associate agreement for health data, which
 requires customer-managed keys, access logging and a restricted set of regions.
 Penetration test summaries are shared annually.
-""",
-)
+""")
 
-section(
-    "cli",
-    r"""
+section("cli", r"""
 @@ cli-stat | loom stat
 Prints the metadata of one object without downloading it: size, content type,
 ETag, CRC32C checksum, storage class, version id, creation time, user metadata
@@ -2765,12 +2709,9 @@ status and recent failure rate. `loom webhook update ID --events ...` changes th
 subscription, `loom webhook disable ID` pauses deliveries without losing the
 configuration, and `loom webhook rm ID` deletes it. Testing and secret rotation
 have their own subcommands, test and rotate-secret.
-""",
-)
+""")
 
-section(
-    "organization",
-    r"""
+section("organization", r"""
 @@ org-create-project | Creating and organizing projects
 Create a project under Settings, then Projects, or with
 `loom project create analytics --region fra-1`. The region is the default for
@@ -2832,12 +2773,9 @@ product announcements and maintenance notices. Security alerts, such as new
 sign-ins from unknown devices or tokens created on their behalf, cannot be
 disabled. Owners can additionally route billing and quota notices to a shared
 address, such as a finance mailbox.
-""",
-)
+""")
 
-section(
-    "integrations",
-    r"""
+section("integrations", r"""
 @@ int-metrics | Exporting metrics to your monitoring system
 Loomwell exposes project metrics in the OpenMetrics text format at
 https://api.loomwell.dev/v3/metrics, which any compatible monitoring system can
@@ -2877,8 +2815,7 @@ such as images or downloadable files, from a spool with public read access, and
 place a content delivery network in front of it using the spool's public URL as
 the origin. For complete websites, use a dedicated static hosting service and
 keep large media in a spool.
-""",
-)
+""")
 
 _REC = re.compile(r"^@@\s*(\S+)\s*\|\s*(.+?)\s*$")
 
@@ -2928,23 +2865,9 @@ def Q(text: str, judgments: str, tags: str, pop: str = "") -> None:
 
 
 # --- exact-match: error codes ----------------------------------------------
-Q(
-    "LMW-4031",
-    "err-4031:3 wv-concurrency:2 lim-weaves:1 api-v3-runs-create:1 err-4032:0",
-    "exact-match",
-    "T",
-)
-Q(
-    "LMW-4032 too many upload sessions",
-    "err-4032:3 cli-multipart:2 cfg-transfer-max-concurrency:1 err-4031:0",
-    "exact-match",
-)
-Q(
-    "what does LMW-2170 mean",
-    "err-2170:3 rn-cli-413:2 rn-cli-412:2 cfg-transfer-multipart-chunk-size:1 err-2107:0",
-    "exact-match",
-    "M",
-)
+Q("LMW-4031", "err-4031:3 wv-concurrency:2 lim-weaves:1 api-v3-runs-create:1 err-4032:0", "exact-match", "T")
+Q("LMW-4032 too many upload sessions", "err-4032:3 cli-multipart:2 cfg-transfer-max-concurrency:1 err-4031:0", "exact-match")
+Q("what does LMW-2170 mean", "err-2170:3 rn-cli-413:2 rn-cli-412:2 cfg-transfer-multipart-chunk-size:1 err-2107:0", "exact-match", "M")
 Q("LMW-2107", "err-2107:3 lim-objects:1 api-v3-objects-put:1 err-2170:0", "exact-match")
 Q("LMW-2207", "err-2207:3 cfg-transfer-checksum:2 st-checksums:1 err-2270:0", "exact-match", "M")
 Q("LMW-2270 error", "err-2270:3 api-v3-objects-put:1 err-2207:0", "exact-match")
@@ -2958,18 +2881,8 @@ Q("LMW-4051", "err-4051:3 bill-overage:2 bill-compute:1 err-4052:0", "exact-matc
 Q("LMW-4052", "err-4052:3 bill-spending-cap:2 ts-weave-not-triggered:1 err-4051:0", "exact-match")
 Q("LMW-6021", "err-6021:3 cli-config:2 err-6020:0", "exact-match")
 Q("LMW-6020 config", "err-6020:3 cfg-net-ca-bundle:1 cfg-file:1 err-6021:0", "exact-match")
-Q(
-    "LMW-1020",
-    "err-1020:3 auth-token-scopes:2 perm-admin-denied:1 ts-permission-upload:1 err-1022:0",
-    "exact-match",
-    "M",
-)
-Q(
-    "LMW-1022 permission denied",
-    "err-1022:3 perm-admin-denied:2 ts-permission-upload:1 err-1020:0",
-    "exact-match",
-    "M",
-)
+Q("LMW-1020", "err-1020:3 auth-token-scopes:2 perm-admin-denied:1 ts-permission-upload:1 err-1022:0", "exact-match", "M")
+Q("LMW-1022 permission denied", "err-1022:3 perm-admin-denied:2 ts-permission-upload:1 err-1020:0", "exact-match", "M")
 Q("LMW-2002", "err-2002:3 cli-stat:1 ts-restore-object-version:1 err-2001:0", "exact-match", "M")
 Q("LMW-2001", "err-2001:3 reg-choose:1 err-2002:0", "exact-match")
 Q("LMW-4090", "err-4090:3 bill-failed-payment:2", "exact-match")
@@ -2999,26 +2912,10 @@ Q("LMW-3130", "err-3130:3 ts-oom-step:2 wv-runners:1", "exact-match", "M")
 Q("LMW-6002", "err-6002:3 ts-cert-error:2 cfg-net-ca-bundle:2 inst-proxy:1", "exact-match", "M")
 
 # --- exact-match: config keys, fields, flags, identifiers ------------------
-Q(
-    "transfer.multipart_chunk_size",
-    "cfg-transfer-multipart-chunk-size:3 cfg-transfer-multipart-threshold:1 lim-objects:1 err-2170:1",
-    "exact-match",
-)
-Q(
-    "multipart_threshold default value",
-    "cfg-transfer-multipart-threshold:3 cfg-transfer-multipart-chunk-size:1 cli-cp:1 err-2107:1",
-    "exact-match",
-)
-Q(
-    "net.read_timeout",
-    "cfg-net-read-timeout:3 ts-large-download-timeout:2 cfg-net-connect-timeout:0",
-    "exact-match",
-)
-Q(
-    "net.connect_timeout",
-    "cfg-net-connect-timeout:3 ts-cli-hangs:1 cfg-net-read-timeout:0",
-    "exact-match",
-)
+Q("transfer.multipart_chunk_size", "cfg-transfer-multipart-chunk-size:3 cfg-transfer-multipart-threshold:1 lim-objects:1 err-2170:1", "exact-match")
+Q("multipart_threshold default value", "cfg-transfer-multipart-threshold:3 cfg-transfer-multipart-chunk-size:1 cli-cp:1 err-2107:1", "exact-match")
+Q("net.read_timeout", "cfg-net-read-timeout:3 ts-large-download-timeout:2 cfg-net-connect-timeout:0", "exact-match")
+Q("net.connect_timeout", "cfg-net-connect-timeout:3 ts-cli-hangs:1 cfg-net-read-timeout:0", "exact-match")
 Q("net.ca_bundle", "cfg-net-ca-bundle:3 ts-cert-error:2 inst-proxy:2 err-6002:1", "exact-match")
 Q("net.max_retries", "cfg-net-max-retries:3 sdk-py-retries:1 wv-retries:0", "exact-match")
 Q("sync.delete", "cfg-sync-delete:3 cli-sync:2 ts-sync-deleted:2", "exact-match")
@@ -3026,65 +2923,33 @@ Q("sync.compare", "cfg-sync-compare:3 ts-sync-reuploads:2 cli-sync:1", "exact-ma
 Q("cache.dir", "cfg-cache-dir:3 cfg-cache-max-size:1 wv-cache:0", "exact-match")
 Q("cli.update_check", "cfg-cli-update-check:3 inst-upgrade:1 inst-offline:1", "exact-match")
 Q("--bwlimit", "cfg-transfer-bandwidth-limit:3 rn-cli-410:1", "exact-match")
-Q(
-    "api.version",
-    "cfg-api-version:3 api-deprecation-v2:1 cfg-api-endpoint:0 api-versioning:0",
-    "exact-match",
-)
+Q("api.version", "cfg-api-version:3 api-deprecation-v2:1 cfg-api-endpoint:0 api-versioning:0", "exact-match")
 Q("LOOMWELL_PROFILE", "cfg-env-vars:3 cli-profile:2 err-6030:1 cfg-file:1", "exact-match")
 Q("retry_backoff_max", "wv-retries:3 cfg-net-max-retries:0 sdk-py-retries:0", "exact-match")
 Q("on_overlap: skip", "wv-concurrency:3 ts-weave-not-triggered:1", "exact-match")
-Q(
-    "batch_window",
-    "wv-triggers-object:3 rn-platform-2025-05:1 ts-object-trigger-missing:1",
-    "exact-match",
-)
+Q("batch_window", "wv-triggers-object:3 rn-platform-2025-05:1 ts-object-trigger-missing:1", "exact-match")
 Q("retry_on_timeout", "wv-retries:3 err-3105:2 sdk-py-retries:0", "exact-match")
 Q("fail_if_queued", "err-4031:3 wv-concurrency:2", "exact-match")
-Q(
-    "abort_incomplete_uploads_after",
-    "err-4032:3 st-lifecycle:2 cli-multipart:1 api-v3-multipart:1",
-    "exact-match",
-)
+Q("abort_incomplete_uploads_after", "err-4032:3 st-lifecycle:2 cli-multipart:1 api-v3-multipart:1", "exact-match")
 Q("loom weave rollback", "cli-weave-rollback:3 rn-cli-420:1", "exact-match", "T")
 Q("loom doctor --share", "cli-doctor:3 org-contact-support:2 rn-cli-410:1", "exact-match")
 Q("loom thaw --expedited", "cli-thaw:3 api-v3-restore:2 cli-restore:0", "exact-match")
 Q("loom multipart abort", "cli-multipart:3 err-4032:2 err-2304:1", "exact-match")
 Q("loom config migrate", "cfg-migrate-loomrc:3 mig-cli-3-4:2 rn-cli-400:1", "exact-match")
 Q("loom weave migrate-spec", "mig-spec-v1-v2:3 wv-spec-v2:2", "exact-match")
-Q(
-    "--lock-mode compliance",
-    "st-object-lock:3 cli-spool-create:2 err-2350:1 rn-platform-2025-02:1",
-    "exact-match",
-)
-Q(
-    "loom auth exchange",
-    "auth-workload-identity:3 auth-overview:1 rn-platform-2025-02:1",
-    "exact-match",
-)
+Q("--lock-mode compliance", "st-object-lock:3 cli-spool-create:2 err-2350:1 rn-platform-2025-02:1", "exact-match")
+Q("loom auth exchange", "auth-workload-identity:3 auth-overview:1 rn-platform-2025-02:1", "exact-match")
 Q("X-Loom-Key header", "api-auth-header:3 mig-api-v2-v3:2", "exact-match")
 Q("Idempotency-Key", "api-idempotency:3 api-v3-spools-create:1", "exact-match")
-Q(
-    "next_page_token",
-    "api-pagination-v3:3 cli-output-json:1 sdk-pagination-helpers:1 api-pagination-v2:0",
-    "exact-match",
-)
+Q("next_page_token", "api-pagination-v3:3 cli-output-json:1 sdk-pagination-helpers:1 api-pagination-v2:0", "exact-match")
 Q("Loom-Signature", "wh-signature:3 wh-secret-rotation:2 ts-webhook-signature:2", "exact-match")
 Q("whsec_", "wh-secret-rotation:3 wh-signature:1", "exact-match")
-Q(
-    "POST /v3/weaves/{weave}/runs",
-    "api-v3-runs-create:3 api-v2-jobs:1 api-v3-weaves-deploy:0",
-    "exact-match",
-)
+Q("POST /v3/weaves/{weave}/runs", "api-v3-runs-create:3 api-v2-jobs:1 api-v3-weaves-deploy:0", "exact-match")
 Q("objects:batchDelete", "api-v3-objects-delete:3", "exact-match")
 Q("x-loom-restore", "api-v3-restore:3 cli-thaw:1 cli-restore:0", "exact-match")
 Q("upload_fileobj", "sdk-py-upload-fileobj:3 sdk-py-upload-file:1 rn-py-250:1", "exact-match")
 Q("download_fileobj", "sdk-py-download:3 ts-download-corrupt:1", "exact-match")
-Q(
-    "iter_objects",
-    "sdk-py-list:3 sdk-pagination-helpers:2 sdk-py-changelog-26:1 rn-py-250:1",
-    "exact-match",
-)
+Q("iter_objects", "sdk-py-list:3 sdk-pagination-helpers:2 sdk-py-changelog-26:1 rn-py-250:1", "exact-match")
 Q("list_objects deprecated", "sdk-py-list:3 rn-py-250:2 sdk-py-changelog-3:2", "exact-match")
 Q("loomwell.NewClient", "sdk-go-client:3 inst-gosdk:2", "exact-match")
 Q("createPresignedUrl", "sdk-js-presign:3 sdk-js-upload:1 cli-presign:1", "exact-match")
@@ -3103,11 +2968,7 @@ Q("loom 4.1.3", "rn-cli-413:3 rn-cli-412:1 inst-upgrade:1", "exact-match")
 Q("CLI 4.0.2 changelog", "rn-cli-402:3 ts-cert-error:1 rn-cli-400:0", "exact-match")
 Q("3.9.4", "rn-cli-394:3 rn-cli-390:0", "exact-match")
 Q("what's new in 4.2.0", "rn-cli-420:3 rn-cli-421:1 cli-weave-rollback:1", "exact-match")
-Q(
-    "platform release 2024.11",
-    "rn-platform-2024-11:3 wh-payload:1 api-deprecation-v2:1 rn-platform-2025-02:0",
-    "exact-match",
-)
+Q("platform release 2024.11", "rn-platform-2024-11:3 wh-payload:1 api-deprecation-v2:1 rn-platform-2025-02:0", "exact-match")
 Q("2025.02", "rn-platform-2025-02:3 rn-platform-2025-05:0", "exact-match")
 Q("python sdk 2.6.0", "sdk-py-changelog-26:3 rn-py-250:0", "exact-match")
 Q("syd-1", "reg-launch-syd:3 reg-list:2 rn-platform-2025-05:1", "exact-match")
@@ -3117,561 +2978,153 @@ Q("loom 3.8.0", "rn-cli-380:3 rn-cli-390:0 rn-cli-394:0", "exact-match")
 Q("@loomwell/sdk 4.0", "rn-js-sdk-4:3 inst-jssdk:1 rn-cli-400:0", "exact-match")
 
 # --- semantic: the user's own words -----------------------------------------
-Q(
-    "how do I install the command line tool on my mac",
-    "inst-macos:3 inst-requirements:1 inst-linux:0",
-    "semantic",
-    "H2",
-)
-Q(
-    "put the cli on an ubuntu server",
-    "inst-linux:3 inst-requirements:1 inst-macos:0",
-    "semantic",
-    "T",
-)
-Q(
-    "windows says the command isn't recognized right after I installed it",
-    "inst-windows:3",
-    "semantic",
-)
-Q(
-    "I forgot my password and can't get into my account",
-    "auth-password-reset:3 auth-account-locked:1 err-1014:1",
-    "semantic",
-    "H3",
-)
-Q(
-    "how much does it cost",
-    "bill-plans:3 bill-storage-pricing:2 bill-compute:1 bill-egress:1",
-    "semantic short",
-    "H4",
-)
-Q(
-    "my pipeline got killed because it used too much RAM",
-    "err-3130:3 ts-oom-step:3 wv-runners:2",
-    "semantic",
-    "T",
-)
-Q(
-    "stop a nightly job from running for a while without deleting it",
-    "cli-weave-pause:3 ts-weave-not-triggered:1",
-    "semantic",
-)
+Q("how do I install the command line tool on my mac", "inst-macos:3 inst-requirements:1 inst-linux:0", "semantic", "H2")
+Q("put the cli on an ubuntu server", "inst-linux:3 inst-requirements:1 inst-macos:0", "semantic", "T")
+Q("windows says the command isn't recognized right after I installed it", "inst-windows:3", "semantic")
+Q("I forgot my password and can't get into my account", "auth-password-reset:3 auth-account-locked:1 err-1014:1", "semantic", "H3")
+Q("how much does it cost", "bill-plans:3 bill-storage-pricing:2 bill-compute:1 bill-egress:1", "semantic short", "H4")
+Q("my pipeline got killed because it used too much RAM", "err-3130:3 ts-oom-step:3 wv-runners:2", "semantic", "T")
+Q("stop a nightly job from running for a while without deleting it", "cli-weave-pause:3 ts-weave-not-triggered:1", "semantic")
 Q("undo a bad pipeline deployment", "cli-weave-rollback:3 cli-weave-deploy:1", "semantic", "M")
-Q(
-    "someone overwrote an important file, can I get the old one back",
-    "ts-restore-object-version:3 cli-restore:2 st-versioning:2 bk-restore:1 bk-vs-versioning:1",
-    "semantic",
-    "T",
-)
-Q(
-    "I accidentally removed a whole storage bucket",
-    "ts-deleted-spool-recover:3 bk-restore:2 bk-overview:1 cli-spool-rm:0",
-    "semantic",
-)
-Q(
-    "send a file to a customer who has no account, and the link should stop working after a while",
-    "cli-presign:3 api-v3-presign:2 sdk-js-presign:1 perm-public-access:1 ts-presigned-expired:1",
-    "semantic",
-    "M",
-)
-Q(
-    "our company network intercepts https and the tool complains about certificates",
-    "ts-cert-error:3 cfg-net-ca-bundle:2 err-6002:2 inst-proxy:2",
-    "semantic",
-)
-Q(
-    "make the command line tool go through the office proxy server",
-    "inst-proxy:3 cfg-net-proxy:3 ts-cert-error:1",
-    "semantic",
-)
-Q(
-    "upload speed is terrible",
-    "ts-slow-uploads:3 cfg-transfer-max-concurrency:1 ts-many-small-files:1",
-    "semantic",
-    "H8",
-)
-Q(
-    "don't want big uploads to hog the whole office internet connection",
-    "cfg-transfer-bandwidth-limit:3 ts-slow-uploads:0",
-    "semantic",
-)
-Q(
-    "the job is waiting forever and never actually starts",
-    "ts-weave-queued:3 err-3220:1 wv-concurrency:1",
-    "semantic",
-    "M",
-)
-Q(
-    "my scheduled pipeline didn't fire last night",
-    "ts-weave-not-triggered:3 cli-weave-describe:1 wv-triggers-schedule:1",
-    "semantic",
-    "T",
-)
-Q(
-    "kick off processing automatically whenever a new csv file lands",
-    "wv-triggers-object:3 ts-object-trigger-missing:1",
-    "semantic",
-)
-Q(
-    "keep the database password out of the pipeline file",
-    "wv-secrets:3 cli-secret:2 wv-env:1",
-    "semantic",
-)
-Q(
-    "cheapest way to keep old archives we almost never look at",
-    "st-classes:3 bill-storage-pricing:2 st-lifecycle:1 cli-thaw:1",
-    "semantic",
-)
-Q(
-    "automatically move old logs to cheaper storage after a month",
-    "st-lifecycle:3 cli-lifecycle:3 st-classes:1 cfg-log-file:0 perm-access-logging:0",
-    "semantic",
-)
-Q(
-    "make sure nobody can delete records for seven years because of regulators",
-    "st-object-lock:3 cli-spool-create:1 bk-lock:1 st-compliance:1",
-    "semantic",
-)
-Q(
-    "protect our backups against ransomware",
-    "bk-lock:3 st-object-lock:1 bk-vs-versioning:1",
-    "semantic",
-)
-Q(
-    "let staff sign in with the company identity provider",
-    "auth-sso-saml:3 auth-sso-oidc:3 auth-overview:1 auth-sso-enforce:1 auth-sso-groups:1",
-    "semantic",
-    "H9",
-)
-Q(
-    "remove access automatically when employees leave the company",
-    "auth-scim:3 auth-sso-groups:1 cli-members:1",
-    "semantic",
-)
-Q(
-    "give our CI system access without storing a long-lived secret",
-    "auth-workload-identity:3 auth-service-accounts:1 rn-platform-2025-02:1",
-    "semantic",
-)
-Q(
-    "a robot account for automation that isn't tied to a real person",
-    "auth-service-accounts:3 auth-api-tokens:1",
-    "semantic",
-)
-Q(
-    "create a key for a script that can only read, not delete",
-    "auth-token-scopes:3 cli-token:2 auth-api-tokens:1",
-    "semantic",
-    "M",
-)
-Q(
-    "who changed the permissions last week",
-    "perm-audit-log:3 cli-audit:2 api-v3-audit:1",
-    "semantic",
-)
+Q("someone overwrote an important file, can I get the old one back", "ts-restore-object-version:3 cli-restore:2 st-versioning:2 bk-restore:1 bk-vs-versioning:1", "semantic", "T")
+Q("I accidentally removed a whole storage bucket", "ts-deleted-spool-recover:3 bk-restore:2 bk-overview:1 cli-spool-rm:0", "semantic")
+Q("send a file to a customer who has no account, and the link should stop working after a while", "cli-presign:3 api-v3-presign:2 sdk-js-presign:1 perm-public-access:1 ts-presigned-expired:1", "semantic", "M")
+Q("our company network intercepts https and the tool complains about certificates", "ts-cert-error:3 cfg-net-ca-bundle:2 err-6002:2 inst-proxy:2", "semantic")
+Q("make the command line tool go through the office proxy server", "inst-proxy:3 cfg-net-proxy:3 ts-cert-error:1", "semantic")
+Q("upload speed is terrible", "ts-slow-uploads:3 cfg-transfer-max-concurrency:1 ts-many-small-files:1", "semantic", "H8")
+Q("don't want big uploads to hog the whole office internet connection", "cfg-transfer-bandwidth-limit:3 ts-slow-uploads:0", "semantic")
+Q("the job is waiting forever and never actually starts", "ts-weave-queued:3 err-3220:1 wv-concurrency:1", "semantic", "M")
+Q("my scheduled pipeline didn't fire last night", "ts-weave-not-triggered:3 cli-weave-describe:1 wv-triggers-schedule:1", "semantic", "T")
+Q("kick off processing automatically whenever a new csv file lands", "wv-triggers-object:3 ts-object-trigger-missing:1", "semantic")
+Q("keep the database password out of the pipeline file", "wv-secrets:3 cli-secret:2 wv-env:1", "semantic")
+Q("cheapest way to keep old archives we almost never look at", "st-classes:3 bill-storage-pricing:2 st-lifecycle:1 cli-thaw:1", "semantic")
+Q("automatically move old logs to cheaper storage after a month", "st-lifecycle:3 cli-lifecycle:3 st-classes:1 cfg-log-file:0 perm-access-logging:0", "semantic")
+Q("make sure nobody can delete records for seven years because of regulators", "st-object-lock:3 cli-spool-create:1 bk-lock:1 st-compliance:1", "semantic")
+Q("protect our backups against ransomware", "bk-lock:3 st-object-lock:1 bk-vs-versioning:1", "semantic")
+Q("let staff sign in with the company identity provider", "auth-sso-saml:3 auth-sso-oidc:3 auth-overview:1 auth-sso-enforce:1 auth-sso-groups:1", "semantic", "H9")
+Q("remove access automatically when employees leave the company", "auth-scim:3 auth-sso-groups:1 cli-members:1", "semantic")
+Q("give our CI system access without storing a long-lived secret", "auth-workload-identity:3 auth-service-accounts:1 rn-platform-2025-02:1", "semantic")
+Q("a robot account for automation that isn't tied to a real person", "auth-service-accounts:3 auth-api-tokens:1", "semantic")
+Q("create a key for a script that can only read, not delete", "auth-token-scopes:3 cli-token:2 auth-api-tokens:1", "semantic", "M")
+Q("who changed the permissions last week", "perm-audit-log:3 cli-audit:2 api-v3-audit:1", "semantic")
 Q("see every time someone downloads a file", "perm-access-logging:3 perm-audit-log:1", "semantic")
-Q(
-    "I'm an administrator but still get access denied",
-    "perm-admin-denied:3 err-1022:2 err-1020:1",
-    "semantic",
-    "M",
-)
-Q(
-    "the card payment was declined, what happens now",
-    "bill-failed-payment:3 bill-payment-methods:1 err-4090:1",
-    "semantic",
-)
-Q(
-    "stop paying and close my account",
-    "bill-cancel:3 bill-downgrade:2 st-data-deletion:1",
-    "semantic",
-    "H10",
-)
-Q(
-    "put a ceiling on monthly spend so the bill can't explode",
-    "bill-spending-cap:3 err-4052:1 ts-costs-spike:1 lim-quotas-project:2",
-    "semantic",
-)
-Q(
-    "why is my bill so high this month",
-    "ts-costs-spike:3 bill-usage-dashboard:2 bill-egress:1",
-    "semantic",
-    "T",
-)
+Q("I'm an administrator but still get access denied", "perm-admin-denied:3 err-1022:2 err-1020:1", "semantic", "M")
+Q("the card payment was declined, what happens now", "bill-failed-payment:3 bill-payment-methods:1 err-4090:1", "semantic")
+Q("stop paying and close my account", "bill-cancel:3 bill-downgrade:2 st-data-deletion:1", "semantic", "H10")
+Q("put a ceiling on monthly spend so the bill can't explode", "bill-spending-cap:3 err-4052:1 ts-costs-spike:1 lim-quotas-project:2", "semantic")
+Q("why is my bill so high this month", "ts-costs-spike:3 bill-usage-dashboard:2 bill-egress:1", "semantic", "T")
 Q("can I get my money back", "bill-refunds:3 org-sla:1 bill-downgrade:1", "semantic")
 Q("add our company tax number to invoices", "bill-tax:3 bill-invoices:2", "semantic")
-Q(
-    "can we pay by wire transfer instead of a credit card",
-    "bill-payment-methods:3 bill-annual:1",
-    "semantic",
-)
+Q("can we pay by wire transfer instead of a credit card", "bill-payment-methods:3 bill-annual:1", "semantic")
 Q("do bot accounts count as paid users", "bill-seats:3 auth-service-accounts:2", "semantic")
 Q("try the premium features before paying", "bill-trial:3 bill-upgrade:1 err-4040:1", "semantic")
-Q(
-    "what is the biggest file I can store",
-    "lim-objects:3 err-2107:1 api-v3-objects-put:1 cfg-transfer-multipart-threshold:1",
-    "semantic",
-    "M",
-)
-Q(
-    "too many requests error while listing everything",
-    "ts-429:3 err-4029:3 lim-rate:2 sdk-py-retries:1",
-    "semantic",
-    "T",
-)
-Q(
-    "what do I get without paying anything",
-    "lim-free-tier:3 bill-plans:2 bill-trial:1",
-    "semantic",
-    "T",
-)
-Q(
-    "get a message in our team chat when a pipeline fails",
-    "int-notify-action:3 wh-events:2 wh-overview:1 org-notifications:1 wv-conditions:1",
-    "semantic",
-)
+Q("what is the biggest file I can store", "lim-objects:3 err-2107:1 api-v3-objects-put:1 cfg-transfer-multipart-threshold:1", "semantic", "M")
+Q("too many requests error while listing everything", "ts-429:3 err-4029:3 lim-rate:2 sdk-py-retries:1", "semantic", "T")
+Q("what do I get without paying anything", "lim-free-tier:3 bill-plans:2 bill-trial:1", "semantic", "T")
+Q("get a message in our team chat when a pipeline fails", "int-notify-action:3 wh-events:2 wh-overview:1 org-notifications:1 wv-conditions:1", "semantic")
 Q("my endpoint isn't receiving any events", "wh-not-firing:3 wh-testing:2 wh-retries:1", "semantic")
-Q(
-    "how can I check that a callback really comes from you",
-    "wh-signature:3 ts-webhook-signature:2 wh-secret-rotation:1",
-    "semantic",
-)
+Q("how can I check that a callback really comes from you", "wh-signature:3 ts-webhook-signature:2 wh-secret-rotation:1", "semantic")
 Q("the same notification arrived at my server twice", "wh-retries:3 wh-payload:1", "semantic")
 Q("keep all our data inside europe", "reg-residency:3 reg-choose:2 reg-list:1", "semantic")
-Q(
-    "copy data to a second location automatically for disaster recovery",
-    "reg-replication:3 st-durability:1 reg-move-spool:1 bk-overview:1",
-    "semantic",
-)
-Q(
-    "move my storage from Virginia to Frankfurt",
-    "reg-move-spool:3 reg-replication:1 reg-list:1",
-    "semantic",
-)
+Q("copy data to a second location automatically for disaster recovery", "reg-replication:3 st-durability:1 reg-move-spool:1 bk-overview:1", "semantic")
+Q("move my storage from Virginia to Frankfurt", "reg-move-spool:3 reg-replication:1 reg-list:1", "semantic")
 Q("is the service down right now", "reg-status:3 err-5030:1", "semantic", "T")
-Q(
-    "how often should backups run and how long should we keep them",
-    "bk-schedule:3 bk-retention:2 bk-overview:1",
-    "semantic",
-)
-Q(
-    "do I need backups if old versions are already kept",
-    "bk-vs-versioning:3 st-versioning:1 bk-overview:1",
-    "semantic",
-)
-Q(
-    "move everything over from our old S3-compatible storage provider",
-    "mig-s3-import:3 mig-import-verify:1",
-    "semantic",
-)
-Q(
-    "our old scripts call /v2 endpoints, what do we need to change",
-    "mig-api-v2-v3:3 api-deprecation-v2:2 api-pagination-v2:1 api-v2-objects:1 cfg-api-version:1 api-v2-jobs:1",
-    "semantic",
-)
-Q(
-    "when will the old API stop working",
-    "api-deprecation-v2:3 cfg-api-version:1 api-overview:1 api-versioning:1",
-    "semantic",
-)
-Q(
-    "older forum posts talk about buckets and jobs, what are those now",
-    "mig-jobs-weaves:3 st-spools:1 api-v2-jobs:1 api-v2-objects:1 mig-api-v2-v3:1",
-    "semantic",
-)
-Q(
-    "sync wiped files on the server that only existed there",
-    "ts-sync-deleted:3 cfg-sync-delete:2 cli-sync:1",
-    "semantic",
-)
-Q(
-    "sync copies everything again even though nothing changed",
-    "ts-sync-reuploads:3 cfg-sync-compare:2 cli-sync:1",
-    "semantic",
-)
-Q(
-    "see what a command would change before actually doing it",
-    "cli-dry-run:3 cli-sync:1",
-    "semantic",
-)
+Q("how often should backups run and how long should we keep them", "bk-schedule:3 bk-retention:2 bk-overview:1", "semantic")
+Q("do I need backups if old versions are already kept", "bk-vs-versioning:3 st-versioning:1 bk-overview:1", "semantic")
+Q("move everything over from our old S3-compatible storage provider", "mig-s3-import:3 mig-import-verify:1", "semantic")
+Q("our old scripts call /v2 endpoints, what do we need to change", "mig-api-v2-v3:3 api-deprecation-v2:2 api-pagination-v2:1 api-v2-objects:1 cfg-api-version:1 api-v2-jobs:1", "semantic")
+Q("when will the old API stop working", "api-deprecation-v2:3 cfg-api-version:1 api-overview:1 api-versioning:1", "semantic")
+Q("older forum posts talk about buckets and jobs, what are those now", "mig-jobs-weaves:3 st-spools:1 api-v2-jobs:1 api-v2-objects:1 mig-api-v2-v3:1", "semantic")
+Q("sync wiped files on the server that only existed there", "ts-sync-deleted:3 cfg-sync-delete:2 cli-sync:1", "semantic")
+Q("sync copies everything again even though nothing changed", "ts-sync-reuploads:3 cfg-sync-compare:2 cli-sync:1", "semantic")
+Q("see what a command would change before actually doing it", "cli-dry-run:3 cli-sync:1", "semantic")
 Q("the tool just sits there without printing anything", "ts-cli-hangs:3 cli-doctor:1", "semantic")
-Q(
-    "check whether my setup and network connection are fine",
-    "cli-doctor:3 ts-cli-hangs:1",
-    "semantic",
-)
-Q(
-    "it works on my laptop but fails when the pipeline runs it",
-    "ts-step-works-locally:3 err-3120:1",
-    "semantic",
-    "M",
-)
-Q(
-    "uploading millions of tiny files takes ages",
-    "ts-many-small-files:3 ts-slow-uploads:1",
-    "semantic",
-)
-Q(
-    "pipeline output shows stars instead of some words",
-    "ts-weave-secret-masked:3 wv-secrets:1",
-    "semantic",
-)
-Q(
-    "the time on my laptop is wrong and requests get rejected",
-    "ts-clock-skew:3 err-6010:3",
-    "semantic",
-)
-Q(
-    "big download keeps dying halfway when fetching from the other side of the world",
-    "ts-large-download-timeout:3 cfg-net-read-timeout:2 reg-endpoints:1",
-    "semantic",
-)
+Q("check whether my setup and network connection are fine", "cli-doctor:3 ts-cli-hangs:1", "semantic")
+Q("it works on my laptop but fails when the pipeline runs it", "ts-step-works-locally:3 err-3120:1", "semantic", "M")
+Q("uploading millions of tiny files takes ages", "ts-many-small-files:3 ts-slow-uploads:1", "semantic")
+Q("pipeline output shows stars instead of some words", "ts-weave-secret-masked:3 wv-secrets:1", "semantic")
+Q("the time on my laptop is wrong and requests get rejected", "ts-clock-skew:3 err-6010:3", "semantic")
+Q("big download keeps dying halfway when fetching from the other side of the world", "ts-large-download-timeout:3 cfg-net-read-timeout:2 reg-endpoints:1", "semantic")
 Q("can the pipeline steps execute on our own servers", "wv-self-hosted:3 err-3220:1", "semantic")
 Q("speed up runs by reusing installed dependencies", "wv-cache:3 int-dbt:1", "semantic")
-Q(
-    "run a cleanup step only if something earlier broke",
-    "wv-conditions:3 int-notify-action:1",
-    "semantic",
-)
+Q("run a cleanup step only if something earlier broke", "wv-conditions:3 int-notify-action:1", "semantic")
 Q("which machine sizes can a step use", "wv-runners:3 bill-compute:1", "semantic")
-Q(
-    "pass a date to a pipeline when starting it by hand",
-    "cli-weave-run:3 wv-env:2 sdk-py-weave-run:1",
-    "semantic",
-)
+Q("pass a date to a pipeline when starting it by hand", "cli-weave-run:3 wv-env:2 sdk-py-weave-run:1", "semantic")
 Q("keep the report files a run produces", "wv-artifacts:3 err-3404:1", "semantic")
-Q(
-    "two processes overwrite each other's changes to the same file",
-    "err-2270:3 api-v3-objects-put:1",
-    "semantic",
-)
+Q("two processes overwrite each other's changes to the same file", "err-2270:3 api-v3-objects-put:1", "semantic")
 Q("is my data encrypted", "st-encryption:3 st-cmk:1 st-compliance:1", "semantic", "T")
 Q("use our own encryption key", "st-cmk:3 st-encryption:2", "semantic")
 Q("do you have independent security audits", "st-compliance:3", "semantic")
 Q("what happens to our data after we leave", "st-data-deletion:3 bill-cancel:2", "semantic")
-Q(
-    "could you ever lose the files we store",
-    "st-durability:3 st-checksums:1 bk-overview:1",
-    "semantic",
-)
-Q(
-    "upload straight from a web page without exposing our keys",
-    "sdk-js-upload:3 sdk-js-presign:2 st-cors:2 inst-jssdk:1 api-v3-presign:1",
-    "semantic",
-)
+Q("could you ever lose the files we store", "st-durability:3 st-checksums:1 bk-overview:1", "semantic")
+Q("upload straight from a web page without exposing our keys", "sdk-js-upload:3 sdk-js-presign:2 st-cors:2 inst-jssdk:1 api-v3-presign:1", "semantic")
 Q("browser upload blocked by cross-origin error", "st-cors:3 sdk-js-upload:1", "semantic")
 Q("only allow access from our office network", "auth-ip-allowlist:3 err-1021:1", "semantic")
 Q("force everyone to use an authenticator app", "auth-mfa:3 err-1010:1", "semantic")
-Q(
-    "typed the wrong password too many times and now I'm locked out",
-    "auth-account-locked:3 auth-password-reset:1",
-    "semantic",
-    "M",
-)
+Q("typed the wrong password too many times and now I'm locked out", "auth-account-locked:3 auth-password-reset:1", "semantic", "M")
 Q("the sign in page keeps bouncing me back", "ts-login-loop:3", "semantic")
-Q(
-    "a new hire can't log in through our identity provider",
-    "ts-sso-new-user:3 err-1040:1 auth-scim:1",
-    "semantic",
-)
-Q(
-    "give the data team edit rights automatically based on directory groups",
-    "auth-sso-groups:3 perm-roles:1",
-    "semantic",
-)
-Q(
-    "what's the difference between admin and editor",
-    "perm-roles:3 perm-custom-roles:1",
-    "semantic",
-    "M",
-)
-Q(
-    "let a pipeline read data that belongs to another team's project",
-    "perm-cross-project:3 perm-spool-policy:2 perm-projects:1",
-    "semantic",
-)
-Q(
-    "make a folder of images downloadable by anyone",
-    "perm-public-access:3 int-static-site:1",
-    "semantic",
-)
+Q("a new hire can't log in through our identity provider", "ts-sso-new-user:3 err-1040:1 auth-scim:1", "semantic")
+Q("give the data team edit rights automatically based on directory groups", "auth-sso-groups:3 perm-roles:1", "semantic")
+Q("what's the difference between admin and editor", "perm-roles:3 perm-custom-roles:1", "semantic", "M")
+Q("let a pipeline read data that belongs to another team's project", "perm-cross-project:3 perm-spool-policy:2 perm-projects:1", "semantic")
+Q("make a folder of images downloadable by anyone", "perm-public-access:3 int-static-site:1", "semantic")
 Q("host my website", "int-static-site:3 perm-public-access:1", "semantic short")
 Q("our founder left and we need to take over the account", "org-transfer-ownership:3", "semantic")
 Q("how quickly does support answer", "org-support-plans:3 org-sla:1", "semantic")
 Q("compensation for downtime", "org-sla:3 bill-refunds:2", "semantic")
 Q("show storage and pipeline numbers in our monitoring dashboards", "int-metrics:3", "semantic")
 Q("define all of this in code instead of clicking", "int-terraform:3", "semantic")
-Q(
-    "the link I gave a partner stopped working earlier than expected",
-    "ts-presigned-expired:3 cli-presign:1",
-    "semantic",
-)
+Q("the link I gave a partner stopped working earlier than expected", "ts-presigned-expired:3 cli-presign:1", "semantic")
 Q("read part of a huge file without downloading all of it", "api-v3-objects-get:3", "semantic")
 Q("file is damaged after downloading", "ts-download-corrupt:3 st-checksums:1", "semantic")
-Q(
-    "start a pipeline from python and wait until it finishes",
-    "sdk-py-weave-run:3 api-v3-runs-get:1",
-    "semantic",
-)
-Q(
-    "switch between work and personal accounts in the terminal",
-    "cli-profile:3 cli-login:1 cfg-file:1",
-    "semantic",
-)
+Q("start a pipeline from python and wait until it finishes", "sdk-py-weave-run:3 api-v3-runs-get:1", "semantic")
+Q("switch between work and personal accounts in the terminal", "cli-profile:3 cli-login:1 cfg-file:1", "semantic")
 Q("sign out everywhere", "cli-logout:3 auth-session-length:1 auth-password-reset:1", "semantic")
 Q("stop the tool from sending usage statistics", "cfg-telemetry:3", "semantic")
-Q(
-    "where are settings stored and which one wins",
-    "cfg-file:3 cfg-env-vars:2 cli-config:2",
-    "semantic",
-)
-Q(
-    "retry after the connection drops without creating duplicates",
-    "api-idempotency:3 cfg-net-max-retries:1 err-5040:1 sdk-py-retries:1",
-    "semantic",
-)
+Q("where are settings stored and which one wins", "cfg-file:3 cfg-env-vars:2 cli-config:2", "semantic")
+Q("retry after the connection drops without creating duplicates", "api-idempotency:3 cfg-net-max-retries:1 err-5040:1 sdk-py-retries:1", "semantic")
 Q("run the tool inside a container in CI", "inst-docker:3 auth-workload-identity:1", "semantic")
 Q("getting started", "inst-quickstart:3 inst-macos:1", "semantic short", "H6")
 Q("tab completion", "inst-completion:3 rn-cli-421:1", "semantic short")
 Q("remove everything the tool left on my machine", "inst-uninstall:3", "semantic")
-Q(
-    "how long are pipeline logs kept",
-    "cli-weave-logs:3 lim-weaves:1 wv-artifacts:1 bill-plans:1",
-    "semantic",
-    "M",
-)
-Q(
-    "what does the first digit of an error code mean",
-    "err-overview:3 api-errors-format:1 cli-exit-codes:0",
-    "semantic",
-)
-Q(
-    "the server said something went wrong on its side",
-    "err-5000:3 err-5040:1 err-5030:1",
-    "semantic",
-)
-Q(
-    "empty a storage container and delete it with everything inside",
-    "cli-spool-rm:3 err-2304:2 cli-rm:1",
-    "semantic",
-)
+Q("how long are pipeline logs kept", "cli-weave-logs:3 lim-weaves:1 wv-artifacts:1 bill-plans:1", "semantic", "M")
+Q("what does the first digit of an error code mean", "err-overview:3 api-errors-format:1 cli-exit-codes:0", "semantic")
+Q("the server said something went wrong on its side", "err-5000:3 err-5040:1 err-5030:1", "semantic")
+Q("empty a storage container and delete it with everything inside", "cli-spool-rm:3 err-2304:2 cli-rm:1", "semantic")
 Q("difference between tags and metadata on files", "st-metadata-tags:3", "semantic")
-Q(
-    "if I upload and immediately list, will the new file be there",
-    "st-consistency:3 cli-spool-ls:1",
-    "semantic",
-)
-Q(
-    "the size shown for my storage didn't change after uploading",
-    "cli-spool-ls:3 st-consistency:2 api-v3-spools-list:1",
-    "semantic",
-)
+Q("if I upload and immediately list, will the new file be there", "st-consistency:3 cli-spool-ls:1", "semantic")
+Q("the size shown for my storage didn't change after uploading", "cli-spool-ls:3 st-consistency:2 api-v3-spools-list:1", "semantic")
 Q("get rid of a project we no longer use", "org-delete-project:3", "semantic")
-Q(
-    "separate dev and production environments",
-    "org-create-project:3 perm-projects:2 cli-profile:1",
-    "semantic",
-)
+Q("separate dev and production environments", "org-create-project:3 perm-projects:2 cli-profile:1", "semantic")
 Q("change our company's name in the console", "org-rename:3", "semantic")
 Q("stop getting the weekly usage emails", "org-notifications:3", "semantic")
-Q(
-    "make old archived files readable again",
-    "cli-thaw:3 api-v3-restore:2 st-classes:1 cli-restore:0",
-    "semantic",
-)
+Q("make old archived files readable again", "cli-thaw:3 api-v3-restore:2 st-classes:1 cli-restore:0", "semantic")
 Q("discount for paying yearly", "bill-annual:3", "semantic")
 Q("how much do downloads cost", "bill-egress:3 bill-storage-pricing:1", "semantic", "T")
-Q(
-    "how do I upload a file",
-    "cli-cp:3 sdk-py-upload-file:2 inst-quickstart:1 sdk-js-upload:1 sdk-py-upload-fileobj:1",
-    "semantic",
-    "H1",
-)
-Q(
-    "create a key for the API",
-    "cli-token:3 auth-api-tokens:3 auth-token-scopes:1 api-idempotency:0",
-    "semantic",
-    "H7",
-)
+Q("how do I upload a file", "cli-cp:3 sdk-py-upload-file:2 inst-quickstart:1 sdk-js-upload:1 sdk-py-upload-fileobj:1", "semantic", "H1")
+Q("create a key for the API", "cli-token:3 auth-api-tokens:3 auth-token-scopes:1 api-idempotency:0", "semantic", "H7")
 Q("pipeline fails without any message, the log just stops", "err-3130:3 ts-oom-step:2", "semantic")
 Q("step runs forever and I want it cut off", "wv-timeout:3 err-3105:1", "semantic")
-Q(
-    "the transfer is interrupted, do I have to start over",
-    "rn-cli-410:2 cfg-cache-max-size:3 ts-large-download-timeout:2",
-    "semantic",
-)
-Q(
-    "need a project admin to approve more parallel runs",
-    "lim-request-increase:3 cli-quota:2 err-4031:1 lim-weaves:1 wv-concurrency:1",
-    "semantic",
-)
+Q("the transfer is interrupted, do I have to start over", "rn-cli-410:2 cfg-cache-max-size:3 ts-large-download-timeout:2", "semantic")
+Q("need a project admin to approve more parallel runs", "lim-request-increase:3 cli-quota:2 err-4031:1 lim-weaves:1 wv-concurrency:1", "semantic")
 
 # --- multi-hop: combine facts from several pages ----------------------------
-Q(
-    "we're on the free plan, can our pipeline use a GPU machine in Sydney",
-    "lim-free-tier:2 wv-runners:2 reg-launch-syd:2 err-4040:1",
-    "semantic multi-hop",
-)
-Q(
-    "after upgrading the CLI to 4.1.2 big uploads fail at the end",
-    "rn-cli-412:3 rn-cli-413:3 err-2170:2 err-2107:0",
-    "exact-match multi-hop",
-)
-Q(
-    "Team plan: API says LMW-4031 when starting a run with queue=false",
-    "err-4031:3 api-v3-runs-create:2 bill-plans:1 lim-weaves:1 wv-concurrency:1",
-    "exact-match multi-hop",
-)
-Q(
-    "cost of keeping 2 TB in cool storage for a year including reading it back once",
-    "bill-storage-pricing:3 st-classes:1 bill-egress:1",
-    "semantic multi-hop",
-)
-Q(
-    "is SSO included in the Team plan",
-    "err-4040:2 bill-plans:3 auth-sso-saml:1",
-    "exact-match multi-hop",
-)
-Q(
-    "backup schedule every hour on Team",
-    "bk-schedule:3 bill-plans:1 cli-backup:1",
-    "exact-match multi-hop",
-)
-Q(
-    "does deleting a spool also delete its backups and do I still pay for them",
-    "bk-retention:3 ts-deleted-spool-recover:2 bk-pricing:1 bk-vs-versioning:1",
-    "semantic multi-hop",
-)
-Q(
-    "I moved to the new CLI and my proxy settings from the old yaml file stopped working",
-    "cfg-migrate-loomrc:3 rn-cli-402:2 cfg-net-proxy:1",
-    "semantic multi-hop",
-)
+Q("we're on the free plan, can our pipeline use a GPU machine in Sydney", "lim-free-tier:2 wv-runners:2 reg-launch-syd:2 err-4040:1", "semantic multi-hop")
+Q("after upgrading the CLI to 4.1.2 big uploads fail at the end", "rn-cli-412:3 rn-cli-413:3 err-2170:2 err-2107:0", "exact-match multi-hop")
+Q("Team plan: API says LMW-4031 when starting a run with queue=false", "err-4031:3 api-v3-runs-create:2 bill-plans:1 lim-weaves:1 wv-concurrency:1", "exact-match multi-hop")
+Q("cost of keeping 2 TB in cool storage for a year including reading it back once", "bill-storage-pricing:3 st-classes:1 bill-egress:1", "semantic multi-hop")
+Q("is SSO included in the Team plan", "err-4040:2 bill-plans:3 auth-sso-saml:1", "exact-match multi-hop")
+Q("backup schedule every hour on Team", "bk-schedule:3 bill-plans:1 cli-backup:1", "exact-match multi-hop")
+Q("does deleting a spool also delete its backups and do I still pay for them", "bk-retention:3 ts-deleted-spool-recover:2 bk-pricing:1 bk-vs-versioning:1", "semantic multi-hop")
+Q("I moved to the new CLI and my proxy settings from the old yaml file stopped working", "cfg-migrate-loomrc:3 rn-cli-402:2 cfg-net-proxy:1", "semantic multi-hop")
 
 
 # ---------------------------------------------------------------------------
 # Assembly
 # ---------------------------------------------------------------------------
 
-_QUESTION_WORDS = {
-    "how",
-    "what",
-    "what's",
-    "why",
-    "when",
-    "where",
-    "which",
-    "who",
-    "can",
-    "could",
-    "do",
-    "does",
-    "is",
-    "are",
-    "should",
-    "will",
-}
+_QUESTION_WORDS = {"how", "what", "what's", "why", "when", "where", "which", "who",
+                   "can", "could", "do", "does", "is", "are", "should", "will"}
 
 
 def auto_tags(text: str, tags: list[str]) -> list[str]:
@@ -3703,10 +3156,8 @@ def assign_frequencies(queries: list[dict], seed: int = 7) -> list[int]:
     rng.shuffle(idx)
     idx.sort(key=band)
     n = len(queries)
-    values = sorted(
-        (max(1, round(12000.0 / r**1.45 * rng.uniform(0.85, 1.15))) for r in range(1, n + 1)),
-        reverse=True,
-    )
+    values = sorted((max(1, round(12000.0 / r ** 1.45 * rng.uniform(0.85, 1.15)))
+                     for r in range(1, n + 1)), reverse=True)
     cuts = {max(1, int(n * 0.05)), max(1, -(-n * 5 // 100)), n // 2, -(-n // 2)}
     for k in sorted(cuts):  # make values[k-1] > values[k] at each cut
         if k < n and values[k - 1] <= values[k]:
@@ -3727,14 +3178,8 @@ def build() -> tuple[list[dict], list[dict]]:
             raise ValueError(f"duplicate doc key {d['key']}")
         doc_id = f"doc-{n:04d}"
         key_to_id[d["key"]] = doc_id
-        corpus.append(
-            {
-                "id": doc_id,
-                "title": d["title"],
-                "text": d["text"],
-                "metadata": {"section": d["section"]},
-            }
-        )
+        corpus.append({"id": doc_id, "title": d["title"], "text": d["text"],
+                       "metadata": {"section": d["section"]}})
     freqs = assign_frequencies(QUERIES)
     queries = []
     seen_text = set()
@@ -3748,15 +3193,8 @@ def build() -> tuple[list[dict], list[dict]]:
         if not any(g >= 1 for g in q["rel"].values()):
             raise ValueError(f"no relevant doc for {q['text']!r}")
         rel = {key_to_id[k]: g for k, g in sorted(q["rel"].items(), key=lambda kv: (-kv[1], kv[0]))}
-        queries.append(
-            {
-                "id": f"q-{n:03d}",
-                "text": q["text"],
-                "relevant": rel,
-                "tags": auto_tags(q["text"], q["tags"]),
-                "frequency": f,
-            }
-        )
+        queries.append({"id": f"q-{n:03d}", "text": q["text"], "relevant": rel,
+                        "tags": auto_tags(q["text"], q["tags"]), "frequency": f})
     return corpus, queries
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from evalret.cli import app
-from evalret.commands.compare import _obtain, run_comparison
+from evalret.commands.compare import CompareSettings, _obtain, run_comparison
 from evalret.commands.evaluate import run_evaluation
 from evalret.commands.report import render_saved
 from evalret.data.baseline import load_baseline, save_baseline
@@ -56,14 +56,7 @@ QRELS_TSV = ["query-id\tcorpus-id\tscore", "1\tA\t1", "2\tB\t2"]
 TREC_QRELS = ["q1 0 d1 2", "q1 0 d2 0", "q2 0 d2 1"]
 TREC_QUERIES = ["q1\tfirst query", "q2\tsecond query"]
 TREC_CORPUS = ["d1\tdoc one", "d2\tdoc two"]
-COMPARE_SETTINGS = {
-    "primary": "ndcg@10",
-    "min_gain": 0.01,
-    "alpha": 0.05,
-    "correction": "holm",
-    "samples": 200,
-    "seed": 0,
-}
+COMPARE_SETTINGS = CompareSettings(samples=200)
 
 
 def assert_located(error: InputError, files: list[Path], line_needed: bool = True) -> None:
@@ -175,7 +168,7 @@ def compare_data(report_data: dict[str, Any], tmp_path_factory: pytest.TempPathF
     """A compare.json of the report against itself, as JSON data."""
     root = tmp_path_factory.mktemp("fuzz-compare")
     (root / "a.json").write_text(json.dumps(report_data))
-    run_comparison(root / "a.json", root / "a.json", root, **COMPARE_SETTINGS)
+    run_comparison(root / "a.json", root / "a.json", root, COMPARE_SETTINGS)
     return json.loads((root / "compare.json").read_text())
 
 

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 from evalret.version import __version__
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from evalret.commands.evaluate import Evaluation
     from evalret.data.config import Config
 
-__all__ = ["__version__", "evaluate"]
+__all__ = ["__version__", "evaluate", "load_config"]
 
 
 def evaluate(config: Config | None = None, **kwargs: Any) -> Evaluation:
@@ -19,3 +21,10 @@ def evaluate(config: Config | None = None, **kwargs: Any) -> Evaluation:
     from evalret.data.config import Config
 
     return run_evaluation(config or Config(), **kwargs)
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate an evalret YAML config (paths in it are relative to its folder)."""
+    from evalret.data.config import load_config as load
+
+    return load(path)

@@ -50,7 +50,10 @@ MAX_SAMPLES = 1_000_000
 # evalret.data.config.GOLDEN_FORMATS, not imported so that the CLI module stays light (a test keeps
 # the two equal); every command taking --format checks it here, before anything runs
 GOLDEN_FORMATS = ("auto", "native", "beir", "trec")
-# evalret.core.stats.Correction and evalret.data.training.TrainFormat (a test keeps them equal)
+
+
+# evalret.core.stats.Correction and evalret.data.training.TrainFormat, not imported so that the CLI
+# module stays light (a test keeps them equal); typer refuses any other value with exit 2
 Correction = Literal["holm", "bonferroni", "bh", "none"]
 TrainFormat = Literal["auto", "jsonl", "text"]
 
@@ -240,9 +243,13 @@ ConfigFile = Annotated[
     Path | None,
     typer.Option("--config", "-c", help="YAML config; without it, the built-in defaults."),
 ]
-OutDir = Annotated[Path | None, typer.Option("--out", "-o", help="Directory to write into.")]
-OutFile = Annotated[Path | None, typer.Option("--out", "-o", help="File to write.")]
-BaselineFile = Annotated[Path | None, typer.Option("--baseline", "-b", help="A baseline file.")]
+
+
+def _out(help: str) -> Any:
+    """The ``--out/-o`` option with what it writes in this command."""
+    return typer.Option("--out", "-o", help=help)
+
+
 ShowProgress = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")]
 NoCache = Annotated[
     bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")
@@ -283,8 +290,13 @@ def _main(
 @_command(app)
 def run(
     config: ConfigFile = None,
-    out: OutDir = None,
-    baseline: BaselineFile = None,
+    out: Annotated[Path | None, _out("Directory for report files (overrides output.dir).")] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline", "-b", help="Gate against this baseline (overrides gate.baseline)."
+        ),
+    ] = None,
     save_baseline: Annotated[
         Path | None,
         typer.Option("--save-baseline", help="Save this run as a baseline file (never implicit)."),
@@ -314,7 +326,9 @@ def run(
 def compare(
     a: Annotated[Path, typer.Argument(help="A: a config (.yaml) to run, or a saved report.json.")],
     b: Annotated[Path, typer.Argument(help="B: a config (.yaml) to run, or a saved report.json.")],
-    out: OutDir = Path("reports/compare"),
+    out: Annotated[Path, _out("Directory for compare.json and compare.md.")] = Path(
+        "reports/compare"
+    ),
     primary: Annotated[str, typer.Option(help="Metric the verdict is decided on.")] = "ndcg@10",
     min_gain: Annotated[
         float, typer.Option(help="Gain B needs on the primary metric in every slice.")
@@ -334,25 +348,21 @@ def compare(
 ) -> ExitCode:
     """Compare two model versions (configs or saved reports) with paired statistics; writes
     compare.json, compare.md, disagreements.md and report.html into --out."""
-    from evalret.commands.compare import run_comparison
-    from evalret.commands.configs import step_summary
-    from evalret.core.metrics import parse_metric
+    from evalret.commands.compare import compare_command
     from evalret.report.compare_views import render_compare
 
-    with _progress(progress) as factory:
-        report, written = run_comparison(
-            a,
-            b,
-            out or Path("reports/compare"),
-            primary=str(parse_metric(primary)),
-            min_gain=min_gain,
-            alpha=alpha,
-            correction=correction,
-            samples=samples,
-            seed=seed,
-            progress=factory,
-            step_summary=step_summary(),
-        )
+    report, written = compare_command(
+        a,
+        b,
+        out,
+        primary=primary,
+        min_gain=min_gain,
+        alpha=alpha,
+        correction=correction,
+        samples=samples,
+        seed=seed,
+        progress=lambda: _progress(progress),
+    )
     console.print(render_compare(report, [str(p) for p in written]))
     regressed = fail_on_regression and report.verdict.regressions
     return ExitCode.REGRESSION if regressed else ExitCode.OK
@@ -369,28 +379,33 @@ def pool(
         list[str] | None,
         typer.Option("--index", "-i", help="Pool only this index (repeatable); default all."),
     ] = None,
-    out: OutFile = Path("pool.jsonl"),
+    out: Annotated[Path, _out("JSONL file of documents to label.")] = Path("pool.jsonl"),
     progress: ShowProgress = True,
 ) -> None:
     """Export the unjudged documents of every run's top k, per query, for annotators (JSONL with
     grade null to fill in, into --out): pooling across configs and indexes."""
     from evalret.commands.pool import pool_command
+    from evalret.report.pool_view import pool_line
 
-    target = out or Path("pool.jsonl")
-    pooled = pool_command(configs or [], k, index, target, lambda: _progress(progress))
-    console.print(
-        f"{pooled.n_documents} unjudged documents for {pooled.n_queries} of "
-        f"{pooled.n_total_queries} queries, from the top {k} of "
-        f"{markup_safe(', '.join(pooled.labels))} -> {markup_safe(str(target))}",
-        highlight=False,
+    pooled = pool_command(configs or [], k, index, out, lambda: _progress(progress))
+    line = pool_line(
+        pooled.n_documents, pooled.n_queries, pooled.n_total_queries, k, pooled.labels, out
     )
+    console.print(line, highlight=False)
 
 
 @_command(app, "report")
 def report_command(
     path: SavedReport,
-    out: OutDir = None,
-    baseline: BaselineFile = None,
+    out: Annotated[Path | None, _out("Directory for report.html (default: beside PATH).")] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            "-b",
+            help="Draw this saved report beside the run (default: the gate's baseline, if found).",
+        ),
+    ] = None,
 ) -> None:
     """Render report.html (charts, self-contained) from a saved report.json or compare.json, into
     --out (default: beside PATH); --baseline draws that saved report beside the run (default:
@@ -415,16 +430,18 @@ def baseline_show(
 def cache_info(directory: CacheDir = None) -> None:
     """List the cached embedding sets: model, settings, entries, size, last use."""
     from evalret.commands.cache import cache_info_command
+    from evalret.report.cache_view import info_view
 
-    console.print(cache_info_command(directory))
+    console.print(info_view(*cache_info_command(directory)))
 
 
 @_command(cache_app, "clear")
 def cache_clear(directory: CacheDir = None) -> None:
     """Delete every cached embedding."""
     from evalret.commands.cache import cache_clear_command
+    from evalret.report.cache_view import cleared_line
 
-    console.print(cache_clear_command(directory))
+    console.print(cleared_line(*cache_clear_command(directory)))
 
 
 @_command(cache_app, "prune")
@@ -434,8 +451,9 @@ def cache_prune(
 ) -> None:
     """Remove embedding sets unused for a while, corrupt shards and stale temporary files."""
     from evalret.commands.cache import cache_prune_command
+    from evalret.report.cache_view import pruned_line
 
-    console.print(cache_prune_command(directory, days))
+    console.print(pruned_line(*cache_prune_command(directory, days)))
 
 
 @_command(app)
@@ -502,7 +520,7 @@ def leakage(
         bool, typer.Option("--no-embedding", help="Text checks only: no model is loaded.")
     ] = False,
     no_cache: NoCache = False,
-    out: OutFile = None,
+    out: Annotated[Path | None, _out("Write the full result as JSON here.")] = None,
     as_json: AsJson = False,
     progress: ShowProgress = True,
 ) -> ExitCode:

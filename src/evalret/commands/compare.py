@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from evalret.commands.configs import step_summary
+from evalret.commands.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.core.comparison import (
     RBO_P,
     CompareVerdict,
@@ -24,6 +26,7 @@ from evalret.core.comparison import (
     rank_drift,
     verdict,
 )
+from evalret.core.metrics import parse_metric
 from evalret.core.ranking import primary_index
 from evalret.core.stats import Correction, resamples_for, seed_for
 from evalret.data.atomic import append_text, atomic_write_text
@@ -92,7 +95,7 @@ def golden_set_of(report: RunReport) -> GoldenSet | None:
     return golden if golden.fingerprint == report.golden_set.fingerprint else None
 
 
-def _obtain(path: Path, progress: Any) -> tuple[RunReport, GoldenSet | None]:
+def _obtain(path: Path, progress: ProgressFactory | None) -> tuple[RunReport, GoldenSet | None]:
     """A report for ``path``: a saved report.json as is, or a config evaluated now."""
     if path.suffix == ".json":
         report = load_baseline(path, "report")
@@ -107,21 +110,21 @@ def run_comparison(
     a: Path,
     b: Path,
     out: Path,
+    settings: CompareSettings,
     *,
-    progress: Any = None,
+    progress: ProgressBars = no_bars,
     step_summary: Path | None = None,
-    **settings: Any,
 ) -> tuple[CompareReport, list[Path]]:
     """Compare B against A and write the comparison files (compare.json, compare.md,
     disagreements.md, report.html) into ``out``; append compare.md to ``step_summary`` (GitHub's
-    $GITHUB_STEP_SUMMARY) if given."""
+    $GITHUB_STEP_SUMMARY) if given. ``progress`` draws bars while a config is evaluated."""
     from evalret.commands.report import render_compare_html
     from evalret.report.compare_views import render_compare_markdown, render_disagreements
 
-    checked = CompareSettings(**settings)  # before anything is evaluated
-    report_a, golden = _obtain(a, progress)
-    report_b, golden_b = _obtain(b, progress)
-    comparison = compare_reports(report_a, report_b, checked, golden or golden_b, (str(a), str(b)))
+    with progress() as factory:
+        report_a, golden = _obtain(a, factory)
+        report_b, golden_b = _obtain(b, factory)
+    comparison = compare_reports(report_a, report_b, settings, golden or golden_b, (str(a), str(b)))
     markdown = render_compare_markdown(comparison)
     files = {
         "compare.json": comparison.model_dump_json(indent=2) + "\n",
@@ -134,6 +137,32 @@ def run_comparison(
     if step_summary is not None:
         append_text(step_summary, markdown + "\n", "step summary")
     return comparison, [out / name for name in files]
+
+
+def compare_command(
+    a: Path,
+    b: Path,
+    out: Path,
+    *,
+    primary: str,
+    min_gain: float,
+    alpha: float,
+    correction: Correction,
+    samples: int,
+    seed: int,
+    progress: ProgressBars = no_bars,
+) -> tuple[CompareReport, list[Path]]:
+    """`evalret compare`: check the options (before anything is evaluated), compare, write the
+    files and the CI step summary."""
+    settings = CompareSettings(
+        primary=str(parse_metric(primary)),
+        min_gain=min_gain,
+        alpha=alpha,
+        correction=correction,
+        samples=samples,
+        seed=seed,
+    )
+    return run_comparison(a, b, out, settings, progress=progress, step_summary=step_summary())
 
 
 # (index, slice) -> the slice's tests, in metric order

@@ -43,16 +43,16 @@ def run_leakage(
     ``leakage.threshold`` and ``leakage.max_fraction``."""
     from evalret.data.goldenset import load_golden_set
 
-    train = read_training_queries(train_path, train_format)
-    full = load_golden_set(cfg.golden_set, cfg.relevance_level)
-    golden = full.scored(cfg.queries_without_relevant)
-    slices = golden.slices(cfg.slices)
     cosine = cfg.leakage.threshold if threshold is None else threshold
     if not 0 < cosine <= 1:
         raise InputError(f"--threshold {cosine}: a cosine in (0, 1]")
     limit = cfg.leakage.max_fraction if max_fraction is None else max_fraction
     if limit is not None and not 0 <= limit <= 1:
         raise InputError(f"--max-fraction {limit}: a fraction in [0, 1]")
+    train = read_training_queries(train_path, train_format)
+    full = load_golden_set(cfg.golden_set, cfg.relevance_level)
+    golden = full.scored(cfg.queries_without_relevant)
+    slices = golden.slices(cfg.slices)
 
     embed: Embed | None = None
     if use_embedding:

@@ -1,4 +1,5 @@
-"""Terminal view of `evalret cache info`: one row per cached embedding set."""
+"""Terminal views of `evalret cache`: the table of cached embedding sets, and the line saying
+what a clear or prune removed."""
 
 from __future__ import annotations
 
@@ -29,3 +30,21 @@ def info_table(root: Path, rows: list[dict[str, Any]]) -> Any:
             r["last_used"],
         )
     return table
+
+
+def info_view(root: Path, rows: list[dict[str, Any]]) -> Any:
+    """`cache info`: the table, or one line when the cache is empty."""
+    return info_table(root, rows) if rows else f"embedding cache {markup_safe(str(root))} is empty"
+
+
+def cleared_line(root: Path, removed: int) -> str:
+    """`cache clear`: how many embedding sets went."""
+    return f"removed {removed} embedding set(s) from {markup_safe(str(root))}"
+
+
+def pruned_line(root: Path, removed: dict[str, int]) -> str:
+    """`cache prune`: what went, by kind."""
+    return (
+        ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in removed.items())
+        + f" removed from {markup_safe(str(root))}"
+    )
