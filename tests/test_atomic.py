@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -172,16 +173,42 @@ def test_atomic_write_keeps_the_old_file_when_the_writer_fails(tmp_path: Path) -
     path = tmp_path / "vectors.npy"
     path.write_bytes(b"old")
 
-    def broken(tmp: Path) -> None:
-        tmp.write_bytes(b"half")
+    def broken(f: BinaryIO) -> None:
+        f.write(b"half")
         raise RuntimeError("killed")
 
     with pytest.raises(RuntimeError):
         atomic_write(path, broken)
     assert path.read_bytes() == b"old" and sorted(tmp_path.iterdir()) == [path]
-    atomic_write(path, lambda tmp: tmp.write_bytes(b"new"))
+    atomic_write(path, lambda f: f.write(b"new"))
     assert path.read_bytes() == b"new" and sorted(tmp_path.iterdir()) == [path]
     assert sha256_file(path) == "11507a0e2f5e69d5dfa40a62a1bd7b6ee57e6bcd85c67c9b8431b36fff21c437"
+
+
+def test_atomic_write_fsyncs_the_handle_that_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The data are flushed through the writer's own handle (writable, so fsync works where a
+    read-only handle would be refused), after the writer's last byte and before the rename."""
+    path = tmp_path / "shard.json"
+    handles: list[int] = []
+    synced: list[tuple[int, bytes, bool]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        tmp = next(tmp_path.glob(".shard.json.*.tmp"), None)
+        synced.append((fd, tmp.read_bytes() if tmp else b"", path.exists()))
+        real_fsync(fd)
+
+    def write(f: BinaryIO) -> None:
+        handles.append(f.fileno())
+        f.write(b"{}")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    atomic_write(path, write)
+    fd, data, renamed = synced[0]
+    assert fd == handles[0] and data == b"{}" and not renamed
+    assert path.read_bytes() == b"{}"
 
 
 def test_publish_dir_never_replaces_an_existing_directory(tmp_path: Path) -> None:
@@ -196,3 +223,14 @@ def test_publish_dir_never_replaces_an_existing_directory(tmp_path: Path) -> Non
         publish_dir(second, final)
     assert (final / "model.onnx").read_bytes() == b"one" and second.is_dir()
     assert second.name.startswith(".key.") and second.name.endswith(".tmp")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="Windows refuses to rename onto any existing path")
+def test_publish_dir_replaces_an_empty_directory_on_posix(tmp_path: Path) -> None:
+    """What the docstring says: rename(2) replaces an empty directory at the destination."""
+    final = tmp_path / "models" / "key"
+    final.mkdir(parents=True)
+    tmp = temp_dir_beside(final)
+    (tmp / "model.onnx").write_bytes(b"one")
+    publish_dir(tmp, final)
+    assert (final / "model.onnx").read_bytes() == b"one" and not tmp.exists()

@@ -219,7 +219,7 @@ def test_rrf_ranks_by_the_float64_sum() -> None:
 
 def test_run_file_reads_back_the_float64_scores() -> None:
     """run.<index>.trec prints each score so that it reads back to the identical float64."""
-    from evalret.commands.outputs import trec_run
+    from evalret.report.trec import trec_run
 
     fused, *_ = _two_docs_rrf()
     doc_ids = [f"d{i:03d}" for i in range(400)]

@@ -30,10 +30,10 @@ from evalret.core.metrics import parse_metric
 from evalret.core.ranking import primary_index
 from evalret.core.stats import Correction, resamples_for, seed_for
 from evalret.data.atomic import append_text, atomic_write_text
-from evalret.data.baseline import changed_settings, check_comparable, load_baseline
-from evalret.data.config import GoldenSetConfig, load_config
+from evalret.data.baseline import changed_settings, check_comparable, golden_set_of, load_baseline
+from evalret.data.config import load_config
 from evalret.data.examples import query_examples
-from evalret.data.goldenset import GoldenSet, load_golden_set
+from evalret.data.goldenset import GoldenSet
 from evalret.data.schema import (
     SCHEMA_VERSION,
     TOP_KEPT,
@@ -43,7 +43,7 @@ from evalret.data.schema import (
     SliceComparison,
     Verdict,
 )
-from evalret.errors import EvalretError, InputError, Problem
+from evalret.errors import InputError, Problem
 from evalret.version import __version__
 
 
@@ -80,19 +80,6 @@ class CompareSettings:
     def criteria(self) -> Criteria:
         """What counts as a change, for the core's diagnosis and verdict."""
         return Criteria(primary=self.primary, min_gain=self.min_gain, alpha=self.alpha)
-
-
-def golden_set_of(report: RunReport) -> GoldenSet | None:
-    """The golden set a saved report was computed on, when it is still reachable and unchanged
-    (texts and grades for listing queries); None otherwise."""
-    try:
-        golden = load_golden_set(
-            GoldenSetConfig.model_validate(report.config["golden_set"]),
-            int(report.config.get("relevance_level", 1)),
-        )
-    except (EvalretError, OSError, ValueError, KeyError):
-        return None
-    return golden if golden.fingerprint == report.golden_set.fingerprint else None
 
 
 def _obtain(path: Path, progress: ProgressFactory | None) -> tuple[RunReport, GoldenSet | None]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from evalret.commands.gate import check_gate_slices, run_gate
 from evalret.core.curves import metric_curves
 from evalret.core.digest import json_digest
 from evalret.core.metrics import (
@@ -30,7 +31,7 @@ from evalret.core.metrics import (
 from evalret.core.ranking import TIE_RULE, SearchResult, id_rank
 from evalret.core.slices import Slice, reliability
 from evalret.core.stats import bootstrap_ci, seed_for
-from evalret.data.baseline import check_compatible, check_gate_slices, run_gate
+from evalret.data.baseline import check_compatible
 from evalret.data.config import Config
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.data.schema import (

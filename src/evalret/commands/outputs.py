@@ -1,4 +1,5 @@
-"""Report files: report.json and one TREC run file per index."""
+"""Writing a run's files: report.json, report.md, report.html, junit.xml and one TREC run file per
+index (rendered by report/), and the step summary."""
 
 from __future__ import annotations
 
@@ -6,25 +7,13 @@ from pathlib import Path
 
 from evalret.commands.evaluate import Evaluation
 from evalret.commands.report import render_run_html
-from evalret.core.ranking import SearchResult
 from evalret.data.atomic import append_text, atomic_write_text
-from evalret.data.goldenset import GoldenSet
 from evalret.errors import InputError
 from evalret.report.junit import render_junit
 from evalret.report.markdown import render_markdown
+from evalret.report.trec import trec_run
 
 RUN_TAG = "evalret"
-
-
-def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
-    """TREC run lines ``qid Q0 docno rank score tag``; scores printed so they read back exactly."""
-    lines = []
-    for qi, query_id in enumerate(golden.query_ids):
-        for rank, (di, score) in enumerate(zip(ranking.ids[qi], ranking.scores[qi], strict=True)):
-            if di < 0:
-                break
-            lines.append(f"{query_id} Q0 {golden.doc_ids[di]} {rank + 1} {float(score)!r} {tag}")
-    return "\n".join(lines) + "\n"
 
 
 def write_outputs(

@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from evalret.commands.compare import golden_set_of
 from evalret.core.ranking import primary_index
 from evalret.data.atomic import atomic_write_text
-from evalret.data.baseline import definition_differences, load_baseline
+from evalret.data.baseline import definition_differences, golden_set_of, load_baseline
 from evalret.data.examples import query_examples
 from evalret.data.goldenset import GoldenSet
 from evalret.data.schema import CompareReport, RunReport

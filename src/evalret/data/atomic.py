@@ -12,9 +12,11 @@ behind; the next write of NAME removes those older than STALE_TEMP_S (an hour: f
 any write takes, so a temporary file of a live concurrent writer is never removed).
 
 Underneath, ``atomic_write`` creates or replaces one regular file from any writer (text, numpy
-arrays, faiss graphs), flushing the file and its directory to disk before and after the rename;
-``temp_dir_beside`` and ``publish_dir`` do the same for a whole directory (an exported model).
-The cache writes with these directly: its paths are its own, never links or devices.
+arrays, faiss graphs) that writes to the open binary handle it is given; that same handle is
+flushed to disk (fsync) before the rename, and the directory after it. ``temp_dir_beside`` and
+``publish_dir`` do the same for a whole directory (an exported model) whose files another library
+wrote by name. The cache writes with these directly: its paths are its own, never links or
+devices.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import BinaryIO
 
 from evalret.errors import InputError
 
@@ -98,39 +101,42 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def _fsync_written_file(path: Path) -> None:
+    """Flush a file that another library wrote by name (an exported model) to disk. Opened for
+    writing, as fsync needs on some platforms (Windows refuses it on a read-only handle); a file
+    that cannot be opened for writing is flushed through a read-only handle, which POSIX allows."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except PermissionError:
+        fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """Create or replace the regular file ``path`` whole: ``write(tmp)`` writes a temporary file
-    beside it (``.NAME.<random>.tmp``, the mode a plain open() would give), which is flushed to
-    disk and renamed over ``path``; the directory is flushed too. On any failure the temporary
-    file is removed and the old file, if any, stays. OSError is left to the caller. Stale
-    temporaries of ``path`` (see remove_stale_temps) are removed first."""
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Create or replace the regular file ``path`` whole: ``write(f)`` writes to ``f``, an open
+    binary handle on a temporary file beside it (``.NAME.<random>.tmp``, the mode a plain open()
+    would give); that handle is flushed and fsynced, closed, and the file renamed over ``path``;
+    the directory is flushed too. On any failure the temporary file is removed and the old file,
+    if any, stays. OSError is left to the caller. Stale temporaries of ``path`` (see
+    remove_stale_temps) are removed first."""
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path.parent, f".{glob.escape(path.name)}.*.tmp")
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
     tmp = Path(name)
     try:
-        os.chmod(tmp, _default_mode())
-        write(tmp)
-        _fsync_file(tmp)
+        with os.fdopen(fd, "wb") as f:
+            os.chmod(tmp, _default_mode())
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """atomic_write of ``data``."""
-    atomic_write(path, lambda tmp: tmp.write_bytes(data))
 
 
 def temp_dir_beside(path: Path) -> Path:
@@ -144,11 +150,13 @@ def temp_dir_beside(path: Path) -> Path:
 
 def publish_dir(tmp: Path, path: Path) -> None:
     """Flush every file of the filled directory ``tmp`` and ``tmp`` itself to disk, then rename
-    it to ``path``, so readers see the whole directory or none. OSError when ``path`` exists
-    already (another writer got there first); ``tmp`` is then left to the caller."""
+    it to ``path`` (os.rename), so readers see the whole directory or none. When ``path`` exists
+    already, what happens is the platform's: a non-empty directory (another writer got there
+    first) or a file makes the rename fail with OSError, and ``tmp`` is then left to the caller;
+    an empty directory is silently replaced on POSIX (Linux, macOS) and refused on Windows."""
     for p in sorted(tmp.rglob("*")):
         if p.is_file() and not p.is_symlink():
-            _fsync_file(p)
+            _fsync_written_file(p)
     _fsync_dir(tmp)
     os.rename(tmp, path)
     _fsync_dir(path.parent)
@@ -164,9 +172,10 @@ def sha256_file(path: Path, chunk: int = 1 << 24) -> str:
     return h.hexdigest()
 
 
-def _write_utf8(tmp: Path, text: str) -> None:
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(text)
+def _encoded(text: str) -> bytes:
+    """``text`` as open(path, "w", encoding="utf-8") writes it: UTF-8, each newline as the
+    platform's line separator."""
+    return (text if os.linesep == "\n" else text.replace("\n", os.linesep)).encode("utf-8")
 
 
 def atomic_write_text(path: Path, text: str, what: str = "") -> None:
@@ -178,7 +187,8 @@ def atomic_write_text(path: Path, text: str, what: str = "") -> None:
             with open(target, "w", encoding="utf-8") as f:
                 f.write(text)
         else:
-            atomic_write(target, lambda tmp: _write_utf8(tmp, text))
+            data = _encoded(text)
+            atomic_write(target, lambda f: f.write(data))
     except OSError as e:
         raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
 

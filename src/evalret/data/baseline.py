@@ -1,5 +1,6 @@
-"""Baselines: reading and writing them, deciding whether a run may be compared with one, and
-turning a run plus a baseline into the gate section of the report.
+"""Baselines: reading and writing them, deciding whether a run may be compared with one, their
+per-query scores as plain arrays and the core gate's checks in the report's form (the gate itself
+runs in commands.gate), and the golden set a saved report was computed on.
 
 A baseline file is a saved report.json (schema version, fingerprint, metrics per index and slice,
 per-query scores), written atomically: an interrupted save never leaves a broken file.
@@ -15,14 +16,13 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from evalret.core.gate import Check, Rule, evaluate_gate, health_checks, resolve_rules
-from evalret.core.slices import Slice
+from evalret.core.gate import Check
 from evalret.data.atomic import atomic_write_text
-from evalret.data.config import DENSE_INDEXES, Config
-from evalret.data.goldenset import GoldenSet
-from evalret.data.schema import SCHEMA_VERSION, GateCheck, GateSection, RunReport
+from evalret.data.config import GoldenSetConfig
+from evalret.data.goldenset import GoldenSet, load_golden_set
+from evalret.data.schema import SCHEMA_VERSION, GateCheck, RunReport
 from evalret.data.textfile import read_json, schema_problems
-from evalret.errors import IncomparableError, InputError, Problem
+from evalret.errors import EvalretError, IncomparableError, InputError, Problem
 
 # metric definitions that must agree for numbers to be comparable (metric lists may differ)
 DEFINITION_KEYS = ("ndcg_gain", "relevance_level", "tie_rule", "queries_without_relevant")
@@ -63,6 +63,19 @@ def baseline_for_run(path: Path | None, save_to: Path | None) -> tuple[RunReport
     ):
         return None, True
     return load_baseline(path), False
+
+
+def golden_set_of(report: RunReport) -> GoldenSet | None:
+    """The golden set a saved report was computed on, when it is still reachable and unchanged
+    (texts and grades for listing queries); None otherwise."""
+    try:
+        golden = load_golden_set(
+            GoldenSetConfig.model_validate(report.config["golden_set"]),
+            int(report.config.get("relevance_level", 1)),
+        )
+    except (EvalretError, OSError, ValueError, KeyError):
+        return None
+    return golden if golden.fingerprint == report.golden_set.fingerprint else None
 
 
 def golden_set_differences(baseline: RunReport, golden: GoldenSet) -> list[str]:
@@ -155,8 +168,9 @@ def changed_settings(baseline: RunReport, current: RunReport) -> dict[str, Any]:
     }
 
 
-def _aligned(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.ndarray]]:
-    """Per-query scores of ``report`` reordered to ``query_ids``."""
+def aligned_scores(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.ndarray]]:
+    """Per-query scores of ``report``, per index and metric, reordered to ``query_ids`` (plain
+    arrays for the core gate)."""
     position = {q: i for i, q in enumerate(report.query_ids)}
     order = np.array([position[q] for q in query_ids], dtype=np.int64)
     return {
@@ -165,123 +179,6 @@ def _aligned(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.
     }
 
 
-def check_gate_slices(config: Config, slices: list[Slice]) -> None:
-    """Refuse (exit 2) gate.slices or an override naming a slice the run does not have (a typo,
-    a tag gone from the golden set): those checks would silently not run or keep the default
-    threshold, and the gate could pass on nothing it was asked to check. A slice without a
-    query (a custom pattern matching none) has nothing to check either."""
-    names = [s.name for s in slices if s.mask.any()]
-    named: list[tuple[str, str | None]] = [("gate.slices", n) for n in config.gate.slices or []]
-    named += [(f"gate.overrides[{i}].slice", o.slice) for i, o in enumerate(config.gate.overrides)]
-    missing = [f"{key}: {name}" for key, name in named if name is not None and name not in names]
-    if missing:
-        raise InputError(
-            "the gate names slices this golden set does not have (its slices with queries: "
-            f"{', '.join(names)})",
-            [Problem(m) for m in missing],
-        )
-
-
-def _check_drops_answerable(
-    rules: list[Rule], base_scores: dict[str, dict[str, np.ndarray]], source: str
-) -> None:
-    """Refuse (exit 2) a baseline without the index or metric of a drop check the config asks
-    for: skipping those checks would let a gate pass that checked nothing it was asked to."""
-    problems = {}
-    for r in rules:
-        if r.threshold.max_drop is None and r.threshold.max_drop_pct is None:
-            continue  # a floor needs no baseline
-        if r.index not in base_scores:
-            problems[r.index] = f"{r.index}: no results in the baseline"
-        elif r.metric not in base_scores[r.index]:
-            problems[f"{r.index} {r.metric}"] = f"{r.index}: no {r.metric} in the baseline"
-    if problems:
-        raise IncomparableError(
-            f"cannot gate against baseline {source}: it lacks what drop checks of the config "
-            "compare with (save a new baseline on purpose with --save-baseline)",
-            [Problem(p) for p in problems.values()],
-        )
-
-
 def gate_check(check: Check) -> GateCheck:
     """The report's form of one check of the core gate (the same fields)."""
     return GateCheck(**asdict(check))
-
-
-def _gate_checks(
-    config: Config,
-    current: RunReport,
-    masks: dict[str, np.ndarray],
-    indexes: list[str],
-    baseline: RunReport | None,
-    baseline_source: str | None,
-) -> list[Check]:
-    """Every check of the configured gate on ``current`` (drop checks only with a baseline,
-    which must hold what they compare with)."""
-    gate = config.gate
-    thresholds = {m: t.to_core() for m, t in config.thresholds.items()}
-    overrides = [o.to_core() for o in gate.overrides]
-    rules = resolve_rules(thresholds, overrides, indexes, list(masks))
-    base_scores = None
-    if baseline is not None:
-        base_scores = _aligned(baseline, current.query_ids)
-        _check_drops_answerable(rules, base_scores, baseline_source or "baseline")
-    ann = current.ann
-    ann_recall = None
-    if ann is not None and "hnsw" in indexes:
-        ann_recall = ann.slices["all"].recall.get(f"recall@{gate.ann_k}")
-    checks = evaluate_gate(
-        _aligned(current, current.query_ids),
-        base_scores,
-        masks,
-        rules,
-        gate.significance.to_core() if gate.significance else None,
-        ann_recall,
-        gate.ann_min_recall,
-        gate.ann_k,
-    )
-    if current.intrinsic is not None:
-        i = current.intrinsic
-        health = {key: t.to_core() for key, t in gate.health.items()}
-        checks += health_checks({"documents": i.documents, "queries": i.queries}, health)
-    return checks
-
-
-def run_gate(
-    config: Config,
-    current: RunReport,
-    slices: list[Slice],
-    baseline: RunReport | None,
-    baseline_source: str | None,
-    missing_baseline: str | None = None,
-) -> GateSection | None:
-    """The gate section for ``current``; None when nothing is configured to be checked.
-    ``missing_baseline``: the baseline this run was to gate against but that does not exist yet
-    (the run saves it); the section then says that only the fixed-bound checks ran."""
-    gate = config.gate
-    gated = gate.indexes if gate.indexes is not None else DENSE_INDEXES
-    indexes = [i for i in current.indexes if i in gated]
-    wanted = set(gate.slices) if gate.slices is not None else None
-    masks = {s.name: s.mask for s in slices if wanted is None or s.name in wanted}
-    checks = [
-        gate_check(c)
-        for c in _gate_checks(config, current, masks, indexes, baseline, baseline_source)
-    ]
-    notes: list[str] = []
-    if missing_baseline is not None:
-        notes.insert(
-            0,
-            f"baseline {missing_baseline} does not exist yet (this run saves it): only the "
-            f"{len(checks)} checks against fixed bounds ran, no drop check",
-        )
-    elif not checks:
-        return None
-    return GateSection(
-        verdict="pass" if all(c.passed for c in checks) else "fail",
-        baseline=baseline_source,
-        baseline_fingerprint=baseline.fingerprint.digest if baseline else None,
-        changed=changed_settings(baseline, current) if baseline else {},
-        significance=gate.significance.model_dump() if gate.significance else None,
-        checks=checks,
-        notes=notes,
-    )

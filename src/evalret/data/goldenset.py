@@ -635,18 +635,6 @@ def scan_trec(
     return b.finish(str(qrels), "trec", [q for q in judged if q in b.queries])
 
 
-def read_native(directory: Path) -> GoldenSet:
-    return scan_native(directory).golden_set()
-
-
-def read_beir(directory: Path, split: str) -> GoldenSet:
-    return scan_beir(directory, split).golden_set()
-
-
-def read_trec(qrels: Path, queries: Path | None, corpus: Path | None) -> GoldenSet:
-    return scan_trec(qrels, queries, corpus).golden_set()
-
-
 def _first_record_keys(path: Path) -> set[str]:
     """The keys of the first JSON object in a JSONL file; empty when there is none to read (the
     reader then says what is wrong)."""

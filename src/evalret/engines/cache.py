@@ -65,12 +65,7 @@ def text_keys(texts: Sequence[str]) -> np.ndarray:
 
 def _save_array(path: Path, array: np.ndarray) -> None:
     """Write ``array`` as a .npy file at ``path``, atomically."""
-
-    def write(tmp: Path) -> None:
-        with tmp.open("wb") as f:
-            np.save(f, array)
-
-    atomic_write(path, write)
+    atomic_write(path, lambda f: np.save(f, array))
 
 
 @dataclass
@@ -172,7 +167,7 @@ class Namespace:
         ident = self.path / "identity.json"
         if not ident.exists():
             text = json.dumps(self.identity, indent=1, sort_keys=True, default=str)
-            atomic_write(ident, lambda tmp: tmp.write_text(text))
+            atomic_write(ident, lambda f: f.write(text.encode("utf-8")))
         shard_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}"
         keys_path = self.path / f"{shard_id}.keys.npy"
         vecs_path = self.path / f"{shard_id}.vecs.npy"
@@ -185,7 +180,8 @@ class Namespace:
             "vectors_sha256": sha256_file(vecs_path),
         }
         # the shard exists from this write's rename on
-        atomic_write(self.path / f"{shard_id}.json", lambda tmp: tmp.write_text(json.dumps(meta)))
+        data = json.dumps(meta).encode("utf-8")
+        atomic_write(self.path / f"{shard_id}.json", lambda f: f.write(data))
         os.utime(self.path)
 
 

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -94,7 +94,12 @@ def _read_cached_hnsw(path: Path, vectors: np.ndarray, cfg: HnswIndexConfig) -> 
 def _save_hnsw(index: Any, path: Path) -> None:
     import faiss
 
-    atomic_write(path, lambda tmp: faiss.write_index(index, str(tmp)))
+    def write(f: BinaryIO) -> None:
+        """faiss's own file format, through the handle atomic_write gives (and fsyncs)."""
+        writer = faiss.PyCallbackIOWriter(f.write)  # type: ignore[attr-defined]  # not in its stubs
+        faiss.write_index(index, writer)
+
+    atomic_write(path, write)
 
 
 def cached_hnsw(
