@@ -7,7 +7,7 @@ the top-level ``query_ids``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -18,15 +18,14 @@ from pydantic import (
     model_validator,
 )
 
+# the closed vocabularies are the core's, defined once there
+from evalret.core.comparison import CompareStatus
+from evalret.core.gate import CheckKind, GateVerdict
+from evalret.core.slices import Reliability
+from evalret.core.stats import Correction, PairedTest
+
 SCHEMA_VERSION = 1
 TOP_KEPT = 10  # ranked document ids kept per query in a report (drift, qualitative review)
-
-Reliability = Literal["high", "production", "minimal", "unreliable"]
-GateVerdict = Literal["pass", "fail"]
-CheckKind = Literal["min", "max_drop", "max_drop_pct", "ann_min_recall", "health_min", "health_max"]
-CompareStatus = Literal["candidate", "not a candidate", "no difference"]
-Correction = Literal["holm", "bonferroni", "bh", "none"]
-PairedTest = Literal["randomization", "t-test", "bootstrap"]
 
 
 class _Model(BaseModel):
