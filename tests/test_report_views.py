@@ -13,6 +13,7 @@ import pytest
 
 from evalret.data.schema import (
     CompareReport,
+    EmbeddingCache,
     EmbeddingInfo,
     GateCheck,
     GateSection,
@@ -60,6 +61,23 @@ def test_keys_absent_from_an_older_report_stay_absent() -> None:
     newer = EmbeddingInfo.model_validate(_embedding(cache=cache, backend_check=None))
     assert newer.model_dump() == _embedding(cache=cache, backend_check=None)
     assert list(json.loads(newer.model_dump_json())) == [*_embedding(), "cache", "backend_check"]
+
+
+def test_the_cache_section_keeps_further_retrievers_notes_in_order() -> None:
+    """A retriever other than hnsw may add string notes under its own keys: they are read, kept
+    after the known keys in their order and written back; a note that is not a string is
+    refused, and a cache without hnsw_index is valid (no hnsw retriever reported)."""
+    data = {"dir": "/c", "namespace": "n", "warnings": [], "hnsw_index": "hit",
+            "ivf_index": "built", "bm25_index": "hit"}  # fmt: skip
+    cache = EmbeddingCache.model_validate(data)
+    assert json.loads(cache.model_dump_json()) == data
+    assert list(json.loads(cache.model_dump_json())) == list(data)
+    assert EmbeddingCache.model_validate({"dir": "/c", "namespace": "n"}).model_dump() == {
+        "dir": "/c",
+        "namespace": "n",
+    }
+    with pytest.raises(ValueError, match="ivf_index"):
+        EmbeddingCache.model_validate({**data, "ivf_index": 3})
 
 
 def test_number_formatter_per_medium() -> None:

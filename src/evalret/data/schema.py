@@ -163,14 +163,21 @@ class CacheUse(_Model):
 
 
 class EmbeddingCache(_Sparse):
-    """The embedding cache of a run: where it is, what it served and what it repaired."""
+    """The embedding cache of a run: where it is, what it served and what it repaired, then
+    what each retriever says of its own use of the cache (its ``cache_notes()``). A retriever
+    other than hnsw adds its notes as further string-valued keys, written after these."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, str]  # further retrievers' notes: strings, kept in their order
 
     dir: str
     namespace: str
     document: CacheUse | None = None  # absent when no document went through the cache
     query: CacheUse | None = None
     warnings: list[str] = []  # what the cache could not do (absent in older reports)
-    hnsw_index: str  # hit | stored | rebuilt | not built ...
+    # hit | built | rebuilt (the cached graph was unreadable or did not fit) | not built (HNSW
+    # off); absent when no hnsw retriever reported on the cache
+    hnsw_index: str | None = None
 
 
 class BackendInfo(_Sparse):
