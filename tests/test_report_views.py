@@ -21,7 +21,7 @@ from evalret.data.schema import (
     RunReport,
     SliceComparison,
 )
-from evalret.report.numbers import HTML, PLAIN, TYPOGRAPHIC, number, p_pair
+from evalret.report.numbers import HTML, PLAIN, TYPOGRAPHIC, number, p_pair, p_value
 from evalret.report.views import (
     allowed_change,
     backend_line,
@@ -82,11 +82,11 @@ def test_the_cache_section_keeps_further_retrievers_notes_in_order() -> None:
 
 def test_number_formatter_per_medium() -> None:
     """The one number formatter writes each medium's missing-value and NaN forms."""
-    assert number(0.123456) == "0.1235"
-    assert number(0.5, signed=True) == "+0.5000"
-    assert number(-0.5, signed=True) == "-0.5000"
-    assert number(0.0, signed=True) == "+0.0000"
-    assert number(0.98765, digits=3) == "0.988"
+    assert number(0.123456, medium=PLAIN) == "0.1235"
+    assert number(0.5, signed=True, medium=PLAIN) == "+0.5000"
+    assert number(-0.5, signed=True, medium=TYPOGRAPHIC) == "-0.5000"
+    assert number(0.0, signed=True, medium=HTML) == "+0.0000"
+    assert number(0.98765, digits=3, medium=HTML) == "0.988"
     assert number(None, medium=PLAIN) == "-"
     assert number(None, medium=TYPOGRAPHIC) == DASH
     assert number(None, medium=HTML) == DASH
@@ -94,8 +94,11 @@ def test_number_formatter_per_medium() -> None:
     assert number(math.nan, medium=HTML) == DASH
     assert number(math.nan, medium=PLAIN) == "nan"
     assert number(math.nan, signed=True, medium=TYPOGRAPHIC) == "+nan"
-    assert p_pair(0.012345, 0.04567) == "0.0123 (0.0457)"
+    assert p_pair(0.012345, 0.04567, HTML) == "0.0123 (0.0457)"
+    assert p_value(0.012345) == "0.0123"
     assert p_pair(None, None, PLAIN) == "-"
+    with pytest.raises(TypeError):  # no default medium: a view that forgets it fails loudly
+        number(0.5)  # type: ignore[call-arg]
 
 
 def _check(**fields: Any) -> GateCheck:
