@@ -13,6 +13,7 @@ import pytest
 
 from evalret.data.schema import (
     CompareReport,
+    EmbeddingCache,
     EmbeddingInfo,
     GateCheck,
     GateSection,
@@ -20,7 +21,7 @@ from evalret.data.schema import (
     RunReport,
     SliceComparison,
 )
-from evalret.report.numbers import HTML, PLAIN, TYPOGRAPHIC, number, p_pair
+from evalret.report.numbers import HTML, PLAIN, TYPOGRAPHIC, number, p_pair, p_value
 from evalret.report.views import (
     allowed_change,
     backend_line,
@@ -62,13 +63,30 @@ def test_keys_absent_from_an_older_report_stay_absent() -> None:
     assert list(json.loads(newer.model_dump_json())) == [*_embedding(), "cache", "backend_check"]
 
 
+def test_the_cache_section_keeps_further_retrievers_notes_in_order() -> None:
+    """A retriever other than hnsw may add string notes under its own keys: they are read, kept
+    after the known keys in their order and written back; a note that is not a string is
+    refused, and a cache without hnsw_index is valid (no hnsw retriever reported)."""
+    data = {"dir": "/c", "namespace": "n", "warnings": [], "hnsw_index": "hit",
+            "ivf_index": "built", "bm25_index": "hit"}  # fmt: skip
+    cache = EmbeddingCache.model_validate(data)
+    assert json.loads(cache.model_dump_json()) == data
+    assert list(json.loads(cache.model_dump_json())) == list(data)
+    assert EmbeddingCache.model_validate({"dir": "/c", "namespace": "n"}).model_dump() == {
+        "dir": "/c",
+        "namespace": "n",
+    }
+    with pytest.raises(ValueError, match="ivf_index"):
+        EmbeddingCache.model_validate({**data, "ivf_index": 3})
+
+
 def test_number_formatter_per_medium() -> None:
     """The one number formatter writes each medium's missing-value and NaN forms."""
-    assert number(0.123456) == "0.1235"
-    assert number(0.5, signed=True) == "+0.5000"
-    assert number(-0.5, signed=True) == "-0.5000"
-    assert number(0.0, signed=True) == "+0.0000"
-    assert number(0.98765, digits=3) == "0.988"
+    assert number(0.123456, medium=PLAIN) == "0.1235"
+    assert number(0.5, signed=True, medium=PLAIN) == "+0.5000"
+    assert number(-0.5, signed=True, medium=TYPOGRAPHIC) == "-0.5000"
+    assert number(0.0, signed=True, medium=HTML) == "+0.0000"
+    assert number(0.98765, digits=3, medium=HTML) == "0.988"
     assert number(None, medium=PLAIN) == "-"
     assert number(None, medium=TYPOGRAPHIC) == DASH
     assert number(None, medium=HTML) == DASH
@@ -76,8 +94,11 @@ def test_number_formatter_per_medium() -> None:
     assert number(math.nan, medium=HTML) == DASH
     assert number(math.nan, medium=PLAIN) == "nan"
     assert number(math.nan, signed=True, medium=TYPOGRAPHIC) == "+nan"
-    assert p_pair(0.012345, 0.04567) == "0.0123 (0.0457)"
+    assert p_pair(0.012345, 0.04567, HTML) == "0.0123 (0.0457)"
+    assert p_value(0.012345) == "0.0123"
     assert p_pair(None, None, PLAIN) == "-"
+    with pytest.raises(TypeError):  # no default medium: a view that forgets it fails loudly
+        number(0.5)  # type: ignore[call-arg]
 
 
 def _check(**fields: Any) -> GateCheck:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
@@ -63,7 +63,7 @@ class CompareSettings:
         """Refuse settings no comparison can use, naming them as `evalret compare` spells them
         (NaN fails every range check: nothing compares true with it)."""
         problems = []
-        if self.correction not in ("holm", "bonferroni", "bh", "none"):
+        if self.correction not in get_args(Correction):
             problems.append(f"--correction {self.correction}: choose holm, bonferroni, bh or none")
         if not 0 < self.alpha < 1:
             problems.append(f"--alpha {self.alpha:g}: a significance level between 0 and 1")

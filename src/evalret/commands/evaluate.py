@@ -3,7 +3,7 @@ compatibility) -> embed (the configured backend through the cache) -> health -> 
 enabled retriever of engines.retrievers, in registry order) -> score (per-query metrics, curves,
 slice summaries) -> assemble (the report) -> gate.
 
-The stages ask the registries (engines.embedders, engines.retrievers) and never name a backend or
+Embedding and retrieval go through the registries; only the ANN and lexical report sections name
 an index themselves. Everything heavy (model, faiss) happens here or below; the CLI only renders
 what comes back.
 """

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from evalret.core.comparison import EXAMPLES, example_positions
 from evalret.core.ranking import primary_index
 from evalret.data.atomic import atomic_write_text
 from evalret.data.baseline import definition_differences, golden_set_of, load_baseline
@@ -30,8 +31,6 @@ from evalret.data.textfile import read_json, schema_problems
 from evalret.errors import EvalretError, IncomparableError, InputError, Problem
 from evalret.report.html import compare_html, run_html
 from evalret.report.pagedata import DeltaSpread, RunQueries, ScoreSpread
-
-EXAMPLES = 5  # losses and gains (or lowest scores) listed per page
 
 
 def _aligned(before: RunReport, after: RunReport, index: str, metric: str) -> np.ndarray:
@@ -102,7 +101,7 @@ def _lowest_scores(report: RunReport, metric: str, golden: GoldenSet | None) -> 
     spreads = [score_spread(report, index, metric) for index in report.indexes]
     focus = primary_index(report.indexes)
     scores = np.asarray(report.indexes[focus].per_query[metric], dtype=np.float64)
-    order = np.argsort(scores, kind="stable")[:EXAMPLES]
+    order = np.argsort(scores, kind="stable")[:EXAMPLES]  # as many lowest as losses and gains
     return RunQueries(
         metric=metric,
         texts=golden is not None,
@@ -131,9 +130,7 @@ def run_queries(
         return RunQueries(metric=metric, texts=golden is not None, comparable=False)
     focus = _focus_index(report, common)
     delta = _aligned(baseline, report, focus, metric)
-    order = np.argsort(delta, kind="stable")
-    losers = np.array([i for i in order[:EXAMPLES] if delta[i] < 0], dtype=np.int64)
-    gainers = np.array([i for i in order[::-1][:EXAMPLES] if delta[i] > 0], dtype=np.int64)
+    losers, gainers = example_positions(delta)
     return RunQueries(
         metric=metric,
         texts=golden is not None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -29,6 +30,8 @@ from evalret.core.stats import (
 RBO_P = 0.9
 DRIFT_DEPTH = 10  # default depth of rank drift (a report keeps the top 10 ids per query)
 EXAMPLES = 5
+
+CompareStatus = Literal["candidate", "not a candidate", "no difference"]
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class MetricChange:
 class CompareVerdict:
     """Whether B is a candidate to replace A, why, and what blocks it."""
 
-    status: str  # candidate | not a candidate | no difference
+    status: CompareStatus
     reason: str
     blocking: tuple[str, ...]
     regressions: tuple[str, ...]  # significant regressions anywhere

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from evalret.core.stats import (
     Correction,
-    Test,
+    PairedTest,
     adjust_p_values,
     minimum_detectable_effect,
     paired_p_value,
@@ -43,6 +44,8 @@ from evalret.core.stats import (
 EPS = 1e-12  # float noise: a drop equal to its threshold passes
 Scores = Mapping[str, Mapping[str, np.ndarray]]  # index -> metric -> per-query values
 Paired = dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]  # rule key -> (current, base)
+CheckKind = Literal["min", "max_drop", "max_drop_pct", "ann_min_recall", "health_min", "health_max"]
+GateVerdict = Literal["pass", "fail"]  # pass: every check passed
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class ThresholdOverride(Threshold):
 class Significance:
     """The paired test a drop must pass to fail the gate, and its correction, level and power."""
 
-    test: Test
+    test: PairedTest
     alpha: float
     correction: Correction
     samples: int
@@ -92,7 +95,7 @@ class Check:
     index: str
     slice: str
     metric: str
-    kind: str  # min | max_drop | max_drop_pct | ann_min_recall | health_min | health_max
+    kind: CheckKind
     threshold: float
     baseline: float | None
     current: float
@@ -152,7 +155,7 @@ class _Pending:
     """A check whose verdict may wait for the corrected p-value."""
 
     rule: Rule
-    kind: str
+    kind: CheckKind
     threshold: float
     allowed_drop: float | None
     baseline: float | None
@@ -244,7 +247,11 @@ def _drop_checks(
     mde = minimum_detectable_effect(sd, n, alpha, power) if sd > 0 else None
     t = rule.threshold
     out = []
-    for kind, limit in (("max_drop", t.max_drop), ("max_drop_pct", t.max_drop_pct)):
+    drops: tuple[tuple[CheckKind, float | None], ...] = (
+        ("max_drop", t.max_drop),
+        ("max_drop_pct", t.max_drop_pct),
+    )
+    for kind, limit in drops:
         if limit is None:
             continue
         allowed = limit if kind == "max_drop" else limit / 100 * base_mean
@@ -305,7 +312,7 @@ def _ann_check(ann_recall: float, ann_min_recall: float, ann_k: int, n_all: int)
 
 def _bound_check(
     name: str,
-    where: tuple[str, str, str, str],
+    where: tuple[str, str, str, CheckKind],
     threshold: float,
     current: float,
     n: int,
@@ -431,14 +438,22 @@ def health_checks(
             values = figures.get(matrix)
             if values is None or figure not in values:
                 continue
-            for kind, limit in (("health_min", t.min), ("health_max", t.max)):
+            bounds: tuple[tuple[CheckKind, float | None], ...] = (
+                ("health_min", t.min),
+                ("health_max", t.max),
+            )
+            for kind, limit in bounds:
                 if limit is not None:
                     checks.append(_health_check(matrix, figure, values, kind, limit))
     return checks
 
 
 def _health_check(
-    matrix: str, figure: str, values: Mapping[str, float | int | bool], kind: str, limit: float
+    matrix: str,
+    figure: str,
+    values: Mapping[str, float | int | bool],
+    kind: CheckKind,
+    limit: float,
 ) -> Check:
     """One bound (``health_min`` or ``health_max``) on one figure of one matrix."""
     current = float(values[figure])

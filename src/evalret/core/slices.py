@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -23,8 +24,10 @@ from evalret.errors import ConfigError, Problem
 
 FREQUENCY_SLICES = ("head", "torso", "tail")
 
+Reliability = Literal["high", "production", "minimal", "unreliable"]
+
 # (minimum number of queries, label, meaning), after domain.md's reliability table
-RELIABILITY = (
+RELIABILITY: tuple[tuple[int, Reliability, str], ...] = (
     (5000, "high", "high confidence"),
     (1000, "production", "production grade: resolves +0.01 nDCG"),
     (200, "minimal", "minimal viable: directional for big changes"),
@@ -54,7 +57,7 @@ class Slice:
         return int(self.mask.sum())
 
 
-def reliability(n_queries: int) -> str:
+def reliability(n_queries: int) -> Reliability:
     """The reliability label of a slice of ``n_queries`` queries (``unreliable`` under 200)."""
     return next(label for minimum, label, _ in RELIABILITY if n_queries >= minimum)
 

@@ -51,7 +51,8 @@ def bootstrap_ci(
     return low, high
 
 
-Test = Literal["randomization", "t-test", "bootstrap"]
+# the paired test and the multiple-comparison correction, as the config and the reports name them
+PairedTest = Literal["randomization", "t-test", "bootstrap"]
 Correction = Literal["holm", "bonferroni", "bh", "none"]
 Alternative = Literal["two-sided", "less", "greater"]
 
@@ -59,7 +60,7 @@ Alternative = Literal["two-sided", "less", "greater"]
 def paired_p_value(
     a: np.ndarray,
     b: np.ndarray,
-    test: Test,
+    test: PairedTest,
     *,
     alternative: Alternative = "two-sided",
     samples: int = 10_000,

@@ -26,6 +26,7 @@ from pydantic import (
 from evalret.core import gate
 from evalret.core.metrics import MAX_GRADE, parse_metrics
 from evalret.core.slices import CustomSlice, Slice, build_slices
+from evalret.core.stats import Correction, PairedTest
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, MetricError, Problem
 
@@ -306,9 +307,9 @@ def _health_key(key: str) -> str:
 class SignificanceConfig(_Strict):
     """Fail a drop only when a paired test against the baseline finds it significant."""
 
-    test: Literal["randomization", "t-test", "bootstrap"] = "randomization"
+    test: PairedTest = "randomization"
     alpha: float = Field(0.05, gt=0, lt=1)
-    correction: Literal["holm", "bonferroni", "bh", "none"] = "holm"
+    correction: Correction = "holm"
     samples: int = Field(10_000, ge=100)
     seed: int = Field(0, ge=0)
     power: float = Field(0.8, gt=0, lt=1)

@@ -7,7 +7,7 @@ the top-level ``query_ids``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -18,15 +18,14 @@ from pydantic import (
     model_validator,
 )
 
+# the closed vocabularies are the core's, defined once there
+from evalret.core.comparison import CompareStatus
+from evalret.core.gate import CheckKind, GateVerdict
+from evalret.core.slices import Reliability
+from evalret.core.stats import Correction, PairedTest
+
 SCHEMA_VERSION = 1
 TOP_KEPT = 10  # ranked document ids kept per query in a report (drift, qualitative review)
-
-Reliability = Literal["high", "production", "minimal", "unreliable"]
-GateVerdict = Literal["pass", "fail"]
-CheckKind = Literal["min", "max_drop", "max_drop_pct", "ann_min_recall", "health_min", "health_max"]
-CompareStatus = Literal["candidate", "not a candidate", "no difference"]
-Correction = Literal["holm", "bonferroni", "bh", "none"]
-PairedTest = Literal["randomization", "t-test", "bootstrap"]
 
 
 class _Model(BaseModel):
@@ -164,14 +163,21 @@ class CacheUse(_Model):
 
 
 class EmbeddingCache(_Sparse):
-    """The embedding cache of a run: where it is, what it served and what it repaired."""
+    """The embedding cache of a run: where it is, what it served and what it repaired, then
+    what each retriever says of its own use of the cache (its ``cache_notes()``). A retriever
+    other than hnsw adds its notes as further string-valued keys, written after these."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, str]  # further retrievers' notes: strings, kept in their order
 
     dir: str
     namespace: str
     document: CacheUse | None = None  # absent when no document went through the cache
     query: CacheUse | None = None
     warnings: list[str] = []  # what the cache could not do (absent in older reports)
-    hnsw_index: str  # hit | stored | rebuilt | not built ...
+    # hit | built | rebuilt (the cached graph was unreadable or did not fit) | not built (HNSW
+    # off); absent when no hnsw retriever reported on the cache
+    hnsw_index: str | None = None
 
 
 class BackendInfo(_Sparse):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from evalret.core.slices import RELIABILITY
+from evalret.core.slices import RELIABILITY, Reliability
 from evalret.errors import Problem
 
 # reliability label -> what it means, e.g. "unreliable" -> "unreliable: only large changes show"
@@ -22,7 +22,7 @@ class SliceCheck:
     kind: str
     definition: str
     n_queries: int
-    reliability: str
+    reliability: Reliability
     sd: float
     sd_source: str  # "assumed" or "report (k queries)"
     mde: float | None  # None for a slice of fewer than two queries

@@ -9,10 +9,15 @@ from rich.text import Text
 from evalret.data.schema import CompareReport, MetricComparison, QueryExample, RankedDoc
 from evalret.report.common import COMPARE_COLUMNS
 from evalret.report.escape import markdown, markdown_code, terminal
-from evalret.report.numbers import PLAIN
+from evalret.report.numbers import PLAIN, number
 from evalret.report.views import compare_rows
 
 VERDICT_STYLE = {"candidate": "bold green", "not a candidate": "bold red", "no difference": "bold"}
+
+
+def _num(v: float, signed: bool = False, digits: int = 4) -> str:
+    """A number of a comparison (terminal, compare.md and disagreements.md write one form)."""
+    return number(v, signed, digits, medium=PLAIN)
 
 
 def _delta_style(m: MetricComparison) -> str:
@@ -58,8 +63,8 @@ def _overview_table(report: CompareReport, index: str) -> Table:
     for name, sc in slices.items():
         t.add_row(
             Text(terminal(name)),
-            *(Text(f"{m.delta:+.4f}", style=_delta_style(m)) for m in sc.metrics.values()),
-            *(f"{v:.3f}" for v in sc.drift.values()),
+            *(Text(_num(m.delta, True), style=_delta_style(m)) for m in sc.metrics.values()),
+            *(_num(v, digits=3) for v in sc.drift.values()),
         )
     return t
 
@@ -89,7 +94,7 @@ def render_compare(report: CompareReport, written: list[str]) -> Group:
         if examples:
             parts += [Text(""), Text(f"{title} ({report.settings.primary}):", style="bold")]
             parts += [
-                Text(f"  {e.delta:+.3f}  {terminal(e.query_id)}  {terminal(e.text[:90])}")
+                Text(f"  {_num(e.delta, True, 3)}  {terminal(e.query_id)}  {terminal(e.text[:90])}")
                 for e in examples
             ]
     v = report.verdict
@@ -148,10 +153,10 @@ def render_compare_markdown(report: CompareReport) -> str:
         ]
         for name, sc in slices.items():
             cells = [
-                f"**{m.delta:+.4f}**" if m.significant else f"{m.delta:+.4f}"
+                f"**{_num(m.delta, True)}**" if m.significant else _num(m.delta, True)
                 for m in sc.metrics.values()
             ]
-            cells += [f"{d:.3f}" for d in sc.drift.values()]
+            cells += [_num(d, digits=3) for d in sc.drift.values()]
             lines.append(f"| {markdown(name)} | " + " | ".join(cells) + " |")
     if report.notes:
         lines += ["", *(f"- {markdown(n)}" for n in report.notes)]
@@ -171,7 +176,7 @@ def _example_lines(e: QueryExample) -> list[str]:
     lines = [
         f"#### {markdown(e.query_id)}: {markdown(e.text) if e.text else '(text not available)'}",
         "",
-        f"A {e.a:.4f} → B {e.b:.4f} ({e.delta:+.4f})",
+        f"A {_num(e.a)} → B {_num(e.b)} ({_num(e.delta, True)})",
         "",
         "Relevant:",
     ]

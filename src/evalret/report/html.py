@@ -38,7 +38,7 @@ from evalret.report.common import (
     warning_lines,
     without_relevant_note,
 )
-from evalret.report.numbers import HTML, number
+from evalret.report.numbers import HTML, number, p_value
 from evalret.report.pagedata import DeltaSpread, RunQueries, ScoreSpread
 from evalret.report.svg import (
     BLUE,
@@ -172,12 +172,17 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
 
 
+def _num(v: float | None, signed: bool = False, digits: int = 4) -> str:
+    """A number on the page: a missing value or NaN is an en dash."""
+    return number(v, signed, digits, medium=HTML)
+
+
 def _signed(v: float | None) -> str:
     """A signed number, coloured by its sign (text stays readable without the colour)."""
     if v is None:
         return "–"
     cls = "neg" if v < 0 else "pos" if v > 0 else ""
-    return f'<span class="{cls}">{number(v, signed=True)}</span>'
+    return f'<span class="{cls}">{_num(v, signed=True)}</span>'
 
 
 def _table(
@@ -305,13 +310,13 @@ def metric_bars(sides: Sequence[Side], index: str) -> str:
                     values.append(None)
                     continue
                 values.append(mv.value)
-                ci = f", {_confidence(side.report)} CI [{number(mv.ci_low)}, {number(mv.ci_high)}]"
+                ci = f", {_confidence(side.report)} CI [{_num(mv.ci_low)}, {_num(mv.ci_high)}]"
                 bars.append(
                     Bar(
                         mv.value,
                         mv.ci_low,
                         mv.ci_high,
-                        f"{side.name}: {index} / {name} / {metric} = {number(mv.value)}"
+                        f"{side.name}: {index} / {name} / {metric} = {_num(mv.value)}"
                         f"{ci if mv.ci_low is not None else ''}, n = {res.n_queries if res else 0}",
                     )
                 )
@@ -323,7 +328,7 @@ def metric_bars(sides: Sequence[Side], index: str) -> str:
                 BarRow(
                     f"{name} ({sl.n_queries}{flag})",
                     bars,
-                    number(values[-1]),
+                    _num(values[-1]),
                     f"{name}: {sl.n_queries} queries, {sl.reliability}",
                     muted=sl.reliability == "unreliable",
                     change=change,
@@ -357,13 +362,13 @@ def metric_table(report: RunReport, index: str) -> str:
         for m in metrics:
             v = s.metrics[m]
             interval = (
-                f'<br><span class="muted">{number(v.ci_low)}–{number(v.ci_high)}</span>'
+                f'<br><span class="muted">{_num(v.ci_low)}–{_num(v.ci_high)}</span>'
                 if v.ci_low is not None
                 else ""
             )
-            cells.append(f"{number(v.value)}{interval}")
+            cells.append(f"{_num(v.value)}{interval}")
         if judged:
-            cells.append(number(s.judged.get(judged)))
+            cells.append(_num(s.judged.get(judged)))
         rows.append(cells)
     head = ["slice", "n", *(esc(m) for m in metrics), *([esc(judged)] if judged else [])]
     return (
@@ -385,7 +390,7 @@ def delta_distribution(spread: DeltaSpread, before: str, after: str, metric: str
     label = f"{index}: per-query change of {metric}, {after} − {before}"
     summary = (
         f"{n} queries: {spread.losses} lose, {spread.ties} unchanged, {spread.wins} gain; "
-        f"mean change {number(spread.mean, signed=True)}."
+        f"mean change {_num(spread.mean, signed=True)}."
     )
     hist = histogram(
         spread.changed,
@@ -443,7 +448,7 @@ def query_card(e: QueryExample, names: tuple[str, str] | None) -> str:
     text = esc(e.text) if e.text else '<span class="muted">(text not available)</span>'
     if names is None:
         kind = "loss"
-        head = f'<span class="delta">{number(e.a)}</span>'
+        head = f'<span class="delta">{_num(e.a)}</span>'
         lists = relevant + f"<div><h5>Top results</h5>{_docs(e.a_top)}</div>"
         scores = ""
     else:
@@ -454,7 +459,7 @@ def query_card(e: QueryExample, names: tuple[str, str] | None) -> str:
             + f"<div><h5>{esc(names[0])}: top results</h5>{_docs(e.a_top)}</div>"
             + f"<div><h5>{esc(names[1])}: top results</h5>{_docs(e.b_top)}</div>"
         )
-        before, after = f"{esc(names[0])} {number(e.a)}", f"{esc(names[1])} {number(e.b)}"
+        before, after = f"{esc(names[0])} {_num(e.a)}", f"{esc(names[1])} {_num(e.b)}"
         scores = f'<div class="muted">{before} → {after}</div>'
     return (
         f'<article class="query-card {kind}"><h4>{head}<code>{esc(e.query_id)}</code> '
@@ -657,9 +662,9 @@ def _drops_chart(failed: list[GateCheck]) -> str:
             f"{c.index}/{c.slice}/{c.metric}",
             c.delta,
             limit=allowed_change(c),
-            tooltip=f"{c.name}: baseline {number(c.baseline)}, current {number(c.current)}, "
-            f"change {number(c.delta, signed=True)}, allowed {number(allowed_change(c), True)}",
-            note=number(c.delta, signed=True),
+            tooltip=f"{c.name}: baseline {_num(c.baseline)}, current {_num(c.current)}, "
+            f"change {_num(c.delta, signed=True)}, allowed {_num(allowed_change(c), True)}",
+            note=_num(c.delta, signed=True),
         )
         for c in drops
     ]
@@ -761,11 +766,11 @@ def _ann_recall_chart(ann: AnnSection, floor: GateCheck | None) -> str:
                 Bar(
                     s.recall.get(k),
                     tooltip=f"{name}: {ann.index} {k} against {ann.reference} = "
-                    f"{number(s.recall.get(k))}",
+                    f"{_num(s.recall.get(k))}",
                 )
                 for k in cutoffs
             ],
-            " / ".join(number(s.recall.get(k)) for k in cutoffs),
+            " / ".join(_num(s.recall.get(k)) for k in cutoffs),
         )
         for name, s in ann.slices.items()
     ]
@@ -783,7 +788,7 @@ def _ann_recall_chart(ann: AnnSection, floor: GateCheck | None) -> str:
     )
     caption = (
         f"Recall of the {ann.reference} top k by {ann.index}, per slice and cutoff (lowest "
-        f"{number(low)}); 0.95 is a realistic production figure."
+        f"{_num(low)}); 0.95 is a realistic production figure."
         + (
             f" The dashed line is the gate's floor ({floor.threshold:g}, slice all)."
             if floor
@@ -800,8 +805,8 @@ def _ann_loss_chart(ann: AnnSection) -> str:
         DeltaRow(
             m,
             v,
-            tooltip=f"{ann.index} − {ann.reference}, {m}, all queries: {number(v, signed=True)}",
-            note=number(v, signed=True),
+            tooltip=f"{ann.index} − {ann.reference}, {m}, all queries: {_num(v, signed=True)}",
+            note=_num(v, signed=True),
         )
         for m, v in all_slice.metric_deltas.items()
     ]
@@ -827,7 +832,7 @@ def _ann_table(ann: AnnSection) -> str:
         [
             esc(name),
             str(s.n_queries),
-            *(number(v) for v in s.recall.values()),
+            *(_num(v) for v in s.recall.values()),
             *(_signed(v) for v in s.metric_deltas.values()),
         ]
         for name, s in ann.slices.items()
@@ -904,7 +909,7 @@ def _score_chart(spread: ScoreSpread, metric: str) -> str:
             bins=10,
             signed=False,
         ),
-        f"{n} queries; mean {number(spread.mean)}, {spread.zeros} score 0, {spread.ones} score 1.",
+        f"{n} queries; mean {_num(spread.mean)}, {spread.zeros} score 0, {spread.ones} score 1.",
     )
 
 
@@ -1015,7 +1020,7 @@ def lexical_section(p: RunPage) -> Section | None:
             DeltaRow(
                 label=f"{name} (n={s.n_queries})",
                 delta=getattr(s, key).get(metric),
-                tooltip=f"{name}: {title} {metric} = {number(getattr(s, key).get(metric), True)}; "
+                tooltip=f"{name}: {title} {metric} = {_num(getattr(s, key).get(metric), True)}; "
                 f"dense wins {s.dense_wins[metric]}, bm25 wins {s.bm25_wins[metric]}",
             )
             for name, s in lex.slices.items()
@@ -1187,14 +1192,14 @@ def _compare_charts(index: str, slices: dict[str, SliceComparison], primary: str
                     m.ci_high,
                     strong=m.significant,
                     tooltip=(
-                        f"{index}/{name}/{metric}: A {number(m.a)}, B {number(m.b)}, "
-                        f"delta {number(m.delta, True)} [{number(m.ci_low, True)}, "
-                        f"{number(m.ci_high, True)}], p rand. {m.p_randomization:.3g} "
-                        f"(adj. {m.p_randomization_adjusted:.3g}), p t {m.p_t_test:.3g} "
-                        f"(adj. {m.p_t_test_adjusted:.3g}), W/T/L {m.wins}/{m.ties}/{m.losses}"
-                        + (f", MDE {mde:.3f}" if mde is not None else "")
+                        f"{index}/{name}/{metric}: A {_num(m.a)}, B {_num(m.b)}, "
+                        f"delta {_num(m.delta, True)} [{_num(m.ci_low, True)}, "
+                        f"{_num(m.ci_high, True)}], p rand. {p_value(m.p_randomization)} "
+                        f"(adj. {p_value(m.p_randomization_adjusted)}), p t {p_value(m.p_t_test)} "
+                        f"(adj. {p_value(m.p_t_test_adjusted)}), W/T/L {m.wins}/{m.ties}/{m.losses}"
+                        + (f", MDE {_num(mde, digits=3)}" if mde is not None else "")
                     ),
-                    note=number(m.delta, True) + (" *" if m.significant else ""),
+                    note=_num(m.delta, True) + (" *" if m.significant else ""),
                 )
             )
         title = f"{metric}: B − A" + (" (primary)" if metric == primary else "")

@@ -26,17 +26,22 @@ TYPOGRAPHIC = Medium("–", nan_is_missing=False)
 HTML = Medium("–", nan_is_missing=True)
 
 
-def number(v: float | None, signed: bool = False, digits: int = 4, medium: Medium = HTML) -> str:
+def number(v: float | None, signed: bool = False, digits: int = 4, *, medium: Medium) -> str:
     """``v`` with ``digits`` decimals (a sign always with ``signed``), or the medium's mark for
-    a missing value."""
+    a missing value. The medium has no default: each view names its own."""
     if v is None or (medium.nan_is_missing and isinstance(v, float) and math.isnan(v)):
         return medium.missing
     return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
 
-def p_pair(p: float | None, adjusted: float | None, medium: Medium = HTML) -> str:
+def p_value(p: float) -> str:
+    """A p-value with 3 significant digits."""
+    return f"{p:.3g}"
+
+
+def p_pair(p: float | None, adjusted: float | None, medium: Medium) -> str:
     """A p-value and its adjusted value as ``p (adjusted)``, 3 significant digits; the medium's
     missing mark when there was no test."""
-    if adjusted is None:
+    if p is None or adjusted is None:
         return medium.missing
-    return f"{p:.3g} ({adjusted:.3g})"
+    return f"{p_value(p)} ({p_value(adjusted)})"

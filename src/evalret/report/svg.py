@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from evalret.report.escape import html_text
-from evalret.report.numbers import number
+from evalret.report.numbers import HTML, number
 
 # Okabe-Ito colours (distinguishable with the common colour-vision deficiencies)
 BLUE = "#0072B2"
@@ -286,7 +286,8 @@ def _bar_row(frame: _BarFrame, i: int, row: BarRow, series: Sequence[Series]) ->
         change = ""
         if row.change is not None:
             color = LOSS_TEXT if row.change < 0 else GAIN_TEXT if row.change > 0 else INK
-            change = f' <tspan fill="{color}">({esc(number(row.change, signed=True))})</tspan>'
+            shown = esc(number(row.change, signed=True, medium=HTML))
+            change = f' <tspan fill="{color}">({shown})</tspan>'
         body.append(
             f'<text class="note" x="{_n(frame.x1 + 8)}" y="{_n(mid + 4)}" font-size="11.5" '
             f'fill="{INK}">{esc(row.note)}{change}</text>'

@@ -26,9 +26,10 @@ RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green
 def _cell(v: MetricValue) -> Text:
     if v.value is None:
         return Text("-", style="dim")
-    text = Text(f"{v.value:.3f}")
+    text = Text(number(v.value, digits=3, medium=PLAIN))
     if v.ci_low is not None and v.ci_high is not None:
-        text.append(f"\n{v.ci_low:.3f}–{v.ci_high:.3f}", style="dim")
+        low, high = (number(x, digits=3, medium=PLAIN) for x in (v.ci_low, v.ci_high))
+        text.append(f"\n{low}–{high}", style="dim")
     return text
 
 

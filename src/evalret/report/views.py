@@ -71,7 +71,11 @@ def check_rows(checks: list[GateCheck], medium: Medium) -> list[CheckRow]:
             limit=limit_text(c),
             p=p_pair(c.p_value, c.p_adjusted, medium),
             weak=c.underpowered and c.passed,
-            mde=f"{c.mde:.3f}" if c.underpowered and c.passed and c.mde is not None else "",
+            mde=(
+                number(c.mde, digits=3, medium=medium)
+                if c.underpowered and c.passed and c.mde is not None
+                else ""
+            ),
         )
         for c in checks
     ]
@@ -152,7 +156,7 @@ def compare_rows(
                 p_randomization=p_pair(m.p_randomization, m.p_randomization_adjusted, medium),
                 p_t_test=p_pair(m.p_t_test, m.p_t_test_adjusted, medium),
                 wtl=f"{m.wins}/{m.ties}/{m.losses}",
-                mde=medium.missing if mde is None else f"{mde:.3f}",
+                mde=number(mde, digits=3, medium=medium),
                 diagnosis=sc.diagnosis,
                 metric=m,
             )
