@@ -37,10 +37,14 @@ def retrieval_cases(draw: st.DrawFn, max_docs: int = 30, max_queries: int = 6) -
 
 @st.composite
 def graded_runs(
-    draw: st.DrawFn, min_grade: int = 0, without_relevant: bool = False
+    draw: st.DrawFn,
+    min_grade: int = 0,
+    without_relevant: bool = False,
+    max_retrieved: int | None = None,
 ) -> tuple[list[str], dict, dict]:
     """Random graded runs with frequent score ties. Grades from ``min_grade`` to 3; unless
-    ``without_relevant``, every query has a document of grade >= 1."""
+    ``without_relevant``, every query has a document of grade >= 1. ``max_retrieved`` caps each
+    query's run length (short runs: most judged documents go unretrieved)."""
     n_docs = draw(st.integers(3, 25))
     # ids whose string order differs from numeric order ("d10" < "d9")
     doc_ids = [f"d{i}" for i in draw(st.permutations(range(n_docs)))]
@@ -53,7 +57,12 @@ def graded_runs(
         if max(grades) <= 0 and not without_relevant:
             grades[0] = 1
         retrieved = draw(
-            st.lists(st.sampled_from(doc_ids), min_size=1, max_size=n_docs, unique=True)
+            st.lists(
+                st.sampled_from(doc_ids),
+                min_size=1,
+                max_size=min(n_docs, max_retrieved or n_docs),
+                unique=True,
+            )
         )
         # few distinct score values, so ties are frequent
         scores = draw(

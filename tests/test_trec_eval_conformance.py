@@ -3,7 +3,8 @@
 The real-data conformance tests on SciFact live in test_lexical.py (BM25, fast) and
 test_scifact.py (the model); this one covers what SciFact lacks: graded judgments, grade-0 and
 negative judgments, unjudged documents, exact score ties, queries without a relevant document,
-relevance levels 1 and 2, and cutoffs beyond the corpus size.
+relevance levels 1 and 2, and cutoffs beyond the corpus size; and every metric without a cutoff
+(the whole ranking) against trec_eval's uncut measure, on runs shorter than the judgments.
 """
 
 from __future__ import annotations
@@ -13,11 +14,21 @@ import pytest
 import pytrec_eval
 from hypothesis import given, settings
 
-from evalret.core.metrics import REGISTRY, Metric, build_judgments, compute
+from evalret.core.metrics import REGISTRY, Metric, build_judgments, compute, search_depth
 from evalret.core.ranking import apply_tie_rule, id_rank
 from strategies import graded_runs
 
 CUTOFFS = (1, 2, 3, 5, 10, 30, 500)  # 30 and 500 exceed every corpus drawn below
+UNCUT = [Metric(f) for f in REGISTRY]  # every family over the whole ranking
+# trec_eval's measure over the whole run for each family (hit_rate: num_rel_ret > 0)
+UNCUT_MEASURES = {
+    "ndcg": "ndcg",
+    "mrr": "recip_rank",
+    "recall": "set_recall",
+    "precision": "set_P",
+    "map": "map",
+    "hit_rate": "num_rel_ret",
+}
 
 
 def trec_eval_values(
@@ -34,6 +45,8 @@ def trec_eval_values(
     grade means the same, judged non-relevant with gain 0.
     """
     qrels = {q: {d: max(g, -1) for d, g in j.items()} for q, j in qrels.items()}
+    if metric.k is None:
+        return uncut_trec_eval_values(qrels, ranked, metric.family, relevance_level)
     name = {
         "ndcg": "ndcg_cut",
         "recall": "recall",
@@ -53,6 +66,23 @@ def trec_eval_values(
     return {q: got[q][key] for q in ranked}
 
 
+def uncut_trec_eval_values(
+    qrels: dict[str, dict[str, int]],
+    ranked: dict[str, list[tuple[str, float]]],
+    family: str,
+    relevance_level: int,
+) -> dict[str, float]:
+    """trec_eval's per-query value of ``family`` over the whole run (``UNCUT_MEASURES``);
+    hit rate is 1 where trec_eval's ``num_rel_ret`` is positive."""
+    measure = UNCUT_MEASURES[family]
+    run = {q: (dict(r) or {"__none__": 0.0}) for q, r in ranked.items()}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=relevance_level)
+    got = evaluator.evaluate(run)
+    if family == "hit_rate":
+        return {q: float(got[q][measure] > 0) for q in ranked}
+    return {q: got[q][measure] for q in ranked}
+
+
 def compare_with_trec_eval(
     doc_ids: list[str],
     qrels: dict[str, dict[str, int]],
@@ -61,10 +91,11 @@ def compare_with_trec_eval(
     relevance_level: int = 1,
 ) -> None:
     """Rank ``run`` with evalret's tie rule, score it, and assert trec_eval agrees per query.
-    Rankings are cut at min(largest cutoff, corpus size), as the pipeline searches."""
+    Rankings are cut at min(search depth, corpus size), as the pipeline searches: the largest
+    cutoff, or 1000 (the whole run here) when a metric has none."""
     query_ids = list(run)
     doc_index = {d: i for i, d in enumerate(doc_ids)}
-    depth = min(max(m.k for m in metrics), len(doc_ids))
+    depth = min(search_depth(metrics), len(doc_ids))
     width = max(len(r) for r in run.values())
     ids = np.full((len(query_ids), width), -1, dtype=np.int64)
     scores = np.full((len(query_ids), width), -np.inf)
@@ -99,6 +130,41 @@ def test_every_metric_matches_trec_eval_with_ties_and_grades(case: tuple) -> Non
     """Every metric at several cutoffs equals trec_eval's per query to 1e-9."""
     doc_ids, qrels, run = case
     compare_with_trec_eval(doc_ids, qrels, run, [Metric(f, k) for f in REGISTRY for k in CUTOFFS])
+
+
+@pytest.mark.parametrize("level", [1, 2])
+@given(case=graded_runs(min_grade=-2, max_retrieved=6))
+@settings(max_examples=150, deadline=None)
+def test_every_uncut_metric_matches_trec_eval(level: int, case: tuple) -> None:
+    """Every metric without a cutoff equals trec_eval's measure over the whole run per query
+    (map, ndcg, recip_rank, set_recall, set_P, num_rel_ret > 0) at -l 1 and 2, on graded runs
+    often shorter than the judgments (so nDCG's ideal is not cut at the run's length)."""
+    doc_ids, qrels, run = case
+    compare_with_trec_eval(doc_ids, qrels, run, UNCUT, relevance_level=level)
+
+
+@given(graded_runs(max_retrieved=4))
+@settings(max_examples=50, deadline=None)
+def test_uncut_and_cut_metrics_together_match_trec_eval(case: tuple) -> None:
+    """Uncut metrics beside cut ones (rankings searched to the uncut depth) all match trec_eval:
+    the cutoffs keep their meaning when the rankings go deeper."""
+    doc_ids, qrels, run = case
+    metrics = [*UNCUT, *(Metric(f, k) for f in REGISTRY for k in (1, 3, 30))]
+    compare_with_trec_eval(doc_ids, qrels, run, metrics)
+
+
+def test_uncut_ndcg_keeps_the_whole_ideal_unlike_ndcg_at_the_depth() -> None:
+    """A run of one document among three relevant ones: uncut nDCG divides by the ideal of all
+    three (trec_eval ndcg), nDCG@1 by the ideal cut at 1; set_P divides by the one retrieved."""
+    doc_ids = ["a", "b", "c", "d"]
+    qrels = {"q": {"a": 1, "b": 1, "c": 1}}
+    run = {"q": {"a": 0.5}}
+    compare_with_trec_eval(doc_ids, qrels, run, [*UNCUT, Metric("ndcg", 1)])
+    j = build_judgments(np.array([[0]]), np.zeros(3), np.arange(3), np.ones(3), 4)
+    got = compute([Metric("ndcg"), Metric("ndcg", 1), Metric("precision")], j)
+    assert got["ndcg@1"][0] == 1.0
+    assert got["ndcg"][0] == pytest.approx(1.0 / (1.0 + 1.0 / np.log2(3) + 0.5))
+    assert got["precision"][0] == 1.0
 
 
 def evaluated(qrels: dict[str, dict[str, int]], level: int, mode: str) -> list[str]:

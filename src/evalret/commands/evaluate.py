@@ -26,6 +26,8 @@ from evalret.core.metrics import (
     RankedJudgments,
     build_judgments,
     compute,
+    cutoffs,
+    has_uncut,
     parse_metrics,
 )
 from evalret.core.ranking import TIE_RULE, SearchResult, id_rank
@@ -85,13 +87,22 @@ class _Timer:
 
 
 def metric_definitions(config: Config) -> dict[str, Any]:
-    """Everything that decides what a metric value means; part of the fingerprint."""
+    """Everything that decides what a metric value means; part of the fingerprint. The search
+    depth is in it when configured or when a metric scores the whole ranking (and so depends on
+    it); otherwise the largest cutoff decides it, and the names already say that."""
+    metrics = parse_metrics(config.metrics)
+    depth = (
+        {"search_depth": config.depth}
+        if config.search_depth is not None or has_uncut(metrics)
+        else {}
+    )
     return {
-        "names": [str(m) for m in parse_metrics(config.metrics)],
+        "names": [str(m) for m in metrics],
         "ndcg_gain": config.ndcg_gain,
         "relevance_level": config.relevance_level,
         "tie_rule": TIE_RULE,
         "queries_without_relevant": WITHOUT_RELEVANT[config.queries_without_relevant],
+        **depth,
     }
 
 
@@ -165,17 +176,25 @@ def topk_overlap(approx: np.ndarray, exact: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def ann_cutoffs(metrics: list[Metric], ann_k: int, depth: int) -> list[int]:
+    """The k of the ANN recall@k figures: every metric cutoff; with a metric over the whole
+    ranking also the gate's ``ann_k`` and the search ``depth`` (its whole ranking)."""
+    ks = set(cutoffs(metrics))
+    if has_uncut(metrics):
+        ks |= {min(ann_k, depth), depth}
+    return sorted(ks)
+
+
 def _ann_section(
     rankings: dict[str, SearchResult],
     per_query: dict[str, dict[str, np.ndarray]],
-    metrics: list[Metric],
+    ks: list[int],
     slices: list[Slice],
 ) -> AnnSection | None:
     if not {"exact", "hnsw"} <= rankings.keys():
         return None
-    cutoffs = sorted({m.k for m in metrics})
     recall = {
-        f"recall@{k}": topk_overlap(rankings["hnsw"].ids, rankings["exact"].ids, k) for k in cutoffs
+        f"recall@{k}": topk_overlap(rankings["hnsw"].ids, rankings["exact"].ids, k) for k in ks
     }
     deltas = {m: per_query["hnsw"][m] - per_query["exact"][m] for m in per_query["exact"]}
 
@@ -402,7 +421,6 @@ def _score(
     """Per-query metrics, judged@k, curves and slice summaries of every ranking."""
     golden, slices, rankings = loaded.golden, loaded.slices, retrieved.rankings
     qrels = golden.qrel_arrays()
-    cutoffs = sorted({m.k for m in metrics})
     masks = {s.name: s.mask for s in slices}
     per_query: dict[str, dict[str, np.ndarray]] = {}
     indexes: dict[str, IndexResult] = {}
@@ -419,7 +437,9 @@ def _score(
             indexes[name] = IndexResult(
                 kind=name,
                 params=retrieved.params[name],
-                slices=_summarize(per_query[name], judged_at(judgments, cutoffs), slices, config),
+                slices=_summarize(
+                    per_query[name], judged_at(judgments, cutoffs(metrics)), slices, config
+                ),
                 per_query={m: v.tolist() for m, v in per_query[name].items()},
                 top_ids=[
                     [golden.doc_ids[d] for d in row if d >= 0]
@@ -427,7 +447,8 @@ def _score(
                 ],
                 curves=MetricCurves(k=ks, values=curve_values),
             )
-        ann = _ann_section(rankings, per_query, metrics, slices)
+        ks = ann_cutoffs(metrics, config.gate.ann_k, retrieved.depth)
+        ann = _ann_section(rankings, per_query, ks, slices)
         lexical = _lexical_section(per_query, slices, config.indexes.hybrid.dense)
     return _Scored(indexes=indexes, ann=ann, lexical=lexical)
 
@@ -532,8 +553,7 @@ def run_evaluation(
     loaded = _load(config, timer, baseline, baseline_source)
     embedded = _embed(config, loaded.golden, embedder, progress, timer)
     intrinsic = _health(config, loaded.golden, embedded, timer)
-    depth = max(m.k for m in metrics)
-    retrieved = _retrieve(config, loaded.golden, embedded, depth, progress, timer)
+    retrieved = _retrieve(config, loaded.golden, embedded, config.depth, progress, timer)
     scored = _score(config, loaded, retrieved, metrics, timer)
     report = _assemble(config, loaded, embedded, intrinsic, retrieved, scored)
     with timer("gate"):

@@ -21,13 +21,20 @@ Conventions shared by every metric (they match trec_eval run with ``-l relevance
 * A ranking shorter than ``k`` (a corpus smaller than ``k``) counts as padded with non-relevant
   ranks: precision@k still divides by k, the others see no more relevant documents. A cutoff is
   at most MAX_CUTOFF; the search depth is bounded by the corpus size, never by ``k`` alone.
+* A metric written without a cutoff (``map``, ``ndcg``, ...) scores the whole ranking, as
+  trec_eval's uncut measures do (``map``, ``ndcg``, ``recip_rank``, ``set_recall``, ``set_P``):
+  the function gets ``k=None``. Its value depends on how deep the rankings go, so evalret's own
+  indexes search ``search_depth`` deep (``DEFAULT_SEARCH_DEPTH``, trec_eval's usual 1000, when a
+  metric has no cutoff and no depth is configured).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import total_ordering
 from typing import Literal
 
 import numpy as np
@@ -40,17 +47,33 @@ DEFAULT_RELEVANCE_LEVEL = 1  # trec_eval's default -l
 # query with fewer than 2^23 judged documents (2^1000 * 2^23 < 2^1024)
 MAX_GRADE = 1000
 MAX_CUTOFF = 10**9  # far beyond any collection: larger cutoffs are refused as typing errors
+# how deep "the whole ranking" goes when a metric has no cutoff and no search_depth is configured:
+# trec_eval's runs are conventionally 1000 deep (TREC ad hoc tracks, BEIR's exported runs)
+DEFAULT_SEARCH_DEPTH = 1000
 
 
-@dataclass(frozen=True, order=True)
+@total_ordering
+@dataclass(frozen=True)
 class Metric:
-    """A metric family at a cutoff, e.g. ``Metric("ndcg", 10)`` written ``ndcg@10``."""
+    """A metric family at a cutoff, e.g. ``Metric("ndcg", 10)`` written ``ndcg@10``, or over the
+    whole ranking, ``Metric("ndcg")`` written ``ndcg`` (``k`` is None). Ordered by family, then
+    cutoff, the whole ranking last."""
 
     family: str
-    k: int
+    k: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.family}@{self.k}"
+        return self.family if self.k is None else f"{self.family}@{self.k}"
+
+    @property
+    def depth_key(self) -> float:
+        """The cutoff, or infinity for the whole ranking: sorts metrics from shallow to deep."""
+        return math.inf if self.k is None else float(self.k)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Metric):
+            return NotImplemented
+        return (self.family, self.depth_key) < (other.family, other.depth_key)
 
 
 @dataclass(frozen=True)
@@ -63,6 +86,8 @@ class RankedJudgments:
       is at least depth and holds every positive grade of the query, so nDCG@k is right for any k.
     n_relevant: int [Q], number of judged documents with grade >= relevance_level (``R``).
     relevance_level: the grade from which a document counts as relevant (trec_eval's ``-l``).
+    n_retrieved: int [Q], ranks that hold a document (trec_eval's ``num_ret``, what ``precision``
+      without a cutoff divides by); None when every rank of every query holds one.
     """
 
     grades: np.ndarray
@@ -70,10 +95,18 @@ class RankedJudgments:
     ideal: np.ndarray
     n_relevant: np.ndarray
     relevance_level: int = DEFAULT_RELEVANCE_LEVEL
+    n_retrieved: np.ndarray | None = None
 
     @property
     def depth(self) -> int:
         return int(self.grades.shape[1])
+
+    @property
+    def retrieved(self) -> np.ndarray:
+        """int [Q], the number of documents in each query's ranking."""
+        if self.n_retrieved is not None:
+            return self.n_retrieved
+        return np.full(self.grades.shape[0], self.depth, dtype=np.int64)
 
     @property
     def relevant(self) -> np.ndarray:
@@ -97,58 +130,73 @@ def _gain(grades: np.ndarray, gain: Gain) -> np.ndarray:
     return g if gain == "linear" else np.asarray(np.exp2(g) - 1.0, dtype=np.float64)
 
 
-def _dcg(grades: np.ndarray, k: int, gain: Gain) -> np.ndarray:
+def _dcg(grades: np.ndarray, k: int | None, gain: Gain) -> np.ndarray:
     g = _gain(grades[:, :k], gain)
     return np.asarray(g @ _discounts(g.shape[1]), dtype=np.float64)
 
 
-def ndcg(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
+def ndcg(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
     """nDCG@k = DCG@k / IDCG@k with DCG@k = sum_{i<=k} gain(grade_i) / log2(i + 1).
 
     Gain ``linear`` is gain(g) = g (trec_eval's ndcg_cut, BEIR, MTEB); ``exponential`` is
     2^g - 1; grades <= 0 gain 0, and the relevance level plays no part. IDCG@k is the DCG of the
     ideal ordering of all the query's judged grades, cut at k. Equal to trec_eval ``ndcg_cut.k``
-    with linear gain, at any ``-l``.
+    with linear gain, at any ``-l``. Without a cutoff (``k=None``): DCG of the whole ranking over
+    the IDCG of *all* the query's positive grades, never cut (trec_eval ``ndcg``).
     """
     return _safe_divide(_dcg(j.grades, k, gain), _dcg(j.ideal, k, gain))
 
 
-def mrr(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
+def mrr(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
     """RR@k = 1 / rank of the first relevant document within the top k, 0 if there is none.
 
-    Its mean over queries is MRR@k. Equal to trec_eval ``recip_rank`` on the run cut at depth k.
+    Its mean over queries is MRR@k. Equal to trec_eval ``recip_rank`` on the run cut at depth k;
+    without a cutoff, on the whole ranking (``recip_rank``).
     """
     rel = j.relevant[:, :k]
     first = rel.argmax(axis=1)
     return np.where(rel.any(axis=1), 1.0 / (first + 1.0), 0.0)
 
 
-def recall(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
-    """Recall@k = |relevant in top k| / R. Equal to trec_eval ``recall.k``."""
+def recall(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
+    """Recall@k = |relevant in top k| / R. Equal to trec_eval ``recall.k``; without a cutoff,
+    |relevant retrieved| / R over the whole ranking (``set_recall``)."""
     return _safe_divide(j.relevant[:, :k].sum(axis=1).astype(np.float64), j.n_relevant)
 
 
-def precision(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
-    """Precision@k = |relevant in top k| / k, k even when fewer are retrieved (trec_eval P.k)."""
-    return np.asarray(j.relevant[:, :k].sum(axis=1) / float(k), dtype=np.float64)
+def precision(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
+    """Precision@k = |relevant in top k| / k, k even when fewer are retrieved (trec_eval P.k).
+
+    Without a cutoff: |relevant retrieved| / |retrieved| over the whole ranking, 0 when nothing
+    was retrieved (trec_eval ``set_P``, ir_measures ``SetP``; trec_eval has no uncut ``P``).
+    """
+    hits = j.relevant[:, :k].sum(axis=1).astype(np.float64)
+    if k is None:
+        return _safe_divide(hits, j.retrieved.astype(np.float64))
+    return np.asarray(hits / float(k), dtype=np.float64)
 
 
-def average_precision(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
+def average_precision(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
     """AP@k = (1/R) * sum over ranks i <= k holding a relevant document of Precision@i.
 
     The denominator is R, not min(k, R), as in trec_eval ``map_cut.k``; MAP@k is the mean.
+    Without a cutoff, the sum runs over the whole ranking (trec_eval ``map``).
     """
     rel = j.relevant[:, :k]
     prec_at_i = np.cumsum(rel, axis=1) / np.arange(1, rel.shape[1] + 1)
     return _safe_divide((prec_at_i * rel).sum(axis=1), j.n_relevant)
 
 
-def hit_rate(j: RankedJudgments, k: int, gain: Gain = "linear") -> np.ndarray:
-    """Hit rate@k (Success@k) = 1 if a relevant document is in the top k, else 0 (``success.k``)."""
+def hit_rate(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
+    """Hit rate@k (Success@k) = 1 if a relevant document is in the top k, else 0 (``success.k``).
+
+    Without a cutoff: 1 if any relevant document was retrieved at all (trec_eval has no uncut
+    ``success``: it equals ``success.d`` at the run's depth d, and ``num_rel_ret > 0``).
+    """
     return np.asarray(j.relevant[:, :k].any(axis=1), dtype=np.float64)
 
 
-MetricFn = Callable[[RankedJudgments, int, Gain], np.ndarray]
+MetricFn = Callable[[RankedJudgments, int | None, Gain], np.ndarray]  # k None: whole ranking
 
 
 @dataclass(frozen=True)
@@ -157,15 +205,16 @@ class Family:
     fn: MetricFn
     trec_eval: str  # the trec_eval measure it equals (for conformance and documentation)
     aliases: tuple[str, ...] = ()
+    uncut: str = ""  # the trec_eval measure it equals without a cutoff, over the whole ranking
 
 
 FAMILIES = (
-    Family("ndcg", ndcg, "ndcg_cut.k"),
-    Family("mrr", mrr, "recip_rank (run cut at k)", ("rr", "recip_rank")),
-    Family("recall", recall, "recall.k", ("r",)),
-    Family("precision", precision, "P.k", ("p",)),
-    Family("map", average_precision, "map_cut.k", ("ap",)),
-    Family("hit_rate", hit_rate, "success.k", ("success", "hit", "hits")),
+    Family("ndcg", ndcg, "ndcg_cut.k", uncut="ndcg"),
+    Family("mrr", mrr, "recip_rank (run cut at k)", ("rr", "recip_rank"), "recip_rank"),
+    Family("recall", recall, "recall.k", ("r",), "set_recall"),
+    Family("precision", precision, "P.k", ("p",), "set_P"),
+    Family("map", average_precision, "map_cut.k", ("ap",), "map"),
+    Family("hit_rate", hit_rate, "success.k", ("success", "hit", "hits"), "num_rel_ret > 0"),
 )
 
 
@@ -188,20 +237,23 @@ def alias_table(families: Iterable[Family]) -> dict[str, str]:
 
 _ALIASES = alias_table(FAMILIES)  # checked first: no family may shadow another's name
 REGISTRY: Mapping[str, Family] = {f.name: f for f in FAMILIES}
-_NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*@\s*(\d+)\s*$")
+_NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:@\s*(\d+)\s*)?$")
 
 
 def known_metrics() -> str:
     """Human-readable list of the metric names the registry accepts."""
-    return ", ".join(f"{name}@k" for name in REGISTRY)
+    return ", ".join(f"{name}@k" for name in REGISTRY) + " (k >= 1; without @k: the whole ranking)"
 
 
 def parse_metric(name: str) -> Metric:
-    """Parse ``ndcg@10`` into a Metric; case-insensitive, with aliases (``P@5``, ``success@1``)."""
+    """Parse ``ndcg@10`` into a Metric; case-insensitive, with aliases (``P@5``, ``success@1``).
+    A name without ``@k`` (``map``, ``RR``) is the metric over the whole ranking."""
     m = _NAME_RE.match(name)
     family = _ALIASES.get(m.group(1).lower()) if m else None
     if m is None or family is None:
-        raise MetricError(f"unknown metric {name!r}; known metrics: {known_metrics()} (k >= 1)")
+        raise MetricError(f"unknown metric {name!r}; known metrics: {known_metrics()}")
+    if m.group(2) is None:
+        return Metric(family)
     k = int(m.group(2))
     if k < 1:
         raise MetricError(f"metric {name!r}: the cutoff k must be at least 1")
@@ -230,6 +282,27 @@ def parse_metrics(names: Iterable[str]) -> list[Metric]:
     return out
 
 
+def search_depth(metrics: Iterable[Metric], configured: int | None = None) -> int:
+    """How deep rankings must go for ``metrics``: ``configured`` when given, else the largest
+    cutoff, or at least DEFAULT_SEARCH_DEPTH when a metric scores the whole ranking. Callers cap
+    it at the corpus size (a ranking cannot be longer)."""
+    metrics = list(metrics)
+    if configured is not None:
+        return configured
+    deepest = max((m.k for m in metrics if m.k is not None), default=0)
+    return max(deepest, DEFAULT_SEARCH_DEPTH) if has_uncut(metrics) else deepest
+
+
+def has_uncut(metrics: Iterable[Metric]) -> bool:
+    """Whether any of ``metrics`` scores the whole ranking (has no cutoff)."""
+    return any(m.k is None for m in metrics)
+
+
+def cutoffs(metrics: Iterable[Metric]) -> list[int]:
+    """The distinct cutoffs of ``metrics``, ascending (metrics without one add none)."""
+    return sorted({m.k for m in metrics if m.k is not None})
+
+
 def compute(
     metrics: Sequence[Metric], judgments: RankedJudgments, gain: Gain = "linear"
 ) -> dict[str, np.ndarray]:
@@ -237,6 +310,7 @@ def compute(
 
     A cutoff beyond the rankings' depth treats the missing ranks as non-relevant: right when the
     rankings hold every document the system returns (the pipeline searches min(k, corpus size)).
+    A metric without a cutoff scores all of each ranking (its ``n_retrieved`` documents).
     """
     return {str(m): REGISTRY[m.family].fn(judgments, m.k, gain) for m in metrics}
 
@@ -283,6 +357,7 @@ def build_judgments(
         ideal=ideal,
         n_relevant=n_relevant,
         relevance_level=relevance_level,
+        n_retrieved=(ranked >= 0).sum(axis=1).astype(np.int64),
     )
 
 

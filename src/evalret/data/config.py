@@ -18,13 +18,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from evalret.core import gate
-from evalret.core.metrics import MAX_GRADE, parse_metrics
+from evalret.core.metrics import MAX_CUTOFF, MAX_GRADE, cutoffs, parse_metrics, search_depth
 from evalret.core.slices import CustomSlice, Slice, build_slices
 from evalret.core.stats import Correction, PairedTest
 from evalret.data.textfile import read_text
@@ -408,6 +410,13 @@ class Config(_Strict):
     model: ModelConfig = ModelConfig()
     indexes: IndexesConfig = IndexesConfig()
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
+    search_depth: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CUTOFF,
+        description="ranks searched per query (the whole ranking of uncut metrics); default: "
+        "the largest cutoff, or 1000 when a metric has no cutoff; capped at the corpus size",
+    )
     ndcg_gain: Literal["linear", "exponential"] = "linear"
     relevance_level: int = Field(
         1,
@@ -434,6 +443,25 @@ class Config(_Strict):
             return [str(m) for m in parse_metrics(v)]
         except MetricError as e:
             raise ValueError("; ".join(p.message for p in e.problems)) from None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The config as a dict; ``search_depth`` only when set, so that reports of configs
+        without it read as they did before the key existed."""
+        data: dict[str, Any] = handler(self)
+        if self.search_depth is None:
+            data.pop("search_depth", None)
+        return data
+
+    @model_validator(mode="after")
+    def _search_depth_holds_every_cutoff(self) -> Config:
+        deepest = max(cutoffs(parse_metrics(self.metrics)), default=0)
+        if self.search_depth is not None and self.search_depth < deepest:
+            raise ValueError(
+                f"search_depth {self.search_depth} is below the largest metric cutoff {deepest}: "
+                f"raise it to at least {deepest}, or leave it out"
+            )
+        return self
 
     @model_validator(mode="after")
     def _gated_metrics_are_computed(self) -> Config:
@@ -470,8 +498,9 @@ class Config(_Strict):
 
     @property
     def depth(self) -> int:
-        """The largest metric cutoff (the pipeline searches no deeper than the corpus size)."""
-        return max(m.k for m in parse_metrics(self.metrics))
+        """The search depth: ``search_depth``, else the largest metric cutoff, or 1000 when a
+        metric has no cutoff (the pipeline searches no deeper than the corpus size)."""
+        return search_depth(parse_metrics(self.metrics), self.search_depth)
 
     def resolve_paths(self, base: Path) -> Config:
         """A copy whose relative paths are made absolute against ``base``."""
