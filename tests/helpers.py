@@ -158,6 +158,18 @@ TREC_MEASURES = {
 }
 
 
+# trec_eval's measure over the whole run for each metric written without a cutoff (hit_rate:
+# num_rel_ret > 0, trec_eval having no uncut success)
+UNCUT_TREC_MEASURES = {
+    "ndcg": "ndcg",
+    "mrr": "recip_rank",
+    "recall": "set_recall",
+    "precision": "set_P",
+    "map": "map",
+    "hit_rate": "num_rel_ret",
+}
+
+
 def assert_report_matches_trec_eval(
     per_query: dict[str, list[float]],
     query_ids: list[str],
@@ -165,15 +177,16 @@ def assert_report_matches_trec_eval(
     run: dict[str, dict[str, float]],
     relevance_level: int,
 ) -> int:
-    """Every metric of ``per_query`` (no mrr) equals trec_eval's on ``run`` for every qrels query
-    (a query absent from the run scores 0, trec_eval -c); returns the number of values compared."""
+    """Every metric of ``per_query`` (no mrr@k; any metric without a cutoff) equals trec_eval's
+    on ``run`` for every qrels query (a query absent from the run scores 0, trec_eval -c);
+    returns the number of values compared."""
     import pytest
     import pytrec_eval
 
     measures = {}
     for name in per_query:
-        family, k = name.split("@")
-        measures[name] = f"{TREC_MEASURES[family]}.{k}"
+        family, _, k = name.partition("@")
+        measures[name] = f"{TREC_MEASURES[family]}.{k}" if k else UNCUT_TREC_MEASURES[family]
     full_run = {q: run.get(q) or {"__none__": 0.0} for q in qrels}
     got = pytrec_eval.RelevanceEvaluator(
         qrels, set(measures.values()), relevance_level=relevance_level
@@ -182,5 +195,8 @@ def assert_report_matches_trec_eval(
     for name, measure in measures.items():
         key = measure.replace(".", "_")
         for i, q in enumerate(query_ids):
-            assert per_query[name][i] == pytest.approx(got[q][key], abs=1e-9), (name, q)
+            theirs = got[q][key]
+            if name == "hit_rate":
+                theirs = float(theirs > 0)
+            assert per_query[name][i] == pytest.approx(theirs, abs=1e-9), (name, q)
     return len(measures) * len(query_ids)

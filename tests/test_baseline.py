@@ -130,6 +130,21 @@ def test_changed_metric_definition_is_refused(
         run_evaluation(other, embedder=ExplodingEmbedder(), baseline=report)
 
 
+def test_search_depth_is_a_definition_only_for_metrics_without_a_cutoff(
+    config: Config, tmp_path: Path
+) -> None:
+    """A baseline with map over 1000 ranks refuses a run with map over 30 ranks; a search depth
+    set beside cut metrics alone changes no number, and the default baseline accepts it."""
+    uncut = config.model_copy(update={"metrics": ["map", "ndcg@10"]})
+    report = run_evaluation(uncut, embedder=HashEmbedder()).report
+    shallower = uncut.model_copy(update={"search_depth": 30})
+    with pytest.raises(IncomparableError, match="search_depth: 1000 -> 30"):
+        run_evaluation(shallower, embedder=ExplodingEmbedder(), baseline=report)
+    cut = run_evaluation(config, embedder=HashEmbedder()).report
+    deeper = config.model_copy(update={"search_depth": 200})
+    assert run_evaluation(deeper, embedder=HashEmbedder(), baseline=cut).report.gate is not None
+
+
 def test_model_change_is_shown_and_gated(config: Config, baseline: tuple[RunReport, Path]) -> None:
     """Another model is compared, not refused; what changed is listed in the gate section."""
     report, path = baseline

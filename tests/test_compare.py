@@ -318,3 +318,12 @@ def test_compare_reports_refuses_an_uncomputed_primary() -> None:
     a = run_report([0.5] * N)
     with pytest.raises(InputError, match="--primary map@10 is not computed; computed: ndcg@10"):
         compare_reports(a, a, CompareSettings(primary="map@10"))
+
+
+def test_diagnose_reads_a_cutoff_before_the_whole_ranking() -> None:
+    """A metric without a cutoff counts as the deepest: ndcg@10 is read before ndcg, and ndcg
+    alone is read when it is the family's only metric."""
+    both = {"ndcg@10": change(0.1), "ndcg": change(-0.1)}
+    assert diagnose(both, CRITERIA) == "ndcg@10 up: better ordering of the same documents"
+    alone = {"ndcg": change(-0.1), "mrr": change(0.2)}
+    assert diagnose(alone, CRITERIA).startswith("ndcg down, mrr up")

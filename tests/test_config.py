@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from evalret.commands.evaluate import metric_definitions
 from evalret.data.config import DEFAULT_METRICS, Config, load_config, parse_config
 from evalret.errors import ConfigError
 
@@ -127,3 +128,24 @@ def test_override_for_an_index_the_gate_does_not_check_is_refused() -> None:
     parse_config(
         "gate:\n  indexes: [exact, bm25]\n  overrides: [{metric: mrr@10, index: bm25, min: 0.5}]\n"
     )
+
+
+def test_search_depth_in_the_config() -> None:
+    """search_depth defaults to the largest cutoff (1000 with an uncut metric), is refused below
+    a cutoff or below 1 naming the file and line, and is dumped only when set."""
+    cut = parse_config("metrics: [ndcg@10, recall@100]\n")
+    assert cut.depth == 100 and "search_depth" not in metric_definitions(cut)
+    assert "search_depth" not in cut.model_dump(mode="json")
+    uncut = parse_config("metrics: [ndcg@10, map]\n")
+    assert uncut.depth == 1000 and metric_definitions(uncut)["search_depth"] == 1000
+    set_ = parse_config("metrics: [ndcg@10]\nsearch_depth: 50\n")
+    assert set_.depth == 50 and metric_definitions(set_)["search_depth"] == 50
+    assert set_.model_dump(mode="json")["search_depth"] == 50
+    with pytest.raises(ConfigError) as e:
+        parse_config("metrics: [recall@100, map]\nsearch_depth: 20\n", "cfg.yaml")
+    assert "cfg.yaml:2: search_depth: Value error, search_depth 20 is below the largest" in str(
+        e.value
+    )
+    with pytest.raises(ConfigError) as e:
+        parse_config("metrics: [map]\nsearch_depth: 0\n", "cfg.yaml")
+    assert "cfg.yaml:2: search_depth" in str(e.value)

@@ -183,3 +183,60 @@ def test_a_cutoff_beyond_the_bound_is_refused_naming_the_metric() -> None:
     with pytest.raises(ConfigError) as e:
         parse_config("metrics: [recall@10, ndcg@100000000000]\n", "cfg.yaml")
     assert "cfg.yaml:1: metrics: Value error, metric 'ndcg@100000000000'" in str(e.value)
+
+
+UNCUT = ["map", "ndcg", "mrr", "recall", "precision", "hit_rate"]
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_metrics_without_a_cutoff_equal_trec_eval_on_the_run_files(
+    config: Config, tmp_path: Path, level: int
+) -> None:
+    """map, ndcg, mrr, recall, precision and hit_rate without a cutoff score the whole ranking:
+    searched 1000 deep by default (the 60-document corpus caps it), each index's exported run
+    file scored by trec_eval (map, ndcg, recip_rank, set_recall, set_P) gives the same value per
+    query, BM25's shorter rankings included; the depth enters the fingerprint."""
+    config = config.model_copy(update={"metrics": [*UNCUT, "ndcg@10"], "relevance_level": level})
+    ev = run_evaluation(config, embedder=HashEmbedder())
+    r = ev.report
+    assert r.fingerprint.metrics["search_depth"] == 1000
+    assert r.fingerprint.metrics["names"] == [*UNCUT, "ndcg@10"]
+    assert all(ranking.ids.shape[1] == 60 for ranking in ev.rankings.values())
+    assert (ev.rankings["bm25"].ids < 0).any()  # BM25 retrieves only matching documents
+    assert list(r.indexes["exact"].slices["all"].judged) == ["judged@10"]
+    assert r.ann is not None and set(r.ann.slices["all"].recall) == {"recall@10", "recall@60"}
+    assert "search_depth" not in r.config
+    write_outputs(ev, tmp_path / "out")
+    g = ev.golden_set
+    qrels = {q: g.qrels[q] for q in g.query_ids}
+    for name, index in r.indexes.items():
+        run = read_trec_run(tmp_path / "out" / f"run.{name}.trec")
+        compared = assert_report_matches_trec_eval(index.per_query, r.query_ids, qrels, run, level)
+        assert compared == 7 * len(r.query_ids)
+    exact = r.indexes["exact"].per_query
+    assert exact["recall"] == [1.0] * len(r.query_ids)  # the whole corpus is ranked
+    assert exact["precision"] == pytest.approx([3 / 60 if level == 1 else 2 / 60] * 24)
+
+
+def test_search_depth_cuts_the_whole_ranking_and_is_fingerprinted(
+    config: Config, tmp_path: Path
+) -> None:
+    """search_depth: 7 searches every index 7 deep: map over the whole ranking equals map@7,
+    trec_eval agrees on the 7-deep run files, and the depth is in the fingerprint and config."""
+    config = config.model_copy(
+        update={"metrics": ["map", "map@7", "ndcg", "precision"], "search_depth": 7}
+    )
+    ev = run_evaluation(config, embedder=HashEmbedder())
+    r = ev.report
+    assert r.fingerprint.metrics["search_depth"] == 7 and r.config["search_depth"] == 7
+    assert all(ranking.ids.shape[1] == 7 for ranking in ev.rankings.values())
+    assert r.indexes["exact"].curves is not None and r.indexes["exact"].curves.k[-1] == 7
+    for index in r.indexes.values():
+        assert index.per_query["map"] == index.per_query["map@7"]
+    write_outputs(ev, tmp_path / "out")
+    run = read_trec_run(tmp_path / "out" / "run.hnsw.trec")
+    assert {len(docs) for docs in run.values()} == {7}
+    g = ev.golden_set
+    qrels = {q: g.qrels[q] for q in g.query_ids}
+    per_query = r.indexes["hnsw"].per_query
+    assert assert_report_matches_trec_eval(per_query, r.query_ids, qrels, run, 1) == 4 * 24

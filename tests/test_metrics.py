@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalret.core.metrics import (
+    DEFAULT_SEARCH_DEPTH,
     FAMILIES,
     REGISTRY,
     Family,
@@ -17,10 +18,12 @@ from evalret.core.metrics import (
     alias_table,
     build_judgments,
     compute,
+    cutoffs,
     hit_rate,
     ndcg,
     parse_metric,
     parse_metrics,
+    search_depth,
 )
 from evalret.errors import MetricError
 from helpers import case_judgments, judgments_from_lists
@@ -123,7 +126,56 @@ def test_parse_metric_names(name: str, expected: str) -> None:
     assert str(parse_metric(name)) == expected
 
 
-@pytest.mark.parametrize("name", ["ndcg", "foo@10", "ndcg@0", "ndcg@x", "@10"])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("map", "map"),
+        ("AP", "map"),
+        ("nDCG", "ndcg"),
+        ("recip_rank", "mrr"),
+        ("RR", "mrr"),
+        (" recall ", "recall"),
+        ("P", "precision"),
+        ("success", "hit_rate"),
+    ],
+)
+def test_names_without_a_cutoff_mean_the_whole_ranking(name: str, expected: str) -> None:
+    """A name without @k parses to its family over the whole ranking and renders without @."""
+    metric = parse_metric(name)
+    assert metric.k is None and str(metric) == expected
+
+
+def test_metrics_order_by_family_then_cutoff_the_whole_ranking_last() -> None:
+    """Sorting puts a family's cutoffs in ascending order and its uncut metric after them."""
+    names = ["ndcg", "map@10", "ndcg@100", "ndcg@5", "map"]
+    got = [str(m) for m in sorted(parse_metrics(names))]
+    assert got == ["map@10", "map", "ndcg@5", "ndcg@100", "ndcg"]
+    assert parse_metrics(["map", "AP", "map@10"]) == [Metric("map"), Metric("map", 10)]
+
+
+def test_search_depth_defaults() -> None:
+    """The search depth is the largest cutoff, at least 1000 with an uncut metric, or the
+    configured value; cutoffs() lists only the metrics that have one."""
+    assert search_depth(parse_metrics(["ndcg@10", "recall@100"])) == 100
+    assert search_depth(parse_metrics(["ndcg@10", "map"])) == DEFAULT_SEARCH_DEPTH == 1000
+    assert search_depth(parse_metrics(["recall@2000", "map"])) == 2000
+    assert search_depth(parse_metrics(["map"]), 50) == 50
+    assert cutoffs(parse_metrics(["map", "ndcg@10", "recall@10", "mrr@5"])) == [5, 10]
+
+
+def test_uncut_precision_divides_by_the_documents_retrieved() -> None:
+    """precision without a cutoff is relevant retrieved / retrieved (set_P): a ranking of two
+    documents out of a depth of four, one relevant, scores 1/2, and an empty ranking 0."""
+    ranked = np.array([[1, 0, -1, -1], [-1, -1, -1, -1]])
+    j = build_judgments(ranked, np.array([0, 1]), np.array([1, 1]), np.array([1, 1]), 4)
+    assert j.retrieved.tolist() == [2, 0]
+    got = compute([Metric("precision"), Metric("precision", 4), Metric("recall")], j)
+    assert got["precision"].tolist() == [0.5, 0.0]
+    assert got["precision@4"].tolist() == [0.25, 0.0]
+    assert got["recall"].tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("name", ["ndcg@", "foo@10", "ndcg@0", "ndcg@x", "@10", "foo"])
 def test_unknown_metric_lists_known_ones(name: str) -> None:
     """A bad name fails with the registry's list of known metrics."""
     with pytest.raises(MetricError) as e:

@@ -103,12 +103,24 @@ def golden_set_differences(baseline: RunReport, golden: GoldenSet) -> list[str]:
 
 def definition_differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """The metric definitions (gain, relevance level, tie rule, queries without a relevant
-    document) that differ between a baseline's and a run's, as ``key: before -> after``."""
+    document; the search depth when both score a metric over the whole ranking) that differ
+    between a baseline's and a run's, as ``key: before -> after``."""
     return [
         f"metric definition {key}: {before.get(key)!r} -> {after.get(key)!r}"
-        for key in DEFINITION_KEYS
+        for key in (*DEFINITION_KEYS, *_depth_key(before, after))
         if before.get(key) != after.get(key)
     ]
+
+
+def _depth_key(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
+    """``("search_depth",)`` when both definitions name a metric without a cutoff: only those
+    depend on how deep the rankings go (a metric@k needs depth >= k, which the config ensures)."""
+
+    def uncut(d: dict[str, Any]) -> bool:
+        names = d.get("names")
+        return isinstance(names, list) and any("@" not in str(n) for n in names)
+
+    return ("search_depth",) if uncut(a) and uncut(b) else ()
 
 
 def check_compatible(
@@ -133,8 +145,9 @@ def check_comparable(a: RunReport, b: RunReport) -> None:
             f"golden sets differ: {a.golden_set.source} ({a.golden_set.fingerprint[:12]}) vs "
             f"{b.golden_set.source} ({b.golden_set.fingerprint[:12]})"
         )
-    for key in (*DEFINITION_KEYS, "names"):
-        va, vb = a.fingerprint.metrics.get(key), b.fingerprint.metrics.get(key)
+    fa, fb = a.fingerprint.metrics, b.fingerprint.metrics
+    for key in (*DEFINITION_KEYS, "names", *_depth_key(fa, fb)):
+        va, vb = fa.get(key), fb.get(key)
         if va != vb:
             problems.append(f"metric definition {key}: {va!r} (A) vs {vb!r} (B)")
     common = a.indexes.keys() & b.indexes.keys()

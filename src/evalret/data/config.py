@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -453,15 +454,18 @@ class Config(_Strict):
             data.pop("search_depth", None)
         return data
 
-    @model_validator(mode="after")
-    def _search_depth_holds_every_cutoff(self) -> Config:
-        deepest = max(cutoffs(parse_metrics(self.metrics)), default=0)
-        if self.search_depth is not None and self.search_depth < deepest:
+    @field_validator("search_depth")
+    @classmethod
+    def _search_depth_holds_every_cutoff(cls, v: int | None, info: ValidationInfo) -> int | None:
+        """A search depth below a metric's cutoff would score that metric on a cut ranking."""
+        metrics = info.data.get("metrics")  # absent when the metrics themselves were refused
+        deepest = max(cutoffs(parse_metrics(metrics)), default=0) if metrics else 0
+        if v is not None and v < deepest:
             raise ValueError(
-                f"search_depth {self.search_depth} is below the largest metric cutoff {deepest}: "
-                f"raise it to at least {deepest}, or leave it out"
+                f"search_depth {v} is below the largest metric cutoff {deepest}: raise it to at "
+                f"least {deepest}, or leave it out"
             )
-        return self
+        return v
 
     @model_validator(mode="after")
     def _gated_metrics_are_computed(self) -> Config:
