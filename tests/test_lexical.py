@@ -170,6 +170,30 @@ def test_bm25_scifact_levels_and_modes_agree_with_trec_eval(
         assert ours["ndcg@10"].mean() == pytest.approx(0.665, abs=0.03)
 
 
+@pytest.mark.parametrize("level", [1, 2])
+def test_bm25_scifact_metrics_without_a_cutoff_agree_with_trec_eval(
+    scifact_path: Path, scifact_bm25: SearchResult, level: int
+) -> None:
+    """On SciFact's 100-deep BM25 run, every metric without a cutoff equals trec_eval's uncut
+    measure (map, ndcg, recip_rank, set_recall, set_P, num_rel_ret > 0) per query at -l level,
+    every qrels query scored."""
+    g = load_golden_set(GoldenSetConfig(path=scifact_path), level)
+    metrics = parse_metrics(["map", "ndcg", "mrr", "recall", "precision", "hit_rate"])
+    judgments = build_judgments(
+        scifact_bm25.ids, *g.qrel_arrays(), n_docs=len(g.doc_ids), relevance_level=level
+    )
+    assert judgments.retrieved.max() == 100
+    ours = compute(metrics, judgments, "linear")
+    ranked = _ranked(g, scifact_bm25)
+    qrels = {q: g.qrels[q] for q in g.query_ids}
+    for metric in metrics:
+        theirs = trec_eval_values(qrels, ranked, metric, relevance_level=level)
+        for i, q in enumerate(g.query_ids):
+            assert ours[str(metric)][i] == pytest.approx(theirs[q], abs=1e-9), (metric, q)
+    # SciFact's grades are all 1: at level 2 nothing is relevant, but nDCG keeps its gains
+    assert ours["ndcg"].mean() > 0.6 and (ours["map"].mean() > 0) == (level == 1)
+
+
 def test_scifact_level_2_excluding_is_nothing_to_evaluate(scifact_path: Path) -> None:
     """Level 2 with queries_without_relevant: exclude leaves no query: an InputError (exit 2)
     that says how to fix it."""
