@@ -31,6 +31,7 @@ from evalret.data.schema import (
     RunReport,
     SliceComparison,
 )
+from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
     COMPARE_COLUMNS,
     intrinsic_rows,
@@ -1057,6 +1058,25 @@ def lexical_section(p: RunPage) -> Section | None:
     return Section("lexical", f"Dense against lexical (BM25) on {esc(metric)}", body)
 
 
+def beyond_section(p: RunPage) -> Section | None:
+    """Corpus coverage and the Gini coefficient of every index's top k, per slice (not gated)."""
+    view = beyond_table(p.report, HTML)
+    if view is None:
+        return None
+    head = ["slice", "n"]
+    head += [f"{esc(i)} {c}" for i in view.indexes for c in (f"coverage@{view.k}", "gini")]
+    rows = [
+        [esc(r.slice), str(r.n_queries), *(c for pair in r.cells for c in pair)] for r in view.rows
+    ]
+    notes = "".join(f"<li>{esc(line)}</li>" for line in view.outside)
+    body = (
+        f'<p class="muted">{esc(view.meaning[0].upper() + view.meaning[1:])}.</p>'
+        + _table(head, rows)
+        + (f'<ul class="plain">{notes}</ul>' if notes else "")
+    )
+    return Section("beyond", f"{BEYOND_TITLE}: coverage and popularity (top {view.k})", body)
+
+
 def intrinsic_section(p: RunPage) -> Section | None:
     """Label-free health of the document and query vectors, and the collapse verdict."""
     rows = intrinsic_rows(p.report)
@@ -1089,6 +1109,7 @@ RUN_SECTIONS: list[RunSection] = [
     lexical_section,
     per_query_section,
     curves_section,
+    beyond_section,
     intrinsic_section,
     fingerprint_section,
 ]
