@@ -5,14 +5,37 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
 
+from evalret.commands.beyond import add_beyond, beyond_k
+from evalret.commands.evaluate import run_evaluation
 from evalret.core.beyond import gini, popularity, retrieval_counts
+from evalret.core.ranking import SearchResult
+from evalret.data.config import (
+    BeyondAccuracyConfig,
+    Config,
+    GoldenSetConfig,
+    HnswIndexConfig,
+    IndexesConfig,
+    parse_config,
+)
+from evalret.data.schema import RunReport
+from evalret.errors import ConfigError
+from evalret.report.beyond_view import beyond_table
+from evalret.report.html import run_html
+from evalret.report.markdown import render_markdown
+from evalret.report.numbers import TYPOGRAPHIC
+from evalret.report.terminal import render_run
+from helpers import HashEmbedder, make_set
 from strategies import top_k_rankings
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def brute_gini(counts: list[int]) -> float:
@@ -116,3 +139,99 @@ def test_popularity_matches_brute_force_and_its_invariants(
     # monotone in the slice and in k
     assert popularity(ids, np.ones(n_queries, dtype=bool), n_docs, k).coverage >= p.coverage
     assert popularity(ids, mask, n_docs, depth).coverage >= p.coverage
+
+
+# --- in a run: the pipeline stage, report.json and the views ------------------------------------
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    """The 60-document plumbing set, every index on, metrics down to depth 20."""
+    return Config(
+        golden_set=GoldenSetConfig(path=make_set(tmp_path)),
+        indexes=IndexesConfig(hnsw=HnswIndexConfig(m=8, ef_construction=40, ef_search=16)),
+        metrics=["ndcg@10", "recall@20", "mrr@5"],
+    )
+
+
+def test_every_index_and_slice_reports_coverage_and_gini_from_its_top_ids(config: Config) -> None:
+    """report.json's beyond figures equal the brute-force definitions over the top 10 document
+    ids the report keeps per query, for every index and slice; nothing is outside the corpus."""
+    ev = run_evaluation(config, embedder=HashEmbedder())
+    r = ev.report
+    n_docs = r.golden_set.n_documents
+    doc_index = {d: i for i, d in enumerate(ev.golden_set.doc_ids)}
+    assert list(r.indexes) == ["exact", "hnsw", "bm25", "hybrid"]
+    for index in r.indexes.values():
+        for name, info in r.slices.items():
+            beyond = index.slices[name].beyond
+            assert list(beyond) == ["coverage@10", "gini@10", "outside_corpus@10"]
+            rows = [[doc_index[d] for d in index.top_ids[q]] for q in info.members]
+            counts = np.bincount([d for row in rows for d in row], minlength=n_docs).tolist()
+            assert beyond["coverage@10"] == pytest.approx(brute_coverage(rows, n_docs, 10))
+            assert beyond["gini@10"] == pytest.approx(brute_gini(counts))
+            assert beyond["outside_corpus@10"] == 0
+    assert r.gate is not None and all("coverage" not in c.name for c in r.gate.checks)
+
+
+def test_the_cutoff_is_configured_and_lowered_to_the_search_depth(config: Config) -> None:
+    """beyond_accuracy.k picks the cutoff; a k deeper than the rankings falls to their depth,
+    unless the rankings hold the whole corpus (then k stands: its top k is the whole ranking)."""
+
+    def keys(cfg: Config) -> set[str]:
+        report = run_evaluation(cfg, embedder=HashEmbedder()).report
+        return {k for i in report.indexes.values() for s in i.slices.values() for k in s.beyond}
+
+    three = config.model_copy(update={"beyond_accuracy": BeyondAccuracyConfig(k=3)})
+    assert keys(three) == {"coverage@3", "gini@3", "outside_corpus@3"}
+    deep = config.model_copy(update={"beyond_accuracy": BeyondAccuracyConfig(k=50)})
+    assert keys(deep) == {"coverage@20", "gini@20", "outside_corpus@20"}
+    whole = deep.model_copy(update={"metrics": ["recall@100"]})
+    assert keys(whole) == {"coverage@50", "gini@50", "outside_corpus@50"}
+    assert (beyond_k(50, 20, 60), beyond_k(50, 60, 60), beyond_k(10, 20, 60)) == (20, 50, 10)
+    with pytest.raises(ConfigError, match="beyond_accuracy"):
+        parse_config("beyond_accuracy: {k: 0}\n")
+
+
+def test_documents_outside_the_corpus_are_counted_apart_and_shown(config: Config) -> None:
+    """Ids past the corpus (unknown documents of a run file) leave coverage relative to the
+    corpus, are counted as outside_corpus@k, and each view names the index that retrieved them;
+    index and slice names are escaped in every medium."""
+    ev = run_evaluation(config, embedder=HashEmbedder())
+    n_docs = ev.report.golden_set.n_documents
+    ids = ev.rankings["bm25"].ids.copy()
+    ids[:, 0] = n_docs + np.arange(len(ids)) % 3  # three distinct unknown documents
+    rankings = {**ev.rankings, "bm25": SearchResult(ids, ev.rankings["bm25"].scores)}
+    indexes = {"<b>bm25": ev.report.indexes["bm25"]}
+    indexes = add_beyond(indexes, {"<b>bm25": rankings["bm25"]}, ev.slices, n_docs=n_docs, k=10,
+                         depth=20)  # fmt: skip
+    beyond = indexes["<b>bm25"].slices["all"].beyond
+    expected = popularity(ids, np.ones(len(ids), dtype=bool), n_docs, 10)
+    assert beyond["outside_corpus@10"] == 3 and expected.outside == 3
+    assert beyond["coverage@10"] == pytest.approx(expected.coverage) and expected.coverage < 1
+    report = ev.report.model_copy(update={"indexes": indexes, "gate": None})
+    view = beyond_table(report, TYPOGRAPHIC)
+    assert view is not None and view.indexes == ["<b>bm25"] and len(view.rows) == len(ev.slices)
+    line = "documents outside the corpus in the top 10"
+    md = render_markdown(report)
+    assert "### Beyond accuracy (top 10)" in md and f"3 {line}" in md
+    table = md[md.index("### Beyond accuracy") :]
+    assert "&lt;b&gt;bm25 cov@10" in table and "<b>" not in table
+    html = run_html(report)
+    assert 'id="beyond"' in html and "&lt;b&gt;bm25 coverage@10" in html and line in html
+    assert "<b>bm25" not in html
+    console = Console(record=True, width=200)
+    console.print(render_run(report, []))
+    text = console.export_text()
+    assert "Beyond accuracy" in text and f"<b>bm25: 3 {line}" in text
+
+
+def test_a_report_without_the_figures_reads_back_without_them() -> None:
+    """baselines/demo.json (written before beyond existed) loads, draws no beyond table and
+    dumps back without a beyond key."""
+    text = (REPO / "baselines" / "demo.json").read_text()
+    report = RunReport.model_validate_json(text)
+    assert beyond_table(report, TYPOGRAPHIC) is None
+    assert "Beyond accuracy" not in render_markdown(report)
+    assert 'id="beyond"' not in run_html(report)
+    assert '"beyond"' not in report.model_dump_json()

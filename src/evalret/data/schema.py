@@ -74,6 +74,14 @@ class SliceResult(_Model):
     # "outside_corpus@10": 0}; absent in reports of older versions
     beyond: dict[str, float | int | None] = {}
 
+    @model_serializer(mode="wrap")
+    def _beyond_absent_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A report written before ``beyond`` existed dumps back without it."""
+        data: dict[str, Any] = handler(self)
+        if "beyond" not in self.model_fields_set:
+            data.pop("beyond", None)
+        return data
+
 
 class MetricCurves(_Model):
     """Mean metric@k per slice at every cutoff ``k`` (evalret.core.curves), rounded to 6 digits."""

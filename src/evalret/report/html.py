@@ -752,6 +752,7 @@ def metrics_section(p: RunPage) -> Section:
         parts.append(f'<h3 id="index-{slug(index)}">{esc(index)} {kind_html}</h3>')
         parts.append(metric_bars(p.sides, index))
         parts.append(metric_table(p.report, index))
+    parts.append(beyond_block(p.report))
     return Section("metrics", "Metrics per index and slice", "".join(parts))
 
 
@@ -1058,11 +1059,12 @@ def lexical_section(p: RunPage) -> Section | None:
     return Section("lexical", f"Dense against lexical (BM25) on {esc(metric)}", body)
 
 
-def beyond_section(p: RunPage) -> Section | None:
-    """Corpus coverage and the Gini coefficient of every index's top k, per slice (not gated)."""
-    view = beyond_table(p.report, HTML)
+def beyond_block(report: RunReport) -> str:
+    """Corpus coverage and the Gini coefficient of every index's top k, per slice (not gated),
+    under the metrics; empty for a report without them."""
+    view = beyond_table(report, HTML)
     if view is None:
-        return None
+        return ""
     head = ["slice", "n"]
     head += [f"{esc(i)} {c}" for i in view.indexes for c in (f"coverage@{view.k}", "gini")]
     rows = [
@@ -1074,7 +1076,8 @@ def beyond_section(p: RunPage) -> Section | None:
         + _table(head, rows)
         + (f'<ul class="plain">{notes}</ul>' if notes else "")
     )
-    return Section("beyond", f"{BEYOND_TITLE}: coverage and popularity (top {view.k})", body)
+    title = f"{BEYOND_TITLE}: coverage and popularity (top {view.k})"
+    return f'<h3 id="beyond">{esc(title)}</h3>{body}'
 
 
 def intrinsic_section(p: RunPage) -> Section | None:
@@ -1109,7 +1112,6 @@ RUN_SECTIONS: list[RunSection] = [
     lexical_section,
     per_query_section,
     curves_section,
-    beyond_section,
     intrinsic_section,
     fingerprint_section,
 ]
