@@ -77,6 +77,25 @@ def graded_runs(
     return doc_ids, qrels, run
 
 
+# --- rankings for beyond-accuracy figures (test_beyond) ---------------------------------------
+
+
+@st.composite
+def top_k_rankings(draw: st.DrawFn, max_docs: int = 12, max_queries: int = 6) -> tuple[Any, int]:
+    """(ids int64 [Q, depth], n_docs): per query distinct documents, some outside the corpus
+    (ids >= n_docs), then empty ranks (-1) at the end of some rows."""
+    import numpy as np
+
+    n_docs = draw(st.integers(1, max_docs))
+    n_queries = draw(st.integers(1, max_queries))
+    depth = draw(st.integers(1, 8))
+    rows = []
+    for _ in range(n_queries):
+        docs = draw(st.lists(st.integers(0, n_docs + 3), max_size=depth, unique=True))
+        rows.append(docs + [-1] * (depth - len(docs)))
+    return np.array(rows, dtype=np.int64), n_docs
+
+
 # --- fuzzing the readers: valid content with random mutations ----------------------------------
 
 # values a mutated field may take: wrong types, numbers no reader should choke on, nested junk

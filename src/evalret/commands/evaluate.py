@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from evalret.commands.beyond import add_beyond
 from evalret.commands.gate import check_gate_slices, run_gate
 from evalret.core.curves import metric_curves
 from evalret.core.digest import json_digest
@@ -447,6 +448,8 @@ def _score(
                 ],
                 curves=MetricCurves(k=ks, values=curve_values),
             )
+        n_docs, k = len(golden.doc_ids), config.beyond_accuracy.k
+        indexes = add_beyond(indexes, rankings, slices, n_docs=n_docs, k=k, depth=retrieved.depth)
         ks = ann_cutoffs(metrics, config.gate.ann_k, retrieved.depth)
         ann = _ann_section(rankings, per_query, ks, slices)
         lexical = _lexical_section(per_query, slices, config.indexes.hybrid.dense)

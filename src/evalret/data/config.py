@@ -404,6 +404,15 @@ class LeakageConfig(_Strict):
     )
 
 
+class BeyondAccuracyConfig(_Strict):
+    """Corpus coverage and the Gini coefficient of retrieval counts in every index's top k
+    (evalret.core.beyond); reported, never gated."""
+
+    k: int = Field(
+        10, ge=1, description="the cutoff; lowered to the search depth when rankings are shorter"
+    )
+
+
 class Config(_Strict):
     """The whole evalret configuration."""
 
@@ -436,6 +445,7 @@ class Config(_Strict):
     cache: CacheConfig = CacheConfig()
     output: OutputConfig = OutputConfig()
     leakage: LeakageConfig = LeakageConfig()
+    beyond_accuracy: BeyondAccuracyConfig = BeyondAccuracyConfig()
 
     @field_validator("metrics")
     @classmethod

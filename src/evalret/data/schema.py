@@ -69,6 +69,18 @@ class SliceResult(_Model):
     metrics: dict[str, MetricValue]
     # mean share of the top k holding a judged document, per cutoff ("judged@10": 0.83)
     judged: dict[str, float | None] = {}
+    # corpus coverage and Gini of retrieval counts in the top k (evalret.core.beyond), and the
+    # distinct documents outside the corpus there: {"coverage@10": 0.41, "gini@10": 0.62,
+    # "outside_corpus@10": 0}; absent in reports of older versions
+    beyond: dict[str, float | int | None] = {}
+
+    @model_serializer(mode="wrap")
+    def _beyond_absent_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A report written before ``beyond`` existed dumps back without it."""
+        data: dict[str, Any] = handler(self)
+        if "beyond" not in self.model_fields_set:
+            data.pop("beyond", None)
+        return data
 
 
 class MetricCurves(_Model):

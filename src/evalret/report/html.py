@@ -31,6 +31,7 @@ from evalret.data.schema import (
     RunReport,
     SliceComparison,
 )
+from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
     COMPARE_COLUMNS,
     intrinsic_rows,
@@ -751,6 +752,7 @@ def metrics_section(p: RunPage) -> Section:
         parts.append(f'<h3 id="index-{slug(index)}">{esc(index)} {kind_html}</h3>')
         parts.append(metric_bars(p.sides, index))
         parts.append(metric_table(p.report, index))
+    parts.append(beyond_block(p.report))
     return Section("metrics", "Metrics per index and slice", "".join(parts))
 
 
@@ -1055,6 +1057,27 @@ def lexical_section(p: RunPage) -> Section | None:
     )
     body = f'<div class="grid">{"".join(charts)}</div>{table}'
     return Section("lexical", f"Dense against lexical (BM25) on {esc(metric)}", body)
+
+
+def beyond_block(report: RunReport) -> str:
+    """Corpus coverage and the Gini coefficient of every index's top k, per slice (not gated),
+    under the metrics; empty for a report without them."""
+    view = beyond_table(report, HTML)
+    if view is None:
+        return ""
+    head = ["slice", "n"]
+    head += [f"{esc(i)} {c}" for i in view.indexes for c in (f"coverage@{view.k}", "gini")]
+    rows = [
+        [esc(r.slice), str(r.n_queries), *(c for pair in r.cells for c in pair)] for r in view.rows
+    ]
+    notes = "".join(f"<li>{esc(line)}</li>" for line in view.outside)
+    body = (
+        f'<p class="muted">{esc(view.meaning[0].upper() + view.meaning[1:])}.</p>'
+        + _table(head, rows)
+        + (f'<ul class="plain">{notes}</ul>' if notes else "")
+    )
+    title = f"{BEYOND_TITLE}: coverage and popularity (top {view.k})"
+    return f'<h3 id="beyond">{esc(title)}</h3>{body}'
 
 
 def intrinsic_section(p: RunPage) -> Section | None:

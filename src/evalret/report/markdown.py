@@ -7,6 +7,7 @@ and threshold; without a gate, the metrics of each index per slice.
 from __future__ import annotations
 
 from evalret.data.schema import GateCheck, GateSection, RunReport
+from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
     cache_notes,
     intrinsic_rows,
@@ -135,6 +136,28 @@ def _lexical_lines(report: RunReport) -> list[str]:
     return lines
 
 
+def _beyond_lines(report: RunReport) -> list[str]:
+    """Coverage and Gini of every index's top k, per slice (not gated)."""
+    view = beyond_table(report, TYPOGRAPHIC)
+    if view is None:
+        return []
+    columns = [f"{markdown(i)} {c}" for i in view.indexes for c in (f"cov@{view.k}", "gini")]
+    lines = [
+        "",
+        f"### {BEYOND_TITLE} (top {view.k})",
+        "",
+        f"{view.meaning[0].upper()}{view.meaning[1:]}.",
+        "",
+        "| slice | n | " + " | ".join(columns) + " |",
+        "|" + " --- |" * (len(columns) + 2),
+    ]
+    for row in view.rows:
+        cells = [c for pair in row.cells for c in pair]
+        lines.append(f"| {markdown(row.slice)} | {row.n_queries} | " + " | ".join(cells) + " |")
+    lines += [f"- ⚠️ {markdown(line)}" for line in view.outside]
+    return lines
+
+
 def _intrinsic_lines(report: RunReport) -> list[str]:
     rows = intrinsic_rows(report)
     if not rows:
@@ -177,5 +200,6 @@ def render_markdown(report: RunReport) -> str:
         lines += [f"- {markdown(line)}" for line in warning_lines(g)]
     lines += _metrics_lines(report)
     lines += _lexical_lines(report)
+    lines += _beyond_lines(report)
     lines += _intrinsic_lines(report)
     return "\n".join(lines) + "\n"

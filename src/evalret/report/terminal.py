@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalret.data.schema import GateSection, MetricValue, RunReport
+from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
     cache_notes,
     intrinsic_rows,
@@ -122,6 +123,24 @@ def ann_table(report: RunReport) -> Table | None:
     return table
 
 
+def beyond_parts(report: RunReport) -> list[RenderableType]:
+    """Coverage and Gini of every index's top k per slice, two columns per index; then a line
+    per index that retrieved documents outside the corpus."""
+    view = beyond_table(report, PLAIN, digits=3)
+    if view is None:
+        return []
+    table = Table(title=f"{BEYOND_TITLE} ({view.brief})", title_justify="left")
+    table.add_column("slice", style="bold", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    for index in view.indexes:
+        table.add_column(f"{terminal(index)} cov@{view.k}", justify="right", no_wrap=True)
+        table.add_column("gini", justify="right", no_wrap=True)
+    for row in view.rows:
+        cells = [c for pair in row.cells for c in pair]
+        table.add_row(Text(terminal(row.slice)), str(row.n_queries), *cells)
+    return [Text(""), table, *(Text(terminal(line), style="yellow") for line in view.outside)]
+
+
 def intrinsic_table(report: RunReport) -> Table | None:
     rows = intrinsic_rows(report)
     if not rows:
@@ -229,9 +248,13 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
         parts.append(
             Text("! fewer than 200 queries: unreliable, only large changes show", style="yellow")
         )
-    for extra in (ann_table(report), lexical_table(report), intrinsic_table(report)):
+    for extra in (ann_table(report), lexical_table(report)):
         if extra is not None:
             parts += [Text(""), extra]
+    parts += beyond_parts(report)
+    health = intrinsic_table(report)
+    if health is not None:
+        parts += [Text(""), health]
     if report.gate is not None:
         parts += gate_parts(report.gate)
     if written:
