@@ -103,7 +103,7 @@ def _metrics_lines(report: RunReport) -> list[str]:
         columns = [*metrics, *([judged] if judged else [])]
         lines += [
             "",
-            f"### {index}",
+            f"### {markdown(index)}",
             "",
             "| slice | n | " + " | ".join(columns) + " |",
             "|" + " --- |" * (len(columns) + 2),
