@@ -139,6 +139,8 @@ def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
     try:
         return fn() or ExitCode.OK
     except EvalretError as e:
+        if os.environ.get("EVALRET_DEBUG") and e.__cause__ is not None:  # a plugin's own error
+            traceback.print_exception(e.__cause__)
         # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
         err_console.print(
             f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True
