@@ -79,6 +79,9 @@ class GoldenSetConfig(_Strict):
     queries: UsablePath | None = Field(None, description="TREC format: the queries file")
     corpus: UsablePath | None = Field(None, description="TREC format: the corpus file")
     qrels: UsablePath | None = Field(None, description="TREC format: the qrels file")
+    # evalret score: a TREC qrels file alone (no queries or corpus beside it) is a golden set of
+    # its judged documents and queries without text; left out of the dump (reports unchanged)
+    qrels_only: bool = Field(False, exclude=True, description="TREC: the qrels file alone")
 
 
 class ModelConfig(_Strict):
@@ -144,7 +147,7 @@ class HybridIndexConfig(_Strict):
 
 DENSE_INDEXES = ("exact", "hnsw")
 BUILTIN_INDEXES = ("exact", "hnsw", "bm25", "hybrid")
-INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # also a run file's name part
+INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # also a run file's name part
 
 
 class AtKey(ValueError):
@@ -254,8 +257,8 @@ class IndexesConfig(_Strict):
         for name in self.typed:
             if not INDEX_NAME.fullmatch(name):
                 raise AtKey(
-                    f"index name {name!r}: letters, digits, '_' and '-', starting with a letter "
-                    "or digit, at most 64 characters",
+                    f"index name {name!r}: letters, digits, '_', '.' and '-', starting with a "
+                    "letter or digit, at most 64 characters",
                     (name,),
                 )
         typed = any(t.enabled for t in self.typed.values())

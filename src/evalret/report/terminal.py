@@ -10,6 +10,7 @@ from rich.text import Text
 
 from evalret.data.schema import GateSection, MetricValue, RunReport
 from evalret.report.common import (
+    alignment_notes,
     cache_notes,
     intrinsic_rows,
     shown_judged,
@@ -212,6 +213,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
         )
         parts.append(Text(f"embedding cache {terminal(cache.dir)}: {counts}", style="dim"))
     parts += [Text(terminal(n), style="yellow") for n in cache_notes(report.embedding)]
+    parts += [Text(terminal(n), style="yellow") for n in alignment_notes(report)]
     backend = backend_line(report.embedding)
     if backend:
         parts.append(Text(backend, style="dim"))
