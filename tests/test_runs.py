@@ -351,3 +351,20 @@ def test_score_cli_names_runs_and_prints_tables(scifact_path: Path, tmp_path: Pa
     report = json.loads((out / "report.json").read_text())
     assert list(report["indexes"]) == ["mine", "a"]
     assert (out / "run.mine.trec").exists() and (out / "report.md").exists()
+
+
+def test_score_a_run_deeper_than_the_judged_documents(tmp_path: Path) -> None:
+    """With a qrels file alone (three judged documents), a relevant document at rank 6 of the
+    run still counts at cutoff 10, as trec_eval counts it."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 2\n")
+    run = tmp_path / "deep.trec"
+    run.write_text("".join(f"q1 Q0 x{i} {i} {10 - i} t\n" for i in range(5)) + "q1 Q0 a 6 1 t\n")
+    outcome = score_command(qrels, [str(run)], metrics=["recall@10", "mrr@10"], out=tmp_path / "o")
+    report = outcome.evaluation.report
+    index = report.indexes["deep"]
+    assert report.query_ids == ["q1", "q2"]
+    assert index.per_query["recall@10"] == [1.0, 0.0]
+    assert index.per_query["mrr@10"] == [pytest.approx(1 / 6), 0.0]
+    assert index.params["documents_unknown"] == 5 and index.params["queries_missing"] == 1
+    assert index.top_ids[0] == ["x0", "x1", "x2", "x3", "x4", "a"]

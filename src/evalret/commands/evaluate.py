@@ -373,11 +373,14 @@ def _retrieve(
 ) -> _Retrieved:
     """Run every enabled retriever of the registry, in its order, ``depth`` deep.
 
-    Rankings cannot be longer than the corpus: metrics at a larger k see the rest as
-    non-relevant. A retriever that reads earlier rankings (the hybrid) says how deep they must
-    go: they are searched that deep, then every ranking is cut to ``depth``."""
+    Rankings cannot be longer than the corpus (metrics at a larger k see the rest as
+    non-relevant), except an external one that may rank documents the corpus lacks: then every
+    ranking is ``depth`` long, the shorter ones padded with empty ranks. A retriever that reads
+    earlier rankings (the hybrid) says how deep they must go: they are searched that deep, then
+    every ranking is cut to ``depth``."""
     enabled = [r for r in retrievers if r.enabled]
     n_docs = len(golden.doc_ids)
+    wanted = max([depth, *(r.input_depth() for r in enabled)])
     cached = e.opened.cached if e.opened is not None else None
     job = SearchJob(
         doc_ids=golden.doc_ids,
@@ -386,7 +389,7 @@ def _retrieve(
         doc_vectors=e.docs,
         query_vectors=e.queries,
         rank=id_rank(golden.doc_ids),
-        depth=min(max([depth, *(r.input_depth() for r in enabled)]), n_docs),
+        depth=min(wanted, n_docs),
         earlier={},
         progress=progress,
         timed=timer,
@@ -396,11 +399,12 @@ def _retrieve(
         has_vectors=e.opened is not None,
     )
     rankings: dict[str, SearchResult] = {}
-    for r in enabled:
-        rankings[r.name] = r.retrieve(replace(job, earlier=dict(rankings)))
-    rank_depth = min(depth, n_docs)
+    for r in enabled:  # a ranking that may hold documents the corpus lacks may go past its size
+        own_depth = job.depth if r.corpus_bound else wanted
+        rankings[r.name] = r.retrieve(replace(job, earlier=dict(rankings), depth=own_depth))
+    rank_depth = min(depth, n_docs) if all(r.corpus_bound for r in enabled) else depth
     return _Retrieved(
-        rankings={name: ranking.cut(rank_depth) for name, ranking in rankings.items()},
+        rankings={name: ranking.padded(rank_depth) for name, ranking in rankings.items()},
         params={r.name: r.params() for r in enabled},
         cache_notes={k: v for r in retrievers for k, v in r.cache_notes().items()},
         depth=rank_depth,

@@ -48,6 +48,18 @@ class SearchResult:
             ids=self.ids[:, :depth], scores=self.scores[:, :depth], extra_docs=self.extra_docs
         )
 
+    def padded(self, depth: int) -> SearchResult:
+        """The first ``depth`` ranks, empty ranks (-1 / -inf) added where the ranking is shorter."""
+        short = depth - self.ids.shape[1]
+        if short <= 0:
+            return self.cut(depth)
+        pad = empty_result(len(self.ids), short)
+        return SearchResult(
+            ids=np.concatenate([self.ids, pad.ids], axis=1),
+            scores=np.concatenate([self.scores, pad.scores], axis=1),
+            extra_docs=self.extra_docs,
+        )
+
     def doc_name(self, doc: int, doc_ids: Sequence[str]) -> str:
         """The name of document ``doc`` (>= 0): a corpus id, or one of ``extra_docs``."""
         return doc_ids[doc] if doc < len(doc_ids) else self.extra_docs[doc - len(doc_ids)]

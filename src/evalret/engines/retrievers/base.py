@@ -47,6 +47,7 @@ class Retriever(Protocol):
     name: str  # its key in the report's indexes and the run file name
     enabled: bool  # whether this run searches with it
     needs_vectors: bool  # whether the run must embed for it (none does: nothing is embedded)
+    corpus_bound: bool  # False: it may rank documents the corpus lacks, past the corpus size
 
     def params(self) -> dict[str, Any]:
         """Everything that decides its rankings: the report's ``params`` and the fingerprint."""
@@ -71,6 +72,7 @@ class BaseRetriever:
     name = ""
     enabled = True
     needs_vectors = True
+    corpus_bound = True
 
     def input_depth(self) -> int:
         return 0

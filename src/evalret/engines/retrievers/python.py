@@ -70,6 +70,7 @@ def _ranked_query(spec: str, qid: str, pairs: Any, depth: int) -> list[tuple[str
 class PythonRetriever(BaseRetriever):
     """Calls the configured function once with every query (see the module docstring)."""
 
+    corpus_bound = False  # its documents may be unknown to the corpus: rankings go past it
     needs_vectors = False  # it gets the vectors when the run embeds anyway
 
     def __init__(self, name: str, settings: PythonIndexConfig, config: Config) -> None:

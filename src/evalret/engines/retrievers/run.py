@@ -17,6 +17,7 @@ class RunRetriever(BaseRetriever):
     """Reads its run file when the run searches; its params carry the file's SHA-256 (so a
     changed file changes the fingerprint) and what did not line up with the golden set."""
 
+    corpus_bound = False  # its documents may be unknown to the corpus: rankings go past it
     needs_vectors = False
 
     def __init__(self, name: str, settings: RunIndexConfig, config: Config) -> None:
