@@ -139,6 +139,8 @@ def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
     try:
         return fn() or ExitCode.OK
     except EvalretError as e:
+        if os.environ.get("EVALRET_DEBUG") and e.__cause__ is not None:  # a plugin's own error
+            traceback.print_exception(e.__cause__)
         # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
         err_console.print(
             f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True
@@ -316,6 +318,52 @@ def run(
         baseline=baseline,
         save_to=save_baseline,
         no_cache=no_cache,
+        progress=lambda: _progress(progress),
+    )
+    print_run(console, outcome.evaluation.report, outcome.written)
+    return outcome.exit_code
+
+
+@_command(app)
+def score(
+    golden: Annotated[
+        Path, typer.Argument(help="A TREC qrels file (alone will do) or a golden set directory.")
+    ],
+    runs: Annotated[
+        list[str],
+        typer.Argument(help="Run files (TREC or .jsonl), each PATH or NAME=PATH.", min=1),
+    ],
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", "-m", help="A metric (repeatable); default the run defaults."),
+    ] = None,
+    relevance_level: Annotated[
+        int, typer.Option(min=1, help="trec_eval's -l: grade >= this is relevant.")
+    ] = 1,
+    queries_without_relevant: Annotated[
+        Literal["exclude", "zero"],
+        typer.Option(help="exclude: left out of the means; zero: scored, as trec_eval."),
+    ] = "exclude",
+    out: Annotated[Path | None, _out("Directory for report files (default reports/).")] = None,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", "-b", help="Gate every run against this baseline.")
+    ] = None,
+    progress: ShowProgress = True,
+) -> ExitCode:
+    """Score run files against qrels like trec_eval, with no model and no embedding: each run is
+    an index named after its file stem (or NAME=PATH); writes the same report files as run into
+    --out and gates against --baseline. Exit 1 when a check fails."""
+    from evalret.commands.score import score_command
+    from evalret.report.terminal import print_run
+
+    outcome = score_command(
+        golden,
+        runs,
+        metrics=metric,
+        relevance_level=relevance_level,
+        queries_without_relevant=queries_without_relevant,
+        out=out,
+        baseline=baseline,
         progress=lambda: _progress(progress),
     )
     print_run(console, outcome.evaluation.report, outcome.written)

@@ -85,3 +85,10 @@ class ModelError(EvalretError):
     """The embedding model cannot be loaded or fails while embedding."""
 
     exit_code = ExitCode.INTERNAL
+
+
+class PluginError(EvalretError):
+    """Code the config names (a Python retriever) failed or returned something unusable; its
+    exception is the ``__cause__`` (its traceback is printed under EVALRET_DEBUG=1)."""
+
+    exit_code = ExitCode.INTERNAL

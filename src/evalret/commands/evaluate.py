@@ -31,7 +31,7 @@ from evalret.core.metrics import (
     has_uncut,
     parse_metrics,
 )
-from evalret.core.ranking import TIE_RULE, SearchResult, id_rank
+from evalret.core.ranking import TIE_RULE, SearchResult, id_rank, judgeable_ids
 from evalret.core.slices import Slice, reliability
 from evalret.core.stats import bootstrap_ci, seed_for
 from evalret.data.baseline import check_compatible
@@ -57,7 +57,7 @@ from evalret.data.schema import (
 from evalret.engines.backends import describe_backend
 from evalret.engines.embed import Embedder
 from evalret.engines.embedders import OpenedEmbedder, backend_check, open_embedder
-from evalret.engines.retrievers import ProgressFactory, SearchJob, make_retrievers
+from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, make_retrievers
 from evalret.version import __version__
 
 # how queries without a relevant document count, as written in the fingerprint (the exclude
@@ -297,10 +297,13 @@ class _Loaded:
 class _Embedded:
     """The document and query vectors, and what embedded them."""
 
-    docs: np.ndarray
+    docs: np.ndarray  # [n_docs, 0] when nothing was embedded
     queries: np.ndarray
-    opened: OpenedEmbedder
+    opened: OpenedEmbedder | None  # None: no enabled index needs vectors, nothing was embedded
     agreement: dict[str, Any] | None  # the backend against torch (None for torch)
+
+
+NOT_EMBEDDED = "not embedded: no index needs vectors"
 
 
 @dataclass(frozen=True)
@@ -344,9 +347,15 @@ def _embed(
     embedder: Embedder | None,
     progress: ProgressFactory,
     timer: _Timer,
+    retrievers: list[Retriever],
 ) -> _Embedded:
     """Embed the documents and queries through the cache; check a non-torch backend's vectors
-    against torch's when the embedder comes from the config."""
+    against torch's when the embedder comes from the config. Nothing is embedded (no model is
+    opened) when no enabled retriever needs vectors."""
+    if not any(r.needs_vectors for r in retrievers if r.enabled):
+        empty = np.zeros((len(golden.doc_ids), 0), dtype=np.float32)
+        queries = np.zeros((len(golden.query_ids), 0), dtype=np.float32)
+        return _Embedded(docs=empty, queries=queries, opened=None, agreement=None)
     opened = open_embedder(config.model, config.cache, embedder)
     with timer("embed_documents"):
         docs = opened.embedder.embed(
@@ -366,8 +375,8 @@ def _embed(
 def _health(
     config: Config, golden: GoldenSet, e: _Embedded, timer: _Timer
 ) -> IntrinsicSection | None:
-    """The intrinsic health section, when ``health`` is enabled."""
-    if not config.health.enabled:
+    """The intrinsic health section, when ``health`` is enabled and there are vectors."""
+    if not config.health.enabled or e.opened is None:
         return None
     with timer("health"):
         return _intrinsic_section(e.docs, e.queries, golden.qrel_arrays(), config)
@@ -380,16 +389,19 @@ def _retrieve(
     depth: int,
     progress: ProgressFactory,
     timer: _Timer,
+    retrievers: list[Retriever],
 ) -> _Retrieved:
     """Run every enabled retriever of the registry, in its order, ``depth`` deep.
 
-    Rankings cannot be longer than the corpus: metrics at a larger k see the rest as
-    non-relevant. A retriever that reads earlier rankings (the hybrid) says how deep they must
-    go: they are searched that deep, then every ranking is cut to ``depth``."""
-    retrievers = make_retrievers(config)
+    Rankings cannot be longer than the corpus (metrics at a larger k see the rest as
+    non-relevant), except an external one that may rank documents the corpus lacks: then every
+    ranking is ``depth`` long, the shorter ones padded with empty ranks. A retriever that reads
+    earlier rankings (the hybrid) says how deep they must go: they are searched that deep, then
+    every ranking is cut to ``depth``."""
     enabled = [r for r in retrievers if r.enabled]
     n_docs = len(golden.doc_ids)
-    cached = e.opened.cached
+    wanted = max([depth, *(r.input_depth() for r in enabled)])
+    cached = e.opened.cached if e.opened is not None else None
     job = SearchJob(
         doc_ids=golden.doc_ids,
         doc_texts=golden.doc_texts,
@@ -397,19 +409,22 @@ def _retrieve(
         doc_vectors=e.docs,
         query_vectors=e.queries,
         rank=id_rank(golden.doc_ids),
-        depth=min(max([depth, *(r.input_depth() for r in enabled)]), n_docs),
+        depth=min(wanted, n_docs),
         earlier={},
         progress=progress,
         timed=timer,
         cache_dir=cached.root if cached is not None else None,
         cache_warnings=cached.warnings if cached is not None else None,
+        query_ids=golden.query_ids,
+        has_vectors=e.opened is not None,
     )
     rankings: dict[str, SearchResult] = {}
-    for r in enabled:
-        rankings[r.name] = r.retrieve(replace(job, earlier=dict(rankings)))
-    rank_depth = min(depth, n_docs)
+    for r in enabled:  # a ranking that may hold documents the corpus lacks may go past its size
+        own_depth = job.depth if r.corpus_bound else wanted
+        rankings[r.name] = r.retrieve(replace(job, earlier=dict(rankings), depth=own_depth))
+    rank_depth = min(depth, n_docs) if all(r.corpus_bound for r in enabled) else depth
     return _Retrieved(
-        rankings={name: ranking.cut(rank_depth) for name, ranking in rankings.items()},
+        rankings={name: ranking.padded(rank_depth) for name, ranking in rankings.items()},
         params={r.name: r.params() for r in enabled},
         cache_notes={k: v for r in retrievers for k, v in r.cache_notes().items()},
         depth=rank_depth,
@@ -428,7 +443,7 @@ def _score(
     with timer("metrics"):
         for name, ranking in rankings.items():
             judgments = build_judgments(
-                ranking.ids,
+                judgeable_ids(ranking.ids, len(golden.doc_ids)),
                 *qrels,
                 n_docs=len(golden.doc_ids),
                 relevance_level=config.relevance_level,
@@ -443,8 +458,7 @@ def _score(
                 ),
                 per_query={m: v.tolist() for m, v in per_query[name].items()},
                 top_ids=[
-                    [golden.doc_ids[d] for d in row if d >= 0]
-                    for row in ranking.ids[:, :TOP_KEPT].tolist()
+                    ranking.names(qi, golden.doc_ids, TOP_KEPT) for qi in range(len(ranking.ids))
                 ],
                 curves=MetricCurves(k=ks, values=curve_values),
             )
@@ -475,6 +489,13 @@ def _golden_set_info(full: GoldenSet, golden: GoldenSet) -> GoldenSetInfo:
 
 def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict[str, Any]:
     """The report's embedding section: shapes, the cache's report, the backend and its check."""
+    if e.opened is None:
+        return {
+            "dim": 0,
+            "n_documents": int(e.docs.shape[0]),
+            "n_queries": int(e.queries.shape[0]),
+            "document_text": NOT_EMBEDDED,
+        }
     cached = e.opened.cached
     return {
         "dim": int(e.docs.shape[1]),
@@ -511,7 +532,7 @@ def _assemble(
     """The run's report (its gate still to come)."""
     parts = {
         "golden_set": loaded.full.fingerprint,
-        "model": e.opened.embedder.identity(),
+        "model": e.opened.embedder.identity() if e.opened else {"source": NOT_EMBEDDED},
         "indexes": retrieved.params,
         "metrics": loaded.definitions,
     }
@@ -554,9 +575,12 @@ def run_evaluation(
     timer = _Timer()
     metrics = parse_metrics(config.metrics)
     loaded = _load(config, timer, baseline, baseline_source)
-    embedded = _embed(config, loaded.golden, embedder, progress, timer)
+    retrievers = make_retrievers(config)  # before embedding: a bad callable fails fast
+    embedded = _embed(config, loaded.golden, embedder, progress, timer, retrievers)
     intrinsic = _health(config, loaded.golden, embedded, timer)
-    retrieved = _retrieve(config, loaded.golden, embedded, config.depth, progress, timer)
+    retrieved = _retrieve(
+        config, loaded.golden, embedded, config.depth, progress, timer, retrievers
+    )
     scored = _score(config, loaded, retrieved, metrics, timer)
     report = _assemble(config, loaded, embedded, intrinsic, retrieved, scored)
     with timer("gate"):

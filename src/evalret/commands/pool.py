@@ -43,10 +43,7 @@ def pool_unjudged(golden: GoldenSet, runs: Mapping[str, SearchResult], k: int) -
     for label, ranking in runs.items():
         for qi, query_id in enumerate(golden.query_ids):
             judged = golden.qrels.get(query_id, {})
-            for rank, di in enumerate(ranking.ids[qi, :k].tolist(), start=1):
-                if di < 0:
-                    break
-                doc_id = golden.doc_ids[di]
+            for rank, doc_id in enumerate(ranking.names(qi, golden.doc_ids, k), start=1):
                 if doc_id in judged:
                     continue
                 item = items.setdefault((query_id, doc_id), PoolItem(query_id, doc_id))
@@ -67,7 +64,11 @@ def pool_records(golden: GoldenSet, items: Sequence[PoolItem]) -> list[dict[str,
             "doc_id": it.doc_id,
             "grade": None,
             "query": golden.query_texts[query_position[it.query_id]],
-            "document": golden.doc_texts[golden.doc_index[it.doc_id]],
+            "document": (  # None: a document of a run that the corpus does not have
+                golden.doc_texts[golden.doc_index[it.doc_id]]
+                if it.doc_id in golden.doc_index
+                else None
+            ),
             "best_rank": it.best_rank,
             "retrieved_by": dict(sorted(it.sources.items())),
         }
@@ -130,7 +131,7 @@ def _onto(ranking: SearchResult, query_ids: list[str], onto: list[str]) -> Searc
     for i, q in enumerate(onto):
         if q in row:
             ids[i], scores[i] = ranking.ids[row[q]], ranking.scores[row[q]]
-    return SearchResult(ids=ids, scores=scores)
+    return SearchResult(ids=ids, scores=scores, extra_docs=ranking.extra_docs)
 
 
 @dataclass(frozen=True)

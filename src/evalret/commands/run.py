@@ -12,6 +12,7 @@ from evalret.commands.outputs import write_outputs
 from evalret.commands.progress import ProgressBars, no_bars
 from evalret.data.atomic import check_writable_dir, check_writable_file
 from evalret.data.baseline import baseline_for_run, save_baseline
+from evalret.data.config import Config
 from evalret.errors import ExitCode
 
 
@@ -43,6 +44,18 @@ def run_command(
     with ``save_to``, save the run there as a baseline. Output places are checked first, so that
     a long run never ends unable to write; ``progress`` draws bars while evaluating."""
     cfg = run_config(config, no_cache)
+    return run_configured(cfg, out=out, baseline=baseline, save_to=save_to, progress=progress)
+
+
+def run_configured(
+    cfg: Config,
+    *,
+    out: Path | None = None,
+    baseline: Path | None = None,
+    save_to: Path | None = None,
+    progress: ProgressBars = no_bars,
+) -> RunOutcome:
+    """``run_command`` on a Config already built (``evalret score`` builds one)."""
     out_dir = out if out is not None else cfg.output.dir
     check_writable_dir(out_dir, "output directory")
     if save_to is not None:

@@ -5,7 +5,13 @@ Tie rule (trec_eval's): documents are ordered by score descending, then by docum
 under this rule, so metrics, reports and run files treat all of them alike.
 
 Documents are addressed by their index in the golden set's document list; ``id_rank`` turns those
-indices into the tie-break key. Reciprocal-rank fusion lives here too: it is ranking arithmetic,
+indices into the tie-break key. A ranking read from outside (a run file, a Python retriever) may
+hold documents the corpus does not have: such a ranking carries their names in ``extra_docs``, and
+an id ``n_docs + i`` names ``extra_docs[i]`` (``n_docs``: the golden set's document count). Those
+documents are unjudged in every metric (``judgeable_ids``), are written under their own names in
+run files and ``top_ids``, and are never fused (the hybrid reads only the built-in rankings). The
+ranking is already in tie-rule order when it is made (its reader sorts by name), so ``id_rank``
+never sees them. Reciprocal-rank fusion lives here too: it is ranking arithmetic,
 whatever produced the rankings it fuses.
 """
 
@@ -27,14 +33,46 @@ class SearchResult:
     scores: float64 [Q, depth], aligned with ids (-inf past the corpus end): the scores as
     computed (float32 inner products promoted exactly), so that the tie rule and the run files
     see every difference the engine made.
+
+    extra_docs: ids ``n_docs + i`` name ``extra_docs[i]``, documents the corpus does not have
+    (see the module docstring); empty for a ranking of evalret's own.
     """
 
     ids: np.ndarray
     scores: np.ndarray
+    extra_docs: tuple[str, ...] = ()
 
     def cut(self, depth: int) -> SearchResult:
         """The first ``depth`` ranks."""
-        return SearchResult(ids=self.ids[:, :depth], scores=self.scores[:, :depth])
+        return SearchResult(
+            ids=self.ids[:, :depth], scores=self.scores[:, :depth], extra_docs=self.extra_docs
+        )
+
+    def padded(self, depth: int) -> SearchResult:
+        """The first ``depth`` ranks, empty ranks (-1 / -inf) added where the ranking is shorter."""
+        short = depth - self.ids.shape[1]
+        if short <= 0:
+            return self.cut(depth)
+        pad = empty_result(len(self.ids), short)
+        return SearchResult(
+            ids=np.concatenate([self.ids, pad.ids], axis=1),
+            scores=np.concatenate([self.scores, pad.scores], axis=1),
+            extra_docs=self.extra_docs,
+        )
+
+    def doc_name(self, doc: int, doc_ids: Sequence[str]) -> str:
+        """The name of document ``doc`` (>= 0): a corpus id, or one of ``extra_docs``."""
+        return doc_ids[doc] if doc < len(doc_ids) else self.extra_docs[doc - len(doc_ids)]
+
+    def names(self, row: int, doc_ids: Sequence[str], depth: int | None = None) -> list[str]:
+        """The document names of query ``row``'s first ``depth`` ranks (all when None)."""
+        return [self.doc_name(d, doc_ids) for d in self.ids[row, :depth].tolist() if d >= 0]
+
+
+def judgeable_ids(ids: np.ndarray, n_docs: int) -> np.ndarray:
+    """``ids`` with every document the corpus does not have (id >= n_docs) turned into ``n_docs``:
+    retrieved, never judged (metrics.build_judgments finds no judgment for it)."""
+    return np.where(ids >= n_docs, n_docs, ids)
 
 
 def empty_result(n_queries: int, depth: int) -> SearchResult:

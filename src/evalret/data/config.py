@@ -82,6 +82,9 @@ class GoldenSetConfig(_Strict):
     queries: UsablePath | None = Field(None, description="TREC format: the queries file")
     corpus: UsablePath | None = Field(None, description="TREC format: the corpus file")
     qrels: UsablePath | None = Field(None, description="TREC format: the qrels file")
+    # evalret score: a TREC qrels file alone (no queries or corpus beside it) is a golden set of
+    # its judged documents and queries without text; left out of the dump (reports unchanged)
+    qrels_only: bool = Field(False, exclude=True, description="TREC: the qrels file alone")
 
 
 class ModelConfig(_Strict):
@@ -146,19 +149,126 @@ class HybridIndexConfig(_Strict):
 
 
 DENSE_INDEXES = ("exact", "hnsw")
-IndexName = Literal["exact", "hnsw", "bm25", "hybrid"]
+BUILTIN_INDEXES = ("exact", "hnsw", "bm25", "hybrid")
+INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # also a run file's name part
+
+
+class AtKey(ValueError):
+    """A validation problem of a whole model that belongs to one key below it: ``loc`` is that
+    key's path from the model (parse_config reports the line of that key)."""
+
+    def __init__(self, message: str, loc: tuple[int | str, ...]) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+class TypedIndexBase(_Strict):
+    """What every typed index (``indexes.<name>: {type: ...}``) has: ``type`` and ``enabled``."""
+
+    enabled: bool = True
+
+    def resolve_paths(self, base: Path) -> TypedIndexBase:
+        """A copy whose relative paths are made absolute against ``base`` (none by default)."""
+        return self
+
+
+class RunIndexConfig(TypedIndexBase):
+    """A ranking read from a run file (TREC ``qid Q0 docno rank score tag``, or JSONL)."""
+
+    type: Literal["run"]
+    path: UsablePath
+    format: Literal["trec", "jsonl"] | None = Field(
+        None, description="default: jsonl for a .jsonl or .json file, else trec"
+    )
+
+    @property
+    def file_format(self) -> Literal["trec", "jsonl"]:
+        """The format given, else the one the file's suffix says."""
+        if self.format is not None:
+            return self.format
+        return "jsonl" if self.path.suffix.lower() in (".jsonl", ".json") else "trec"
+
+    def resolve_paths(self, base: Path) -> RunIndexConfig:
+        """A copy whose relative ``path`` is made absolute against ``base``."""
+        if self.path.is_absolute():
+            return self
+        return self.model_copy(update={"path": (base / self.path).resolve()})
+
+
+class PythonIndexConfig(TypedIndexBase):
+    """A ranking returned by a Python function (engines.retrievers.python documents the call)."""
+
+    type: Literal["python"]
+    callable: str = Field(
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description='"pkg.module:function"'
+    )
+
+
+# the typed indexes, told apart by ``type``: a new kind is one more member of this union
+TypedIndexConfig = Annotated[RunIndexConfig | PythonIndexConfig, Field(discriminator="type")]
+INDEX_TYPES: tuple[str, ...] = ("run", "python")  # the tags of TypedIndexConfig
 
 
 class IndexesConfig(_Strict):
+    """The built-in indexes by their fixed keys, and any number of typed indexes by name."""
+
+    # extra keys are typed indexes (validated as TypedIndexConfig); a config without them
+    # dumps exactly as before
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+    __pydantic_extra__: dict[str, TypedIndexConfig] = Field(init=False)
+
     exact: ExactIndexConfig = ExactIndexConfig()
     hnsw: HnswIndexConfig = HnswIndexConfig()
     bm25: Bm25IndexConfig = Bm25IndexConfig()
     hybrid: HybridIndexConfig = HybridIndexConfig()
 
+    @property
+    def typed(self) -> dict[str, TypedIndexConfig]:
+        """The typed indexes by name, in the config's order."""
+        return dict(self.__pydantic_extra__ or {})
+
+    def enabled_names(self) -> list[str]:
+        """Every enabled index, built-in ones first."""
+        builtin = [n for n in BUILTIN_INDEXES if getattr(self, n).enabled]
+        return builtin + [n for n, t in self.typed.items() if t.enabled]
+
+    def resolve_paths(self, base: Path) -> IndexesConfig:
+        """A copy whose typed indexes' relative paths are made absolute against ``base``."""
+        if not self.typed:
+            return self
+        resolved = {name: t.resolve_paths(base) for name, t in self.typed.items()}
+        return IndexesConfig.model_validate(
+            {
+                **self.model_dump(exclude=set(resolved)),
+                **{n: t.model_dump() for n, t in resolved.items()},
+            }
+        )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _builtin_names_untyped(cls, data: Any) -> Any:
+        for name in BUILTIN_INDEXES:
+            value = data.get(name) if isinstance(data, dict) else None
+            if isinstance(value, dict) and "type" in value:
+                raise AtKey(
+                    f"{name!r} is a built-in index: give a typed index another name", (name,)
+                )
+        return data
+
     @model_validator(mode="after")
     def _one_enabled(self) -> IndexesConfig:
-        if not (self.exact.enabled or self.hnsw.enabled):
-            raise ValueError("at least one dense index (exact or hnsw) must be enabled")
+        for name in self.typed:
+            if not INDEX_NAME.fullmatch(name):
+                raise AtKey(
+                    f"index name {name!r}: letters, digits, '_', '.' and '-', starting with a "
+                    "letter or digit, at most 64 characters",
+                    (name,),
+                )
+        typed = any(t.enabled for t in self.typed.values())
+        if not (self.exact.enabled or self.hnsw.enabled or typed):
+            raise ValueError(
+                "at least one dense index (exact or hnsw) or typed index must be enabled"
+            )
         if self.hybrid.enabled and not self.bm25.enabled:
             raise ValueError("hybrid fuses BM25 with a dense index: enable bm25 or disable hybrid")
         if self.hybrid.enabled and not getattr(self, self.hybrid.dense).enabled:
@@ -261,7 +371,7 @@ class ThresholdOverride(Threshold):
 
     metric: str
     slice: str | None = None
-    index: IndexName | None = None
+    index: str | None = Field(None, description="an index of the config")
 
     @field_validator("metric")
     @classmethod
@@ -341,8 +451,8 @@ class GateConfig(_Strict):
     )
     overrides: list[ThresholdOverride] = []
     slices: list[str] | None = Field(None, description="slices to gate; default all")
-    indexes: list[IndexName] | None = Field(
-        None, description="default the dense indexes (exact, hnsw)"
+    indexes: list[str] | None = Field(
+        None, description="indexes of the config; default the dense indexes (exact, hnsw)"
     )
     ann_min_recall: float | None = Field(0.95, ge=0, le=1, description="HNSW recall@k floor")
     ann_k: int = Field(10, ge=1)
@@ -487,7 +597,8 @@ class Config(_Strict):
                 f"gate thresholds name metrics that are not computed: {', '.join(missing)} "
                 "(add them to metrics)"
             )
-        enabled = {name for name in get_args(IndexName) if getattr(self.indexes, name).enabled}
+        self._gated_indexes_exist()
+        enabled = set(self.indexes.enabled_names())
         named = [*(self.gate.indexes or []), *(o.index for o in self.gate.overrides if o.index)]
         disabled = sorted({i for i in named if i not in enabled})
         if disabled:  # their checks would never run: the gate could pass on nothing
@@ -502,6 +613,21 @@ class Config(_Strict):
         if self.gate.ann_k > self.depth:
             raise ValueError(f"gate.ann_k {self.gate.ann_k} exceeds the search depth {self.depth}")
         return self
+
+    def _gated_indexes_exist(self) -> None:
+        """AtKey at the first gate key naming an index the config does not have."""
+        known = {*BUILTIN_INDEXES, *self.indexes.typed}
+        named: list[tuple[str, tuple[int | str, ...]]] = [
+            (i, ("gate", "indexes", n)) for n, i in enumerate(self.gate.indexes or [])
+        ]
+        named += [
+            (o.index, ("gate", "overrides", n, "index"))
+            for n, o in enumerate(self.gate.overrides)
+            if o.index is not None
+        ]
+        for index, loc in named:
+            if index not in known:
+                raise AtKey(f"unknown index {index!r}: one of {', '.join(sorted(known))}", loc)
 
     @property
     def thresholds(self) -> dict[str, Threshold]:
@@ -536,6 +662,7 @@ class Config(_Strict):
         cache = self.cache.model_copy(update={"dir": fix(self.cache.dir) or self.cache.dir})
         return self.model_copy(
             update={
+                "indexes": self.indexes.resolve_paths(base),
                 "golden_set": golden,
                 "model": model,
                 "output": out,
@@ -627,7 +754,12 @@ def parse_config(text: str, source: str = "<config>") -> Config:
             loc = tuple(
                 p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function"))
             )
-            msg = err["msg"]
+            if len(loc) >= 3 and loc[0] == "indexes" and loc[2] in INDEX_TYPES:
+                loc = loc[:2] + loc[3:]  # the union's tag is no key of the file
+            error = (err.get("ctx") or {}).get("error")
+            if isinstance(error, AtKey):
+                loc = loc + error.loc
+            msg = str(error) if isinstance(error, AtKey) else err["msg"]
             if err["type"] == "extra_forbidden":
                 msg = "unknown key"
             problems.append(Problem(f"{_format_loc(loc)}: {msg}", source, _node_line(root, loc)))

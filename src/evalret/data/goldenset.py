@@ -612,12 +612,35 @@ TREC_QUERIES_NAMES = ("queries.tsv", "topics.tsv", "queries.jsonl", "queries.txt
 TREC_CORPUS_NAMES = ("corpus.jsonl", "corpus.tsv", "collection.tsv")
 
 
+def _scan_qrels_only(qrels: Path, relevance_level: int) -> GoldenSetScan:
+    """A golden set of a qrels file alone: its documents and queries are the judged ones, in
+    first-seen order, without text (``evalret score``: nothing is embedded)."""
+    b = GoldenSetScan(relevance_level)
+    judged = _read_qrels_rows(b, qrels, columns=4, header=False)
+    for query_id, doc_id, path, line in b.qrel_where:
+        if query_id not in b.queries:
+            b.check_id("query", query_id, path, line)
+            b.queries[query_id], b.query_where[query_id] = "", (path, line)
+        if doc_id not in b.docs:
+            b.check_id("document", doc_id, path, line)
+            b.docs[doc_id], b.doc_where[doc_id] = "", (path, line)
+    return b.finish(str(qrels), "trec", judged)
+
+
 def scan_trec(
-    qrels: Path, queries: Path | None, corpus: Path | None, relevance_level: int = 1
+    qrels: Path,
+    queries: Path | None,
+    corpus: Path | None,
+    relevance_level: int = 1,
+    qrels_only: bool = False,
 ) -> GoldenSetScan:
+    """A TREC golden set: qrels, queries and corpus (found beside the qrels when not given);
+    with ``qrels_only``, the qrels alone when no queries or corpus file is there."""
     base = qrels.parent
     queries = queries or _find(base, TREC_QUERIES_NAMES)
     corpus = corpus or _find(base, TREC_CORPUS_NAMES)
+    if qrels_only and (queries is None or corpus is None):
+        return _scan_qrels_only(qrels, relevance_level)
     missing = [
         f"{what} (set golden_set.{what} or add one of {', '.join(names)} beside the qrels)"
         for what, found, names in (
@@ -692,7 +715,7 @@ def scan_golden_set(cfg: GoldenSetConfig, relevance_level: int = 1) -> GoldenSet
     qrels = cfg.qrels or (cfg.path if cfg.path.is_file() else _find(cfg.path, TREC_QRELS_NAMES))
     if qrels is None:
         raise GoldenSetError(f"TREC golden set {cfg.path}: no qrels file (set golden_set.qrels)")
-    return scan_trec(qrels, cfg.queries, cfg.corpus, relevance_level)
+    return scan_trec(qrels, cfg.queries, cfg.corpus, relevance_level, cfg.qrels_only)
 
 
 def load_golden_set(cfg: GoldenSetConfig, relevance_level: int = 1) -> GoldenSet:

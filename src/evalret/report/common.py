@@ -65,6 +65,25 @@ def intrinsic_rows(report: RunReport) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+# what an external ranking (a run file, a Python retriever) did not share with the golden set:
+# the count its index params carry, and how the note reads
+ALIGNMENT_NOTES = {
+    "queries_missing": "queries of the golden set not in the ranking (scored 0)",
+    "queries_unknown": "ranked queries not evaluated (ignored)",
+    "documents_unknown": "retrieved documents not in the corpus (unjudged)",
+}
+
+
+def alignment_notes(report: RunReport) -> list[str]:
+    """One line per nonzero count of ALIGNMENT_NOTES of every index (terminal and report.md)."""
+    return [
+        f"{name}: {count} {text}"
+        for name, index in report.indexes.items()
+        for key, text in ALIGNMENT_NOTES.items()
+        if isinstance(count := index.params.get(key), int) and count
+    ]
+
+
 def cache_notes(embedding: EmbeddingInfo) -> list[str]:
     """One line each for what the embedding cache repaired or could not do: corrupt shards set
     aside, an HNSW graph rebuilt, and the cache's warnings (terminal and report.md)."""

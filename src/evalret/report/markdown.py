@@ -9,6 +9,7 @@ from __future__ import annotations
 from evalret.data.schema import GateCheck, GateSection, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
+    alignment_notes,
     cache_notes,
     intrinsic_rows,
     shown_judged,
@@ -189,7 +190,7 @@ def render_markdown(report: RunReport) -> str:
     backend = backend_line(report.embedding)
     if backend:
         lines.append(f"Embedding {backend}.")
-    notes = cache_notes(report.embedding)
+    notes = cache_notes(report.embedding) + alignment_notes(report)
     if notes:
         lines += ["", *(f"- ⚠️ {markdown(n)}" for n in notes), ""]
     note = without_relevant_note(report)

@@ -11,6 +11,7 @@ from rich.text import Text
 from evalret.data.schema import GateSection, MetricValue, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
+    alignment_notes,
     cache_notes,
     intrinsic_rows,
     shown_judged,
@@ -231,6 +232,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
         )
         parts.append(Text(f"embedding cache {terminal(cache.dir)}: {counts}", style="dim"))
     parts += [Text(terminal(n), style="yellow") for n in cache_notes(report.embedding)]
+    parts += [Text(terminal(n), style="yellow") for n in alignment_notes(report)]
     backend = backend_line(report.embedding)
     if backend:
         parts.append(Text(backend, style="dim"))

@@ -18,5 +18,6 @@ def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
         for rank, (di, score) in enumerate(zip(ranking.ids[qi], ranking.scores[qi], strict=True)):
             if di < 0:
                 break
-            lines.append(f"{query_id} Q0 {golden.doc_ids[di]} {rank + 1} {float(score)!r} {tag}")
+            name = ranking.doc_name(di, golden.doc_ids)
+            lines.append(f"{query_id} Q0 {name} {rank + 1} {float(score)!r} {tag}")
     return "\n".join(lines) + "\n"

@@ -3,11 +3,16 @@
 ``RETRIEVERS`` maps an index name to a factory ``Config -> Retriever`` (see base.Retriever); a
 retriever that reads other rankings (the hybrid) comes after them. A new retriever is one module
 in this package and one line here; the pipeline asks the registry and needs no change.
+
+``RETRIEVER_TYPES`` maps the ``type`` of a typed index (``indexes.<name>: {type: ...}``) to a
+factory ``(name, settings, config) -> Retriever``; one retriever is built per typed entry, after
+the built-in ones, in the config's order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from evalret.data.config import Config
 from evalret.engines.retrievers.base import ProgressFactory, Retriever, SearchJob
@@ -15,10 +20,13 @@ from evalret.engines.retrievers.bm25 import Bm25Retriever
 from evalret.engines.retrievers.exact import ExactRetriever
 from evalret.engines.retrievers.hnsw import HnswRetriever
 from evalret.engines.retrievers.hybrid import HybridRetriever
+from evalret.engines.retrievers.python import PythonRetriever
+from evalret.engines.retrievers.run import RunRetriever
 from evalret.errors import ConfigError
 
 __all__ = [
     "RETRIEVERS",
+    "RETRIEVER_TYPES",
     "ProgressFactory",
     "Retriever",
     "SearchJob",
@@ -36,6 +44,14 @@ RETRIEVERS: dict[str, RetrieverFactory] = {
 }
 
 
+TypedRetrieverFactory = Callable[[str, Any, Config], Retriever]
+
+RETRIEVER_TYPES: dict[str, TypedRetrieverFactory] = {
+    "run": RunRetriever,
+    "python": PythonRetriever,
+}
+
+
 def make_retriever(name: str, config: Config) -> Retriever:
     """The retriever registered as ``name``, set up from ``config``; ConfigError listing the
     known names for any other."""
@@ -46,5 +62,11 @@ def make_retriever(name: str, config: Config) -> Retriever:
 
 
 def make_retrievers(config: Config) -> list[Retriever]:
-    """Every registered retriever set up from ``config``, enabled or not, in registry order."""
-    return [make_retriever(name, config) for name in RETRIEVERS]
+    """Every registered retriever set up from ``config``, enabled or not, in registry order, then
+    one per typed index of the config, in its order."""
+    builtin = [make_retriever(name, config) for name in RETRIEVERS]
+    typed = [
+        RETRIEVER_TYPES[settings.type](name, settings, config)
+        for name, settings in config.indexes.typed.items()
+    ]
+    return builtin + typed

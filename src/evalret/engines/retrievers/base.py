@@ -28,8 +28,8 @@ class SearchJob:
     doc_ids: Sequence[str]
     doc_texts: Sequence[str]  # as embedded and indexed (title + " " + text)
     query_texts: Sequence[str]
-    doc_vectors: np.ndarray  # float32 [n_docs, dim]
-    query_vectors: np.ndarray  # float32 [n_queries, dim]
+    doc_vectors: np.ndarray  # float32 [n_docs, dim] ([n_docs, 0] when has_vectors is False)
+    query_vectors: np.ndarray  # float32 [n_queries, dim] ([n_queries, 0] likewise)
     rank: np.ndarray  # core.ranking.id_rank(doc_ids): the tie-break key
     depth: int  # ranks to return per query (never more than the corpus)
     earlier: Mapping[str, SearchResult]  # rankings of the retrievers that ran before
@@ -37,6 +37,8 @@ class SearchJob:
     timed: Callable[[str], AbstractContextManager[None]]  # timed("build_x"): a timing entry
     cache_dir: Path | None = None  # where a retriever may keep what it builds (None: nowhere)
     cache_warnings: list[str] | None = None  # where to say what could not be kept
+    query_ids: Sequence[str] = ()  # the queries' ids, aligned with query_texts
+    has_vectors: bool = True  # False: nothing was embedded (no enabled retriever needs vectors)
 
 
 class Retriever(Protocol):
@@ -44,6 +46,8 @@ class Retriever(Protocol):
 
     name: str  # its key in the report's indexes and the run file name
     enabled: bool  # whether this run searches with it
+    needs_vectors: bool  # whether the run must embed for it (none does: nothing is embedded)
+    corpus_bound: bool  # False: it may rank documents the corpus lacks, past the corpus size
 
     def params(self) -> dict[str, Any]:
         """Everything that decides its rankings: the report's ``params`` and the fingerprint."""
@@ -67,6 +71,8 @@ class BaseRetriever:
 
     name = ""
     enabled = True
+    needs_vectors = True
+    corpus_bound = True
 
     def input_depth(self) -> int:
         return 0

@@ -14,6 +14,7 @@ class Bm25Retriever(BaseRetriever):
     """BM25 with the configured variant, stemmer and stop words."""
 
     name = "bm25"
+    needs_vectors = False
 
     def __init__(self, config: Config) -> None:
         self.config = config.indexes.bm25

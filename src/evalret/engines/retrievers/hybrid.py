@@ -14,6 +14,7 @@ class HybridRetriever(BaseRetriever):
     run before it)."""
 
     name = "hybrid"
+    needs_vectors = False
 
     def __init__(self, config: Config) -> None:
         self.config = config.indexes.hybrid

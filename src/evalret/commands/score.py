@@ -1,0 +1,105 @@
+"""`evalret score`: trec_eval's job with evalret's reports. Run files scored against a qrels file
+or a golden set, with no model and no embedding: each run is a typed ``run`` index of a Config
+built here, and the ordinary pipeline does the rest (slices, intervals, the gate against a
+baseline, every report file)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalret.commands.progress import ProgressBars, no_bars
+from evalret.commands.run import RunOutcome, run_configured
+from evalret.data.config import (
+    DEFAULT_METRICS,
+    INDEX_NAME,
+    CacheConfig,
+    Config,
+    GateConfig,
+    GoldenSetConfig,
+    WithoutRelevant,
+)
+from evalret.errors import InputError, Problem
+
+DISABLED = {"enabled": False}
+
+
+def run_indexes(runs: Sequence[str]) -> dict[str, Path]:
+    """Index name -> run file, from ``PATH`` (named after the file's stem) or ``NAME=PATH``;
+    InputError for a name that is not an index name or is given twice."""
+    out: dict[str, Path] = {}
+    for arg in runs:
+        name, sep, path = arg.partition("=")
+        if not sep or not INDEX_NAME.fullmatch(name):
+            name, path = Path(arg).stem, arg
+        if not INDEX_NAME.fullmatch(name):
+            raise InputError(
+                f"run {arg!r}: {name!r} is not an index name (letters, digits, '_', '.', '-'): "
+                "give one as NAME=PATH"
+            )
+        if name in out:
+            raise InputError(f"run {arg!r}: index name {name!r} is given twice: use NAME=PATH")
+        out[name] = Path(path)
+    return out
+
+
+def score_config(
+    golden: Path,
+    runs: Sequence[str],
+    *,
+    metrics: Sequence[str] | None = None,
+    relevance_level: int = 1,
+    queries_without_relevant: WithoutRelevant = "exclude",
+    out: Path | None = None,
+) -> Config:
+    """The Config of `evalret score`: the golden set (a qrels file alone will do), one run index
+    per run file and no other index, the gate on every run, no cache and no health figures."""
+    named = run_indexes(runs)
+    indexes: dict[str, Any] = {n: DISABLED for n in ("exact", "hnsw", "bm25", "hybrid")}
+    indexes |= {n: {"type": "run", "path": p.resolve()} for n, p in named.items()}
+    settings: dict[str, Any] = {
+        "golden_set": GoldenSetConfig(path=golden.resolve(), qrels_only=True),
+        "indexes": indexes,
+        "metrics": list(metrics) if metrics else list(DEFAULT_METRICS),
+        "relevance_level": relevance_level,
+        "queries_without_relevant": queries_without_relevant,
+        "gate": GateConfig(indexes=list(named), ann_min_recall=None, health={}),
+        "cache": CacheConfig(enabled=False),
+        "health": {"enabled": False},
+    }
+    if out is not None:
+        settings["output"] = {"dir": out}
+    try:
+        return Config.model_validate(settings)
+    except ValidationError as e:  # a metric unknown, a level out of range
+        problems = [
+            Problem(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") for err in e.errors()
+        ]
+        raise InputError("invalid score options", problems) from None
+
+
+def score_command(
+    golden: Path,
+    runs: Sequence[str],
+    *,
+    metrics: Sequence[str] | None = None,
+    relevance_level: int = 1,
+    queries_without_relevant: WithoutRelevant = "exclude",
+    out: Path | None = None,
+    baseline: Path | None = None,
+    progress: ProgressBars = no_bars,
+) -> RunOutcome:
+    """Score ``runs`` against ``golden`` and write the report files into ``out`` (default
+    reports/), gated against ``baseline`` when given."""
+    cfg = score_config(
+        golden,
+        runs,
+        metrics=metrics,
+        relevance_level=relevance_level,
+        queries_without_relevant=queries_without_relevant,
+        out=out,
+    )
+    return run_configured(cfg, out=out, baseline=baseline, progress=progress)

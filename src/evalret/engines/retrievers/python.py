@@ -1,0 +1,119 @@
+"""A Python function as an index (``indexes.<name>: {type: python, callable: "pkg.module:fn"}``).
+
+The function is called once per run::
+
+    fn(query_ids: list[str], query_texts: list[str], query_vectors: numpy.ndarray | None,
+       depth: int) -> Sequence[Sequence[tuple[str, float]]]
+
+``query_vectors`` is the float32 [n_queries, dim] matrix of the configured model when the run
+embeds (a dense index is enabled), else None. It returns one entry per query, in the order of
+``query_ids``: that query's (document id, score) pairs, any number, in any order. evalret orders
+them by the tie rule (score descending in float64, then document id descending) and keeps the
+first ``depth``; a document id the corpus does not have is kept, unjudged. A document twice for
+one query, a score that is not a finite number, or another shape is the function's failure.
+
+An exception inside it is reported as a failure of that callable (exit 3), with its traceback
+under EVALRET_DEBUG=1; a ``callable`` that cannot be imported is a config error (exit 2).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from evalret.core.ranking import SearchResult
+from evalret.data.config import Config, PythonIndexConfig
+from evalret.engines.retrievers.base import BaseRetriever, SearchJob
+from evalret.engines.retrievers.external import Alignment, to_search_result
+from evalret.errors import ConfigError, PluginError, Problem
+
+
+def load_callable(name: str, spec: str) -> Callable[..., Any]:
+    """The function ``spec`` ("pkg.module:attr.path") names; ConfigError at
+    ``indexes.<name>.callable`` when it cannot be imported or is not callable."""
+    module_name, _, attr = spec.partition(":")
+    key = f"indexes.{name}.callable"
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except Exception as e:  # an import runs user code: any failure is the config's to fix
+        raise ConfigError(
+            f"{key}: cannot import {spec!r}", [Problem(f"{type(e).__name__}: {e}")]
+        ) from e
+    if not callable(target):
+        raise ConfigError(f"{key}: {spec!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _ranked_query(spec: str, qid: str, pairs: Any, depth: int) -> list[tuple[str, float]]:
+    """One query's (document id, score) pairs in tie-rule order, the first ``depth``."""
+    seen: set[str] = set()
+    out: list[tuple[float, str]] = []
+    for pair in pairs:
+        doc, score = pair
+        if not isinstance(doc, str) or not doc or doc.split() != [doc]:
+            raise PluginError(f"{spec} returned document id {doc!r} for query {qid!r}")
+        value = float(score)
+        if not math.isfinite(value):
+            raise PluginError(f"{spec} returned score {score!r} for query {qid!r}")
+        if doc in seen:
+            raise PluginError(f"{spec} returned document {doc!r} twice for query {qid!r}")
+        seen.add(doc)
+        out.append((value, doc))
+    out.sort(reverse=True)
+    return [(doc, value) for value, doc in out[:depth]]
+
+
+class PythonRetriever(BaseRetriever):
+    """Calls the configured function once with every query (see the module docstring)."""
+
+    corpus_bound = False  # its documents may be unknown to the corpus: rankings go past it
+    needs_vectors = False  # it gets the vectors when the run embeds anyway
+
+    def __init__(self, name: str, settings: PythonIndexConfig, config: Config) -> None:
+        self.name = name
+        self.settings = settings
+        self.enabled = settings.enabled
+        self.function = load_callable(name, settings.callable) if settings.enabled else None
+        self.alignment: Alignment | None = None
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "python", "callable": self.settings.callable}
+        if self.alignment is not None:
+            out.update(self.alignment.params())
+        return out
+
+    def _call(self, job: SearchJob) -> Sequence[Any]:
+        """The function's answer for every query, checked to have one entry per query."""
+        spec = self.settings.callable
+        assert self.function is not None
+        vectors = job.query_vectors if job.has_vectors else None
+        try:
+            answer = self.function(list(job.query_ids), list(job.query_texts), vectors, job.depth)
+            rows = list(answer)
+        except Exception as e:
+            raise PluginError(f"{spec} failed: {type(e).__name__}: {e}") from e
+        if len(rows) != len(job.query_ids):
+            raise PluginError(
+                f"{spec} returned {len(rows)} rankings for {len(job.query_ids)} queries"
+            )
+        return rows
+
+    def retrieve(self, job: SearchJob) -> SearchResult:
+        spec = self.settings.callable
+        with job.timed(f"search_{self.name}"):
+            rows = self._call(job)
+            ranked = {}
+            for qid, pairs in zip(job.query_ids, rows, strict=True):
+                try:
+                    ranked[qid] = _ranked_query(spec, qid, pairs, job.depth)
+                except (TypeError, ValueError) as e:
+                    raise PluginError(
+                        f"{spec} returned an unusable ranking for query {qid!r}: {e} (expected "
+                        "(document id, score) pairs)"
+                    ) from e
+            result, self.alignment = to_search_result(ranked, job.query_ids, job.doc_ids, job.depth)
+        return result
