@@ -31,7 +31,7 @@ from evalret.core.metrics import (
     has_uncut,
     parse_metrics,
 )
-from evalret.core.ranking import TIE_RULE, SearchResult, id_rank, judgeable_ids
+from evalret.core.ranking import PRIMARY_INDEX, TIE_RULE, SearchResult, id_rank, judgeable_ids
 from evalret.core.slices import Slice, reliability
 from evalret.core.stats import bootstrap_ci, seed_for
 from evalret.data.baseline import check_compatible
@@ -187,24 +187,24 @@ def ann_cutoffs(metrics: list[Metric], ann_k: int, depth: int) -> list[int]:
 
 
 def _ann_section(
+    name: str,
     rankings: dict[str, SearchResult],
     per_query: dict[str, dict[str, np.ndarray]],
     ks: list[int],
     slices: list[Slice],
-) -> AnnSection | None:
-    if not {"exact", "hnsw"} <= rankings.keys():
-        return None
-    recall = {
-        f"recall@{k}": topk_overlap(rankings["hnsw"].ids, rankings["exact"].ids, k) for k in ks
-    }
-    deltas = {m: per_query["hnsw"][m] - per_query["exact"][m] for m in per_query["exact"]}
+) -> AnnSection:
+    """The approximate index ``name`` against exact search: recall of the exact top k and the
+    change in every metric, per slice."""
+    exact = PRIMARY_INDEX
+    recall = {f"recall@{k}": topk_overlap(rankings[name].ids, rankings[exact].ids, k) for k in ks}
+    deltas = {m: per_query[name][m] - per_query[exact][m] for m in per_query[exact]}
 
     def mean(v: np.ndarray, mask: np.ndarray) -> float | None:
         return float(v[mask].mean()) if mask.any() else None
 
     return AnnSection(
-        index="hnsw",
-        reference="exact",
+        index=name,
+        reference=exact,
         slices={
             s.name: AnnSlice(
                 n_queries=s.n_queries,
@@ -314,6 +314,7 @@ class _Retrieved:
     params: dict[str, dict[str, Any]]
     cache_notes: dict[str, str]
     depth: int
+    approximate: list[str]  # the approximate indexes, measured against exact search
 
 
 @dataclass(frozen=True)
@@ -321,7 +322,7 @@ class _Scored:
     """Per index its results; the ANN and lexical comparisons."""
 
     indexes: dict[str, IndexResult]
-    ann: AnnSection | None
+    ann: dict[str, AnnSection]  # approximate index -> its comparison with exact search
     lexical: LexicalSection | None
 
 
@@ -428,6 +429,7 @@ def _retrieve(
         params={r.name: r.params() for r in enabled},
         cache_notes={k: v for r in retrievers for k, v in r.cache_notes().items()},
         depth=rank_depth,
+        approximate=[r.name for r in enabled if r.approximate],
     )
 
 
@@ -465,7 +467,11 @@ def _score(
         n_docs, k = len(golden.doc_ids), config.beyond_accuracy.k
         indexes = add_beyond(indexes, rankings, slices, n_docs=n_docs, k=k, depth=retrieved.depth)
         ks = ann_cutoffs(metrics, config.gate.ann_k, retrieved.depth)
-        ann = _ann_section(rankings, per_query, ks, slices)
+        ann = {
+            name: _ann_section(name, rankings, per_query, ks, slices)
+            for name in retrieved.approximate
+            if PRIMARY_INDEX in rankings
+        }
         lexical = _lexical_section(per_query, slices, config.indexes.hybrid.dense)
     return _Scored(indexes=indexes, ann=ann, lexical=lexical)
 
@@ -548,7 +554,8 @@ def _assemble(
         query_ids=loaded.golden.query_ids,
         slices=_slice_infos(loaded.slices),
         indexes=scored.indexes,
-        ann=scored.ann,
+        ann=scored.ann.get("hnsw"),
+        ann_others={k: v for k, v in scored.ann.items() if k != "hnsw"},
         lexical=scored.lexical,
         intrinsic=intrinsic,
         timings={},

@@ -148,6 +148,29 @@ class HybridIndexConfig(_Strict):
     candidates: int = Field(100, ge=1, description="results taken from each ranking")
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _sql_name(v: str) -> str:
+    """A Postgres identifier as given (quoted later with psycopg.sql): 1 to 63 bytes, no NUL."""
+    if not v or len(v.encode()) > 63 or "\x00" in v:
+        raise ValueError("a Postgres name: 1 to 63 bytes, no NUL character")
+    return v
+
+
+def _table_name(v: str) -> str:
+    """``table`` or ``schema.table``, each part a Postgres name."""
+    parts = v.split(".")
+    if len(parts) > 2:
+        raise ValueError("a table name: NAME or SCHEMA.NAME")
+    for part in parts:
+        _sql_name(part)
+    return v
+
+
+SqlName = Annotated[str, AfterValidator(_sql_name)]
+
+
 DENSE_INDEXES = ("exact", "hnsw")
 BUILTIN_INDEXES = ("exact", "hnsw", "bm25", "hybrid")
 INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # also a run file's name part
@@ -205,8 +228,50 @@ class PythonIndexConfig(TypedIndexBase):
 
 
 # the typed indexes, told apart by ``type``: a new kind is one more member of this union
-TypedIndexConfig = Annotated[RunIndexConfig | PythonIndexConfig, Field(discriminator="type")]
-INDEX_TYPES: tuple[str, ...] = ("run", "python")  # the tags of TypedIndexConfig
+class PgvectorIndexConfig(TypedIndexBase):
+    """An HNSW index in Postgres with pgvector (engines/retrievers/pgvector.py).
+
+    Scratch mode (``table: null``): evalret's document vectors are loaded into a scratch table,
+    indexed with these settings, searched, and dropped. Table mode: an existing table is queried
+    read-only with the config's query vectors. The DSN is read from the environment variable
+    ``dsn_env`` when the index runs, and is never written anywhere."""
+
+    type: Literal["pgvector"]
+    dsn_env: str = Field(description="name of the environment variable holding the DSN")
+    # pgvector's own bounds (hnsw.c): m 2..100, ef_construction 4..1000, ef_search 1..1000
+    m: int = Field(16, ge=2, le=100)
+    ef_construction: int = Field(64, ge=4, le=1000)
+    ef_search: int = Field(40, ge=1, le=1000)
+    metric: Literal["inner_product", "cosine"] = Field(
+        "inner_product", description="<#> (vector_ip_ops) or <=> (vector_cosine_ops)"
+    )
+    table: str | None = Field(None, description="an existing table (read-only); null: scratch")
+    id_column: SqlName = "id"
+    vector_column: SqlName = "embedding"
+
+    @field_validator("dsn_env")
+    @classmethod
+    def _env_name(cls, v: str) -> str:
+        if not _ENV_NAME.fullmatch(v):
+            raise ValueError("the name of an environment variable (letters, digits, _), not a DSN")
+        return v
+
+    @field_validator("table")
+    @classmethod
+    def _table(cls, v: str | None) -> str | None:
+        return None if v is None else _table_name(v)
+
+    @model_validator(mode="after")
+    def _graph_settings(self) -> PgvectorIndexConfig:
+        if self.ef_construction < 2 * self.m:
+            raise ValueError("ef_construction must be at least 2 * m (pgvector refuses less)")
+        return self
+
+
+TypedIndexConfig = Annotated[
+    RunIndexConfig | PythonIndexConfig | PgvectorIndexConfig, Field(discriminator="type")
+]
+INDEX_TYPES: tuple[str, ...] = ("run", "python", "pgvector")  # the tags of TypedIndexConfig
 
 
 class IndexesConfig(_Strict):

@@ -309,11 +309,26 @@ class RunReport(_Model):
     query_ids: list[str]
     slices: dict[str, SliceInfo]
     indexes: dict[str, IndexResult]
-    ann: AnnSection | None
+    ann: AnnSection | None  # the hnsw index against exact search
     lexical: LexicalSection | None = None
     intrinsic: IntrinsicSection | None = None
     gate: GateSection | None = None
     timings: dict[str, float]
+    # every other approximate index (pgvector, ...) against exact search, by index name; absent
+    # when there is none (and in reports of older versions)
+    ann_others: dict[str, AnnSection] = {}
+
+    @model_serializer(mode="wrap")
+    def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A report without other approximate indexes dumps without ``ann_others``."""
+        data: dict[str, Any] = handler(self)
+        if not self.ann_others:
+            data.pop("ann_others", None)
+        return data
+
+    def ann_sections(self) -> list[AnnSection]:
+        """Every approximate index against exact search: hnsw first, then the others."""
+        return [*([self.ann] if self.ann is not None else []), *self.ann_others.values()]
 
     @model_validator(mode="after")
     def _aligned_with_query_ids(self) -> RunReport:

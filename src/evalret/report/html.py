@@ -843,15 +843,27 @@ def _ann_table(ann: AnnSection) -> str:
 
 
 def ann_section(p: RunPage) -> Section | None:
-    """The approximate index against exact search: recall, what it costs, every slice."""
-    ann = p.report.ann
-    if ann is None:
+    """Each approximate index against exact search: recall, what it costs, every slice."""
+    sections = p.report.ann_sections()
+    if not sections:
         return None
     floor = next(
         (c for c in (p.report.gate.checks if p.report.gate else []) if c.kind == "ann_min_recall"),
         None,
     )
-    body = (
+    body = "".join(_ann_block(ann, floor if ann is p.report.ann else None) for ann in sections)
+    first = sections[0]
+    title = (
+        f"{first.index.upper()} against {first.reference} search"
+        if len(sections) == 1
+        else f"Approximate indexes against {first.reference} search"
+    )
+    return Section("ann", title, body)
+
+
+def _ann_block(ann: AnnSection, floor: GateCheck | None) -> str:
+    """One approximate index: its recall and metric-change charts and its table."""
+    return (
         f"<p>The approximate index <code>{esc(ann.index)}</code> against exact search "
         f"<code>{esc(ann.reference)}</code> over the same vectors: how many true neighbours it "
         "finds, and what that costs in every metric.</p>"
@@ -861,7 +873,6 @@ def ann_section(p: RunPage) -> Section | None:
         + "</div>"
         + _ann_table(ann)
     )
-    return Section("ann", f"{ann.index.upper()} against {ann.reference} search", body)
 
 
 TEXTS_UNKNOWN = '<p class="muted">Query and document texts: golden set not available.</p>'

@@ -8,7 +8,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from evalret.data.schema import GateSection, MetricValue, RunReport
+from evalret.data.schema import AnnSection, GateSection, MetricValue, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
     alignment_notes,
@@ -98,14 +98,13 @@ def lexical_table(report: RunReport) -> Table | None:
     return table
 
 
-def ann_table(report: RunReport) -> Table | None:
-    ann = report.ann
-    if ann is None:
-        return None
+def ann_table(ann: AnnSection) -> Table:
+    """One approximate index against exact search: recall and metric change per slice."""
     first = next(iter(ann.slices.values()))
+    index, reference = terminal(ann.index), terminal(ann.reference)
     table = Table(
-        title=f"ANN: {ann.index} against {ann.reference} search "
-        "(recall of the exact top-k; metric change hnsw - exact)",
+        title=f"ANN: {index} against {reference} search "
+        f"(recall of the exact top-k; metric change {index} - {reference})",
         title_justify="left",
     )
     table.add_column("slice", style="bold", no_wrap=True)
@@ -250,7 +249,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
         parts.append(
             Text("! fewer than 200 queries: unreliable, only large changes show", style="yellow")
         )
-    for extra in (ann_table(report), lexical_table(report)):
+    for extra in (*map(ann_table, report.ann_sections()), lexical_table(report)):
         if extra is not None:
             parts += [Text(""), extra]
     parts += beyond_parts(report)

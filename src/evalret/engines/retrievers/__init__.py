@@ -20,6 +20,7 @@ from evalret.engines.retrievers.bm25 import Bm25Retriever
 from evalret.engines.retrievers.exact import ExactRetriever
 from evalret.engines.retrievers.hnsw import HnswRetriever
 from evalret.engines.retrievers.hybrid import HybridRetriever
+from evalret.engines.retrievers.pgvector import PgvectorRetriever
 from evalret.engines.retrievers.python import PythonRetriever
 from evalret.engines.retrievers.run import RunRetriever
 from evalret.errors import ConfigError
@@ -49,6 +50,7 @@ TypedRetrieverFactory = Callable[[str, Any, Config], Retriever]
 RETRIEVER_TYPES: dict[str, TypedRetrieverFactory] = {
     "run": RunRetriever,
     "python": PythonRetriever,
+    "pgvector": PgvectorRetriever,
 }
 
 

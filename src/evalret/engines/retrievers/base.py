@@ -48,6 +48,7 @@ class Retriever(Protocol):
     enabled: bool  # whether this run searches with it
     needs_vectors: bool  # whether the run must embed for it (none does: nothing is embedded)
     corpus_bound: bool  # False: it may rank documents the corpus lacks, past the corpus size
+    approximate: bool  # an approximate search: the report measures it against exact search
 
     def params(self) -> dict[str, Any]:
         """Everything that decides its rankings: the report's ``params`` and the fingerprint."""
@@ -73,6 +74,7 @@ class BaseRetriever:
     enabled = True
     needs_vectors = True
     corpus_bound = True
+    approximate = False  # an approximate nearest-neighbour search: measured against exact
 
     def input_depth(self) -> int:
         return 0

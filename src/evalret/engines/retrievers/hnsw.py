@@ -15,6 +15,7 @@ class HnswRetriever(BaseRetriever):
     """The ANN index whose recall the report measures against the exact one."""
 
     name = "hnsw"
+    approximate = True
 
     def __init__(self, config: Config) -> None:
         self.config = config.indexes.hnsw

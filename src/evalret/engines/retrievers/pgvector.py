@@ -1,0 +1,489 @@
+"""Approximate search in Postgres with pgvector's HNSW index, under evalret's tie rule.
+
+Two modes (``PgvectorIndexConfig``):
+
+- **scratch** (``table: null``): evalret's document vectors are copied (binary COPY, in batches)
+  into an unlogged table named ``evalret_scratch_<pid>_<random>``, pgvector's HNSW index is built
+  on it with the configured ``m`` and ``ef_construction``, every query is searched, and the table is
+  dropped. All of it happens in one transaction that is never committed: the table is rolled back
+  in a ``finally`` after a normal run, an error or Ctrl-C, and when the process is killed (SIGKILL,
+  where no ``finally`` runs) Postgres aborts the open transaction as the connection drops, so the
+  table never existed for anyone else. ``sweep_scratch_tables`` removes committed leftovers with
+  the prefix (none are made by this module; it is the cleanup step for older or foreign copies).
+- **table** (``table: NAME``): an existing table is queried in a read-only transaction
+  (``SET TRANSACTION READ ONLY``); its ``id_column`` (read as text) is mapped onto the golden set's
+  document ids. Ids unknown to the corpus are skipped and counted (``notes["unknown_ranks"]``).
+
+Queries run in batches with ``SET LOCAL hnsw.ef_search`` and ``enable_seqscan = off`` (so the
+planner cannot answer a small table exactly instead of through the index): one statement per batch,
+a LATERAL ``ORDER BY vector <#> query LIMIT n`` per query. pgvector returns distances; scores are
+``-distance`` (inner product) or ``1 - distance`` (cosine) in float64, and the tie rule (score
+descending, then document id descending) is applied again to what came back. As with faiss, a few
+rows past the depth are fetched and the fetch widens while a tie straddles the cut; the scan's
+``hnsw.ef_search`` is raised to the fetch when it is smaller (an HNSW scan returns at most
+``ef_search`` rows), up to pgvector's limit of 1000.
+
+pgvector draws each node's HNSW level at random, seeded per server process, so two builds of the
+same vectors may rank a few documents differently; the index is built without parallel workers to
+remove thread timing from it. The DSN comes from the environment variable ``dsn_env`` and is never
+put in a parameter, note or error message (Postgres's messages are shown with it blanked out).
+
+psycopg and pgvector are imported inside the functions that use them (extra ``evalret[pgvector]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+from evalret.core.ranking import SearchResult, empty_result, top_candidates
+from evalret.data.config import Config, PgvectorIndexConfig
+from evalret.engines.retrievers.base import BaseRetriever, SearchJob
+from evalret.errors import ConfigError, EvalretError, ExitCode
+
+SCRATCH_PREFIX = "evalret_scratch_"
+COPY_BATCH = 10_000
+QUERY_BATCH = 256
+TIE_MARGIN = 16
+MAX_EF_SEARCH = 1000  # pgvector's bound on hnsw.ef_search
+MAX_HNSW_DIM = 2000  # pgvector's bound on an HNSW index over the vector type
+EXTRA = "evalret[pgvector]"
+# distance operator and operator class per metric; score = SCALE * distance + OFFSET
+OPERATORS = {"inner_product": ("<#>", "vector_ip_ops"), "cosine": ("<=>", "vector_cosine_ops")}
+_SCORE = {"inner_product": (-1.0, 0.0), "cosine": (-1.0, 1.0)}
+
+
+class PgvectorError(EvalretError):
+    """Postgres refused or failed (connection, permission, a statement): exit 3. The message
+    never holds the DSN."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+def _libraries() -> tuple[Any, Any]:
+    """(psycopg, pgvector.psycopg.register_vector); ConfigError naming the extra when absent."""
+    try:
+        import psycopg
+        from pgvector.psycopg import register_vector
+    except ImportError as e:
+        missing = e.name or "psycopg or pgvector"
+        raise ConfigError(
+            f"index type pgvector needs psycopg 3 and pgvector ({missing} is not installed): "
+            f"pip install '{EXTRA}'"
+        ) from None
+    return psycopg, register_vector
+
+
+class _Redactor:
+    """Blanks the DSN and its password out of any text shown to the user."""
+
+    def __init__(self, dsn: str) -> None:
+        self.secrets = [dsn]
+        with contextlib.suppress(Exception):  # an unparsable DSN: only the whole text is blanked
+            from psycopg.conninfo import conninfo_to_dict
+
+            password = conninfo_to_dict(dsn).get("password")
+            if password:
+                self.secrets += [str(password), quote(str(password), safe="")]
+        self.secrets.sort(key=len, reverse=True)
+
+    def clean(self, text: str) -> str:
+        """``text`` with every secret replaced by ``***``."""
+        for secret in self.secrets:
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+
+def _read_dsn(settings: PgvectorIndexConfig, name: str) -> str:
+    """The DSN from the environment variable the config names; ConfigError when it is unset."""
+    dsn = os.environ.get(settings.dsn_env, "")
+    if not dsn.strip():
+        raise ConfigError(
+            f"indexes.{name}.dsn_env: the environment variable {settings.dsn_env} is not set "
+            "(it must hold the DSN of the Postgres to search)"
+        )
+    return dsn
+
+
+def _connect(settings: PgvectorIndexConfig, name: str) -> tuple[Any, _Redactor]:
+    """A connection (not autocommit) to the Postgres the environment names, and the redactor
+    for its DSN."""
+    psycopg, _ = _libraries()
+    dsn = _read_dsn(settings, name)
+    redactor = _Redactor(dsn)
+    where = f"index {name}: the Postgres named by ${settings.dsn_env}"
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        conninfo_to_dict(dsn)
+    except psycopg.Error:
+        raise PgvectorError(f"{where}: not a valid connection string (not shown)") from None
+    try:
+        conn = psycopg.connect(dsn, application_name="evalret", autocommit=False)
+    except psycopg.Error as e:
+        raise PgvectorError(f"{where}: cannot connect: {redactor.clean(str(e)).strip()}") from None
+    return conn, redactor
+
+
+@contextlib.contextmanager
+def open_session(settings: PgvectorIndexConfig, name: str, *, read_only: bool) -> Iterator[Any]:
+    """A connection with the vector type registered, inside one transaction that is always
+    rolled back at the end (after an error or Ctrl-C too), then closed. ``read_only``: the
+    transaction's first statement is ``SET TRANSACTION READ ONLY``. Postgres errors become
+    PgvectorError with the DSN blanked out."""
+    psycopg, register_vector = _libraries()
+    conn, redactor = _connect(settings, name)
+    try:
+        if read_only:
+            conn.execute("SET TRANSACTION READ ONLY")
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+            raise PgvectorError(
+                f"index {name}: the database has no vector extension (CREATE EXTENSION vector)"
+            )
+        register_vector(conn)
+        yield conn
+    except psycopg.Error as e:
+        message = redactor.clean(str(e)).strip()
+        wrong = (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn)
+        if read_only and isinstance(e, (*wrong, psycopg.errors.DataException)):
+            # the configured table, its columns or their dimensions do not fit: bad input
+            raise ConfigError(f"indexes.{name}.table {settings.table!r}: {message}") from None
+        raise PgvectorError(f"index {name}: Postgres failed: {message}") from None
+    finally:
+        with contextlib.suppress(Exception):  # a broken connection: the server aborts it anyway
+            conn.rollback()
+        conn.close()
+
+
+def scratch_tables(conn: Any) -> list[str]:
+    """The committed tables whose name starts with the scratch prefix, in any schema."""
+    rows = conn.execute(
+        "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE c.relkind = 'r' AND starts_with(c.relname, %s) ORDER BY 1, 2",
+        (SCRATCH_PREFIX,),
+    ).fetchall()
+    return [f"{schema}.{table}" for schema, table in rows]
+
+
+def sweep_scratch_tables(conn: Any) -> list[str]:
+    """Drop every committed scratch table (the cleanup step) and return their names.
+
+    This module never commits one, so there is nothing to sweep after its own runs, killed or
+    not; the sweep is for copies left by something else using the prefix."""
+    from psycopg import sql
+
+    found = scratch_tables(conn)
+    for qualified in found:
+        schema, table = qualified.split(".", 1)
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(schema, table)))
+    return found
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What a search reads: the relation, the id expression, the vector column, the metric."""
+
+    relation: Any  # psycopg.sql.Composable
+    id_expr: Any
+    vector: Any
+    metric: str
+    limit: int  # the most rows one query can get back
+
+
+def _load_scratch(
+    conn: Any, vectors: np.ndarray, settings: PgvectorIndexConfig, tick: Callable[[int], None]
+) -> Any:
+    """Create the scratch table, COPY the vectors in (binary, in batches, ``tick`` per batch)
+    and build the HNSW index; returns the table's identifier."""
+    from psycopg import sql
+
+    table = sql.Identifier(f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}")
+    dim = sql.SQL(str(int(vectors.shape[1])))
+    conn.execute(
+        sql.SQL("CREATE UNLOGGED TABLE {} (i int4 NOT NULL, embedding vector({}) NOT NULL)").format(
+            table, dim
+        )
+    )
+    copy_sql = sql.SQL("COPY {} (i, embedding) FROM STDIN WITH (FORMAT BINARY)").format(table)
+    with conn.cursor() as cur:
+        for start in range(0, len(vectors), COPY_BATCH):
+            chunk = np.ascontiguousarray(vectors[start : start + COPY_BATCH], dtype=np.float32)
+            with cur.copy(copy_sql) as copy:
+                copy.set_types(["int4", "vector"])
+                for i, vector in enumerate(chunk, start):
+                    copy.write_row((i, vector))
+            tick(len(chunk))
+    return table
+
+
+def _build_hnsw(conn: Any, table: Any, settings: PgvectorIndexConfig) -> None:
+    """pgvector's HNSW index on the scratch table, built without parallel workers."""
+    from psycopg import sql
+
+    conn.execute("SET LOCAL max_parallel_maintenance_workers = 0")
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX ON {} USING hnsw (embedding {}) WITH (m = {}, ef_construction = {})"
+        ).format(
+            table,
+            sql.SQL(OPERATORS[settings.metric][1]),
+            sql.SQL(str(int(settings.m))),
+            sql.SQL(str(int(settings.ef_construction))),
+        )
+    )
+
+
+def _query_sql(source: _Source) -> Any:
+    """One batch's statement: per query (its number, its vector) the nearest ``limit`` rows."""
+    from psycopg import sql
+
+    op = sql.SQL(OPERATORS[source.metric][0])
+    return sql.SQL(
+        "SELECT q.n, d.id, d.dist FROM unnest(%s::int4[], %s::vector[]) AS q(n, v)"
+        " CROSS JOIN LATERAL (SELECT {id} AS id, {vec} {op} q.v AS dist FROM {rel}"
+        " ORDER BY {vec} {op} q.v LIMIT %s) AS d"
+    ).format(id=source.id_expr, vec=source.vector, op=op, rel=source.relation)
+
+
+Hits = list[tuple[Any, float]]  # (id as stored, distance), nearest first
+
+
+def _fetch(
+    conn: Any, statement: Any, batch: np.ndarray, rows: Sequence[int], fetch: int, ef: int
+) -> dict[int, Hits]:
+    """The nearest ``fetch`` rows of each query ``rows`` of ``batch``, with the scan's
+    ef_search at least ``fetch`` (within pgvector's bound)."""
+    from psycopg import sql
+
+    ef_scan = min(MAX_EF_SEARCH, max(ef, fetch))
+    conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.SQL(str(int(ef_scan)))))
+    got: dict[int, Hits] = {n: [] for n in rows}
+    records = conn.execute(statement, (list(rows), [batch[n] for n in rows], fetch)).fetchall()
+    for n, found, dist in records:
+        if dist is not None:
+            got[n].append((found, float(dist)))
+    for hits in got.values():
+        hits.sort(key=lambda hit: hit[1])  # stable: the scan's order among equal distances
+    return got
+
+
+def _open_at_cut(hits: Hits, fetch: int, keep: int, known: Callable[[Any], bool]) -> bool:
+    """Whether a full fetch may have cut a tie (or the known documents) short: fewer than
+    ``keep`` known ids, or the keep-th known distance equal to the last one fetched."""
+    if len(hits) < fetch:
+        return False
+    dists = [d for found, d in hits if known(found)]
+    return len(dists) < keep or dists[keep - 1] == hits[-1][1]
+
+
+class _Mapper:
+    """Stored ids to document indices (-1: unknown to the corpus), counting the skipped ranks."""
+
+    def __init__(self, doc_ids: Sequence[str] | None) -> None:
+        self.index = {d: i for i, d in enumerate(doc_ids)} if doc_ids is not None else None
+        self.unknown_ranks = 0
+        self.unknown_ids: set[str] = set()
+        self.short_queries = 0
+
+    def known(self, found: Any) -> bool:
+        """Whether the stored id names a document of the corpus."""
+        return self.index is None or (found is not None and found in self.index)
+
+    def to_index(self, found: Any) -> int:
+        """The document index of a stored id (-1 when unknown)."""
+        if self.index is None:
+            return int(found)
+        return self.index.get(found, -1) if found is not None else -1
+
+    def candidates(self, hits: Hits, metric: str, keep: int) -> tuple[np.ndarray, np.ndarray]:
+        """Document indices and float64 scores of the known hits; the unknown ids met before
+        the ``keep``-th known one are counted (they would have held a rank)."""
+        scale, offset = _SCORE[metric]
+        ids: list[int] = []
+        scores: list[float] = []
+        for found, dist in hits:
+            doc = self.to_index(found)
+            if doc < 0:
+                if len(ids) < keep:
+                    self.unknown_ranks += 1
+                    self.unknown_ids.add(str(found))
+                continue
+            ids.append(doc)
+            scores.append(scale * dist + offset)
+        if len(ids) < keep:
+            self.short_queries += 1
+        return np.array(ids, dtype=np.int64), np.array(scores, dtype=np.float64)
+
+
+def _search(
+    conn: Any,
+    source: _Source,
+    queries: np.ndarray,
+    depth: int,
+    rank: np.ndarray,
+    ef_search: int,
+    mapper: _Mapper,
+    tick: Callable[[int], None],
+) -> SearchResult:
+    """Top ``depth`` documents per query under the tie rule, in query batches; the fetch widens
+    (doubling, up to the source's limit) for the queries whose cut is still open."""
+    statement = _query_sql(source)
+    out = empty_result(len(queries), depth)
+    for start in range(0, len(queries), QUERY_BATCH):
+        batch = np.ascontiguousarray(queries[start : start + QUERY_BATCH], dtype=np.float32)
+        fetch = min(depth + TIE_MARGIN, source.limit)
+        rows: list[int] = list(range(len(batch)))
+        found: dict[int, Hits] = {}
+        while rows:
+            found.update(_fetch(conn, statement, batch, rows, fetch, ef_search))
+            if fetch >= source.limit:
+                break
+            rows = [n for n in rows if _open_at_cut(found[n], fetch, depth, mapper.known)]
+            fetch = min(source.limit, fetch * 2)
+        for n, hits in found.items():
+            ids, scores = mapper.candidates(hits, source.metric, depth)
+            out.ids[start + n], out.scores[start + n] = top_candidates(ids, scores, depth, rank)
+        tick(len(batch))
+    return out
+
+
+def _table_source(settings: PgvectorIndexConfig) -> _Source:
+    """The configured existing table, its id column read as text."""
+    from psycopg import sql
+
+    assert settings.table is not None
+    return _Source(
+        relation=sql.Identifier(*settings.table.split(".")),
+        id_expr=sql.SQL("{}::text").format(sql.Identifier(settings.id_column)),
+        vector=sql.Identifier(settings.vector_column),
+        metric=settings.metric,
+        limit=MAX_EF_SEARCH,
+    )
+
+
+def plan_index(conn: Any, source: _Source, query: np.ndarray) -> str | None:
+    """The index the planner scans for one query of ``source`` (None: no index, an exact scan)."""
+    from psycopg import sql
+
+    statement = sql.SQL("EXPLAIN ") + _query_sql(source)
+    plan = conn.execute(statement, ([0], [query], 1)).fetchall()
+    for (line,) in plan:
+        match = re.search(r"Index Scan using (\S+) on", str(line))
+        if match:
+            return match.group(1)
+    return None
+
+
+class PgvectorRetriever(BaseRetriever):
+    """An index of the run searched in Postgres by pgvector's HNSW (scratch or table mode)."""
+
+    approximate = True
+
+    def __init__(self, name: str, settings: PgvectorIndexConfig, config: Config) -> None:
+        self.name = name
+        self.settings = settings
+        self.config = config
+        self.enabled = settings.enabled
+        self.notes: dict[str, Any] = {}  # what the last retrieve found (never the DSN)
+
+    def params(self) -> dict[str, Any]:
+        """The settings that decide its rankings (no DSN, no environment variable)."""
+        s = self.settings
+        common = {"type": "pgvector.hnsw", "metric": s.metric, "ef_search": s.ef_search}
+        if s.table is None:
+            return {**common, "mode": "scratch", "m": s.m, "ef_construction": s.ef_construction}
+        return {
+            **common,
+            "mode": "table",
+            "table": s.table,
+            "id_column": s.id_column,
+            "vector_column": s.vector_column,
+        }
+
+    def cache_notes(self) -> dict[str, str]:
+        """One line on what the index did: the scratch table dropped, or the table read."""
+        n = self.notes
+        if not n:
+            return {f"pgvector.{self.name}": "not run"}
+        if n["mode"] == "scratch":
+            return {f"pgvector.{self.name}": "scratch table loaded, indexed and dropped"}
+        line = f"table read read-only through {n['index'] or 'no index (exact scan)'}"
+        if n["unknown_ranks"]:
+            line += (
+                f"; {n['unknown_ranks']} ranks held {n['unknown_ids']} ids unknown to the "
+                "corpus, skipped"
+            )
+        return {f"pgvector.{self.name}": line}
+
+    def retrieve(self, job: SearchJob) -> SearchResult:
+        """The top ``job.depth`` documents of every query, searched in Postgres."""
+        dim = job.doc_vectors.shape[1]
+        if self.settings.table is None and dim > MAX_HNSW_DIM:
+            raise ConfigError(
+                f"indexes.{self.name}: pgvector's HNSW index takes at most {MAX_HNSW_DIM} "
+                f"dimensions, the vectors have {dim} (set model.truncate_dim)"
+            )
+        if len(job.query_vectors) == 0:
+            return empty_result(0, job.depth)
+        with open_session(self.settings, self.name, read_only=self.settings.table is not None) as c:
+            version = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            self.notes = {"mode": "table" if self.settings.table else "scratch"}
+            self.notes["pgvector_version"] = version.fetchone()[0]
+            if self.settings.table is None:
+                return self._scratch(c, job)
+            return self._table(c, job)
+
+    def _scratch(self, conn: Any, job: SearchJob) -> SearchResult:
+        """Load, index and search the scratch table (rolled back by the session)."""
+        with job.timed(f"load_{self.name}"):
+            tick = job.progress(f"Loading {self.name} (pgvector)", len(job.doc_vectors))
+            table = _load_scratch(conn, job.doc_vectors, self.settings, tick)
+        with job.timed(f"build_{self.name}"):
+            _build_hnsw(conn, table, self.settings)
+        conn.execute("SET LOCAL enable_seqscan = off")
+        from psycopg import sql
+
+        source = _Source(
+            relation=table,
+            id_expr=sql.Identifier("i"),
+            vector=sql.Identifier("embedding"),
+            metric=self.settings.metric,
+            limit=min(MAX_EF_SEARCH, len(job.doc_vectors)),
+        )
+        mapper = _Mapper(None)
+        with job.timed(f"search_{self.name}"):
+            tick = job.progress(f"Searching {self.name} (pgvector)", len(job.query_vectors))
+            result = _search(
+                conn, source, job.query_vectors, job.depth, job.rank, self.settings.ef_search,
+                mapper, tick,
+            )  # fmt: skip
+        self.notes["short_queries"] = mapper.short_queries
+        return result
+
+    def _table(self, conn: Any, job: SearchJob) -> SearchResult:
+        """Search the existing table read-only, mapping its ids onto the golden set's."""
+        conn.execute("SET LOCAL enable_seqscan = off")
+        source = _table_source(self.settings)
+        self.notes["index"] = plan_index(conn, source, job.query_vectors[0])
+        mapper = _Mapper(job.doc_ids)
+        with job.timed(f"search_{self.name}"):
+            tick = job.progress(f"Searching {self.name} (pgvector)", len(job.query_vectors))
+            result = _search(
+                conn, source, job.query_vectors, job.depth, job.rank, self.settings.ef_search,
+                mapper, tick,
+            )  # fmt: skip
+        self.notes.update(
+            unknown_ranks=mapper.unknown_ranks,
+            unknown_ids=len(mapper.unknown_ids),
+            short_queries=mapper.short_queries,
+        )
+        return result
