@@ -252,7 +252,7 @@ def test_python_retriever_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 METRICS = [
     f"{m}@{k}" for m in ("ndcg", "recall", "precision", "map", "hit_rate") for k in (1, 5, 10, 100)
-]
+] + ["ndcg", "recall", "precision", "map", "hit_rate", "mrr"]  # and over the whole ranking
 
 
 def _graded_qrels_and_run(
@@ -290,8 +290,9 @@ def _first_query(qrels: Path) -> str:
 def test_score_equals_trec_eval(
     scifact_path: Path, tmp_path: Path, level: int, without: str
 ) -> None:
-    """`evalret score` on a bare qrels file equals pytrec_eval per query for every metric, at
-    relevance levels 1 and 2, excluding or zero-scoring queries without a relevant document."""
+    """`evalret score` on a bare qrels file equals pytrec_eval per query for every metric, with
+    and without a cutoff, at relevance levels 1 and 2, excluding or zero-scoring queries without
+    a relevant document."""
     qrels_path, run_path, qrels = _graded_qrels_and_run(scifact_path, tmp_path)
     outcome = score_command(
         qrels_path,
