@@ -16,19 +16,11 @@ from hypothesis import given, settings
 
 from evalret.core.metrics import REGISTRY, Metric, build_judgments, compute, search_depth
 from evalret.core.ranking import apply_tie_rule, id_rank
+from helpers import UNCUT_TREC_MEASURES
 from strategies import graded_runs
 
 CUTOFFS = (1, 2, 3, 5, 10, 30, 500)  # 30 and 500 exceed every corpus drawn below
 UNCUT = [Metric(f) for f in REGISTRY]  # every family over the whole ranking
-# trec_eval's measure over the whole run for each family (hit_rate: num_rel_ret > 0)
-UNCUT_MEASURES = {
-    "ndcg": "ndcg",
-    "mrr": "recip_rank",
-    "recall": "set_recall",
-    "precision": "set_P",
-    "map": "map",
-    "hit_rate": "num_rel_ret",
-}
 
 
 def trec_eval_values(
@@ -72,9 +64,9 @@ def uncut_trec_eval_values(
     family: str,
     relevance_level: int,
 ) -> dict[str, float]:
-    """trec_eval's per-query value of ``family`` over the whole run (``UNCUT_MEASURES``);
+    """trec_eval's per-query value of ``family`` over the whole run (``UNCUT_TREC_MEASURES``);
     hit rate is 1 where trec_eval's ``num_rel_ret`` is positive."""
-    measure = UNCUT_MEASURES[family]
+    measure = UNCUT_TREC_MEASURES[family]
     run = {q: (dict(r) or {"__none__": 0.0}) for q, r in ranked.items()}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=relevance_level)
     got = evaluator.evaluate(run)

@@ -460,14 +460,18 @@ class PgvectorRetriever(BaseRetriever):
             limit=min(MAX_EF_SEARCH, len(job.doc_vectors)),
         )
         mapper = _Mapper(None)
+        result = self._search(conn, source, job, mapper)
+        self.notes["short_queries"] = mapper.short_queries
+        return result
+
+    def _search(self, conn: Any, source: _Source, job: SearchJob, mapper: _Mapper) -> SearchResult:
+        """Every query of ``job`` against ``source``, timed and with a progress bar."""
         with job.timed(f"search_{self.name}"):
             tick = job.progress(f"Searching {self.name} (pgvector)", len(job.query_vectors))
-            result = _search(
+            return _search(
                 conn, source, job.query_vectors, job.depth, job.rank, self.settings.ef_search,
                 mapper, tick,
             )  # fmt: skip
-        self.notes["short_queries"] = mapper.short_queries
-        return result
 
     def _table(self, conn: Any, job: SearchJob) -> SearchResult:
         """Search the existing table read-only, mapping its ids onto the golden set's."""
@@ -475,12 +479,7 @@ class PgvectorRetriever(BaseRetriever):
         source = _table_source(self.settings)
         self.notes["index"] = plan_index(conn, source, job.query_vectors[0])
         mapper = _Mapper(job.doc_ids)
-        with job.timed(f"search_{self.name}"):
-            tick = job.progress(f"Searching {self.name} (pgvector)", len(job.query_vectors))
-            result = _search(
-                conn, source, job.query_vectors, job.depth, job.rank, self.settings.ef_search,
-                mapper, tick,
-            )  # fmt: skip
+        result = self._search(conn, source, job, mapper)
         self.notes.update(
             unknown_ranks=mapper.unknown_ranks,
             unknown_ids=len(mapper.unknown_ids),
