@@ -15,7 +15,14 @@ import pytrec_eval
 from evalret.commands.evaluate import run_evaluation, topk_overlap
 from evalret.commands.outputs import write_outputs
 from evalret.core.metrics import MAX_CUTOFF
-from evalret.data.config import Config, GoldenSetConfig, HnswIndexConfig, IndexesConfig
+from evalret.data.config import (
+    Config,
+    GoldenSetConfig,
+    HnswIndexConfig,
+    HybridIndexConfig,
+    IndexesConfig,
+)
+from evalret.data.schema import RunReport
 from helpers import HashEmbedder, assert_report_matches_trec_eval, make_set, read_trec_run
 
 
@@ -240,3 +247,22 @@ def test_search_depth_cuts_the_whole_ranking_and_is_fingerprinted(
     qrels = {q: g.qrels[q] for q in g.query_ids}
     per_query = r.indexes["hnsw"].per_query
     assert assert_report_matches_trec_eval(per_query, r.query_ids, qrels, run, 1) == 4 * 24
+
+
+def test_bm25_without_hybrid_reports_the_lexical_comparison(tmp_path: Path) -> None:
+    """With HNSW and the hybrid disabled, the report still builds (it was refused as
+    inconsistent) and the lexical section compares exact with BM25 alone; the report reads back."""
+    config = Config(
+        golden_set=GoldenSetConfig(path=make_set(tmp_path / "set")),
+        indexes=IndexesConfig(
+            hnsw=HnswIndexConfig(enabled=False), hybrid=HybridIndexConfig(enabled=False)
+        ),
+    )
+    report = run_evaluation(config, embedder=HashEmbedder()).report
+    assert list(report.indexes) == ["exact", "bm25"]
+    assert report.lexical is not None
+    for s in report.lexical.slices.values():
+        assert s.hybrid_minus_dense == {} and set(s.dense_minus_bm25) == set(
+            report.indexes["exact"].per_query
+        )
+    assert RunReport.model_validate_json(report.model_dump_json()) == report

@@ -362,9 +362,12 @@ def _lexical_problems(lex: LexicalSection) -> list[str]:
     first = next(iter(lex.slices.values()), None)
     metrics = set(first.dense_minus_bm25) if first is not None else set()
     out = [] if metrics else ["lexical.slices: no slice with metrics"]
+    hybrid = set(first.hybrid_minus_dense) if first is not None else set()
     for name, result in lex.slices.items():
         for field in ("dense_minus_bm25", "hybrid_minus_dense", "dense_wins", "bm25_wins"):
-            if set(getattr(result, field)) != metrics:
+            # without a hybrid index, hybrid_minus_dense is empty in every slice
+            expected = hybrid if field == "hybrid_minus_dense" and not hybrid else metrics
+            if set(getattr(result, field)) != expected:
                 out.append(f"lexical.slices.{name}.{field}: other metrics than the first slice's")
     return out
 
