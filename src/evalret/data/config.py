@@ -87,10 +87,41 @@ class GoldenSetConfig(_Strict):
     qrels_only: bool = Field(False, exclude=True, description="TREC: the qrels file alone")
 
 
+class PromptsConfig(_Strict):
+    """Names of the sentence-transformers model's own prompts (``SentenceTransformer.prompts``),
+    one per kind of text; an alternative to ``query_prefix`` / ``document_prefix``."""
+
+    query: str | None = Field(None, min_length=1, description="the prompt name for queries")
+    document: str | None = Field(None, min_length=1, description="the prompt name for documents")
+
+
+# the model keys that only provider sentence-transformers reads
+_ST_ONLY = ("max_seq_length", "device", "backend", "precision", "prompts")
+
+
 class ModelConfig(_Strict):
     """The embedding model and how texts are fed to it."""
 
-    name: str = Field(PACKAGED_MODEL, description="packaged MiniLM, a local directory, or a name")
+    provider: Literal["sentence-transformers", "python"] = Field(
+        "sentence-transformers",
+        description="sentence-transformers (a local model), or python (a custom encoder)",
+    )
+    name: str = Field(
+        PACKAGED_MODEL,
+        description="packaged MiniLM, a local directory, or a name; provider python: a label "
+        "(default: the callable)",
+    )
+    callable: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
+        description='provider python: "pkg.module:factory", called once with **options',
+    )
+    options: dict[str, Any] | None = Field(
+        None, description="provider python: keyword arguments of the callable"
+    )
+    prompts: PromptsConfig | None = Field(
+        None, description="the model's own named prompts, instead of the prefixes"
+    )
     batch_size: int = Field(32, ge=1)
     normalize: bool = True
     query_prefix: str = ""
@@ -104,6 +135,47 @@ class ModelConfig(_Strict):
     precision: Literal["fp32", "int8"] = Field(
         "fp32", description="int8: dynamically quantized weights (backend onnx only)"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _python_name(cls, data: Any) -> Any:
+        """Provider python without a name: the callable is its label."""
+        python = isinstance(data, dict) and data.get("provider") == "python"
+        if python and "name" not in data and isinstance(data.get("callable"), str):
+            return {**data, "name": data["callable"]}
+        return data
+
+    @model_validator(mode="after")
+    def _provider_settings(self) -> ModelConfig:
+        if self.provider == "python":
+            if self.callable is None:
+                raise ValueError('provider python needs callable: "pkg.module:factory"')
+            changed = [k for k in _ST_ONLY if k in self.model_fields_set]
+            if changed:
+                raise ValueError(
+                    f"{', '.join(changed)}: sentence-transformers settings, not read with "
+                    "provider python (pass what the encoder needs in options)"
+                )
+        elif self.callable is not None or self.options is not None:
+            raise ValueError("callable and options need provider: python")
+        if self.prompts is not None:
+            if self.prompts.query is not None and self.query_prefix:
+                raise ValueError("prompts.query and query_prefix: set one of them")
+            if self.prompts.document is not None and self.document_prefix:
+                raise ValueError("prompts.document and document_prefix: set one of them")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The model settings as a dict; the keys added for providers and prompts only when
+        set, so that reports of configs without them read as they did before."""
+        data: dict[str, Any] = handler(self)
+        if self.provider == "sentence-transformers":
+            data.pop("provider", None)
+        for key in ("callable", "options", "prompts"):
+            if getattr(self, key) is None:
+                data.pop(key, None)
+        return data
 
     @model_validator(mode="after")
     def _backend_settings(self) -> ModelConfig:

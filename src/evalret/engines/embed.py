@@ -7,6 +7,7 @@ CLI starts fast. The Hugging Face libraries are forced offline: evalret never do
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -88,12 +89,42 @@ def finish_vectors(vectors: np.ndarray, truncate_dim: int | None, normalize: boo
     return np.ascontiguousarray(out, dtype=np.float32)
 
 
+def model_prompts(source: str) -> dict[str, str]:
+    """The named prompts of the sentence-transformers model at ``source`` (its
+    ``config_sentence_transformers.json``), read without loading the model; {} when none."""
+    path = Path(source) / "config_sentence_transformers.json"
+    try:
+        prompts = json.loads(path.read_text(encoding="utf-8")).get("prompts") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in prompts.items()} if isinstance(prompts, dict) else {}
+
+
 class SentenceTransformerEmbedder:
     """Embeds with sentence-transformers on the configured device, offline."""
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
         self.source, self.description = resolve_model(config.name)
+        self.prompts = self._chosen_prompts()
+
+    def _chosen_prompts(self) -> dict[str, tuple[str, str]]:
+        """kind -> (prompt name, prompt text) for each kind ``model.prompts`` names; ConfigError
+        (exit 2) listing the model's prompts for a name the model does not have."""
+        chosen = self.config.prompts.model_dump(exclude_none=True) if self.config.prompts else {}
+        if not chosen:
+            return {}
+        known = model_prompts(self.source)
+        out: dict[str, tuple[str, str]] = {}
+        for kind, name in chosen.items():
+            if name not in known:
+                listed = ", ".join(sorted(known)) if known else "none"
+                raise ConfigError(
+                    f"model.prompts.{kind}: the model {self.config.name!r} has no prompt "
+                    f"{name!r}; its prompts: {listed}"
+                )
+            out[kind] = (name, known[name])
+        return out
 
     @cached_property
     def model(self) -> Any:
@@ -127,6 +158,8 @@ class SentenceTransformerEmbedder:
             "document_prefix": c.document_prefix,
             "max_seq_length": c.max_seq_length,
             "truncate_dim": c.truncate_dim,
+            # only when set: the identities of runs without prompts stay as they were
+            **({"prompts": c.prompts.model_dump(exclude_none=True)} if c.prompts else {}),
         }
 
     def cache_identity(self) -> dict[str, Any]:
@@ -142,15 +175,20 @@ class SentenceTransformerEmbedder:
         return {**self.identity(), "device": self.config.device, "versions": versions}
 
     def prefixed(self, texts: Sequence[str], kind: Kind) -> list[str]:
-        """The texts exactly as they are fed to the model."""
+        """The texts exactly as they are fed to the model (a named prompt is a prefix)."""
         prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
+        if kind in self.prompts:
+            prefix = self.prompts[kind][1]
         return [prefix + t for t in texts]
 
     def embed(
         self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
     ) -> np.ndarray:
-        """Embed ``texts`` in length-sorted batches (fewer padding tokens), in input order."""
-        inputs = self.prefixed(texts, kind)
+        """Embed ``texts`` in length-sorted batches (fewer padding tokens), in input order; a
+        named prompt goes to sentence-transformers as ``prompt_name``."""
+        prompt = self.prompts.get(kind)
+        inputs = list(texts) if prompt is not None else self.prefixed(texts, kind)
+        named = {"prompt_name": prompt[0]} if prompt is not None else {}
         order = np.argsort([-len(t) for t in inputs], kind="stable")
         model = self.model
         chunks: list[np.ndarray] = []
@@ -165,6 +203,7 @@ class SentenceTransformerEmbedder:
                         convert_to_numpy=True,
                         normalize_embeddings=False,
                         show_progress_bar=False,
+                        **named,
                     )
                 )
                 if progress is not None:

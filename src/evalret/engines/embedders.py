@@ -1,10 +1,11 @@
-"""The embedders a run can use, by ``model.backend``, and the one place the embedding cache wraps
-them.
+"""The embedders a run can use, by ``model.backend`` (or ``model.provider`` when it is not
+sentence-transformers), and the one place the embedding cache wraps them.
 
-``EMBEDDERS`` maps a backend name to a factory ``(model config, model cache dir) -> Embedder``. A
-new backend is one module holding its Embedder and one line here. ``open_embedder`` is how every
-command gets its embedder: the configured backend, wrapped by the content-addressed cache when the
-cache is on. Nothing heavy is imported here: each backend loads its libraries when it first embeds.
+``EMBEDDERS`` maps a backend (or provider) name to a factory
+``(model config, model cache dir) -> Embedder``. A new backend is one module holding its
+Embedder and one line here. ``open_embedder`` is how every command gets its embedder: the
+configured backend, wrapped by the content-addressed cache when the cache is on. Nothing heavy
+is imported here: each backend loads its libraries when it first embeds.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from evalret.data.config import CacheConfig, ModelConfig
 from evalret.engines.backends import OnnxEmbedder, agreement
 from evalret.engines.cache import CachedEmbedder, default_cache_dir
+from evalret.engines.custom import CustomEmbedder
 from evalret.engines.embed import Embedder, SentenceTransformerEmbedder
 from evalret.errors import ConfigError
 
@@ -35,18 +37,24 @@ EMBEDDERS: dict[str, EmbedderFactory] = {
     "torch": _sentence_transformers,
     "onnx": OnnxEmbedder,
     "openvino": OnnxEmbedder,
+    "python": CustomEmbedder,  # provider python: a custom encoder (engines/custom.py)
 }
 
 
+def embedder_name(config: ModelConfig) -> str:
+    """The registry entry ``config`` selects: its provider, or for sentence-transformers its
+    backend."""
+    return config.backend if config.provider == "sentence-transformers" else config.provider
+
+
 def make_embedder(config: ModelConfig, model_cache: Path | None = None) -> Embedder:
-    """The embedder ``config.backend`` names; ``model_cache`` keeps what a backend prepares once
-    (an exported model; None: a temporary directory for this run). ConfigError listing the known
-    backends for any other name."""
-    factory = EMBEDDERS.get(config.backend)
+    """The embedder ``config.backend`` (or ``config.provider``) names; ``model_cache`` keeps what
+    a backend prepares once (an exported model; None: a temporary directory for this run).
+    ConfigError listing the known backends for any other name."""
+    name = embedder_name(config)
+    factory = EMBEDDERS.get(name)
     if factory is None:
-        raise ConfigError(
-            f"model.backend {config.backend!r} is unknown: one of {', '.join(EMBEDDERS)}"
-        )
+        raise ConfigError(f"model.backend {name!r} is unknown: one of {', '.join(EMBEDDERS)}")
     return factory(config, model_cache)
 
 
@@ -96,9 +104,9 @@ def backend_check(
     """How far the backend's document vectors are from torch's: cosine on a seeded sample.
 
     The torch vectors go through the embedding cache (same settings, backend torch), so only the
-    first run pays for them; None for the torch backend itself.
+    first run pays for them; None for the torch backend itself and for a custom encoder.
     """
-    if config.backend == "torch" or len(texts) == 0:
+    if embedder_name(config) in ("torch", "python") or len(texts) == 0:
         return None
     rng = np.random.default_rng(CHECK_SEED)
     n = min(sample, len(texts))

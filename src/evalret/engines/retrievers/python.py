@@ -18,34 +18,22 @@ under EVALRET_DEBUG=1; a ``callable`` that cannot be imported is a config error 
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, PythonIndexConfig
+from evalret.engines.plugins import import_callable
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 from evalret.engines.retrievers.external import Alignment, to_search_result
-from evalret.errors import ConfigError, PluginError, Problem
+from evalret.errors import PluginError
 
 
 def load_callable(name: str, spec: str) -> Callable[..., Any]:
     """The function ``spec`` ("pkg.module:attr.path") names; ConfigError at
     ``indexes.<name>.callable`` when it cannot be imported or is not callable."""
-    module_name, _, attr = spec.partition(":")
-    key = f"indexes.{name}.callable"
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-    except Exception as e:  # an import runs user code: any failure is the config's to fix
-        raise ConfigError(
-            f"{key}: cannot import {spec!r}", [Problem(f"{type(e).__name__}: {e}")]
-        ) from e
-    if not callable(target):
-        raise ConfigError(f"{key}: {spec!r} is not callable")
-    return target  # type: ignore[no-any-return]
+    return import_callable(f"indexes.{name}.callable", spec)
 
 
 def _ranked_query(spec: str, qid: str, pairs: Any, depth: int) -> list[tuple[str, float]]:
