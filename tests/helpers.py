@@ -200,3 +200,17 @@ def assert_report_matches_trec_eval(
                 theirs = float(theirs > 0)
             assert per_query[name][i] == pytest.approx(theirs, abs=1e-9), (name, q)
     return len(measures) * len(query_ids)
+
+
+def metric_table(report: Any) -> dict[tuple[str, str, str], float]:
+    """Every mean (index, slice, metric) and every per-query value (index, query, metric)."""
+    table = {}
+    for index, section in report.indexes.items():
+        for name, s in section.slices.items():
+            for metric, value in s.metrics.items():
+                if value.value is not None:
+                    table[(index, name, metric)] = value.value
+        for metric, values in section.per_query.items():
+            for query, v in zip(report.query_ids, values, strict=True):
+                table[(index, f"query {query}", metric)] = v
+    return table

@@ -254,3 +254,22 @@ def report_bytes(draw: st.DrawFn, data: dict[str, Any]) -> bytes:
     if draw(st.booleans()):
         return draw(mutated_lines(text.split("\n")))
     return text.encode()
+
+
+# --- stratified samples (test_sampling) ---------------------------------------------------------
+
+
+@st.composite
+def sliced_queries(draw: st.DrawFn, max_queries: int = 60, max_slices: int = 5) -> tuple[Any, ...]:
+    """Query ids and overlapping slices over them (name, boolean mask), with a sample size, a
+    seed and a floor."""
+    import numpy as np
+
+    n = draw(st.integers(1, max_queries))
+    ids = [f"q{i}" for i in range(n)]
+    slices = [("all", np.ones(n, dtype=bool))]
+    for k in range(draw(st.integers(0, max_slices))):
+        members = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+        slices.append((f"s{k}", np.array(members, dtype=bool)))
+    size = draw(st.integers(1, n + 5))
+    return ids, slices, size, draw(st.integers(0, 2**32)), draw(st.integers(0, 12))

@@ -21,6 +21,7 @@ from conftest import DEMO, REPO
 from evalret.cli import app
 from evalret.data.config import load_config
 from evalret.data.goldenset import load_golden_set
+from evalret.report.comment import GITHUB_LIMIT, MARKER
 from evalret.report.escape import markdown
 from helpers import (
     HashEmbedder,
@@ -177,30 +178,32 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     return DemoRun(code, output, out_dir, baseline)
 
 
-def test_demo_run_prints_tables_and_writes_reports(demo_run: DemoRun) -> None:
-    """Both index tables, slices with counts, the ANN section, and the report files."""
+def test_demo_run_prints_a_short_summary_and_writes_reports(demo_run: DemoRun) -> None:
+    """By default: the verdict on the first line, one table of every index on `all`, the ANN and
+    health lines and the files, in at most 60 lines; the per-slice tables are left out."""
     assert demo_run.code == 0, demo_run.output
+    lines = demo_run.output.splitlines()
+    assert lines[0].startswith("GATE PASSED: all 3 checks pass"), lines[0]
+    assert len(lines) <= 60, len(lines)
     for text in (
-        "exact (faiss.IndexFlatIP)",
-        "hnsw (faiss.IndexHNSWFlat)",
-        "ANN: hnsw against exact",
-        "bm25 (bm25s)",
-        "hybrid (reciprocal rank fusion)",
-        "Dense (exact) against lexical (bm25)",
-        "Embedding health",
-        "judged@10",
+        "golden set ",
+        "slice all, 244 queries: mean, 95% CI below",
         "ndcg@10",
-        "head",
-        "tail",
-        "exact-match",
-        "semantic",
-        "report files:",
+        "judged@10",
+        "│ hybrid ",
+        "ANN hnsw against exact on all: recall@10 ",
+        "embedding health: ok (documents and queries not collapsed",
+        f"report files in {demo_run.out_dir}: report.json, report.md, report.html",
+        "--verbose: every table",
     ):
         assert text in demo_run.output, text
+    for text in ("Dense (exact) against lexical", "exact-match", "Embedding health"):
+        assert text not in demo_run.output, text
     assert {p.name for p in demo_run.out_dir.iterdir()} == {
         "report.json",
         "report.md",
         "report.html",
+        "comment.md",
         "junit.xml",
         "run.exact.trec",
         "run.hnsw.trec",
@@ -221,6 +224,35 @@ def test_demo_run_prints_tables_and_writes_reports(demo_run: DemoRun) -> None:
     assert ndcg["ci_low"] < ndcg["value"] < ndcg["ci_high"]
     assert report["fingerprint"]["model"]["weights_sha256"]
     assert json.loads(demo_run.baseline.read_text()) == report
+
+
+def test_demo_run_verbose_prints_every_table(demo_run: DemoRun, tmp_path: Path) -> None:
+    """--verbose: every index per slice, the ANN, lexical, beyond-accuracy and health tables,
+    the gate's verdict last and one line per report file."""
+    code, output = invoke("run", "-c", DEFAULT, "-o", str(tmp_path), "--no-progress", "--verbose")
+    assert code == 0, output
+    for text in (
+        "exact (faiss.IndexFlatIP)",
+        "hnsw (faiss.IndexHNSWFlat)",
+        "ANN: hnsw against exact",
+        "bm25 (bm25s)",
+        "hybrid (reciprocal rank fusion)",
+        "Dense (exact) against lexical (bm25)",
+        "Beyond accuracy",
+        "Embedding health",
+        "judged@10",
+        "ndcg@10",
+        "head",
+        "tail",
+        "exact-match",
+        "semantic",
+        "report files:",
+        f"  {tmp_path / 'report.md'}",
+    ):
+        assert text in output, text
+    # the verdict after the tables, as before the short summary was the default
+    assert output.index("GATE PASSED") > output.index("Embedding health")
+    assert len(output.splitlines()) > 150
 
 
 def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
@@ -245,7 +277,9 @@ def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
         env={"GITHUB_STEP_SUMMARY": str(summary)},
     )
     assert result.exit_code == 0, result.output
-    assert "GATE PASSED" in result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "GATE PASSED: all 43 checks pass" and len(lines) <= 60, result.output
+    assert "no check failed or moved against the baseline beyond its threshold" in result.output
     a = json.loads((demo_run.out_dir / "report.json").read_text())
     b = json.loads((tmp_path / "report.json").read_text())
     assert b["gate"]["verdict"] == "pass" and b["gate"]["changed"] == {}
@@ -283,7 +317,9 @@ def test_worse_model_setting_exits_1_and_names_the_failures(worse_run: DemoRun) 
     terminal, report.md and junit.xml; a randomization test with Holm backs each failure."""
     code, output, out = worse_run.code, worse_run.output, worse_run.out_dir
     assert code == 1, output
-    assert "GATE FAILED" in output and "exact/all/recall@10 max_drop 0.01" in output
+    lines = output.splitlines()
+    assert lines[0].startswith("GATE FAILED: ") and len(lines) <= 60, output
+    assert "exact/all/recall@10 max_drop 0.01" in output
     assert "changed: model.truncate_dim: None -> 32" in output
     md = (out / "report.md").read_text()
     assert md.startswith("## evalret gate: ❌ fail")
@@ -299,6 +335,59 @@ def test_worse_model_setting_exits_1_and_names_the_failures(worse_run: DemoRun) 
         c for c in report["gate"]["checks"] if c["name"] == "exact/all/recall@10 max_drop 0.01"
     )
     assert check["passed"] is False and check["p_adjusted"] < 0.05 and check["delta"] < -0.01
+
+
+def test_compare_prints_a_short_summary_or_every_table(
+    demo_run: DemoRun, worse_run: DemoRun, tmp_path: Path
+) -> None:
+    """compare of the demo and its 32-dimensional variant: by default the verdict first, one row
+    per index on `all`, the slices that moved, the five biggest losses, at most 60 lines;
+    --verbose prints every table and the diagnosis of each slice."""
+    a, b = demo_run.out_dir / "report.json", worse_run.out_dir / "report.json"
+    args = ("compare", str(a), str(b), "--no-progress", "--samples", "1000")
+    code, output = invoke(*args, "-o", str(tmp_path / "short"))
+    assert code == 0, output
+    lines = output.splitlines()
+    assert lines[0].startswith("VERDICT: not a candidate: blocked by all: ndcg@10 -"), lines[0]
+    assert len(lines) <= 60, len(lines)
+    assert "ndcg@10 on all, B - A" in output and "│ hybrid " in output
+    assert "exact: slices where ndcg@10 moved significantly (holm)" in output
+    losses = lines.index("biggest losses of B (ndcg@10):")
+    assert all(line.startswith("  -") for line in lines[losses + 1 : losses + 6])
+    assert "every metric, B - A" not in output and "diagnosis\n" not in output
+    code, full = invoke(*args, "-o", str(tmp_path / "full"), "--verbose")
+    assert code == 0, full
+    assert "exact: every metric, B - A" in full and "\ndiagnosis\n" in full
+    assert full.index("VERDICT: not a candidate") > full.index("biggest losses of B")
+
+
+def test_worse_run_comment_leads_with_verdict_failures_and_losses(worse_run: DemoRun) -> None:
+    """comment.md of the failing run: the hidden marker, the verdict, every failed check, then
+    the five queries whose nDCG@10 (exact) fell most against the baseline, as report.json and
+    the baseline say query by query; under GitHub's comment limit."""
+    text = (worse_run.out_dir / "comment.md").read_text()
+    lines = text.splitlines()
+    assert lines[0] == MARKER and lines[1].startswith("## evalret gate: ❌ fail (")
+    report = json.loads((worse_run.out_dir / "report.json").read_text())
+    failed = [c for c in report["gate"]["checks"] if not c["passed"]]
+    start = lines.index(f"### Failed checks ({len(failed)})")
+    losses = lines.index("### Biggest per-query losses (exact, ndcg@10, against the baseline)")
+    assert 1 < start < losses < lines.index("<details><summary>Full report (report.md)</summary>")
+    rows = [
+        line
+        for line in lines[start:losses]
+        if line.startswith("| exact/") or line.startswith("| hnsw/")
+    ]
+    assert len(rows) == len(failed)
+    base = json.loads(worse_run.baseline.read_text())
+    ids, now = base["query_ids"], report["query_ids"]
+    before = dict(zip(ids, base["indexes"]["exact"]["per_query"]["ndcg@10"], strict=True))
+    after = dict(zip(now, report["indexes"]["exact"]["per_query"]["ndcg@10"], strict=True))
+    deltas = sorted((after[q] - before[q], ids.index(q), q) for q in before)
+    expected = [markdown(q) for _, _, q in deltas[:5]]
+    shown = [line.split(" | ")[0].removeprefix("| ") for line in lines[losses + 4 : losses + 9]]
+    assert shown == expected
+    assert len(text) < GITHUB_LIMIT
 
 
 def test_golden_set_changed_by_one_judgment_exits_2(demo_run: DemoRun, tmp_path: Path) -> None:

@@ -133,23 +133,41 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> HostileRuns:
     code, first = invoke(*run, str(base_cfg), "-o", str(base_out), "--save-baseline", baseline)
     assert code == 0, first
     gated_code, gated_output = invoke(*run, str(gated_cfg), "-o", str(gated_out), "-b", baseline)
-    outputs = {"run": first, "gated run": gated_output}
+    # the same two runs with every table (into other directories: the files stay those above)
+    _, first_verbose = invoke(*run, str(base_cfg), "-o", str(root / "v1"), "--verbose")
+    _, gated_verbose = invoke(
+        *run, str(gated_cfg), "-o", str(root / "v2"), "-b", baseline, "--verbose"
+    )
+    outputs = {
+        "run": first,
+        "gated run": gated_output,
+        "run --verbose": first_verbose,
+        "gated run --verbose": gated_verbose,
+    }
     return HostileRuns(root, base_out, gated_out, gated_code, outputs)
 
 
 def test_run_terminal_shows_hostile_text_escaped(hostile: HostileRuns) -> None:
-    """`evalret run`, saving a baseline, then gated against it with a failing floor: no raw
-    control or bidi character on the terminal, and rich markup in a tag shown as written."""
+    """`evalret run`, saving a baseline, then gated against it with a failing floor, each with
+    the short summary and with --verbose: no raw control or bidi character on the terminal, and
+    rich markup in a tag shown as written (the short summary names slices only in the failed
+    checks)."""
     assert hostile.gated_code == 1, hostile.outputs["gated run"]
-    for output in hostile.outputs.values():
+    for name, output in hostile.outputs.items():
         assert_terminal_clean(output)
-        assert "[bold]markup[/]" in output
+        if name != "run":
+            assert "[bold]markup[/]" in output, name
 
 
 def test_run_report_md_is_inert(hostile: HostileRuns) -> None:
-    """report.md (metrics tables without a gate; checks, notes and failures with one)."""
+    """report.md (metrics tables without a gate; checks, notes and failures with one), and
+    comment.md (the same, after its hidden marker, with the per-query losses of the gated run)."""
     for out in (hostile.base_out, hostile.gated_out):
         assert_markdown_inert((out / "report.md").read_text())
+        marker, comment = (out / "comment.md").read_text().split("\n", 1)
+        assert marker == "<!-- evalret-comment -->"
+        assert_markdown_inert(comment)
+    assert "### Biggest per-query losses" in (hostile.gated_out / "comment.md").read_text()
 
 
 def test_run_junit_is_well_formed(hostile: HostileRuns) -> None:

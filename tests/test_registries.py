@@ -33,8 +33,8 @@ def test_unknown_backend_names_the_known_ones() -> None:
     config = ModelConfig().model_copy(update={"backend": "http"})  # past the config's Literal
     with pytest.raises(ConfigError) as e:
         make_embedder(config)
-    assert "'http'" in str(e.value) and "torch, onnx, openvino, python" in str(e.value)
-    assert list(EMBEDDERS) == ["torch", "onnx", "openvino", "python"]
+    assert "'http'" in str(e.value) and "torch, onnx, openvino, python, openai" in str(e.value)
+    assert list(EMBEDDERS) == ["torch", "onnx", "openvino", "python", "openai"]
 
 
 def test_unknown_retriever_names_the_known_ones() -> None:

@@ -343,6 +343,7 @@ def test_score_cli_names_runs_and_prints_tables(scifact_path: Path, tmp_path: Pa
             "-m",
             "ndcg@10",
             "--no-progress",
+            "--verbose",
             "--out",
             str(out),
         ],

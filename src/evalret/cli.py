@@ -43,6 +43,10 @@ baseline_app = typer.Typer(help="Inspect baseline files.", no_args_is_help=True)
 app.add_typer(baseline_app, name="baseline")
 cache_app = typer.Typer(help="Inspect and manage the embedding cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
+history_app = typer.Typer(
+    help="Keep a metric's trend across commits in a SQLite database.", no_args_is_help=True
+)
+app.add_typer(history_app, name="history")
 
 # Randomization-test resamples `evalret compare --samples` accepts at most: a million already
 # resolves p-values to 1e-6, and the test's time grows linearly with them.
@@ -267,6 +271,10 @@ GoldenFormat = Annotated[
     ),
 ]
 GoldenSplit = Annotated[str | None, typer.Option("--split", help="BEIR split (default: test).")]
+Verbose = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Print every table (default: a short summary)."),
+]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 SavedReport = Annotated[Path, typer.Argument(help="A saved report.json (or compare.json).")]
 
@@ -305,12 +313,37 @@ def run(
     ] = None,
     no_cache: NoCache = False,
     progress: ShowProgress = True,
+    verbose: Verbose = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Say what would be embedded (texts, cached, tokens, cost) and stop: no model "
+            "is loaded, no request sent, no file written.",
+        ),
+    ] = False,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample",
+            min=1,
+            help="Evaluate a seeded sample of N queries, stratified over the slices (sets "
+            "sample.queries; the config's sample.documents and seed apply).",
+        ),
+    ] = None,
 ) -> ExitCode:
     """Embed the golden set, search exact and HNSW indexes, report metrics per slice, and gate
     against floors and a baseline (--baseline, default: the config's gate.baseline). Report
     files go to --out (default: the config's output.dir). Exit 1 when a check fails."""
     from evalret.commands.run import run_command
-    from evalret.report.terminal import print_run
+    from evalret.report.terminal_brief import print_run
+
+    if dry_run:
+        from evalret.commands.dry_run import dry_run as plan_run
+        from evalret.report.plan_view import print_plan
+
+        print_plan(console, plan_run(config, no_cache))
+        return ExitCode.OK
 
     outcome = run_command(
         config,
@@ -319,8 +352,9 @@ def run(
         save_to=save_baseline,
         no_cache=no_cache,
         progress=lambda: _progress(progress),
+        sample=sample,
     )
-    print_run(console, outcome.evaluation.report, outcome.written)
+    print_run(console, outcome.evaluation.report, outcome.written, verbose)
     return outcome.exit_code
 
 
@@ -349,12 +383,13 @@ def score(
         Path | None, typer.Option("--baseline", "-b", help="Gate every run against this baseline.")
     ] = None,
     progress: ShowProgress = True,
+    verbose: Verbose = False,
 ) -> ExitCode:
     """Score run files against qrels like trec_eval, with no model and no embedding: each run is
     an index named after its file stem (or NAME=PATH); writes the same report files as run into
     --out and gates against --baseline. Exit 1 when a check fails."""
     from evalret.commands.score import score_command
-    from evalret.report.terminal import print_run
+    from evalret.report.terminal_brief import print_run
 
     outcome = score_command(
         golden,
@@ -366,7 +401,7 @@ def score(
         baseline=baseline,
         progress=lambda: _progress(progress),
     )
-    print_run(console, outcome.evaluation.report, outcome.written)
+    print_run(console, outcome.evaluation.report, outcome.written, verbose)
     return outcome.exit_code
 
 
@@ -393,11 +428,12 @@ def compare(
         bool, typer.Option("--fail-on-regression", help="Exit 1 on a significant regression.")
     ] = False,
     progress: ShowProgress = True,
+    verbose: Verbose = False,
 ) -> ExitCode:
     """Compare two model versions (configs or saved reports) with paired statistics; writes
     compare.json, compare.md, disagreements.md and report.html into --out."""
     from evalret.commands.compare import compare_command
-    from evalret.report.compare_views import render_compare
+    from evalret.report.terminal_brief import print_compare
 
     report, written = compare_command(
         a,
@@ -411,7 +447,7 @@ def compare(
         seed=seed,
         progress=lambda: _progress(progress),
     )
-    console.print(render_compare(report, [str(p) for p in written]))
+    print_compare(console, report, [str(p) for p in written], verbose)
     regressed = fail_on_regression and report.verdict.regressions
     return ExitCode.REGRESSION if regressed else ExitCode.OK
 
@@ -508,13 +544,77 @@ def cache_prune(
 def init(
     directory: Annotated[Path, typer.Argument(help="Repository root to scaffold.")] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+    pre_commit: Annotated[
+        bool,
+        typer.Option(
+            "--pre-commit",
+            help="Only add the evalret-gate hook to .pre-commit-config.yaml (made if absent).",
+        ),
+    ] = False,
+    config: Annotated[
+        Path,
+        typer.Option("--config", "-c", help="With --pre-commit: the config the hook gates."),
+    ] = Path("evalret.yaml"),
+    watch: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--watch",
+            help="With --pre-commit: another path whose change runs the hook (repeatable).",
+        ),
+    ] = None,
 ) -> None:
-    """Write a starter config, a tiny golden-set template and a GitHub workflow."""
+    """Write a starter config, a tiny golden-set template and a GitHub workflow; with
+    --pre-commit, add the evalret-gate hook (stage pre-push) to .pre-commit-config.yaml instead,
+    run when the config, golden set, baseline or a --watch path changes. Paths are relative to
+    DIRECTORY."""
+    if pre_commit:
+        from evalret.commands.init import PRE_COMMIT_NEXT_STEPS, add_pre_commit_hook
+
+        added = add_pre_commit_hook(directory, config, watch or [])
+        state = "added the evalret-gate hook to" if added.added else "evalret-gate is already in"
+        console.print(f"{state} {markup_safe(str(added.path))}", highlight=False)
+        console.print(f"watched: {markup_safe(', '.join(added.watched))}", highlight=False)
+        for path in added.outside:
+            console.print(f"not watched (outside the repository): {markup_safe(str(path))}")
+        console.print(PRE_COMMIT_NEXT_STEPS, highlight=False)
+        return
     from evalret.commands.init import NEXT_STEPS, write_scaffold
 
     for path in write_scaffold(directory, force=force):
         console.print(f"wrote {markup_safe(str(path))}")
     console.print(NEXT_STEPS)
+
+
+@_command(app)
+def hook(
+    config: Annotated[
+        Path, typer.Option("--config", "-c", help="YAML config naming gate.baseline.")
+    ] = Path("evalret.yaml"),
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline", "-b", help="Gate against this baseline (overrides gate.baseline)."
+        ),
+    ] = None,
+    out: Annotated[Path | None, _out("Directory for report files (overrides output.dir).")] = None,
+) -> ExitCode:
+    """The pre-commit hook evalret-gate (stage pre-push): `evalret run` against the config's
+    baseline, then a short verdict and the path of report.md. Exit 1 when a check fails."""
+    from evalret.commands.hook import HOOK_ID, INPUT_HINT, SKIP_HINT, hook_command
+    from evalret.report.hook_view import hook_lines
+
+    def gate() -> ExitCode:
+        done = hook_command(config, baseline=baseline, out=out)
+        gate_section = done.run.evaluation.report.gate
+        for line in hook_lines(HOOK_ID, gate_section, done.baseline, done.report_md):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        return done.exit_code
+
+    code = _exit_code(gate)  # an error is printed there; the hint says what to do next
+    hint = {ExitCode.INTERNAL: SKIP_HINT, ExitCode.INVALID_INPUT: INPUT_HINT}.get(code)
+    if hint:
+        err_console.print(hint, highlight=False, markup=False, soft_wrap=True)
+    return code
 
 
 @_command(app)
@@ -596,6 +696,98 @@ def leakage(
         if out is not None:
             console.print(f"wrote {markup_safe(str(out))}")
     return ExitCode.REGRESSION if found.result.failed else ExitCode.OK
+
+
+# --- evalret history ---------------------------------------------------------------------------
+
+HistoryDb = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        help="History database (default: the config's history.path, else evalret-history.sqlite).",
+    ),
+]
+HistoryConfigFile = Annotated[
+    Path | None, typer.Option("--config", "-c", help="YAML config whose history.path to use.")
+]
+HistoryIndex = Annotated[
+    list[str] | None,
+    typer.Option("--index", "-i", help="Only this index (repeatable)."),
+]
+HistorySlice = Annotated[
+    list[str] | None, typer.Option("--slice", "-s", help="Only this slice (repeatable).")
+]
+HistoryMetric = Annotated[
+    list[str] | None, typer.Option("--metric", "-m", help="Only this metric (repeatable).")
+]
+
+
+@_command(history_app, "add")
+def history_add(
+    report: Annotated[Path, typer.Argument(help="A report.json written by evalret run.")],
+    db: HistoryDb = None,
+    config: HistoryConfigFile = None,
+    label: Annotated[
+        str | None, typer.Option("--label", help="A name for this entry (e.g. a branch).")
+    ] = None,
+    commit: Annotated[
+        str | None, typer.Option("--commit", help="The commit the report was made on.")
+    ] = None,
+    baseline: Annotated[
+        bool, typer.Option("--baseline", help="Mark this entry as a baseline.")
+    ] = False,
+) -> None:
+    """Append a saved report.json (its fingerprint and every metric per index and slice) to the
+    history database, creating it when missing; one transaction, safe to run concurrently."""
+    from evalret.commands.history import history_add_command
+    from evalret.report.history_view import entry_name
+
+    path, entry = history_add_command(
+        report, db, config, label=label, commit=commit, baseline=baseline
+    )
+    console.print(
+        f"added entry {entry.id} ({markup_safe(entry_name(entry))}) to {markup_safe(str(path))}",
+        highlight=False,
+    )
+
+
+@_command(history_app, "show")
+def history_show(
+    db: HistoryDb = None,
+    config: HistoryConfigFile = None,
+    metric: HistoryMetric = None,
+    slice_name: HistorySlice = None,
+    index: HistoryIndex = None,
+) -> None:
+    """Print the history as a table per index and slice, newest last: each metric's value and
+    its change from the previous entry (default: the exact index, slice all, every metric)."""
+    from evalret.commands.history import history_view
+    from evalret.report.history_view import history_tables
+
+    view = history_view(
+        db, config, indexes=index, slices=slice_name, metrics=metric, all_by_default=False
+    )
+    for table in history_tables(view):
+        console.print(table, highlight=False)
+
+
+@_command(history_app, "report")
+def history_report(
+    db: HistoryDb = None,
+    config: HistoryConfigFile = None,
+    out: Annotated[
+        Path | None, _out("The page to write (default: trend.html beside the database).")
+    ] = None,
+    metric: HistoryMetric = None,
+    slice_name: HistorySlice = None,
+    index: HistoryIndex = None,
+) -> None:
+    """Write trend.html: the entries, and per slice a trend chart per metric with a line per
+    index, baselines ringed and golden-set or metric-definition changes marked (self-contained)."""
+    from evalret.commands.history import history_report_command
+
+    path = history_report_command(db, config, out, indexes=index, slices=slice_name, metrics=metric)
+    console.print(f"wrote {markup_safe(str(path))}", highlight=False)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from evalret.commands.beyond import add_beyond
 from evalret.commands.gate import check_gate_slices, run_gate
+from evalret.commands.sample import Sampled, check_sample_baseline, draw_sample
 from evalret.core.curves import metric_curves
 from evalret.core.digest import json_digest
 from evalret.core.metrics import (
@@ -56,7 +57,7 @@ from evalret.data.schema import (
 )
 from evalret.engines.backends import describe_backend
 from evalret.engines.embed import Embedder
-from evalret.engines.embedders import OpenedEmbedder, backend_check, open_embedder
+from evalret.engines.embedders import OpenedEmbedder, api_use, backend_check, open_embedder
 from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, make_retrievers
 from evalret.version import __version__
 
@@ -288,9 +289,10 @@ class _Loaded:
     """The golden set as read (``full``) and as scored, its slices, the metric definitions."""
 
     full: GoldenSet
-    golden: GoldenSet
+    golden: GoldenSet  # the scored queries (of the sample, when sampled)
     slices: list[Slice]
     definitions: dict[str, Any]
+    sampled: Sampled | None = None  # config ``sample``: what was drawn
 
 
 @dataclass(frozen=True)
@@ -329,17 +331,24 @@ class _Scored:
 def _load(
     config: Config, timer: _Timer, baseline: RunReport | None, baseline_source: str | None
 ) -> _Loaded:
-    """Read the golden set and its slices; check the gate's slices and, with a ``baseline``,
-    that it is comparable (before anything is embedded)."""
+    """Read the golden set and its slices, and draw the configured sample; check the gate's
+    slices and, with a ``baseline``, that it is comparable (before anything is embedded)."""
     definitions = metric_definitions(config)
     with timer("load_golden_set"):
         full = load_golden_set(config.golden_set, config.relevance_level)
         golden = queries_to_evaluate(full, config)
         slices = golden.slices(config.slices)
+    sampled = None
+    if config.sample is not None:
+        with timer("sample"):
+            sampled = draw_sample(config.sample, golden, slices)
+        golden, slices = sampled.golden, sampled.slices
     check_gate_slices(config, slices)
     if baseline is not None:
-        check_compatible(baseline, full, definitions, baseline_source or "baseline")
-    return _Loaded(full=full, golden=golden, slices=slices, definitions=definitions)
+        source = baseline_source or "baseline"
+        check_compatible(baseline, full, definitions, source)
+        check_sample_baseline(baseline, sampled, golden.query_ids, source)
+    return _Loaded(full, golden, slices, definitions, sampled)
 
 
 def _embed(
@@ -511,6 +520,7 @@ def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict
         "cache": {**cached.report(), **retrieved.cache_notes} if cached is not None else None,
         "backend": describe_backend(config.model, e.opened.backend),
         "backend_check": e.agreement,
+        **({"api": api} if (api := api_use(e.opened.backend)) is not None else {}),
     }
 
 
@@ -542,6 +552,8 @@ def _assemble(
         "indexes": retrieved.params,
         "metrics": loaded.definitions,
     }
+    if loaded.sampled is not None:  # only then: the digest of a full run stays as it was
+        parts["sample"] = loaded.sampled.fingerprint
     return RunReport(
         evalret_version=__version__,
         config=config.model_dump(mode="json"),
@@ -559,6 +571,7 @@ def _assemble(
         lexical=scored.lexical,
         intrinsic=intrinsic,
         timings={},
+        sample=loaded.sampled.section if loaded.sampled is not None else None,
     )
 
 

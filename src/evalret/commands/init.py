@@ -1,13 +1,23 @@
-"""`evalret init`: a starter config, a tiny golden-set template and a GitHub workflow."""
+"""`evalret init`: a starter config, a tiny golden-set template and a GitHub workflow; with
+``--pre-commit``, the evalret-gate hook added to the repository's .pre-commit-config.yaml."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+from evalret.commands.hook import HOOK_ID
 from evalret.data.atomic import atomic_write_text
-from evalret.errors import InputError, Problem
+from evalret.data.config import RunIndexConfig, load_config
+from evalret.data.textfile import read_text
+from evalret.errors import ConfigError, InputError, Problem
 
 # target path in the repository -> template file shipped in evalret/templates
 FILES = {
@@ -38,3 +48,201 @@ def write_scaffold(root: Path, force: bool = False) -> list[Path]:
     for path, template in targets.items():
         atomic_write_text(path, (package / template).read_text(encoding="utf-8"), "starter file")
     return list(targets)
+
+
+# --- the pre-commit hook: `evalret init --pre-commit` ------------------------------------------
+
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+PRE_COMMIT_NEXT_STEPS = (
+    "next: `pre-commit install --hook-type pre-push` (the hook runs before each push, when a "
+    "watched file changed); try it now with `pre-commit run evalret-gate --hook-stage pre-push "
+    "--all-files`"
+)
+
+
+@dataclass(frozen=True)
+class PreCommitHook:
+    """What `evalret init --pre-commit` did: the config file, whether it changed, the paths whose
+    change runs the hook, and those it cannot watch (outside the repository)."""
+
+    path: Path
+    added: bool  # False: the same evalret-gate hook was already there
+    watched: list[str]
+    outside: list[Path]
+
+
+def watched_paths(root: Path, config: Path, extra: list[Path]) -> tuple[list[str], list[Path]]:
+    """The files and directories whose change can change the hook's verdict, relative to
+    ``root`` in POSIX form: the config, its golden set (directory or files), its baseline, a
+    local model directory, run files of typed indexes, and ``extra``. Paths outside ``root``
+    are returned apart: no push can change them. ``config`` and ``extra`` are relative to
+    ``root`` (as the hook runs), unless absolute."""
+    cfg = load_config(root / config)
+    if cfg.gate.baseline is None:
+        raise ConfigError(
+            f"{root / config}: gate.baseline is not set: the {HOOK_ID} hook gates against a saved "
+            "baseline; name it in gate.baseline (and save it once with evalret run "
+            "--save-baseline)"
+        )
+    gs = cfg.golden_set
+    candidates: list[Path] = [root / config, gs.path, cfg.gate.baseline]
+    candidates += [p for p in (gs.queries, gs.corpus, gs.qrels) if p is not None]
+    model = Path(cfg.model.name)
+    if model.is_absolute() and model.exists():
+        candidates.append(model)
+    candidates += [t.path for t in cfg.indexes.typed.values() if isinstance(t, RunIndexConfig)]
+    candidates += [root / p for p in extra]
+    base = root.resolve()
+    watched: list[str] = []
+    outside: list[Path] = []
+    for path in candidates:
+        resolved = path.resolve()
+        if not resolved.is_relative_to(base):
+            outside.append(path)
+        elif resolved != base and (rel := resolved.relative_to(base).as_posix()) not in watched:
+            watched.append(rel)
+    return watched, outside
+
+
+def files_pattern(paths: list[str]) -> str:
+    """pre-commit's ``files:`` regex matching each path (a file) and everything under it (a
+    directory)."""
+    return "^(?:" + "|".join(re.escape(p) for p in paths) + ")(?:/|$)"
+
+
+def hook_entry(config: Path, pattern: str) -> dict[str, Any]:
+    """The evalret-gate hook of a ``repo: local`` block: evalret from the PATH (the virtual
+    environment of the repository), before each push, only when a watched path changed."""
+    return {
+        "id": HOOK_ID,
+        "name": "evalret gate (retrieval quality against the baseline)",
+        "entry": f"evalret hook --config {shlex.quote(config.as_posix())}",
+        "language": "system",
+        "pass_filenames": False,
+        "require_serial": True,
+        "verbose": True,
+        "stages": ["pre-push"],
+        "files": pattern,
+    }
+
+
+def _yaml_scalar(text: str) -> str:
+    """``text`` as a YAML scalar: plain when it reads back as itself, else single-quoted."""
+    if re.fullmatch(r"[A-Za-z][\w .,()/@=+-]*", text) and not re.search(r": | #|\s$", text):
+        return text
+    return "'" + text.replace("'", "''") + "'"
+
+
+def repo_block(hook: dict[str, Any], indent: str) -> str:
+    """The ``- repo: local`` list item holding ``hook``, as YAML text at ``indent``."""
+    inner = indent + "      "
+    lines = [f"{indent}- repo: local", f"{indent}  hooks:", f"{indent}    - id: {hook['id']}"]
+    for key, value in hook.items():
+        if key == "id":
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, list):
+            text = "[" + ", ".join(value) + "]"
+        else:
+            text = _yaml_scalar(str(value))
+        lines.append(f"{inner}{key}: {text}")
+    return "\n".join(lines) + "\n"
+
+
+def _hook_line(text: str) -> int | None:
+    match = re.search(rf"^.*\bid:\s*['\"]?{re.escape(HOOK_ID)}\b", text, re.MULTILINE)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def _read_pre_commit(path: Path) -> tuple[str, dict[str, Any] | None]:
+    """The text of an existing pre-commit config and its data (None when empty)."""
+    text = read_text(path, "pre-commit config", InputError)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise InputError(
+            f"cannot read {path}", [Problem(f"invalid YAML: {e}", str(path), line)]
+        ) from None
+    if data is not None and not (
+        isinstance(data, dict) and isinstance(data.get("repos", []), list)
+    ):
+        raise InputError(
+            f"{path} is not a pre-commit config: expected a mapping with `repos:` list"
+        )
+    return text, data
+
+
+def _loaded(text: str) -> Any:
+    """The YAML data of ``text``, None when it does not parse."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+
+
+def _existing_hook(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    for repo in (data or {}).get("repos") or []:
+        for hook in (repo.get("hooks") or []) if isinstance(repo, dict) else []:
+            if isinstance(hook, dict) and hook.get("id") == HOOK_ID:
+                return {"repo": repo.get("repo"), **hook}
+    return None
+
+
+def _insert_repo(text: str, hook: dict[str, Any]) -> str:
+    """``text`` with the local repo holding ``hook`` added as the last item of ``repos:``,
+    leaving every other line (comments included) as it was."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    start = next((i for i, ln in enumerate(lines) if re.match(r"repos:\s*(#.*)?$", ln)), None)
+    empty = next((i for i, ln in enumerate(lines) if re.match(r"repos:\s*\[\s*\]\s*$", ln)), None)
+    if start is None and empty is not None:  # `repos: []`: the block list starts empty
+        start, lines[empty] = empty, "repos:\n"
+    if start is None:  # no block `repos:` line: an empty file, comments only (or a flow list)
+        return "".join(lines) + "repos:\n" + repo_block(hook, "  ")
+    end = next(
+        (i for i in range(start + 1, len(lines)) if re.match(r"[^\s#-]", lines[i])), len(lines)
+    )
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip()[:1] == "#"):
+        end -= 1
+    item = next((re.match(r"(\s*)- ", ln) for ln in lines[start + 1 : end] if ln.strip()), None)
+    indent = item.group(1) if item else "  "
+    return "".join([*lines[:end], repo_block(hook, indent), *lines[end:]])
+
+
+def add_pre_commit_hook(root: Path, config: Path, extra: list[Path]) -> PreCommitHook:
+    """Add the evalret-gate hook for ``config`` to ``root``'s .pre-commit-config.yaml (made when
+    absent), keeping the user's other hooks and comments; nothing changes when the same hook is
+    there, and a different evalret-gate hook is an InputError (it is never overwritten)."""
+    watched, outside = watched_paths(root, config, extra)
+    hook = hook_entry(config, files_pattern(watched))
+    path = root / PRE_COMMIT_CONFIG
+    text, data = _read_pre_commit(path) if path.exists() else ("", None)
+    existing = _existing_hook(data)
+    if existing is not None:
+        if existing == {"repo": "local", **hook}:
+            return PreCommitHook(path, False, watched, outside)
+        raise InputError(
+            f"{path} already has a different {HOOK_ID} hook: evalret init does not overwrite it",
+            [
+                Problem(
+                    "edit or remove it by hand, then run evalret init --pre-commit again",
+                    str(path),
+                    _hook_line(text),
+                )
+            ],
+        )
+    new_text = _insert_repo(text, hook)
+    repos = (data or {}).get("repos") or []
+    expected = {**(data or {}), "repos": [*repos, {"repo": "local", "hooks": [hook]}]}
+    if _loaded(new_text) != expected or len(re.findall(r"^repos:", new_text, re.MULTILINE)) != 1:
+        raise InputError(  # a layout this line editor does not follow (e.g. `repos: [...]`)
+            f"cannot add the {HOOK_ID} hook to {path} without rewriting it: add this block "
+            "under `repos:` by hand",
+            [Problem(line) for line in repo_block(hook, "").splitlines()],
+        )
+    atomic_write_text(path, new_text, "pre-commit config")
+    return PreCommitHook(path, True, watched, outside)

@@ -1,14 +1,16 @@
-"""Writing a run's files: report.json, report.md, report.html, junit.xml and one TREC run file per
-index (rendered by report/), and the step summary."""
+"""Writing a run's files: report.json, report.md, comment.md, report.html, junit.xml and one TREC
+run file per index (rendered by report/), and the step summary."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from evalret.commands.comment import baseline_losses, reports_link
 from evalret.commands.evaluate import Evaluation
 from evalret.commands.report import render_run_html
 from evalret.data.atomic import append_text, atomic_write_text
 from evalret.errors import InputError
+from evalret.report.comment import render_comment
 from evalret.report.junit import render_junit
 from evalret.report.markdown import render_markdown
 from evalret.report.trec import trec_run
@@ -19,9 +21,9 @@ RUN_TAG = "evalret"
 def write_outputs(
     evaluation: Evaluation, out_dir: Path, step_summary: Path | None = None
 ) -> list[Path]:
-    """Write report.json, report.md, report.html, run.<index>.trec and (with a gate) junit.xml into
-    ``out_dir``; append report.md to ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given.
-    Returns the paths written."""
+    """Write report.json, report.md, comment.md (the pull-request comment), report.html,
+    run.<index>.trec and (with a gate) junit.xml into ``out_dir``; append report.md to
+    ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given. Returns the paths written."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -35,6 +37,7 @@ def write_outputs(
     outputs = {
         "report.md": markdown,
         "report.html": render_run_html(report, evaluation.baseline, evaluation.golden_set),
+        "comment.md": render_comment(report, markdown, baseline_losses(evaluation), reports_link()),
     }
     if report.gate is not None:
         outputs["junit.xml"] = render_junit(report.gate)

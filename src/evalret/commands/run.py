@@ -10,6 +10,7 @@ from evalret.commands.configs import run_config, step_summary
 from evalret.commands.evaluate import Evaluation, run_evaluation
 from evalret.commands.outputs import write_outputs
 from evalret.commands.progress import ProgressBars, no_bars
+from evalret.commands.sample import with_sample
 from evalret.data.atomic import check_writable_dir, check_writable_file
 from evalret.data.baseline import baseline_for_run, save_baseline
 from evalret.data.config import Config
@@ -38,12 +39,14 @@ def run_command(
     save_to: Path | None = None,
     no_cache: bool = False,
     progress: ProgressBars = no_bars,
+    sample: int | None = None,
 ) -> RunOutcome:
     """Evaluate ``config`` (default: the built-in defaults), gate against ``baseline`` (default:
     the config's gate.baseline), write the report files into ``out`` (default: output.dir) and,
     with ``save_to``, save the run there as a baseline. Output places are checked first, so that
-    a long run never ends unable to write; ``progress`` draws bars while evaluating."""
-    cfg = run_config(config, no_cache)
+    a long run never ends unable to write; ``progress`` draws bars while evaluating. ``sample``
+    (`--sample N`) evaluates a seeded, stratified sample of N queries (config ``sample``)."""
+    cfg = with_sample(run_config(config, no_cache), sample)
     return run_configured(cfg, out=out, baseline=baseline, save_to=save_to, progress=progress)
 
 

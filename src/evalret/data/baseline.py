@@ -112,6 +112,12 @@ def definition_differences(before: dict[str, Any], after: dict[str, Any]) -> lis
     ]
 
 
+def definitions_of(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The metric definitions in a fingerprint's ``metrics`` that decide whether two runs'
+    numbers compare (``DEFINITION_KEYS``, and the search depth when a metric has no cutoff)."""
+    return {key: metrics.get(key) for key in (*DEFINITION_KEYS, *_depth_key(metrics, metrics))}
+
+
 def _depth_key(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
     """``("search_depth",)`` when both definitions name a metric without a cutoff: only those
     depend on how deep the rankings go (a metric@k needs depth >= k, which the config ensures)."""
@@ -155,6 +161,9 @@ def check_comparable(a: RunReport, b: RunReport) -> None:
         problems.append(f"no index in common: A has {sorted(a.indexes)}, B has {sorted(b.indexes)}")
     if a.query_ids != b.query_ids and set(a.query_ids) != set(b.query_ids):
         problems.append("the evaluated queries differ")
+    corpus_a, corpus_b = ((r.fingerprint.sample or {}).get("document_digest") for r in (a, b))
+    if corpus_a != corpus_b:  # a sampled corpus scores every query on other terms
+        problems.append("the searched corpora differ (a sample of documents, config sample)")
     if problems:
         raise IncomparableError(
             "cannot compare: A and B must share golden set, metrics and an index type",

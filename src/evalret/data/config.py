@@ -95,21 +95,57 @@ class PromptsConfig(_Strict):
     document: str | None = Field(None, min_length=1, description="the prompt name for documents")
 
 
-# the model keys that only provider sentence-transformers reads
-_ST_ONLY = ("max_seq_length", "device", "backend", "precision", "prompts")
+RESERVED_REQUEST_FIELDS = ("model", "input", "dimensions", "encoding_format")
+
+
+class RequestFieldsConfig(_Strict):
+    """Extra JSON fields sent with each embedding request, per kind of text (provider openai):
+    e.g. Voyage's or Cohere's ``input_type``, Jina's ``task``, Voyage's ``output_dimension``."""
+
+    query: dict[str, Any] = Field(default_factory=dict, description="fields sent with queries")
+    document: dict[str, Any] = Field(default_factory=dict, description="fields sent with documents")
+
+    @model_validator(mode="after")
+    def _own_fields(self) -> RequestFieldsConfig:
+        for kind in ("query", "document"):
+            taken = sorted(set(getattr(self, kind)) & set(RESERVED_REQUEST_FIELDS))
+            if taken:
+                raise ValueError(
+                    f"request_fields.{kind}: {', '.join(taken)} are set by evalret "
+                    "(use name, dimensions or encoding_format)"
+                )
+        return self
+
+
+OPENAI_URL = "https://api.openai.com/v1"
+# the model keys each provider reads besides the common ones (name, prefixes, normalize,
+# truncate_dim); setting another provider's key is a config error, never silently ignored
+_PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "sentence-transformers": (
+        "batch_size", "max_seq_length", "device", "backend", "precision", "prompts",
+    ),
+    "python": ("batch_size", "callable", "options"),
+    "openai": (
+        "base_url", "api_key_env", "dimensions", "request_fields", "max_batch",
+        "max_batch_tokens", "concurrency", "max_retries", "timeout", "encoding_format",
+        "price_per_million_tokens",
+    ),
+}  # fmt: skip
+_COMMON_KEYS = ("provider", "name", "normalize", "query_prefix", "document_prefix", "truncate_dim")
 
 
 class ModelConfig(_Strict):
     """The embedding model and how texts are fed to it."""
 
-    provider: Literal["sentence-transformers", "python"] = Field(
+    provider: Literal["sentence-transformers", "python", "openai"] = Field(
         "sentence-transformers",
-        description="sentence-transformers (a local model), or python (a custom encoder)",
+        description="sentence-transformers (a local model), python (a custom encoder) or openai "
+        "(an OpenAI-compatible /embeddings endpoint)",
     )
     name: str = Field(
         PACKAGED_MODEL,
         description="packaged MiniLM, a local directory, or a name; provider python: a label "
-        "(default: the callable)",
+        "(default: the callable); provider openai: the model id sent to the endpoint",
     )
     callable: str | None = Field(
         None,
@@ -135,6 +171,39 @@ class ModelConfig(_Strict):
     precision: Literal["fp32", "int8"] = Field(
         "fp32", description="int8: dynamically quantized weights (backend onnx only)"
     )
+    # provider openai (engines/openai_api.py)
+    base_url: str = Field(
+        OPENAI_URL,
+        pattern=r"^https?://[^\s]+$",
+        description="provider openai: the API's base URL (its /embeddings is called)",
+    )
+    api_key_env: str | None = Field(
+        "OPENAI_API_KEY",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="provider openai: the environment variable holding the key (null: no key, "
+        "for a local server)",
+    )
+    dimensions: int | None = Field(
+        None, ge=1, description="provider openai: sent as dimensions (Matryoshka-capable APIs)"
+    )
+    request_fields: RequestFieldsConfig | None = Field(
+        None, description="provider openai: extra request fields per kind (input_type, task)"
+    )
+    max_batch: int = Field(256, ge=1, le=4096, description="provider openai: texts per request")
+    max_batch_tokens: int = Field(
+        200_000, ge=1, description="provider openai: estimated tokens per request, at most"
+    )
+    concurrency: int = Field(4, ge=1, le=64, description="provider openai: requests in flight")
+    max_retries: int = Field(
+        6, ge=0, le=20, description="provider openai: retries of a 429, 5xx or timeout"
+    )
+    timeout: float = Field(60.0, gt=0, le=3600, description="provider openai: seconds a request")
+    encoding_format: Literal["base64", "float"] = Field(
+        "base64", description="provider openai: how vectors are requested (float if unsupported)"
+    )
+    price_per_million_tokens: float | None = Field(
+        None, ge=0, description="provider openai: the price, for the cost in --dry-run and reports"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -147,17 +216,22 @@ class ModelConfig(_Strict):
 
     @model_validator(mode="after")
     def _provider_settings(self) -> ModelConfig:
-        if self.provider == "python":
-            if self.callable is None:
-                raise ValueError('provider python needs callable: "pkg.module:factory"')
-            changed = [k for k in _ST_ONLY if k in self.model_fields_set]
-            if changed:
-                raise ValueError(
-                    f"{', '.join(changed)}: sentence-transformers settings, not read with "
-                    "provider python (pass what the encoder needs in options)"
+        own = _PROVIDER_KEYS[self.provider]
+        foreign = [k for k in self.model_fields_set if k not in own and k not in _COMMON_KEYS]
+        if foreign:
+            readers = {
+                k: next(p for p, keys in _PROVIDER_KEYS.items() if k in keys) for k in foreign
+            }
+            raise ValueError(
+                "; ".join(
+                    f"{k}: a provider {readers[k]} setting, not read with provider {self.provider}"
+                    for k in sorted(foreign)
                 )
-        elif self.callable is not None or self.options is not None:
-            raise ValueError("callable and options need provider: python")
+            )
+        if self.provider == "python" and self.callable is None:
+            raise ValueError('provider python needs callable: "pkg.module:factory"')
+        if self.provider == "openai" and "name" not in self.model_fields_set:
+            raise ValueError("provider openai needs name: the model id the endpoint serves")
         if self.prompts is not None:
             if self.prompts.query is not None and self.query_prefix:
                 raise ValueError("prompts.query and query_prefix: set one of them")
@@ -168,14 +242,18 @@ class ModelConfig(_Strict):
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """The model settings as a dict; the keys added for providers and prompts only when
-        set, so that reports of configs without them read as they did before."""
+        set, and provider openai's keys only with that provider (its dump leaves the local
+        models' keys out), so that reports of configs without them read as they did before."""
         data: dict[str, Any] = handler(self)
         if self.provider == "sentence-transformers":
             data.pop("provider", None)
-        for key in ("callable", "options", "prompts"):
+        for key in ("callable", "options", "prompts", "request_fields"):
             if getattr(self, key) is None:
                 data.pop(key, None)
-        return data
+        if self.provider == "openai":
+            local = {*_PROVIDER_KEYS["sentence-transformers"], *_PROVIDER_KEYS["python"]}
+            return {k: v for k, v in data.items() if k not in local}
+        return {k: v for k, v in data.items() if k not in _PROVIDER_KEYS["openai"]}
 
     @model_validator(mode="after")
     def _backend_settings(self) -> ModelConfig:
@@ -639,6 +717,14 @@ class OutputConfig(_Strict):
     dir: UsablePath = Path("reports")
 
 
+class HistoryConfig(_Strict):
+    """`evalret history`: the SQLite database that keeps a metric's trend across commits."""
+
+    path: UsablePath | None = Field(
+        None, description="history database; default: evalret-history.sqlite in the current dir"
+    )
+
+
 class LeakageConfig(_Strict):
     """`evalret leakage`: when a training query counts as a copy of a golden query, and when the
     check fails."""
@@ -657,6 +743,23 @@ class BeyondAccuracyConfig(_Strict):
 
     k: int = Field(
         10, ge=1, description="the cutoff; lowered to the search depth when rankings are shorter"
+    )
+
+
+class SampleConfig(_Strict):
+    """A seeded, stratified sample of the golden set for a fast gate (evalret.core.sampling
+    states the rule): ``queries`` queries, and with ``documents`` a corpus of that many."""
+
+    queries: int = Field(ge=1, description="queries drawn, stratified over the slices")
+    documents: int | None = Field(
+        None,
+        ge=1,
+        description="documents kept: the judged ones of the sampled queries, then seeded "
+        "distractors up to this many; null: the whole corpus",
+    )
+    seed: int = Field(0, ge=0)
+    min_per_slice: int = Field(
+        10, ge=0, description="the floor: queries every slice keeps (all of a smaller slice)"
     )
 
 
@@ -692,7 +795,13 @@ class Config(_Strict):
     cache: CacheConfig = CacheConfig()
     output: OutputConfig = OutputConfig()
     leakage: LeakageConfig = LeakageConfig()
+    # where `evalret history` keeps its database: not a setting of the run, so left out of the
+    # dump (a report's resolved config stays as it was)
+    history: HistoryConfig = Field(HistoryConfig(), exclude=True)
     beyond_accuracy: BeyondAccuracyConfig = BeyondAccuracyConfig()
+    sample: SampleConfig | None = Field(
+        None, description="a seeded, stratified sample for fast gates; null: the whole set"
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -704,11 +813,12 @@ class Config(_Strict):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The config as a dict; ``search_depth`` only when set, so that reports of configs
-        without it read as they did before the key existed."""
+        """The config as a dict; ``search_depth`` and ``sample`` only when set, so that reports
+        of configs without them read as they did before the keys existed."""
         data: dict[str, Any] = handler(self)
-        if self.search_depth is None:
-            data.pop("search_depth", None)
+        for key in ("search_depth", "sample"):
+            if getattr(self, key) is None:
+                data.pop(key, None)
         return data
 
     @field_validator("search_depth")
@@ -797,6 +907,9 @@ class Config(_Strict):
             update={"baseline": fix(self.gate.baseline) or self.gate.baseline}
         )
         cache = self.cache.model_copy(update={"dir": fix(self.cache.dir) or self.cache.dir})
+        history = self.history.model_copy(
+            update={"path": fix(self.history.path) or self.history.path}
+        )
         return self.model_copy(
             update={
                 "indexes": self.indexes.resolve_paths(base),
@@ -805,6 +918,7 @@ class Config(_Strict):
                 "output": out,
                 "gate": gate,
                 "cache": cache,
+                "history": history,
             }
         )
 

@@ -212,6 +212,25 @@ class BackendCheck(_Model):
     min_cosine: float
 
 
+class ApiKindUse(_Sparse):
+    """What one kind of text cost at an embedding API in a run."""
+
+    requests: int
+    retries: int  # requests sent again after a 429, 5xx or timeout
+    texts: int
+    tokens: int | None  # as the API's usage reported them; None when a server reported none
+    cost: float | None = None  # tokens x model.price_per_million_tokens, when the price is set
+
+
+class ApiUse(_Sparse):
+    """The embedding API a run used (provider openai): its endpoint and what each kind cost."""
+
+    endpoint: str
+    model: str
+    document: ApiKindUse | None = None  # absent when every document came from the cache
+    query: ApiKindUse | None = None
+
+
 class EmbeddingInfo(_Sparse):
     """The vectors of a run: their shape, the cache and the backend that made them."""
 
@@ -222,6 +241,7 @@ class EmbeddingInfo(_Sparse):
     cache: EmbeddingCache | None = None  # None without a cache; absent in older reports
     backend: BackendInfo | None = None  # absent in older reports
     backend_check: BackendCheck | None = None  # None for torch; absent in older reports
+    api: ApiUse | None = None  # provider openai only
 
 
 class BootstrapInfo(_Model):
@@ -240,6 +260,17 @@ class Fingerprint(_Model):
     metrics: dict[str, Any]
     evalret_version: str
     digest: str  # sha256 of the parts above
+    # a sampled run: how it was drawn and digests of the queries and documents drawn (the
+    # digest covers it); absent for a run on the whole golden set
+    sample: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _no_sample_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A run on the whole golden set dumps without ``sample``."""
+        data: dict[str, Any] = handler(self)
+        if self.sample is None:
+            data.pop("sample", None)
+        return data
 
     @field_validator("metrics")
     @classmethod
@@ -248,6 +279,38 @@ class Fingerprint(_Model):
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise ValueError("names must be a list of metric names")
         return v
+
+
+class SampleSlice(_Model):
+    """One slice in a sampled run: its queries in the whole set and in the sample, and its
+    proportional share (sample size x total / queries of the set) that stratification aims at
+    (the floor may raise a small slice above it)."""
+
+    total: int
+    sampled: int
+    share: float
+
+
+class SampleSection(_Model):
+    """What a sampled run evaluated (evalret.core.sampling states the rule): the settings, the
+    sizes before and after, each slice's share, and notes on reading the figures."""
+
+    queries: int  # requested
+    documents: int | None  # requested; None: the whole corpus
+    seed: int
+    min_per_slice: int
+    method: str
+    n_queries: int  # drawn (more than requested when the floors needed more)
+    n_queries_total: int  # the queries the whole set scores
+    n_documents: int  # embedded and searched
+    n_documents_total: int
+    n_documents_judged: int | None  # judged documents of the drawn queries (documents sample)
+    n_strata: int
+    floor_raised: list[str]  # slices whose floor is above their proportional share
+    slices: dict[str, SampleSlice]
+    query_digest: str  # sha256 of the drawn query ids
+    document_digest: str | None  # sha256 of the kept document ids (documents sample)
+    notes: list[str]
 
 
 class GateCheck(_Model):
@@ -317,13 +380,18 @@ class RunReport(_Model):
     # every other approximate index (pgvector, ...) against exact search, by index name; absent
     # when there is none (and in reports of older versions)
     ann_others: dict[str, AnnSection] = {}
+    # what a sampled run evaluated; absent for a run on the whole golden set
+    sample: SampleSection | None = None
 
     @model_serializer(mode="wrap")
     def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A report without other approximate indexes dumps without ``ann_others``."""
+        """A report without other approximate indexes dumps without ``ann_others``, one on the
+        whole golden set without ``sample``."""
         data: dict[str, Any] = handler(self)
         if not self.ann_others:
             data.pop("ann_others", None)
+        if self.sample is None:
+            data.pop("sample", None)
         return data
 
     def ann_sections(self) -> list[AnnSection]:
@@ -545,3 +613,28 @@ def _compared_index_problems(
         elif primary not in result.metrics:
             out.append(f"{where}.{name}.metrics: no {primary} (settings.primary)")
     return out
+
+
+class PlannedKind(_Model):
+    """What a run would embed of one kind of text (``evalret run --dry-run``)."""
+
+    texts: int
+    cached: int
+    to_embed: int
+    tokens: int  # of the texts to embed, as sent (after their prefix)
+    requests: int | None  # provider openai: requests the texts to embed would take
+    cost: float | None  # tokens x model.price_per_million_tokens, when the price is set
+
+
+class EmbeddingPlan(_Model):
+    """What `evalret run` would embed and what it would cost; nothing is embedded or sent."""
+
+    model: str  # the model's source, as reports name it
+    provider: str
+    endpoint: str | None  # provider openai
+    cache: str | None  # the cache directory (None: the cache is off)
+    tokenizer: str  # how tokens were counted (tiktoken, or the documented estimate)
+    tokenizer_note: str | None
+    price_per_million_tokens: float | None
+    document: PlannedKind
+    query: PlannedKind

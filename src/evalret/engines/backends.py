@@ -558,6 +558,6 @@ def describe_backend(config: ModelConfig, embedder: Embedder) -> dict[str, Any]:
     threads and whether the exported model was read from the cache or exported in this run."""
     if isinstance(embedder, OnnxEmbedder):
         return embedder.report()
-    if config.provider == "python":
-        return {"name": "python", "precision": "fp32"}
+    if config.provider != "sentence-transformers":
+        return {"name": config.provider, "precision": "fp32"}
     return {"name": config.backend, "precision": config.precision}

@@ -28,7 +28,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,13 +219,23 @@ class CachedEmbedder:
         extra: Callable[[], dict[str, Any]] | None = getattr(self.inner, "cache_identity", None)
         return extra() if extra is not None else self.inner.identity()
 
+    def _keys(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
+        """The cache keys of ``texts``: of the text as fed to the model when the embedder says
+        (``prefixed``), else of the kind and the text."""
+        prefixed = getattr(self.inner, "prefixed", None)
+        fed = prefixed(texts, kind) if prefixed is not None else [f"{kind}\0{t}" for t in texts]
+        return text_keys(fed)
+
+    def cached(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
+        """bool [n]: which ``texts`` the cache holds (nothing embedded, no statistics kept)."""
+        found, _ = self._lookup(self._keys(texts, kind), CacheStats())
+        return found
+
     def embed(
         self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
     ) -> np.ndarray:
         stats = self.stats.setdefault(kind, CacheStats())
-        prefixed = getattr(self.inner, "prefixed", None)
-        fed = prefixed(texts, kind) if prefixed is not None else [f"{kind}\0{t}" for t in texts]
-        keys = text_keys(fed)
+        keys = self._keys(texts, kind)
         found, vectors = self._lookup(keys, stats)
         stats.hits += int(found.sum())
         stats.misses += int((~found).sum())
@@ -234,12 +244,29 @@ class CachedEmbedder:
         missing = np.flatnonzero(~found)
         if len(missing) == 0 and vectors is not None:
             return vectors
-        fresh = self.inner.embed([texts[int(i)] for i in missing], kind, progress)
-        self._store(keys[missing], fresh)
-        if vectors is None or vectors.shape[1] != fresh.shape[1]:
-            vectors = np.zeros((len(texts), fresh.shape[1]), dtype=np.float32)
-        vectors[missing] = fresh
+        todo = [texts[int(i)] for i in missing]
+        for rows, fresh in self._fresh(todo, kind, progress):
+            self._store(keys[missing[rows]], fresh)
+            if vectors is None or vectors.shape[1] != fresh.shape[1]:
+                vectors = np.zeros((len(texts), fresh.shape[1]), dtype=np.float32)
+            vectors[missing[rows]] = fresh
+        assert vectors is not None  # _fresh yields at least once
         return vectors
+
+    def _fresh(
+        self, texts: list[str], kind: Kind, progress: Progress | None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(positions in ``texts``, vectors) to store: batch by batch as each is answered when
+        the embedder streams (``embed_batches``: an API, whose every answered batch is kept
+        even if the run stops), else all at once."""
+        batches = getattr(self.inner, "embed_batches", None)
+        if batches is None or not texts:
+            yield np.arange(len(texts)), self.inner.embed(texts, kind, progress)
+            return
+        for rows, vectors in batches(texts, kind):
+            yield rows, vectors
+            if progress is not None:
+                progress(len(rows))
 
     def _lookup(self, keys: np.ndarray, stats: CacheStats) -> tuple[np.ndarray, np.ndarray | None]:
         if "read" not in self._failed:

@@ -22,6 +22,7 @@ from evalret.engines.backends import OnnxEmbedder, agreement
 from evalret.engines.cache import CachedEmbedder, default_cache_dir
 from evalret.engines.custom import CustomEmbedder
 from evalret.engines.embed import Embedder, SentenceTransformerEmbedder
+from evalret.engines.openai_api import OpenAIEmbedder
 from evalret.errors import ConfigError
 
 EmbedderFactory = Callable[[ModelConfig, Path | None], Embedder]
@@ -38,6 +39,7 @@ EMBEDDERS: dict[str, EmbedderFactory] = {
     "onnx": OnnxEmbedder,
     "openvino": OnnxEmbedder,
     "python": CustomEmbedder,  # provider python: a custom encoder (engines/custom.py)
+    "openai": OpenAIEmbedder,  # provider openai: an /embeddings endpoint (engines/openai_api.py)
 }
 
 
@@ -56,6 +58,12 @@ def make_embedder(config: ModelConfig, model_cache: Path | None = None) -> Embed
     if factory is None:
         raise ConfigError(f"model.backend {name!r} is unknown: one of {', '.join(EMBEDDERS)}")
     return factory(config, model_cache)
+
+
+def api_use(backend: Embedder) -> dict[str, Any] | None:
+    """What an API embedder sent and was billed for (the report's ``embedding.api``); None for
+    a local model."""
+    return backend.report() if isinstance(backend, OpenAIEmbedder) else None
 
 
 def cache_root(cache: CacheConfig) -> Path | None:
@@ -104,9 +112,9 @@ def backend_check(
     """How far the backend's document vectors are from torch's: cosine on a seeded sample.
 
     The torch vectors go through the embedding cache (same settings, backend torch), so only the
-    first run pays for them; None for the torch backend itself and for a custom encoder.
+    first run pays for them; None for the torch backend itself, a custom encoder and an API.
     """
-    if embedder_name(config) in ("torch", "python") or len(texts) == 0:
+    if embedder_name(config) in ("torch", "python", "openai") or len(texts) == 0:
         return None
     rng = np.random.default_rng(CHECK_SEED)
     n = min(sample, len(texts))

@@ -127,3 +127,21 @@ def without_relevant_note(report: RunReport) -> str | None:
     scored = report.fingerprint.metrics.get("queries_without_relevant") != "excluded from means"
     fate = "are scored like trec_eval (0 on binary metrics)" if scored else "are left out of means"
     return f"{n} judged queries have no relevant document (grade >= {level}) and {fate}"
+
+
+def sample_summary(report: RunReport) -> str | None:
+    """What a sampled run evaluated, in one line (terminal, report.md, report.html); None for a
+    run on the whole golden set. Plain text: renderers escape it."""
+    s = report.sample
+    if s is None:
+        return None
+    corpus = (
+        f"{s.n_documents} of {s.n_documents_total} documents (sampled corpus: absolute figures "
+        "are optimistic, comparable only with the same sample)"
+        if s.documents is not None
+        else f"all {s.n_documents} documents"
+    )
+    return (
+        f"sample of {s.n_queries} of {s.n_queries_total} queries (seed {s.seed}, stratified over "
+        f"the slices, at least {s.min_per_slice} per slice), {corpus}"
+    )

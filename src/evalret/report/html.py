@@ -35,6 +35,7 @@ from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
     COMPARE_COLUMNS,
     intrinsic_rows,
+    sample_summary,
     shown_judged,
     warning_lines,
     without_relevant_note,
@@ -973,6 +974,7 @@ def fingerprint_section(p: RunPage) -> Section:
         *((f"model.{k}", _value(v)) for k, v in f.model.items()),
         *((f"index {k}", _value(v)) for k, v in f.indexes.items()),
         *((f"metrics.{k}", _value(v)) for k, v in f.metrics.items()),
+        *((f"sample.{k}", _value(v)) for k, v in (f.sample or {}).items()),
         ("evalret", _value(f.evalret_version)),
         ("embedding", _value(r.embedding.model_dump(exclude={"cache"}))),
         ("embedding cache", _value(cache.model_dump() if cache is not None else None)),
@@ -1114,11 +1116,37 @@ def intrinsic_section(p: RunPage) -> Section | None:
     return Section("health", "Embedding health (no labels needed)", verdict + table)
 
 
+def sample_section(p: RunPage) -> Section | None:
+    """A sampled run: what was drawn, each slice's share, and how to read the figures."""
+    line, s = sample_summary(p.report), p.report.sample
+    if line is None or s is None:
+        return None
+    rows = _table(
+        ["slice", "queries in the set", "proportional share", "sampled"],
+        [
+            [esc(n), str(v.total), _num(v.share, digits=2), str(v.sampled)]
+            for n, v in s.slices.items()
+        ],
+    )
+    settings = _kv(
+        [
+            ("queries", f"{s.n_queries} drawn of {s.n_queries_total} ({s.queries} asked)"),
+            ("documents", f"{s.n_documents} of {s.n_documents_total}"),
+            ("seed, floor", f"{s.seed}, at least {s.min_per_slice} queries per slice"),
+            ("method", f"{esc(s.method)}, {s.n_strata} strata (combinations of slices)"),
+        ]
+    )
+    notes = "".join(f"<li>{esc(n)}</li>" for n in s.notes)
+    body = f"<p>{esc(line[0].upper() + line[1:])}.</p>{settings}{rows}<ul>{notes}</ul>"
+    return Section("sample", "Sample", body)
+
+
 RunSection = Callable[[RunPage], Section | None]
 # The run page, in order. A new section is a function (RunPage) -> Section | None added here.
 RUN_SECTIONS: list[RunSection] = [
     gate_section,
     metrics_section,
+    sample_section,
     ann_section,
     lexical_section,
     per_query_section,
@@ -1133,7 +1161,8 @@ def _run_meta(r: RunReport) -> str:
     model = r.fingerprint.model.get("source", r.fingerprint.model.get("name"))
     return (
         f'<p class="meta">Golden set <code>{esc(g.source)}</code> ({g.n_documents} documents, '
-        f"{g.n_queries_evaluated} queries evaluated) · model <code>{esc(model)}</code> · "
+        f"{g.n_queries_evaluated} queries evaluated{' (a sample)' if r.sample else ''}) · "
+        f"model <code>{esc(model)}</code> · "
         f"fingerprint <code>{esc(r.fingerprint.digest[:12])}</code> · evalret "
         f"{esc(r.evalret_version)}</p>"
     )

@@ -12,6 +12,7 @@ from evalret.report.common import (
     alignment_notes,
     cache_notes,
     intrinsic_rows,
+    sample_summary,
     shown_judged,
     warning_lines,
     without_relevant_note,
@@ -177,6 +178,16 @@ def _intrinsic_lines(report: RunReport) -> list[str]:
     return lines
 
 
+def _sample_lines(report: RunReport) -> list[str]:
+    """A sampled run: what it evaluated, each slice's share, and how to read the figures."""
+    line, s = sample_summary(report), report.sample
+    if line is None or s is None:
+        return []
+    shares = ", ".join(f"{markdown(n)} {v.sampled}/{v.total}" for n, v in s.slices.items())
+    lines = ["", f"**Sampled run**: {markdown(line)}.", "", f"Queries per slice: {shares}.", ""]
+    return lines + [f"- {markdown(n)}" for n in s.notes]
+
+
 def render_markdown(report: RunReport) -> str:
     g = report.golden_set
     model = report.fingerprint.model.get("source", report.fingerprint.model.get("name"))
@@ -189,7 +200,8 @@ def render_markdown(report: RunReport) -> str:
     ]
     backend = backend_line(report.embedding)
     if backend:
-        lines.append(f"Embedding {backend}.")
+        lines.append(f"Embedding {markdown(backend)}.")
+    lines += _sample_lines(report)
     notes = cache_notes(report.embedding) + alignment_notes(report)
     if notes:
         lines += ["", *(f"- ⚠️ {markdown(n)}" for n in notes), ""]

@@ -1,4 +1,6 @@
-"""Terminal rendering of a run with rich: one table per index, then the ANN section."""
+"""Terminal rendering of a run with rich: every table (``--verbose``): one per index, then the
+ANN, lexical, beyond-accuracy and health sections and the gate; the short default summary is
+``terminal_brief``, built from the parts here."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from evalret.report.views import backend_line, check_rows, gate_summary
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
 
-def _cell(v: MetricValue) -> Text:
+def metric_cell(v: MetricValue) -> Text:
+    """A mean, its interval on a second line (dim); ``-`` for an empty slice."""
     if v.value is None:
         return Text("-", style="dim")
     text = Text(number(v.value, digits=3, medium=PLAIN))
@@ -58,7 +61,8 @@ def index_table(report: RunReport, index: str) -> Table:
         flag = "" if s.reliability != "unreliable" else " !"
         n = Text(f"{s.n_queries}{flag}", style=RELIABILITY_STYLE.get(s.reliability, ""))
         extra = [Text(_fmt(s.judged.get(judged)), style="dim")] if judged else []
-        table.add_row(Text(terminal(name)), n, *(_cell(s.metrics[m]) for m in metrics), *extra)
+        cells = [metric_cell(s.metrics[m]) for m in metrics]
+        table.add_row(Text(terminal(name)), n, *cells, *extra)
     return table
 
 
@@ -176,29 +180,36 @@ def _failed_table(gate: GateSection) -> Table:
     return table
 
 
-def gate_parts(gate: GateSection) -> list[RenderableType]:
-    """Verdict in colour, then the failed checks, underpowered warning and notes."""
+def verdict_text(gate: GateSection) -> Text:
+    """The gate's verdict in colour: ``GATE PASSED: all 43 checks pass`` or ``GATE FAILED: …``."""
     summary = gate_summary(gate)
     if summary.passed:
         n = summary.n_checks
-        verdict = Text(
+        return Text(
             f"GATE PASSED: {'the' if n == 1 else f'all {n}'} check{'s' if n != 1 else ''} "
             f"pass{'es' if n == 1 else ''}",
             style="bold green",
         )
-    else:
-        verdict = Text(
-            f"GATE FAILED: {len(summary.failed)} of {summary.n_checks} checks failed",
-            style="bold red",
-        )
-    parts: list[RenderableType] = [Text(""), verdict]
+    return Text(
+        f"GATE FAILED: {len(summary.failed)} of {summary.n_checks} checks failed",
+        style="bold red",
+    )
+
+
+def changed_lines(gate: GateSection) -> list[RenderableType]:
+    """The baseline's path, then one line per setting changed since it."""
+    parts: list[RenderableType] = []
     if gate.baseline:
         parts.append(Text(f"baseline {terminal(gate.baseline)}", style="dim"))
     for key, change in gate.changed.items():
         parts.append(Text(terminal(f"changed: {key}: {change.baseline} -> {change.current}")))
-    if summary.failed:
-        parts.append(_failed_table(gate))
-    weak = summary.weak
+    return parts
+
+
+def caveat_lines(gate: GateSection) -> list[RenderableType]:
+    """The underpowered warning and the gate's notes."""
+    weak = gate_summary(gate).weak
+    parts: list[RenderableType] = []
     if weak:
         parts.append(
             Text(
@@ -211,7 +222,26 @@ def gate_parts(gate: GateSection) -> list[RenderableType]:
     return parts
 
 
-def render_run(report: RunReport, written: list[Path]) -> Group:
+def sample_parts(report: RunReport) -> list[RenderableType]:
+    """One line for a sampled run (config ``sample``): what it evaluated; none otherwise."""
+    from evalret.report.common import sample_summary
+
+    line = sample_summary(report)
+    return [Text(terminal(line), style="yellow")] if line is not None else []
+
+
+def gate_parts(gate: GateSection) -> list[RenderableType]:
+    """Verdict in colour, then the failed checks, underpowered warning and notes."""
+    parts: list[RenderableType] = [Text(""), verdict_text(gate), *changed_lines(gate)]
+    if gate.failed:
+        parts.append(_failed_table(gate))
+    return parts + caveat_lines(gate)
+
+
+def context_parts(report: RunReport) -> list[RenderableType]:
+    """What was evaluated and how: the golden set and model, the cache, then one line per note
+    (cache repairs, rankings that missed queries, the backend, queries without a relevant
+    document, the readers' warnings)."""
     g = report.golden_set
     parts: list[RenderableType] = [
         Text.assemble(
@@ -222,6 +252,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
             f"(dim {report.embedding.dim})",
         )
     ]
+    parts += sample_parts(report)
     cache = report.embedding.cache
     if cache is not None:
         counts = "; ".join(
@@ -234,7 +265,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     parts += [Text(terminal(n), style="yellow") for n in alignment_notes(report)]
     backend = backend_line(report.embedding)
     if backend:
-        parts.append(Text(backend, style="dim"))
+        parts.append(Text(terminal(backend), style="dim"))
     note = without_relevant_note(report)
     if note:
         shown = ", ".join(terminal(q) for q in g.queries_without_relevant[:10])
@@ -243,12 +274,20 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     if g.warnings:
         parts.append(Text(f"golden set: {len(g.warnings)} warning(s)", style="yellow"))
         parts += [Text(f"  {terminal(line)}", style="yellow") for line in warning_lines(g)]
+    return parts
+
+
+UNRELIABLE_NOTE = "fewer than 200 queries: unreliable, only large changes show"
+
+
+def render_run(report: RunReport, written: list[Path]) -> Group:
+    """Every table of a run (``--verbose``): each index per slice, ANN, lexical, beyond
+    accuracy, embedding health, then the gate and the files written."""
+    parts = context_parts(report)
     for index in report.indexes:
         parts += [Text(""), index_table(report, index)]
     if any(s.reliability == "unreliable" for s in report.slices.values()):
-        parts.append(
-            Text("! fewer than 200 queries: unreliable, only large changes show", style="yellow")
-        )
+        parts.append(Text(f"! {UNRELIABLE_NOTE}", style="yellow"))
     for extra in (*map(ann_table, report.ann_sections()), lexical_table(report)):
         if extra is not None:
             parts += [Text(""), extra]
@@ -262,10 +301,6 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
         parts += [Text(""), Text("report files:", style="bold")]
         parts += [Text(f"  {terminal(str(p))}") for p in written]
     return Group(*parts)
-
-
-def print_run(console: Console, report: RunReport, written: list[Path]) -> None:
-    console.print(render_run(report, written))
 
 
 def print_baseline(console: Console, report: RunReport, path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalret.data.schema import (
+    ApiUse,
     EmbeddingInfo,
     GateCheck,
     GateSection,
@@ -167,10 +168,29 @@ def compare_rows(
 # --- the embedding -----------------------------------------------------------------------------
 
 
+def api_line(api: ApiUse) -> str:
+    """The embedding API's endpoint and what each kind of text used there."""
+    parts = []
+    for label, use in (("documents", api.document), ("queries", api.query)):
+        if use is None:
+            continue
+        tokens = "tokens not reported" if use.tokens is None else f"{use.tokens} tokens"
+        cost = f", cost {use.cost:.4f}" if use.cost is not None else ""
+        retries = f", {use.retries} retried" if use.retries else ""
+        parts.append(
+            f"{label} {use.texts} texts in {use.requests} requests, {tokens}{cost}{retries}"
+        )
+    used = "; ".join(parts) if parts else "nothing sent (all cached)"
+    return f"API {api.model} at {api.endpoint}: {used}"
+
+
 def backend_line(embedding: EmbeddingInfo) -> str | None:
-    """One line on a non-torch backend and its agreement with torch (the terminal and
-    report.md); None for torch or a report that does not say."""
+    """One line on a non-torch backend and its agreement with torch, or on the embedding API
+    (the terminal and report.md; it holds configured text, to be escaped where shown); None for
+    torch or a report that does not say."""
     backend, check = embedding.backend, embedding.backend_check
+    if embedding.api is not None:
+        return api_line(embedding.api)
     if backend is None or backend.name == "torch":
         return None
     line = f"backend {backend.name} {backend.precision}"

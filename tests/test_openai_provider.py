@@ -1,0 +1,377 @@
+"""The OpenAI-compatible provider (``model.provider: openai``) against a loopback server that
+serves the packaged MiniLM's real vectors (tests/openai_server.py) with injected faults: the
+demo's metrics through HTTP equal the local run's; retries, refusals and malformed answers; the
+key kept out of every output; a run killed midway resumes from the cache; the dry run sends no
+request."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from conftest import DEMO, REPO
+from evalret.cli import app
+from evalret.commands.dry_run import dry_run
+from evalret.commands.evaluate import run_evaluation
+from evalret.data.config import ModelConfig, load_config, parse_config
+from evalret.engines.openai_api import OpenAIEmbedder, endpoint_of, plan_batches
+from evalret.engines.tokens import ESTIMATE, estimate_tokens, token_counter
+from evalret.errors import ConfigError
+from helpers import metric_table
+from openai_server import EmbeddingServer, packaged_model
+
+runner = CliRunner()
+KEY = "sk-evalret-test-5f1c9a7e3b"
+SERVED = "minilm-served"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[EmbeddingServer]:
+    with EmbeddingServer(packaged_model(), SERVED) as s:
+        yield s
+
+
+@pytest.fixture
+def api(server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch) -> EmbeddingServer:
+    """The server with no faults and no requests logged, and the key in the environment."""
+    server.reset()
+    monkeypatch.setenv("EVALRET_TEST_KEY", KEY)
+    return server
+
+
+def write_config(tmp: Path, base_url: str, golden: Path = DEMO, **model: Any) -> Path:
+    settings = {
+        "provider": "openai",
+        "name": SERVED,
+        "base_url": base_url,
+        "api_key_env": "EVALRET_TEST_KEY",
+        "max_retries": 4,
+        "timeout": 300,  # generous: the shared test machine can be slow
+        **model,
+    }
+    config = {
+        "golden_set": {"path": str(golden)},
+        "model": settings,
+        "cache": {"dir": str(tmp / "cache")},
+        "output": {"dir": str(tmp / "out")},
+    }
+    path = tmp / "evalret.yaml"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def fast_retry(code: int, message: str = "busy") -> tuple[Any, ...]:
+    return ("status", code, {"retry-after-ms": "20"}, message)
+
+
+def files_holding(root: Path, text: str) -> list[Path]:
+    needle = text.encode()
+    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+def test_demo_through_http_equals_local_after_faults(api: EmbeddingServer, tmp_path: Path) -> None:
+    """429s (Retry-After in seconds and in ms) and a 500 are retried; the demo's
+    metrics then equal the local sentence-transformers run's within 1e-4 on every index, slice
+    and metric; tokens and requests are reported; the key is in no output or cache file and
+    not in the terminal output, though the server received it."""
+    api.state.faults.extend(
+        [
+            ("status", 429, {"Retry-After": "1"}, "rate limited"),
+            fast_retry(429),
+            fast_retry(500, "internal"),
+        ]
+    )
+    path = write_config(tmp_path, api.base_url, max_batch=48, concurrency=4)
+    result = runner.invoke(app, ["run", "-c", str(path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert all(r.authorization == f"Bearer {KEY}" for r in api.state.requests)
+    assert all(r.options.get("encoding_format") == "base64" for r in api.state.requests)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    use = report["embedding"]["api"]
+    assert use["document"]["texts"] == 338 and use["query"]["texts"] == 244
+    assert use["document"]["requests"] == 8  # ceil(338 / 48)
+    assert use["document"]["retries"] + use["query"]["retries"] == 3
+    assert use["document"]["tokens"] > 338
+    assert "API minilm-served at http://127.0.0.1" in result.output
+    assert "not hashable" in report["fingerprint"]["model"]["weights"]
+    assert files_holding(tmp_path, KEY) == [] and KEY not in result.output
+
+    from evalret.data.schema import RunReport
+
+    http = metric_table(RunReport.model_validate(report))
+    local_path = tmp_path / "local.yaml"
+    local_path.write_text(json.dumps({"golden_set": {"path": str(DEMO)}}))
+    local = metric_table(run_evaluation(load_config(local_path)).report)
+    assert http.keys() == local.keys() and len(http) > 100
+    worst = max(abs(http[k] - local[k]) for k in http)
+    assert worst < 1e-4, worst
+    assert http[("exact", "all", "ndcg@10")] == pytest.approx(local[("exact", "all", "ndcg@10")])
+
+
+def _run_error(api: EmbeddingServer, tmp: Path, **model: Any) -> str:
+    path = write_config(tmp, api.base_url, **model)
+    result = runner.invoke(app, ["run", "-c", str(path), "--no-progress"])
+    assert result.exit_code == 3, result.output
+    return " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        (401, "the key was refused: check the key in EVALRET_TEST_KEY"),
+        (403, "may not use this model"),
+        (400, "an input may be too long"),
+        (413, "lower model.max_batch"),
+    ],
+)
+def test_refusals_are_not_retried(
+    api: EmbeddingServer, tmp_path: Path, code: int, said: str
+) -> None:
+    """401, 403, 400 and 413 fail at once (one request), exit 3, naming the endpoint, the
+    status and what is wrong; a key the server echoes back is masked."""
+    api.state.faults.append(("status", code, {}, f"Incorrect API key provided: {KEY}"))
+    output = _run_error(api, tmp_path, concurrency=1)
+    assert len(api.state.requests) == 1
+    assert f"{api.base_url}/embeddings" in output and f"HTTP {code}" in output
+    assert said in output and "Incorrect API key provided: ***" in output
+    assert KEY not in output
+
+
+def test_unknown_model_and_spent_retries(api: EmbeddingServer, tmp_path: Path) -> None:
+    """A model the server does not serve is a 404 naming model.name; a 500 that persists is
+    retried max_retries times, then fails with exit 3 (never 1)."""
+    output = _run_error(api, tmp_path, name="no-such-model", concurrency=1)
+    assert "HTTP 404" in output and "check model.name ('no-such-model')" in output
+    api.reset()
+    api.state.faults.extend([fast_retry(500, "down")] * 3)
+    output = _run_error(api, tmp_path, concurrency=1, max_retries=2)
+    assert len(api.state.requests) == 3
+    assert "HTTP 500" in output and "failed after 2 retries" in output
+    api.reset()
+    api.state.faults.extend([fast_retry(429, "slow down")] * 2)
+    output = _run_error(api, tmp_path, concurrency=1, max_retries=1)
+    assert "still rate limited after 1 retries" in output
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ("count", "answered 31 vectors for 32 inputs"),
+        ("dim", "answered vectors of dimension 192 after 384"),
+        ("bad_index", "indexes that are not 0..31 once each"),
+    ],
+)
+def test_malformed_answers_are_refused(
+    api: EmbeddingServer, tmp_path: Path, fault: str, said: str
+) -> None:
+    """A wrong count, a changed dimension or broken indexes fail the run (exit 3)."""
+    api.state.faults.extend([("none",), (fault,)])
+    output = _run_error(api, tmp_path, concurrency=1, max_batch=32)
+    assert said in output and api.base_url in output
+
+
+def test_order_base64_fallback_and_dimensions(api: EmbeddingServer) -> None:
+    """Items answered out of order come back in input order by their index; a server refusing
+    base64 is asked in float (same vectors); dimensions is sent and checked."""
+    texts = ["a cat sat", "quantum chromodynamics", "tax law in 1990", "the cat"]
+    model = ModelConfig(
+        provider="openai",
+        name=SERVED,
+        base_url=api.base_url,
+        api_key_env="EVALRET_TEST_KEY",
+        max_batch=4,
+    )
+    plain = OpenAIEmbedder(model).embed(texts, "document")
+    api.state.faults.append(("shuffle",))
+    shuffled = OpenAIEmbedder(model).embed(texts, "document")
+    np.testing.assert_array_equal(plain, shuffled)
+    api.reset()
+    api.state.refuse_base64 = True
+    floats = OpenAIEmbedder(model).embed(texts, "document")
+    assert [r.options.get("encoding_format") for r in api.state.requests] == ["base64", "float"]
+    np.testing.assert_allclose(floats, plain, atol=1e-6)
+    api.reset()
+    cut = OpenAIEmbedder(model.model_copy(update={"dimensions": 64})).embed(texts, "query")
+    assert cut.shape == (4, 64) and api.state.requests[0].options["dimensions"] == 64
+    local = packaged_model().encode(texts, normalize_embeddings=True)
+    cosine = (plain * local).sum(axis=1)
+    assert cosine.min() > 0.9999
+
+
+def test_timeouts_are_retried(api: EmbeddingServer) -> None:
+    """A request that outlasts model.timeout is sent again; the answer is the same."""
+    model = ModelConfig(
+        provider="openai", name=SERVED, base_url=api.base_url, api_key_env=None, timeout=2
+    )
+    embedder = OpenAIEmbedder(model)
+    api.state.faults.append(("slow", 5.0))
+    slow = embedder.embed(["one text", "another"], "query")
+    assert embedder.usage["query"].retries == 1 and len(api.state.requests) == 2
+    deadline = time.monotonic() + 30
+    while api.state.answered < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the slow answer, to nobody, before the next test's counts
+    assert api.state.requests[0].authorization == "Bearer evalret-no-key"
+    np.testing.assert_array_equal(
+        slow, OpenAIEmbedder(model).embed(["one text", "another"], "query")
+    )
+
+
+def test_killed_run_resumes_from_the_cache(api: EmbeddingServer, tmp_path: Path) -> None:
+    """A run killed (SIGKILL) after 5 answered batches keeps them: the rerun reads those 80
+    documents from the cache and sends only the rest."""
+    path = write_config(tmp_path, api.base_url, max_batch=16, concurrency=1)
+    api.state.hold_after = 5
+    env = {**os.environ, "EVALRET_TEST_KEY": KEY}
+    cmd = [sys.executable, "-m", "evalret", "run", "-c", str(path), "--no-progress"]
+    process = subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while len(api.state.requests) < 6 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the 6th request is sent once the 5th answer is stored
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert api.state.answered == 5 and len(api.state.requests) == 6
+    api.reset()
+    result = runner.invoke(app, ["run", "-c", str(path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    cache = report["embedding"]["cache"]
+    assert cache["document"] == {"hits": 80, "misses": 258, "corrupt_shards": []}
+    sent = [r.inputs for r in api.state.requests]
+    assert sum(len(b) for b in sent) == 258 + 244  # the other documents, then the queries
+    assert report["embedding"]["api"]["document"]["texts"] == 258
+
+
+def test_dry_run_on_scifact_sends_nothing(
+    api: EmbeddingServer, tmp_path: Path, scifact_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--dry-run on SciFact counts texts, cached texts, tokens, requests and cost, and sends no
+    request (no key needed either)."""
+    path = write_config(
+        tmp_path, api.base_url, scifact_path, price_per_million_tokens=0.02, max_batch=100
+    )
+    monkeypatch.delenv("EVALRET_TEST_KEY")
+    result = runner.invoke(app, ["run", "-c", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert api.state.requests == []
+    assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()
+    plan = dry_run(path)
+    assert (plan.document.texts, plan.document.to_embed, plan.document.cached) == (5183, 5183, 0)
+    assert (plan.query.texts, plan.query.to_embed) == (300, 300)
+    assert plan.document.requests == 52 and plan.query.requests == 3
+    assert plan.document.tokens > 5183 * 50 and plan.tokenizer == ESTIMATE
+    assert plan.document.cost == pytest.approx(plan.document.tokens * 0.02 / 1e6, abs=1e-6)
+    lines = result.output
+    assert "nothing embedded, no request sent" in lines and "5183" in lines
+    assert str(plan.document.tokens) in lines and api.state.requests == []
+
+
+def test_dry_run_counts_the_cache(api: EmbeddingServer, tmp_path: Path) -> None:
+    """After a run, the dry run finds every text cached and nothing to embed; with another
+    dimensions setting (another identity) nothing is cached."""
+    path = write_config(tmp_path, api.base_url, max_batch=64)
+    assert runner.invoke(app, ["run", "-c", str(path), "--no-progress"]).exit_code == 0
+    sent = len(api.state.requests)
+    plan = dry_run(path)
+    assert (plan.document.cached, plan.document.to_embed, plan.document.tokens) == (338, 0, 0)
+    assert (plan.query.cached, plan.query.to_embed) == (244, 0)
+    other = write_config(tmp_path, api.base_url, max_batch=64, dimensions=128)
+    assert dry_run(other).document.to_embed == 338
+    assert len(api.state.requests) == sent
+    local = tmp_path / "local.yaml"
+    local.write_text(json.dumps({"golden_set": {"path": str(DEMO)}}))
+    plan = dry_run(local, no_cache=True)
+    assert plan.document.to_embed == 338 and plan.document.requests is None
+    assert plan.cache is None and plan.provider == "sentence-transformers"
+
+
+def test_identity_and_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provider, endpoint (no credentials, query or port-less default), model, dimensions,
+    prefixes and request fields are the identity; the config refuses other providers' keys,
+    reserved request fields and a provider openai without a name; an unset key variable is an
+    exit-2 error naming the variable."""
+    base = {"provider": "openai", "name": "m", "base_url": "https://user:pw@api.x.com/v1/?k=s"}
+    one = OpenAIEmbedder(ModelConfig(**base)).identity()
+    assert one["endpoint"] == "https://api.x.com/v1" and "pw" not in json.dumps(one)
+    assert endpoint_of("http://localhost:8080/v1/") == "http://localhost:8080/v1"
+    for change in (
+        {"dimensions": 256},
+        {"query_prefix": "q: "},
+        {"base_url": "https://api.y.com/v1"},
+        {"request_fields": {"query": {"input_type": "query"}}},
+        {"name": "m2"},
+    ):
+        assert OpenAIEmbedder(ModelConfig(**{**base, **change})).identity() != one
+    dump = ModelConfig(**base).model_dump()
+    assert "max_seq_length" not in dump and dump["concurrency"] == 4
+    assert "base_url" not in ModelConfig().model_dump()
+    for bad in (
+        "model: {provider: openai}",
+        "model: {provider: openai, name: m, backend: onnx}",
+        "model: {name: m, concurrency: 2}",
+        "model: {provider: openai, name: m, request_fields: {query: {model: x}}}",
+        "model: {provider: openai, name: m, base_url: 'ftp://x'}",
+        "model: {provider: openai, name: m, concurrency: 0}",
+    ):
+        with pytest.raises(ConfigError):
+            parse_config(bad, "c.yaml")
+    monkeypatch.delenv("NOT_SET_KEY", raising=False)
+    embedder = OpenAIEmbedder(ModelConfig(**base, api_key_env="NOT_SET_KEY"))
+    with pytest.raises(ConfigError, match="NOT_SET_KEY is not set"):
+        embedder.embed(["x"], "query")
+
+
+def test_batches_and_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches hold at most max_batch texts and max_batch_tokens estimated tokens (a single
+    larger text goes alone); the estimate is ceil(UTF-8 bytes / 4); without a cached tiktoken
+    encoding the estimate is used and says why."""
+    texts = ["a" * 40] * 10 + ["b" * 400] + ["c"] * 3
+    sizes = [len(b) for b in plan_batches(texts, 4, 30)]
+    assert sizes == [3, 3, 3, 1, 1, 3]
+    assert [len(b) for b in plan_batches(texts, 100, 10**6)] == [14]
+    assert estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
+    assert estimate_tokens("") == 1 and estimate_tokens("日本") == 2
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    counter = token_counter("text-embedding-3-small")
+    assert counter.method == ESTIMATE
+    assert counter.total(["abcdefgh", "x"]) == 3
+
+
+def test_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the openai package, the error names the extra (exit 2)."""
+    monkeypatch.setitem(sys.modules, "openai", None)
+    embedder = OpenAIEmbedder(ModelConfig(provider="openai", name="m", api_key_env=None))
+    with pytest.raises(ConfigError, match=r"evalret\[openai\]"):
+        embedder.embed(["x"], "query")
+
+
+def test_config_file_round_trip(tmp_path: Path) -> None:
+    """A provider openai config loads from YAML as written in the README."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "model:\n"
+        "  provider: openai\n"
+        "  name: voyage-3-large\n"
+        "  base_url: https://api.voyageai.com/v1\n"
+        "  api_key_env: VOYAGE_API_KEY\n"
+        "  request_fields:\n"
+        "    query: {input_type: query, output_dimension: 1024}\n"
+        "    document: {input_type: document, output_dimension: 1024}\n"
+        "  max_batch: 128\n"
+        "  price_per_million_tokens: 0.18\n"
+    )
+    model = load_config(path).model
+    assert model.request_fields is not None
+    assert model.request_fields.query == {"input_type": "query", "output_dimension": 1024}
