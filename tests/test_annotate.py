@@ -70,7 +70,7 @@ def small_pool(tmp_path: Path, n: int = 8) -> Path:
 def test_scale_and_annotator_checks(tmp_path: Path) -> None:
     scale = parse_scale("0-3")
     assert (scale.lo, scale.hi) == (0, 3) and 3 in scale and 4 not in scale and True not in scale
-    assert [d["label"] for d in scale.definitions()][0] == "not relevant"
+    assert scale.definitions()[0] == {"grade": 0, "label": "not relevant"}
     assert parse_scale("0-1").hi == 1 and parse_scale("0-4").hi == 4
     for bad in ("1-3", "0-9", "three"):
         with pytest.raises(InputError, match="--scale"):
@@ -177,7 +177,10 @@ class Server:
     """`evalret annotate ... --port 0 --no-browser` as a child process; ``url`` from its output."""
 
     def __init__(self, pool: Path, annotator: str, out: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "evalret", "annotate", str(pool), "--annotator", annotator,
              "--port", "0", "--no-browser", "--out", str(out)],
@@ -270,14 +273,9 @@ class Page:
         self.context.close()
 
 
-def test_grade_back_skip_reload_kill_restart_finish(
-    chromium: Any, servers: list[Server], tmp_path: Path
-) -> None:
-    pool = small_pool(tmp_path)
-    items = {it.id: it for it in read_pool(pool, parse_scale("0-3"))}
-    out = tmp_path / "grades.jsonl"
-    servers.append(Server(pool, "ann", out))
-    page = Page(chromium, servers[-1].url)
+def _first_sitting(page: Page, items: dict[str, Any]) -> tuple[dict[str, int], str]:
+    """Grade two items by keyboard, go back and regrade the second, skip one (then go back to
+    it and skip it again), grade one more. Returns the grades given and the skipped item."""
     assert page.progress() == "0 / 8 graded"
     assert page.page.locator("#scale button").count() == 4
     assert "perfectly relevant" in page.page.inner_text("#scale")
@@ -287,8 +285,7 @@ def test_grade_back_skip_reload_kill_restart_finish(
         current = page.item()
         assert current is not None and current not in shown
         shown.append(current)
-        text = page.page.inner_text("#text")
-        assert text == items[current].record["document"]
+        assert page.page.inner_text("#text") == items[current].record["document"]
         page.press(grade)
         expected[current] = int(grade)
     page.press("b")  # back to the second item, its grade shown
@@ -299,8 +296,7 @@ def test_grade_back_skip_reload_kill_restart_finish(
     skipped = page.item()
     assert skipped is not None and skipped not in expected
     page.press("s")
-    after_skip = page.item()
-    assert after_skip not in (None, skipped)
+    assert page.item() not in (None, skipped)
     page.press("Backspace")  # back to the skipped one, then skip it again
     assert page.item() == skipped
     page.press("s")
@@ -309,10 +305,39 @@ def test_grade_back_skip_reload_kill_restart_finish(
     page.press("0")
     expected[current] = 0
     assert page.progress() == "3 / 8 graded"
+    return expected, skipped
 
+
+def _finish(page: Page, expected: dict[str, int]) -> None:
+    """Grade every item left (none graded before comes back) until the page says done."""
+    digits = iter("0123012301230123")
+    while (current := page.item()) is not None:
+        assert current not in expected
+        grade = next(digits)
+        page.press(grade)
+        expected[current] = int(grade)
+    assert page.progress() == "8 / 8 graded"
+    assert "Done" in page.page.inner_text("#done")
+
+
+def _assert_clean(page: Page, url: str) -> None:
+    assert page.errors == []
+    assert all(u.startswith(url) for u in page.requests), page.requests
+
+
+def test_grade_back_skip_reload_kill_restart_finish(
+    chromium: Any, servers: list[Server], tmp_path: Path
+) -> None:
+    pool = small_pool(tmp_path)
+    items = {it.id: it for it in read_pool(pool, parse_scale("0-3"))}
+    out = tmp_path / "grades.jsonl"
+    servers.append(Server(pool, "ann", out))
+    page = Page(chromium, servers[-1].url)
+    expected, skipped = _first_sitting(page, items)
     on_screen = page.item()
     page.reload()  # resumes where it was
     assert page.item() == on_screen and page.progress() == "3 / 8 graded"
+    _assert_clean(page, servers[-1].url)
     page.close()
 
     servers[-1].kill()  # SIGKILL: nothing but the file survives
@@ -320,17 +345,9 @@ def test_grade_back_skip_reload_kill_restart_finish(
     assert "3 of 8 items graded" in "".join(servers[-1].output)
     page = Page(chromium, servers[-1].url)
     assert page.progress() == "3 / 8 graded"
-    digits = iter("0123012301230123")
-    while (current := page.item()) is not None:
-        assert current not in expected  # graded items never come back on their own
-        grade = next(digits)
-        page.press(grade)
-        expected[current] = int(grade)
-    assert page.progress() == "8 / 8 graded"
-    assert "Done" in page.page.inner_text("#done")
+    _finish(page, expected)
     assert skipped in expected  # a skip brings the item back later, not never
-    assert page.errors == []
-    assert all(u.startswith(servers[-1].url) for u in page.requests), page.requests
+    _assert_clean(page, servers[-1].url)
     page.close()
     rest = servers[-1].stop()
     assert servers[-1].process.returncode == 0 and "stopped: 8 of 8 items graded" in rest
@@ -348,7 +365,7 @@ def test_grade_back_skip_reload_kill_restart_finish(
 
 
 HOSTILE_QUERY = '<script>window.__pwned = "query"</script><b>bold?</b>'
-HOSTILE_DOC = '<img src=x onerror="window.__pwned = \'doc\'">&lt;still text&gt;'
+HOSTILE_DOC = "<img src=x onerror=\"window.__pwned = 'doc'\">&lt;still text&gt;"
 
 
 def test_hostile_pool_text_is_shown_as_text(
@@ -361,7 +378,7 @@ def test_hostile_pool_text_is_shown_as_text(
                 0,
                 query=HOSTILE_QUERY,
                 document=HOSTILE_DOC,
-                title='<svg onload="window.__pwned=\'title\'">',
+                title="<svg onload=\"window.__pwned='title'\">",
                 doc_id='"><script>window.__pwned="id"</script>',
             ),
             pool_line(1, gold_grade=3, query=HOSTILE_QUERY),
@@ -377,7 +394,7 @@ def test_hostile_pool_text_is_shown_as_text(
         page.press("s")
     assert page.page.inner_text("#query") == HOSTILE_QUERY
     assert page.page.inner_text("#text") == HOSTILE_DOC
-    assert page.page.inner_text("#title") == '<svg onload="window.__pwned=\'title\'">'
+    assert page.page.inner_text("#title") == "<svg onload=\"window.__pwned='title'\">"
     facts = page.page.evaluate(
         """() => ({pwned: window.__pwned === undefined ? null : window.__pwned,
                    scripts: document.scripts.length, imgs: document.images.length,

@@ -178,11 +178,11 @@ def _annotation(obj: Any) -> tuple[str, str, str, int] | None:
     """(annotator, query_id, doc_id, grade) of an annotation line's object; None if not one."""
     if not isinstance(obj, dict):
         return None
-    fields = (obj.get("annotator"), obj.get("query_id"), obj.get("doc_id"))
+    annotator, query_id, doc_id = obj.get("annotator"), obj.get("query_id"), obj.get("doc_id")
     grade = obj.get("grade")
-    if not all(isinstance(f, str) for f in fields) or type(grade) is not int:
+    if not (isinstance(annotator, str) and isinstance(query_id, str) and isinstance(doc_id, str)):
         return None
-    return (fields[0], fields[1], fields[2], grade)
+    return (annotator, query_id, doc_id, grade) if type(grade) is int else None
 
 
 @dataclass
