@@ -490,7 +490,7 @@ def annotate(
         int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")
     ] = 8765,
     out: Annotated[
-        Path | None, _out("File the grades are appended to (default POOL.<annotator>.jsonl).")
+        Path | None, _out("File the grades are appended to (default POOL.ANNOTATOR.jsonl).")
     ] = None,
     scale: Annotated[str, typer.Option(help="Grade scale: 0-1, 0-2, 0-3 or 0-4.")] = "0-3",
     seed: Annotated[int, typer.Option(help="Seed of the item order (with the name).")] = 0,
