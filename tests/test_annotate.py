@@ -110,6 +110,17 @@ def test_cli_pool_error_exits_2_before_serving(tmp_path: Path) -> None:
     assert "annotate: http" not in result.output  # no server was started
 
 
+def test_missing_extra_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without uvicorn (the extra not installed) the command says which extra to install."""
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # what an absent package looks like
+    monkeypatch.delitem(sys.modules, "evalret.commands.annotate_app", raising=False)
+    result = runner.invoke(
+        app, ["annotate", str(small_pool(tmp_path)), "--annotator", "ann", "--no-browser"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "pip install 'evalret[annotate]'" in result.output.replace("\n", "")
+
+
 def test_order_is_seeded_per_annotator() -> None:
     a = annotator_order(50, "alice", 0)
     assert sorted(a) == list(range(50))
