@@ -21,11 +21,13 @@ from typing import BinaryIO
 import pytest
 
 from evalret.data.atomic import (
+    append_line_durably,
     append_text,
     atomic_write,
     atomic_write_text,
     check_writable_dir,
     check_writable_file,
+    cut_torn_tail,
     publish_dir,
     sha256_file,
     temp_dir_beside,
@@ -209,6 +211,41 @@ def test_atomic_write_fsyncs_the_handle_that_wrote(
     fd, data, renamed = synced[0]
     assert fd == handles[0] and data == b"{}" and not renamed
     assert path.read_bytes() == b"{}"
+
+
+def test_append_line_durably_fsyncs_each_line_and_never_rewrites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each line is on disk (fsynced, with its newline) when the call returns; earlier lines keep
+    their bytes and inode; errors name the path."""
+    path = tmp_path / "grades.jsonl"
+    seen: list[bytes] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if path.exists():
+            seen.append(path.read_bytes())
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    append_line_durably(path, '{"grade": 1}')
+    inode = path.stat().st_ino
+    append_line_durably(path, '{"grade": 2}')
+    assert path.read_bytes() == b'{"grade": 1}\n{"grade": 2}\n'
+    assert path.stat().st_ino == inode
+    assert seen[0] == b'{"grade": 1}\n' and seen[-1] == path.read_bytes()
+    with pytest.raises(InputError, match=f"cannot write annotations {tmp_path}"):
+        append_line_durably(tmp_path, "x", "annotations")
+
+
+def test_cut_torn_tail_keeps_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "grades.jsonl"
+    assert cut_torn_tail(path) == 0  # no file
+    path.write_bytes(b"one\ntwo\nthr")
+    assert cut_torn_tail(path) == 3 and path.read_bytes() == b"one\ntwo\n"
+    assert cut_torn_tail(path) == 0 and path.read_bytes() == b"one\ntwo\n"
+    path.write_bytes(b"torn")
+    assert cut_torn_tail(path) == 4 and path.read_bytes() == b""
 
 
 def test_publish_dir_never_replaces_an_existing_directory(tmp_path: Path) -> None:

@@ -478,6 +478,36 @@ def pool(
     console.print(line, highlight=False)
 
 
+@_command(app)
+def annotate(
+    pool_file: Annotated[
+        Path, typer.Argument(metavar="POOL", help="A pool file (JSONL) from `evalret pool`.")
+    ],
+    annotator: Annotated[
+        str, typer.Option("--annotator", "-a", help="Your name: it labels every grade you give.")
+    ],
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")
+    ] = 8765,
+    out: Annotated[
+        Path | None, _out("File the grades are appended to (default POOL.ANNOTATOR.jsonl).")
+    ] = None,
+    scale: Annotated[str, typer.Option(help="Grade scale: 0-1, 0-2, 0-3 or 0-4.")] = "0-3",
+    seed: Annotated[int, typer.Option(help="Seed of the item order (with the name).")] = 0,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Print the URL but open no browser.")
+    ] = False,
+) -> None:
+    """Grade a pool's (query, document) pairs in a browser, one at a time, on 127.0.0.1 (needs
+    evalret[annotate]); every grade is appended to the annotation file at once."""
+    from evalret.commands.annotate import annotate_command
+
+    def say(text: str) -> None:
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    annotate_command(pool_file, annotator, out, scale, seed, port, not no_browser, say)
+
+
 @_command(app, "report")
 def report_command(
     path: SavedReport,

@@ -203,6 +203,43 @@ def append_text(path: Path, text: str, what: str = "") -> None:
         raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
 
 
+def append_line_durably(path: Path, line: str, what: str = "") -> None:
+    """Append one line (``line`` plus a newline) to ``path`` and flush it to disk before
+    returning: one write, flush, fsync, and the directory fsynced when the file was created. A
+    killed writer loses at most this line (a torn last line); lines already written are never
+    touched (an annotator's grades). Errors are InputError naming the path."""
+    created = not os.path.lexists(path)
+    try:
+        with path.open("ab") as f:
+            f.write(_encoded(line + "\n"))
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+    if created:
+        _fsync_dir(path.parent)
+
+
+def cut_torn_tail(path: Path, what: str = "") -> int:
+    """Cut a last line that has no newline (a writer killed mid-line) off ``path`` so that the
+    next appended line starts on a line of its own; the complete lines before it stay as they
+    are. Returns how many bytes were cut (0: none, or no such file)."""
+    try:
+        with path.open("r+b") as f:
+            data = f.read()
+            if not data or data.endswith(b"\n"):
+                return 0
+            keep = data.rfind(b"\n") + 1
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+            return len(data) - keep
+    except FileNotFoundError:
+        return 0
+    except OSError as e:
+        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+
+
 def _nearest_existing(path: Path) -> Path:
     while not os.path.lexists(path) and path != path.parent:
         path = path.parent

@@ -1,0 +1,196 @@
+"""The web side of `evalret annotate`: a Starlette app served by uvicorn on 127.0.0.1 only.
+
+``GET /`` is the page (``templates/annotate.html``: inline CSS and JS under a per-server nonce,
+texts put in with ``textContent`` only); ``GET /api/next`` the item on screen and progress;
+``POST /api/grade``, ``/api/skip``, ``/api/back`` act on it. A request whose Host is not this
+server's loopback address is refused (against DNS rebinding); a POST needs the per-server random
+token from the page in ``X-Evalret-Token``, a JSON body, and no foreign Origin (so another site
+open in the same browser cannot grade). Every handler runs on the event loop's one thread, so
+grades are appended one at a time.
+
+starlette and uvicorn are the extra ``evalret[annotate]``; ``commands/annotate.py`` imports this
+module inside the command and names the extra when they are missing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import threading
+import webbrowser
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from evalret.commands.annotate import Scale, Session
+
+HOST = "127.0.0.1"
+
+
+def _csp(nonce: str) -> str:
+    return (
+        f"default-src 'self'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+        "img-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    )
+
+
+def _headers(nonce: str) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": _csp(nonce),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+        "X-Frame-Options": "DENY",
+    }
+
+
+def page_html(token: str, nonce: str) -> str:
+    """The page: the template with the token and nonce (both hex) filled in."""
+    template = (resources.files("evalret") / "templates" / "annotate.html").read_text("utf-8")
+    return template.replace("__TOKEN__", token).replace("__NONCE__", nonce)
+
+
+class AnnotateApp:
+    """The routes over one Session. ``port`` is set once the socket is bound."""
+
+    def __init__(self, session: Session, scale: Scale) -> None:
+        self.session, self.scale = session, scale
+        self.token = secrets.token_hex(16)
+        self.nonce = secrets.token_hex(16)
+        self.port = 0
+
+    def _host_ok(self, request: Request) -> bool:
+        host = request.headers.get("host", "")
+        return host in (f"{HOST}:{self.port}", f"localhost:{self.port}")
+
+    def _refused(self, request: Request, post: bool) -> Response | None:
+        if not self._host_ok(request):
+            return JSONResponse({"error": "wrong Host"}, 403, self._json_headers())
+        if not post:
+            return None
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in (
+            f"http://{HOST}:{self.port}",
+            f"http://localhost:{self.port}",
+        ):
+            return JSONResponse({"error": "cross-site request"}, 403, self._json_headers())
+        if not secrets.compare_digest(request.headers.get("x-evalret-token", ""), self.token):
+            return JSONResponse({"error": "missing or wrong token"}, 403, self._json_headers())
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return JSONResponse({"error": "JSON body expected"}, 415, self._json_headers())
+        return None
+
+    def _json_headers(self) -> dict[str, str]:
+        return _headers(self.nonce)
+
+    def _state(self) -> JSONResponse:
+        return JSONResponse(self.session.state(self.scale), headers=self._json_headers())
+
+    async def page(self, request: Request) -> Response:
+        refused = self._refused(request, post=False)
+        if refused is not None:
+            return refused
+        return HTMLResponse(page_html(self.token, self.nonce), headers=_headers(self.nonce))
+
+    async def next(self, request: Request) -> Response:
+        return self._refused(request, post=False) or self._state()
+
+    async def _body(self, request: Request) -> dict[str, Any] | None:
+        try:
+            body = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return body if isinstance(body, dict) else None
+
+    def _bad(self, message: str) -> JSONResponse:
+        return JSONResponse({"error": message}, 400, self._json_headers())
+
+    async def grade(self, request: Request) -> Response:
+        refused = self._refused(request, post=True)
+        if refused is not None:
+            return refused
+        body = await self._body(request)
+        if body is None or not isinstance(body.get("item"), str):
+            return self._bad("expected {item: id, grade: integer}")
+        try:
+            self.session.grade(body["item"], body.get("grade"), self.scale)  # type: ignore[arg-type]
+        except ValueError as e:
+            return self._bad(str(e))
+        return self._state()
+
+    async def skip(self, request: Request) -> Response:
+        refused = self._refused(request, post=True)
+        if refused is not None:
+            return refused
+        body = await self._body(request)
+        if body is None or not isinstance(body.get("item"), str):
+            return self._bad("expected {item: id}")
+        try:
+            self.session.skip(body["item"])
+        except ValueError as e:
+            return self._bad(str(e))
+        return self._state()
+
+    async def back(self, request: Request) -> Response:
+        refused = self._refused(request, post=True)
+        if refused is not None:
+            return refused
+        self.session.back()
+        return self._state()
+
+    def starlette(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/", self.page, methods=["GET"]),
+                Route("/api/next", self.next, methods=["GET"]),
+                Route("/api/grade", self.grade, methods=["POST"]),
+                Route("/api/skip", self.skip, methods=["POST"]),
+                Route("/api/back", self.back, methods=["POST"]),
+            ]
+        )
+
+
+def bind(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1:``port`` (0: a free port the system picks)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as e:
+        sock.close()
+        from evalret.errors import InputError
+
+        raise InputError(f"--port {port}: cannot listen on {HOST}:{port}: {e.strerror}") from None
+    sock.listen(128)
+    return sock
+
+
+def serve(
+    session: Session, scale: Scale, port: int, open_browser: bool, say: Callable[[str], None]
+) -> None:
+    """Serve until Ctrl-C (uvicorn stops cleanly on SIGINT and SIGTERM), printing the URL."""
+    app = AnnotateApp(session, scale)
+    sock = bind(port)
+    app.port = sock.getsockname()[1]
+    url = f"http://{HOST}:{app.port}/"
+    config = uvicorn.Config(app.starlette(), log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    say(f"annotate: {url}  (Ctrl-C stops; every grade is already saved)")
+    if open_browser:
+        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    try:
+        server.run(sockets=[sock])  # stops on Ctrl-C, then raises KeyboardInterrupt again
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    graded, total = session.progress
+    say(f"stopped: {graded} of {total} items graded")
