@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,3 +297,20 @@ def test_shard_caches_merge_by_copying(tmp_path: Path, monkeypatch: pytest.Monke
     assert report["embedding"]["cache"]["query"]["misses"] == 0
     plain = run_report(config, tmp_path / "plain", "--no-cache")
     assert metrics(report) == metrics(plain)
+
+
+def test_readme_recipe_passes_actionlint(tmp_path: Path) -> None:
+    """The README's sharded GitHub Actions recipe is a valid workflow (actionlint) that embeds
+    the four shards in a matrix and merges their caches before `evalret run`."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "--shard" in b]
+    assert len(blocks) == 1
+    recipe = blocks[0]
+    assert "shard: [1, 2, 3, 4]" in recipe
+    assert "evalret embed -c evalret.yaml --shard ${{ matrix.shard }}/4" in recipe
+    assert "merge-multiple: true" in recipe and "evalret run -c evalret.yaml" in recipe
+    workflow = tmp_path / "sharded.yml"
+    workflow.write_text(recipe)
+    actionlint = str(Path(sys.executable).parent / "actionlint")
+    lint = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
