@@ -4,10 +4,10 @@ cuda:N, mps, auto) with the sentence-transformers provider."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
