@@ -42,8 +42,8 @@ def demo_config(directory: Path, cache: Path, device: str = "cpu") -> Path:
     text = (REPO / "configs" / "default.yaml").read_text()
     text = text.replace("path: ../golden_sets/demo", f"path: {REPO / 'golden_sets' / 'demo'}")
     text = text.replace("dir: ../reports", f"dir: {directory / 'reports'}")
-    text = text.replace("  device: cpu\n", f"  device: {device}\n")
-    assert f"device: {device}" in text
+    text, replaced = re.subn(r"(?m)^  device: cpu\b.*$", f"  device: {device}", text)
+    assert replaced == 1
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{device.replace(':', '-')}.yaml"
     path.write_text(text + f"cache:\n  dir: {cache}\n")
