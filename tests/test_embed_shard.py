@@ -21,9 +21,11 @@ from evalret.cli import app
 from evalret.commands.embed import embed_command, texts_to_embed
 from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
 from evalret.data.config import load_config
+from evalret.data.schema import EmbeddingInfo
 from evalret.engines.cache import CachedEmbedder, text_keys
 from evalret.engines.embed import SentenceTransformerEmbedder, check_device, resolve_device
 from evalret.errors import InputError, ModelError
+from evalret.report.views import backend_line
 
 REPO = Path(__file__).resolve().parent.parent
 NO_ACCELERATOR = not torch.cuda.is_available() and not torch.backends.mps.is_available()
@@ -314,3 +316,16 @@ def test_readme_recipe_passes_actionlint(tmp_path: Path) -> None:
     actionlint = str(Path(sys.executable).parent / "actionlint")
     lint = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_the_report_names_a_device_other_than_the_cpu() -> None:
+    """The backend line (terminal, report.md) says where torch ran when it was not the CPU."""
+    base = {"dim": 4, "n_documents": 1, "n_queries": 1, "document_text": "t"}
+    gpu = {"name": "torch", "precision": "fp32", "device": "cuda:1"}
+    info = EmbeddingInfo.model_validate({**base, "backend": gpu})
+    assert backend_line(info) == "backend torch fp32 on cuda:1"
+    assert info.model_dump(mode="json")["backend"]["device"] == "cuda:1"
+    cpu = EmbeddingInfo.model_validate({**base, "backend": {**gpu, "device": "cpu"}})
+    assert backend_line(cpu) is None
+    old = EmbeddingInfo.model_validate({**base, "backend": {"name": "torch", "precision": "fp32"}})
+    assert "device" not in old.model_dump(mode="json")["backend"]  # older reports read back as is
