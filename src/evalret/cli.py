@@ -359,6 +359,39 @@ def run(
 
 
 @_command(app)
+def embed(
+    config: ConfigFile = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/N",
+            help="Embed only the I-th (1-based) of N deterministic slices of the texts (e.g. "
+            "2/4); without it, every text the cache lacks.",
+        ),
+    ] = None,
+    directory: CacheDir = None,
+    no_cache: NoCache = False,
+    progress: ShowProgress = True,
+) -> None:
+    """Fill the embedding cache with what `evalret run` on the config embeds (documents and
+    queries), or with one shard of it (--shard I/N, for a CI matrix), and stop. After the N
+    shards share one cache directory, `evalret run` embeds nothing."""
+    from evalret.commands.embed import embed_command
+    from evalret.report.embed_view import embed_lines
+
+    outcome = embed_command(
+        config,
+        shard=shard,
+        cache_dir=directory,
+        no_cache=no_cache,
+        progress=lambda: _progress(progress),
+    )
+    for line in embed_lines(outcome.summary()):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+@_command(app)
 def score(
     golden: Annotated[
         Path, typer.Argument(help="A TREC qrels file (alone will do) or a golden set directory.")

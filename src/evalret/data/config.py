@@ -164,7 +164,11 @@ class ModelConfig(_Strict):
     document_prefix: str = ""
     max_seq_length: int | None = Field(256, ge=1)
     truncate_dim: int | None = Field(None, ge=1)
-    device: str = "cpu"
+    device: str = Field(
+        "cpu",
+        pattern=r"^(cpu|cuda|cuda:\d+|mps|auto)$",
+        description="cpu, cuda, cuda:N, mps, or auto (cuda if torch sees one, else mps, else cpu)",
+    )
     backend: Literal["torch", "onnx", "openvino"] = Field(
         "torch", description="torch (sentence-transformers), onnx (onnxruntime) or openvino"
     )

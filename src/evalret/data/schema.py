@@ -200,6 +200,7 @@ class BackendInfo(_Sparse):
     threads: int | None = None
     model: str | None = None  # read | exported | ... (how the exported model was obtained)
     model_file: str | None = None
+    device: str | None = None  # torch: the device it ran on (auto resolved); absent before
 
 
 class BackendCheck(_Model):

@@ -560,4 +560,9 @@ def describe_backend(config: ModelConfig, embedder: Embedder) -> dict[str, Any]:
         return embedder.report()
     if config.provider != "sentence-transformers":
         return {"name": config.provider, "precision": "fp32"}
-    return {"name": config.backend, "precision": config.precision}
+    device = embedder.device if isinstance(embedder, SentenceTransformerEmbedder) else None
+    return {
+        "name": config.backend,
+        "precision": config.precision,
+        **({"device": device} if device is not None else {}),
+    }

@@ -226,6 +226,11 @@ class CachedEmbedder:
         fed = prefixed(texts, kind) if prefixed is not None else [f"{kind}\0{t}" for t in texts]
         return text_keys(fed)
 
+    def keys(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
+        """uint8 [n, 16]: the cache keys of ``texts`` (what `evalret embed --shard` deals out);
+        the same text of two kinds has one key when it is fed to the model the same way."""
+        return self._keys(texts, kind)
+
     def cached(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
         """bool [n]: which ``texts`` the cache holds (nothing embedded, no statistics kept)."""
         found, _ = self._lookup(self._keys(texts, kind), CacheStats())

@@ -100,6 +100,57 @@ def model_prompts(source: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in prompts.items()} if isinstance(prompts, dict) else {}
 
 
+def resolve_device(device: str) -> str:
+    """The device ``model.device`` means: ``auto`` is cuda when torch sees a CUDA device, else
+    mps when available, else cpu (torch is imported for ``auto`` only); any other value as is."""
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _torch_sees() -> str:
+    """What torch sees, for an error message: its version, CUDA build and devices, MPS."""
+    import torch
+
+    mps = getattr(torch.backends, "mps", None)
+    cuda = (
+        f"{torch.cuda.device_count()} CUDA device(s)"
+        if torch.cuda.is_available()
+        else f"no CUDA device (built with CUDA {torch.version.cuda})"
+        if torch.version.cuda
+        else "no CUDA device (a CPU-only build)"
+    )
+    has_mps = mps is not None and mps.is_available()
+    return f"torch {torch.__version__} sees {cuda}, MPS {'available' if has_mps else 'unavailable'}"
+
+
+def check_device(device: str) -> None:
+    """ModelError (exit 3) naming ``device`` and what torch sees when torch cannot embed on it;
+    called only when something must be embedded (a warm run never needs the device)."""
+    if device == "cpu":
+        return
+    import torch
+
+    if device.startswith("cuda"):
+        index = int(device.split(":", 1)[1]) if ":" in device else 0
+        usable = torch.cuda.is_available() and index < torch.cuda.device_count()
+    else:
+        mps = getattr(torch.backends, "mps", None)
+        usable = device == "mps" and mps is not None and mps.is_available()
+    if not usable:
+        raise ModelError(
+            f"model.device {device!r} is not available: {_torch_sees()}. Set model.device: cpu "
+            "(or auto, which takes the best device torch sees)"
+        )
+
+
 class SentenceTransformerEmbedder:
     """Embeds with sentence-transformers on the configured device, offline."""
 
@@ -107,6 +158,11 @@ class SentenceTransformerEmbedder:
         self.config = config
         self.source, self.description = resolve_model(config.name)
         self.prompts = self._chosen_prompts()
+
+    @cached_property
+    def device(self) -> str:
+        """The device embedding runs on: ``model.device`` with ``auto`` resolved, once."""
+        return resolve_device(self.config.device)
 
     def _chosen_prompts(self) -> dict[str, tuple[str, str]]:
         """kind -> (prompt name, prompt text) for each kind ``model.prompts`` names; ConfigError
@@ -128,11 +184,12 @@ class SentenceTransformerEmbedder:
 
     @cached_property
     def model(self) -> Any:
+        check_device(self.device)
         force_offline()
         try:
             from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(self.source, device=self.config.device)
+            model = SentenceTransformer(self.source, device=self.device)
         except Exception as e:
             raise ModelError(
                 f"cannot load model {self.config.name!r} ({self.source}) offline: {e}. "
@@ -163,7 +220,8 @@ class SentenceTransformerEmbedder:
         }
 
     def cache_identity(self) -> dict[str, Any]:
-        """identity() plus what else can move a vector: device and library versions."""
+        """identity() plus what else can move a vector: the device (resolved: ``auto`` is
+        recorded as the device it chose) and library versions."""
         from importlib import metadata
 
         versions: dict[str, str | None] = {}
@@ -172,7 +230,7 @@ class SentenceTransformerEmbedder:
                 versions[package] = metadata.version(package)
             except metadata.PackageNotFoundError:
                 versions[package] = None
-        return {**self.identity(), "device": self.config.device, "versions": versions}
+        return {**self.identity(), "device": self.device, "versions": versions}
 
     def prefixed(self, texts: Sequence[str], kind: Kind) -> list[str]:
         """The texts exactly as they are fed to the model (a named prompt is a prefix)."""

@@ -186,11 +186,14 @@ def api_line(api: ApiUse) -> str:
 
 def backend_line(embedding: EmbeddingInfo) -> str | None:
     """One line on a non-torch backend and its agreement with torch, or on the embedding API
-    (the terminal and report.md; it holds configured text, to be escaped where shown); None for
-    torch or a report that does not say."""
+    (the terminal and report.md; it holds configured text, to be escaped where shown), or on
+    torch running on another device than the CPU; None for torch on the CPU or a report that does
+    not say."""
     backend, check = embedding.backend, embedding.backend_check
     if embedding.api is not None:
         return api_line(embedding.api)
+    if backend is not None and backend.name == "torch" and backend.device not in (None, "cpu"):
+        return f"backend torch {backend.precision} on {backend.device}"
     if backend is None or backend.name == "torch":
         return None
     line = f"backend {backend.name} {backend.precision}"
