@@ -19,36 +19,17 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalret.commands.agreement import gold_accuracy
-from evalret.core.judgments import Policy, dispute_reason, merged_grade
+from evalret.core.judgments import MergeOutcome, Policy, dispute_reason, merged_grade
 from evalret.data.atomic import publish_dir, temp_dir_beside
 from evalret.data.config import GoldenSetConfig
 from evalret.data.goldenset import GoldenSet, detect_format, load_golden_set
 from evalret.data.judgments import Annotations, Scale, read_annotations
 from evalret.errors import EvalretError, InputError
-
-
-@dataclass
-class MergeOutcome:
-    """What `judgments merge` did, counted."""
-
-    out: Path
-    format: str
-    merged: int = 0
-    overwritten: int = 0
-    kept_existing: int = 0  # already judged, left as they were (no --overwrite)
-    gold_items: int = 0
-    disputed: int = 0
-    unknown: int = 0  # query not in the golden set or document not in its corpus
-    dropped_annotators: list[str] = field(default_factory=list)
-    annotators_without_gold: list[str] = field(default_factory=list)
-    fingerprint_before: str = ""
-    fingerprint_after: str = ""
-    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 Policy = Literal["median", "majority", "mean"]
@@ -49,3 +51,22 @@ def dispute_reason(grades: Sequence[int], policy: Policy, min_annotators: int) -
 def spread(grades: Sequence[int]) -> int:
     """max - min: how far apart the annotators of an item are."""
     return max(grades) - min(grades)
+
+
+@dataclass
+class MergeOutcome:
+    """What `judgments merge` did, counted."""
+
+    out: Path
+    format: str
+    merged: int = 0
+    overwritten: int = 0
+    kept_existing: int = 0  # already judged, left as they were (no --overwrite)
+    gold_items: int = 0
+    disputed: int = 0
+    unknown: int = 0  # query not in the golden set or document not in its corpus
+    dropped_annotators: list[str] = field(default_factory=list)
+    annotators_without_gold: list[str] = field(default_factory=list)
+    fingerprint_before: str = ""
+    fingerprint_after: str = ""
+    warnings: list[str] = field(default_factory=list)

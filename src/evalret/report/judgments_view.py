@@ -3,12 +3,10 @@ untrusted names and texts escaped."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from evalret.core.judgments import MergeOutcome
 from evalret.report.escape import markup_safe
-
-if TYPE_CHECKING:
-    from evalret.commands.merge_judgments import MergeOutcome
 
 
 def fig(x: float | None) -> str:
