@@ -393,3 +393,46 @@ def test_pairwise_helper_covers_every_pair(tmp_path: Path) -> None:
     report = agreement_report(read_annotations(paths, Scale(0, 1)), Scale(0, 1))
     assert [(p["a"], p["b"]) for p in report["pairs"]] == list(combinations(["r0", "r1", "r2"], 2))
     assert report["raw_agreement"] == 0.5
+
+
+def test_agreement_without_the_extra_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing library of evalret[judgments] is exit 2 naming the extra."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "krippendorff", None)  # import krippendorff: ImportError
+    path = write_jsonl(tmp_path / "a.jsonl", [line("a", "q1", "d1", 1)])
+    code, text = invoke("judgments", "agreement", str(path))
+    assert code == 2 and "evalret[judgments]" in text and "krippendorff" in text
+
+
+def test_gold_records_are_seeded_judged_pairs() -> None:
+    from evalret.commands.pool import gold_records
+    from test_pool import _golden
+
+    golden = _golden()  # judges q1: a 2, b 0; q2: d 1
+    first = gold_records(golden, n_pool=4, fraction=0.5, seed=7)
+    assert first == gold_records(golden, n_pool=4, fraction=0.5, seed=7)
+    assert len(first) == 2 and all(
+        r["best_rank"] is None and r["retrieved_by"] == {} for r in first
+    )
+    for r in first:
+        assert r["gold_grade"] == golden.qrels[str(r["query_id"])][str(r["doc_id"])]
+    assert len(gold_records(golden, n_pool=100, fraction=0.5, seed=7)) == 3  # all there are
+    assert gold_records(golden, n_pool=4, fraction=0.0, seed=7) == []
+
+
+def test_merge_refuses_a_trec_set(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    path = write_jsonl(tmp_path / "a.jsonl", [line("a", "q1", "d1", 1)])
+    code, text = invoke(
+        "judgments", "merge", str(path), "--into", str(qrels), "--out", str(tmp_path / "o")
+    )
+    assert code == 2 and "TREC" in text, text
+    code, text = invoke(
+        "judgments", "merge", str(path), "--into", str(qrels), "--out", str(tmp_path / "o"),
+        "--policy", "vote",
+    )  # fmt: skip
+    assert code == 2 and "--policy" in text

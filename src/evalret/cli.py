@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, ParamSpec
 import typer
 from typer.core import TyperCommand
 
-from evalret.errors import EvalretError, ExitCode
+from evalret.errors import EvalretError, ExitCode, InputError
 from evalret.report.escape import markup_safe
 from evalret.version import __version__
 
@@ -492,7 +492,7 @@ def pool(
     from evalret.report.pool_view import pool_line
 
     if pool_format not in ("jsonl", "label-studio"):
-        raise typer.BadParameter(f"--format {pool_format!r}: choose jsonl or label-studio")
+        raise InputError(f"--format {pool_format!r}: choose jsonl or label-studio")
     pooled = pool_command(
         configs or [],
         k,
@@ -884,7 +884,7 @@ def judgments_merge(
 
     chosen = next((p for p in POLICIES if p == policy), None)
     if chosen is None:
-        raise typer.BadParameter(f"--policy {policy!r}: choose {', '.join(POLICIES)}")
+        raise InputError(f"--policy {policy!r}: choose {', '.join(POLICIES)}")
     cfg = GoldenSetConfig(path=into, format=golden_format or "auto", split=split or "test")
     options = MergeOptions(chosen, min_annotators, drop_below, overwrite)
     outcome = merge_command(files, cfg, out, parse_scale(scale), options)
