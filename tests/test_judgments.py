@@ -183,6 +183,10 @@ def test_label_studio_round_trip(tmp_path: Path) -> None:
     path.write_text(json.dumps(export))
     with pytest.raises(InputError, match="does not start with a grade"):
         read_annotations([path], Scale(0, 3))
+    # the import file (no annotations) is not an export: said, not read as nothing
+    path.write_text(json.dumps(tasks))
+    with pytest.raises(InputError, match="not a Label Studio export"):
+        read_annotations([path], Scale(0, 3))
 
 
 # --- agreement against published examples and the formulas ----------------------------------------

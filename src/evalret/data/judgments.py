@@ -179,6 +179,11 @@ def _read_label_studio(
         raise InputError(f"Label Studio export {path}", [e.at(path)]) from None
     if not isinstance(tasks, list):
         raise InputError(f"Label Studio export {path}: expected a JSON list of tasks")
+    if tasks and not any(isinstance(t, dict) and "annotations" in t for t in tasks):
+        raise InputError(
+            f"{path}: a JSON list whose tasks have no 'annotations': not a Label Studio export "
+            "(an import file? export the project as JSON, not JSON-MIN)"
+        )
     for i, task in enumerate(tasks):
         where = f"{path}: task {i}"
         try:
