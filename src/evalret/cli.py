@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, ParamSpec
 import typer
 from typer.core import TyperCommand
 
-from evalret.errors import EvalretError, ExitCode
+from evalret.errors import EvalretError, ExitCode, InputError
 from evalret.report.escape import markup_safe
 from evalret.version import __version__
 
@@ -47,6 +47,10 @@ history_app = typer.Typer(
     help="Keep a metric's trend across commits in a SQLite database.", no_args_is_help=True
 )
 app.add_typer(history_app, name="history")
+judgments_app = typer.Typer(
+    help="Annotators' judgments: agreement, and merging into a golden set.", no_args_is_help=True
+)
+app.add_typer(judgments_app, name="judgments")
 
 # Randomization-test resamples `evalret compare --samples` accepts at most: a million already
 # resolves p-values to 1e-6, and the test's time grows linearly with them.
@@ -498,16 +502,45 @@ def pool(
     ] = None,
     out: Annotated[Path, _out("JSONL file of documents to label.")] = Path("pool.jsonl"),
     progress: ShowProgress = True,
+    gold_fraction: Annotated[
+        float,
+        typer.Option(
+            "--gold-fraction",
+            min=0.0,
+            max=1.0,
+            help="Add round(F x pooled) gold lines: judged pairs with their grade as gold_grade.",
+        ),
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the gold lines' draw.")] = 0,
+    pool_format: Annotated[
+        str,
+        typer.Option(
+            "--format", help="jsonl, or label-studio (a JSON list of Label Studio import tasks)."
+        ),
+    ] = "jsonl",
 ) -> None:
     """Export the unjudged documents of every run's top k, per query, for annotators (JSONL with
     grade null to fill in, into --out): pooling across configs and indexes."""
     from evalret.commands.pool import pool_command
     from evalret.report.pool_view import pool_line
 
-    pooled = pool_command(configs or [], k, index, out, lambda: _progress(progress))
+    if pool_format not in ("jsonl", "label-studio"):
+        raise InputError(f"--format {pool_format!r}: choose jsonl or label-studio")
+    pooled = pool_command(
+        configs or [],
+        k,
+        index,
+        out,
+        lambda: _progress(progress),
+        gold_fraction,
+        seed,
+        "label-studio" if pool_format == "label-studio" else "jsonl",
+    )
     line = pool_line(
         pooled.n_documents, pooled.n_queries, pooled.n_total_queries, k, pooled.labels, out
     )
+    if pooled.n_gold:
+        line += f" (+ {pooled.n_gold} gold lines)"
     console.print(line, highlight=False)
 
 
@@ -856,3 +889,66 @@ def history_report(
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+# --- judgments (issue #17) ---------------------------------------------------------------------
+
+AnnotationFiles = Annotated[
+    list[Path],
+    typer.Argument(help="Annotation files: evalret annotate's JSONL, or a Label Studio export."),
+]
+Scale = Annotated[str, typer.Option("--scale", help="The grading scale lo-hi, e.g. 0-3.")]
+
+
+@_command(judgments_app, "agreement")
+def judgments_agreement(
+    files: AnnotationFiles,
+    scale: Scale = "0-3",
+    top: Annotated[int, typer.Option("--top", min=0, help="Widest disagreements shown.")] = 10,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write figures here.")] = None,
+) -> None:
+    """Agreement between annotators: Cohen's and weighted kappa per pair, Fleiss' kappa and
+    Krippendorff's alpha over all, raw agreement, gold accuracy, widest disagreements."""
+    from evalret.commands.agreement import agreement_command
+    from evalret.data.judgments import parse_scale
+    from evalret.report.judgments_view import render_agreement
+
+    report = agreement_command(files, parse_scale(scale), top, json_out)
+    console.print(render_agreement(report), highlight=False)
+
+
+@_command(judgments_app, "merge")
+def judgments_merge(
+    files: AnnotationFiles,
+    into: Annotated[Path, typer.Option("--into", help="The golden set to add the grades to.")],
+    out: Annotated[Path, typer.Option("--out", help="New golden set directory (new or empty).")],
+    policy: Annotated[str, typer.Option(help="median (lower), majority or mean.")] = "median",
+    min_annotators: Annotated[
+        int, typer.Option("--min-annotators", min=1, help="Fewer: disputed.")
+    ] = 1,
+    drop_below: Annotated[
+        float | None,
+        typer.Option("--drop-annotators-below", help="Drop annotators below this gold accuracy."),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace grades the golden set has already.")
+    ] = False,
+    scale: Scale = "0-3",
+    golden_format: GoldenFormat = None,
+    split: GoldenSplit = None,
+) -> None:
+    """Merge annotators' grades into a new golden set (native or BEIR, as the input), with
+    disputed.jsonl listing the items that need adjudication."""
+    from evalret.commands.merge_judgments import MergeOptions, merge_command
+    from evalret.core.judgments import POLICIES
+    from evalret.data.config import GoldenSetConfig
+    from evalret.data.judgments import parse_scale
+    from evalret.report.judgments_view import render_merge
+
+    chosen = next((p for p in POLICIES if p == policy), None)
+    if chosen is None:
+        raise InputError(f"--policy {policy!r}: choose {', '.join(POLICIES)}")
+    cfg = GoldenSetConfig(path=into, format=golden_format or "auto", split=split or "test")
+    options = MergeOptions(chosen, min_annotators, drop_below, overwrite)
+    outcome = merge_command(files, cfg, out, parse_scale(scale), options)
+    console.print(render_merge(outcome), highlight=False)

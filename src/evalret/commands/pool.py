@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from evalret.commands.progress import ProgressBars, no_bars
 from evalret.core.ranking import SearchResult
 from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.goldenset import GoldenSet
+from evalret.data.judgments import label_studio_tasks
+
+PoolFormat = Literal["jsonl", "label-studio"]
 
 
 @dataclass
@@ -73,6 +76,39 @@ def pool_records(golden: GoldenSet, items: Sequence[PoolItem]) -> list[dict[str,
             "retrieved_by": dict(sorted(it.sources.items())),
         }
         for it in items
+    ]
+
+
+def gold_records(
+    golden: GoldenSet, n_pool: int, fraction: float, seed: int
+) -> list[dict[str, object]]:
+    """``round(fraction * n_pool)`` gold lines (fewer when the golden set judges fewer pairs):
+    pairs the golden set judges already, drawn with ``seed`` from its evaluated queries' judged
+    documents in the corpus, each with its known grade as ``gold_grade``, in golden-set order."""
+    position = {q: i for i, q in enumerate(golden.query_ids)}
+    judged = [
+        (q, d, g)
+        for q in golden.query_ids
+        for d, g in sorted(golden.qrels.get(q, {}).items())
+        if d in golden.doc_index
+    ]
+    want = min(round(fraction * n_pool), len(judged))
+    if want <= 0:
+        return []
+    rng = np.random.default_rng(seed)
+    chosen = sorted(rng.choice(len(judged), size=want, replace=False).tolist())
+    return [
+        {
+            "query_id": q,
+            "doc_id": d,
+            "grade": None,
+            "query": golden.query_texts[position[q]],
+            "document": golden.doc_texts[golden.doc_index[d]],
+            "best_rank": None,
+            "retrieved_by": {},
+            "gold_grade": g,
+        }
+        for q, d, g in (judged[i] for i in chosen)
     ]
 
 
@@ -143,6 +179,7 @@ class PoolOutcome:
     n_queries: int  # queries with at least one document to label
     n_total_queries: int
     labels: list[str]
+    n_gold: int = 0  # gold lines added (--gold-fraction)
 
 
 def pool_command(
@@ -151,13 +188,22 @@ def pool_command(
     indexes: Sequence[str] | None,
     out: Path,
     progress: ProgressBars = no_bars,
+    gold_fraction: float = 0.0,
+    seed: int = 0,
+    fmt: PoolFormat = "jsonl",
 ) -> PoolOutcome:
     """`evalret pool`: pool the unjudged top ``k`` of every config's runs and write them to
-    ``out`` as JSON Lines (checked writable before anything runs)."""
+    ``out`` as JSON Lines, or as Label Studio tasks (checked writable before anything runs);
+    ``gold_fraction`` adds that share of gold lines after them (seeded by ``seed``)."""
     check_writable_file(out, "pool file")
     with progress() as factory:
         golden, records, labels = run_pool(configs or [None], k, indexes, factory)
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    gold = gold_records(golden, len(records), gold_fraction, seed)
+    lines = records + gold
+    if fmt == "label-studio":
+        text = label_studio_tasks(lines)
+    else:
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines)
     atomic_write_text(out, text, "pool file")
     queries = len({r["query_id"] for r in records})
-    return PoolOutcome(len(records), queries, len(golden.query_ids), labels)
+    return PoolOutcome(len(records), queries, len(golden.query_ids), labels, len(gold))
