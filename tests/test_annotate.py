@@ -27,11 +27,11 @@ from evalret.commands.annotate import (
     annotator_order,
     default_output,
     item_id,
-    parse_scale,
     prepare_annotation,
     read_grades,
     read_pool,
 )
+from evalret.data.judgments import parse_scale
 from evalret.errors import InputError
 from test_report_html import CHROMIUM, CHROMIUM_ARGS
 

@@ -26,51 +26,13 @@ from typing import Any
 import numpy as np
 
 from evalret.data.atomic import append_line_durably, check_writable_file, cut_torn_tail
+from evalret.data.judgments import Scale, parse_scale
 from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
 
 EXTRA = "evalret[annotate]"
 
-# what each grade means, per scale (TREC-style graded relevance)
-_DEFINITIONS: dict[tuple[int, int], tuple[str, ...]] = {
-    (0, 1): ("not relevant", "relevant"),
-    (0, 2): ("not relevant", "partially relevant", "highly relevant"),
-    (0, 3): ("not relevant", "related", "highly relevant", "perfectly relevant"),
-    (0, 4): (
-        "not relevant",
-        "related",
-        "somewhat relevant",
-        "highly relevant",
-        "perfectly relevant",
-    ),
-}
 _ANNOTATOR = re.compile(r"^[^\W][\w.@+-]*$")
-
-
-@dataclass(frozen=True)
-class Scale:
-    """The grades ``lo``..``hi`` and what each means."""
-
-    lo: int
-    hi: int
-    labels: tuple[str, ...]
-
-    def definitions(self) -> list[dict[str, Any]]:
-        return [{"grade": self.lo + i, "label": label} for i, label in enumerate(self.labels)]
-
-    def __contains__(self, grade: object) -> bool:
-        return type(grade) is int and self.lo <= grade <= self.hi
-
-
-def parse_scale(text: str) -> Scale:
-    """``"0-3"`` -> the 0..3 scale; one of 0-1, 0-2, 0-3, 0-4, else InputError."""
-    match = re.fullmatch(r"(\d+)-(\d+)", text.strip())
-    key = (int(match.group(1)), int(match.group(2))) if match else None
-    if key not in _DEFINITIONS:
-        choices = ", ".join(f"{lo}-{hi}" for lo, hi in _DEFINITIONS)
-        raise InputError(f"--scale {text!r}: choose one of {choices}")
-    assert key is not None
-    return Scale(key[0], key[1], _DEFINITIONS[key])
 
 
 def check_annotator(name: str) -> str:

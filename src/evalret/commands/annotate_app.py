@@ -29,7 +29,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from evalret.commands.annotate import Scale, Session
+from evalret.commands.annotate import Session
+from evalret.data.judgments import Scale
 
 HOST = "127.0.0.1"
 

@@ -29,13 +29,26 @@ from typing import Any
 from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
 
-SCALES = ("0-1", "0-2", "0-3", "0-4")
+# what each grade means, per scale (TREC-style graded relevance); the scales evalret accepts
+_DEFINITIONS: dict[tuple[int, int], tuple[str, ...]] = {
+    (0, 1): ("not relevant", "relevant"),
+    (0, 2): ("not relevant", "partially relevant", "highly relevant"),
+    (0, 3): ("not relevant", "related", "highly relevant", "perfectly relevant"),
+    (0, 4): (
+        "not relevant",
+        "related",
+        "somewhat relevant",
+        "highly relevant",
+        "perfectly relevant",
+    ),
+}
+SCALES = tuple(f"{lo}-{hi}" for lo, hi in _DEFINITIONS)
 _LEADING_INT = re.compile(r"^\s*([+-]?\d+)")
 
 
 @dataclass(frozen=True)
 class Scale:
-    """A graded scale ``lo``..``hi`` (integers, inclusive)."""
+    """A graded scale ``lo``..``hi`` (integers, inclusive) and what each grade means."""
 
     lo: int = 0
     hi: int = 3
@@ -44,16 +57,30 @@ class Scale:
     def grades(self) -> list[int]:
         return list(range(self.lo, self.hi + 1))
 
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return _DEFINITIONS.get((self.lo, self.hi), tuple(f"grade {g}" for g in self.grades))
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return [
+            {"grade": g, "label": label} for g, label in zip(self.grades, self.labels, strict=True)
+        ]
+
+    def __contains__(self, grade: object) -> bool:
+        return type(grade) is int and self.lo <= grade <= self.hi
+
     def __str__(self) -> str:
         return f"{self.lo}-{self.hi}"
 
 
 def parse_scale(text: str) -> Scale:
-    """``"lo-hi"`` (integers, lo < hi) as a Scale; InputError otherwise."""
+    """``"0-3"`` as the 0..3 Scale; one of SCALES, InputError otherwise."""
     m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", text)
-    if not m or int(m.group(1)) >= int(m.group(2)):
-        raise InputError(f"--scale {text!r}: expected lo-hi integers with lo < hi, e.g. 0-3")
-    return Scale(int(m.group(1)), int(m.group(2)))
+    key = (int(m.group(1)), int(m.group(2))) if m else None
+    if key not in _DEFINITIONS:
+        raise InputError(f"--scale {text!r}: choose one of {', '.join(SCALES)}")
+    assert key is not None
+    return Scale(*key)
 
 
 @dataclass(frozen=True)
