@@ -9,6 +9,7 @@ buys; the measured latencies are in the README's figure.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-# --- the grid and its validation -----------------------------------------------------------------
+# --- the grid and its validation ------------------------------------------------------------------
 
 
 def test_set_values_are_yaml_scalars_and_the_grid_is_their_product_in_order() -> None:
@@ -96,7 +97,7 @@ def test_a_path_set_twice_exits_2(tmp_path: Path) -> None:
     assert code == 2 and "more than one --set" in out, out
 
 
-# --- the Pareto front ------------------------------------------------------------------------------
+# --- the Pareto front -----------------------------------------------------------------------------
 
 
 def test_pareto_front_keeps_the_points_nothing_beats_on_both() -> None:
@@ -113,7 +114,7 @@ def test_pareto_front_keeps_the_points_nothing_beats_on_both() -> None:
         assert np.any((q[on] >= q[i]) & (c[on] <= c[i]))
 
 
-# --- the demo --------------------------------------------------------------------------------------
+# --- the demo -------------------------------------------------------------------------------------
 
 
 def test_demo_sweep_json(tmp_path: Path) -> None:
@@ -163,9 +164,14 @@ def test_demo_sweep_json(tmp_path: Path) -> None:
     assert report.points[1].indexes["hnsw"].cost.index_bytes > (  # type: ignore[union-attr]
         report.points[0].indexes["hnsw"].cost.index_bytes  # type: ignore[union-attr]
     )
-    for front, flag in ((report.pareto_latency, "pareto_latency"), (report.pareto_memory, "pareto_memory")):
+    for front, flag in (
+        (report.pareto_latency, "pareto_latency"),
+        (report.pareto_memory, "pareto_memory"),
+    ):
         assert front, flag
-        marked = [[p.id, n] for p in report.points for n, i in p.indexes.items() if getattr(i, flag)]
+        marked = [
+            [p.id, n] for p in report.points for n, i in p.indexes.items() if getattr(i, flag)
+        ]
         assert marked == front
     html = (tmp_path / "sweep.html").read_text(encoding="utf-8")
     assert "machine-dependent" in html and html.count('class="point pareto"') == len(
@@ -173,7 +179,7 @@ def test_demo_sweep_json(tmp_path: Path) -> None:
     ) + len(report.pareto_memory)
 
 
-# --- SciFact ---------------------------------------------------------------------------------------
+# --- SciFact --------------------------------------------------------------------------------------
 
 EF_SEARCH = (32, 48, 96, 256)  # all above the fetch (depth 10 + tie margin 16 = 26)
 
@@ -213,10 +219,10 @@ def test_scifact_ann_recall_and_search_work_rise_with_ef_search(scifact_sweep: P
     assert [i.params["ef_search"] for i in hnsw] == list(EF_SEARCH)
     recall = [i.ann_recall["recall@10"] for i in hnsw if i.ann_recall is not None]
     assert len(recall) == 4
-    assert all(b >= a for a, b in zip(recall, recall[1:], strict=False)), recall
+    assert all(b >= a for a, b in itertools.pairwise(recall)), recall
     assert recall[-1] > recall[0], recall
     work = [i.cost.distances_per_query for i in hnsw if i.cost is not None]
-    assert all(b > a for a, b in zip(work, work[1:], strict=False)), work
+    assert all(b > a for a, b in itertools.pairwise(work)), work
     exact = report.points[0].indexes["exact"].cost
     assert exact is not None and exact.distances_per_query == report.n_documents == 5183
     assert work[-1] < exact.distances_per_query

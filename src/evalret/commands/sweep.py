@@ -190,9 +190,7 @@ def mark_pareto(points: list[SweepPoint], q: str) -> tuple[list[list[Any]], list
     """Mark every (point, faiss index) on the quality/latency and quality/memory fronts; return
     both fronts as [point id, index] pairs, in point order."""
     cands = [(p, n, i) for p in points for n, i in p.indexes.items() if i.cost is not None]
-    quality = [
-        v if (v := i.metrics[q].value) is not None else float("nan") for _, _, i in cands
-    ]
+    quality = [v if (v := i.metrics[q].value) is not None else float("nan") for _, _, i in cands]
     fronts = []
     for attr, cost in (
         ("pareto_latency", [i.cost.p50_ms for _, _, i in cands if i.cost is not None]),

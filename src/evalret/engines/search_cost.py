@@ -58,7 +58,7 @@ def _distances(index: Any, queries: np.ndarray, fetch: int) -> float:
 
     if getattr(index, "hnsw", None) is None:
         return float(index.ntotal)
-    stats = faiss.cvar.hnsw_stats
+    stats = faiss.cvar.hnsw_stats  # type: ignore[attr-defined]  # not in its stubs
     stats.reset()
     index.search(queries, fetch)
     return float(stats.ndis) / max(len(queries), 1)

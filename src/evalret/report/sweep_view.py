@@ -46,7 +46,9 @@ def _value(index: SweepIndex, metric: str) -> float | None:
 
 
 def _front(index: SweepIndex) -> str:
-    return "/".join(n for n, on in (("latency", index.pareto_latency), ("memory", index.pareto_memory)) if on)
+    return "/".join(
+        n for n, on in (("latency", index.pareto_latency), ("memory", index.pareto_memory)) if on
+    )
 
 
 def _row(report: SweepReport, point: SweepPoint, name: str, medium: Medium) -> list[str]:
@@ -62,7 +64,8 @@ def _row(report: SweepReport, point: SweepPoint, name: str, medium: Medium) -> l
         cells.append(number((index.ann_recall or {}).get(ann), medium=medium))
     if c is None:
         return cells + [medium.missing] * 7
-    return cells + [
+    return [
+        *cells,
         f"{c.p50_ms:.3f}",
         f"{c.p95_ms:.3f}",
         f"{c.qps:,.0f}",
@@ -147,7 +150,9 @@ def _scatter(report: SweepReport, memory: bool) -> str:
         f"{q} (slice {report.slice}) against {what}, one dot per point and index; ringed and "
         "joined: the Pareto front (no other point has higher quality at lower cost)."
     )
-    return figure(f"{q} against {what}", svg, caption, "pareto-" + ("memory" if memory else "latency"))
+    return figure(
+        f"{q} against {what}", svg, caption, "pareto-" + ("memory" if memory else "latency")
+    )
 
 
 def _points_table(report: SweepReport) -> str:
