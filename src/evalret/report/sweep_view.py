@@ -102,7 +102,8 @@ def sweep_table(report: SweepReport) -> Any:
         title_justify="left",
     )
     table.add_column("#", justify="right")
-    table.add_column("settings")
+    for axis in report.axes:
+        table.add_column(markup_safe(axis), justify="right")
     table.add_column("index")
     for h in _head(report):
         table.add_column(h, justify="right")
@@ -111,7 +112,7 @@ def sweep_table(report: SweepReport) -> Any:
         for name in p.indexes:
             table.add_row(
                 str(p.id),
-                markup_safe(settings_text(p)),
+                *(markup_safe(json.dumps(p.settings.get(a))) for a in report.axes),
                 markup_safe(name),
                 *_row(report, p, name, PLAIN),
                 _front(p.indexes[name]),
@@ -156,7 +157,7 @@ def _scatter(report: SweepReport, memory: bool) -> str:
 
 
 def _points_table(report: SweepReport) -> str:
-    head = ["#", "settings", "index", *_head(report), "Pareto front"]
+    head = ["#", *report.axes, "index", *_head(report), "Pareto front"]
     rows = []
     for p in report.points:
         for name, index in p.indexes.items():
@@ -164,14 +165,15 @@ def _points_table(report: SweepReport) -> str:
             rows.append(
                 [
                     str(p.id),
-                    f"<code>{esc(settings_text(p))}</code>",
+                    *(f"<code>{esc(json.dumps(p.settings.get(a)))}</code>" for a in report.axes),
                     esc(name),
                     *(esc(c) for c in _row(report, p, name, HTML)),
                     f'<strong class="pareto-mark">{esc(front)}</strong>' if front else "",
                 ]
             )
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    cell = '<td style="white-space: nowrap">'
+    body = "".join("<tr>" + "".join(f"{cell}{c}</td>" for c in r) + "</tr>" for r in rows)
     return (
         f'<div class="table-wrap"><table class="sweep-points"><thead><tr>{th}</tr></thead>'
         f"<tbody>{body}</tbody></table></div>"
