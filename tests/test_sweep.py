@@ -114,6 +114,66 @@ def test_pareto_front_keeps_the_points_nothing_beats_on_both() -> None:
         assert np.any((q[on] >= q[i]) & (c[on] <= c[i]))
 
 
+HOSTILE = '<script>alert(1)</script><img src="http://example.invalid/x.png">[bold]x[/]\x1b[2J'
+
+
+def test_settings_are_escaped_on_the_page_and_in_the_terminal() -> None:
+    """A string value of a --set (a query prefix, say) reaches the page and the table as text."""
+    from rich.console import Console
+
+    from evalret.data.schema import MetricValue
+    from evalret.data.sweep import IndexCost, SweepIndex, SweepPoint
+    from evalret.report.sweep_view import sweep_html, sweep_table
+
+    cost = IndexCost(
+        p50_ms=0.1,
+        p95_ms=0.2,
+        qps=1000.0,
+        fetch=26,
+        ef_search=None,
+        distances_per_query=10.0,
+        build_s=0.0,
+        index_bytes=100,
+        vector_bytes=100,
+    )
+    index = SweepIndex(
+        params={"type": HOSTILE},
+        metrics={"ndcg@10": MetricValue(value=0.5, ci_low=0.4, ci_high=0.6)},
+        cost=cost,
+        pareto_latency=True,
+        pareto_memory=True,
+    )
+    report = SweepReport(
+        evalret_version="0",
+        config=HOSTILE,
+        axes={"model.query_prefix": [HOSTILE]},
+        quality_metric="ndcg@10",
+        n_queries=1,
+        n_documents=10,
+        repeats=1,
+        machine={"cpu_count": 1},
+        timing={"latency": "x"},
+        points=[
+            SweepPoint(
+                id=0,
+                settings={"model.query_prefix": HOSTILE},
+                dim=4,
+                indexes={HOSTILE: index},
+                fingerprint="f",
+            )
+        ],
+        pareto_latency=[[0, HOSTILE]],
+        pareto_memory=[[0, HOSTILE]],
+    )
+    html = sweep_html(report)
+    assert "<script" not in html and "<img" not in html and "\x1b" not in html
+    assert "&lt;script&gt;" in html
+    console = Console(width=400, record=True, force_terminal=False)
+    console.print(sweep_table(report))
+    text = console.export_text()
+    assert "[bold]x[/]" in text and "\x1b" not in text
+
+
 # --- the demo -------------------------------------------------------------------------------------
 
 
