@@ -206,6 +206,8 @@ def test_demo_sweep_json(tmp_path: Path) -> None:
     assert [p.settings for p in report.points] == [
         {"indexes.hnsw.ef_search": ef, "indexes.hnsw.m": m} for ef in (8, 64) for m in (4, 16)
     ]
+    # one model setting: embedded at most once (by the first point), read back by the others
+    assert [p.embedded for p in report.points[1:]] == [{"documents": 0, "queries": 0}] * 3
     for p in report.points:
         assert set(p.indexes) == {"exact", "hnsw", "bm25", "hybrid"}
         hnsw, exact = p.indexes["hnsw"], p.indexes["exact"]

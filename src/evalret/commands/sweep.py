@@ -183,7 +183,19 @@ def _point(
         dim=int(report.embedding.dim),
         indexes=indexes,
         fingerprint=report.fingerprint.digest,
+        embedded=_embedded(report),
     )
+
+
+def _embedded(report: RunReport) -> dict[str, int] | None:
+    """Texts the point embedded (cache misses), from the run's cache report."""
+    cache = report.embedding.cache
+    if cache is None:
+        return None
+    return {
+        "documents": cache.document.misses if cache.document is not None else 0,
+        "queries": cache.query.misses if cache.query is not None else 0,
+    }
 
 
 def mark_pareto(points: list[SweepPoint], q: str) -> tuple[list[list[Any]], list[list[Any]]]:

@@ -50,6 +50,9 @@ class SweepPoint(_Model):
     dim: int
     indexes: dict[str, SweepIndex]
     fingerprint: str  # the run's fingerprint digest
+    # texts embedded for this point ("documents", "queries"): 0 when the cache held them all;
+    # None when nothing was cached (--no-cache, or no index needs vectors)
+    embedded: dict[str, int] | None = None
 
 
 class SweepReport(_Model):
