@@ -794,6 +794,48 @@ def leakage(
     return ExitCode.REGRESSION if found.result.failed else ExitCode.OK
 
 
+@_command(app)
+def sweep(
+    set_: Annotated[
+        list[str],
+        typer.Option(
+            "--set",
+            help="KEY=V1,V2,...: a dotted config path and its values (YAML scalars), e.g. "
+            "indexes.hnsw.ef_search=16,32,64; repeat for more axes (the grid is every "
+            "combination).",
+        ),
+    ],
+    out: Annotated[Path, _out("Directory for sweep.json and sweep.html.")],
+    config: ConfigFile = None,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            "--repeats", min=1, max=1000, help="Times every query is searched when timing."
+        ),
+    ] = 3,
+    no_cache: NoCache = False,
+    progress: ShowProgress = True,
+) -> None:
+    """Evaluate every point of a grid of config settings (--set, repeatable) from one embedding
+    cache, measure each faiss index's latency (p50, p95), QPS, build time and size, and write
+    sweep.json and sweep.html with the Pareto fronts of nDCG@10 against latency and memory.
+    Timing figures are machine-dependent."""
+    from evalret.commands.sweep import sweep_command
+    from evalret.report.sweep_view import sweep_table
+
+    outcome = sweep_command(
+        config,
+        set_,
+        out,
+        repeats=repeats,
+        no_cache=no_cache,
+        progress=lambda: _progress(progress),
+    )
+    console.print(sweep_table(outcome.report))
+    for path in outcome.written:
+        console.print(f"wrote {markup_safe(str(path))}", highlight=False)
+
+
 # --- evalret history ---------------------------------------------------------------------------
 
 HistoryDb = Annotated[

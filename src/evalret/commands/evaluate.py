@@ -75,6 +75,10 @@ class Evaluation:
     rankings: dict[str, SearchResult]
     slices: list[Slice]
     baseline: RunReport | None = None  # the report gated against, when there was one
+    # the document and query vectors searched ([n, 0] when nothing was embedded): `evalret sweep`
+    # measures its search costs on them
+    doc_vectors: np.ndarray | None = None
+    query_vectors: np.ndarray | None = None
 
 
 class _Timer:
@@ -612,4 +616,6 @@ def run_evaluation(
         rankings=retrieved.rankings,
         slices=loaded.slices,
         baseline=baseline,
+        doc_vectors=embedded.docs,
+        query_vectors=embedded.queries,
     )
