@@ -176,3 +176,16 @@ def test_rows_out_of_order_are_put_back_and_gaps_refused() -> None:
         in_row_order(np.array([0, 1, 1, 3]), vectors, 4)
     with pytest.raises(EvalretError, match="3 rows for 4 texts"):
         in_row_order(rows[:3], vectors[:3], 4)
+
+
+def test_a_failing_actor_exits_3_and_the_runtime_is_shut_down(tmp_path: Path) -> None:
+    """A model the actors cannot load fails the run with exit 3 naming the failure, and the
+    local runtime the run started is shut down all the same."""
+    import ray
+
+    missing = tmp_path / "no-such-model"
+    config = write_config(tmp_path, tmp_path / "cache", f"{RAY}model:\n  name: {missing}\n")
+    result = runner.invoke(app, ["run", "-c", str(config), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 3, result.output
+    assert "embedding on Ray failed" in result.output and "cannot load model" in result.output
+    assert not ray.is_initialized()

@@ -35,7 +35,7 @@ from evalret.engines.embedders import (
     open_embedder,
     with_cache,
 )
-from evalret.errors import ConfigError, EvalretError
+from evalret.errors import ConfigError, EvalretError, ModelError
 
 LOCAL_RUNTIME = "local runtime"
 QUIET = logging.ERROR
@@ -129,8 +129,12 @@ class RayEmbedder:
             }
             if self.settings.address is None:
                 options["num_cpus"] = self.settings.workers
-                self.started = True
-            ray.init(address=self.settings.address, **options)
+            try:
+                ray.init(address=self.settings.address, **options)
+            except Exception as e:  # Ray raises many kinds (ConnectionError, RuntimeError, ...)
+                where = self.settings.address or "a local runtime"
+                raise EvalretError(f"cannot start or join Ray ({where}): {e}") from e
+            self.started = self.settings.address is None
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         context.execution_options.verbose_progress = False
@@ -160,11 +164,14 @@ class RayEmbedder:
         )
         rows: list[np.ndarray] = []
         vectors: list[np.ndarray] = []
-        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
-            rows.append(np.asarray(batch["row"], dtype=np.int64))
-            vectors.append(np.asarray(batch["vector"], dtype=np.float32))
-            if progress is not None:
-                progress(len(rows[-1]))
+        try:
+            for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+                rows.append(np.asarray(batch["row"], dtype=np.int64))
+                vectors.append(np.asarray(batch["vector"], dtype=np.float32))
+                if progress is not None:
+                    progress(len(rows[-1]))
+        except Exception as e:  # an actor's error (a model that cannot load) comes wrapped
+            raise ModelError(f"embedding on Ray failed: {e}") from e
         self.texts += len(texts)
         return in_row_order(np.concatenate(rows), np.concatenate(vectors), len(texts))
 
