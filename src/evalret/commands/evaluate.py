@@ -57,7 +57,8 @@ from evalret.data.schema import (
 )
 from evalret.engines.backends import describe_backend
 from evalret.engines.embed import Embedder
-from evalret.engines.embedders import OpenedEmbedder, api_use, backend_check, open_embedder
+from evalret.engines.embedders import OpenedEmbedder, api_use, backend_check
+from evalret.engines.ray_engine import embedding_engine, engine_report, local_backend
 from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, make_retrievers
 from evalret.version import __version__
 
@@ -370,15 +371,18 @@ def _embed(
         empty = np.zeros((len(golden.doc_ids), 0), dtype=np.float32)
         queries = np.zeros((len(golden.query_ids), 0), dtype=np.float32)
         return _Embedded(docs=empty, queries=queries, opened=None, agreement=None)
-    opened = open_embedder(config.model, config.cache, embedder)
-    with timer("embed_documents"):
-        docs = opened.embedder.embed(
-            golden.doc_texts, "document", progress("Embedding documents", len(golden.doc_texts))
-        )
-    with timer("embed_queries"):
-        queries = opened.embedder.embed(
-            golden.query_texts, "query", progress("Embedding queries", len(golden.query_texts))
-        )
+    # the engine (a Ray runtime this run started) is let go once both kinds are embedded
+    with embedding_engine(config.model, config.cache, config.embedding, embedder) as opened:
+        with timer("embed_documents"):
+            docs = opened.embedder.embed(
+                golden.doc_texts,
+                "document",
+                progress("Embedding documents", len(golden.doc_texts)),
+            )
+        with timer("embed_queries"):
+            queries = opened.embedder.embed(
+                golden.query_texts, "query", progress("Embedding queries", len(golden.query_texts))
+            )
     agreement = None
     if embedder is None:  # how far a faster backend's vectors are from torch's (cached after once)
         with timer("backend_check"):
@@ -522,9 +526,10 @@ def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict
         "n_queries": int(e.queries.shape[0]),
         "document_text": "title + ' ' + text, stripped, after document_prefix",
         "cache": {**cached.report(), **retrieved.cache_notes} if cached is not None else None,
-        "backend": describe_backend(config.model, e.opened.backend),
+        "backend": describe_backend(config.model, local_backend(e.opened.backend)),
         "backend_check": e.agreement,
         **({"api": api} if (api := api_use(e.opened.backend)) is not None else {}),
+        **({"engine": eng} if (eng := engine_report(e.opened.backend)) is not None else {}),
     }
 
 

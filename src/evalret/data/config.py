@@ -717,6 +717,43 @@ class CacheConfig(_Strict):
     )
 
 
+RAY_ADDRESS = re.compile(r"^ray://[^\s/:@]+(:\d{1,5})?$")
+
+
+class EmbeddingConfig(_Strict):
+    """Where the texts the cache misses are embedded: in this process (local), or on a Ray
+    cluster through Ray Data (engines/ray_engine.py). Never part of the vectors' identity: both
+    engines load the same model from the same ``model`` settings."""
+
+    engine: Literal["local", "ray"] = Field(
+        "local",
+        description="local: this process; ray: Ray Data actors (pip install 'evalret[ray]')",
+    )
+    address: str | None = Field(
+        None,
+        description="engine ray: null starts a local Ray runtime (shut down after embedding); "
+        '"auto" or "ray://host:port" uses an existing cluster',
+    )
+    workers: int = Field(2, ge=1, le=4096, description="engine ray: actors, one model each")
+    batch_size: int = Field(256, ge=1, description="engine ray: texts per batch sent to an actor")
+    gpus_per_worker: float = Field(0, ge=0, le=64, description="engine ray: GPUs per actor")
+
+    @field_validator("address")
+    @classmethod
+    def _known_address(cls, v: str | None) -> str | None:
+        if v is None or v == "auto" or RAY_ADDRESS.match(v):
+            return v
+        raise ValueError(
+            f'{v!r} is no Ray address: null (a local runtime), "auto" or "ray://host:port"'
+        )
+
+    @model_validator(mode="after")
+    def _ray_settings_need_ray(self) -> EmbeddingConfig:
+        if self.engine == "local" and self.address is not None:
+            raise ValueError("address is set but engine is local: set engine: ray, or drop it")
+        return self
+
+
 class OutputConfig(_Strict):
     dir: UsablePath = Path("reports")
 
@@ -797,6 +834,8 @@ class Config(_Strict):
     health: HealthConfig = HealthConfig()
     gate: GateConfig = GateConfig()
     cache: CacheConfig = CacheConfig()
+    # where the cache misses are embedded: no part of the vectors or the fingerprint
+    embedding: EmbeddingConfig = EmbeddingConfig()
     output: OutputConfig = OutputConfig()
     leakage: LeakageConfig = LeakageConfig()
     # where `evalret history` keeps its database: not a setting of the run, so left out of the
@@ -817,12 +856,15 @@ class Config(_Strict):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The config as a dict; ``search_depth`` and ``sample`` only when set, so that reports
-        of configs without them read as they did before the keys existed."""
+        """The config as a dict; ``search_depth`` and ``sample`` only when set, and
+        ``embedding`` only when not the default, so that reports of configs without them read
+        as they did before the keys existed."""
         data: dict[str, Any] = handler(self)
         for key in ("search_depth", "sample"):
             if getattr(self, key) is None:
                 data.pop(key, None)
+        if self.embedding == EmbeddingConfig():  # the default engine: dumps read as before
+            data.pop("embedding", None)
         return data
 
     @field_validator("search_depth")

@@ -232,6 +232,18 @@ class ApiUse(_Sparse):
     query: ApiKindUse | None = None
 
 
+class EngineInfo(_Sparse):
+    """Where the cache misses were embedded when not in this process (embedding.engine ray)."""
+
+    name: str  # ray
+    address: str  # "local runtime" (started and shut down by the run), "auto" or ray://...
+    workers: int
+    batch_size: int
+    gpus_per_worker: float
+    texts: int  # texts the engine embedded in this run (0: everything came from the cache)
+    startup_s: float | None = None  # joining or starting the runtime; None: it was not needed
+
+
 class EmbeddingInfo(_Sparse):
     """The vectors of a run: their shape, the cache and the backend that made them."""
 
@@ -243,6 +255,7 @@ class EmbeddingInfo(_Sparse):
     backend: BackendInfo | None = None  # absent in older reports
     backend_check: BackendCheck | None = None  # None for torch; absent in older reports
     api: ApiUse | None = None  # provider openai only
+    engine: EngineInfo | None = None  # embedding.engine ray only (absent: this process)
 
 
 class BootstrapInfo(_Model):

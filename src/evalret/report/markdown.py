@@ -19,7 +19,7 @@ from evalret.report.common import (
 )
 from evalret.report.escape import markdown, markdown_code
 from evalret.report.numbers import TYPOGRAPHIC, number
-from evalret.report.views import backend_line, check_rows, gate_summary
+from evalret.report.views import backend_line, check_rows, engine_line, gate_summary
 
 
 def _num(v: float | None, signed: bool = False) -> str:
@@ -201,6 +201,9 @@ def render_markdown(report: RunReport) -> str:
     backend = backend_line(report.embedding)
     if backend:
         lines.append(f"Embedding {markdown(backend)}.")
+    engine = engine_line(report.embedding)
+    if engine:
+        lines.append(f"Cache misses {markdown(engine)}.")
     lines += _sample_lines(report)
     notes = cache_notes(report.embedding) + alignment_notes(report)
     if notes:

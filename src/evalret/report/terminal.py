@@ -22,7 +22,7 @@ from evalret.report.common import (
 )
 from evalret.report.escape import terminal
 from evalret.report.numbers import PLAIN, number
-from evalret.report.views import backend_line, check_rows, gate_summary
+from evalret.report.views import backend_line, check_rows, engine_line, gate_summary
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
@@ -266,6 +266,9 @@ def context_parts(report: RunReport) -> list[RenderableType]:
     backend = backend_line(report.embedding)
     if backend:
         parts.append(Text(terminal(backend), style="dim"))
+    engine = engine_line(report.embedding)
+    if engine:
+        parts.append(Text(terminal(engine), style="dim"))
     note = without_relevant_note(report)
     if note:
         shown = ", ".join(terminal(q) for q in g.queries_without_relevant[:10])

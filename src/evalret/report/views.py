@@ -184,6 +184,20 @@ def api_line(api: ApiUse) -> str:
     return f"API {api.model} at {api.endpoint}: {used}"
 
 
+def engine_line(embedding: EmbeddingInfo) -> str | None:
+    """One line on the Ray engine that embedded the cache misses (configured text, to be
+    escaped where shown); None for the local engine."""
+    engine = embedding.engine
+    if engine is None:
+        return None
+    gpus = f", {engine.gpus_per_worker:g} GPU each" if engine.gpus_per_worker else ""
+    where = engine.address if engine.address != "local runtime" else "a local Ray runtime"
+    return (
+        f"embedded on Ray ({where}): {engine.workers} workers{gpus}, batches of "
+        f"{engine.batch_size}, {engine.texts} texts"
+    )
+
+
 def backend_line(embedding: EmbeddingInfo) -> str | None:
     """One line on a non-torch backend and its agreement with torch, or on the embedding API
     (the terminal and report.md; it holds configured text, to be escaped where shown), or on

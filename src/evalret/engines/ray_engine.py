@@ -1,0 +1,226 @@
+"""The Ray engine (``embedding.engine: ray``): the texts the cache misses are embedded by Ray
+Data actors instead of this process.
+
+``ray.data.from_items`` carries each text with its row; ``map_batches`` sends batches of
+``embedding.batch_size`` texts to a pool of ``embedding.workers`` actors, each of which builds
+its embedder once, from the same model config through the same factory as the local engine
+(``make_embedder``), so its vectors are the local engine's and land in the same cache
+namespace. The answers come back in any order: they are put back by their rows, and a missing
+or repeated row is an error, never a misplaced vector.
+
+With no ``embedding.address`` a local Ray runtime is started at the first text to embed (a warm
+run starts nothing) and shut down when the run is done embedding, on error too; with "auto" or
+"ray://host:port" an existing cluster is used and left running. Ray is the optional extra
+``evalret[ray]``, imported only here and only when the engine is chosen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evalret.data.config import CacheConfig, EmbeddingConfig, ModelConfig
+from evalret.engines.embed import Embedder, Kind, Progress
+from evalret.engines.embedders import (
+    OpenedEmbedder,
+    cache_root,
+    embedder_name,
+    make_embedder,
+    open_embedder,
+    with_cache,
+)
+from evalret.errors import ConfigError, EvalretError, ModelError
+
+LOCAL_RUNTIME = "local runtime"
+QUIET = logging.ERROR
+
+
+def import_ray() -> Any:
+    """The ray module with Ray Data; ConfigError (exit 2) naming the extra when missing."""
+    try:
+        import ray
+        import ray.data
+    except ImportError:
+        raise ConfigError(
+            "embedding.engine ray needs Ray Data: pip install 'evalret[ray]'"
+        ) from None
+    return ray
+
+
+class EmbedBatches:
+    """A Ray Data actor: loads the model once, then embeds each batch it is sent (its rows
+    travel with it)."""
+
+    def __init__(self, model: ModelConfig, model_cache: str | None, kind: Kind) -> None:
+        self.embedder = make_embedder(model, Path(model_cache) if model_cache else None)
+        self.kind: Kind = kind
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        texts = [str(t) for t in batch["text"]]
+        return {"row": batch["row"], "vector": self.embedder.embed(texts, self.kind)}
+
+
+def in_row_order(rows: np.ndarray, vectors: np.ndarray, n: int) -> np.ndarray:
+    """``vectors`` put back in the order of their ``rows``; EvalretError unless the rows are
+    exactly 0..n-1, each once."""
+    order = np.argsort(rows, kind="stable")
+    if len(rows) != n or not np.array_equal(rows[order], np.arange(n)):
+        raise EvalretError(
+            f"the Ray engine answered {len(rows)} rows for {n} texts, not each row once"
+        )
+    return np.ascontiguousarray(vectors[order], dtype=np.float32)
+
+
+class RayEmbedder:
+    """Embeds through Ray Data; everything that decides a vector (identity, the cache's
+    identity, the text as fed to the model) is the local embedder's."""
+
+    def __init__(
+        self, local: Embedder, model: ModelConfig, settings: EmbeddingConfig, cache: Path | None
+    ) -> None:
+        if embedder_name(model) == "openai":
+            raise ConfigError(
+                "embedding.engine ray embeds with a local model: model.provider openai calls an "
+                "API, use engine local"
+            )
+        self.ray = import_ray()
+        self.local = local
+        self.model = model
+        self.settings = settings
+        self.cache = cache
+        self.started = False  # this run started a local runtime (and shuts it down)
+        self.connected = False
+        self.startup_s: float | None = None
+        self.texts = 0
+
+    def identity(self) -> dict[str, Any]:
+        return self.local.identity()
+
+    def cache_identity(self) -> dict[str, Any]:
+        extra = getattr(self.local, "cache_identity", None)
+        return extra() if extra is not None else self.local.identity()
+
+    def prefixed(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        """The local embedder's cache keys' texts (the cache's own fallback when it has none)."""
+        prefixed = getattr(self.local, "prefixed", None)
+        return prefixed(texts, kind) if prefixed is not None else [f"{kind}\0{t}" for t in texts]
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(getattr(self.local, "warnings", []))
+
+    def _connect(self) -> None:
+        """Join the cluster at ``address``, or start a local runtime (once per run)."""
+        if self.connected:
+            return
+        ray = self.ray
+        start = time.perf_counter()
+        if not ray.is_initialized():
+            options: dict[str, Any] = {
+                "include_dashboard": False,
+                "logging_level": QUIET,
+                "log_to_driver": False,
+            }
+            if self.settings.address is None:
+                options["num_cpus"] = self.settings.workers
+            try:
+                ray.init(address=self.settings.address, **options)
+            except Exception as e:  # Ray raises many kinds (ConnectionError, RuntimeError, ...)
+                where = self.settings.address or "a local runtime"
+                raise EvalretError(f"cannot start or join Ray ({where}): {e}") from e
+            self.started = self.settings.address is None
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = False
+        context.execution_options.verbose_progress = False
+        logging.getLogger("ray").setLevel(QUIET)
+        logging.getLogger("ray.data").setLevel(QUIET)
+        self.connected = True
+        self.startup_s = round(time.perf_counter() - start, 3)
+
+    def embed(
+        self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
+    ) -> np.ndarray:
+        """Embed ``texts`` on the actors, in input order. Longest texts first (batches of like
+        lengths pad less), as the local engine does."""
+        if not texts:
+            return self.local.embed(texts, kind, progress)
+        self._connect()
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        items = [{"row": int(i), "text": texts[int(i)]} for i in order]
+        s = self.settings
+        dataset = self.ray.data.from_items(items).map_batches(
+            EmbedBatches,
+            fn_constructor_args=(self.model, str(self.cache) if self.cache else None, kind),
+            batch_size=s.batch_size,
+            concurrency=s.workers,
+            num_gpus=s.gpus_per_worker,
+            batch_format="numpy",
+        )
+        rows: list[np.ndarray] = []
+        vectors: list[np.ndarray] = []
+        try:
+            for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+                rows.append(np.asarray(batch["row"], dtype=np.int64))
+                vectors.append(np.asarray(batch["vector"], dtype=np.float32))
+                if progress is not None:
+                    progress(len(rows[-1]))
+        except Exception as e:  # an actor's error (a model that cannot load) comes wrapped
+            raise ModelError(f"embedding on Ray failed: {e}") from e
+        self.texts += len(texts)
+        return in_row_order(np.concatenate(rows), np.concatenate(vectors), len(texts))
+
+    def close(self) -> None:
+        """Shut down the runtime this run started (a cluster given by address stays up)."""
+        if self.started:
+            self.started = False
+            self.ray.shutdown()
+
+    def report(self) -> dict[str, Any]:
+        """The report's ``embedding.engine``."""
+        s = self.settings
+        return {
+            "name": "ray",
+            "address": s.address or LOCAL_RUNTIME,
+            "workers": s.workers,
+            "batch_size": s.batch_size,
+            "gpus_per_worker": s.gpus_per_worker,
+            "texts": self.texts,
+            "startup_s": self.startup_s,
+        }
+
+
+def engine_report(backend: Embedder) -> dict[str, Any] | None:
+    """The report's ``embedding.engine`` for a Ray run; None for the local engine."""
+    return backend.report() if isinstance(backend, RayEmbedder) else None
+
+
+def local_backend(backend: Embedder) -> Embedder:
+    """The embedder that decides the vectors: the Ray engine's local one, or ``backend``."""
+    return backend.local if isinstance(backend, RayEmbedder) else backend
+
+
+@contextlib.contextmanager
+def embedding_engine(
+    model: ModelConfig,
+    cache: CacheConfig,
+    settings: EmbeddingConfig,
+    backend: Embedder | None = None,
+) -> Iterator[OpenedEmbedder]:
+    """The embedder of a run, behind the cache, on the configured engine. A given ``backend``
+    (an embedder passed in by a caller) is always local. The Ray engine's runtime, when this
+    run started it, is shut down on leaving, on error too."""
+    if settings.engine == "local" or backend is not None:
+        yield open_embedder(model, cache, backend)
+        return
+    root = cache_root(cache)
+    ray_embedder = RayEmbedder(make_embedder(model, root), model, settings, root)
+    try:
+        yield with_cache(ray_embedder, root)
+    finally:
+        ray_embedder.close()
