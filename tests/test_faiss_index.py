@@ -50,7 +50,7 @@ def test_hnsw_is_deterministic_and_close_to_exact() -> None:
     docs /= np.linalg.norm(docs, axis=1, keepdims=True)
     queries = docs[:50] + 0.1 * rng.standard_normal((50, 32)).astype(np.float32)
     rank = id_rank([f"d{i}" for i in range(3000)])
-    cfg = HnswIndexConfig(m=16, ef_construction=100, ef_search=64)
+    cfg = HnswIndexConfig(m=16, ef_construction=100, ef_search=64, threads=1)
     a = search(build_hnsw(docs, cfg), queries, 10, rank)
     b = search(build_hnsw(docs, cfg), queries, 10, rank)
     exact = search(build_exact(docs), queries, 10, rank)

@@ -280,6 +280,12 @@ class HnswIndexConfig(_Strict):
     m: int = Field(32, ge=2)
     ef_construction: int = Field(200, ge=1)
     ef_search: int = Field(128, ge=1)
+    threads: int | None = Field(
+        None,
+        ge=1,
+        description="threads building the graph: null = all cores; 1 = deterministic "
+        "(the same graph every build, what a gate on hnsw metrics wants)",
+    )
 
 
 class Bm25IndexConfig(_Strict):

@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import math
+import mmap
 import os
 import shutil
 import time
@@ -41,6 +42,7 @@ from evalret.engines.embed import Embedder, Kind, Progress
 from evalret.errors import InputError
 
 KEY_BYTES = 16
+COPY_ROWS = 16_384  # rows copied out of a shard at a time
 MAX_PRUNE_DAYS = 36500
 SHARD_SUFFIXES = (".json", ".keys.npy", ".vecs.npy")
 
@@ -66,6 +68,39 @@ def text_keys(texts: Sequence[str]) -> np.ndarray:
 def _save_array(path: Path, array: np.ndarray) -> None:
     """Write ``array`` as a .npy file at ``path``, atomically."""
     atomic_write(path, lambda f: np.save(f, array))
+
+
+def _release(array: np.ndarray, start_row: int, stop_row: int) -> None:
+    """Drop this process's mapping of rows [start_row, stop_row) of a memory-mapped ``array``
+    (madvise DONTNEED, where the platform has it): the pages stay in the page cache but leave
+    the process's resident memory. Nothing happens for an array in memory."""
+    mapped = getattr(array, "_mmap", None)
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if mapped is None or advice is None or not isinstance(array, np.memmap):
+        return
+    # np.memmap maps the file from its offset rounded down to the allocation granularity
+    head = int(array.offset) % mmap.ALLOCATIONGRANULARITY
+    begin = head + start_row * array.strides[0]
+    end = head + stop_row * array.strides[0]
+    begin -= begin % mmap.PAGESIZE
+    with contextlib.suppress(OSError, ValueError):
+        mapped.madvise(advice, begin, end - begin)
+
+
+def copy_rows(out: np.ndarray, dst: np.ndarray, source: np.ndarray, src: np.ndarray) -> None:
+    """``out[dst] = source[src]`` without a whole-size temporary: source rows are copied in
+    ascending order, ``COPY_ROWS`` at a time, and a memory-mapped source's pages are released
+    behind the copy, so the copy in ``out`` is the only one that stays resident."""
+    order = np.argsort(src, kind="stable")
+    dst, src = dst[order], src[order]
+    for lo in range(0, len(src), COPY_ROWS):
+        rows = src[lo : lo + COPY_ROWS]
+        first, stop = int(rows[0]), int(rows[-1]) + 1
+        if stop - first == len(rows):  # consecutive rows: a slice, no gather
+            out[dst[lo : lo + COPY_ROWS]] = source[first:stop]
+        else:
+            out[dst[lo : lo + COPY_ROWS]] = source[rows]
+        _release(source, first, stop)
 
 
 @dataclass
@@ -152,7 +187,7 @@ class Namespace:
                 out = np.zeros((len(keys), shard.vectors.shape[1]), dtype=np.float32)
             if shard.vectors.shape[1] != out.shape[1]:
                 continue
-            out[todo[match]] = shard.vectors[rows[match]]
+            copy_rows(out, todo[match], shard.vectors, rows[match])
             found[todo[match]] = True
             if found.all():
                 break

@@ -7,7 +7,7 @@ from typing import Any
 
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config
-from evalret.engines.faiss_index import cached_hnsw, search
+from evalret.engines.faiss_index import cached_hnsw, hnsw_threads, search
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 
 
@@ -30,6 +30,9 @@ class HnswRetriever(BaseRetriever):
             "m": h.m,
             "ef_construction": h.ef_construction,
             "ef_search": h.ef_search,
+            # a multi-threaded graph differs from build to build; one thread is the default's
+            # graph of old, so its settings (and fingerprints) stay as they were
+            **({"threads": threads} if (threads := hnsw_threads(h)) != 1 else {}),
         }
 
     def cache_notes(self) -> dict[str, str]:
