@@ -7,7 +7,7 @@ that differ only in index settings read them back), and the HNSW graph cache ser
 point with the same graph settings. Intrinsic health is skipped (it does not depend on the
 index settings a sweep varies). Each index's cost is measured once per setting that changes it:
 exact search once per model setting, an HNSW graph built once per model and graph setting (its
-build timed here, single-threaded as the pipeline builds it) and searched at each point's
+build timed here, on the threads the pipeline builds it with) and searched at each point's
 efSearch.
 """
 
@@ -44,8 +44,8 @@ TIMING = {
     "fetch": "results asked per query: the search depth plus the tie margin (16), at most the "
     "corpus, as evalret's search asks; HNSW's efSearch is raised to it when lower; evalret's "
     "tie handling after faiss is not timed",
-    "build": "exact: faiss.IndexFlatIP add; hnsw: the graph built single-threaded (once per "
-    "model and graph setting), as the pipeline builds it",
+    "build": "exact: faiss.IndexFlatIP add; hnsw: the graph built on indexes.hnsw.threads "
+    "threads (once per model and graph setting), as the pipeline builds it",
     "index_bytes": "len(faiss.serialize_index(index)): vectors plus graph links",
     "vector_bytes": "the document vectors as float32 (n_documents x dim x 4)",
     "warm_up": "one untimed batch search before the timed ones",
@@ -97,11 +97,16 @@ def _for_sweep(cfg: Config) -> Config:
 
 def _hnsw_index(cfg: Config, docs: np.ndarray, built: _Built) -> tuple[Any, float]:
     """The HNSW graph of this model and graph setting (built once, timed), at this efSearch."""
-    from evalret.engines.faiss_index import build_hnsw
+    from evalret.engines.faiss_index import build_hnsw, hnsw_threads
 
     h = cfg.indexes.hnsw
     key = json_digest(
-        {"model": cfg.model.model_dump(mode="json"), "m": h.m, "efc": h.ef_construction}
+        {
+            "model": cfg.model.model_dump(mode="json"),
+            "m": h.m,
+            "efc": h.ef_construction,
+            "threads": hnsw_threads(h),
+        }
     )
     if key not in built.indexes:
         start = time.perf_counter()
