@@ -48,7 +48,7 @@ def test_retrievers_describe_their_parameters() -> None:
     """Each retriever describes its own parameters for the fingerprint, and the hybrid its depth."""
     config = Config(
         indexes=IndexesConfig(
-            hnsw=HnswIndexConfig(m=8, ef_construction=40, ef_search=16),
+            hnsw=HnswIndexConfig(m=8, ef_construction=40, ef_search=16, threads=1),
             hybrid=HybridIndexConfig(dense="hnsw", rrf_k=30, candidates=50),
         )
     )
@@ -73,6 +73,11 @@ def test_retrievers_describe_their_parameters() -> None:
     }
     assert make_retriever("hybrid", config).input_depth() == 50
     assert make_retriever("exact", config).input_depth() == 0
+    # a graph built on more than one thread says so (one thread keeps the settings of old reports)
+    threaded = config.model_copy(
+        update={"indexes": config.indexes.model_copy(update={"hnsw": HnswIndexConfig(threads=3)})}
+    )
+    assert make_retriever("hnsw", threaded).params()["threads"] == 3
 
 
 def test_a_disabled_retriever_says_so() -> None:
