@@ -33,7 +33,6 @@ from evalret.commands.annotate import (
 )
 from evalret.data.judgments import parse_scale
 from evalret.errors import InputError
-from test_report_html import CHROMIUM, CHROMIUM_ARGS
 
 runner = CliRunner()
 
@@ -227,26 +226,11 @@ def servers() -> Iterator[list[Server]]:
             server.kill()
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Any:
-    """Debian's Chromium, headless, as tests/test_report_html.py drives it."""
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: `bash scripts/setup.sh --test` installs it")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, chromium_sandbox=False
-        )
-        yield browser
-        browser.close()
-
-
 class Page:
     """One browser tab on the server; records console errors and every request's URL."""
 
-    def __init__(self, chromium: Any, url: str) -> None:
-        self.context = chromium.new_context()
+    def __init__(self, browser: Any, url: str) -> None:
+        self.context = browser.new_context()
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.requests: list[str] = []
@@ -337,13 +321,13 @@ def _assert_clean(page: Page, url: str) -> None:
 
 
 def test_grade_back_skip_reload_kill_restart_finish(
-    chromium: Any, servers: list[Server], tmp_path: Path
+    browser: Any, servers: list[Server], tmp_path: Path
 ) -> None:
     pool = small_pool(tmp_path)
     items = {it.id: it for it in read_pool(pool, parse_scale("0-3"))}
     out = tmp_path / "grades.jsonl"
     servers.append(Server(pool, "ann", out))
-    page = Page(chromium, servers[-1].url)
+    page = Page(browser, servers[-1].url)
     expected, skipped = _first_sitting(page, items)
     on_screen = page.item()
     page.reload()  # resumes where it was
@@ -354,7 +338,7 @@ def test_grade_back_skip_reload_kill_restart_finish(
     servers[-1].kill()  # SIGKILL: nothing but the file survives
     servers.append(Server(pool, "ann", out))
     assert "3 of 8 items graded" in "".join(servers[-1].output)
-    page = Page(chromium, servers[-1].url)
+    page = Page(browser, servers[-1].url)
     assert page.progress() == "3 / 8 graded"
     _finish(page, expected)
     assert skipped in expected  # a skip brings the item back later, not never
@@ -380,7 +364,7 @@ HOSTILE_DOC = "<img src=x onerror=\"window.__pwned = 'doc'\">&lt;still text&gt;"
 
 
 def test_hostile_pool_text_is_shown_as_text(
-    chromium: Any, servers: list[Server], tmp_path: Path
+    browser: Any, servers: list[Server], tmp_path: Path
 ) -> None:
     pool = write_pool(
         tmp_path / "pool.jsonl",
@@ -396,7 +380,7 @@ def test_hostile_pool_text_is_shown_as_text(
         ],
     )
     servers.append(Server(pool, "ann", tmp_path / "out.jsonl"))
-    page = Page(chromium, servers[-1].url)
+    page = Page(browser, servers[-1].url)
     for _ in range(2):
         if page.page.inner_text("#query") == HOSTILE_QUERY and page.page.inner_text("#text") == (
             HOSTILE_DOC

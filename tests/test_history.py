@@ -33,7 +33,7 @@ from evalret.data.history import (
 from evalret.data.schema import RunReport
 from evalret.report.numbers import PLAIN, number
 from evalret.report.svg import TrendLine, trend_chart
-from test_report_html import CHROMIUM, CHROMIUM_ARGS, assert_clean, open_page
+from test_report_html import assert_clean, open_page
 
 SVG = "{http://www.w3.org/2000/svg}"
 runner = CliRunner()
@@ -230,21 +230,6 @@ TREND_FACTS = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Any:
-    """Debian's Chromium, headless, as tests/test_report_html.py drives it."""
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: `bash scripts/setup.sh --test` installs it")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, chromium_sandbox=False
-        )
-        yield browser
-        browser.close()
-
-
 def trend_facts(browser: Any, html: Path) -> dict[str, Any]:
     page = browser.new_page()
     page.goto(html.resolve().as_uri(), wait_until="load")
@@ -258,7 +243,7 @@ HOSTILE = (
 )
 
 
-def test_trend_page_in_chromium(reports: Reports, chromium: Any, tmp_path: Path) -> None:
+def test_trend_page_in_chromium(reports: Reports, browser: Any, tmp_path: Path) -> None:
     """Three reports (a baseline, an index change, a definition change) with a hostile label:
     trend.html loads clean (no error, nothing fetched, no script, also on a phone-sized screen),
     has a chart per slice and metric, a point per index and entry, the baseline ringed, the
@@ -271,11 +256,11 @@ def test_trend_page_in_chromium(reports: Reports, chromium: Any, tmp_path: Path)
     assert code == 0 and "trend.html" in out, out
     html = (tmp_path / "trend.html").read_text(encoding="utf-8")
     assert "<script" not in html and "<img" not in html and "\x1b" not in html
-    loaded = open_page(chromium, tmp_path / "trend.html", "trend")
+    loaded = open_page(browser, tmp_path / "trend.html", "trend")
     assert_clean(loaded)
     assert loaded.dom["verdict"] == "3 ENTRIES"
-    assert_clean(open_page(chromium, tmp_path / "trend.html", "trend-narrow", width=390))
-    facts = trend_facts(chromium, tmp_path / "trend.html")
+    assert_clean(open_page(browser, tmp_path / "trend.html", "trend-narrow", width=390))
+    facts = trend_facts(browser, tmp_path / "trend.html")
     base = load_baseline(reports.base)
     n_metrics, n_indexes = len(base.fingerprint.metrics["names"]), len(base.indexes)
     slices = list(base.slices)

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,18 +39,6 @@ from evalret.report.svg import (
 )
 
 ARTIFACTS = REPO / "test-artifacts"  # screenshots and PDFs of the pages (gitignored)
-CHROMIUM = os.environ.get("EVALRET_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--no-first-run",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--no-default-browser-check",
-]
 SVG = "{http://www.w3.org/2000/svg}"
 runner = CliRunner()
 
@@ -244,25 +230,6 @@ DOM_FACTS = """() => {
     overflow: document.documentElement.scrollWidth - window.innerWidth,
   };
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Debian's Chromium, headless, no sandbox, GPU and background networking off, a fresh
-    profile (Playwright's temporary user-data-dir). Missing Chromium fails: CI must have it."""
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(
-            f"Chromium not found at {CHROMIUM}: `bash scripts/setup.sh --test` installs Debian's "
-            "chromium package (or set EVALRET_CHROMIUM to a Chromium binary)"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, chromium_sandbox=False
-        )
-        yield chromium
-        chromium.close()
 
 
 def open_page(browser: Any, html: Path, name: str, width: int = 1280) -> Loaded:

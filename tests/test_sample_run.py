@@ -14,9 +14,7 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 from evalret.cli import app
-from test_report_html import assert_clean, browser, open_page
-
-__all__ = ["browser"]  # test_report_html's Chromium fixture, used here too
+from test_report_html import assert_clean, open_page
 
 runner = CliRunner()
 DEFAULT = str(REPO / "configs" / "default.yaml")

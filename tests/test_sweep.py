@@ -297,7 +297,8 @@ def test_scifact_sweep_page_in_chromium(scifact_sweep: Path) -> None:
     """sweep.html loads clean in headless Chromium (no console error, nothing fetched, no
     script), with both scatter plots, a dot per point and faiss index, the Pareto points
     ringed and the machine-dependence said."""
-    from test_report_html import CHROMIUM, CHROMIUM_ARGS, assert_clean, open_page
+    from conftest import CHROMIUM, CHROMIUM_ARGS
+    from test_report_html import assert_clean, open_page
 
     if not Path(CHROMIUM).is_file():
         pytest.fail(f"Chromium not found at {CHROMIUM}: `bash scripts/setup.sh --test` installs it")
