@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from evalret.commands.hook import HOOK_ID
+from evalret.data import yamltext
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import RunIndexConfig, load_config
 from evalret.data.textfile import read_text
@@ -159,7 +160,7 @@ def _read_pre_commit(path: Path) -> tuple[str, dict[str, Any] | None]:
     """The text of an existing pre-commit config and its data (None when empty)."""
     text = read_text(path, "pre-commit config", InputError)
     try:
-        data = yaml.safe_load(text)
+        data = yamltext.load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -178,7 +179,7 @@ def _read_pre_commit(path: Path) -> tuple[str, dict[str, Any] | None]:
 def _loaded(text: str) -> Any:
     """The YAML data of ``text``, None when it does not parse."""
     try:
-        return yaml.safe_load(text)
+        return yamltext.load(text)
     except yaml.YAMLError:
         return None
 
