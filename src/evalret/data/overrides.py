@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from evalret.data import yamltext
 from evalret.data.config import Config, parse_config, read_yaml_mapping
@@ -163,7 +164,10 @@ def point_config(
         data = _set(data, axis, point[axis.path])
     settings = ", ".join(f"{k}={v!r}" for k, v in point.items())
     try:
-        cfg = parse_config(yaml.safe_dump(data, sort_keys=False), f"--set {settings}")
+        try:
+            cfg = Config.model_validate(data)  # the data the file's YAML and the --set made
+        except ValidationError:  # the same data as YAML text, for parse_config's messages
+            cfg = parse_config(yaml.safe_dump(data, sort_keys=False), f"--set {settings}")
     except ConfigError as e:
         problems = [Problem(p.message, "--set") for p in e.problems]
         texts = " ".join(f"--set {a.text}" for a in axes)
