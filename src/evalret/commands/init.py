@@ -161,7 +161,7 @@ def _read_pre_commit(path: Path) -> tuple[str, dict[str, Any] | None]:
     text = read_text(path, "pre-commit config", InputError)
     try:
         data = yamltext.load(text)
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, ValueError, RecursionError) as e:  # ValueError: an integer too long
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise InputError(
@@ -180,7 +180,7 @@ def _loaded(text: str) -> Any:
     """The YAML data of ``text``, None when it does not parse."""
     try:
         return yamltext.load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, RecursionError):
         return None
 
 
