@@ -84,8 +84,9 @@ def parse_axis(text: str) -> Axis:
     if measured is not None:
         raise _bad(
             text,
-            f"{path} changes what is measured ({measured}): a sweep compares settings on one "
-            "golden set and one metric definition; run one sweep per setting instead",
+            f"{path} changes what is measured{'' if path == measured else f' ({measured})'}: "
+            "a sweep compares settings on one golden set and one metric definition; run one "
+            "sweep per setting instead",
         )
     parsed = tuple(_scalar(text, raw) for raw in values.split(","))
     if len(set(map(repr, parsed))) != len(parsed):
