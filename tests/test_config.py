@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from evalret.commands.evaluate import metric_definitions
-from evalret.data.config import DEFAULT_METRICS, Config, load_config, parse_config
+from evalret.data.config import (
+    DEFAULT_METRICS,
+    Config,
+    GoldenSetConfig,
+    load_config,
+    parse_config,
+)
 from evalret.errors import ConfigError
 
 
@@ -149,3 +157,155 @@ def test_search_depth_in_the_config() -> None:
     with pytest.raises(ConfigError) as e:
         parse_config("metrics: [map]\nsearch_depth: 0\n", "cfg.yaml")
     assert "cfg.yaml:2: search_depth" in str(e.value)
+
+
+# --- strict config: a repeated key, a value of another type, a port out of range ----------------
+
+
+def test_a_repeated_key_names_the_file_the_key_and_both_lines(tmp_path: Path) -> None:
+    """YAML keeps the last of two equal keys without a word: a second `gate:` block dropped
+    every floor of the first and the gate passed. Refused with the key's path and both lines,
+    at every depth, inside a list item and in a flow mapping."""
+    path = tmp_path / "cfg.yaml"
+    path.write_text(
+        "gate:\n  thresholds:\n    ndcg@10: {min: 0.9}\nmetrics: [ndcg@10]\ngate:\n  ann_k: 5\n"
+    )
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert e.value.exit_code == 2
+    assert [str(p) for p in e.value.problems] == [
+        f"{path}:5: gate: duplicate key on lines 1 and 5 (the second would silently replace "
+        "the first)"
+    ]
+    assert problems("model:\n  name: a\n  batch_size: 8\n  name: b\n") == [
+        "cfg.yaml:4: model.name: duplicate key on lines 2 and 4 (the second would silently "
+        "replace the first)"
+    ]
+    nested = problems("slices:\n  custom:\n    - name: a\n      tag: x\n      tag: y\n")
+    assert nested[0].startswith("cfg.yaml:5: slices.custom[0].tag: duplicate key on lines 4 and 5")
+    flow = problems("gate:\n  thresholds: {ndcg@10: {min: 0.5}, ndcg@10: {min: 0.1}}\n")
+    assert flow[0].startswith("cfg.yaml:2: gate.thresholds.ndcg@10: duplicate key on lines 2 and 2")
+
+
+def test_a_merge_key_may_still_be_overridden() -> None:
+    """YAML's merge (`<<: *anchor`) brings in keys that the mapping may override: no repeat."""
+    cfg = parse_config(
+        "indexes:\n  hnsw: &graph {m: 8, ef_construction: 64, ef_search: 32}\n"
+        "  hybrid: {enabled: false}\n  bm25:\n    <<: {k1: 1.2, b: 0.5}\n    b: 0.7\n"
+    )
+    assert (cfg.indexes.bm25.k1, cfg.indexes.bm25.b) == (1.2, 0.7)
+
+
+def test_every_yaml_reader_refuses_a_repeated_key(tmp_path: Path) -> None:
+    """The sweep's reading of the config file and the pre-commit config of `evalret init
+    --pre-commit` go through the same loader as the config (src has no other yaml.load /
+    yaml.safe_load: --set values use it too)."""
+    from evalret.commands.init import add_pre_commit_hook
+    from evalret.data.overrides import raw_config
+    from evalret.errors import InputError
+
+    config = tmp_path / "evalret.yaml"
+    config.write_text("indexes:\n  hnsw: {ef_search: 8}\nindexes:\n  bm25: {enabled: false}\n")
+    with pytest.raises(ConfigError) as e:
+        raw_config(config)
+    assert f"{config}:3: indexes: duplicate key on lines 1 and 3" in str(e.value)
+    config.write_text("gate: {baseline: base.json}\n")
+    (tmp_path / ".pre-commit-config.yaml").write_text("repos: []\nrepos: []\n")
+    with pytest.raises(InputError, match="duplicate key 'repos' on lines 1 and 2"):
+        add_pre_commit_hook(tmp_path, config, [])
+    # an integer too long to convert was an internal error there (the config already refused it)
+    (tmp_path / ".pre-commit-config.yaml").write_text("repos: []\nx: " + "9" * 5000 + "\n")
+    with pytest.raises(InputError, match="invalid YAML: Exceeds the limit"):
+        add_pre_commit_hook(tmp_path, config, [])
+    src = REPO / "src" / "evalret"
+    readers = sorted(
+        str(p.relative_to(src))
+        for p in src.rglob("*.py")
+        if re.search(r"yaml\.(safe_)?load\(|yaml\.load_all|yaml\.full_load", p.read_text())
+    )
+    assert readers == [], f"YAML read without evalret.data.yamltext: {readers}"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "sample: {queries: true}",
+            "sample.queries: Input should be a valid integer, not a boolean",
+        ),
+        (
+            "sample: {queries: '10'}",
+            "sample.queries: Input should be a valid integer, not a string",
+        ),
+        (
+            "sample: {queries: 10.0}",
+            "sample.queries: Input should be a valid integer, not a number",
+        ),
+        ("leakage: {threshold: '0.5'}", "leakage.threshold: Input should be a valid number"),
+        ("gate: {ann_min_recall: true}", "gate.ann_min_recall: Input should be a valid number"),
+        ("gate:\n  thresholds:\n    ndcg@10: {min: '0.5'}", "gate.thresholds.ndcg@10.min"),
+        (
+            "model: {normalize: 1}",
+            "model.normalize: Input should be a valid boolean, not an integer",
+        ),
+        ("health: {enabled: 'false'}", "health.enabled: Input should be a valid boolean"),
+        ("bootstrap: {samples: '1000'}", "bootstrap.samples: Input should be a valid integer"),
+        ("indexes:\n  hnsw: {ef_search: 12.0}", "indexes.hnsw.ef_search: Input should be a valid"),
+        ("indexes:\n  r: {type: run, path: r.tsv, enabled: 0}", "indexes.r.enabled: Input should"),
+    ],
+)
+def test_no_value_is_converted_to_another_type(text: str, said: str) -> None:
+    """`queries: true` ran as 1 query, `'10'` as 10, `"0.5"` as a float, 1 as true: each is
+    refused at its key and line, saying what was given."""
+    got = "\n".join(problems(text + "\n"))
+    assert f"cfg.yaml:{text.count(chr(10)) + 1}: {said}" in got, got
+
+
+def test_integers_still_read_as_floats_and_strings_as_paths_and_choices() -> None:
+    """Strictness keeps what YAML means: an integer is a number (k1: 2, min: 0), a path and a
+    choice are strings."""
+    cfg = parse_config(
+        "golden_set: {path: sets/x, format: beir}\nindexes:\n  bm25: {k1: 2, b: 1}\n"
+        "  r: {type: run, path: runs/r.tsv}\nmetrics: [ndcg@10]\n"
+        "gate:\n  thresholds:\n    ndcg@10: {min: 0, max_drop: 1}\nleakage: {threshold: 1}\n"
+    )
+    assert cfg.indexes.bm25.k1 == 2.0 and isinstance(cfg.indexes.bm25.k1, float)
+    assert cfg.golden_set.path == Path("sets/x") and cfg.golden_set.format == "beir"
+    assert cfg.gate.thresholds is not None and cfg.gate.thresholds["ndcg@10"].min == 0.0
+    assert cfg.indexes.typed["r"].path == Path("runs/r.tsv")  # type: ignore[union-attr]
+
+
+def test_the_shipped_configs_golden_set_and_baseline_still_load() -> None:
+    """configs/*.yaml, init's template, the demo golden set and the baselines' golden-set
+    sections (read back from JSON) pass the strict models."""
+    from evalret.data.baseline import golden_set_of, load_baseline
+    from evalret.data.goldenset import load_golden_set
+
+    configs = sorted((REPO / "configs").glob("*.yaml"))
+    for path in [*configs, REPO / "src" / "evalret" / "templates" / "evalret.yaml"]:
+        load_config(path)
+    assert load_golden_set(load_config(REPO / "configs" / "default.yaml").golden_set).doc_ids
+    baselines = sorted((REPO / "baselines").glob("*.json"))
+    assert baselines
+    for path in baselines:
+        report = load_baseline(path)
+        GoldenSetConfig.model_validate(report.config["golden_set"])
+        assert golden_set_of(report) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("model: {provider: openai, name: m, base_url: 'http://localhost:99999/v1'}", "base_url"),
+        ("model: {provider: openai, name: m, base_url: 'http://localhost:0/v1'}", "base_url"),
+        ("model: {provider: openai, name: m, base_url: 'http://localhost:8o/v1'}", "base_url"),
+        ("embedding: {engine: ray, address: 'ray://head:70000'}", "address"),
+    ],
+)
+def test_a_port_out_of_range_is_a_config_error(text: str, key: str) -> None:
+    """A port that is no number from 1 to 65535 was taken, and failed at the first request
+    (exit 3, after loading the model): refused at its key."""
+    got = "\n".join(problems(text + "\n"))
+    assert f"cfg.yaml:1: {'model' if key == 'base_url' else 'embedding'}.{key}" in got
+    assert "the port is" in got
+    assert parse_config("model: {provider: openai, name: m, base_url: 'http://[::1]:8080/v1'}")

@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
+from evalret.cli import app
 from evalret.commands.evaluate import run_evaluation, topk_overlap
 from evalret.core.ranking import apply_tie_rule, id_rank
 from evalret.data.config import (
@@ -32,6 +34,7 @@ from evalret.data.config import (
     GoldenSetConfig,
     ModelConfig,
     PgvectorIndexConfig,
+    load_config,
 )
 from evalret.data.goldenset import load_golden_set
 from evalret.engines.embedders import open_embedder
@@ -373,16 +376,9 @@ def test_dsn_never_appears_in_the_report(
     assert ann.slices["all"].recall["recall@10"] == pytest.approx(float(overlap.mean()))
 
 
-@pytest.mark.parametrize(
-    "bad",
-    [
-        f"postgresql://postgres:{SECRET}@/postgres?host=/nonexistent-dir",
-        f"host=/nonexistent-dir password={SECRET} user",
-    ],
-)
-def test_dsn_never_appears_in_an_error(bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An unreachable server or a malformed DSN is an error (exit 3) that shows neither the DSN
-    nor its password."""
+def test_dsn_never_appears_in_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unreachable server is an error (exit 3) that shows neither the DSN nor its password."""
+    bad = f"postgresql://postgres:{SECRET}@/postgres?host=/nonexistent-dir"
     monkeypatch.setenv(ENV, bad)
     with pytest.raises(PgvectorError) as caught:
         _retriever().retrieve(_job(_random(20, 8, 9), _random(2, 8, 10), 5))
@@ -390,6 +386,44 @@ def test_dsn_never_appears_in_an_error(bad: str, monkeypatch: pytest.MonkeyPatch
     assert bad not in message and SECRET not in message
     assert f"${ENV}" in message
     assert caught.value.exit_code == 3
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        (f"host=/nonexistent-dir password={SECRET} user", "libpq cannot parse it"),
+        (f"postgresql://u:{SECRET}@localhost:99999/db", "out of range (1..65535)"),
+        (f"host=localhost port=0 password={SECRET}", "out of range (1..65535)"),
+        (f"postgresql://u:{SECRET}@localhost:54x2/db", "not a number"),
+        (f"host=a,b port=5432,5433,5434 password={SECRET}", "3 ports for 2 hosts"),
+    ],
+)
+def test_a_malformed_dsn_is_a_config_error_at_load(
+    bad: str, said: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A DSN libpq would refuse (unparsable, a port out of range or not a number) is a config
+    error (exit 2) when the config is loaded, at dsn_env's line, before anything is embedded;
+    and when the index runs (a config made before the variable was set). Neither the DSN nor
+    its password is shown. It was exit 3 after the embedding (a port out of range only when
+    connecting)."""
+    config = tmp_path / "pg.yaml"
+    config.write_text(f"indexes:\n  pg:\n    type: pgvector\n    dsn_env: {ENV}\n")
+    monkeypatch.setenv(ENV, bad)
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    message = str(caught.value)
+    assert f"{config}:4: indexes.pg.dsn_env: the environment variable {ENV}" in message
+    assert said in message and SECRET not in message and bad not in message
+    assert caught.value.exit_code == 2
+    result = CliRunner().invoke(app, ["run", "-c", str(config), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert "indexes.pg.dsn_env" in result.output and SECRET not in result.output
+    monkeypatch.delenv(ENV)
+    retriever = _retriever()  # valid while the variable is unset
+    monkeypatch.setenv(ENV, bad)
+    with pytest.raises(ConfigError) as caught:
+        retriever.retrieve(_job(_random(20, 8, 9), _random(2, 8, 10), 5))
+    assert said in str(caught.value) and SECRET not in str(caught.value)
 
 
 def test_unset_variable_and_missing_library_are_clear_config_errors(

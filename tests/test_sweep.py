@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,13 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 from evalret.cli import app
+from evalret.commands.evaluate import metric_definitions
 from evalret.commands.sweep import sweep_command, sweep_configs
 from evalret.core.pareto import pareto_front
+from evalret.data.config import Config, load_config
 from evalret.data.overrides import grid, parse_axes
 from evalret.data.sweep import SweepReport
-from evalret.errors import ConfigError
+from evalret.errors import ConfigError, InputError
 
 DEFAULT = REPO / "configs" / "default.yaml"
 
@@ -95,6 +98,115 @@ def test_a_path_set_twice_exits_2(tmp_path: Path) -> None:
         "sweep", "--set", "indexes.hnsw.m=4", "--set", "indexes.hnsw.m=8", "-o", str(tmp_path)
     )
     assert code == 2 and "more than one --set" in out, out
+
+
+def _values(n: int) -> str:
+    return ",".join(str(v) for v in range(1, n + 1))
+
+
+def test_a_grid_over_the_bound_needs_max_points(tmp_path: Path) -> None:
+    """Each point is a whole evaluation: a grid of more than 1,000 points (here 1,001) is
+    refused before any point is made unless --max-points allows it, and --max-points lowers the
+    bound too. Nothing is built or written."""
+    big = [f"indexes.hnsw.ef_search={_values(1001)}"]
+    with pytest.raises(
+        InputError,
+        match=r"1001 points \(1001\), more than the bound of 1000: "
+        r"pass --max-points 1001",
+    ):
+        sweep_configs(DEFAULT, big)
+    assert len(sweep_configs(DEFAULT, big, max_points=1001)[2]) == 1001
+    # a grid far too large to list is refused as fast (its size is a product, never built)
+    huge = [f"indexes.hnsw.ef_search={_values(1000)}", f"indexes.hnsw.m={_values(1000)}"]
+    with pytest.raises(InputError, match=r"1000000 points \(1000 x 1000\)"):
+        sweep_configs(DEFAULT, huge, max_points=10_000)
+    code, out = invoke(
+        "sweep", "-c", str(DEFAULT), "--set", "indexes.hnsw.ef_search=16,32,64",
+        "--max-points", "2", "--out", str(tmp_path / "s"),
+    )  # fmt: skip
+    assert code == 2 and "3 points (3), more than --max-points 2" in out, out
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "golden_set.path=../golden_sets/demo,elsewhere",
+        "golden_set.split=test,dev",
+        "golden_set.format=auto,native",
+        "sample.queries=10,20",
+        "relevance_level=1,2",
+        "ndcg_gain=linear,exponential",
+        "queries_without_relevant=exclude,zero",
+        "search_depth=100,200",
+        "metrics=ndcg@10",
+    ],
+)
+def test_an_axis_over_what_is_measured_is_refused(option: str) -> None:
+    """A sweep compares settings on one measurement: an axis over the golden set, its sample or
+    the metric definitions would compare numbers that do not measure the same thing."""
+    with pytest.raises(ConfigError, match="changes what is measured"):
+        sweep_configs(DEFAULT, [option])
+
+
+def test_the_refused_axes_cover_every_metric_definition() -> None:
+    """Every config key in the run's metric definitions (commands/evaluate.py) is refused."""
+    from evalret.data.overrides import MEASURED
+
+    cfg = Config(metrics=["ndcg@10", "map"], search_depth=200)
+    keys = {"metrics" if k == "names" else k for k in metric_definitions(cfg)} - {"tie_rule"}
+    assert keys <= set(MEASURED) and keys <= set(Config.model_fields)
+    assert {"golden_set", "sample"} <= set(MEASURED)
+
+
+def test_a_setting_of_a_disabled_index_is_refused(tmp_path: Path) -> None:
+    """`--set indexes.hnsw.ef_search=16,32` with hnsw disabled ran every point the same and
+    reported them as different settings: refused, naming the index and the point, as is a
+    setting swept at points where another axis disables its index. Sweeping `enabled` itself
+    is fine."""
+    off = tmp_path / "off.yaml"
+    off.write_text(
+        DEFAULT.read_text(encoding="utf-8").replace("ef_construction: 200", "enabled: false")
+        .replace("  hnsw:\n    enabled: true\n", "  hnsw:\n")
+    )  # fmt: skip
+    assert load_config(off).indexes.hnsw.enabled is False
+    with pytest.raises(ConfigError, match=r"index hnsw is disabled at indexes.hnsw.ef_search=16"):
+        sweep_configs(off, ["indexes.hnsw.ef_search=16,32"])
+    with pytest.raises(ConfigError, match=r"index hnsw is disabled at .*enabled=False"):
+        sweep_configs(DEFAULT, ["indexes.hnsw.enabled=true,false", "indexes.hnsw.m=8,16"])
+    assert len(sweep_configs(DEFAULT, ["indexes.hnsw.enabled=true,false"])[2]) == 2
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("model.normalize=1,0", "model.normalize: Input should be a valid boolean"),
+        ("indexes.hnsw.ef_search='16','32'", "indexes.hnsw.ef_search: Input should be a valid "
+         "integer, not a string ('16')"),
+        ("indexes.hnsw.ef_search=16.0", "not a number (16.0)"),
+    ],
+)  # fmt: skip
+def test_set_values_are_not_converted(option: str, said: str) -> None:
+    """A --set value is validated as strictly as the file: 1 is no boolean, '16' no integer."""
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        sweep_configs(DEFAULT, [option])
+    assert sweep_configs(DEFAULT, ["indexes.bm25.k1=1,2"])[2][0].indexes.bm25.k1 == 1.0
+
+
+def test_the_config_file_own_problems_are_named_at_their_line(tmp_path: Path) -> None:
+    """A repeated key in the swept config file (a second `indexes:` block dropped the first
+    block's settings) is refused at the file's line, as is a value of the wrong type in it."""
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        "indexes:\n  hnsw: {threads: 1}\nmetrics: [ndcg@10]\nindexes:\n  bm25: {k1: 1}\n"
+    )
+    with pytest.raises(ConfigError) as e:
+        sweep_configs(config, ["indexes.hnsw.ef_search=16,32"])
+    assert f"{config}:4: indexes: duplicate key on lines 1 and 4" in str(e.value)
+    config.write_text("bootstrap: {samples: '1000'}\n")
+    with pytest.raises(ConfigError) as e:
+        sweep_configs(config, ["indexes.hnsw.ef_search=16,32"])
+    assert f"{config}:1: bootstrap.samples: Input should be a valid integer" in str(e.value)
 
 
 # --- the Pareto front -----------------------------------------------------------------------------

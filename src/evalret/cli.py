@@ -813,6 +813,15 @@ def sweep(
             "--repeats", min=1, max=1000, help="Times every query is searched when timing."
         ),
     ] = 3,
+    max_points: Annotated[
+        int | None,
+        typer.Option(
+            "--max-points",
+            min=1,
+            help="The most grid points to run (default 1000): a larger grid is refused "
+            "unless this allows it.",
+        ),
+    ] = None,
     no_cache: NoCache = False,
     progress: ShowProgress = True,
 ) -> None:
@@ -829,6 +838,7 @@ def sweep(
         out,
         repeats=repeats,
         no_cache=no_cache,
+        max_points=max_points,
         progress=lambda: _progress(progress),
     )
     console.print(sweep_table(outcome.report))

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from evalret.commands.hook import HOOK_ID
+from evalret.data import yamltext
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import RunIndexConfig, load_config
 from evalret.data.textfile import read_text
@@ -159,8 +160,8 @@ def _read_pre_commit(path: Path) -> tuple[str, dict[str, Any] | None]:
     """The text of an existing pre-commit config and its data (None when empty)."""
     text = read_text(path, "pre-commit config", InputError)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
+        data = yamltext.load(text)
+    except (yaml.YAMLError, ValueError, RecursionError) as e:  # ValueError: an integer too long
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise InputError(
@@ -178,8 +179,8 @@ def _read_pre_commit(path: Path) -> tuple[str, dict[str, Any] | None]:
 def _loaded(text: str) -> Any:
     """The YAML data of ``text``, None when it does not parse."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
+        return yamltext.load(text)
+    except (yaml.YAMLError, ValueError, RecursionError):
         return None
 
 

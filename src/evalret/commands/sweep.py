@@ -27,11 +27,19 @@ from evalret.commands.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.core.digest import json_digest
 from evalret.core.pareto import pareto_front
 from evalret.data.atomic import atomic_write_text, check_writable_dir
-from evalret.data.config import Config
-from evalret.data.overrides import Axis, grid, parse_axes, point_config, raw_config
+from evalret.data.config import Config, load_config
+from evalret.data.overrides import (
+    Axis,
+    check_size,
+    grid,
+    parse_axes,
+    point_config,
+    raw_config,
+)
 from evalret.data.schema import RunReport
 from evalret.data.sweep import IndexCost, SweepIndex, SweepPoint, SweepReport
 from evalret.engines.search_cost import SearchCost, machine, measure
+from evalret.errors import ConfigError
 from evalret.version import __version__
 
 QUALITY = "ndcg@10"
@@ -71,15 +79,22 @@ def _no_progress(_: str, __: int) -> Callable[[int], None]:
 
 
 def sweep_configs(
-    config: Path | None, sets: list[str], no_cache: bool = False
+    config: Path | None, sets: list[str], no_cache: bool = False, max_points: int | None = None
 ) -> tuple[list[Axis], list[dict[str, Any]], list[Config]]:
     """The axes, the grid points and each point's validated config (all validated before
-    anything runs: a bad value fails at once, naming its --set)."""
+    anything runs: a bad value fails at once, naming its --set; a grid over ``max_points``
+    points, by default MAX_POINTS, is refused before any point is made)."""
     axes = parse_axes(sets)
+    check_size(axes, max_points)
     data = raw_config(config)
     base = config.resolve().parent if config is not None else Path.cwd()
     points = grid(axes)
-    configs = [point_config(data, base, axes, p) for p in points]
+    try:
+        configs = [point_config(data, base, axes, p) for p in points]
+    except ConfigError:
+        if config is not None:
+            load_config(config)  # the file's own problems first, at their lines
+        raise
     if no_cache:
         configs = [without_cache(c) for c in configs]
     return axes, points, configs
@@ -247,12 +262,13 @@ def sweep_command(
     *,
     repeats: int = 3,
     no_cache: bool = False,
+    max_points: int | None = None,
     progress: ProgressBars = no_bars,
 ) -> SweepOutcome:
     """Evaluate every grid point of ``sets`` and write ``out``/sweep.json and sweep.html."""
     from evalret.report.sweep_view import sweep_html
 
-    axes, points, configs = sweep_configs(config, sets, no_cache)
+    axes, points, configs = sweep_configs(config, sets, no_cache, max_points)
     check_writable_dir(out, "output directory")
     with progress() as factory:
         swept, reports = _evaluate_points(points, configs, repeats, factory)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -19,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    Strict,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -30,6 +32,7 @@ from evalret.core import gate
 from evalret.core.metrics import MAX_CUTOFF, MAX_GRADE, cutoffs, parse_metrics, search_depth
 from evalret.core.slices import CustomSlice, Slice, build_slices
 from evalret.core.stats import Correction, PairedTest
+from evalret.data import yamltext
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, MetricError, Problem
 
@@ -57,16 +60,22 @@ def _usable_path(path: Path) -> Path:
     return path
 
 
-UsablePath = Annotated[Path, AfterValidator(_usable_path)]
+# a path is written as a YAML string: the one field type the strict models take from a str
+UsablePath = Annotated[Path, Strict(False), AfterValidator(_usable_path)]
 
 
 # how queries without a relevant document count: left out of the means, or scored (trec_eval)
 WithoutRelevant = Literal["exclude", "zero"]
 
 
+# strict: no value is converted to another type (``queries: true`` is no 1, ``'10'`` no 10,
+# ``"0.5"`` no float, 1 no boolean); an integer is still a float. No NaN or infinity anywhere: a
+# NaN floor passes every check (nothing is below NaN)
+_MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+
+
 class _Strict(BaseModel):
-    # no NaN or infinity anywhere: a NaN floor passes every check (nothing is below NaN)
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = _MODEL_CONFIG
 
 
 GoldenFormatName = Literal["auto", "native", "beir", "trec"]
@@ -259,6 +268,14 @@ class ModelConfig(_Strict):
             return {k: v for k, v in data.items() if k not in local}
         return {k: v for k, v in data.items() if k not in _PROVIDER_KEYS["openai"]}
 
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_port(cls, v: str) -> str:
+        problem = url_port_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @model_validator(mode="after")
     def _backend_settings(self) -> ModelConfig:
         if self.precision == "int8" and self.backend != "onnx":
@@ -329,6 +346,56 @@ def _table_name(v: str) -> str:
 
 
 SqlName = Annotated[str, AfterValidator(_sql_name)]
+
+_PORT_TEXT = re.compile(r"\s*\+?\d+\s*")  # what libpq's parse_int_param reads as a number
+
+
+OUT_OF_RANGE = "the port is out of range (1..65535)"
+
+
+def port_problem(port: str) -> str | None:
+    """Why ``port`` (a URL's or a DSN's, as text) is no TCP port 1..65535, without quoting it;
+    None when it is one."""
+    if not _PORT_TEXT.fullmatch(port):
+        return "the port is not a number"
+    if not 1 <= int(port) <= 65535:
+        return OUT_OF_RANGE
+    return None
+
+
+def url_port_problem(url: str) -> str | None:
+    """Why the port of ``url`` (``scheme://host:port/...``) is no TCP port; None when it is one
+    or the URL has none."""
+    try:
+        port = urlsplit(url).port
+    except ValueError as e:  # not a number, or above 65535
+        return OUT_OF_RANGE if "out of range" in str(e) else "the port is not a number"
+    return OUT_OF_RANGE if port == 0 else None
+
+
+def dsn_problem(dsn: str) -> str | None:
+    """Why libpq would refuse the connection string ``dsn`` before connecting (it does not parse,
+    a port is no number or out of range, the ports do not match the hosts); None when it would
+    try to connect. The reason never quotes the DSN (it may hold a password). Without psycopg
+    installed nothing is checked here: the index then refuses to run, naming the extra."""
+    try:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return None
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "libpq cannot parse it"
+    ports = str(params.get("port") or "").split(",")
+    for port in ports:
+        problem = port_problem(port) if port.strip() else None
+        if problem:
+            return problem
+    hosts = str(params.get("host") or params.get("hostaddr") or "").split(",")
+    if len(ports) > 1 and len(ports) != len(hosts):
+        return f"{len(ports)} ports for {len(hosts)} hosts"
+    return None
 
 
 DENSE_INDEXES = ("exact", "hnsw")
@@ -427,6 +494,20 @@ class PgvectorIndexConfig(TypedIndexBase):
             raise ValueError("ef_construction must be at least 2 * m (pgvector refuses less)")
         return self
 
+    @model_validator(mode="after")
+    def _usable_dsn(self) -> PgvectorIndexConfig:
+        """The DSN in ``dsn_env``, when set, is one libpq takes (checked when the config is
+        loaded, not after the embedding); an unset variable is refused when the index runs."""
+        dsn = os.environ.get(self.dsn_env, "")
+        problem = dsn_problem(dsn) if self.enabled and dsn.strip() else None
+        if problem:
+            raise AtKey(
+                f"the environment variable {self.dsn_env} holds no usable connection string "
+                f"(not shown): {problem}",
+                ("dsn_env",),
+            )
+        return self
+
 
 TypedIndexConfig = Annotated[
     RunIndexConfig | PythonIndexConfig | PgvectorIndexConfig, Field(discriminator="type")
@@ -439,7 +520,7 @@ class IndexesConfig(_Strict):
 
     # extra keys are typed indexes (validated as TypedIndexConfig); a config without them
     # dumps exactly as before
-    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(**{**_MODEL_CONFIG, "extra": "allow"})
     __pydantic_extra__: dict[str, TypedIndexConfig] = Field(init=False)
 
     exact: ExactIndexConfig = ExactIndexConfig()
@@ -747,6 +828,8 @@ class EmbeddingConfig(_Strict):
     @field_validator("address")
     @classmethod
     def _known_address(cls, v: str | None) -> str | None:
+        if v is not None and RAY_ADDRESS.match(v) and (problem := url_port_problem(v)):
+            raise ValueError(f"{v!r}: {problem}")
         if v is None or v == "auto" or RAY_ADDRESS.match(v):
             return v
         raise ValueError(
@@ -981,7 +1064,7 @@ def _node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None
     for part in loc:
         child = None
         if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
+            for key, value in reversed(node.value):  # the last: a merge's key may be overridden
                 if key.value == part:
                     child = key if part == loc[-1] else value
                     break
@@ -1004,14 +1087,39 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _yaml_problem(e: yaml.YAMLError, text: str) -> tuple[str, int | None]:
+def _key_loc(node: yaml.Node | None, mark: Any) -> tuple[int | str, ...] | None:
+    """The path of the mapping key under ``node`` that starts at ``mark``."""
+    pairs: list[tuple[int | str, yaml.Node, yaml.Node | None]] = []
+    if isinstance(node, yaml.MappingNode):
+        pairs = [(k.value, k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)]
+    elif isinstance(node, yaml.SequenceNode):
+        pairs = [(n, child, child) for n, child in enumerate(node.value)]
+    for part, key, value in pairs:
+        if key.start_mark.index == mark.index and isinstance(node, yaml.MappingNode):
+            return (part,)
+        below = _key_loc(value, mark)
+        if below is not None:
+            return (part, *below)
+    return None
+
+
+def _yaml_problem(
+    e: yaml.YAMLError, text: str, root: yaml.Node | None = None
+) -> tuple[str, int | None]:
     """The message and 1-based line of a YAML error (a reader error, e.g. a control character,
-    carries a character position instead of a mark)."""
+    carries a character position instead of a mark); a repeated key is named by its path."""
     if isinstance(e, yaml.reader.ReaderError):
         line = text.count("\n", 0, e.position) + 1
         return f"unacceptable character #x{e.character:04x}: {e.reason}", line
     mark = getattr(e, "problem_mark", None)
-    return getattr(e, "problem", None) or str(e), mark.line + 1 if mark is not None else None
+    message = getattr(e, "problem", None) or str(e)
+    first = getattr(e, "context_mark", None)
+    if isinstance(e, yamltext.DuplicateKeyError) and mark is not None and first is not None:
+        loc = _key_loc(root, mark)
+        if loc:
+            lines = f"lines {first.line + 1} and {mark.line + 1}"
+            message = f"{_format_loc(loc)}: duplicate key on {lines}{yamltext.REPLACED}"
+    return message, mark.line + 1 if mark is not None else None
 
 
 def _unconstructible_line(node: yaml.Node | None) -> int | None:
@@ -1031,14 +1139,16 @@ def _unconstructible_line(node: yaml.Node | None) -> int | None:
     return None
 
 
-def parse_config(text: str, source: str = "<config>") -> Config:
-    """Validate YAML text into a Config; every problem is reported with its key path and line."""
+def read_yaml_mapping(text: str, source: str) -> tuple[dict[str, Any], yaml.Node | None]:
+    """The config's YAML as a mapping ({} when empty) and its node tree (for lines); a
+    ConfigError with the line for malformed YAML, a repeated key or a top level that is no
+    mapping."""
     root = None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data: Any = yaml.safe_load(text)
+        root = yamltext.compose(text)
+        data: Any = yamltext.construct(root)
     except yaml.YAMLError as e:
-        message, line = _yaml_problem(e, text)
+        message, line = _yaml_problem(e, text, root)
         raise ConfigError("invalid YAML", [Problem(message, source, line)]) from None
     except RecursionError:
         raise ConfigError("invalid YAML", [Problem("nested too deeply", source)]) from None
@@ -1049,23 +1159,48 @@ def parse_config(text: str, source: str = "<config>") -> Config:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError("invalid config", [Problem("the top level must be a mapping", source, 1)])
+    return data, root
+
+
+# pydantic's error types of a value of the wrong type (the models are strict: nothing converts)
+_TYPE_ERRORS = ("int_type", "float_type", "bool_type", "string_type")
+_YAML_TYPES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+_YAML_SHAPES = {dict: "a mapping", list: "a list", type(None): "null"}
+
+
+def _given(value: Any) -> str:
+    """What a value of the wrong type is, as the YAML reader made it: ``a string ('10')``."""
+    kind = _YAML_TYPES.get(type(value))
+    if kind is None:
+        return _YAML_SHAPES.get(type(value), type(value).__name__)
+    shown = str(value).lower() if isinstance(value, bool) else repr(value)
+    return f"{kind} ({shown[:60]}{'...' if len(shown) > 60 else ''})"
+
+
+def _validation_problem(err: Any, root: yaml.Node | None, source: str) -> Problem:
+    """One pydantic error as a Problem at its key's path and line."""
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function")))
+    if len(loc) >= 3 and loc[0] == "indexes" and loc[2] in INDEX_TYPES:
+        loc = loc[:2] + loc[3:]  # the union's tag is no key of the file
+    error = (err.get("ctx") or {}).get("error")
+    if isinstance(error, AtKey):
+        loc = loc + error.loc
+    msg = str(error) if isinstance(error, AtKey) else err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif err["type"] in _TYPE_ERRORS:
+        msg = f"{msg}, not {_given(err['input'])}"
+    return Problem(f"{_format_loc(loc)}: {msg}", source, _node_line(root, loc))
+
+
+def parse_config(text: str, source: str = "<config>") -> Config:
+    """Validate YAML text into a Config; every problem is reported with its key path and line.
+    The models are strict: a value of another type is refused, never converted."""
+    data, root = read_yaml_mapping(text, source)
     try:
         return Config.model_validate(data)
     except ValidationError as e:
-        problems = []
-        for err in e.errors():
-            loc = tuple(
-                p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function"))
-            )
-            if len(loc) >= 3 and loc[0] == "indexes" and loc[2] in INDEX_TYPES:
-                loc = loc[:2] + loc[3:]  # the union's tag is no key of the file
-            error = (err.get("ctx") or {}).get("error")
-            if isinstance(error, AtKey):
-                loc = loc + error.loc
-            msg = str(error) if isinstance(error, AtKey) else err["msg"]
-            if err["type"] == "extra_forbidden":
-                msg = "unknown key"
-            problems.append(Problem(f"{_format_loc(loc)}: {msg}", source, _node_line(root, loc)))
+        problems = [_validation_problem(err, root, source) for err in e.errors()]
         raise ConfigError(f"invalid config {source}", problems) from None
 
 

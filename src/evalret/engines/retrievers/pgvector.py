@@ -45,7 +45,7 @@ from urllib.parse import quote
 import numpy as np
 
 from evalret.core.ranking import SearchResult, empty_result, top_candidates
-from evalret.data.config import Config, PgvectorIndexConfig
+from evalret.data.config import Config, PgvectorIndexConfig, dsn_problem
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 from evalret.errors import ConfigError, EvalretError, ExitCode
 
@@ -121,12 +121,12 @@ def _connect(settings: PgvectorIndexConfig, name: str) -> tuple[Any, _Redactor]:
     dsn = _read_dsn(settings, name)
     redactor = _Redactor(dsn)
     where = f"index {name}: the Postgres named by ${settings.dsn_env}"
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        conninfo_to_dict(dsn)
-    except psycopg.Error:
-        raise PgvectorError(f"{where}: not a valid connection string (not shown)") from None
+    problem = dsn_problem(dsn)  # checked when the config is loaded too: bad input, exit 2
+    if problem:
+        raise ConfigError(
+            f"indexes.{name}.dsn_env: the environment variable {settings.dsn_env} holds no "
+            f"usable connection string (not shown): {problem}"
+        )
     try:
         conn = psycopg.connect(dsn, application_name="evalret", autocommit=False)
     except psycopg.Error as e:
