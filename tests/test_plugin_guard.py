@@ -107,6 +107,7 @@ class Encoder:
 
     def encode(self, texts, kind):
         if self.where == "encode":
+            print("PLUGIN: GATE PASSED")
             sys.exit(0)
         if self.where == "encode-lazy":
             raise GeneratorExit
@@ -157,11 +158,13 @@ def retriever_config(directory: Path, callable_: str, extra: str = "") -> Path:
     return path
 
 
-def encoder_config(directory: Path, where: str, callable_: str = "guard_encoder:make") -> Path:
+def encoder_config(
+    directory: Path, where: str, callable_: str = "guard_encoder:make", extra: str = ""
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "cfg.yaml"
     path.write_text(
-        f"golden_set: {{path: {DEMO}}}\ncache: {{dir: {directory / 'cache'}}}\n"
+        f"golden_set: {{path: {DEMO}}}\ncache: {{dir: {directory / 'cache'}}}\n{extra}"
         f"model: {{provider: python, callable: '{callable_}', options: {{where: '{where}'}}}}\n"
         f"indexes:\n{DENSE_ONLY}"
     )
@@ -362,3 +365,20 @@ def test_a_signal_during_a_hanging_plugin(
     assert word in stderr and "Traceback" not in stderr
     assert started.read_text() == "cleaned up"
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_the_guard_holds_in_ray_actors(plugins: Path, tmp_path: Path) -> None:
+    """embedding.engine ray builds the encoder in its actors through the same class: a
+    sys.exit(0) in encode() there is exit 3 naming the callable (not Ray's wrapping), and what
+    it printed never reaches evalret's stdout. (A local Ray runtime: some 20 s.)"""
+    ray = "embedding: {engine: ray, workers: 1, batch_size: 64}\n"
+    config = encoder_config(tmp_path, "encode", extra=ray)
+    process = evalret(
+        plugins, "run", "-c", str(config), "-o", str(tmp_path / "out"), "--no-cache", "--no-progress"
+    )
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 3, stderr
+    message = "Error: guard_encoder:make encode() raised SystemExit(0)"
+    assert message in stderr and "(in a Ray actor)" in stderr, stderr
+    assert "PLUGIN:" not in stdout
+    assert not (tmp_path / "out").exists()

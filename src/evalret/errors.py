@@ -93,9 +93,15 @@ class ModelError(EvalretError):
 class PluginError(EvalretError):
     """Code the config names (a Python retriever, a custom encoder) failed, tried to end the
     process (SystemExit with any code) or returned something unusable; its exception is the
-    ``__cause__`` (its traceback is printed under EVALRET_DEBUG=1)."""
+    ``__cause__`` (its traceback is printed under EVALRET_DEBUG=1). ``message`` is the message
+    as raised, kept when a library appends to the exception's arguments (Ray does, on its way
+    from an actor)."""
 
     exit_code = ExitCode.INTERNAL
+
+    def __init__(self, message: str, *more: object) -> None:
+        super().__init__(message, *more)
+        self.message = message
 
 
 class Terminated(BaseException):  # noqa: N818 - named for the signal, as KeyboardInterrupt is
