@@ -3,8 +3,9 @@ exit.
 
 Exit codes: 0 success, 1 regression found by the gate, 2 invalid input or usage, 3 internal or
 runtime failure (a plug-in's too, a plug-in's sys.exit included), 130 Ctrl-C, 143 SIGTERM; 0 and
-1 are only ever the verdict of a command that ran to its end. Heavy libraries (torch, sentence-transformers, faiss) load only inside commands;
-`evalret --help` imports neither rich, numpy nor pydantic.
+1 are only ever the verdict of a command that ran to its end. Heavy libraries (torch,
+sentence-transformers, faiss) load only inside commands; `evalret --help` imports neither rich,
+numpy nor pydantic.
 
 Numeric options and their bounds (checked before anything runs, exit 2 naming the option):
 ``compare --alpha`` in (0, 1), ``--min-gain`` finite and >= 0, ``--samples`` from 100 to
@@ -954,7 +955,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def _install_signal_handlers() -> None:
     """SIGTERM raises Terminated and SIGINT KeyboardInterrupt, so that clean-up runs as for an
-    exception; each is recorded so that main() exits 128 + its number. A signal the parent
+    exception; each is recorded, for main() to tell click's exit 1 after Ctrl-C. A signal the parent
     ignores (SIG_IGN, e.g. SIGINT for a background job) stays ignored."""
     for signum, handler in ((signal.SIGINT, _on_sigint), (signal.SIGTERM, _on_sigterm)):
         try:
@@ -965,8 +966,10 @@ def _install_signal_handlers() -> None:
 
 
 def main() -> None:
-    """Console-script entry point. A signal that arrived at any point (in option parsing too,
-    where click would exit 1 on Ctrl-C) decides the exit code: 130 for SIGINT, 143 for SIGTERM."""
+    """Console-script entry point. SIGTERM is exit 143 wherever it lands; Ctrl-C 130 in a command
+    (``_exit_code``) and during option parsing too, where click would exit 1, which reads as a
+    regression. A command that takes Ctrl-C as its normal end (annotate's server) exits as it
+    returns."""
     _install_signal_handlers()
     code: Any
     try:
@@ -976,7 +979,7 @@ def main() -> None:
         code = e.code
     except Terminated:
         code = ExitCode.TERMINATED
-    if _signalled:
+    if code == ExitCode.REGRESSION and _signalled:  # click's Abort after a signal, no verdict
         code = ExitCode.INTERRUPTED if _signalled[0] == signal.SIGINT else ExitCode.TERMINATED
     sys.exit(code)
 

@@ -104,7 +104,7 @@ class PluginError(EvalretError):
         self.message = message
 
 
-class Terminated(BaseException):  # noqa: N818 - named for the signal, as KeyboardInterrupt is
+class Terminated(BaseException):
     """SIGTERM arrived: raised by the CLI's signal handler so that clean-up (finally blocks,
     context managers) runs as for Ctrl-C; a BaseException, so that no ``except Exception`` takes
     it for a failure. The CLI exits 143 (ExitCode.TERMINATED)."""

@@ -187,7 +187,7 @@ def _captured(label: str) -> Iterator[None]:
 # --- the guard ---------------------------------------------------------------------------------
 
 
-class plugin_call:  # noqa: N801 - used as a statement: ``with plugin_call(...)``
+class plugin_call:
     """The guard around one call into user code (see the module docstring). ``label`` names the
     callable as messages show it ("pkg.module:fn", "pkg.module:factory encode()");
     ``on_exception`` turns an ordinary exception into evalret's error (default: PluginError
@@ -222,13 +222,13 @@ class plugin_call:  # noqa: N801 - used as a statement: ``with plugin_call(...)`
         kind: type[BaseException] | None,
         e: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool:
+    ) -> None:
         _DEPTH.n -= 1
         if self._stack is not None:
             stack, self._stack = self._stack, None
             stack.close()
         if e is None or isinstance(e, (*PASS_THROUGH, PluginError)):
-            return False  # Ctrl-C, SIGTERM and an inner guard's verdict go on as they are
+            return  # Ctrl-C, SIGTERM and an inner guard's verdict go on as they are
         if isinstance(e, Exception) and self.on_exception is not None:
             raise self.on_exception(e) from e
         raise _plugin_error(self.label, e) from e

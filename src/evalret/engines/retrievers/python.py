@@ -86,9 +86,7 @@ def _answer(function: Callable[..., Any], job: SearchJob, vectors: Any) -> list[
     raising half-way raises here, inside the caller's guard)."""
     answer = function(list(job.query_ids), list(job.query_texts), vectors, job.depth)
     rows = [materialised(row) for row in answer]
-    return [
-        [materialised(pair) for pair in row] if isinstance(row, list) else row for row in rows
-    ]
+    return [[materialised(pair) for pair in row] if isinstance(row, list) else row for row in rows]
 
 
 class PythonRetriever(BaseRetriever):
