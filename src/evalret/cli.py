@@ -2,8 +2,10 @@
 exit.
 
 Exit codes: 0 success, 1 regression found by the gate, 2 invalid input or usage, 3 internal or
-runtime failure. Heavy libraries (torch, sentence-transformers, faiss) load only inside commands;
-`evalret --help` imports neither rich, numpy nor pydantic.
+runtime failure (a plug-in's too, a plug-in's sys.exit included), 130 Ctrl-C, 143 SIGTERM; 0 and
+1 are only ever the verdict of a command that ran to its end. Heavy libraries (torch,
+sentence-transformers, faiss) load only inside commands; `evalret --help` imports neither rich,
+numpy nor pydantic.
 
 Numeric options and their bounds (checked before anything runs, exit 2 naming the option):
 ``compare --alpha`` in (0, 1), ``--min-gain`` finite and >= 0, ``--samples`` from 100 to
@@ -17,6 +19,8 @@ from __future__ import annotations
 import functools
 import os
 import re
+import signal
+import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +30,7 @@ from typing import Annotated, Any, Literal, ParamSpec
 import typer
 from typer.core import TyperCommand
 
-from evalret.errors import EvalretError, ExitCode, InputError
+from evalret.errors import EvalretError, ExitCode, InputError, Terminated
 from evalret.report.escape import markup_safe
 from evalret.version import __version__
 
@@ -143,7 +147,9 @@ def _error_text(e: EvalretError) -> str:
 
 
 def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
-    """Run ``fn``; turn evalret's errors and unexpected crashes into messages and exit codes."""
+    """Run ``fn``; turn evalret's errors and unexpected crashes into messages and exit codes.
+    Exit 0 and 1 only come from ``fn`` returning: Ctrl-C is 130, SIGTERM 143, and a SystemExit
+    (or any other BaseException) from code that is not evalret's is 3, never the code it carries."""
     try:
         return fn() or ExitCode.OK
     except EvalretError as e:
@@ -155,13 +161,19 @@ def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
         )
         return e.exit_code
     except KeyboardInterrupt:
-        err_console.print("[bold red]Interrupted[/]")
-        return ExitCode.INTERNAL
-    except Exception as e:  # a crash must never look like a regression or a bad input
+        err_console.print("[bold red]Interrupted[/] (Ctrl-C): no verdict")
+        return ExitCode.INTERRUPTED
+    except Terminated:
+        err_console.print("[bold red]Terminated[/] (SIGTERM): no verdict")
+        return ExitCode.TERMINATED
+    except BaseException as e:  # a crash, or a SystemExit from a library: never a verdict
         if os.environ.get("EVALRET_DEBUG"):
             traceback.print_exc()
+        what = f"{type(e).__name__}: {e}"
+        if isinstance(e, SystemExit):
+            what = f"SystemExit({e.code!r}) ended the command before it finished: no verdict"
         err_console.print(
-            f"[bold red]Internal error:[/] {type(e).__name__}: {markup_safe(str(e), True)}\n"
+            f"[bold red]Internal error:[/] {markup_safe(what, True)}\n"
             "(set EVALRET_DEBUG=1 for the traceback)",
             highlight=False,
         )
@@ -938,9 +950,48 @@ def history_report(
     console.print(f"wrote {markup_safe(str(path))}", highlight=False)
 
 
+_signalled: list[int] = []  # the signals that arrived (SIGINT, SIGTERM), in order
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    _signalled.append(signum)
+    raise KeyboardInterrupt
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _signalled.append(signum)
+    raise Terminated
+
+
+def _install_signal_handlers() -> None:
+    """SIGTERM raises Terminated and SIGINT KeyboardInterrupt, so that clean-up runs as for an
+    exception; each is recorded, for main() to tell click's exit 1 after Ctrl-C. A signal the parent
+    ignores (SIG_IGN, e.g. SIGINT for a background job) stays ignored."""
+    for signum, handler in ((signal.SIGINT, _on_sigint), (signal.SIGTERM, _on_sigterm)):
+        try:
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                signal.signal(signum, handler)
+        except (ValueError, OSError):  # not the main thread, or a platform without it
+            continue
+
+
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. SIGTERM is exit 143 wherever it lands; Ctrl-C 130 in a command
+    (``_exit_code``) and during option parsing too, where click would exit 1, which reads as a
+    regression. A command that takes Ctrl-C as its normal end (annotate's server) exits as it
+    returns."""
+    _install_signal_handlers()
+    code: Any
+    try:
+        app()
+        code = ExitCode.OK
+    except SystemExit as e:
+        code = e.code
+    except Terminated:
+        code = ExitCode.TERMINATED
+    if code == ExitCode.REGRESSION and _signalled:  # click's Abort after a signal, no verdict
+        code = ExitCode.INTERRUPTED if _signalled[0] == signal.SIGINT else ExitCode.TERMINATED
+    sys.exit(code)
 
 
 # --- judgments (issue #17) ---------------------------------------------------------------------

@@ -16,7 +16,10 @@ class ExitCode(IntEnum):
     OK = 0
     REGRESSION = 1  # the gate found a regression (reserved for `evalret run --baseline`)
     INVALID_INPUT = 2  # bad config, golden set, arguments, or an incompatible baseline
-    INTERNAL = 3  # runtime or internal failure, e.g. the model cannot be loaded
+    INTERNAL = 3  # runtime or internal failure, e.g. the model cannot be loaded, or a plug-in
+    # (code the config names) failed or tried to end the process
+    INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as shells report it; no verdict
+    TERMINATED = 143  # SIGTERM (a CI job cancelled, a timeout): 128 + 15; no verdict
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,20 @@ class ModelError(EvalretError):
 
 
 class PluginError(EvalretError):
-    """Code the config names (a Python retriever) failed or returned something unusable; its
-    exception is the ``__cause__`` (its traceback is printed under EVALRET_DEBUG=1)."""
+    """Code the config names (a Python retriever, a custom encoder) failed, tried to end the
+    process (SystemExit with any code) or returned something unusable; its exception is the
+    ``__cause__`` (its traceback is printed under EVALRET_DEBUG=1). ``message`` is the message
+    as raised, kept when a library appends to the exception's arguments (Ray does, on its way
+    from an actor)."""
 
     exit_code = ExitCode.INTERNAL
+
+    def __init__(self, message: str, *more: object) -> None:
+        super().__init__(message, *more)
+        self.message = message
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised by the CLI's signal handler so that clean-up (finally blocks,
+    context managers) runs as for Ctrl-C; a BaseException, so that no ``except Exception`` takes
+    it for a failure. The CLI exits 143 (ExitCode.TERMINATED)."""

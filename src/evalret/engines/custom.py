@@ -12,9 +12,13 @@ embedding cache, the health figures and the fingerprint work as with sentence-tr
 model's identity is the callable, its options and the encoder's ``identity()`` (``model.name`` is
 a label and not part of it).
 
-A ``callable`` that cannot be imported is a config error (exit 2). An exception inside the
-factory, ``identity()`` or ``encode()``, or an answer of the wrong type, shape, dtype or row
-count, is a failure of that callable (exit 3), with its traceback under EVALRET_DEBUG=1.
+A ``callable`` that cannot be imported is a config error (exit 2). The import, the factory,
+``identity()`` and ``encode()`` run inside evalret's plug-in guard (``engines/plugins.py``): an
+exception inside any of them, a ``sys.exit`` with any code, or an answer of the wrong type,
+shape, dtype or row count, or with non-finite values, is a failure of that callable (exit 3),
+with its traceback under EVALRET_DEBUG=1; what they print goes to stderr, marked
+``[plugin pkg.module:factory encode()]`` and so on. The same holds inside the Ray engine's
+actors, which build the encoder through this class.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import numpy as np
 
 from evalret.data.config import ModelConfig
 from evalret.engines.embed import Kind, Progress, finish_vectors
-from evalret.engines.plugins import import_callable
+from evalret.engines.plugins import import_callable, plugin_call
 from evalret.errors import PluginError
 
 
@@ -46,12 +50,11 @@ class CustomEmbedder:
 
     @cached_property
     def encoder(self) -> Any:
-        try:
+        with plugin_call(self.spec):
             encoder = self.factory(**(self.config.options or {}))
-        except Exception as e:
-            raise PluginError(f"{self.spec} failed: {type(e).__name__}: {e}") from e
-        for method in ("encode", "identity"):
-            if not callable(getattr(encoder, method, None)):
+            methods = {m: callable(getattr(encoder, m, None)) for m in ("encode", "identity")}
+        for method, present in methods.items():
+            if not present:
                 raise PluginError(
                     f"{self.spec} returned {type(encoder).__name__}, which has no {method}() "
                     "method (an encoder needs encode(texts, kind) and identity())"
@@ -61,10 +64,9 @@ class CustomEmbedder:
     @cached_property
     def encoder_identity(self) -> dict[str, Any]:
         """The encoder's identity(), checked to be a JSON object."""
-        try:
-            value = self.encoder.identity()
-        except Exception as e:
-            raise PluginError(f"{self.spec} identity() failed: {type(e).__name__}: {e}") from e
+        encoder = self.encoder
+        with plugin_call(f"{self.spec} identity()"):
+            value = encoder.identity()
         try:
             if not isinstance(value, dict):
                 raise TypeError(f"a {type(value).__name__}, not a dict")
@@ -90,10 +92,11 @@ class CustomEmbedder:
 
     def _encode(self, batch: list[str], kind: Kind) -> np.ndarray:
         """One batch through the encoder, checked: float32 [len(batch), dim], finite."""
-        try:
-            out = self.encoder.encode(batch, kind)
-        except Exception as e:
-            raise PluginError(f"{self.spec} encode() failed: {type(e).__name__}: {e}") from e
+        encoder = self.encoder
+        with plugin_call(f"{self.spec} encode()"):
+            out = encoder.encode(batch, kind)
+            if isinstance(out, np.ndarray):  # a subclass's methods are its code: take the array
+                out = np.array(out, copy=True, subok=False)
         expected = f"a float32 array [{len(batch)}, {self.dim or 'dim'}]"
         if not isinstance(out, np.ndarray):
             raise PluginError(f"{self.spec} encode() returned {type(out).__name__}: {expected}")

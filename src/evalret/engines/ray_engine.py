@@ -35,7 +35,7 @@ from evalret.engines.embedders import (
     open_embedder,
     with_cache,
 )
-from evalret.errors import ConfigError, EvalretError, ModelError
+from evalret.errors import ConfigError, EvalretError, ModelError, PluginError
 
 LOCAL_RUNTIME = "local runtime"
 QUIET = logging.ERROR
@@ -75,6 +75,23 @@ def in_row_order(rows: np.ndarray, vectors: np.ndarray, n: int) -> np.ndarray:
             f"the Ray engine answered {len(rows)} rows for {n} texts, not each row once"
         )
     return np.ascontiguousarray(vectors[order], dtype=np.float32)
+
+
+def plugin_failure(error: BaseException) -> PluginError | None:
+    """The PluginError an actor raised (the guard around a custom encoder, which runs in the
+    actor too), found in the chain of exceptions Ray wraps it in; None when there is none."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [error]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, PluginError):  # Ray's copy whose ``cause`` is the actor's own error
+            cause = getattr(e, "cause", None)
+            return cause if isinstance(cause, PluginError) else e
+        todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
+    return None
 
 
 class RayEmbedder:
@@ -138,6 +155,8 @@ class RayEmbedder:
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         context.execution_options.verbose_progress = False
+        if hasattr(context, "raise_original_map_exception"):  # an actor's own error, unwrapped
+            context.raise_original_map_exception = True
         logging.getLogger("ray").setLevel(QUIET)
         logging.getLogger("ray.data").setLevel(QUIET)
         self.connected = True
@@ -171,6 +190,9 @@ class RayEmbedder:
                 if progress is not None:
                     progress(len(rows[-1]))
         except Exception as e:  # an actor's error (a model that cannot load) comes wrapped
+            plugin = plugin_failure(e)
+            if plugin is not None:  # a custom encoder's failure, in its own words (exit 3)
+                raise PluginError(f"{plugin.message} (in a Ray actor)") from e
             raise ModelError(f"embedding on Ray failed: {e}") from e
         self.texts += len(texts)
         return in_row_order(np.concatenate(rows), np.concatenate(vectors), len(texts))

@@ -10,10 +10,15 @@ embeds (a dense index is enabled), else None. It returns one entry per query, in
 ``query_ids``: that query's (document id, score) pairs, any number, in any order. evalret orders
 them by the tie rule (score descending in float64, then document id descending) and keeps the
 first ``depth``; a document id the corpus does not have is kept, unjudged. A document twice for
-one query, a score that is not a finite number, or another shape is the function's failure.
+one query, or another shape is the function's failure. A score is taken as it is, never
+converted: an int or a float (numpy's included), finite and within float range; a string
+(``"1.5"``), a bool, None or any other object is refused naming the callable and the value.
 
-An exception inside it is reported as a failure of that callable (exit 3), with its traceback
-under EVALRET_DEBUG=1; a ``callable`` that cannot be imported is a config error (exit 2).
+The import and the call run inside evalret's plug-in guard (``engines/plugins.py``), and the
+answer (a generator, lazy rows or pairs) is materialised inside it too: an exception is a failure
+of that callable (exit 3, its traceback under EVALRET_DEBUG=1), and so is a ``sys.exit`` with
+any code; what the function prints goes to stderr marked ``[plugin pkg.module:fn]``. A
+``callable`` that cannot be imported is a config error (exit 2).
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, PythonIndexConfig
-from evalret.engines.plugins import import_callable
+from evalret.engines.plugins import import_callable, materialised, plugin_call
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 from evalret.engines.retrievers.external import Alignment, to_search_result
 from evalret.errors import PluginError
@@ -36,6 +43,27 @@ def load_callable(name: str, spec: str) -> Callable[..., Any]:
     return import_callable(f"indexes.{name}.callable", spec)
 
 
+def _score(spec: str, qid: str, doc: str, score: Any) -> float:
+    """A pair's score as a float: an int or a float (numpy's too), finite; anything else (a
+    string, a bool, None) is refused naming the value, never converted."""
+    number = isinstance(score, (int, float, np.integer, np.floating))
+    if not number or isinstance(score, (bool, np.bool_)):
+        raise PluginError(
+            f"{spec} returned score {score!r} ({type(score).__name__}) for document {doc!r} of "
+            f"query {qid!r}: a score is an int or a float"
+        )
+    try:
+        value = float(score)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise PluginError(
+            f"{spec} returned score {score!r} for document {doc!r} of query {qid!r}: a score is "
+            "a finite float"
+        )
+    return value
+
+
 def _ranked_query(spec: str, qid: str, pairs: Any, depth: int) -> list[tuple[str, float]]:
     """One query's (document id, score) pairs in tie-rule order, the first ``depth``."""
     seen: set[str] = set()
@@ -44,15 +72,21 @@ def _ranked_query(spec: str, qid: str, pairs: Any, depth: int) -> list[tuple[str
         doc, score = pair
         if not isinstance(doc, str) or not doc or doc.split() != [doc]:
             raise PluginError(f"{spec} returned document id {doc!r} for query {qid!r}")
-        value = float(score)
-        if not math.isfinite(value):
-            raise PluginError(f"{spec} returned score {score!r} for query {qid!r}")
+        value = _score(spec, qid, doc, score)
         if doc in seen:
             raise PluginError(f"{spec} returned document {doc!r} twice for query {qid!r}")
         seen.add(doc)
         out.append((value, doc))
     out.sort(reverse=True)
     return [(doc, value) for value, doc in out[:depth]]
+
+
+def _answer(function: Callable[..., Any], job: SearchJob, vectors: Any) -> list[Any]:
+    """The function's answer with every lazy part run: rows and pairs listed (a generator
+    raising half-way raises here, inside the caller's guard)."""
+    answer = function(list(job.query_ids), list(job.query_texts), vectors, job.depth)
+    rows = [materialised(row) for row in answer]
+    return [[materialised(pair) for pair in row] if isinstance(row, list) else row for row in rows]
 
 
 class PythonRetriever(BaseRetriever):
@@ -78,12 +112,12 @@ class PythonRetriever(BaseRetriever):
         """The function's answer for every query, checked to have one entry per query."""
         spec = self.settings.callable
         assert self.function is not None
-        vectors = job.query_vectors if job.has_vectors else None
-        try:
-            answer = self.function(list(job.query_ids), list(job.query_texts), vectors, job.depth)
-            rows = list(answer)
-        except Exception as e:
-            raise PluginError(f"{spec} failed: {type(e).__name__}: {e}") from e
+        vectors = None
+        if job.has_vectors:  # read-only: the function cannot change what other indexes get
+            vectors = job.query_vectors.view()
+            vectors.flags.writeable = False
+        with plugin_call(spec):
+            rows = _answer(self.function, job, vectors)
         if len(rows) != len(job.query_ids):
             raise PluginError(
                 f"{spec} returned {len(rows)} rankings for {len(job.query_ids)} queries"
