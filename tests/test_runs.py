@@ -108,7 +108,7 @@ def test_reader_top_depth_equals_a_full_sort(tmp_path: Path) -> None:
     [
         ("q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\nq1 Q0 a 2 0.5 t\n", "trec", 3, "appears twice"),
         ("q1 Q0 a 1 1 t\nq1 Q0 b 1\n", "trec", 2, "6 columns"),
-        ("q1 Q0 a 1 nan t\n", "trec", 1, "not a finite number"),
+        ("q1 Q0 a 1 nan t\n", "trec", 1, "is not a number"),
         (
             '{"query_id": "q", "results": [{"doc_id": "a", "score": 1}]}\n' * 2,
             "jsonl",

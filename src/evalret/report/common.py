@@ -71,6 +71,8 @@ ALIGNMENT_NOTES = {
     "queries_missing": "queries of the golden set not in the ranking (scored 0)",
     "queries_unknown": "ranked queries not evaluated (ignored)",
     "documents_unknown": "retrieved documents not in the corpus (unjudged)",
+    "scores_partial": "TREC scores not wholly a number, read by their leading number as "
+    "trec_eval reads them (0 when none)",
 }
 
 
