@@ -82,7 +82,8 @@ def score_config(
         "metrics": list(metrics) if metrics else list(DEFAULT_METRICS),
         "relevance_level": relevance_level,
         "queries_without_relevant": queries_without_relevant,
-        "gate": GateConfig(indexes=list(named), ann_min_recall=None, health={}),
+        # no approximate index here, so ann_k is unused: 1 fits every depth (``-m ndcg@1``)
+        "gate": GateConfig(indexes=list(named), ann_min_recall=None, ann_k=1, health={}),
         "cache": CacheConfig(enabled=False),
         "health": {"enabled": False},
     }
