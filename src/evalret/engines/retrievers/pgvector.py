@@ -12,7 +12,14 @@ Two modes (``PgvectorIndexConfig``):
   the prefix (none are made by this module; it is the cleanup step for older or foreign copies).
 - **table** (``table: NAME``): an existing table is queried in a read-only transaction
   (``SET TRANSACTION READ ONLY``); its ``id_column`` (read as text) is mapped onto the golden set's
-  document ids. Ids unknown to the corpus are skipped and counted (``notes["unknown_ranks"]``).
+  document ids. A table of chunks holds several rows per id: each document is ranked once, at its
+  best row, and the fetch widens until ``depth`` distinct documents are in hand (up to pgvector's
+  1000 rows a scan; a query left short is counted). What the search could not rank as stored is
+  counted and becomes the index's params (``TABLE_COUNTS``, when nonzero), which the terminal and
+  report.md show: rows with a NULL vector or a NULL id (one count over the whole table), ranks
+  held by an id that is NULL or unknown to the corpus (skipped), rows folded into their document's
+  best row, and short queries. A skipped or folded row is counted when it is strictly nearer than
+  the ``depth``-th document, so the counts do not depend on the scan's order among ties.
 
 Queries run in batches with ``SET LOCAL hnsw.ef_search`` and ``enable_seqscan = off`` (so the
 planner cannot answer a small table exactly instead of through the index): one statement per batch,
