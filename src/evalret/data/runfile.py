@@ -263,21 +263,28 @@ class _Top:
         }
 
 
-def _refuse_repeats(path: Path, fmt: RunFormat, suspects: set[int]) -> None:
+def _refuse_repeats(source: _File, suspects: set[int]) -> None:
     """Read the file again and refuse the first (query, document) that repeats an earlier line,
-    among those whose hash is in ``suspects``."""
+    among those whose hash is in ``suspects``; a file that reads differently the second time (a
+    pipe, a file being written) is refused too, since its repeats cannot be named."""
     first: dict[tuple[str, str], int] = {}
-    again = _File(path, fmt)
+    again = _File(source.path, source.fmt)
     for r in again.records():
         if hash((r.qid, r.doc)) not in suspects:
             continue
         earlier = first.setdefault((r.qid, r.doc), r.line)
         if earlier != r.line:
             raise again.problem(
-                f"document {r.doc!r} appears twice for query {r.qid!r} (first at line "
-                f"{earlier})",
+                f"document {r.doc!r} appears twice for query {r.qid!r} (first at line {earlier})",
                 r.line,
             )
+    if again.digest.digest() != source.digest.digest():
+        raise source.problem(
+            "a document may appear twice for one query, and the file read differently the "
+            "second time it was read to find the line (a pipe, or a file being written): give "
+            "a regular file that is not changing",
+            code="unstable-file",
+        )
 
 
 def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
@@ -294,7 +301,7 @@ def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
         )
     suspects = top.repeated_keys()
     if suspects:
-        _refuse_repeats(path, fmt, suspects)
+        _refuse_repeats(source, suspects)
     rankings = top.rankings()
     if fmt == "jsonl":  # every query given, in the file's order, one with no results too
         rankings = {qid: rankings.get(qid, []) for qid in source.queries}
