@@ -81,19 +81,17 @@ class RunFile:
     scores_partial: int = 0
 
 
-@dataclass(frozen=True)
-class _Record:
-    """One (query, document, score) of the file, at its 1-based line."""
-
-    qid: str
-    doc: str
-    score: float
-    line: int
+_Record = tuple[str, str, float, int]  # one (query, document, score) of the file, at its line
 
 
 def c_atof(text: bytes) -> tuple[float, bool]:
     """``text`` read as C's ``atof`` reads it (its longest leading number, else 0.0), and whether
     the whole of ``text`` was that number."""
+    if b"_" not in text:  # the common case: Python's float takes what strtod takes whole
+        try:
+            return float(text), True
+        except ValueError:
+            pass
     match = _C_NUMBER.match(text)
     if match is None:
         return 0.0, False
@@ -150,40 +148,46 @@ class _File:
 
     def records(self) -> Iterator[_Record]:
         """Every (query, document, score) of the file, in the file's order."""
-        read = self._trec_line if self.fmt == "trec" else self._jsonl_line
+        if self.fmt == "jsonl":
+            for number, data in self.lines():
+                yield from self._jsonl_line(data, number)
+            return
         for number, data in self.lines():
-            yield from read(data, number)
+            record = self._trec_line(data, number)
+            if record is not None:
+                yield record
 
-    def _id(self, field: bytes, what: str, number: int) -> str:
+    def _trec_line(self, data: bytes, number: int) -> _Record | None:
+        """One TREC line's record (None for a blank or comment line); the hot loop of a big run,
+        so the common case (a plain decimal score, UTF-8 ids) takes no extra call."""
+        if b"\0" in data:
+            raise self.problem("a NUL byte (trec_eval's reader takes none)", number)
+        columns = data.split(None, 6)  # bytes.split(): exactly C's isspace, as trec_eval splits
+        if not columns or columns[0].startswith(b"#"):
+            return None
+        if len(columns) < 6:
+            raise self.problem(
+                f"expected 6 columns (qid Q0 docno rank score tag), found {len(columns)}", number
+            )
+        text = columns[4]
+        try:  # Python's float takes what strtod takes whole, but for "_" between digits
+            score = float(b"_" if b"_" in text else text)
+        except ValueError:
+            score, whole = c_atof(text)
+            self.scores_partial += not whole
+        if score != score:  # NaN
+            shown = text.decode("utf-8", "replace")
+            message = f"score {shown!r} is not a number (trec_eval's order is undefined for NaN)"
+            raise self.problem(message, number)
         try:
-            return field.decode("utf-8")
+            return columns[0].decode("utf-8"), columns[2].decode("utf-8"), score, number
         except UnicodeDecodeError as e:
+            what = "qid" if e.object == columns[0] else "docno"
             raise self.problem(
                 f"{what} is not valid UTF-8 ({e.reason}): evalret compares ids as text",
                 number,
                 "unreadable-file",
             ) from None
-
-    def _trec_line(self, data: bytes, number: int) -> list[_Record]:
-        if b"\0" in data:
-            raise self.problem("a NUL byte (trec_eval's reader takes none)", number)
-        columns = data.split(None, 6)  # bytes.split(): exactly C's isspace, as trec_eval splits
-        if not columns or columns[0].startswith(b"#"):
-            return []
-        if len(columns) < 6:
-            raise self.problem(
-                f"expected 6 columns (qid Q0 docno rank score tag), found {len(columns)}", number
-            )
-        score, whole = c_atof(columns[4])
-        if math.isnan(score):
-            raise self.problem(
-                f"score {columns[4].decode('utf-8', 'replace')!r} is not a number (trec_eval's "
-                "order is undefined for NaN)",
-                number,
-            )
-        self.scores_partial += not whole
-        qid, doc = self._id(columns[0], "qid", number), self._id(columns[2], "docno", number)
-        return [_Record(qid, doc, score, number)]
 
     def _jsonl_line(self, data: bytes, number: int) -> list[_Record]:
         try:
@@ -213,7 +217,7 @@ class _File:
                 raise self.problem(
                     f"results[{i}]: expected a doc_id (one word) and a finite score", number
                 )
-            out.append(_Record(qid, doc, score, number))
+            out.append((qid, doc, score, number))
         return out
 
 
@@ -240,11 +244,13 @@ class _Top:
         self.heaps: dict[str, list[tuple[float, str]]] = {}
         self.keys = array("q")
 
-    def add(self, r: _Record) -> None:
-        """Keep ``r`` if it is among the best ``depth`` of its query so far."""
-        self.keys.append(hash((r.qid, r.doc)))
-        heap = self.heaps.setdefault(r.qid, [])
-        entry = (r.score, r.doc)  # the heap's smallest is the worst: lowest score, lowest docno
+    def add(self, qid: str, doc: str, score: float) -> None:
+        """Keep ``doc`` if it is among the best ``depth`` of ``qid`` so far."""
+        self.keys.append(hash((qid, doc)))
+        heap = self.heaps.get(qid)
+        if heap is None:
+            heap = self.heaps[qid] = []
+        entry = (score, doc)  # the heap's smallest is the worst: lowest score, lowest docno
         if len(heap) < self.depth:
             heapq.heappush(heap, entry)
         elif entry > heap[0]:
@@ -269,14 +275,13 @@ def _refuse_repeats(source: _File, suspects: set[int]) -> None:
     pipe, a file being written) is refused too, since its repeats cannot be named."""
     first: dict[tuple[str, str], int] = {}
     again = _File(source.path, source.fmt)
-    for r in again.records():
-        if hash((r.qid, r.doc)) not in suspects:
+    for qid, doc, _, line in again.records():
+        if hash((qid, doc)) not in suspects:
             continue
-        earlier = first.setdefault((r.qid, r.doc), r.line)
-        if earlier != r.line:
+        earlier = first.setdefault((qid, doc), line)
+        if earlier != line:
             raise again.problem(
-                f"document {r.doc!r} appears twice for query {r.qid!r} (first at line {earlier})",
-                r.line,
+                f"document {doc!r} appears twice for query {qid!r} (first at line {earlier})", line
             )
     if again.digest.digest() != source.digest.digest():
         raise source.problem(
@@ -292,8 +297,9 @@ def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
     file and line for anything trec_eval would not read (see the module docstring)."""
     source = _File(path, fmt)
     top = _Top(depth)
-    for record in source.records():
-        top.add(record)
+    add = top.add
+    for qid, doc, score, _ in source.records():
+        add(qid, doc, score)
     if not top.heaps and not source.queries:
         raise source.problem(
             "no ranking line (the file is empty, or holds only blank and comment lines)",
