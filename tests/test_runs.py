@@ -108,6 +108,14 @@ def test_reader_top_depth_equals_a_full_sort(tmp_path: Path) -> None:
     [
         ("q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\nq1 Q0 a 2 0.5 t\n", "trec", 3, "appears twice"),
         ("q1 Q0 a 1 1 t\nq1 Q0 b 1\n", "trec", 2, "6 columns"),
+        (
+            '{"query_id": "q", "results": [{"doc_id": "a", "score": 1}]}\n'
+            '{"query_id": "r", "results": [{"doc_id": "a", "score": 1}, {"doc_id": "b", '
+            '"score": 2}, {"doc_id": "a", "score": 0.5}]}\n',
+            "jsonl",
+            2,
+            "appears twice",
+        ),
         ("q1 Q0 a 1 nan t\n", "trec", 1, "is not a number"),
         (
             '{"query_id": "q", "results": [{"doc_id": "a", "score": 1}]}\n' * 2,

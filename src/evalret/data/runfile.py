@@ -278,8 +278,10 @@ def _refuse_repeats(source: _File, suspects: set[int]) -> None:
     for qid, doc, _, line in again.records():
         if hash((qid, doc)) not in suspects:
             continue
-        earlier = first.setdefault((qid, doc), line)
-        if earlier != line:
+        earlier = first.get((qid, doc))
+        if earlier is None:
+            first[qid, doc] = line
+        else:  # (in JSONL both may be on one line)
             raise again.problem(
                 f"document {doc!r} appears twice for query {qid!r} (first at line {earlier})", line
             )
