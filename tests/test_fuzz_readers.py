@@ -364,3 +364,46 @@ def test_trec_run_reader_reads_what_trec_eval_reads(data: bytes) -> None:
     assert {q: dict(pairs) for q, pairs in got.rankings.items()} == want
     for pairs in got.rankings.values():
         assert pairs == sorted(pairs, key=lambda p: (p[1], p[0]), reverse=True)
+
+
+@FUZZ
+@given(
+    queries=st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2", "q3"]),
+            st.lists(st.tuples(st.sampled_from("abcdef"), st.integers(-3, 3)), max_size=6),
+        ),
+        max_size=4,
+    ),
+    depth=st.integers(1, 4),
+)
+def test_jsonl_run_reader_refuses_every_repeat(
+    queries: list[tuple[str, list[tuple[str, int]]]], depth: int
+) -> None:
+    """A JSONL run is read exactly when no query is given twice and no query repeats a document
+    (at any depth kept), and then holds each query's best ``depth`` under the tie rule."""
+    from evalret.data.runfile import read_run
+
+    lines = [
+        json.dumps({"query_id": q, "results": [{"doc_id": d, "score": s} for d, s in results]})
+        for q, results in queries
+    ]
+    qids = [q for q, _ in queries]
+    valid = len(set(qids)) == len(qids) and all(
+        len({d for d, _ in results}) == len(results) for _, results in queries
+    )
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.jsonl"
+        path.write_text("".join(line + "\n" for line in lines))
+        try:
+            got = read_run(path, "jsonl", depth)
+        except InputError as e:
+            assert not valid or not queries, e.problems
+            assert_located(e, [path], line_needed=e.problems[0].code != "empty-run")
+            return
+    assert valid and queries
+    want = {
+        q: sorted(((d, float(s)) for d, s in r), key=lambda p: (p[1], p[0]), reverse=True)[:depth]
+        for q, r in queries
+    }
+    assert got.rankings == want
