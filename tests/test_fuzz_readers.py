@@ -241,3 +241,169 @@ def test_cli_on_fuzzed_files(report_data: dict[str, Any], data: st.DataObject) -
         exit_0_or_2("validate", str(root / "gs"), "--report", str(root / "report.json"))
         exit_0_or_2("baseline", "show", str(root / "report.json"))
         exit_0_or_2("report", str(root / "report.json"), "--out", str(root / "html"))
+
+
+# --- run files against a model of trec_eval's reader ---------------------------------------------
+
+C_SPACE = b" \t\n\v\f\r"  # C's isspace in the C locale
+_LIBC_ATOF = None
+
+
+def libc_atof(text: bytes) -> float:
+    """C's own atof (the C library through ctypes): the score oracle of the model below."""
+    global _LIBC_ATOF
+    if _LIBC_ATOF is None:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.atof.restype, libc.atof.argtypes = ctypes.c_double, [ctypes.c_char_p]
+        _LIBC_ATOF = libc.atof
+    return float(_LIBC_ATOF(text))
+
+
+def _field(data: bytes, pos: int) -> tuple[bytes, int]:
+    """The field at ``pos`` (after the spaces, not the newline, before it) and the position after
+    it, as parse_results_line walks: spaces up to the newline, then non-spaces."""
+    while data[pos] != 10 and data[pos] in C_SPACE:
+        pos += 1
+    start = pos
+    while data[pos] not in C_SPACE:
+        pos += 1
+    return data[start:pos], pos
+
+
+def trec_eval_reads(data: bytes) -> dict[str, dict[str, float]] | None:
+    """What trec_eval's get_trec_results makes of ``data``, walking its bytes the way the C code
+    does (None: a malformed line), plus evalret's documented stricter rules (no ranking line, a
+    NUL, a NaN score, a qid or docno not UTF-8) and form_res_rels's duplicate refusal."""
+    if not data.strip(C_SPACE) or b"\0" in data:
+        return None
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    data += b"" if data.endswith(b"\n") else b"\n"
+    pos, run = 0, {}
+    while pos < len(data):
+        while data[pos] != 10 and data[pos] in C_SPACE:
+            pos += 1
+        if data[pos] == 10 or data[pos] == ord("#"):
+            pos = data.index(b"\n", pos) + 1
+            continue
+        fields = []
+        for _ in range(6):
+            field, pos = _field(data, pos)
+            if not field:
+                return None  # the newline came before the sixth column
+            fields.append(field)
+        pos = data.index(b"\n", pos) + 1  # the rest of the line is ignored
+        score = libc_atof(fields[4])
+        try:
+            qid, doc = fields[0].decode(), fields[2].decode()
+        except UnicodeDecodeError:
+            return None
+        if score != score or doc in run.setdefault(qid, {}):
+            return None  # NaN; a document twice in one query
+        run[qid][doc] = score
+    return run or None
+
+
+def run_line(draw: st.DrawFn) -> bytes:
+    """A TREC run line with trec_eval's tolerated variations: separators, extra columns, scores
+    in every C number format or none, comments, blanks, a missing column now and then."""
+    space = st.sampled_from([b" ", b"\t", b"  ", b"\v", b"\f", b"\r", b" \t", b"\xa0", b"\x1c"])
+    score = st.sampled_from(
+        [b"1", b"0.5", b"2.5e1", b".5", b"7.", b"+2", b"-1E-2", b"0x1.8p1", b"0x", b"1e", b"inf",
+         b"-Infinity", b"1e999", b"12abc", b"n/a", b"nan", b"0", b"-0", b"3.25"]
+    )  # fmt: skip
+    kind = draw(st.integers(0, 19))
+    if kind == 0:
+        return draw(st.sampled_from([b"", b"  ", b"# a comment \xff", b"  #x y", b"\xef\xbb\xbf"]))
+    if kind == 1:
+        return draw(st.binary(max_size=12))
+    cols = [
+        draw(st.sampled_from([b"q1", b"q2", b"q\xc3\xa9", b"#q"])),
+        draw(st.sampled_from([b"Q0", b"0", b"\xff"])),
+        draw(st.sampled_from([b"a", b"b", b"c", b"d", b"e", b"\xc3\xa9", b"\xe9"])),
+        draw(st.sampled_from([b"1", b"x"])),
+        draw(score),
+        draw(st.sampled_from([b"run", b"t\xe9"])),
+    ]
+    cols += draw(st.lists(st.sampled_from([b"x", b"1.0", b"\xff"]), max_size=2))
+    if kind == 2:
+        cols = cols[: draw(st.integers(1, 5))]
+    lead = draw(st.sampled_from([b"", b" ", b"\t"]))
+    return lead + b"".join(c + draw(space) for c in cols[:-1]) + cols[-1]
+
+
+@st.composite
+def run_bytes(draw: st.DrawFn) -> bytes:
+    lines = [run_line(draw) for _ in range(draw(st.integers(0, 12)))]
+    ends = [draw(st.sampled_from([b"\n", b"\r\n", b" \n"])) for _ in lines]
+    data = b"".join(line + end for line, end in zip(lines, ends, strict=True))
+    return data[:-1] if data and draw(st.booleans()) else data
+
+
+@FUZZ
+@given(data=run_bytes())
+def test_trec_run_reader_reads_what_trec_eval_reads(data: bytes) -> None:
+    """Any TREC run: evalret's reader accepts it exactly when trec_eval's reader does (less
+    evalret's documented stricter rules), with the same scores (C's atof, through ctypes) and
+    trec_eval's order; a refusal names the file and, inside it, the line."""
+    from evalret.data.runfile import read_run
+
+    want = trec_eval_reads(data)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.trec"
+        path.write_bytes(data)
+        try:
+            got = read_run(path, "trec", 1000)
+        except InputError as e:
+            assert want is None, (e.problems, want)
+            assert_located(e, [path], line_needed=e.problems[0].code != "empty-run")
+            return
+    assert want is not None, got.rankings
+    assert {q: dict(pairs) for q, pairs in got.rankings.items()} == want
+    for pairs in got.rankings.values():
+        assert pairs == sorted(pairs, key=lambda p: (p[1], p[0]), reverse=True)
+
+
+@FUZZ
+@given(
+    queries=st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2", "q3"]),
+            st.lists(st.tuples(st.sampled_from("abcdef"), st.integers(-3, 3)), max_size=6),
+        ),
+        max_size=4,
+    ),
+    depth=st.integers(1, 4),
+)
+def test_jsonl_run_reader_refuses_every_repeat(
+    queries: list[tuple[str, list[tuple[str, int]]]], depth: int
+) -> None:
+    """A JSONL run is read exactly when no query is given twice and no query repeats a document
+    (at any depth kept), and then holds each query's best ``depth`` under the tie rule."""
+    from evalret.data.runfile import read_run
+
+    lines = [
+        json.dumps({"query_id": q, "results": [{"doc_id": d, "score": s} for d, s in results]})
+        for q, results in queries
+    ]
+    qids = [q for q, _ in queries]
+    valid = len(set(qids)) == len(qids) and all(
+        len({d for d, _ in results}) == len(results) for _, results in queries
+    )
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.jsonl"
+        path.write_text("".join(line + "\n" for line in lines))
+        try:
+            got = read_run(path, "jsonl", depth)
+        except InputError as e:
+            assert not valid or not queries, e.problems
+            assert_located(e, [path], line_needed=e.problems[0].code != "empty-run")
+            return
+    assert valid and queries
+    want = {
+        q: sorted(((d, float(s)) for d, s in r), key=lambda p: (p[1], p[0]), reverse=True)[:depth]
+        for q, r in queries
+    }
+    assert got.rankings == want

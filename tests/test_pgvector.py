@@ -526,3 +526,84 @@ def test_table_mode_names_a_missing_table_or_column_as_config(demo_job: SearchJo
             _retriever(**kw).retrieve(demo_job)
         assert "indexes.pg.table" in str(caught.value)
         assert SECRET not in str(caught.value)
+
+
+def _write_table(conn: Any, name: str, rows: list[tuple[str | None, Any]], dim: int) -> None:
+    """A committed table ``name`` (key text, emb vector(dim)) holding ``rows``, with no index."""
+    conn.execute(f"CREATE TABLE {name} (key text, emb vector({dim}))")
+    with conn.cursor() as cur, cur.copy(f"COPY {name} (key, emb) FROM STDIN (FORMAT BINARY)") as cp:
+        cp.set_types(["text", "vector"])
+        for row in rows:
+            cp.write_row(row)
+
+
+def test_table_of_chunks_ranks_each_document_once_and_says_what_it_skipped(
+    dsn: str, tmp_path: Path
+) -> None:
+    """A table with three rows per document (the vector, then half and a quarter of it: never
+    better, the vectors being non-negative) ranks exactly as the same table with one row per
+    document: each document once, at its best row, the folded rows counted. Rows with a NULL
+    vector, a NULL id or an id the corpus lacks are counted in both, and every count is shown
+    on the terminal and in report.md."""
+    import io
+
+    from rich.console import Console
+
+    from evalret.report.markdown import render_markdown
+    from evalret.report.terminal_brief import brief_run
+
+    golden = make_set(tmp_path / "set")
+    config = {
+        "golden_set": {"path": golden},
+        "metrics": ["recall@10", "ndcg@10"],
+        "indexes": {"hnsw": {"enabled": False}},
+    }
+    loaded = load_golden_set(GoldenSetConfig(path=golden))
+    doc_ids = list(loaded.doc_ids)
+    docs = HashEmbedder().embed(loaded.doc_texts, "document")
+    queries = HashEmbedder().embed(loaded.query_texts, "query")
+    extra: list[tuple[str | None, Any]] = [
+        ("d3", None),
+        (None, None),
+        (None, queries[0]),  # ranks first for query 0: a NULL id, skipped
+        ("ghost", queries[1]),  # ranks first for query 1: unknown to the corpus, skipped
+    ]
+    single = [*zip(doc_ids, docs, strict=True), *extra]
+    chunks = [(d, v * s) for d, v in zip(doc_ids, docs, strict=True) for s in (0.25, 1.0, 0.5)]
+    chunks = [*np.random.default_rng(5).permutation(np.array(chunks, dtype=object)), *extra]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        _write_table(conn, "single", single, HashEmbedder.dim)
+        _write_table(conn, "chunks", [tuple(r) for r in chunks], HashEmbedder.dim)
+    try:
+        table = {"type": "pgvector", "dsn_env": ENV, "id_column": "key", "vector_column": "emb"}
+        config["indexes"] |= {n: {**table, "table": n} for n in ("single", "chunks")}
+        ev = run_evaluation(Config.model_validate(config), embedder=HashEmbedder())
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("DROP TABLE single, chunks")
+    one, many = ev.report.indexes["single"], ev.report.indexes["chunks"]
+    np.testing.assert_array_equal(ev.rankings["chunks"].ids, ev.rankings["single"].ids)
+    assert all(len(set(row)) == len(row) for row in many.top_ids)
+    assert many.per_query == one.per_query and many.top_ids == one.top_ids
+    assert "rows_folded" not in one.params
+    folded = many.params["rows_folded"]
+    assert folded >= len(ev.report.query_ids)  # each query meets a copy before its 10th document
+    for p in (one.params, many.params):
+        assert (p["rows_null_vector"], p["rows_null_id"]) == (2, 2)
+        assert p["ranks_unknown_id"] >= 2  # the NULL id and "ghost" beat every document
+    assert many.params["ranks_unknown_id"] == one.params["ranks_unknown_id"]
+    shown = [
+        f"chunks: {folded} rows folded into a better row of the same document",
+        "chunks: 2 table rows with a NULL vector (never searched)",
+        "single: 2 table rows with a NULL id (skipped when retrieved)",
+        f"single: {one.params['ranks_unknown_id']} ranks held by rows whose id is NULL or not in",
+    ]
+    console = Console(file=io.StringIO(), width=300)
+    console.print(brief_run(ev.report, []))
+    terminal = console.file.getvalue()  # type: ignore[attr-defined]
+    markdown = render_markdown(ev.report).replace("\\", "")  # markdown escapes the brackets
+    for line in shown:
+        assert line in terminal and line in markdown, line

@@ -108,7 +108,15 @@ def test_reader_top_depth_equals_a_full_sort(tmp_path: Path) -> None:
     [
         ("q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\nq1 Q0 a 2 0.5 t\n", "trec", 3, "appears twice"),
         ("q1 Q0 a 1 1 t\nq1 Q0 b 1\n", "trec", 2, "6 columns"),
-        ("q1 Q0 a 1 nan t\n", "trec", 1, "not a finite number"),
+        (
+            '{"query_id": "q", "results": [{"doc_id": "a", "score": 1}]}\n'
+            '{"query_id": "r", "results": [{"doc_id": "a", "score": 1}, {"doc_id": "b", '
+            '"score": 2}, {"doc_id": "a", "score": 0.5}]}\n',
+            "jsonl",
+            2,
+            "appears twice",
+        ),
+        ("q1 Q0 a 1 nan t\n", "trec", 1, "is not a number"),
         (
             '{"query_id": "q", "results": [{"doc_id": "a", "score": 1}]}\n' * 2,
             "jsonl",
@@ -370,3 +378,119 @@ def test_score_a_run_deeper_than_the_judged_documents(tmp_path: Path) -> None:
     assert index.per_query["mrr@10"] == [pytest.approx(1 / 6), 0.0]
     assert index.params["documents_unknown"] == 5 and index.params["queries_missing"] == 1
     assert index.top_ids[0] == ["x0", "x1", "x2", "x3", "x4", "a"]
+
+
+# --- trec_eval's tolerance, and what it refuses -------------------------------------------------
+
+
+def test_trec_reader_takes_every_line_trec_eval_takes(tmp_path: Path) -> None:
+    """Tabs, CRLF, vertical tabs and leading spaces separate columns; columns past the sixth and
+    the encoding of the ignored ones do not matter; an indented ``#`` line is a comment; the last
+    line needs no newline; scores read as C's atof reads them (counted when not wholly a number)."""
+    path = tmp_path / "r.trec"
+    path.write_bytes(
+        b"  # indented comment \xe9\n"
+        b"q1\tQ0\ta\t1\t1.5e1\trun\r\n"
+        b"q1 Q0 b 2 0x1.8p3 t\xe9 extra columns\n"
+        b"\tq1 \x0b Q0 c 3 .5 t\n"
+        b"q1 Q0 d 4 12abc t\n"
+        b"q1 Q0 e 5 n/a t\n"
+        b"q1 Q0 f 6 -inf t\n"
+        b"q2 Q0 a 1 1e999 t"
+    )
+    run = read_run(path, "trec", 10)
+    assert run.rankings == {
+        "q1": [("a", 15.0), ("d", 12.0), ("b", 12.0), ("c", 0.5), ("e", 0.0), ("f", -np.inf)],
+        "q2": [("a", np.inf)],
+    }
+    assert run.scores_partial == 2 and run.n_lines == 8
+
+
+def test_a_repeated_document_is_refused_whatever_the_metrics(tmp_path: Path) -> None:
+    """A document repeated far below the depth kept, after another query's lines, is refused at
+    its line whether the metrics ask for depth 1 or 10 (the verdict once depended on `-m`)."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 1\nq2 0 x 1\n")
+    run = tmp_path / "dup.trec"
+    run.write_text("q1 Q0 a 1 1 t\nq1 Q0 b 2 0.9 t\nq2 Q0 x 1 1 t\nq1 Q0 b 3 0.1 t\n")
+    for depth in (1, 10):
+        with pytest.raises(InputError) as e:
+            read_run(run, "trec", depth)
+        assert e.value.problems[0].line == 4 and "first at line 2" in e.value.problems[0].message
+    for metric in ("ndcg@1", "ndcg@10"):
+        out = tmp_path / metric
+        result = runner.invoke(
+            app, ["score", str(qrels), str(run), "-m", metric, "--no-progress", "--out", str(out)]
+        )
+        assert result.exit_code == 2, (metric, result.output)
+        assert f"{run}:4" in result.output.replace("\n", "") and "appears twice" in result.output
+
+
+@pytest.mark.parametrize("content", [b"", b"\n# only a comment\n\n"])
+def test_an_empty_run_with_a_baseline_is_an_input_error(tmp_path: Path, content: bytes) -> None:
+    """A 0-byte run (or one of blank and comment lines) gated against a baseline exits 2 naming
+    the file, not 1 as if every query had regressed to 0."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 1\nq2 0 x 1\n")
+    good, empty = tmp_path / "good.trec", tmp_path / "empty.trec"
+    good.write_text("q1 Q0 a 1 1 t\nq2 Q0 x 1 1 t\n")
+    empty.write_bytes(content)
+    first = runner.invoke(
+        app, ["score", str(qrels), f"sys={good}", "--no-progress", "--out", str(tmp_path / "b")]
+    )
+    assert first.exit_code == 0, first.output
+    args = ["score", str(qrels), f"sys={empty}", "--no-progress", "--out", str(tmp_path / "o")]
+    result = runner.invoke(app, [*args, "--baseline", str(tmp_path / "b" / "report.json")])
+    assert result.exit_code == 2, result.output
+    assert str(empty) in result.output.replace("\n", "") and "no ranking line" in result.output
+
+
+def test_an_over_long_line_is_refused_at_its_line(tmp_path: Path) -> None:
+    """A run line past the format's bound is refused at its line, though trec_eval would read
+    it, before it is held whole."""
+    path = tmp_path / "long.trec"
+    path.write_bytes(b"q1 Q0 a 1 1 t\nq1 Q0 b 2 0.5 " + b"t" * (2 << 20) + b"\n")  # bound: 1 MiB
+    with pytest.raises(InputError) as e:
+        read_run(path, "trec", 10)
+    assert e.value.problems[0].line == 2 and "longer than" in e.value.problems[0].message
+
+
+def test_score_names_a_path_that_is_not_utf8(tmp_path: Path) -> None:
+    """A run, golden set or --out path whose name is not UTF-8 exits 2 naming it with the byte
+    escaped, never "Internal error"."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "r\udcff.trec"
+    qrels.write_text("q1 0 a 1\n")
+    run.write_text("q1 Q0 a 1 1 t\n")
+    for args in (
+        [str(qrels), f"x={run}"],
+        [str(run), "x=" + str(qrels)],
+        [str(qrels), f"x={qrels}", "--out", str(tmp_path / "o\udcff")],
+    ):
+        result = runner.invoke(app, ["score", *args, "--no-progress"])
+        assert result.exit_code == 2, result.output
+        assert "not valid UTF-8" in result.output and "\\xff" in result.output
+        assert "Internal error" not in result.output
+
+
+def test_score_on_a_reformatted_run_equals_trec_eval(scifact_path: Path, tmp_path: Path) -> None:
+    """The graded SciFact run rewritten with trec_eval's tolerated variations (tabs, CRLF, extra
+    columns, scores as ``2.5e0`` and hexadecimal) scores as pytrec_eval scores the plain run, and
+    a score column that is not wholly a number is shown in report.md."""
+    qrels_path, run_path, qrels = _graded_qrels_and_run(scifact_path, tmp_path)
+    odd = tmp_path / "odd.trec"
+    with odd.open("wb") as f:
+        for i, line in enumerate(run_path.read_text().splitlines()):
+            qid, _, doc, rank, score, tag = line.split()
+            text = float(score).hex() if i % 3 == 0 else f"{float(score):e}"
+            f.write(f"{qid}\tQ0 {doc}  {rank}\t{text} {tag} x{i}\r\n".encode())
+        f.write(b"zz Q0 d1 1 7abc t")  # a query not evaluated: counted, not scored
+    outcome = score_command(qrels_path, [str(odd)], metrics=METRICS, out=tmp_path / "out")
+    report = outcome.evaluation.report
+    evaluated = {q: j for q, j in qrels.items() if max(j.values()) >= 1}
+    compared = assert_report_matches_trec_eval(
+        report.indexes["odd"].per_query, report.query_ids, evaluated, read_trec_run(run_path), 1
+    )
+    assert compared == len(METRICS) * len(evaluated)
+    assert report.indexes["odd"].params["scores_partial"] == 1
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "odd: 1 TREC scores not wholly a number" in md

@@ -5,6 +5,7 @@ baseline, every report file)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,26 @@ from evalret.errors import InputError, Problem
 DISABLED = {"enabled": False}
 
 
+def utf8_path(path: Path, role: str) -> Path:
+    """``path`` when its name is UTF-8; else InputError naming ``role`` and the path with its
+    undecodable bytes as ``\\xNN`` (reports hold paths as UTF-8 text, which cannot write it)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise InputError(
+            f"{role} {shown}: the path is not valid UTF-8 (evalret writes paths into its reports "
+            "as UTF-8 text): rename it, or give a link whose name is UTF-8"
+        ) from None
+    return path
+
+
 def run_indexes(runs: Sequence[str]) -> dict[str, Path]:
     """Index name -> run file, from ``PATH`` (named after the file's stem) or ``NAME=PATH``;
     InputError for a name that is not an index name or is given twice."""
     out: dict[str, Path] = {}
     for arg in runs:
+        utf8_path(Path(arg), "run")
         name, sep, path = arg.partition("=")
         if not sep or not INDEX_NAME.fullmatch(name):
             name, path = Path(arg).stem, arg
@@ -66,7 +82,8 @@ def score_config(
         "metrics": list(metrics) if metrics else list(DEFAULT_METRICS),
         "relevance_level": relevance_level,
         "queries_without_relevant": queries_without_relevant,
-        "gate": GateConfig(indexes=list(named), ann_min_recall=None, health={}),
+        # no approximate index here, so ann_k is unused: 1 fits every depth (``-m ndcg@1``)
+        "gate": GateConfig(indexes=list(named), ann_min_recall=None, ann_k=1, health={}),
         "cache": CacheConfig(enabled=False),
         "health": {"enabled": False},
     }
@@ -94,6 +111,10 @@ def score_command(
 ) -> RunOutcome:
     """Score ``runs`` against ``golden`` and write the report files into ``out`` (default
     reports/), gated against ``baseline`` when given."""
+    utf8_path(golden, "golden set")
+    for path, role in ((out, "--out"), (baseline, "--baseline")):
+        if path is not None:
+            utf8_path(path, role)
     cfg = score_config(
         golden,
         runs,

@@ -1,21 +1,39 @@
 """Run files: rankings written by another system, read as trec_eval reads them, streaming.
 
-TREC: ``qid Q0 docno rank score tag`` per line, whitespace-separated; the rank column (and Q0 and
-the tag) is ignored, and a query's documents are ordered by score descending, then docno
-descending (plain string order), scores parsed as float64. Blank lines and lines starting with
-``#`` are skipped.
+TREC, with the tolerance of trec_eval's own reader (``get_trec_results.c``):
+
+- A line is what ends at ``\\n``; the last one needs none. Columns are separated by runs of the
+  bytes C's ``isspace`` names (space, tab, ``\\r``, ``\\v``, ``\\f``), so a CRLF file, tabs and
+  ragged spacing read the same; any other byte (a non-breaking space too) belongs to a column.
+- A line that is blank, or whose first column starts with ``#``, is skipped.
+- Six columns ``qid Q0 docno rank score tag`` at least; columns past the sixth are ignored, and
+  only qid, docno and score are used (Q0, rank and tag may be anything, in any encoding).
+- The score is read as C's ``atof`` reads it: the longest leading part that is a C number
+  (decimal, with or without an exponent, hexadecimal like ``0x1.8p3``, ``inf``, ``infinity``),
+  and 0 when there is none, so ``1.5e3``, ``.5``, ``7.`` and ``+2`` are numbers, ``12abc`` reads
+  as 12 and ``n/a`` as 0. Scores that are not wholly a number are counted (``scores_partial``),
+  since such a column usually means a misplaced one.
+- A query's documents are ordered by score descending, then docno descending (byte order).
+
+Where evalret is stricter than trec_eval, it is because trec_eval's answer is undefined: a file
+with no ranking line at all (0 bytes, or only blank and comment lines: trec_eval refuses the
+first and reads uninitialised memory for the second), a NUL byte (trec_eval stops reading, or
+crashes, there), a score of NaN (trec_eval's sort has no order for it), or a qid or docno that is
+not UTF-8 (evalret compares ids as text). A document twice in one query is refused as trec_eval
+refuses it, whatever the depth kept. A UTF-8 byte-order mark before the first line is dropped.
 
 JSONL: one object per line and query, ``{"query_id": "q1", "results": [{"doc_id": "d1",
-"score": 0.5}, ...]}``, ordered by the same rule (the order in the file does not matter).
+"score": 0.5}, ...]}``, ordered by the same rule (the order in the file does not matter); blank
+lines are skipped. A query given on two lines, a score that is not a finite JSON number, or a
+result without a one-word doc_id is refused.
 
-A document twice within one query is an input error naming file and line (trec_eval refuses such
-runs), as is a query given on two JSONL lines, a score that is not a finite number, or a line
-with other than six TREC columns.
+Every refusal is an input error naming file and line. A line longer than ``MAX_LINE_BYTES`` of
+its format is refused as soon as the bound is passed, before the line is held in memory.
 
 Memory is bounded: the file is read line by line and only the best ``depth`` documents of each
-query are kept (a heap per query), never the whole file. The duplicate check keeps the documents
-of the query being read; when a TREC query's lines are split across the file (rare: run writers
-group by query), its later lines are checked against the documents it keeps.
+query are kept (a heap per query), never the whole file. Repeated documents are found from one
+8-byte hash of (query, document) per line, sorted at the end; a hash seen twice sends the reader
+through the file a second time to name the line (or to find it was a hash collision).
 """
 
 from __future__ import annotations
@@ -23,110 +41,184 @@ from __future__ import annotations
 import hashlib
 import heapq
 import math
+import re
+from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from evalret.data.textfile import TextProblem, decode, parse_json
+import numpy as np
+
+from evalret.data.textfile import BOM, TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
 
 RunFormat = Literal["trec", "jsonl"]
+
+# the longest line read, newline included: a TREC line is six short columns; a JSONL line holds a
+# query's whole ranking (100,000 results of ~60 bytes fit)
+MAX_LINE_BYTES: dict[str, int] = {"trec": 1 << 20, "jsonl": 64 << 20}
+
+# what C's strtod takes as a number at the start of a text (case-insensitive): hexadecimal,
+# decimal, inf / infinity, nan with an optional (chars) tail
+_C_NUMBER = re.compile(
+    rb"[+-]?(?:0x(?:[0-9a-f]+(?:\.[0-9a-f]*)?|\.[0-9a-f]+)(?:p[+-]?[0-9]+)?"
+    rb"|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?"
+    rb"|inf(?:inity)?|nan(?:\([0-9a-z_]*\))?)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
 class RunFile:
     """What a run file holds: per query (in the file's order) its best ``depth`` documents
-    under the tie rule, as (docno, score) pairs; and the file's SHA-256 and line count."""
+    under the tie rule, as (docno, score) pairs; the file's SHA-256 and line count; and how many
+    TREC scores were not wholly a number (read by their leading number, as ``atof`` does)."""
 
     rankings: dict[str, list[tuple[str, float]]]
     sha256: str
     n_lines: int
+    scores_partial: int = 0
 
 
-@dataclass
-class _Query:
-    """One query while its file is read: the kept heap (worst first) and the documents seen."""
-
-    heap: list[tuple[float, str]] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
+_Record = tuple[str, str, float, int]  # one (query, document, score) of the file, at its line
 
 
-class _Reader:
-    """The top-``depth`` state of every query, fed one (query, docno, score) at a time."""
+def c_atof(text: bytes) -> tuple[float, bool]:
+    """``text`` read as C's ``atof`` reads it (its longest leading number, else 0.0), and whether
+    the whole of ``text`` was that number."""
+    if b"_" not in text:  # the common case: Python's float takes what strtod takes whole
+        try:
+            return float(text), True
+        except ValueError:
+            pass
+    match = _C_NUMBER.match(text)
+    if match is None:
+        return 0.0, False
+    number = match.group().decode("ascii").lower()
+    unsigned = number.lstrip("+-")
+    if unsigned.startswith("0x"):
+        try:
+            value = float.fromhex(number)
+        except OverflowError:  # strtod answers HUGE_VAL, an infinity
+            value = -math.inf if number.startswith("-") else math.inf
+    elif unsigned.startswith("nan"):
+        value = math.nan
+    else:
+        value = float(number)
+    return value, match.end() == len(text)
 
-    def __init__(self, path: Path, depth: int) -> None:
-        self.path, self.depth = path, depth
-        self.queries: dict[str, _Query] = {}
-        self.current: _Query | None = None
 
-    def problem(self, message: str, line: int) -> InputError:
+class _File:
+    """A run file being read: its path, format and digest, and where problems are."""
+
+    def __init__(self, path: Path, fmt: RunFormat) -> None:
+        self.path, self.fmt = path, fmt
+        self.limit = MAX_LINE_BYTES[fmt]
+        self.digest = hashlib.sha256()
+        self.n_lines = 0
+        self.scores_partial = 0
+        self.queries: dict[str, None] = {}  # JSONL: the queries given so far, in order
+
+    def problem(self, message: str, line: int | None = None, code: str | None = None) -> InputError:
         """An InputError at ``line`` of the run file."""
-        return InputError(f"invalid run file {self.path}", [Problem(message, str(self.path), line)])
-
-    def add(self, qid: str, doc: str, score: float, line: int) -> None:
-        """Keep ``doc`` if it is among the best ``depth`` of ``qid`` so far; refuse a repeat."""
-        query = self.queries.get(qid)
-        if query is None:
-            query = self.queries[qid] = _Query()
-        if query is not self.current:  # a new block of lines: forget the previous one's docs
-            if self.current is not None:
-                self.current.seen = set()
-            query.seen = {d for _, d in query.heap}
-            self.current = query
-        if doc in query.seen:
-            raise self.problem(f"document {doc!r} appears twice for query {qid!r}", line)
-        query.seen.add(doc)
-        entry = (score, doc)  # the heap's smallest is the worst: lowest score, then lowest docno
-        if len(query.heap) < self.depth:
-            heapq.heappush(query.heap, entry)
-        elif entry > query.heap[0]:
-            heapq.heapreplace(query.heap, entry)
-
-    def rankings(self) -> dict[str, list[tuple[str, float]]]:
-        """Every query's kept documents, best first (score descending, then docno descending)."""
-        return {
-            qid: [(doc, score) for score, doc in sorted(q.heap, reverse=True)]
-            for qid, q in self.queries.items()
-        }
-
-
-def _lines(path: Path, digest: Any) -> Iterator[tuple[int, str]]:
-    """(1-based line number, decoded line) of the file, hashing its bytes into ``digest``."""
-    try:
-        with path.open("rb") as f:
-            for number, data in enumerate(f, start=1):
-                digest.update(data)
-                try:
-                    yield number, decode(data, number)
-                except TextProblem as e:
-                    raise InputError(f"invalid run file {path}", [e.at(path, number)]) from None
-    except OSError as e:
-        raise InputError(f"cannot read run file {path}: {e.strerror or e}") from None
-
-
-def _score(text: str) -> float:
-    """A finite float64 score; ValueError otherwise."""
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(text)
-    return value
-
-
-def _read_trec_line(reader: _Reader, text: str, number: int) -> None:
-    """One TREC line: skipped when blank or a comment, else six columns added to ``reader``."""
-    parts = text.split()
-    if not parts or parts[0].startswith("#"):
-        return
-    if len(parts) != 6:
-        raise reader.problem(
-            f"expected 6 columns (qid Q0 docno rank score tag), found {len(parts)}", number
+        return InputError(
+            f"invalid run file {self.path}", [Problem(message, str(self.path), line, code)]
         )
-    try:
-        score = _score(parts[4])
-    except ValueError:
-        raise reader.problem(f"score {parts[4]!r} is not a finite number", number) from None
-    reader.add(parts[0], parts[2], score, number)
+
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """(1-based line number, the line's bytes) of the file, each hashed into the digest; a
+        line over the bound is refused before it is read whole."""
+        try:
+            with self.path.open("rb") as f:
+                number = 0
+                while data := f.readline(self.limit + 1):
+                    number += 1
+                    if len(data) > self.limit:
+                        raise self.problem(
+                            f"line longer than {self.limit} bytes (the bound for a "
+                            f"{self.fmt} run file)",
+                            number,
+                        )
+                    self.digest.update(data)
+                    self.n_lines = number
+                    yield number, data.removeprefix(BOM) if number == 1 else data
+        except OSError as e:
+            raise InputError(f"cannot read run file {self.path}: {e.strerror or e}") from None
+
+    def records(self) -> Iterator[_Record]:
+        """Every (query, document, score) of the file, in the file's order."""
+        if self.fmt == "jsonl":
+            for number, data in self.lines():
+                yield from self._jsonl_line(data, number)
+            return
+        for number, data in self.lines():
+            record = self._trec_line(data, number)
+            if record is not None:
+                yield record
+
+    def _trec_line(self, data: bytes, number: int) -> _Record | None:
+        """One TREC line's record (None for a blank or comment line); the hot loop of a big run,
+        so the common case (a plain decimal score, UTF-8 ids) takes no extra call."""
+        if b"\0" in data:
+            raise self.problem("a NUL byte (trec_eval's reader takes none)", number)
+        columns = data.split(None, 6)  # bytes.split(): exactly C's isspace, as trec_eval splits
+        if not columns or columns[0].startswith(b"#"):
+            return None
+        if len(columns) < 6:
+            raise self.problem(
+                f"expected 6 columns (qid Q0 docno rank score tag), found {len(columns)}", number
+            )
+        text = columns[4]
+        try:  # Python's float takes what strtod takes whole, but for "_" between digits
+            score = float(b"_" if b"_" in text else text)
+        except ValueError:
+            score, whole = c_atof(text)
+            self.scores_partial += not whole
+        if score != score:  # NaN
+            shown = text.decode("utf-8", "replace")
+            message = f"score {shown!r} is not a number (trec_eval's order is undefined for NaN)"
+            raise self.problem(message, number)
+        try:
+            return columns[0].decode("utf-8"), columns[2].decode("utf-8"), score, number
+        except UnicodeDecodeError as e:
+            what = "qid" if e.object == columns[0] else "docno"
+            raise self.problem(
+                f"{what} is not valid UTF-8 ({e.reason}): evalret compares ids as text",
+                number,
+                "unreadable-file",
+            ) from None
+
+    def _jsonl_line(self, data: bytes, number: int) -> list[_Record]:
+        try:
+            text = decode(data, 2)  # the BOM is already dropped
+        except TextProblem as e:
+            raise self.problem(e.message, number, e.code) from None
+        if not text.strip():
+            return []
+        try:
+            obj = parse_json(text, finite=True)
+        except TextProblem as e:
+            raise self.problem(e.message, number) from None
+        results = obj.get("results") if isinstance(obj, dict) else None
+        qid = obj.get("query_id") if isinstance(obj, dict) else None
+        if not isinstance(qid, str) or qid.split() != [qid] or not isinstance(results, list):
+            raise self.problem(
+                'expected {"query_id": "...", "results": [{"doc_id": "...", "score": 0.5}, ...]}',
+                number,
+            )
+        if qid in self.queries:
+            raise self.problem(f"query {qid!r} is given on an earlier line too", number)
+        self.queries[qid] = None
+        out = []
+        for i, r in enumerate(results):
+            doc, score = _result(r)
+            if doc is None or score is None:
+                raise self.problem(
+                    f"results[{i}]: expected a doc_id (one word) and a finite score", number
+                )
+            out.append((qid, doc, score, number))
+        return out
 
 
 def _result(r: Any) -> tuple[str | None, float | None]:
@@ -138,46 +230,92 @@ def _result(r: Any) -> tuple[str | None, float | None]:
     if not isinstance(score, int | float) or isinstance(score, bool):
         return doc, None
     try:
-        return doc, _score(str(float(score)))
-    except (ValueError, OverflowError):
+        value = float(score)
+    except OverflowError:  # an integer past float range
         return doc, None
+    return doc, value if math.isfinite(value) else None
 
 
-def _read_jsonl_line(reader: _Reader, text: str, number: int) -> None:
-    """One JSONL line: one query and its results, added to ``reader``."""
-    if not text.strip():
-        return
-    try:
-        obj = parse_json(text, finite=True)
-    except TextProblem as e:
-        raise reader.problem(e.message, number) from None
-    results = obj.get("results") if isinstance(obj, dict) else None
-    qid = obj.get("query_id") if isinstance(obj, dict) else None
-    if not isinstance(qid, str) or qid.split() != [qid] or not isinstance(results, list):
-        raise reader.problem(
-            'expected {"query_id": "...", "results": [{"doc_id": "...", "score": 0.5}, ...]}',
-            number,
-        )
-    if qid in reader.queries:
-        raise reader.problem(f"query {qid!r} is given on an earlier line too", number)
-    for i, r in enumerate(results):
-        doc, score = _result(r)
-        if doc is None or score is None:
-            raise reader.problem(
-                f"results[{i}]: expected a doc_id (one word) and a finite score", number
+class _Top:
+    """The best ``depth`` documents of every query, and one hash per (query, document) read."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self.heaps: dict[str, list[tuple[float, str]]] = {}
+        self.keys = array("q")
+
+    def add(self, qid: str, doc: str, score: float) -> None:
+        """Keep ``doc`` if it is among the best ``depth`` of ``qid`` so far."""
+        self.keys.append(hash((qid, doc)))
+        heap = self.heaps.get(qid)
+        if heap is None:
+            heap = self.heaps[qid] = []
+        entry = (score, doc)  # the heap's smallest is the worst: lowest score, lowest docno
+        if len(heap) < self.depth:
+            heapq.heappush(heap, entry)
+        elif entry > heap[0]:
+            heapq.heapreplace(heap, entry)
+
+    def repeated_keys(self) -> set[int]:
+        """The hashes read more than once (a repeated document, or a collision)."""
+        keys = np.sort(np.frombuffer(self.keys, dtype=np.int64))
+        return set(keys[1:][keys[1:] == keys[:-1]].tolist())
+
+    def rankings(self) -> dict[str, list[tuple[str, float]]]:
+        """Every query's kept documents, best first (score descending, then docno descending)."""
+        return {
+            qid: [(doc, score) for score, doc in sorted(heap, reverse=True)]
+            for qid, heap in self.heaps.items()
+        }
+
+
+def _refuse_repeats(source: _File, suspects: set[int]) -> None:
+    """Read the file again and refuse the first (query, document) that repeats an earlier line,
+    among those whose hash is in ``suspects``; a file that reads differently the second time (a
+    pipe, a file being written) is refused too, since its repeats cannot be named."""
+    first: dict[tuple[str, str], int] = {}
+    again = _File(source.path, source.fmt)
+    for qid, doc, _, line in again.records():
+        if hash((qid, doc)) not in suspects:
+            continue
+        earlier = first.get((qid, doc))
+        if earlier is None:
+            first[qid, doc] = line
+        else:  # (in JSONL both may be on one line)
+            raise again.problem(
+                f"document {doc!r} appears twice for query {qid!r} (first at line {earlier})", line
             )
-        reader.add(qid, doc, score, number)
-    reader.queries.setdefault(qid, _Query())  # a query with no results is still given
+    if again.digest.digest() != source.digest.digest():
+        raise source.problem(
+            "a document may appear twice for one query, and the file read differently the "
+            "second time it was read to find the line (a pipe, or a file being written): give "
+            "a regular file that is not changing",
+            code="unstable-file",
+        )
 
 
 def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
     """The run file at ``path``, each query's best ``depth`` documents kept; InputError naming
     file and line for anything trec_eval would not read (see the module docstring)."""
-    digest = hashlib.sha256()
-    reader = _Reader(path, depth)
-    read_line = _read_trec_line if fmt == "trec" else _read_jsonl_line
-    n_lines = 0
-    for number, text in _lines(path, digest):
-        read_line(reader, text, number)
-        n_lines = number
-    return RunFile(rankings=reader.rankings(), sha256=digest.hexdigest(), n_lines=n_lines)
+    source = _File(path, fmt)
+    top = _Top(depth)
+    add = top.add
+    for qid, doc, score, _ in source.records():
+        add(qid, doc, score)
+    if not top.heaps and not source.queries:
+        raise source.problem(
+            "no ranking line (the file is empty, or holds only blank and comment lines)",
+            code="empty-run",
+        )
+    suspects = top.repeated_keys()
+    if suspects:
+        _refuse_repeats(source, suspects)
+    rankings = top.rankings()
+    if fmt == "jsonl":  # every query given, in the file's order, one with no results too
+        rankings = {qid: rankings.get(qid, []) for qid in source.queries}
+    return RunFile(
+        rankings=rankings,
+        sha256=source.digest.hexdigest(),
+        n_lines=source.n_lines,
+        scores_partial=source.scores_partial,
+    )

@@ -71,6 +71,15 @@ ALIGNMENT_NOTES = {
     "queries_missing": "queries of the golden set not in the ranking (scored 0)",
     "queries_unknown": "ranked queries not evaluated (ignored)",
     "documents_unknown": "retrieved documents not in the corpus (unjudged)",
+    "scores_partial": "TREC scores not wholly a number, read by their leading number as "
+    "trec_eval reads them (0 when none)",
+    # a pgvector table (engines.retrievers.pgvector.TABLE_COUNTS)
+    "rows_null_vector": "table rows with a NULL vector (never searched)",
+    "rows_null_id": "table rows with a NULL id (skipped when retrieved)",
+    "ranks_unknown_id": "ranks held by rows whose id is NULL or not in the corpus (skipped)",
+    "rows_folded": "rows folded into a better row of the same document (one rank per document)",
+    "queries_short": "queries ranked fewer documents than the depth (pgvector returns at most "
+    "1000 rows)",
 }
 
 

@@ -12,7 +12,14 @@ Two modes (``PgvectorIndexConfig``):
   the prefix (none are made by this module; it is the cleanup step for older or foreign copies).
 - **table** (``table: NAME``): an existing table is queried in a read-only transaction
   (``SET TRANSACTION READ ONLY``); its ``id_column`` (read as text) is mapped onto the golden set's
-  document ids. Ids unknown to the corpus are skipped and counted (``notes["unknown_ranks"]``).
+  document ids. A table of chunks holds several rows per id: each document is ranked once, at its
+  best row, and the fetch widens until ``depth`` distinct documents are in hand (up to pgvector's
+  1000 rows a scan; a query left short is counted). What the search could not rank as stored is
+  counted and becomes the index's params (``TABLE_COUNTS``, when nonzero), which the terminal and
+  report.md show: rows with a NULL vector or a NULL id (one count over the whole table), ranks
+  held by an id that is NULL or unknown to the corpus (skipped), rows folded into their document's
+  best row, and short queries. A skipped or folded row is counted when it is strictly nearer than
+  the ``depth``-th document, so the counts do not depend on the scan's order among ties.
 
 Queries run in batches with ``SET LOCAL hnsw.ef_search`` and ``enable_seqscan = off`` (so the
 planner cannot answer a small table exactly instead of through the index): one statement per batch,
@@ -34,6 +41,7 @@ psycopg and pgvector are imported inside the functions that use them (extra ``ev
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import secrets
@@ -276,23 +284,36 @@ def _fetch(
     return got
 
 
-def _open_at_cut(hits: Hits, fetch: int, keep: int, known: Callable[[Any], bool]) -> bool:
+def _open_at_cut(hits: Hits, fetch: int, keep: int, mapper: _Mapper) -> bool:
     """Whether a full fetch may have cut a tie (or the known documents) short: fewer than
-    ``keep`` known ids, or the keep-th known distance equal to the last one fetched."""
+    ``keep`` distinct known documents, or the keep-th one's distance equal to the last fetched."""
     if len(hits) < fetch:
         return False
-    dists = [d for found, d in hits if known(found)]
+    dists = mapper.best_distances(hits)
     return len(dists) < keep or dists[keep - 1] == hits[-1][1]
 
 
 class _Mapper:
-    """Stored ids to document indices (-1: unknown to the corpus), counting the skipped ranks."""
+    """Stored ids to document indices (-1: unknown to the corpus), counting the skipped ranks
+    and the rows folded into a better row of their document."""
 
     def __init__(self, doc_ids: Sequence[str] | None) -> None:
         self.index = {d: i for i, d in enumerate(doc_ids)} if doc_ids is not None else None
-        self.unknown_ranks = 0
+        self.unknown_ranks = 0  # ranks held by an id that is NULL or not in the corpus
         self.unknown_ids: set[str] = set()
+        self.null_id_ranks = 0
+        self.rows_folded = 0
         self.short_queries = 0
+
+    def best_distances(self, hits: Hits) -> list[float]:
+        """The distance of each distinct known document's best (first) row, nearest first."""
+        seen: set[Any] = set()
+        out = []
+        for found, dist in hits:
+            if self.known(found) and found not in seen:
+                seen.add(found)
+                out.append(dist)
+        return out
 
     def known(self, found: Any) -> bool:
         """Whether the stored id names a document of the corpus."""
@@ -304,23 +325,42 @@ class _Mapper:
             return int(found)
         return self.index.get(found, -1) if found is not None else -1
 
+    def _skipped(self, found: Any, doc: int) -> None:
+        """Count one row that holds no rank: a repeat of a document, a NULL or unknown id."""
+        if doc >= 0:
+            self.rows_folded += 1
+            return
+        self.unknown_ranks += 1
+        if found is None:
+            self.null_id_ranks += 1
+        else:
+            self.unknown_ids.add(str(found))
+
     def candidates(self, hits: Hits, metric: str, keep: int) -> tuple[np.ndarray, np.ndarray]:
-        """Document indices and float64 scores of the known hits; the unknown ids met before
-        the ``keep``-th known one are counted (they would have held a rank)."""
+        """Document indices and float64 scores of the known hits, each document once at its
+        best row (a table of chunks has several rows per id); the rows of unknown ids and the
+        folded rows nearer than the ``keep``-th document are counted (they would have held a
+        rank; a row tied with it is not, whatever the scan's order among ties)."""
         scale, offset = _SCORE[metric]
         ids: list[int] = []
-        scores: list[float] = []
+        dists: list[float] = []
+        skipped: list[tuple[Any, int, float]] = []
+        seen: set[int] = set()
         for found, dist in hits:
             doc = self.to_index(found)
-            if doc < 0:
-                if len(ids) < keep:
-                    self.unknown_ranks += 1
-                    self.unknown_ids.add(str(found))
+            if doc < 0 or doc in seen:
+                skipped.append((found, doc, dist))
                 continue
+            seen.add(doc)
             ids.append(doc)
-            scores.append(scale * dist + offset)
+            dists.append(dist)
+        cut = dists[keep - 1] if len(ids) >= keep else math.inf
+        for found, doc, dist in skipped:
+            if dist < cut:
+                self._skipped(found, doc)
         if len(ids) < keep:
             self.short_queries += 1
+        scores = [scale * dist + offset for dist in dists]
         return np.array(ids, dtype=np.int64), np.array(scores, dtype=np.float64)
 
 
@@ -347,7 +387,7 @@ def _search(
             found.update(_fetch(conn, statement, batch, rows, fetch, ef_search))
             if fetch >= source.limit:
                 break
-            rows = [n for n in rows if _open_at_cut(found[n], fetch, depth, mapper.known)]
+            rows = [n for n in rows if _open_at_cut(found[n], fetch, depth, mapper)]
             fetch = min(source.limit, fetch * 2)
         for n, hits in found.items():
             ids, scores = mapper.candidates(hits, source.metric, depth)
@@ -368,6 +408,29 @@ def _table_source(settings: PgvectorIndexConfig) -> _Source:
         metric=settings.metric,
         limit=MAX_EF_SEARCH,
     )
+
+
+def null_rows(conn: Any, source: _Source) -> tuple[int, int]:
+    """(rows whose vector is NULL, rows whose id is NULL) of the whole table: one count."""
+    from psycopg import sql
+
+    statement = sql.SQL(
+        "SELECT count(*) FILTER (WHERE {vec} IS NULL), count(*) FILTER (WHERE {id} IS NULL)"
+        " FROM {rel}"
+    ).format(vec=source.vector, id=source.id_expr, rel=source.relation)
+    null_vectors, null_ids = conn.execute(statement).fetchone()
+    return int(null_vectors), int(null_ids)
+
+
+# what a table search could not rank as it stands, as the index params name it (only when
+# nonzero, so a clean table's fingerprint is what it was); the report shows each one
+TABLE_COUNTS = {
+    "rows_null_vector": "null_vectors",
+    "rows_null_id": "null_ids",
+    "ranks_unknown_id": "unknown_ranks",
+    "rows_folded": "rows_folded",
+    "queries_short": "short_queries",
+}
 
 
 def plan_index(conn: Any, source: _Source, query: np.ndarray) -> str | None:
@@ -401,12 +464,14 @@ class PgvectorRetriever(BaseRetriever):
         common = {"type": "pgvector.hnsw", "metric": s.metric, "ef_search": s.ef_search}
         if s.table is None:
             return {**common, "mode": "scratch", "m": s.m, "ef_construction": s.ef_construction}
+        counts = {k: self.notes.get(n, 0) for k, n in TABLE_COUNTS.items()}
         return {
             **common,
             "mode": "table",
             "table": s.table,
             "id_column": s.id_column,
             "vector_column": s.vector_column,
+            **{k: v for k, v in counts.items() if v},
         }
 
     def cache_notes(self) -> dict[str, str]:
@@ -422,6 +487,12 @@ class PgvectorRetriever(BaseRetriever):
                 f"; {n['unknown_ranks']} ranks held {n['unknown_ids']} ids unknown to the "
                 "corpus, skipped"
             )
+        if n["null_id_ranks"]:
+            line += f"; {n['null_id_ranks']} ranks held a NULL id, skipped"
+        if n["rows_folded"]:
+            line += f"; {n['rows_folded']} rows folded into their document's best row"
+        if n["null_vectors"] or n["null_ids"]:
+            line += f"; {n['null_vectors']} rows with a NULL vector, {n['null_ids']} a NULL id"
         return {f"pgvector.{self.name}": line}
 
     def retrieve(self, job: SearchJob) -> SearchResult:
@@ -478,11 +549,14 @@ class PgvectorRetriever(BaseRetriever):
         conn.execute("SET LOCAL enable_seqscan = off")
         source = _table_source(self.settings)
         self.notes["index"] = plan_index(conn, source, job.query_vectors[0])
+        self.notes["null_vectors"], self.notes["null_ids"] = null_rows(conn, source)
         mapper = _Mapper(job.doc_ids)
         result = self._search(conn, source, job, mapper)
         self.notes.update(
             unknown_ranks=mapper.unknown_ranks,
             unknown_ids=len(mapper.unknown_ids),
+            null_id_ranks=mapper.null_id_ranks,
+            rows_folded=mapper.rows_folded,
             short_queries=mapper.short_queries,
         )
         return result

@@ -26,6 +26,7 @@ class RunRetriever(BaseRetriever):
         self.enabled = settings.enabled
         self.sha256: str | None = None
         self.alignment: Alignment | None = None
+        self.scores_partial = 0
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -37,6 +38,8 @@ class RunRetriever(BaseRetriever):
             out["sha256"] = self.sha256
         if self.alignment is not None:
             out.update(self.alignment.params())
+        if self.scores_partial:  # only when some: a clean run's fingerprint is unchanged
+            out["scores_partial"] = self.scores_partial
         return out
 
     def retrieve(self, job: SearchJob) -> SearchResult:
@@ -45,5 +48,5 @@ class RunRetriever(BaseRetriever):
             result, self.alignment = to_search_result(
                 run.rankings, job.query_ids, job.doc_ids, job.depth
             )
-        self.sha256 = run.sha256
+        self.sha256, self.scores_partial = run.sha256, run.scores_partial
         return result
