@@ -68,12 +68,10 @@ HINTS = {
     401: "the key was refused: check the key in {key}",
     403: "the key in {key} may not use this model or endpoint",
     404: "not found: check model.name ({name!r}) and model.base_url",
-    413: "the request is too large: lower model.max_batch ({max_batch}) or "
-    "model.max_batch_tokens",
+    413: "the request is too large: lower model.max_batch ({max_batch}) or model.max_batch_tokens",
     422: "the request was refused: the batch may be too large (lower model.max_batch, now "
     "{max_batch}), an input too long for the model, or a setting not supported",
-    429: "still rate limited after {retries}: lower model.concurrency or raise "
-    "model.max_retries",
+    429: "still rate limited after {retries}: lower model.concurrency or raise model.max_retries",
 }
 Batch = tuple[np.ndarray, np.ndarray]  # (positions in the input, float32 vectors)
 
@@ -345,9 +343,7 @@ class OpenAIEmbedder:
         if hint is None:
             retried = status >= 500 or status in (408, 409)
             hint = f"the server failed after {retries}" if retried else "not retried"
-        hint = hint.format(
-            key=c.api_key_env, name=c.name, retries=retries, max_batch=c.max_batch
-        )
+        hint = hint.format(key=c.api_key_env, name=c.name, retries=retries, max_batch=c.max_batch)
         return (
             f"embedding request to {self.url} failed: HTTP {status}: {hint}. "
             f"The server said: {self.redact.shown(said)}"
