@@ -17,22 +17,26 @@ sees each request and each redirect hop:
   offset (HTTP Basic of ``user:key`` or ``:key``, standard or URL-safe alphabet). Every text
   shown from a server or a client error passes through ``Redactor.shown``, also bounded.
 
-Cancelling the task that runs a request (asyncio) stops it at once, a retry's wait included.
+Requests run as asyncio tasks on a ``LoopThread``: cancelling one stops it at once, a retry's
+wait included, and none holds the process at exit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
-from collections.abc import Iterable
-from typing import Any
+import threading
+from collections.abc import Coroutine, Iterable
+from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus, urlsplit
 
 MASK = "***"
 MIN_FORM = 8  # shorter forms of a secret are not masked: they would mask ordinary text
 SHOWN_CHARS = 300  # of a server's text in a message
 MAX_REDIRECTS = 5
+T = TypeVar("T")
 
 
 class RequestRefused(Exception):
@@ -152,3 +156,53 @@ def async_client(base_url: str, timeout: float) -> Any:
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,
     )
+
+
+class LoopThread:
+    """An event loop on a daemon thread, for synchronous code to run requests as tasks: it
+    works where the calling thread already runs a loop (a notebook), and a request left in
+    flight never holds the process at exit."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="evalret-http", daemon=True
+        )
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """``coroutine`` run on the loop; its result here."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def start(self, coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """``coroutine`` started as a task on the loop."""
+        return self.run(_as_task(coroutine))
+
+    def first_done(self, tasks: Iterable[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+        """Waits for at least one of ``tasks``: those that are done (answered or failed)."""
+        return self.run(_first_done(set(tasks)))
+
+    def cancel(self, tasks: Iterable[asyncio.Task[Any]]) -> None:
+        """Cancels ``tasks`` and waits until each has stopped (at once: its socket closed)."""
+        if tasks := set(tasks):
+            self.run(_cancel(tasks))
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+async def _as_task(coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    return asyncio.create_task(coroutine)
+
+
+async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+    done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    return done
+
+
+async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.wait(tasks)

@@ -53,7 +53,7 @@ import numpy as np
 
 from evalret.data.config import ModelConfig
 from evalret.engines.embed import Kind, Progress, finish_vectors
-from evalret.engines.http_policy import Redactor, RequestRefused, async_client
+from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused, async_client
 from evalret.engines.tokens import estimate_tokens
 from evalret.errors import ConfigError, ModelError
 
@@ -212,16 +212,16 @@ class OpenAIEmbedder:
         if not batches:
             return
         client = self._new_client()  # the package and the key are checked before any request
-        loop = asyncio.new_event_loop()
+        loop = LoopThread()
         try:
             yield from self._drive(loop, client, inputs, batches, kind)
         finally:
-            loop.run_until_complete(client.close())
+            loop.run(client.close())
             loop.close()
 
     def _drive(
         self,
-        loop: asyncio.AbstractEventLoop,
+        loop: LoopThread,
         client: Any,
         inputs: list[str],
         batches: list[np.ndarray],
@@ -236,12 +236,10 @@ class OpenAIEmbedder:
                     if rows is None:
                         break
                     request = self._request(client, [inputs[int(i)] for i in rows], kind)
-                    running[loop.create_task(request)] = rows
+                    running[loop.start(request)] = rows
                 if not running:
                     return
-                done, _ = loop.run_until_complete(
-                    asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                )
+                done = loop.first_done(running)
                 failed = [e for t in done if (e := t.exception()) is not None]
                 for task in done:  # every answered batch is kept before a failure is raised
                     rows = running.pop(task)
@@ -250,10 +248,7 @@ class OpenAIEmbedder:
                 if failed:
                     raise failed[0]
         finally:
-            for task in running:
-                task.cancel()  # a request in flight, or waiting for its retry, stops now
-            if running:
-                loop.run_until_complete(asyncio.wait(running))
+            loop.cancel(running)  # requests in flight, or waiting for a retry, stop now
 
     def _finish(self, vectors: np.ndarray) -> np.ndarray:
         """A batch's vectors truncated and normalized, after checking that their dimension is
