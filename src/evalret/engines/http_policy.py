@@ -31,9 +31,11 @@ import threading
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus, urlsplit
+from urllib.request import getproxies_environment, proxy_bypass
 
 MASK = "***"
-MIN_FORM = 8  # shorter forms of a secret are not masked: they would mask ordinary text
+MIN_FORM = 8  # shorter encoded forms are not masked (they would mask ordinary text); the
+# secret itself always is
 SHOWN_CHARS = 300  # of a server's text in a message
 MAX_REDIRECTS = 5
 T = TypeVar("T")
@@ -71,7 +73,7 @@ def secret_forms(secret: str) -> set[str]:
     for encoded in (quote(secret, safe=""), quote_plus(secret, safe="")):
         forms |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), encoded)}
     forms |= _base64_cores(secret.encode())
-    return {f for f in forms if len(f) >= MIN_FORM}
+    return {f for f in forms if len(f) >= MIN_FORM} | {secret}
 
 
 class Redactor:
@@ -146,10 +148,21 @@ def http_module() -> Any:
         return httpx
 
 
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``,
+    ``ALL_PROXY``, less ``NO_PROXY``), as the HTTP library would pick it without a transport
+    of evalret's: the policy's transport does not take that choice away."""
+    parts = urlsplit(url)
+    if proxy_bypass(parts.hostname or ""):
+        return None
+    proxies = getproxies_environment()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
 def async_client(base_url: str, timeout: float) -> Any:
     """An async HTTP client under this policy for the service at ``base_url``."""
     httpx = http_module()
-    inner = httpx.AsyncHTTPTransport()
+    inner = httpx.AsyncHTTPTransport(proxy=proxy_for(base_url))
     return httpx.AsyncClient(
         transport=_PolicyTransport(inner, httpx, base_url, timeout),
         timeout=timeout,
