@@ -106,10 +106,11 @@ class _PolicyTransport:
     async def handle_async_request(self, request: Any) -> Any:
         import anyio
 
-        target = str(request.url)
-        if origin_of(target) != self.origin:
+        origin = origin_of(str(request.url))
+        if origin != self.origin:
+            scheme, host, port = origin
             raise RequestRefused(
-                f"a redirect to {request.url.scheme}://{request.url.netloc.decode()} "
+                f"a redirect to {scheme}://{host}:{port} "
                 "(another origin than model.base_url's) was not followed: nothing was sent "
                 "there; set model.base_url to that address if it is the one to use"
             )
