@@ -13,7 +13,17 @@ one, if any:
 - ``("slow", seconds)``: wait, then answer normally (past the client's timeout: a timeout);
 - ``("count",)``: one vector fewer than asked; ``("dim",)``: vectors cut to half their size;
 - ``("shuffle",)``: items in reverse order, indexes kept (valid); ``("bad_index",)``: every
-  index 0.
+  index 0;
+- ``("redirect", url)``: a 307 to ``url`` (another server, or this one);
+- ``("drip", seconds)``: the answer's headers at once, then its body a byte every 0.2 s for
+  ``seconds``, then the rest (a per-read timeout never fires);
+- ``("html",)``: status 200 with an HTML login page; ``("error200", message)``: status 200
+  with an ``{"error": ...}`` body;
+- ``("usage", tokens)``: ``usage.total_tokens`` is ``tokens``; ``("model", name)``: the
+  answer names model ``name``; ``("truncate",)``: the JSON answer cut in half (framed
+  correctly);
+- ``("fail_after", answered, code, message)``: wait until ``answered`` requests were answered
+  (and half a second more, for the client to read them), then answer ``code``.
 
 ``refuse_base64`` answers 400 to base64 requests, as a server without base64 would. ``hold_after``
 makes requests after the first N wait until ``release`` is set. ``latency`` (seconds, default 0)
@@ -82,6 +92,39 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
         self._json(code, {"error": {"message": message, "type": "test", "code": code}}, headers)
 
+    def _raw(
+        self, code: int, data: bytes, kind: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _early_fault(self, state: ServerState, fault: Any) -> bool:
+        """Answers a fault that replaces the answer; False for the others."""
+        kind = fault[0] if fault is not None else None
+        if kind == "status":
+            self._error(fault[1], fault[3], fault[2])
+        elif kind == "redirect":
+            self._raw(307, b"", "text/plain", {"Location": fault[1]})
+        elif kind == "html":
+            page = b"<html><body><h1>Sign in</h1><p>Your session expired.</p></body></html>"
+            self._raw(200, page, "text/html; charset=utf-8")
+        elif kind == "error200":
+            self._json(200, {"error": {"message": fault[1], "type": "server_error"}})
+        elif kind == "fail_after":
+            deadline = time.monotonic() + 60
+            while state.answered < fault[1] and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.5)
+            self._error(fault[2], fault[3])
+        else:
+            return False
+        return True
+
     def do_POST(self) -> None:
         state = self.server.state
         if self.path.rstrip("/") not in ("/v1/embeddings", "/embeddings"):
@@ -104,9 +147,7 @@ class _Handler(BaseHTTPRequestHandler):
             state.release.wait()
         if state.latency > 0:
             time.sleep(state.latency)
-        if fault is not None and fault[0] == "status":
-            _, code, headers, message = fault
-            self._error(code, message, headers)
+        if self._early_fault(state, fault):
             return
         if fault is not None and fault[0] == "slow":
             time.sleep(fault[1])
@@ -146,17 +187,37 @@ class _Handler(BaseHTTPRequestHandler):
             data = data[::-1]
         if fault is not None and fault[0] == "bad_index":
             data = [{**d, "index": 0} for d in data]
+        if fault is not None and fault[0] == "usage":
+            tokens = fault[1]
+        answer = {
+            "object": "list",
+            "data": data,
+            "model": fault[1] if fault is not None and fault[0] == "model" else state.name,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
         with state.lock:
             state.answered += 1
-        self._json(
-            200,
-            {
-                "object": "list",
-                "data": data,
-                "model": state.name,
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-            },
-        )
+        if fault is not None and fault[0] in ("drip", "truncate"):
+            self._late_fault(fault, json.dumps(answer).encode())
+            return
+        self._json(200, answer)
+
+    def _late_fault(self, fault: Any, body: bytes) -> None:
+        """The answer dripped, or cut in half."""
+        if fault[0] == "truncate":
+            self._raw(200, body[: len(body) // 2], "application/json")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        sent, end = 0, time.monotonic() + fault[1]
+        while time.monotonic() < end and sent < len(body):
+            self.wfile.write(body[sent : sent + 1])
+            self.wfile.flush()
+            sent += 1
+            time.sleep(0.2)
+        self.wfile.write(body[sent:])
 
 
 class _Server(ThreadingHTTPServer):

@@ -112,6 +112,7 @@ def test_demo_through_infinity_equals_local(infinity: str, tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     report = RunReport.model_validate_json((tmp_path / "out" / "report.json").read_text())
     assert report.embedding.dim == 384 and report.embedding.api is not None
+    assert report.embedding.api.served_model is None  # infinity names the model it was asked
     use = report.embedding.api.document
     assert use is not None and use.texts == 338 and use.requests == 11
     assert use.tokens is not None and use.tokens > 338

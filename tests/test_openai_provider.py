@@ -6,15 +6,18 @@ request."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import numpy as np
 import pytest
@@ -25,9 +28,11 @@ from evalret.cli import app
 from evalret.commands.dry_run import dry_run
 from evalret.commands.evaluate import run_evaluation
 from evalret.data.config import ModelConfig, load_config, parse_config
+from evalret.data.schema import ApiKindUse, ApiUse
 from evalret.engines.openai_api import OpenAIEmbedder, endpoint_of, plan_batches
 from evalret.engines.tokens import ESTIMATE, estimate_tokens, token_counter
-from evalret.errors import ConfigError
+from evalret.errors import ConfigError, ModelError
+from evalret.report.views import api_line
 from helpers import metric_table
 from openai_server import EmbeddingServer, packaged_model
 
@@ -132,13 +137,15 @@ def _run_error(api: EmbeddingServer, tmp: Path, **model: Any) -> str:
         (401, "the key was refused: check the key in EVALRET_TEST_KEY"),
         (403, "may not use this model"),
         (400, "an input may be too long"),
-        (413, "lower model.max_batch"),
+        (400, f"check model.name ({SERVED!r})"),
+        (413, "lower model.max_batch (256)"),
+        (422, "the batch may be too large (lower model.max_batch, now 256)"),
     ],
 )
 def test_refusals_are_not_retried(
     api: EmbeddingServer, tmp_path: Path, code: int, said: str
 ) -> None:
-    """401, 403, 400 and 413 fail at once (one request), exit 3, naming the endpoint, the
+    """401, 403, 400, 413 and 422 fail at once (one request), exit 3, naming the endpoint, the
     status and what is wrong; a key the server echoes back is masked."""
     api.state.faults.append(("status", code, {}, f"Incorrect API key provided: {KEY}"))
     output = _run_error(api, tmp_path, concurrency=1)
@@ -161,7 +168,7 @@ def test_unknown_model_and_spent_retries(api: EmbeddingServer, tmp_path: Path) -
     api.reset()
     api.state.faults.extend([fast_retry(429, "slow down")] * 2)
     output = _run_error(api, tmp_path, concurrency=1, max_retries=1)
-    assert "still rate limited after 1 retries" in output
+    assert "still rate limited after 1 retry:" in output
 
 
 @pytest.mark.parametrize(
@@ -298,13 +305,13 @@ def test_dry_run_counts_the_cache(api: EmbeddingServer, tmp_path: Path) -> None:
 
 
 def test_identity_and_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Provider, endpoint (no credentials, query or port-less default), model, dimensions,
-    prefixes and request fields are the identity; the config refuses other providers' keys,
-    reserved request fields and a provider openai without a name; an unset key variable is an
-    exit-2 error naming the variable."""
-    base = {"provider": "openai", "name": "m", "base_url": "https://user:pw@api.x.com/v1/?k=s"}
+    """Provider, endpoint (port-less default), model, dimensions, prefixes and request fields
+    are the identity; the config refuses other providers' keys, reserved request fields, a
+    provider openai without a name and credentials in base_url (user info, a query string: the
+    message does not repeat them); an unset key variable is an exit-2 error naming it."""
+    base = {"provider": "openai", "name": "m", "base_url": "https://api.x.com/v1/"}
     one = OpenAIEmbedder(ModelConfig(**base)).identity()
-    assert one["endpoint"] == "https://api.x.com/v1" and "pw" not in json.dumps(one)
+    assert one["endpoint"] == "https://api.x.com/v1"
     assert endpoint_of("http://localhost:8080/v1/") == "http://localhost:8080/v1"
     for change in (
         {"dimensions": 256},
@@ -324,9 +331,12 @@ def test_identity_and_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         "model: {provider: openai, name: m, request_fields: {query: {model: x}}}",
         "model: {provider: openai, name: m, base_url: 'ftp://x'}",
         "model: {provider: openai, name: m, concurrency: 0}",
+        "model: {provider: openai, name: m, base_url: 'https://u:pw-77x@api.x.com/v1'}",
+        "model: {provider: openai, name: m, base_url: 'https://api.x.com/v1?key=pw-77x'}",
     ):
-        with pytest.raises(ConfigError):
+        with pytest.raises(ConfigError) as refused:
             parse_config(bad, "c.yaml")
+        assert "pw-77x" not in str(refused.value) + repr(refused.value.problems)
     monkeypatch.delenv("NOT_SET_KEY", raising=False)
     embedder = OpenAIEmbedder(ModelConfig(**base, api_key_env="NOT_SET_KEY"))
     with pytest.raises(ConfigError, match="NOT_SET_KEY is not set"):
@@ -375,3 +385,121 @@ def test_config_file_round_trip(tmp_path: Path) -> None:
     model = load_config(path).model
     assert model.request_fields is not None
     assert model.request_fields.query == {"input_type": "query", "output_dimension": 1024}
+
+
+def _embedder(api: EmbeddingServer, **model: Any) -> OpenAIEmbedder:
+    settings = {"max_retries": 0, "api_key_env": "EVALRET_TEST_KEY", **model}
+    return OpenAIEmbedder(
+        ModelConfig(provider="openai", name=SERVED, base_url=api.base_url, **settings)
+    )
+
+
+def test_redirects_stay_within_the_origin(api: EmbeddingServer) -> None:
+    """A 307 to the same origin is followed; a 307 to another origin (a server on another
+    port) is refused before anything is sent there, and not retried."""
+    api.state.faults.append(("redirect", f"{api.base_url}/embeddings/"))
+    vectors = _embedder(api).embed(["a cat sat"], "query")
+    assert vectors.shape == (1, 384) and len(api.state.requests) == 2
+    with EmbeddingServer(api.state.model, SERVED) as other:
+        api.reset()
+        api.state.faults.append(("redirect", f"{other.base_url}/embeddings"))
+        with pytest.raises(ModelError, match="another origin") as refused:
+            _embedder(api, max_retries=3).embed(["a secret text"], "query")
+        assert other.state.requests == [] and len(api.state.requests) == 1
+        assert other.base_url.rsplit("/", 1)[0] in str(refused.value)
+
+
+def test_timeout_is_a_deadline(api: EmbeddingServer) -> None:
+    """A server dripping its answer a byte every 0.2 s (12 s in all) is cut at model.timeout
+    (2 s) for the whole request, though no single read waits that long."""
+    api.state.faults.append(("drip", 12.0))
+    start = time.monotonic()
+    with pytest.raises(ModelError, match=r"within model.timeout \(2 s\)"):
+        _embedder(api, timeout=2).embed(["one text"], "query")
+    assert time.monotonic() - start < 8
+
+
+def test_key_masked_in_every_echoed_form(api: EmbeddingServer, monkeypatch: Any) -> None:
+    """A server echoing the key verbatim, as HTTP Basic of user:key and :key, URL-encoded
+    and JSON-escaped has every form masked in the message."""
+    key = 'sk-odd/key+with"quote=5f1c9a7e'
+    monkeypatch.setenv("EVALRET_TEST_KEY", key)
+    forms = [
+        key,
+        base64.b64encode(f"user:{key}".encode()).decode(),
+        base64.b64encode(f":{key}".encode()).decode(),
+        base64.urlsafe_b64encode(f"ab:{key}".encode()).decode(),
+        quote(key, safe=""),
+        quote_plus(key),
+        json.dumps(key)[1:-1],
+    ]
+    said = "you sent: " + " | ".join(forms)
+    api.state.faults.append(("status", 401, {}, said))
+    with pytest.raises(ModelError, match="you sent") as refused:
+        _embedder(api).embed(["x"], "query")
+    message = str(refused.value)
+    assert api.state.requests[0].authorization == f"Bearer {key}"
+    assert message.count("***") >= len(forms)
+    assert not [f for f in forms if f[2:-2] in message]  # nor a recognisable part of one
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        (("html",), "with text/html; charset=utf-8, not JSON: <html><body><h1>Sign in</h1>"),
+        (("error200", "quota exhausted for sk-evalret-test-5f1c9a7e3b"), "quota exhausted for ***"),
+        (("truncate",), "answered JSON that cannot be read"),
+        (("usage", -5), "usage.total_tokens -5 for 2 texts: not a token count"),
+        (("usage", 10**12), "usage.total_tokens 1000000000000 for 2 texts"),
+        (("usage", "12"), "usage.total_tokens '12'"),
+    ],
+)
+def test_bad_answers_with_status_200(
+    api: EmbeddingServer, fault: tuple[Any, ...], said: str
+) -> None:
+    """An HTML page, an error body or cut-short JSON with status 200, and a token count that
+    is none, fail naming the endpoint and showing the server's text (key masked)."""
+    api.state.faults.append(fault)
+    with pytest.raises(ModelError) as refused:
+        _embedder(api).embed(["one text", "another"], "document")
+    message = str(refused.value)
+    assert said in message and f"{api.base_url}/embeddings" in message and KEY not in message
+
+
+def test_failure_keeps_answered_batches_and_stops_at_once(
+    api: EmbeddingServer, tmp_path: Path
+) -> None:
+    """With 4 requests in flight, two answered and then a 401: the run fails at once (the
+    three requests still held by the server are cancelled, not waited for) and the two answered
+    batches are in the cache: the rerun reads them and sends only the rest. The rerun's answers
+    name another model: report.json, the terminal and report.md say so."""
+    api.state.faults.extend([("none",), ("none",), ("fail_after", 2, 401, "bad key")])
+    api.state.hold_after = 3  # the 4th request and the next ones wait for a release
+    release = threading.Timer(20, api.state.release.set)
+    release.start()
+    path = write_config(tmp_path, api.base_url, max_batch=16, concurrency=4)
+    start = time.monotonic()
+    try:
+        output = _run_error(api, tmp_path, max_batch=16, concurrency=4)
+        elapsed = time.monotonic() - start
+    finally:
+        release.cancel()
+    assert "HTTP 401" in output and elapsed < 12, elapsed
+    assert api.state.answered == 2 and len(api.state.requests) == 6
+    api.reset()
+    api.state.faults.append(("model", "text-embedding-other"))
+    result = runner.invoke(app, ["run", "-c", str(path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["embedding"]["cache"]["document"]["hits"] == 32
+    assert report["embedding"]["api"]["served_model"] == "text-embedding-other"
+    said = "answers named model text-embedding-other, not minilm-served"
+    assert said in " ".join(result.output.split())
+    assert said in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_api_line_counts() -> None:
+    """One request, one text, one retry: singular nouns."""
+    one = ApiKindUse(requests=1, retries=1, texts=1, tokens=3)
+    line = api_line(ApiUse(endpoint="http://h/v1", model="m", query=one))
+    assert "queries 1 text in 1 request, 3 tokens, 1 retried" in line

@@ -218,6 +218,21 @@ class ModelConfig(_Strict):
         None, ge=0, description="provider openai: the price, for the cost in --dry-run and reports"
     )
 
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, value: str) -> str:
+        """Refused (never masked): a secret in the URL would travel into every report,
+        fingerprint and message that names the endpoint. The message does not repeat it."""
+        parts = urlsplit(value)
+        if "@" in parts.netloc:
+            raise ValueError("user info (user:password@) is refused: put the key in api_key_env")
+        if parts.query or parts.fragment or value.rstrip().endswith(("?", "#")):
+            raise ValueError(
+                "a query string or fragment is refused (it may hold a credential, and the "
+                "request path is appended after it): put the key in api_key_env"
+            )
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _python_name(cls, data: Any) -> Any:

@@ -228,6 +228,7 @@ class ApiUse(_Sparse):
 
     endpoint: str
     model: str
+    served_model: str | None = None  # the model the answers named, when not ``model``
     document: ApiKindUse | None = None  # absent when every document came from the cache
     query: ApiKindUse | None = None
 

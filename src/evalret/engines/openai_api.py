@@ -5,23 +5,30 @@ Voyage, the OpenAI-compatible endpoints of Cohere, Gemini and Jina, and the serv
 themselves (vLLM, Text Embeddings Inference, Ollama, infinity). Requests go through the official
 ``openai`` client (extra ``evalret[openai]``): it brings the retries this provider needs (429,
 408, 409, 5xx and timeouts, exponential backoff with jitter, ``Retry-After`` honoured) and the
-request conventions, so evalret does not keep an HTTP client of its own.
+request conventions; evalret adds only its HTTP policy, as the client's transport.
 
 What a run can trust:
 
 - texts go ``max_batch`` at a time (fewer when a batch would pass ``max_batch_tokens``
   estimated tokens), ``concurrency`` requests in flight, and every answered batch is handed on
   at once (the embedding cache stores it: a run stopped midway resumes where it stopped);
+- requests follow evalret's HTTP policy (engines/http_policy.py): nothing is sent to another
+  origin than ``base_url``'s (a redirect there is refused), ``timeout`` bounds each request as
+  a whole, and the key is masked in every form a server can echo it;
+- when a request fails for good, the batches already answered are handed on (cached) before
+  the run fails, and every other request is cancelled at once;
 - vectors are asked for as base64 (``encoding_format``); a server that refuses base64 with a
   400 naming it is asked again in float for the rest of the run;
-- an answer is checked: one vector per input (``index`` fields, when present, put them in
-  order and must cover the batch exactly once), one dimension throughout (``dimensions`` when
-  set), finite values; anything else fails the run (exit 3) naming the endpoint;
+- an answer is checked: a JSON object (an HTML page, cut-short JSON or an ``error`` body with
+  status 200 fails, showing the server's text), one vector per input (``index`` fields, when
+  present, put them in order and must cover the batch exactly once), one dimension throughout
+  (``dimensions`` when set), finite values, a token count that is one; anything else fails
+  the run (exit 3) naming the endpoint. An answer naming another model than ``name`` is
+  recorded (``served_model``) and shown with the report;
 - a status that is not retried (400, 401, 403, 404, 413, 422), or a retryable one still
-  failing after ``max_retries``, fails the run (exit 3) with what the status means;
+  failing after ``max_retries``, fails the run (exit 3) with what the status likely means;
 - the key is read from ``api_key_env`` when the first request is made (a dry run needs none)
-  and is kept out of every message, report and cache file; text the server sends back is
-  shortened and has the key masked before it is shown.
+  and is kept out of every message, report and cache file.
 
 The model's identity (fingerprint, cache namespace) is the provider, the endpoint's host and
 path, the model name, ``dimensions``, the prefixes, the request fields, truncation and
@@ -31,11 +38,11 @@ that changes the model behind its name shows up as a change of the metrics.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import os
-import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -46,22 +53,25 @@ import numpy as np
 
 from evalret.data.config import ModelConfig
 from evalret.engines.embed import Kind, Progress, finish_vectors
+from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused, async_client
 from evalret.engines.tokens import estimate_tokens
 from evalret.errors import ConfigError, ModelError
 
 NO_KEY = "evalret-no-key"  # sent when api_key_env is null (the client insists on some key)
 WEIGHTS_NOTE = "not hashable: an API model (the provider can change it behind its name)"
-SHOWN_CHARS = 300  # of a server's error text
+SERVED_MODEL_CHARS = 100  # of the model name an answer gives
+TOKENS_PER_TEXT = 256  # besides one per byte: the most tokens a text can count for (specials)
 HINTS = {
-    400: "the request was refused: an input may be too long for the model, or a setting "
-    "(dimensions, request_fields) is not supported",
+    400: "the request was refused: check model.name ({name!r}), which some servers refuse "
+    "with a 400; else an input may be too long for the model, or a setting (dimensions, "
+    "request_fields) is not supported",
     401: "the key was refused: check the key in {key}",
     403: "the key in {key} may not use this model or endpoint",
     404: "not found: check model.name ({name!r}) and model.base_url",
-    413: "the request is too large: lower model.max_batch or model.max_batch_tokens",
-    422: "the request was refused: an input may be too long, or a setting is not supported",
-    429: "still rate limited after {retries} retries: lower model.concurrency or raise "
-    "model.max_retries",
+    413: "the request is too large: lower model.max_batch ({max_batch}) or model.max_batch_tokens",
+    422: "the request was refused: the batch may be too large (lower model.max_batch, now "
+    "{max_batch}), an input too long for the model, or a setting not supported",
+    429: "still rate limited after {retries}: lower model.concurrency or raise model.max_retries",
 }
 Batch = tuple[np.ndarray, np.ndarray]  # (positions in the input, float32 vectors)
 
@@ -72,6 +82,11 @@ def endpoint_of(base_url: str) -> str:
     host = parts.hostname or ""
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
+
+
+def counted(n: int, one: str, many: str) -> str:
+    """``1 retry``, ``2 retries``."""
+    return f"{n} {one if n == 1 else many}"
 
 
 @dataclass
@@ -111,7 +126,7 @@ class OpenAIEmbedder:
         self.usage: dict[str, ApiUsage] = {}
         self.encoding = config.encoding_format
         self.dim: int | None = None
-        self._lock = threading.Lock()
+        self.served_model: str | None = None  # the answers' model, when not config.name
 
     @cached_property
     def _key(self) -> str:
@@ -127,18 +142,25 @@ class OpenAIEmbedder:
         return key
 
     @cached_property
-    def client(self) -> Any:
+    def redact(self) -> Redactor:
+        """Masks the key, in every form a server can echo it, in text to be shown."""
+        return Redactor([] if self._key == NO_KEY else [self._key])
+
+    def _new_client(self) -> Any:
+        """An async client under evalret's HTTP policy (engines/http_policy.py); one per
+        event loop (a run of ``embed_batches``)."""
         try:
             import openai
         except ImportError:
             raise ConfigError(
                 "model.provider openai needs the openai package: pip install 'evalret[openai]'"
             ) from None
-        return openai.OpenAI(
+        return openai.AsyncOpenAI(
             api_key=self._key,
             base_url=self.config.base_url,
             max_retries=self.config.max_retries,
             timeout=self.config.timeout,
+            http_client=async_client(self.config.base_url, self.config.timeout),
         )
 
     def identity(self) -> dict[str, Any]:
@@ -164,7 +186,8 @@ class OpenAIEmbedder:
         return [prefix + t for t in texts]
 
     def report(self) -> dict[str, Any]:
-        """The report's ``embedding.api``: the endpoint and what each kind of text used."""
+        """The report's ``embedding.api``: the endpoint, the model the answers named when it is
+        not ``model.name`` (``served_model``), and what each kind of text used."""
         price = self.config.price_per_million_tokens
         kinds: dict[str, dict[str, Any]] = {}
         for kind, u in self.usage.items():
@@ -176,35 +199,56 @@ class OpenAIEmbedder:
             }
             if price is not None and u.tokens_reported:
                 kinds[kind]["cost"] = round(u.tokens * price / 1e6, 6)
-        return {"endpoint": self.endpoint, "model": self.config.name, **kinds}
+        served = {"served_model": self.served_model} if self.served_model is not None else {}
+        return {"endpoint": self.endpoint, "model": self.config.name, **served, **kinds}
 
     def embed_batches(self, texts: Sequence[str], kind: Kind) -> Iterator[Batch]:
         """Each batch of ``texts`` as soon as its answer is in (in the order answers arrive),
-        ``concurrency`` requests in flight; finished (truncated, normalized) vectors."""
+        ``concurrency`` requests in flight; finished (truncated, normalized) vectors. When a
+        request fails for good, the batches answered so far are yielded first (the cache keeps
+        them), then the error is raised and every other request is cancelled at once."""
         inputs = self.fed(texts, kind)
         batches = plan_batches(inputs, self.config.max_batch, self.config.max_batch_tokens)
-        if batches:
-            self.client  # noqa: B018 (the package and the key are checked before any thread)
+        if not batches:
+            return
+        client = self._new_client()  # the package and the key are checked before any request
+        loop = LoopThread()
+        try:
+            yield from self._drive(loop, client, inputs, batches, kind)
+        finally:
+            loop.run(client.close())
+            loop.close()
+
+    def _drive(
+        self,
+        loop: LoopThread,
+        client: Any,
+        inputs: list[str],
+        batches: list[np.ndarray],
+        kind: Kind,
+    ) -> Iterator[Batch]:
         pending = iter(batches)
-        with ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="evalret-api") as pool:
-            running: dict[Future[np.ndarray], np.ndarray] = {}
-            try:
-                while True:
-                    while len(running) < self.config.concurrency:
-                        rows = next(pending, None)
-                        if rows is None:
-                            break
-                        batch = [inputs[int(i)] for i in rows]
-                        running[pool.submit(self._request, batch, kind)] = rows
-                    if not running:
-                        return
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        rows = running.pop(future)
-                        yield rows, self._finish(future.result())
-            finally:
-                for future in running:
-                    future.cancel()
+        running: dict[asyncio.Task[np.ndarray], np.ndarray] = {}
+        try:
+            while True:
+                while len(running) < self.config.concurrency:
+                    rows = next(pending, None)
+                    if rows is None:
+                        break
+                    request = self._request(client, [inputs[int(i)] for i in rows], kind)
+                    running[loop.start(request)] = rows
+                if not running:
+                    return
+                done = loop.first_done(running)
+                failed = [e for t in done if (e := t.exception()) is not None]
+                for task in done:  # every answered batch is kept before a failure is raised
+                    rows = running.pop(task)
+                    if task.exception() is None:
+                        yield rows, self._finish(task.result())
+                if failed:
+                    raise failed[0]
+        finally:
+            loop.cancel(running)  # requests in flight, or waiting for a retry, stop now
 
     def _finish(self, vectors: np.ndarray) -> np.ndarray:
         """A batch's vectors truncated and normalized, after checking that their dimension is
@@ -229,7 +273,7 @@ class OpenAIEmbedder:
                 progress(len(rows))
         return out if out is not None else np.zeros((0, self.dim or 0), np.float32)
 
-    def _request(self, batch: list[str], kind: Kind) -> np.ndarray:
+    async def _request(self, client: Any, batch: list[str], kind: Kind) -> np.ndarray:
         """One request, with the client's retries; its answer checked."""
         import openai
 
@@ -241,79 +285,123 @@ class OpenAIEmbedder:
         if fields:
             options["extra_body"] = fields
         try:
-            raw = self._send(options)
+            raw = await self._send(client, options)
         except openai.APIStatusError as e:
             raise ModelError(self._status_message(e.status_code, e.body, e.message)) from None
         except openai.APIConnectionError as e:
+            cause = f" ({self.redact.shown(str(e.__cause__))})" if e.__cause__ else ""
             raise ModelError(
-                f"embedding request to {self.url} failed after {c.max_retries} retries: "
-                f"{type(e).__name__}: {self._shown(str(e))}"
+                f"embedding request to {self.url} failed after "
+                f"{counted(c.max_retries, 'retry', 'retries')}: "
+                f"{type(e).__name__}: {self.redact.shown(str(e))}{cause}"
             ) from None
-        answer = raw.parse()
-        vectors = self._vectors(answer, len(batch))
-        with self._lock:
-            use = self.usage.setdefault(kind, ApiUsage())
-            use.requests += 1
-            use.retries += int(getattr(raw, "retries_taken", 0) or 0)
-            use.texts += len(batch)
-            tokens = getattr(getattr(answer, "usage", None), "total_tokens", None)
-            if isinstance(tokens, int):
-                use.tokens += tokens
-            else:
-                use.tokens_reported = False
+        except RequestRefused as e:
+            raise ModelError(f"embedding request to {self.url}: {self.redact(str(e))}") from None
+        answer = self._answer(raw.http_response)
+        vectors = self._vectors(answer.get("data"), len(batch))
+        tokens = self._tokens(answer.get("usage"), batch)
+        self._note_model(answer.get("model"))
+        use = self.usage.setdefault(kind, ApiUsage())
+        use.requests += 1
+        use.retries += int(getattr(raw, "retries_taken", 0) or 0)
+        use.texts += len(batch)
+        if tokens is None:
+            use.tokens_reported = False
+        else:
+            use.tokens += tokens
         return vectors
 
-    def _send(self, options: dict[str, Any]) -> Any:
+    async def _send(self, client: Any, options: dict[str, Any]) -> Any:
         """Post ``options``; a 400 that refuses base64 switches this run to float and asks
         once more."""
         import openai
 
-        create = self.client.embeddings.with_raw_response.create
+        create = client.embeddings.with_raw_response.create
         encoding = self.encoding
         try:
-            return create(**options, encoding_format=encoding)
+            return await create(**options, encoding_format=encoding)
         except openai.BadRequestError as e:
             refused = "base64" in str(e.body) or "encoding_format" in str(e.body)
             if encoding != "base64" or not refused:
                 raise
             self.encoding = "float"
-            return create(**options, encoding_format="float")
-
-    def _shown(self, text: str) -> str:
-        """Text from the server or the client, shortened, with the key masked."""
-        key = self._key
-        if key != NO_KEY:
-            text = text.replace(key, "***")
-        return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+            return await create(**options, encoding_format="float")
 
     def _status_message(self, status: int, body: object, message: str) -> str:
         said = message
         if isinstance(body, dict):
             error = body.get("error", body)
             said = str(error.get("message", error) if isinstance(error, dict) else error)
+        c = self.config
+        retries = counted(c.max_retries, "retry", "retries")
         hint = HINTS.get(status)
         if hint is None:
             retried = status >= 500 or status in (408, 409)
-            hint = (
-                f"the server failed after {self.config.max_retries} retries"
-                if retried
-                else "not retried"
-            )
-        hint = hint.format(
-            key=self.config.api_key_env, name=self.config.name, retries=self.config.max_retries
-        )
+            hint = f"the server failed after {retries}" if retried else "not retried"
+        hint = hint.format(key=c.api_key_env, name=c.name, retries=retries, max_batch=c.max_batch)
         return (
             f"embedding request to {self.url} failed: HTTP {status}: {hint}. "
-            f"The server said: {self._shown(said)}"
+            f"The server said: {self.redact.shown(said)}"
         )
 
-    def _vectors(self, answer: Any, n: int) -> np.ndarray:
+    def _answer(self, response: Any) -> dict[str, Any]:
+        """The answer's JSON object; ModelError for anything else a status 200 may carry: an
+        HTML page, cut-short JSON, an ``{"error": ...}`` body."""
+        text = response.content.decode("utf-8", errors="replace")
+        try:
+            answer = json.loads(text)
+        except json.JSONDecodeError as e:
+            if text.lstrip()[:1] in ("{", "["):
+                raise ModelError(
+                    f"{self.url} answered JSON that cannot be read ({e.msg} at character "
+                    f"{e.pos} of {len(text)}): the answer was cut short or is malformed"
+                ) from None
+            kind = response.headers.get("content-type") or "no content type"
+            raise ModelError(
+                f"{self.url} answered status {response.status_code} with "
+                f"{self.redact.shown(kind, 80)}, not JSON: "
+                f"{self.redact.shown(' '.join(text.split()))}"
+            ) from None
+        if isinstance(answer, dict) and "error" in answer:
+            error = answer["error"]
+            said = error.get("message", error) if isinstance(error, dict) else error
+            raise ModelError(
+                f"{self.url} answered status {response.status_code} with an error: "
+                f"{self.redact.shown(str(said))}"
+            )
+        if not isinstance(answer, dict):
+            raise ModelError(f"{self.url} answered JSON that is not an object")
+        return answer
+
+    def _tokens(self, usage: object, batch: list[str]) -> int | None:
+        """The answer's ``usage.total_tokens`` (None when not reported), refused when it is no
+        token count: negative, not an integer, or more than any tokenizer makes of the batch."""
+        tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
+        if tokens is None:
+            return None
+        bound = sum(len(t.encode()) for t in batch) + TOKENS_PER_TEXT * len(batch)
+        if type(tokens) is not int or not 0 <= tokens <= bound:
+            raise ModelError(
+                f"{self.url} answered usage.total_tokens {self.redact.shown(repr(tokens), 40)} "
+                f"for {counted(len(batch), 'text', 'texts')}: not a token count "
+                f"(0 to {bound}, one per byte and {TOKENS_PER_TEXT} per text at most)"
+            )
+        return tokens
+
+    def _note_model(self, model: object) -> None:
+        """Keeps the first model name an answer gives that is not ``model.name`` (a server
+        serving one model answers to any name)."""
+        if self.served_model is None and isinstance(model, str) and model != self.config.name:
+            self.served_model = self.redact.shown(model, SERVED_MODEL_CHARS)
+
+    def _vectors(self, data: object, n: int) -> np.ndarray:
         """The answer's vectors as float32 [n, dim], in input order; ModelError naming the
         endpoint for a wrong count, order, dimension or value."""
-        data = list(getattr(answer, "data", None) or [])
+        if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+            raise ModelError(f"{self.url} answered without a list of embeddings (data)")
         if len(data) != n:
             raise ModelError(f"{self.url} answered {len(data)} vectors for {n} inputs")
-        indexes: list[Any] = [getattr(d, "index", None) for d in data]
+        indexes: list[Any] = [d.get("index") for d in data]
         if any(i is not None for i in indexes):  # in input order by index, each once
             by_index = dict(zip(indexes, data, strict=True))
             exact = all(type(i) is int for i in by_index) and set(by_index) == set(range(n))
@@ -322,7 +410,7 @@ class OpenAIEmbedder:
                     f"{self.url} answered with indexes that are not 0..{n - 1} once each"
                 )
             data = [by_index[i] for i in range(n)]
-        rows = [self._decode(d.embedding) for d in data]
+        rows = [self._decode(d.get("embedding")) for d in data]
         dims = {len(r) for r in rows}
         expected = self.config.dimensions
         if len(dims) != 1 or (expected is not None and dims != {expected}):
@@ -341,6 +429,10 @@ class OpenAIEmbedder:
         try:
             if isinstance(embedding, str):
                 return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
+            if not isinstance(embedding, list):
+                raise TypeError(f"a {type(embedding).__name__}, not a list or base64")
             return np.asarray(embedding, dtype=np.float32).reshape(-1)
         except (ValueError, TypeError) as e:
-            raise ModelError(f"{self.url} answered a vector evalret cannot read: {e}") from None
+            raise ModelError(
+                f"{self.url} answered a vector evalret cannot read: {self.redact.shown(str(e))}"
+            ) from None

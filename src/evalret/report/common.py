@@ -114,6 +114,18 @@ def cache_notes(embedding: EmbeddingInfo) -> list[str]:
     return notes
 
 
+def api_notes(embedding: EmbeddingInfo) -> list[str]:
+    """A line when the embedding API's answers named another model than the config's (a
+    server serving one model answers to any name); untrusted text, escaped where shown."""
+    api = embedding.api
+    if api is None or api.served_model is None:
+        return []
+    return [
+        f"embedding API: the answers named model {api.served_model}, not {api.model} "
+        "(model.name): the server may serve another model than the one configured"
+    ]
+
+
 def warning_lines(g: GoldenSetInfo, limit: int = WARNINGS_SHOWN) -> list[str]:
     """The golden-set readers' warnings as ``file:line: message`` (the first ``limit``), then
     ``... and N more``; untrusted text: renderers escape it for their medium."""

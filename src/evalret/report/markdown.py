@@ -10,6 +10,7 @@ from evalret.data.schema import GateCheck, GateSection, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
     alignment_notes,
+    api_notes,
     cache_notes,
     intrinsic_rows,
     sample_summary,
@@ -205,7 +206,7 @@ def render_markdown(report: RunReport) -> str:
     if engine:
         lines.append(f"Cache misses {markdown(engine)}.")
     lines += _sample_lines(report)
-    notes = cache_notes(report.embedding) + alignment_notes(report)
+    notes = cache_notes(report.embedding) + api_notes(report.embedding) + alignment_notes(report)
     if notes:
         lines += ["", *(f"- ⚠️ {markdown(n)}" for n in notes), ""]
     note = without_relevant_note(report)

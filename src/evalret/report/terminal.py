@@ -14,6 +14,7 @@ from evalret.data.schema import AnnSection, GateSection, MetricValue, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
     alignment_notes,
+    api_notes,
     cache_notes,
     intrinsic_rows,
     shown_judged,
@@ -261,7 +262,8 @@ def context_parts(report: RunReport) -> list[RenderableType]:
             if c is not None
         )
         parts.append(Text(f"embedding cache {terminal(cache.dir)}: {counts}", style="dim"))
-    parts += [Text(terminal(n), style="yellow") for n in cache_notes(report.embedding)]
+    notes = cache_notes(report.embedding) + api_notes(report.embedding)
+    parts += [Text(terminal(n), style="yellow") for n in notes]
     parts += [Text(terminal(n), style="yellow") for n in alignment_notes(report)]
     backend = backend_line(report.embedding)
     if backend:

@@ -177,9 +177,9 @@ def api_line(api: ApiUse) -> str:
         tokens = "tokens not reported" if use.tokens is None else f"{use.tokens} tokens"
         cost = f", cost {use.cost:.4f}" if use.cost is not None else ""
         retries = f", {use.retries} retried" if use.retries else ""
-        parts.append(
-            f"{label} {use.texts} texts in {use.requests} requests, {tokens}{cost}{retries}"
-        )
+        texts = f"{use.texts} text{'s' if use.texts != 1 else ''}"
+        requests = f"{use.requests} request{'s' if use.requests != 1 else ''}"
+        parts.append(f"{label} {texts} in {requests}, {tokens}{cost}{retries}")
     used = "; ".join(parts) if parts else "nothing sent (all cached)"
     return f"API {api.model} at {api.endpoint}: {used}"
 
