@@ -447,3 +447,57 @@ def test_clashes_by_inode_and_by_tree(tmp_path: Path) -> None:
         "test", [Input("gone", tmp_path / "gone")], [Output("--o", tmp_path / "gone")]
     )
     assert clashes(missing) == []
+
+
+def test_annotate_grade_that_cannot_be_written_is_answered_with_the_reason(world: World) -> None:
+    """A grade the annotation file cannot take (here the file became a directory) is not
+    counted, and the page is told why (it shows ``error``), instead of a bare 500 and a
+    traceback."""
+    import asyncio
+
+    from evalret.commands.annotate_app import AnnotateApp
+
+    pool = world.root / "pool.jsonl"
+    pool.write_text(
+        json.dumps({"query_id": "q1", "doc_id": "d5", "query": "a", "document": "b", "grade": None})
+        + "\n"
+    )
+    out = world.root / "grades.jsonl"
+    setup = prepare_annotation(pool, "ann", out, "0-3", 0)
+    out.unlink(missing_ok=True)
+    out.mkdir()
+    app = AnnotateApp(setup.session, setup.scale)
+    app.port = 8765
+    item = setup.session.state(setup.scale)["item"]["id"]
+    body = json.dumps({"item": item, "grade": 2}).encode()
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "POST",
+        "path": "/api/grade",
+        "raw_path": b"/api/grade",
+        "query_string": b"",
+        "root_path": "",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8765),
+        "client": ("127.0.0.1", 50000),
+        "headers": [
+            (b"host", b"127.0.0.1:8765"),
+            (b"content-type", b"application/json"),
+            (b"x-evalret-token", app.token.encode()),
+            (b"content-length", str(len(body)).encode()),
+        ],
+    }
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    asyncio.run(app.starlette()(scope, receive, send))
+    assert sent[0]["status"] == 500
+    answer = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))  # type: ignore[misc]
+    assert f"cannot write annotations {out}" in answer["error"]
+    assert setup.session.progress[0] == 0
