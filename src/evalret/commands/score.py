@@ -22,7 +22,7 @@ from evalret.data.config import (
     GoldenSetConfig,
     WithoutRelevant,
 )
-from evalret.data.paths import Input
+from evalret.data.paths import Input, golden_inputs
 from evalret.errors import InputError, Problem
 
 DISABLED = {"enabled": False}
@@ -103,7 +103,7 @@ def score_command(
         queries_without_relevant=queries_without_relevant,
         out=out,
     )
-    reads = [Input("the golden set (GOLDEN)", golden, tree=golden.is_dir())]
+    reads = golden_inputs(cfg, "GOLDEN")
     reads += [Input(f"the run file of index {n} (RUNS)", p) for n, p in run_indexes(runs).items()]
     return run_configured(
         cfg, out=out, baseline=baseline, progress=progress, inputs=reads, command="score"

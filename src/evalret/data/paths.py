@@ -34,6 +34,7 @@ from typing import Literal
 
 from evalret.data.atomic import write_target
 from evalret.data.config import Config, RunIndexConfig
+from evalret.data.goldenset import TREC_CORPUS_NAMES, TREC_QUERIES_NAMES
 from evalret.errors import InputError, Problem
 
 OutputKind = Literal["file", "dir", "tree"]
@@ -217,15 +218,20 @@ def clear_outputs(out: Output) -> None:
 # --- the inputs of a config ----------------------------------------------------------------------
 
 
-def golden_inputs(cfg: Config, role: str = "golden_set") -> list[Input]:
-    """The golden set of ``cfg``: its directory (every file under it) or its file, and the TREC
-    queries, corpus and qrels files when named apart."""
+def golden_inputs(cfg: Config, role: str = "golden_set.path") -> list[Input]:
+    """The golden set of ``cfg`` (``role``: where the user named it): its directory (every file
+    under it) or its file, and the TREC queries, corpus and qrels files when named apart."""
     gs = cfg.golden_set
-    inputs = [Input(f"the golden set ({role}.path)", gs.path, tree=gs.path.is_dir())]
+    tree = gs.path.is_dir()
+    inputs = [Input(f"the golden set ({role})", gs.path, tree=tree)]
     for key in ("queries", "corpus", "qrels"):
         path = getattr(gs, key)
         if path is not None:
-            inputs.append(Input(f"the golden set's {key} file ({role}.{key})", path))
+            inputs.append(Input(f"the golden set's {key} file (golden_set.{key})", path))
+    if not tree:  # a TREC qrels file: the queries and corpus found beside it are read too
+        beside = gs.path.parent
+        for name in (*TREC_QUERIES_NAMES, *TREC_CORPUS_NAMES):
+            inputs.append(Input(f"the golden set's {name} (beside {gs.path.name})", beside / name))
     return inputs
 
 
