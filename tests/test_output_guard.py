@@ -225,6 +225,25 @@ def test_hook_refuses_its_baseline_inside_its_output_directory(world: World) -> 
     )
 
 
+def test_save_baseline_over_the_queries_beside_a_trec_qrels_file(world: World) -> None:
+    """A TREC golden set named by its qrels file reads the queries and corpus found beside it."""
+    trec = world.root / "trec"
+    trec.mkdir()
+    (trec / "qrels.txt").write_bytes(world.qrels.read_bytes())
+    queries = [
+        json.loads(line) for line in (world.golden / "queries.jsonl").read_text().splitlines()
+    ]
+    (trec / "queries.tsv").write_text("".join(f"{q['id']}\t{q['text']}\n" for q in queries))
+    (trec / "corpus.jsonl").write_bytes((world.golden / "corpus.jsonl").read_bytes())
+    config = world.root / "trec.yaml"
+    config.write_text(CONFIG.format(golden=trec / "qrels.txt", run=world.run))
+    refused(
+        world,
+        *("run", "-c", str(config), "-o", "out", "--save-baseline", "trec/queries.tsv"),
+        names=("--save-baseline trec/queries.tsv", "the golden set's queries.tsv"),
+    )
+
+
 # --- the other writing commands -------------------------------------------------------------------
 
 
@@ -282,6 +301,19 @@ def test_sweep_into_the_golden_set(world: World) -> None:
         *("sweep", "-c", str(world.config), "--set", "indexes.x.enabled=true"),
         *("--out", str(world.golden / "sweep"), "--no-progress"),
         names=("--out", "the golden set (golden_set.path)"),
+    )
+
+
+def test_report_page_linked_to_the_saved_report(world: World) -> None:
+    """`report PATH --out D` where D/report.html is a symbolic link to PATH itself."""
+    run_ok("run", "-c", str(world.config), "-o", "out")
+    pages = world.root / "pages"
+    pages.mkdir()
+    (pages / "report.html").symlink_to(world.root / "out" / "report.json")
+    refused(
+        world,
+        *("report", "out/report.json", "--out", "pages"),
+        names=("--out pages", "the saved report (PATH) out/report.json"),
     )
 
 
