@@ -533,3 +533,43 @@ def test_annotate_grade_that_cannot_be_written_is_answered_with_the_reason(world
     answer = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))  # type: ignore[misc]
     assert f"cannot write annotations {out}" in answer["error"]
     assert setup.session.progress[0] == 0
+
+
+ENCODER = """
+import numpy as np
+
+CALLS = []
+
+class Encoder:
+    def identity(self):
+        return {"kind": "constant", "dim": 4}
+
+    def encode(self, texts, kind):
+        CALLS.append(len(texts))
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+def make():
+    return Encoder()
+"""
+
+
+def test_embed_into_a_cache_it_cannot_write_is_exit_2_before_embedding(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache directory under a regular file: exit 2 naming it, and nothing embedded (it was
+    exit 3 after embedding everything, the vectors lost)."""
+    (world.root / "guard_encoder.py").write_text(ENCODER)
+    monkeypatch.syspath_prepend(str(world.root))
+    import guard_encoder  # type: ignore[import-not-found]
+
+    config = world.root / "embed.yaml"
+    config.write_text(
+        f"golden_set: {{path: {world.golden}}}\n"
+        "model: {provider: python, callable: 'guard_encoder:make'}\n"
+    )
+    (world.root / "file").write_text("a file")
+    cache = world.root / "file" / "cache"
+    code, output = invoke("embed", "-c", str(config), "--dir", str(cache), "--no-progress")
+    assert code == 2, output
+    assert "cannot write embedding cache" in " ".join(output.split())
+    assert guard_encoder.CALLS == []
