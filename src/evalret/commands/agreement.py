@@ -30,6 +30,7 @@ import numpy as np
 from evalret.core.judgments import spread
 from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.judgments import Annotations, Scale, read_annotations
+from evalret.data.paths import Declared, Input, Output, guard
 from evalret.errors import InputError
 
 EXTRA = "judgments"
@@ -185,6 +186,8 @@ def agreement_command(
     files: Sequence[Path], scale: Scale, top: int, json_out: Path | None
 ) -> dict[str, Any]:
     """`evalret judgments agreement`: read ``files``, compute, write --json when asked."""
+    reads = [Input("the annotation file (FILES)", f) for f in files]
+    guard(Declared("judgments agreement", reads, [Output("--json", json_out)] if json_out else []))
     if json_out is not None:
         check_writable_file(json_out, "agreement JSON")
     report = agreement_report(read_annotations(files, scale), scale, top)

@@ -27,6 +27,7 @@ import numpy as np
 
 from evalret.data.atomic import append_line_durably, check_writable_file, cut_torn_tail
 from evalret.data.judgments import Scale, parse_scale
+from evalret.data.paths import Declared, Input, guard
 from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
 
@@ -321,8 +322,10 @@ def prepare_annotation(
     the output file (writable; its earlier grades read, a torn last line repaired)."""
     scale = parse_scale(scale_text)
     check_annotator(annotator)
-    items = read_pool(pool, scale)
     out = out if out is not None else default_output(pool, annotator)
+    reads = [Input("the pool (POOL)", pool)]
+    guard(Declared("annotate", reads, updated=[Input("the annotation file (--out)", out)]))
+    items = read_pool(pool, scale)
     check_writable_file(out, "annotations")
     resumed = read_grades(out, annotator)
     notes = [n for n in [repair_tail(out)] if n is not None]

@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from evalret.commands.annotate import Session
 from evalret.data.judgments import Scale
+from evalret.errors import InputError
 
 HOST = "127.0.0.1"
 
@@ -125,6 +126,8 @@ class AnnotateApp:
             self.session.grade(body["item"], body.get("grade"), self.scale)  # type: ignore[arg-type]
         except ValueError as e:
             return self._bad(str(e))
+        except InputError as e:  # the annotation file cannot be written: the page shows why
+            return JSONResponse({"error": str(e)}, 500, self._json_headers())
         return self._state()
 
     async def skip(self, request: Request) -> Response:
@@ -167,8 +170,6 @@ def bind(port: int) -> socket.socket:
         sock.bind((HOST, port))
     except OSError as e:
         sock.close()
-        from evalret.errors import InputError
-
         raise InputError(f"--port {port}: cannot listen on {HOST}:{port}: {e.strerror}") from None
     sock.listen(128)
     return sock

@@ -29,11 +29,12 @@ from evalret.core.comparison import (
 from evalret.core.metrics import parse_metric
 from evalret.core.ranking import primary_index
 from evalret.core.stats import Correction, resamples_for, seed_for
-from evalret.data.atomic import append_text, atomic_write_text
+from evalret.data.atomic import append_text, atomic_write_text, check_writable_dir
 from evalret.data.baseline import changed_settings, check_comparable, golden_set_of, load_baseline
 from evalret.data.config import load_config
 from evalret.data.examples import query_examples
 from evalret.data.goldenset import GoldenSet
+from evalret.data.paths import Declared, Input, Output, clear_outputs, config_inputs, guard, unique
 from evalret.data.schema import (
     SCHEMA_VERSION,
     TOP_KEPT,
@@ -45,6 +46,9 @@ from evalret.data.schema import (
 )
 from evalret.errors import InputError, Problem
 from evalret.version import __version__
+
+# the files `evalret compare` writes into --out (cleared before it starts)
+COMPARE_FILES = ("compare.json", "compare.md", "disagreements.md", "report.html")
 
 
 @dataclass(frozen=True)
@@ -113,12 +117,13 @@ def run_comparison(
         report_b, golden_b = _obtain(b, factory)
     comparison = compare_reports(report_a, report_b, settings, golden or golden_b, (str(a), str(b)))
     markdown = render_compare_markdown(comparison)
-    files = {
-        "compare.json": comparison.model_dump_json(indent=2) + "\n",
-        "compare.md": markdown,
-        "disagreements.md": render_disagreements(comparison),
-        "report.html": render_compare_html(comparison, report_a, report_b),
-    }
+    texts = (
+        comparison.model_dump_json(indent=2) + "\n",
+        markdown,
+        render_disagreements(comparison),
+        render_compare_html(comparison, report_a, report_b),
+    )
+    files = dict(zip(COMPARE_FILES, texts, strict=True))
     for name, text in files.items():
         atomic_write_text(out / name, text)
     if step_summary is not None:
@@ -149,7 +154,27 @@ def compare_command(
         samples=samples,
         seed=seed,
     )
+    io = compare_io(a, b, out)
+    guard(io)
+    check_writable_dir(out, "output directory")
+    clear_outputs(io.outputs[0])
     return run_comparison(a, b, out, settings, progress=progress, step_summary=step_summary())
+
+
+def compare_io(a: Path, b: Path, out: Path) -> Declared:
+    """What `evalret compare` reads (A and B; for a config, what evaluating it reads) and writes
+    (COMPARE_FILES into ``out``, the step summary)."""
+    reads: list[Input] = []
+    for side, path in (("A", a), ("B", b)):
+        if path.suffix == ".json":
+            reads.append(Input(f"the saved report ({side})", path))
+        else:
+            reads += config_inputs(load_config(path), path, side)
+    writes = [Output("--out", out, "dir", COMPARE_FILES)]
+    summary = step_summary()
+    if summary is not None:
+        writes.append(Output("$GITHUB_STEP_SUMMARY", summary))
+    return Declared("compare", unique(reads), writes)
 
 
 # (index, slice) -> the slice's tests, in metric order

@@ -24,13 +24,14 @@ from evalret.commands.evaluate import queries_to_evaluate
 from evalret.commands.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.commands.sample import draw_sample
 from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
+from evalret.data.atomic import check_writable_dir
 from evalret.data.config import Config
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.engines.cache import CachedEmbedder
 from evalret.engines.embed import Kind
 from evalret.engines.embedders import open_embedder
 from evalret.engines.retrievers import make_retrievers
-from evalret.errors import ConfigError, EvalretError, InputError
+from evalret.errors import ConfigError, InputError
 
 KINDS: tuple[Kind, ...] = ("document", "query")
 
@@ -133,10 +134,11 @@ def _config(config: Path | None, cache_dir: Path | None, no_cache: bool) -> Conf
 
 
 def _check_written(cached: CachedEmbedder, embedded: int) -> None:
-    """EvalretError (exit 3) when vectors were embedded but the cache could not keep them."""
+    """InputError (exit 2, a write error) when vectors were embedded but the cache could not
+    keep them."""
     lost = [w for w in cached.warnings if w.startswith("cannot write")]
     if embedded and lost:
-        raise EvalretError(f"{lost[0]}: the {embedded} vector(s) embedded are lost")
+        raise InputError(f"{lost[0]}: the {embedded} vector(s) embedded are lost")
 
 
 def embed_command(
@@ -157,6 +159,8 @@ def embed_command(
     opened = open_embedder(cfg.model, cfg.cache)
     cached = opened.cached
     assert cached is not None  # the cache is on (checked above)
+    assert opened.root is not None
+    check_writable_dir(opened.root, "embedding cache")  # before anything is embedded
     keys = {kind: cached.keys(texts[kind], kind) for kind in KINDS}
     every = distinct_keys(np.concatenate([keys[k] for k in KINDS]))
     chosen = shard_keys(every, *spec) if spec is not None else every

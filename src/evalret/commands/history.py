@@ -16,6 +16,7 @@ from evalret.data.atomic import atomic_write_text, sha256_file
 from evalret.data.baseline import load_baseline
 from evalret.data.config import load_config
 from evalret.data.history import DEFAULT_PATH, HistoryEntry, add_report, read_history
+from evalret.data.paths import Declared, Input, Output, guard
 from evalret.errors import InputError, MetricError
 from evalret.report.history_view import HistoryView, build_view, names_in
 from evalret.report.trend_html import trend_html
@@ -45,8 +46,15 @@ def history_add_command(
 ) -> tuple[Path, HistoryEntry]:
     """Append the saved report.json at ``report_path`` to the history (checked as `evalret
     report` checks it: a bad file is exit 2 naming it and the field)."""
-    report = load_baseline(report_path, "report")
     path = history_path(db, config)
+    guard(
+        Declared(
+            "history add",
+            [Input("the report (REPORT)", report_path), *_config_input(config)],
+            updated=[Input("the history database", path)],
+        )
+    )
+    report = load_baseline(report_path, "report")
     try:
         digest = sha256_file(report_path)
     except OSError as e:
@@ -61,6 +69,10 @@ def history_add_command(
         baseline=baseline,
     )
     return path, entry
+
+
+def _config_input(config: Path | None) -> list[Input]:
+    return [Input("the config (--config)", config)] if config is not None else []
 
 
 def _metric_name(name: str) -> str:
@@ -126,11 +138,14 @@ def history_report_command(
 ) -> Path:
     """Write trend.html of the history to ``out`` (a file, or a directory to hold trend.html;
     default: trend.html beside the database); returns the path written."""
+    path = history_path(db, config)
+    target = out if out is not None else path.parent / TREND_PAGE
+    if target.is_dir():
+        target = target / TREND_PAGE
+    reads = [Input("the history database", path), *_config_input(config)]
+    guard(Declared("history report", reads, [Output("--out", target)]))
     view = history_view(
         db, config, indexes=indexes, slices=slices, metrics=metrics, all_by_default=True
     )
-    target = out if out is not None else Path(view.path).parent / TREND_PAGE
-    if target.is_dir():
-        target = target / TREND_PAGE
     atomic_write_text(target, trend_html(view), "trend page")
     return target

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from evalret.commands.configs import run_config
 from evalret.commands.run import RunOutcome, run_configured
+from evalret.data.paths import config_inputs
 from evalret.errors import ConfigError, ExitCode
 
 HOOK_ID = "evalret-gate"
@@ -58,7 +59,9 @@ def hook_command(
             f"{config} --save-baseline baselines/evalret.json), name it in gate.baseline, and "
             "commit it"
         )
-    outcome = run_configured(cfg, out=out, baseline=reference)
+    outcome = run_configured(
+        cfg, out=out, baseline=baseline, inputs=config_inputs(cfg, config), command="hook"
+    )
     report_md = next((p for p in outcome.written if p.name == "report.md"), None)
     return HookOutcome(outcome, shown(reference), None if report_md is None else shown(report_md))
 

@@ -17,6 +17,7 @@ from evalret.commands.hook import HOOK_ID
 from evalret.data import yamltext
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import RunIndexConfig, load_config
+from evalret.data.paths import Declared, Input, guard
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, InputError, Problem
 
@@ -218,9 +219,11 @@ def add_pre_commit_hook(root: Path, config: Path, extra: list[Path]) -> PreCommi
     """Add the evalret-gate hook for ``config`` to ``root``'s .pre-commit-config.yaml (made when
     absent), keeping the user's other hooks and comments; nothing changes when the same hook is
     there, and a different evalret-gate hook is an InputError (it is never overwritten)."""
+    path = root / PRE_COMMIT_CONFIG
+    reads = [Input("the config (--config)", root / config)]
+    guard(Declared("init", reads, updated=[Input("the pre-commit config", path)]))
     watched, outside = watched_paths(root, config, extra)
     hook = hook_entry(config, files_pattern(watched))
-    path = root / PRE_COMMIT_CONFIG
     text, data = _read_pre_commit(path) if path.exists() else ("", None)
     existing = _existing_hook(data)
     if existing is not None:

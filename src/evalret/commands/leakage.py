@@ -10,12 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
-from evalret.commands.configs import golden_config, without_cache
+from evalret.commands.configs import CONFIG_SUFFIXES, golden_config, without_cache
 from evalret.commands.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.core.duplicates import NEAR_DUPLICATE_JACCARD
 from evalret.core.leakage import Embed, LeakageResult, find_leaks, slice_leaks
 from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.config import Config
+from evalret.data.paths import Declared, Input, Output, config_inputs, guard
 from evalret.data.training import TrainFormat, read_training_queries
 from evalret.errors import InputError
 from evalret.report.escape import json_document
@@ -101,9 +102,12 @@ def leakage_command(
 ) -> LeakageOutcome:
     """`evalret leakage`: check ``train`` against the golden set of ``golden`` (a golden-set
     directory or a config; default the demo) and write the full result to ``out`` if given."""
+    cfg = golden_config(golden)
+    config = golden if golden is not None and golden.suffix in CONFIG_SUFFIXES else None
+    reads = [*config_inputs(cfg, config, "GOLDEN"), Input("the training queries (--train)", train)]
+    guard(Declared("leakage", reads, [Output("--out", out)] if out is not None else []))
     if out is not None:
         check_writable_file(out, "leakage result")
-    cfg = golden_config(golden)
     if no_cache:
         cfg = without_cache(cfg)
     with progress() as factory:

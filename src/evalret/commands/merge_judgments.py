@@ -29,7 +29,8 @@ from evalret.data.atomic import publish_dir, temp_dir_beside
 from evalret.data.config import GoldenSetConfig
 from evalret.data.goldenset import GoldenSet, detect_format, load_golden_set
 from evalret.data.judgments import Annotations, Scale, read_annotations
-from evalret.errors import EvalretError, InputError
+from evalret.data.paths import Declared, Input, Output, guard
+from evalret.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,7 @@ def _write(
     (tmp / "disputed.jsonl").write_text(lines, encoding="utf-8")
 
 
-def _check_out(out: Path, into: Path) -> None:
-    if out.resolve() == into.resolve():
-        raise InputError(f"--out {out}: must differ from the golden set merged into")
+def _check_out(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"--out {out}: exists and is not an empty directory")
 
@@ -178,18 +177,24 @@ def merge_command(
             f"judgments merge writes native and BEIR golden sets; {into.path} is TREC: convert "
             "it to the native format (corpus.jsonl + queries.jsonl with relevant) first"
         )
-    _check_out(out, into.path)
+    reads = [Input("the annotation file (FILES)", f) for f in files]
+    reads.append(Input("the golden set (--into)", into.path, tree=into.path.is_dir()))
+    guard(Declared("judgments merge", reads, [Output("--out", out, "tree")]))
+    _check_out(out)
     golden = load_golden_set(into)
     annotations = read_annotations(files, scale)
     outcome = MergeOutcome(out=out, format=fmt, warnings=list(annotations.warnings))
     merged, disputed = plan_merge(golden, annotations, options, outcome)
-    tmp = temp_dir_beside(out)
+    try:
+        tmp = temp_dir_beside(out)
+    except OSError as e:
+        raise InputError(f"cannot write {out}: {e.strerror or e}") from None
     try:
         _write(into, fmt, tmp, merged, disputed)
         publish_dir(tmp, out)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise EvalretError(f"cannot write {out}: {e.strerror or e}") from None
+        raise InputError(f"cannot write {out}: {e.strerror or e}") from None
     outcome.fingerprint_before = golden.fingerprint
     new = GoldenSetConfig(path=out, format=fmt, split=into.split)
     outcome.fingerprint_after = load_golden_set(new).fingerprint

@@ -1,8 +1,11 @@
 """Writing a run's files: report.json, report.md, comment.md, report.html, junit.xml and one TREC
-run file per index (rendered by report/), and the step summary."""
+run file per index (rendered by report/), and the step summary. Their names are declared here
+(``report_names``): the input guard checks them and ``data.paths.clear_outputs`` removes a run's
+earlier ones before it starts."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from evalret.commands.comment import baseline_losses, reports_link
@@ -16,6 +19,13 @@ from evalret.report.markdown import render_markdown
 from evalret.report.trec import trec_run
 
 RUN_TAG = "evalret"
+# the files of a run's report set, besides one run.<index>.trec per index (junit.xml: with a gate)
+REPORT_FILES = ("report.json", "report.md", "comment.md", "report.html", "junit.xml")
+
+
+def report_names(indexes: Iterable[str]) -> tuple[str, ...]:
+    """Every file name a run with these indexes writes into its output directory."""
+    return (*REPORT_FILES, *(f"run.{name}.trec" for name in indexes))
 
 
 def write_outputs(

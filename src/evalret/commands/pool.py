@@ -19,8 +19,10 @@ import numpy as np
 from evalret.commands.progress import ProgressBars, no_bars
 from evalret.core.ranking import SearchResult
 from evalret.data.atomic import atomic_write_text, check_writable_file
+from evalret.data.config import load_config
 from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import label_studio_tasks
+from evalret.data.paths import Declared, Input, Output, config_inputs, guard, unique
 
 PoolFormat = Literal["jsonl", "label-studio"]
 
@@ -122,7 +124,6 @@ def run_pool(
     top ``k`` of the chosen indexes (default: every index of each run). All configs must use the
     same golden set. Returns the golden set, the records and the run labels pooled."""
     from evalret.commands.evaluate import run_evaluation
-    from evalret.data.config import load_config
     from evalret.errors import IncomparableError, InputError
 
     names = [str(c) if c is not None else "default" for c in configs]
@@ -195,6 +196,10 @@ def pool_command(
     """`evalret pool`: pool the unjudged top ``k`` of every config's runs and write them to
     ``out`` as JSON Lines, or as Label Studio tasks (checked writable before anything runs);
     ``gold_fraction`` adds that share of gold lines after them (seeded by ``seed``)."""
+    reads: list[Input] = []
+    for config in configs or [None]:
+        reads += config_inputs(load_config(config), config, "CONFIGS")
+    guard(Declared("pool", unique(reads), [Output("--out", out)]))
     check_writable_file(out, "pool file")
     with progress() as factory:
         golden, records, labels = run_pool(configs or [None], k, indexes, factory)

@@ -26,6 +26,7 @@ from evalret.data.atomic import atomic_write_text
 from evalret.data.baseline import definition_differences, golden_set_of, load_baseline
 from evalret.data.examples import query_examples
 from evalret.data.goldenset import GoldenSet
+from evalret.data.paths import Declared, Input, Output, guard
 from evalret.data.schema import CompareReport, RunReport
 from evalret.data.textfile import read_json, schema_problems
 from evalret.errors import EvalretError, IncomparableError, InputError, Problem
@@ -228,8 +229,12 @@ def render_saved(path: Path, baseline: Path | None = None) -> str:
 def write_saved_html(path: Path, out_dir: Path | None = None, baseline: Path | None = None) -> Path:
     """Write ``report.html`` for the saved report at ``path`` into ``out_dir`` (default: beside
     it); returns the path written."""
-    html = render_saved(path, baseline)
     target_dir = out_dir if out_dir is not None else path.parent
+    reads = [Input("the saved report (PATH)", path)]
+    if baseline is not None:
+        reads.append(Input("the baseline (--baseline)", baseline))
+    guard(Declared("report", reads, [Output("--out", target_dir, "dir", ("report.html",))]))
+    html = render_saved(path, baseline)
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -3,17 +3,19 @@ files and (on request) save the run as a baseline."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalret.commands.configs import run_config, step_summary
 from evalret.commands.evaluate import Evaluation, run_evaluation
-from evalret.commands.outputs import write_outputs
+from evalret.commands.outputs import report_names, write_outputs
 from evalret.commands.progress import ProgressBars, no_bars
 from evalret.commands.sample import with_sample
 from evalret.data.atomic import check_writable_dir, check_writable_file
 from evalret.data.baseline import baseline_for_run, save_baseline
 from evalret.data.config import Config
+from evalret.data.paths import Declared, Input, Output, clear_outputs, config_inputs, guard
 from evalret.errors import ExitCode
 
 
@@ -47,7 +49,41 @@ def run_command(
     a long run never ends unable to write; ``progress`` draws bars while evaluating. ``sample``
     (`--sample N`) evaluates a seeded, stratified sample of N queries (config ``sample``)."""
     cfg = with_sample(run_config(config, no_cache), sample)
-    return run_configured(cfg, out=out, baseline=baseline, save_to=save_to, progress=progress)
+    return run_configured(
+        cfg,
+        out=out,
+        baseline=baseline,
+        save_to=save_to,
+        progress=progress,
+        inputs=config_inputs(cfg, config),
+    )
+
+
+def run_io(
+    cfg: Config,
+    inputs: Sequence[Input],
+    *,
+    out: Path | None,
+    baseline: Path | None,
+    save_to: Path | None,
+    command: str = "run",
+) -> Declared:
+    """What a run reads (``inputs``: what evaluating ``cfg`` reads, and the baseline) and writes
+    (its report set into the output directory, the baseline saved, the step summary)."""
+    baseline_path = baseline or cfg.gate.baseline
+    reads = list(inputs)
+    if baseline_path is not None:
+        role = "--baseline" if baseline is not None else "gate.baseline"
+        reads.append(Input(f"the baseline ({role})", baseline_path))
+    out_dir = out if out is not None else cfg.output.dir
+    out_role = "--out" if out is not None else "output.dir"
+    writes = [Output(out_role, out_dir, "dir", report_names(cfg.indexes.enabled_names()))]
+    if save_to is not None:
+        writes.append(Output("--save-baseline", save_to))
+    summary = step_summary()
+    if summary is not None:
+        writes.append(Output("$GITHUB_STEP_SUMMARY", summary))
+    return Declared(command, reads, writes)
 
 
 def run_configured(
@@ -57,12 +93,20 @@ def run_configured(
     baseline: Path | None = None,
     save_to: Path | None = None,
     progress: ProgressBars = no_bars,
+    inputs: Sequence[Input] = (),
+    command: str = "run",
 ) -> RunOutcome:
-    """``run_command`` on a Config already built (``evalret score`` builds one)."""
-    out_dir = out if out is not None else cfg.output.dir
+    """``run_command`` on a Config already built (``evalret score`` builds one), which reads
+    ``inputs`` (besides the baseline). Before any work: the input guard, the output places
+    checked, and this run's files from an earlier run removed."""
+    io = run_io(cfg, inputs, out=out, baseline=baseline, save_to=save_to, command=command)
+    guard(io)
+    reports = io.outputs[0]
+    out_dir = reports.path
     check_writable_dir(out_dir, "output directory")
     if save_to is not None:
         check_writable_file(save_to, "baseline")
+    clear_outputs(reports)
     baseline_path = baseline or cfg.gate.baseline
     reference, missing = baseline_for_run(baseline_path, save_to)
     with progress() as factory:

@@ -23,6 +23,7 @@ from evalret.data.config import (
     GoldenSetConfig,
     WithoutRelevant,
 )
+from evalret.data.paths import Input, golden_inputs
 from evalret.errors import InputError, Problem
 
 DISABLED = {"enabled": False}
@@ -123,4 +124,8 @@ def score_command(
         queries_without_relevant=queries_without_relevant,
         out=out,
     )
-    return run_configured(cfg, out=out, baseline=baseline, progress=progress)
+    reads = golden_inputs(cfg, "GOLDEN")
+    reads += [Input(f"the run file of index {n} (RUNS)", p) for n, p in run_indexes(runs).items()]
+    return run_configured(
+        cfg, out=out, baseline=baseline, progress=progress, inputs=reads, command="score"
+    )

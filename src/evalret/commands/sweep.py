@@ -36,6 +36,7 @@ from evalret.data.overrides import (
     point_config,
     raw_config,
 )
+from evalret.data.paths import Declared, Input, Output, clear_outputs, config_inputs, guard, unique
 from evalret.data.schema import RunReport
 from evalret.data.sweep import IndexCost, SweepIndex, SweepPoint, SweepReport
 from evalret.engines.search_cost import SearchCost, machine, measure
@@ -44,6 +45,7 @@ from evalret.version import __version__
 
 QUALITY = "ndcg@10"
 FAISS_INDEXES = ("exact", "hnsw")
+SWEEP_FILES = ("sweep.json", "sweep.html")  # written into --out (cleared before it starts)
 TIMING = {
     "latency": "single-query latency: each query searched alone with faiss's index.search on one "
     "OpenMP thread, every query --repeats times; p50 and p95 over all those searches",
@@ -269,7 +271,12 @@ def sweep_command(
     from evalret.report.sweep_view import sweep_html
 
     axes, points, configs = sweep_configs(config, sets, no_cache, max_points)
+    reads = [Input("the config (--config)", config)] if config is not None else []
+    reads += [i for c in configs for i in config_inputs(c, None)]
+    files = Output("--out", out, "dir", SWEEP_FILES)
+    guard(Declared("sweep", unique(reads), [files]))
     check_writable_dir(out, "output directory")
+    clear_outputs(files)
     with progress() as factory:
         swept, reports = _evaluate_points(points, configs, repeats, factory)
     q = quality_metric(configs[0])
@@ -289,8 +296,7 @@ def sweep_command(
         pareto_latency=front_latency,
         pareto_memory=front_memory,
     )
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "sweep.json", out / "sweep.html"]
+    written = [out / name for name in SWEEP_FILES]
     atomic_write_text(written[0], report.model_dump_json(indent=2) + "\n", "sweep.json")
     atomic_write_text(written[1], sweep_html(report), "sweep.html")
     return SweepOutcome(report, written)
