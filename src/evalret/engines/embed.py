@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from evalret.data.config import PACKAGED_MODEL, ModelConfig
+from evalret.engines.clip import TextClipper, backend_tokenizer
 from evalret.errors import ConfigError, ModelError
 
 Kind = Literal["query", "document"]
@@ -232,12 +233,36 @@ class SentenceTransformerEmbedder:
                 versions[package] = None
         return {**self.identity(), "device": self.device, "versions": versions}
 
+    def prefix(self, kind: Kind) -> str:
+        """What precedes a text of ``kind`` fed to the model: its named prompt, else its
+        configured prefix."""
+        if kind in self.prompts:
+            return self.prompts[kind][1]
+        return self.config.query_prefix if kind == "query" else self.config.document_prefix
+
     def prefixed(self, texts: Sequence[str], kind: Kind) -> list[str]:
         """The texts exactly as they are fed to the model (a named prompt is a prefix)."""
-        prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
-        if kind in self.prompts:
-            prefix = self.prompts[kind][1]
+        prefix = self.prefix(kind)
         return [prefix + t for t in texts]
+
+    @cached_property
+    def clipper(self) -> TextClipper | None:
+        """Cuts texts to what the model reads (engines/clip.py); None when the model has no
+        fast tokenizer or no length limit (texts are then tokenized whole, as before)."""
+        tokenizer = backend_tokenizer(getattr(self.model, "tokenizer", None))
+        limit = getattr(self.model, "max_seq_length", None)
+        if tokenizer is None or not isinstance(limit, int) or limit <= 0:
+            return None
+        return TextClipper(tokenizer, limit)
+
+    def _clipped(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        """What goes to sentence-transformers, each text cut to a prefix the model reads alike
+        (engines/clip.py): the texts with their prefix, or without a named prompt, which
+        sentence-transformers prepends itself."""
+        clipper, prefix = self.clipper, self.prefix(kind)
+        if kind in self.prompts:
+            return list(texts) if clipper is None else [clipper.cut(t, prefix) for t in texts]
+        return self.prefixed(texts, kind) if clipper is None else clipper.fed(texts, prefix)
 
     def embed(
         self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
@@ -245,10 +270,10 @@ class SentenceTransformerEmbedder:
         """Embed ``texts`` in length-sorted batches (fewer padding tokens), in input order; a
         named prompt goes to sentence-transformers as ``prompt_name``."""
         prompt = self.prompts.get(kind)
-        inputs = list(texts) if prompt is not None else self.prefixed(texts, kind)
+        model = self.model
+        inputs = self._clipped(texts, kind)
         named = {"prompt_name": prompt[0]} if prompt is not None else {}
         order = np.argsort([-len(t) for t in inputs], kind="stable")
-        model = self.model
         chunks: list[np.ndarray] = []
         size = self.config.batch_size
         try:
