@@ -43,9 +43,12 @@ from evalret.engines.embed import (
     Kind,
     Progress,
     SentenceTransformerEmbedder,
+    VectorMemoryError,
     finish_vectors,
     force_offline,
     resolve_model,
+    vector_matrix,
+    vectors_fit,
 )
 from evalret.errors import ConfigError, ModelError
 
@@ -536,17 +539,20 @@ class OnnxEmbedder:
                 hidden = runner({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
                 vectors = pool(hidden, mask, layout.pooling)
                 if out is None:
-                    out = np.empty((len(inputs), vectors.shape[1]), dtype=np.float32)
+                    out = vector_matrix(len(inputs), vectors.shape[1])
                 out[rows] = vectors
                 if progress is not None:
                     progress(len(batch))
+        except VectorMemoryError:
+            raise
         except Exception as e:
             raise ModelError(f"embedding failed ({self.config.backend}): {e}") from e
         if out is None:
             out = np.zeros((0, 0), dtype=np.float32)
-        if layout.normalize and len(out):
-            out = _l2(out)
-        return finish_vectors(out, self.config.truncate_dim, self.config.normalize)
+        with vectors_fit(*out.shape):
+            if layout.normalize and len(out):
+                out = _l2(out)
+            return finish_vectors(out, self.config.truncate_dim, self.config.normalize)
 
     def report(self) -> dict[str, Any]:
         """What the run's report says about the backend."""

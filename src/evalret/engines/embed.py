@@ -6,10 +6,11 @@ CLI starts fast. The Hugging Face libraries are forced offline: evalret never do
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -18,7 +19,7 @@ import numpy as np
 
 from evalret.data.config import PACKAGED_MODEL, ModelConfig
 from evalret.engines.clip import TextClipper, backend_tokenizer
-from evalret.errors import ConfigError, ModelError
+from evalret.errors import ConfigError, EvalretError, ModelError
 
 Kind = Literal["query", "document"]
 Progress = Callable[[int], None]
@@ -73,6 +74,38 @@ def force_offline() -> None:
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+class VectorMemoryError(EvalretError):
+    """The vectors of a run do not fit in memory (exit 3)."""
+
+
+def _size(n_bytes: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n_bytes < 1024:
+            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1024
+    return f"{n_bytes:.1f} TiB"
+
+
+@contextlib.contextmanager
+def vectors_fit(n: int, dim: int) -> Iterator[None]:
+    """Where an [n, dim] float32 matrix of vectors is assembled: a failed allocation (numpy's
+    MemoryError) becomes VectorMemoryError naming the size and what to do."""
+    try:
+        yield
+    except MemoryError:
+        raise VectorMemoryError(
+            f"{n:,} vectors of dimension {dim:,} ({_size(4.0 * n * dim)} as float32) do not fit "
+            "in memory: evaluate fewer documents (a smaller corpus, or `sample:`), lower "
+            "model.truncate_dim, or run on a machine with more memory"
+        ) from None
+
+
+def vector_matrix(n: int, dim: int) -> np.ndarray:
+    """A zeroed float32 [n, dim] matrix; VectorMemoryError when it does not fit."""
+    with vectors_fit(n, dim):
+        return np.zeros((n, dim), dtype=np.float32)
 
 
 def finish_vectors(vectors: np.ndarray, truncate_dim: int | None, normalize: bool) -> np.ndarray:
@@ -297,8 +330,11 @@ class SentenceTransformerEmbedder:
             getattr(model, "get_embedding_dimension", None)
             or model.get_sentence_embedding_dimension
         )
-        dim = get_dim() or 0
-        sorted_vectors = np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32)
-        vectors = np.empty_like(sorted_vectors)
-        vectors[order] = sorted_vectors
-        return finish_vectors(vectors, self.config.truncate_dim, self.config.normalize)
+        dim = int(chunks[0].shape[1]) if chunks else get_dim() or 0
+        vectors = vector_matrix(len(inputs), dim)
+        done = 0
+        for chunk in chunks:
+            vectors[order[done : done + len(chunk)]] = chunk
+            done += len(chunk)
+        with vectors_fit(len(inputs), dim):
+            return finish_vectors(vectors, self.config.truncate_dim, self.config.normalize)
