@@ -4,11 +4,12 @@
         [--src src] [--out benchmarks/RESULTS-truncate.md]
 
 The document is the demo corpus's texts (title and text) joined and repeated up to ``--mb``
-megabytes of UTF-8. Each backend runs in two child processes, each embedding through evalret's
-own embedder (``make_embedder``, no cache): one embeds a short text (the model loaded, a text
-embedded: the baseline), the other the short text and then the huge document. The figure is the
-growth of the peak resident set (ru_maxrss) the huge document causes, as a ratio of the
-document's bytes: (peak with the document - peak of the baseline) / document bytes.
+megabytes of UTF-8. Each backend runs in a child process that embeds through evalret's own
+embedder (``make_embedder``, no cache): it loads the model and embeds a short text, reads the
+document, resets its peak resident set to the current one (``/proc/self/clear_refs``, Linux),
+embeds the document and reads the peak again (VmHWM). The figure is the growth the embedding
+causes, (peak - resident set before) / document bytes: the document's own string is already
+resident before, so a text that is never copied whole shows about 0.
 
 ``--src`` picks the evalret sources the children import: run it once with a checkout of the
 code before the change (``git archive <commit> src | tar -x -C /tmp/before``, then
@@ -31,21 +32,33 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "golden_sets" / "demo" / "corpus.jsonl"
 
 CHILD = r"""
-import hashlib, json, resource, sys, time
+import gc, hashlib, json, sys, time
 from evalret.data.config import ModelConfig
 from evalret.engines.embedders import make_embedder
+
+
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024  # kB -> MiB
+
+
 backend, path = sys.argv[1], sys.argv[2]
 embedder = make_embedder(ModelConfig(backend=backend), None)
 embedder.embed(["a short text to load the model"], "document")
-out = {"vector": None, "seconds": None}
-if path:
-    text = open(path, encoding="utf-8").read()
-    start = time.perf_counter()
-    vector = embedder.embed([text], "document")
-    out["seconds"] = time.perf_counter() - start
-    out["vector"] = hashlib.sha256(vector.round(5).tobytes()).hexdigest()[:16]
-out["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(out))
+text = open(path, encoding="utf-8").read()
+gc.collect()
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # reset the peak (VmHWM) to the current resident set
+before = status("VmRSS")
+start = time.perf_counter()
+vector = embedder.embed([text], "document")
+print(json.dumps({
+    "seconds": time.perf_counter() - start,
+    "vector": hashlib.sha256(vector.round(5).tobytes()).hexdigest()[:16],
+    "rss_before_mib": before,
+    "peak_mib": status("VmHWM"),
+}))
 """
 
 
@@ -60,9 +73,9 @@ def make_document(megabytes: float, target: Path) -> int:
     return target.stat().st_size
 
 
-def child(src: Path, backend: str, document: Path | None) -> dict[str, object]:
+def child(src: Path, backend: str, document: Path) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(src)}
-    args = [sys.executable, "-c", CHILD, backend, str(document) if document else ""]
+    args = [sys.executable, "-c", CHILD, backend, str(document)]
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
@@ -80,18 +93,18 @@ def main() -> None:
     size = make_document(args.mb, document)
     rows = []
     for backend in args.backends:
-        base = child(args.src, backend, None)
-        big = child(args.src, backend, document)
-        growth = float(big["peak_mib"]) - float(base["peak_mib"])  # type: ignore[arg-type]
+        run = child(args.src, backend, document)
+        growth = float(run["peak_mib"]) - float(run["rss_before_mib"])  # type: ignore[arg-type]
         row = {
             "backend": backend,
             "src": str(args.src),
             "document_mib": round(size / 2**20, 1),
-            "baseline_peak_mib": round(float(base["peak_mib"]), 1),  # type: ignore[arg-type]
-            "peak_mib": round(float(big["peak_mib"]), 1),  # type: ignore[arg-type]
+            "rss_before_mib": round(float(run["rss_before_mib"]), 1),  # type: ignore[arg-type]
+            "peak_mib": round(float(run["peak_mib"]), 1),  # type: ignore[arg-type]
+            "growth_mib": round(growth, 1),
             "growth_over_document": round(growth * 2**20 / size, 2),
-            "seconds": round(float(big["seconds"]), 2),  # type: ignore[arg-type]
-            "vector": big["vector"],
+            "seconds": round(float(run["seconds"]), 2),  # type: ignore[arg-type]
+            "vector": run["vector"],
         }
         print(json.dumps(row), flush=True)
         rows.append(row)

@@ -27,7 +27,6 @@ import math
 import mmap
 import os
 import shutil
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -463,17 +462,15 @@ def cache_info(root: Path) -> list[dict[str, Any]]:
 
 
 def _remove_tree(path: Path, failed: list[str]) -> bool:
-    """Remove ``path`` (a directory); whether it is gone. The first failure is kept in
-    ``failed`` (its path and cause)."""
-
-    def note(_function: Any, where: str, error: BaseException) -> None:
-        if not failed:
-            cause = error.strerror if isinstance(error, OSError) and error.strerror else error
-            failed.append(f"{where}: {cause}")
-
-    shutil.rmtree(path, onexc=note) if sys.version_info >= (3, 12) else shutil.rmtree(
-        path, onerror=lambda f, w, info: note(f, w, info[1])
-    )
+    """Remove the directory ``path``; whether it is gone. When it is not, why (a path and its
+    cause) is added to ``failed``."""
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return True
+    try:
+        shutil.rmtree(path)  # again, to learn what stays and why
+    except OSError as e:
+        failed.append(f"{e.filename or path}: {e.strerror or e}")
     return not os.path.lexists(path)
 
 
