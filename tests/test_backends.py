@@ -483,3 +483,14 @@ def test_long_documents_embed_alike_on_onnx_and_openvino(backend: str, model_roo
     assert len(fed[3]) < 20_000
     vectors = embedder.embed([texts["corpus"], texts["5 MB"]], "document")
     np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-6)
+
+
+def test_torch_refuses_a_max_seq_length_past_the_models_positions() -> None:
+    """model.max_seq_length 1000 on a 512-position model: a config error naming both (exit 2),
+    where the first long text used to fail deep inside torch (exit 3, a tensor size mismatch);
+    512 itself embeds."""
+    long_text = " ".join(DOCS[:20])
+    at_limit = SentenceTransformerEmbedder(ModelConfig(max_seq_length=512))
+    assert at_limit.embed([long_text], "document").shape == (1, 384)
+    with pytest.raises(ConfigError, match="max_seq_length 1000 exceeds the model's 512 positions"):
+        SentenceTransformerEmbedder(ModelConfig(max_seq_length=1000)).embed([long_text], "document")

@@ -185,6 +185,18 @@ def check_device(device: str) -> None:
         )
 
 
+def _check_positions(model: Any, length: int) -> None:
+    """ConfigError (exit 2) when ``model.max_seq_length`` exceeds the positions the loaded
+    transformer has (it would fail on the first long text, deep inside torch)."""
+    first = model[0] if hasattr(model, "__getitem__") else None
+    config = getattr(getattr(first, "auto_model", None), "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and length > positions:
+        raise ConfigError(
+            f"model.max_seq_length {length} exceeds the model's {positions} positions"
+        )
+
+
 class SentenceTransformerEmbedder:
     """Embeds with sentence-transformers on the configured device, offline."""
 
@@ -231,6 +243,7 @@ class SentenceTransformerEmbedder:
                 "sentence-transformers model."
             ) from e
         if self.config.max_seq_length is not None:
+            _check_positions(model, self.config.max_seq_length)
             model.max_seq_length = self.config.max_seq_length
         return model
 
