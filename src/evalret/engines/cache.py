@@ -255,7 +255,8 @@ class CachedEmbedder:
         self.warnings: list[str] = []  # what the cache could not do; the run went on without it
         self._namespace: Namespace | None = None
         self._failed: set[str] = set()  # "read" / "write": warned once, not tried again
-        self._dims: dict[str, int] = {}  # "cache" / "model": the dimension each gave this run
+        # "cache" / "model": the dimension each gave this run; "named": the identity's
+        self._dims: dict[str, int] = {}
 
     def warn(self, action: str, error: OSError) -> None:
         """Record that the cache cannot ``action`` ("read", "write"); later tries are skipped."""
@@ -332,11 +333,13 @@ class CachedEmbedder:
                 raise CacheDimensionError(self.namespace, seen_cache, dim, "the model returns")
             self._dims["model"] = dim
             return
-        named = self.inner.identity().get("truncate_dim")
+        if "named" not in self._dims:  # the identity's truncate_dim, read once (0: none)
+            named = self.inner.identity().get("truncate_dim")
+            self._dims["named"] = named if isinstance(named, int) else 0
         for other, source in (
             (seen_model, "the model returns"),
             (seen_cache, "other cached vectors are"),
-            (named if isinstance(named, int) else None, "model.truncate_dim asks for"),
+            (self._dims["named"] or None, "model.truncate_dim asks for"),
         ):
             if other is not None and other != dim:
                 raise CacheDimensionError(self.namespace, dim, other, source)
