@@ -356,3 +356,141 @@ print(json.dumps({{"cache": embedding["cache"], "check": embedding["backend_chec
     settings = [row["settings"] for row in cache_info(model_root)]
     assert any(s.get("backend") == "onnx" and s.get("precision") == "fp32" for s in settings)
     assert any("backend" not in s for s in settings)  # the torch namespace of the reference
+
+
+# --- cutting long texts before tokenizing (engines/clip.py) ---------------------------------
+
+WORDS = " ".join(DOCS)  # the demo corpus: some 300 KB of prose
+# hostile shapes for a cut: whitespace runs, a word longer than WordPiece's 100 characters,
+# combining accents, CJK, emoji, contractions, digits, punctuation runs
+PIECES = [" " * 3000, "\n\n\t", "a" * 150, "e\u0301", "東京", "🚀", "don't", "U.S.A.", "1234567"]
+
+
+def _trained_tokenizers() -> dict[str, Any]:
+    """A byte-level BPE (GPT-2 / RoBERTa style) and a metaspace Unigram (SentencePiece style),
+    trained here on the demo corpus with the tokenizers library, beside the packaged WordPiece."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    source, _ = resolve_model("all-MiniLM-L6-v2")
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    bpe.train_from_iterator(
+        DOCS, trainers.BpeTrainer(vocab_size=800, initial_alphabet=alphabet, show_progress=False)
+    )
+    unigram = Tokenizer(models.Unigram())
+    unigram.normalizer = normalizers.NFKC()
+    unigram.pre_tokenizer = pre_tokenizers.Metaspace()
+    unigram.train_from_iterator(
+        DOCS,
+        trainers.UnigramTrainer(
+            vocab_size=800, unk_token="<unk>", special_tokens=["<unk>"], show_progress=False
+        ),
+    )
+    wordpiece = Tokenizer.from_file(str(Path(source) / "tokenizer.json"))
+    wordpiece.no_padding()
+    return {"wordpiece": wordpiece, "bytelevel": bpe, "unigram": unigram}
+
+
+def _hostile_texts(seed: int, count: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        parts = []
+        for _ in range(int(rng.integers(1, 40))):
+            if rng.random() < 0.4:
+                parts.append(PIECES[int(rng.integers(len(PIECES)))])
+            else:
+                start = int(rng.integers(len(WORDS) - 500))
+                parts.append(WORDS[start : start + int(rng.integers(0, 400))])
+        out.append(("" if rng.random() < 0.5 else " ").join(parts))
+    return out
+
+
+def test_a_cut_text_tokenizes_as_the_whole_text() -> None:
+    """For three kinds of tokenizer, many limits and hostile texts (whitespace runs, huge words,
+    accents), the cut text gives exactly the whole text's tokens up to the limit, after any
+    prefix; most texts are actually cut."""
+    from evalret.engines.clip import TextClipper
+
+    texts = _hostile_texts(0, 120)
+    for name, tokenizer in _trained_tokenizers().items():
+        cut = 0
+        for limit in (3, 16, 64):
+            tokenizer.enable_truncation(max_length=limit)
+            clipper = TextClipper(tokenizer, limit)
+            for prefix in ("", "query: "):
+                for text in texts:
+                    fed = clipper.fed([text], prefix)[0]
+                    whole = tokenizer.encode(prefix + text).ids
+                    assert tokenizer.encode(fed).ids == whole, (name, limit, prefix, text[:60])
+                    cut += len(fed) < len(prefix + text)
+        assert cut > len(texts) * 3, name  # the cut is not a no-op
+        assert tokenizer.truncation["max_length"] == 64  # the clipper's copy changed nothing
+
+
+def _long_texts() -> dict[str, str]:
+    """Texts past the 256-token limit: just over it, with a long whitespace run before the
+    limit is reached, the whole demo corpus, and 5 MB of it."""
+    from tokenizers import Tokenizer
+
+    source, _ = resolve_model("all-MiniLM-L6-v2")
+    tokenizer = Tokenizer.from_file(str(Path(source) / "tokenizer.json"))
+    tokenizer.no_truncation()
+    words = WORDS.split(" ")
+    n = 150
+    while len(tokenizer.encode(" ".join(words[:n])).ids) <= 257:
+        n += 1
+    return {
+        "just over": " ".join(words[:n]),
+        "whitespace run": " ".join(words[:120]) + " " * 200_000 + " ".join(words[120:400]),
+        "corpus": WORDS,
+        "5 MB": WORDS * (5_000_000 // len(WORDS) + 1),
+    }
+
+
+def test_long_documents_embed_as_sentence_transformers_does() -> None:
+    """The torch backend: each long text's vector equals sentence-transformers' own (today's
+    behaviour, the whole text tokenized) and its cut form's; 5 MB of text is cut to a few
+    kilobytes before tokenizing, and embeds as the corpus it repeats."""
+    from sentence_transformers import SentenceTransformer
+
+    texts = _long_texts()
+    embedder = SentenceTransformerEmbedder(ModelConfig())
+    ours = embedder.embed(list(texts.values()), "document")
+    reference = SentenceTransformer(embedder.source, device="cpu")
+    small = ["just over", "whitespace run", "corpus"]
+    expected = reference.encode([texts[k] for k in small], normalize_embeddings=True)
+    np.testing.assert_allclose(ours[:3], expected, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(ours[3], ours[2], rtol=0, atol=1e-6)
+    clipper = embedder.clipper
+    assert clipper is not None
+    assert len(clipper.cut(texts["5 MB"])) < 20_000
+    assert len(clipper.cut(texts["whitespace run"])) > 200_000  # the run is kept, not cut into
+    cut = [clipper.cut(t) for t in texts.values()]
+    np.testing.assert_allclose(embedder.embed(cut, "document"), ours, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["onnx", "openvino"])
+def test_long_documents_embed_alike_on_onnx_and_openvino(backend: str, model_root: Path) -> None:
+    """onnx and OpenVINO: the cut texts' token ids are the whole texts' (so the vectors are),
+    the 5 MB text is cut short, and it embeds as the corpus it repeats."""
+    texts = _long_texts()
+    embedder = OnnxEmbedder(ModelConfig(backend=backend), model_root)
+    fed = embedder._clipped(list(texts.values()), "document")
+    whole = embedder.tokenizer.encode_batch(list(texts.values())[:3])
+    assert [e.ids for e in embedder.tokenizer.encode_batch(fed[:3])] == [e.ids for e in whole]
+    assert len(fed[3]) < 20_000
+    vectors = embedder.embed([texts["corpus"], texts["5 MB"]], "document")
+    np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-6)
+
+
+def test_torch_refuses_a_max_seq_length_past_the_models_positions() -> None:
+    """model.max_seq_length 1000 on a 512-position model: a config error naming both (exit 2),
+    where the first long text used to fail deep inside torch (exit 3, a tensor size mismatch);
+    512 itself embeds."""
+    long_text = " ".join(DOCS[:20])
+    at_limit = SentenceTransformerEmbedder(ModelConfig(max_seq_length=512))
+    assert at_limit.embed([long_text], "document").shape == (1, 384)
+    with pytest.raises(ConfigError, match="max_seq_length 1000 exceeds the model's 512 positions"):
+        SentenceTransformerEmbedder(ModelConfig(max_seq_length=1000)).embed([long_text], "document")

@@ -23,7 +23,7 @@ from evalret.engines.cache import CachedEmbedder, Namespace, cache_info, clear_c
 from evalret.engines.embed import SentenceTransformerEmbedder
 from evalret.engines.faiss_index import cached_hnsw
 from evalret.errors import InputError
-from helpers import HashEmbedder
+from helpers import HashEmbedder, make_set
 from test_atomic import immutable
 
 
@@ -298,3 +298,175 @@ def test_hnsw_graph_rebuilt_or_not_storable_is_reported(tmp_path: Path) -> None:
     index, status = cached_hnsw(vectors, cfg, other, warnings=warnings)
     assert status == "built" and index.ntotal == 40
     assert len(warnings) == 1 and "cannot store the HNSW graph" in warnings[0]
+
+
+# --- what a user's cache or model can do to a run: named, never an internal error -----------
+
+DRIFTING_ENCODER = """
+import hashlib
+import numpy as np
+
+DIM = {dim}
+
+
+class Encoder:
+    def identity(self):
+        return {{"kind": "hashed words"}}  # leaves DIM out: the user's bug under test
+
+    def encode(self, texts, kind):
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.split():
+                seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
+                out[i] += np.random.default_rng(seed).standard_normal(DIM)
+        return out
+
+
+def make():
+    return Encoder()
+"""
+
+
+def test_a_warm_cache_of_another_dimension_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A custom encoder moved from 64 to 32 dimensions without its identity changing: the run
+    that reads 64-dimensional vectors from the cache and embeds a new document at 32 exits 2
+    naming the cache, both dimensions and the way out (not an internal error, nor vectors
+    silently zeroed); --no-cache runs."""
+    golden = make_set(tmp_path / "set")
+    module = tmp_path / "drifting_encoder_test.py"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        f"golden_set: {{path: {golden}}}\ncache: {{dir: {tmp_path / 'cache'}}}\n"
+        "model: {provider: python, callable: 'drifting_encoder_test:make'}\n"
+        "indexes: {hnsw: {enabled: false}, bm25: {enabled: false}, hybrid: {enabled: false}}\n"
+    )
+
+    def run(dim: int, *extra: str) -> Any:
+        module.write_text(DRIFTING_ENCODER.format(dim=dim))
+        sys.modules.pop("drifting_encoder_test", None)
+        out = tmp_path / f"out-{dim}-{len(extra)}"
+        return CliRunner().invoke(app, ["run", "-c", str(config), "-o", str(out), *extra])
+
+    first = run(64)
+    assert first.exit_code == 0, first.output
+    with (golden / "corpus.jsonl").open("a") as f:
+        f.write(json.dumps({"id": "d-new", "text": "a brand new document"}) + "\n")
+    second = run(32)
+    assert second.exit_code == 2, second.output
+    text = " ".join(second.output.split())
+    assert "holds 64-dimensional vectors" in text and "returns 32-dimensional" in text
+    assert str(tmp_path / "cache") in text.replace(" ", "") or "cache clear" in text
+    assert "Internal error" not in second.output
+    assert run(32, "--no-cache").exit_code == 0
+
+
+class Dim32(HashEmbedder):
+    dim = 32
+
+
+def test_shards_of_two_dimensions_and_truncate_dim_are_named(tmp_path: Path) -> None:
+    """One identity, two shards of different dimensions (written by the cache's own writer):
+    a lookup that hits both raises CacheDimensionError; one that hits one is served. A
+    namespace whose vectors differ from the identity's truncate_dim is named too."""
+    from evalret.engines.cache import CacheDimensionError
+
+    wide = CachedEmbedder(HashEmbedder(), tmp_path)
+    wide.embed(TEXTS[:20], "document")
+    narrow = CachedEmbedder(Dim32(), tmp_path)
+    narrow.namespace.store(narrow.keys(TEXTS[20:], "document"), Dim32().embed(TEXTS[20:], "d"))
+    served = CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS[20:], "document")
+    assert served.shape == (20, 32)  # all hits, from one shard: consistent
+    with pytest.raises(CacheDimensionError, match="other cached vectors are") as mixed:
+        CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    assert "32-dimensional" in str(mixed.value) and "64-dimensional" in str(mixed.value)
+    with pytest.raises(CacheDimensionError, match="returns 32-dimensional"):
+        CachedEmbedder(Dim32(), tmp_path).embed([*TEXTS[:20], "new text"], "document")
+
+    class Truncated(HashEmbedder):
+        def identity(self) -> dict[str, Any]:
+            return {**super().identity(), "truncate_dim": 16}
+
+    other = tmp_path / "other"
+    cached = CachedEmbedder(Truncated(), other)
+    cached.namespace.store(cached.keys(TEXTS, "query"), HashEmbedder().embed(TEXTS, "query"))
+    with pytest.raises(CacheDimensionError, match="truncate_dim asks for 16"):
+        CachedEmbedder(Truncated(), other).embed(TEXTS, "query")
+
+
+def test_shard_metadata_of_the_wrong_shape_is_set_aside(tmp_path: Path) -> None:
+    """Shard metadata that is a JSON list, keys or vectors of another dtype (checksums right):
+    the shard is moved aside as corrupt and its texts embedded again, no TypeError."""
+    from evalret.data.atomic import sha256_file
+
+    first = CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    [meta] = [p for p in (tmp_path / "embeddings").rglob("*.json") if p.name != "identity.json"]
+    meta.write_text("[]")
+    again = CachedEmbedder(HashEmbedder(), tmp_path)
+    assert np.array_equal(again.embed(TEXTS, "document"), first)
+    assert len(again.report()["document"]["corrupt_shards"]) == 1
+    [meta] = [p for p in (tmp_path / "embeddings").rglob("*.json") if p.name != "identity.json"]
+    vecs = meta.with_name(meta.name[: -len(".json")] + ".vecs.npy")
+    np.save(vecs, np.load(vecs).astype(np.float64))
+    fields = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**fields, "vectors_sha256": sha256_file(vecs)}))
+    third = CachedEmbedder(HashEmbedder(), tmp_path)
+    assert np.array_equal(third.embed(TEXTS, "document"), first)
+    assert len(third.report()["document"]["corrupt_shards"]) == 1
+
+
+MEMORY_CHILD = """
+import resource, sys
+from pathlib import Path
+import numpy as np
+sys.path.insert(0, sys.argv[2])
+from evalret.engines.cache import CachedEmbedder
+from evalret.errors import EvalretError
+from helpers import HashEmbedder
+
+class Wide(HashEmbedder):
+    dim = 1 << 22
+
+texts = [f"text {i}" for i in range(100_000)]
+cached = CachedEmbedder(Wide(), Path(sys.argv[1]))
+cached.namespace.store(cached.keys(texts[:1], "document"), np.ones((1, Wide.dim), np.float32))
+resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+try:
+    CachedEmbedder(Wide(), Path(sys.argv[1])).embed(texts, "document")
+except EvalretError as e:
+    print(type(e).__name__, int(e.exit_code), e)
+"""
+
+
+def test_vectors_too_large_for_memory_are_named(tmp_path: Path) -> None:
+    """100,000 vectors of 4,194,304 dimensions (1.5 TiB) cannot be assembled (the address space
+    is capped at 8 GiB): exit 3, with the size and what to do, not a bare MemoryError."""
+    tests = str(Path(__file__).parent)
+    args = [sys.executable, "-c", MEMORY_CHILD, str(tmp_path), tests]
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("VectorMemoryError 3 100,000 vectors of dimension 4,194,304")
+    assert "1.5 TiB" in done.stdout and "sample" in done.stdout
+
+
+def test_cache_commands_refuse_a_file_and_clear_says_what_it_cannot_remove(
+    tmp_path: Path,
+) -> None:
+    """`cache info | clear | prune --dir FILE` exit 2 naming the path (not an empty cache);
+    `cache clear` on a cache it cannot change exits 2 naming what stayed, not "cleared"."""
+    file = tmp_path / "file"
+    file.write_text("not a cache")
+    for command in (["info"], ["clear"], ["prune", "--days", "1"]):
+        result = CliRunner().invoke(app, ["cache", *command, "--dir", str(file)])
+        assert result.exit_code == 2, (command, result.output)
+        assert "is not a directory" in result.output
+    assert file.read_text() == "not a cache"
+    root = tmp_path / "cache"
+    CachedEmbedder(HashEmbedder(), root).embed(TEXTS, "document")
+    with immutable(root / "embeddings"):
+        result = CliRunner().invoke(app, ["cache", "clear", "--dir", str(root)])
+    assert result.exit_code == 2, result.output
+    assert "cannot remove" in result.output and len(cache_info(root)) == 1

@@ -186,6 +186,36 @@ def test_embed_refuses_no_cache() -> None:
     assert code == 2 and "only fills the embedding cache" in output
 
 
+@pytest.mark.parametrize("shape", ["file", "embeddings is a file", "under a file", "immutable"])
+def test_embed_refuses_an_unusable_cache_dir_before_embedding(tmp_path: Path, shape: str) -> None:
+    """`embed --dir` a regular file, a cache whose embeddings/ is a file, a path under a file, a
+    directory that cannot be written (chattr +i): exit 2 naming the path before any text is
+    embedded (today: every text embedded, then exit 3), the file untouched."""
+    from test_atomic import immutable
+
+    config = demo_config(tmp_path, tmp_path / "unused")
+    target = tmp_path / "cache"
+    blocker = target / "embeddings"
+    if shape == "file":
+        blocker = target
+    elif shape == "under a file":
+        blocker, target = tmp_path / "plain", tmp_path / "plain" / "cache"
+    else:
+        target.mkdir()
+    if shape == "immutable":
+        blocker.mkdir()
+        with immutable(blocker):
+            code, output = invoke("embed", "-c", str(config), "--dir", str(target))
+    else:
+        blocker.write_text("a regular file")
+        code, output = invoke("embed", "-c", str(config), "--dir", str(target))
+        assert blocker.read_text() == "a regular file"
+    assert code == 2, output
+    text = " ".join(output.split())
+    assert "cannot write the embedding cache" in text and "give --dir" in text
+    assert "Embedding" not in output and "Internal error" not in output
+
+
 def test_config_refuses_an_unknown_device(tmp_path: Path) -> None:
     config = demo_config(tmp_path, tmp_path / "cache")
     config.write_text(config.read_text().replace("device: cpu", "device: gpu"))

@@ -6,12 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalret.engines.cache import cache_info, clear_cache, default_cache_dir, prune_cache
+from evalret.engines.cache import (
+    cache_info,
+    check_cache_root,
+    clear_cache,
+    default_cache_dir,
+    prune_cache,
+)
 
 
 def cache_dir(directory: Path | None) -> Path:
-    """The cache directory: ``directory``, else $EVALRET_CACHE_DIR or the user cache."""
-    return directory or default_cache_dir()
+    """The cache directory: ``directory``, else $EVALRET_CACHE_DIR or the user cache; InputError
+    when it is a file (or anything but a directory)."""
+    root = directory or default_cache_dir()
+    check_cache_root(root)
+    return root
 
 
 def cache_info_command(directory: Path | None = None) -> tuple[Path, list[dict[str, Any]]]:

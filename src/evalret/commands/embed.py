@@ -27,7 +27,7 @@ from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_key
 from evalret.data.atomic import check_writable_dir
 from evalret.data.config import Config
 from evalret.data.goldenset import GoldenSet, load_golden_set
-from evalret.engines.cache import CachedEmbedder
+from evalret.engines.cache import CachedEmbedder, check_cache_writable
 from evalret.engines.embed import Kind
 from evalret.engines.embedders import open_embedder
 from evalret.engines.retrievers import make_retrievers
@@ -163,6 +163,8 @@ def embed_command(
     check_writable_dir(opened.root, "embedding cache")  # before anything is embedded
     keys = {kind: cached.keys(texts[kind], kind) for kind in KINDS}
     every = distinct_keys(np.concatenate([keys[k] for k in KINDS]))
+    if len(every):
+        check_cache_writable(cached.namespace.path)  # before any text is embedded
     chosen = shard_keys(every, *spec) if spec is not None else every
     if on_keys is not None:
         on_keys(chosen)

@@ -7,7 +7,8 @@ quantization), and keeps the result under ``<cache dir>/models/<key>/``, keyed b
 sha256 and every export setting. Later runs, and other processes at the same time, reuse it; a
 file that fails its checksum is set aside and exported again. Texts are tokenized with the model's
 own ``tokenizer.json`` exactly as sentence-transformers does (same special tokens, truncation to
-``max_seq_length``), pooled as the model's pooling config says, then finished by
+``max_seq_length``; a long text is cut first to a prefix that tokenizes alike, engines/clip.py),
+pooled as the model's pooling config says, then finished by
 ``finish_vectors`` like the torch path.
 
 Nothing heavy is imported until a text is embedded: a run that finds every vector in the cache
@@ -36,14 +37,18 @@ import numpy as np
 from evalret.core.digest import json_digest
 from evalret.data.atomic import publish_dir, sha256_file, temp_dir_beside
 from evalret.data.config import ModelConfig
+from evalret.engines.clip import TextClipper
 from evalret.engines.embed import (
     Embedder,
     Kind,
     Progress,
     SentenceTransformerEmbedder,
+    VectorMemoryError,
     finish_vectors,
     force_offline,
     resolve_model,
+    vector_matrix,
+    vectors_fit,
 )
 from evalret.errors import ConfigError, ModelError
 
@@ -500,11 +505,21 @@ class OnnxEmbedder:
         tokenizer.enable_truncation(max_length=self.layout.max_seq_length)
         return tokenizer
 
+    @cached_property
+    def clipper(self) -> TextClipper:
+        """Cuts each text to a prefix that tokenizes as the whole text up to max_seq_length
+        (engines/clip.py): a huge document is never tokenized whole."""
+        return TextClipper(self.tokenizer, self.layout.max_seq_length)
+
+    def _clipped(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        """The texts as fed (``prefixed``), each cut to a prefix that tokenizes alike."""
+        return self.clipper.fed(texts, self.torch.prefix(kind))
+
     def embed(
         self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
     ) -> np.ndarray:
         """Embed ``texts`` in batches of similar token length (little padding), in input order."""
-        inputs = self.prefixed(texts, kind)
+        inputs = self._clipped(texts, kind)
         layout, runner = self.layout, self.runner
         encodings = self.tokenizer.encode_batch(inputs)
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
@@ -524,17 +539,20 @@ class OnnxEmbedder:
                 hidden = runner({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
                 vectors = pool(hidden, mask, layout.pooling)
                 if out is None:
-                    out = np.empty((len(inputs), vectors.shape[1]), dtype=np.float32)
+                    out = vector_matrix(len(inputs), vectors.shape[1])
                 out[rows] = vectors
                 if progress is not None:
                     progress(len(batch))
+        except VectorMemoryError:
+            raise
         except Exception as e:
             raise ModelError(f"embedding failed ({self.config.backend}): {e}") from e
         if out is None:
             out = np.zeros((0, 0), dtype=np.float32)
-        if layout.normalize and len(out):
-            out = _l2(out)
-        return finish_vectors(out, self.config.truncate_dim, self.config.normalize)
+        with vectors_fit(*out.shape):
+            if layout.normalize and len(out):
+                out = _l2(out)
+            return finish_vectors(out, self.config.truncate_dim, self.config.normalize)
 
     def report(self) -> dict[str, Any]:
         """What the run's report says about the backend."""

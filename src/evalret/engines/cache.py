@@ -37,8 +37,14 @@ from typing import Any
 import numpy as np
 
 from evalret.core.digest import json_digest
-from evalret.data.atomic import atomic_write, is_stale, remove_stale_temps, sha256_file
-from evalret.engines.embed import Embedder, Kind, Progress
+from evalret.data.atomic import (
+    atomic_write,
+    check_writable_dir,
+    is_stale,
+    remove_stale_temps,
+    sha256_file,
+)
+from evalret.engines.embed import Embedder, Kind, Progress, vector_matrix
 from evalret.errors import InputError
 
 KEY_BYTES = 16
@@ -103,6 +109,21 @@ def copy_rows(out: np.ndarray, dst: np.ndarray, source: np.ndarray, src: np.ndar
         _release(source, first, stop)
 
 
+class CacheDimensionError(InputError):
+    """Vectors of one embedding identity with two dimensions: the identity leaves out something
+    that changes the vectors (exit 2, naming the cache and how to get out)."""
+
+    def __init__(self, namespace: Namespace, cached: int, other: int, source: str) -> None:
+        root = namespace.path.parent.parent
+        super().__init__(
+            f"the embedding cache {root} holds {cached}-dimensional vectors for this model "
+            f"(namespace {namespace.path.name}) where {source} {other}-dimensional ones: "
+            "the model's identity leaves out something that changes its vectors (a custom "
+            "encoder's identity() must name its dimension and settings). Clear the cache "
+            f"(evalret cache clear --dir {root}) or run with --no-cache"
+        )
+
+
 @dataclass
 class _Shard:
     keys: np.ndarray  # uint8 [n, 16]
@@ -147,7 +168,9 @@ class Namespace:
             vectors = np.load(vecs_path, mmap_mode="r")
             if keys.shape != (meta["n"], KEY_BYTES) or vectors.shape != (meta["n"], meta["dim"]):
                 raise ValueError("shape mismatch")
-        except (OSError, ValueError, KeyError, json.JSONDecodeError):
+            if keys.dtype != np.uint8 or vectors.dtype != np.float32:
+                raise ValueError("dtype mismatch")
+        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError):
             self._quarantine(shard_id)
             stats.corrupt_shards.append(shard_id)
             return None
@@ -163,7 +186,8 @@ class Namespace:
                     os.replace(p, p.with_name(p.name + ".corrupt"))
 
     def lookup(self, keys: np.ndarray, stats: CacheStats) -> tuple[np.ndarray, np.ndarray | None]:
-        """(found bool [n], vectors float32 [n, dim] with found rows filled, or None)."""
+        """(found bool [n], vectors float32 [n, dim] with found rows filled, or None).
+        CacheDimensionError when the shards holding ``keys`` disagree on the dimension."""
         found = np.zeros(len(keys), dtype=bool)
         out: np.ndarray | None = None
         wanted = keys.view(np.uint64)  # [n, 2]
@@ -183,10 +207,11 @@ class Namespace:
             match = (have[rows, 0] == wanted[todo, 0]) & (have[rows, 1] == wanted[todo, 1])
             if not match.any():
                 continue
+            dim = int(shard.vectors.shape[1])
             if out is None:
-                out = np.zeros((len(keys), shard.vectors.shape[1]), dtype=np.float32)
-            if shard.vectors.shape[1] != out.shape[1]:
-                continue
+                out = vector_matrix(len(keys), dim)
+            elif dim != out.shape[1]:
+                raise CacheDimensionError(self, out.shape[1], dim, "other cached vectors are")
             copy_rows(out, todo[match], shard.vectors, rows[match])
             found[todo[match]] = True
             if found.all():
@@ -230,6 +255,8 @@ class CachedEmbedder:
         self.warnings: list[str] = []  # what the cache could not do; the run went on without it
         self._namespace: Namespace | None = None
         self._failed: set[str] = set()  # "read" / "write": warned once, not tried again
+        # "cache" / "model": the dimension each gave this run; "named": the identity's
+        self._dims: dict[str, int] = {}
 
     def warn(self, action: str, error: OSError) -> None:
         """Record that the cache cannot ``action`` ("read", "write"); later tries are skipped."""
@@ -282,16 +309,41 @@ class CachedEmbedder:
         if progress is not None and found.any():
             progress(int(found.sum()))
         missing = np.flatnonzero(~found)
+        if vectors is not None:
+            self._check_dim(vectors.shape[1], cached=True)
         if len(missing) == 0 and vectors is not None:
             return vectors
         todo = [texts[int(i)] for i in missing]
         for rows, fresh in self._fresh(todo, kind, progress):
+            self._check_dim(fresh.shape[1], cached=False)
             self._store(keys[missing[rows]], fresh)
-            if vectors is None or vectors.shape[1] != fresh.shape[1]:
-                vectors = np.zeros((len(texts), fresh.shape[1]), dtype=np.float32)
+            if vectors is None:
+                vectors = vector_matrix(len(texts), fresh.shape[1])
             vectors[missing[rows]] = fresh
         assert vectors is not None  # _fresh yields at least once
         return vectors
+
+    def _check_dim(self, dim: int, cached: bool) -> None:
+        """CacheDimensionError when cached vectors (``cached``) and the model's own, or cached
+        vectors of two lookups, or cached vectors and ``truncate_dim`` disagree on the
+        dimension."""
+        seen_cache, seen_model = self._dims.get("cache"), self._dims.get("model")
+        if not cached:
+            if seen_cache is not None and seen_cache != dim:
+                raise CacheDimensionError(self.namespace, seen_cache, dim, "the model returns")
+            self._dims["model"] = dim
+            return
+        if "named" not in self._dims:  # the identity's truncate_dim, read once (0: none)
+            named = self.inner.identity().get("truncate_dim")
+            self._dims["named"] = named if isinstance(named, int) else 0
+        for other, source in (
+            (seen_model, "the model returns"),
+            (seen_cache, "other cached vectors are"),
+            (self._dims["named"] or None, "model.truncate_dim asks for"),
+        ):
+            if other is not None and other != dim:
+                raise CacheDimensionError(self.namespace, dim, other, source)
+        self._dims["cache"] = dim
 
     def _fresh(
         self, texts: list[str], kind: Kind, progress: Progress | None
@@ -334,6 +386,26 @@ class CachedEmbedder:
             # the inner embedder's own use of the cache directory (an exported model) counts too
             "warnings": [*self.warnings, *getattr(self.inner, "warnings", [])],
         }
+
+
+def check_cache_root(root: Path) -> None:
+    """InputError (exit 2) when ``root`` exists and is not a directory: `cache info`, `clear`
+    and `prune` would otherwise report an empty cache."""
+    if os.path.lexists(root) and not root.is_dir():
+        raise InputError(f"the embedding cache directory {root} is not a directory")
+
+
+def check_cache_writable(namespace: Path) -> None:
+    """InputError (exit 2) unless vectors can be written into ``namespace`` (a namespace
+    directory of the cache, created if need be): a path that is a file, a directory that cannot
+    be written. Checked before embedding by the commands whose job is to fill the cache."""
+    try:
+        check_writable_dir(namespace, "the embedding cache")
+    except InputError as e:
+        raise InputError(
+            f"{e.summary}: `evalret embed` fills the embedding cache; give --dir (or "
+            "cache.dir) a directory it can write"
+        ) from None
 
 
 def _namespaces(root: Path) -> list[Path]:
@@ -392,15 +464,34 @@ def cache_info(root: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _remove_tree(path: Path, failed: list[str]) -> bool:
+    """Remove the directory ``path``; whether it is gone. When it is not, why (a path and its
+    cause) is added to ``failed``."""
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return True
+    try:
+        shutil.rmtree(path)  # again, to learn what stays and why
+    except OSError as e:
+        failed.append(f"{e.filename or path}: {e.strerror or e}")
+    return not os.path.lexists(path)
+
+
 def clear_cache(root: Path) -> int:
     """Remove every cached embedding, exported ONNX model and HNSW graph; returns the number of
-    embedding namespaces removed."""
-    shutil.rmtree(root / "models", ignore_errors=True)
-    shutil.rmtree(root / "indexes", ignore_errors=True)
-    namespaces = _namespaces(root)
-    for ns in namespaces:
-        shutil.rmtree(ns, ignore_errors=True)
-    return len(namespaces)
+    embedding namespaces removed. InputError (exit 2) naming the first path that could not be
+    removed (a read-only cache), after removing what it could."""
+    failed: list[str] = []
+    for directory in (root / "models", root / "indexes"):
+        if directory.is_dir():
+            _remove_tree(directory, failed)
+    removed = sum(_remove_tree(ns, failed) for ns in _namespaces(root))
+    if failed:
+        raise InputError(
+            f"cannot clear the embedding cache {root} ({removed} embedding set(s) removed): "
+            f"cannot remove {failed[0]}"
+        )
+    return removed
 
 
 def _remove_orphans(ns: Path) -> int:

@@ -6,10 +6,11 @@ CLI starts fast. The Hugging Face libraries are forced offline: evalret never do
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -17,7 +18,8 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from evalret.data.config import PACKAGED_MODEL, ModelConfig
-from evalret.errors import ConfigError, ModelError
+from evalret.engines.clip import TextClipper, backend_tokenizer
+from evalret.errors import ConfigError, EvalretError, ModelError
 
 Kind = Literal["query", "document"]
 Progress = Callable[[int], None]
@@ -72,6 +74,38 @@ def force_offline() -> None:
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+class VectorMemoryError(EvalretError):
+    """The vectors of a run do not fit in memory (exit 3)."""
+
+
+def _size(n_bytes: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n_bytes < 1024:
+            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1024
+    return f"{n_bytes:.1f} TiB"
+
+
+@contextlib.contextmanager
+def vectors_fit(n: int, dim: int) -> Iterator[None]:
+    """Where an [n, dim] float32 matrix of vectors is assembled: a failed allocation (numpy's
+    MemoryError) becomes VectorMemoryError naming the size and what to do."""
+    try:
+        yield
+    except MemoryError:
+        raise VectorMemoryError(
+            f"{n:,} vectors of dimension {dim:,} ({_size(4.0 * n * dim)} as float32) do not fit "
+            "in memory: evaluate fewer documents (a smaller corpus, or `sample:`), lower "
+            "model.truncate_dim, or run on a machine with more memory"
+        ) from None
+
+
+def vector_matrix(n: int, dim: int) -> np.ndarray:
+    """A zeroed float32 [n, dim] matrix; VectorMemoryError when it does not fit."""
+    with vectors_fit(n, dim):
+        return np.zeros((n, dim), dtype=np.float32)
 
 
 def finish_vectors(vectors: np.ndarray, truncate_dim: int | None, normalize: bool) -> np.ndarray:
@@ -151,6 +185,18 @@ def check_device(device: str) -> None:
         )
 
 
+def _check_positions(model: Any, length: int) -> None:
+    """ConfigError (exit 2) when ``model.max_seq_length`` exceeds the positions the loaded
+    transformer has (it would fail on the first long text, deep inside torch)."""
+    first = model[0] if hasattr(model, "__getitem__") else None
+    config = getattr(getattr(first, "auto_model", None), "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and length > positions:
+        raise ConfigError(
+            f"model.max_seq_length {length} exceeds the model's {positions} positions"
+        )
+
+
 class SentenceTransformerEmbedder:
     """Embeds with sentence-transformers on the configured device, offline."""
 
@@ -197,6 +243,7 @@ class SentenceTransformerEmbedder:
                 "sentence-transformers model."
             ) from e
         if self.config.max_seq_length is not None:
+            _check_positions(model, self.config.max_seq_length)
             model.max_seq_length = self.config.max_seq_length
         return model
 
@@ -232,12 +279,36 @@ class SentenceTransformerEmbedder:
                 versions[package] = None
         return {**self.identity(), "device": self.device, "versions": versions}
 
+    def prefix(self, kind: Kind) -> str:
+        """What precedes a text of ``kind`` fed to the model: its named prompt, else its
+        configured prefix."""
+        if kind in self.prompts:
+            return self.prompts[kind][1]
+        return self.config.query_prefix if kind == "query" else self.config.document_prefix
+
     def prefixed(self, texts: Sequence[str], kind: Kind) -> list[str]:
         """The texts exactly as they are fed to the model (a named prompt is a prefix)."""
-        prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
-        if kind in self.prompts:
-            prefix = self.prompts[kind][1]
+        prefix = self.prefix(kind)
         return [prefix + t for t in texts]
+
+    @cached_property
+    def clipper(self) -> TextClipper | None:
+        """Cuts texts to what the model reads (engines/clip.py); None when the model has no
+        fast tokenizer or no length limit (texts are then tokenized whole, as before)."""
+        tokenizer = backend_tokenizer(getattr(self.model, "tokenizer", None))
+        limit = getattr(self.model, "max_seq_length", None)
+        if tokenizer is None or not isinstance(limit, int) or limit <= 0:
+            return None
+        return TextClipper(tokenizer, limit)
+
+    def _clipped(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        """What goes to sentence-transformers, each text cut to a prefix the model reads alike
+        (engines/clip.py): the texts with their prefix, or without a named prompt, which
+        sentence-transformers prepends itself."""
+        clipper, prefix = self.clipper, self.prefix(kind)
+        if kind in self.prompts:
+            return list(texts) if clipper is None else [clipper.cut(t, prefix) for t in texts]
+        return self.prefixed(texts, kind) if clipper is None else clipper.fed(texts, prefix)
 
     def embed(
         self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
@@ -245,10 +316,10 @@ class SentenceTransformerEmbedder:
         """Embed ``texts`` in length-sorted batches (fewer padding tokens), in input order; a
         named prompt goes to sentence-transformers as ``prompt_name``."""
         prompt = self.prompts.get(kind)
-        inputs = list(texts) if prompt is not None else self.prefixed(texts, kind)
+        model = self.model
+        inputs = self._clipped(texts, kind)
         named = {"prompt_name": prompt[0]} if prompt is not None else {}
         order = np.argsort([-len(t) for t in inputs], kind="stable")
-        model = self.model
         chunks: list[np.ndarray] = []
         size = self.config.batch_size
         try:
@@ -272,8 +343,11 @@ class SentenceTransformerEmbedder:
             getattr(model, "get_embedding_dimension", None)
             or model.get_sentence_embedding_dimension
         )
-        dim = get_dim() or 0
-        sorted_vectors = np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32)
-        vectors = np.empty_like(sorted_vectors)
-        vectors[order] = sorted_vectors
-        return finish_vectors(vectors, self.config.truncate_dim, self.config.normalize)
+        dim = int(chunks[0].shape[1]) if chunks else get_dim() or 0
+        vectors = vector_matrix(len(inputs), dim)
+        done = 0
+        for chunk in chunks:
+            vectors[order[done : done + len(chunk)]] = chunk
+            done += len(chunk)
+        with vectors_fit(len(inputs), dim):
+            return finish_vectors(vectors, self.config.truncate_dim, self.config.normalize)
