@@ -399,3 +399,37 @@ def test_verdict_escapes_names_from_the_golden_set_and_caps_the_list() -> None:
     )
     assert len(lines) == 1 + 20 + 1 + 1 and lines[21] == "  ... and 3 more (see report.md)"
     assert lines[-1] == "report: reports/report.md" and not any("\x1b" in ln for ln in lines)
+
+
+def test_the_hook_gates_the_pushed_commit_not_the_checked_out_tree(repo: Repo) -> None:
+    """`git push origin bad` from a good checkout is blocked by bad's own regression, and a good
+    branch pushed from a bad checkout passes: the hook evaluates the commit pre-commit names
+    ($PRE_COMMIT_TO_REF) in a temporary worktree, and leaves no worktree behind."""
+    config = repo.root / "evalret.yaml"
+    corpus = repo.root / "golden_sets" / "tiny" / "corpus.jsonl"
+    assert repo.git("checkout", "-q", "-b", "good-side", "main")[0] == 0
+    config.write_text(CONFIG)  # the baseline's own settings
+    corpus.write_text("".join(reversed(corpus.read_text().splitlines(keepends=True))))
+    repo.commit("good: the golden set's documents in another order")
+    assert repo.git("checkout", "-q", "-b", "bad-side", "good-side")[0] == 0
+    config.write_text(CONFIG + "model:\n  truncate_dim: 32\n")
+    repo.commit("bad: a smaller model dimension")
+    bad = repo.head()
+
+    assert repo.git("checkout", "-q", "good-side")[0] == 0  # a good tree checked out
+    code, output = repo.git("push", "origin", "bad-side")
+    assert code != 0, output
+    assert "evalret-gate: FAIL: " in output and "the push is blocked" in output
+    assert f"gated: the pushed commit {bad[:12]}" in output
+    assert "changed: model.truncate_dim: None -> 32" in output
+    assert repo.git("ls-remote", "--heads", "origin", "bad-side")[1].strip() == ""
+
+    assert repo.git("checkout", "-q", "bad-side")[0] == 0  # a bad tree checked out
+    code, output = repo.git("push", "origin", "good-side")
+    assert code == 0, output
+    assert "evalret-gate: PASS: " in output and "against baselines/tiny.json" in output
+    assert "report: reports/report.md" in output
+    assert repo.git("ls-remote", "--heads", "origin", "good-side")[1].strip() != ""
+    worktrees = repo.git("worktree", "list", "--porcelain")[1]
+    assert worktrees.count("worktree ") == 1, worktrees
+    assert repo.git("checkout", "-q", "main")[0] == 0

@@ -696,13 +696,15 @@ def hook(
 ) -> ExitCode:
     """The pre-commit hook evalret-gate (stage pre-push): `evalret run` against the config's
     baseline, then a short verdict and the path of report.md. Exit 1 when a check fails."""
-    from evalret.commands.hook import HOOK_ID, INPUT_HINT, SKIP_HINT, hook_command
+    from evalret.commands.hook import HOOK_ID, INPUT_HINT, SKIP_HINT, hook_command, pushed_commit
     from evalret.report.hook_view import hook_lines
 
     def gate() -> ExitCode:
-        done = hook_command(config, baseline=baseline, out=out)
-        gate_section = done.run.evaluation.report.gate
-        for line in hook_lines(HOOK_ID, gate_section, done.baseline, done.report_md):
+        done = hook_command(config, baseline=baseline, out=out, commit=pushed_commit())
+        lines = hook_lines(HOOK_ID, done.report.gate, done.baseline, done.report_md)
+        if done.commit is not None:
+            lines.insert(1, f"  gated: the pushed commit {done.commit[:12]}")
+        for line in lines:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
         return done.exit_code
 
