@@ -860,6 +860,9 @@ HistorySlice = Annotated[
 HistoryMetric = Annotated[
     list[str] | None, typer.Option("--metric", "-m", help="Only this metric (repeatable).")
 ]
+HistoryLast = Annotated[
+    int, typer.Option("--last", help="Show the newest N entries (0: all of them).")
+]
 
 
 @_command(history_app, "add")
@@ -898,6 +901,7 @@ def history_show(
     metric: HistoryMetric = None,
     slice_name: HistorySlice = None,
     index: HistoryIndex = None,
+    last: HistoryLast = 200,
 ) -> None:
     """Print the history as a table per index and slice, newest last: each metric's value and
     its change from the previous entry (default: the exact index, slice all, every metric)."""
@@ -905,8 +909,9 @@ def history_show(
     from evalret.report.history_view import history_tables
 
     view = history_view(
-        db, config, indexes=index, slices=slice_name, metrics=metric, all_by_default=False
-    )
+        db, config, indexes=index, slices=slice_name, metrics=metric, all_by_default=False,
+        last=last,
+    )  # fmt: skip
     for table in history_tables(view):
         console.print(table, highlight=False)
 
@@ -921,12 +926,15 @@ def history_report(
     metric: HistoryMetric = None,
     slice_name: HistorySlice = None,
     index: HistoryIndex = None,
+    last: HistoryLast = 200,
 ) -> None:
     """Write trend.html: the entries, and per slice a trend chart per metric with a line per
     index, baselines ringed and golden-set or metric-definition changes marked (self-contained)."""
     from evalret.commands.history import history_report_command
 
-    path = history_report_command(db, config, out, indexes=index, slices=slice_name, metrics=metric)
+    path = history_report_command(
+        db, config, out, indexes=index, slices=slice_name, metrics=metric, last=last
+    )
     console.print(f"wrote {markup_safe(str(path))}", highlight=False)
 
 
