@@ -200,20 +200,53 @@ class GitHub:
         return self.me or "github-actions[bot]"
 
 
+Answer = tuple[int, Any, dict[str, str] | None]
+
+
+def _comments(state: GitHub, method: str, page: int, base: str, body: Any) -> Answer:
+    """GET a page of the pull request's comments (two a page, Link to the next) or POST one."""
+    if method == "POST":
+        new = {"id": 900 + len(state.comments), "user": {"login": state.author}}
+        state.comments.append({**new, "body": body["body"]})
+        return 201, new, None
+    chunk = state.comments[(page - 1) * 2 : page * 2]
+    more = page * 2 < len(state.comments)
+    link = {"Link": f'<{base}?per_page=100&page={page + 1}>; rel="next"'}
+    return 200, chunk, link if more else None
+
+
+def _patch(state: GitHub, cid: int, body: Any) -> Answer:
+    """PATCH a comment: only its author may."""
+    found = next((c for c in state.comments if c["id"] == cid), None)
+    if found is None:
+        return 404, {"message": "Not Found"}, None
+    if found["user"]["login"] != state.author:
+        return 403, {"message": "not the author"}, None
+    found["body"] = body["body"]
+    return 200, {"id": cid}, None
+
+
+def _route(state: GitHub, method: str, url: Any, body: Any, host: str, auth: str | None) -> Answer:
+    if auth != f"Bearer {TOKEN}":
+        return 401, {"message": "Bad credentials"}, None
+    if method == state.fail:
+        return 403, {"message": "Resource not accessible by integration"}, None
+    if url.path == "/user":
+        if state.me is None:
+            return 403, {"message": "Resource not accessible by integration"}, None
+        return 200, {"login": state.me}, None
+    if url.path == "/repos/o/r/issues/7/comments" and method in ("GET", "POST"):
+        page = int(parse_qs(url.query).get("page", ["1"])[0])
+        return _comments(state, method, page, f"http://{host}{url.path}", body)
+    if url.path.startswith("/repos/o/r/issues/comments/") and method == "PATCH":
+        return _patch(state, int(url.path.rsplit("/", 1)[1]), body)
+    return 404, {"message": "Not Found"}, None
+
+
 def _handler(holder: list[GitHub]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *_: Any) -> None:
             pass
-
-        def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
 
         def _answer(self, method: str) -> None:
             state = holder[0]
@@ -221,35 +254,16 @@ def _handler(holder: list[GitHub]) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
             state.calls.append((method, url.path, body))
-            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                return self._send(401, {"message": "Bad credentials"})
-            if method == state.fail:
-                return self._send(403, {"message": "Resource not accessible by integration"})
-            if url.path == "/user":
-                if state.me is None:
-                    return self._send(403, {"message": "Resource not accessible by integration"})
-                return self._send(200, {"login": state.me})
-            if url.path == "/repos/o/r/issues/7/comments" and method == "GET":
-                page = int(parse_qs(url.query).get("page", ["1"])[0])
-                chunk = state.comments[(page - 1) * 2 : page * 2]
-                more = page * 2 < len(state.comments)
-                base = f"http://{self.headers['Host']}{url.path}"
-                link = {"Link": f'<{base}?per_page=100&page={page + 1}>; rel="next"'}
-                return self._send(200, chunk, link if more else None)
-            if url.path == "/repos/o/r/issues/7/comments" and method == "POST":
-                new = {"id": 900 + len(state.comments), "user": {"login": state.author}}
-                state.comments.append({**new, "body": body["body"]})
-                return self._send(201, new)
-            if url.path.startswith("/repos/o/r/issues/comments/") and method == "PATCH":
-                cid = int(url.path.rsplit("/", 1)[1])
-                found = next((c for c in state.comments if c["id"] == cid), None)
-                if found is None:
-                    return self._send(404, {"message": "Not Found"})
-                if found["user"]["login"] != state.author:
-                    return self._send(403, {"message": "not the author"})
-                found["body"] = body["body"]
-                return self._send(200, {"id": cid})
-            return self._send(404, {"message": "Not Found"})
+            auth = self.headers.get("Authorization")
+            status, answer, headers = _route(state, method, url, body, self.headers["Host"], auth)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
 
         def do_GET(self) -> None:
             self._answer("GET")
@@ -450,8 +464,10 @@ def test_gate_sh_passes_only_with_this_runs_report(tmp_path: Path) -> None:
     assert outputs["exit-code"] == "0"
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["run_id"] == outputs["run-id"] and len(outputs["run-id"]) == 36
-    assert (tmp_path / "out" / "comment.md").read_text().endswith(
-        RUN_MARKER.format(outputs["run-id"]) + "\n"
+    assert (
+        (tmp_path / "out" / "comment.md")
+        .read_text()
+        .endswith(RUN_MARKER.format(outputs["run-id"]) + "\n")
     )
     stale, stdout = run_gate_sh(tmp_path, "vanish")
     assert stale["exit-code"] == "3", stdout

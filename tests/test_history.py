@@ -515,7 +515,8 @@ def test_a_read_only_history_is_shown_and_drawn(tmp_path: Path) -> None:
 
 def test_the_page_and_the_table_show_the_last_entries_and_say_so(tmp_path: Path) -> None:
     """205 entries: trend.html shows the newest 200 (SHOWN_ENTRIES) and says how many are left
-    out; `--last 3` the newest 3, `--last 0` all; a label of 500 characters is shortened."""
+    out; `--last 3` the newest 3, `--last 0` all; a label of 500 characters (written by another
+    tool: `history add` refuses it) is shortened."""
     from evalret.report.history_view import LABEL_CHARS, SHOWN_ENTRIES
 
     db = tmp_path / "h.sqlite"
@@ -524,11 +525,12 @@ def test_the_page_and_the_table_show_the_last_entries_and_say_so(tmp_path: Path)
         columns = "added_at, commit_sha, baseline, source, report_sha256, evalret_version, "
         columns += "gate_verdict, fingerprint"
         values = "index_name, slice, metric, value, ci_low, ci_high, n_queries"
+        copy_entry = f"INSERT INTO entry (label, {columns}) SELECT ?, {columns} FROM entry "
+        copy_values = f"INSERT INTO value (entry, {values}) SELECT ?, {values} FROM value "
         for i in range(1, 205):
-            conn.execute(f"INSERT INTO entry (label, {columns}) SELECT ?, {columns} FROM entry "
-                         "WHERE id = 1", ("L" * 500 if i == 204 else f"entry-{i:03d}",))  # fmt: skip
-            conn.execute(f"INSERT INTO value (entry, {values}) SELECT ?, {values} FROM value "
-                         "WHERE entry = 1", (i + 1,))  # fmt: skip
+            label = "L" * 500 if i == 204 else f"entry-{i:03d}"
+            conn.execute(copy_entry + "WHERE id = 1", (label,))
+            conn.execute(copy_values + "WHERE entry = 1", (i + 1,))
         conn.execute("UPDATE entry SET label = 'entry-000' WHERE id = 1")
     assert SHOWN_ENTRIES == 200
     code, out = invoke(
@@ -547,3 +549,5 @@ def test_the_page_and_the_table_show_the_last_entries_and_say_so(tmp_path: Path)
     assert "showing the last" not in out and "entry-000" in out
     code, out = invoke("history", "show", "--db", str(db), "--last", "-1")
     assert code == 2 and "--last -1" in out, out
+    code, out = invoke("history", "add", str(DEMO_REPORT), "--db", str(db), "--label", "L" * 201)
+    assert code == 2 and "--label: 201 characters" in out, out

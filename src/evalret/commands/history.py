@@ -17,7 +17,13 @@ from evalret.data.baseline import load_baseline
 from evalret.data.config import load_config
 from evalret.data.history import DEFAULT_PATH, HistoryEntry, add_report, read_history
 from evalret.errors import InputError, MetricError
-from evalret.report.history_view import SHOWN_ENTRIES, HistoryView, build_view, names_in
+from evalret.report.history_view import (
+    LABEL_CHARS,
+    SHOWN_ENTRIES,
+    HistoryView,
+    build_view,
+    names_in,
+)
 from evalret.report.trend_html import trend_html
 
 TREND_PAGE = "trend.html"
@@ -45,6 +51,10 @@ def history_add_command(
 ) -> tuple[Path, HistoryEntry]:
     """Append the saved report.json at ``report_path`` to the history (checked as `evalret
     report` checks it: a bad file is exit 2 naming it and the field)."""
+    if label is not None and len(label) > LABEL_CHARS:
+        raise InputError(
+            f"--label: {len(label)} characters; a label names an entry in at most {LABEL_CHARS}"
+        )
     report = load_baseline(report_path, "report")
     path = history_path(db, config)
     try:

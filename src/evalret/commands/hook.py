@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,9 +99,7 @@ def hook_command(
         cfg = _outputs_in_checkout(run_config(inside), tree, root)
         reference = _moved(baseline, root, tree) or baseline if baseline is not None else None
         outcome = _gate(cfg, config, reference, out, tree)
-    return HookOutcome(
-        outcome.run, outcome.report, outcome.baseline, outcome.report_md, commit=sha
-    )
+    return HookOutcome(outcome.run, outcome.report, outcome.baseline, outcome.report_md, commit=sha)
 
 
 def _gate(
@@ -177,15 +175,11 @@ def checked_out(root: Path, commit: str) -> Iterator[Path]:
         yield tree
     finally:
         if tree.exists():
-            try:
+            with suppress(EvalretError):  # pruned below; the directory goes either way
                 _git(root, "worktree", "remove", "--force", str(tree))
-            except EvalretError:
-                pass  # pruned below; the directory goes either way
         shutil.rmtree(scratch, ignore_errors=True)
-        try:
+        with suppress(EvalretError):
             _git(root, "worktree", "prune")
-        except EvalretError:
-            pass
 
 
 def _moved(path: Path | None, root: Path, tree: Path) -> Path | None:

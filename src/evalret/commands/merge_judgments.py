@@ -45,9 +45,7 @@ class MergeOptions:
         is below, would drop nobody silently)."""
         d = self.drop_below
         if d is not None and not (isinstance(d, int | float) and math.isfinite(d) and 0 <= d <= 1):
-            raise InputError(
-                f"--drop-annotators-below {d}: a gold accuracy from 0 to 1 (e.g. 0.7)"
-            )
+            raise InputError(f"--drop-annotators-below {d}: a gold accuracy from 0 to 1 (e.g. 0.7)")
 
 
 def _drop(annotations: Annotations, drop_below: float | None, outcome: MergeOutcome) -> set[str]:

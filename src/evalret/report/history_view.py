@@ -18,7 +18,9 @@ SeriesKey = tuple[str, str, str]  # (index, slice, metric)
 # entries drawn at most (`--last N` chooses; the trends are computed over every entry): the page
 # and the table stay readable and bounded however long a history grows
 SHOWN_ENTRIES = 200
-LABEL_CHARS = 60  # characters of an entry's label shown (a label is free text from --label)
+# characters of an entry's label: `history add --label` refuses a longer one, and a longer one in
+# a database written otherwise is shown shortened
+LABEL_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -118,9 +120,7 @@ def build_view(
     if last <= 0 or len(full.rows) <= last:
         return full
     cut = len(full.rows) - last
-    series = {
-        key: Series(key, s.values[cut:], s.points[cut:]) for key, s in full.series.items()
-    }
+    series = {key: Series(key, s.values[cut:], s.points[cut:]) for key, s in full.series.items()}
     return replace(full, rows=full.rows[cut:], segment=full.segment[cut:], series=series)
 
 
