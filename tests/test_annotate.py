@@ -180,11 +180,41 @@ def test_torn_last_line_is_ignored_and_cut(tmp_path: Path) -> None:
     assert str(info.value.problems[0]).startswith(f"{out}:1")
 
 
+def test_a_torn_line_left_by_another_server_is_repaired_before_appending(tmp_path: Path) -> None:
+    """Two servers on one --out file: the other one is killed mid-line while this one serves.
+    This one's next grade cuts the tear (a note says so) and lands on a line of its own; a
+    whole last line missing only its newline is kept and ended."""
+    scale = parse_scale("0-3")
+    items = read_pool(small_pool(tmp_path), scale)
+    out = tmp_path / "shared.jsonl"
+    session = Session(items, "ann", 0, out)
+    other = json.dumps(pool_line(7, grade=1, annotator="bob", graded_at="x"))
+    for expected_lines, tail in ((2, other[:30]), (5, other)):
+        first = session.current()
+        assert first is not None
+        session.grade(first.id, 2, scale)
+        with out.open("a", encoding="utf-8") as f:
+            f.write(tail)  # the other server's last write, without its newline
+        second = session.current()
+        assert second is not None
+        session.grade(second.id, 3, scale)
+        lines = [json.loads(t) for t in out.read_text(encoding="utf-8").splitlines()]
+        assert len(lines) == expected_lines and lines[-1]["doc_id"] == second.doc_id
+        assert len(session.notes) == 1 and "cut a torn last line" in session.notes[0]
+    assert lines[-2]["annotator"] == "bob"  # a whole line of the other server's is kept
+    assert read_grades(out, "ann").grades == {
+        item_id(x["query_id"], x["doc_id"]): x["grade"]
+        for x in map(json.loads, out.read_text().splitlines())
+        if x["annotator"] == "ann"
+    }
+
+
 # --- the server and the page -------------------------------------------------------------------
 
 
 class Server:
-    """`evalret annotate ... --port 0 --no-browser` as a child process; ``url`` from its output."""
+    """`evalret annotate ... --port 0 --no-browser` as a child process; ``url`` from its output
+    (the page's, with the token), ``base`` the server's root, ``token`` the token."""
 
     def __init__(self, pool: Path, annotator: str, out: Path) -> None:
         env = {
@@ -200,9 +230,10 @@ class Server:
         assert self.process.stdout is not None
         for line in self.process.stdout:  # blocks until the URL line (or the process ends)
             self.output.append(line)
-            found = re.search(r"(http://127\.0\.0\.1:(\d+)/)", line)
+            found = re.search(r"(http://127\.0\.0\.1:(\d+)/)(?:\?token=([0-9a-f]{32}))?", line)
             if found:
-                self.url, self.port = found.group(1), int(found.group(2))
+                self.base, self.port, self.token = found.group(1), int(found.group(2)), found[3]
+                self.url = f"{self.base}?token={self.token}"  # the page needs the token
                 return
         raise AssertionError(f"no URL printed: {''.join(self.output)}")
 
@@ -332,7 +363,7 @@ def test_grade_back_skip_reload_kill_restart_finish(
     on_screen = page.item()
     page.reload()  # resumes where it was
     assert page.item() == on_screen and page.progress() == "3 / 8 graded"
-    _assert_clean(page, servers[-1].url)
+    _assert_clean(page, servers[-1].base)
     page.close()
 
     servers[-1].kill()  # SIGKILL: nothing but the file survives
@@ -342,7 +373,7 @@ def test_grade_back_skip_reload_kill_restart_finish(
     assert page.progress() == "3 / 8 graded"
     _finish(page, expected)
     assert skipped in expected  # a skip brings the item back later, not never
-    _assert_clean(page, servers[-1].url)
+    _assert_clean(page, servers[-1].base)
     page.close()
     rest = servers[-1].stop()
     assert servers[-1].process.returncode == 0 and "stopped: 8 of 8 items graded" in rest
@@ -399,7 +430,10 @@ def test_hostile_pool_text_is_shown_as_text(
     assert facts["pwned"] is None
     assert (facts["scripts"], facts["imgs"], facts["svgs"]) == (1, 0, 0)
     assert "gold" not in facts["text"].lower()  # a gold item looks like any other
-    answer = page.page.evaluate("fetch('/api/next').then((r) => r.json())")
+    answer = page.page.evaluate(
+        "fetch('/api/next', {headers: {'X-Evalret-Token': "
+        "document.querySelector('meta[name=\"evalret-token\"]').content}}).then((r) => r.json())"
+    )
     assert "gold_grade" not in answer["item"] and "gold_grade" not in json.dumps(answer)
     assert page.errors == []
     page.close()
@@ -430,15 +464,21 @@ def test_server_listens_on_loopback_only_and_refuses_bad_posts(
     server = servers[-1]
     listening = _listening_addresses(server.port)
     assert listening == ["127.0.0.1"], listening
+    for url in (server.base, server.base + "?token=" + "0" * 32):  # no page without the token
+        status, refused = _request(url)
+        assert status == 403 and server.token not in str(refused), refused
+    for headers in ({}, {"X-Evalret-Token": "0" * 32}):
+        status, refused = _request(server.base + "api/next", headers=headers)
+        assert status == 403 and "query" not in str(refused), refused
     status, page = _request(server.url)
     assert status == 200 and isinstance(page, str)
     token = re.search(r'name="evalret-token" content="([0-9a-f]+)"', page)
-    assert token is not None
-    status, state = _request(server.url + "api/next")
+    assert token is not None and token.group(1) == server.token
+    status, state = _request(server.base + "api/next", headers={"X-Evalret-Token": server.token})
     assert status == 200 and isinstance(state, dict)
     item = state["item"]["id"]
     good = {"Content-Type": "application/json", "X-Evalret-Token": token.group(1)}
-    grade_url = server.url + "api/grade"
+    grade_url = server.base + "api/grade"
     for body in (
         {"item": item, "grade": 4},
         {"item": item, "grade": -1},
@@ -458,13 +498,28 @@ def test_server_listens_on_loopback_only_and_refuses_bad_posts(
         grade_url, {"item": item, "grade": 1}, {**good, "Origin": "http://evil.example"}
     )
     assert status == 403
-    status, _ = _request(server.url + "api/next", headers={"Host": "evil.example"})
+    status, _ = _request(
+        server.base + "api/next", headers={"Host": "evil.example", "X-Evalret-Token": server.token}
+    )
     assert status == 403  # a DNS-rebound name is refused
+    for raw in (b"[" * 100_000, b'{"item": ' + b"[" * 50_000, b" " * 70_000 + b"{}"):
+        status, answer = _raw_post(grade_url, raw, good)
+        assert status == 400 and "Traceback" not in str(answer), answer  # never a 500
+    assert server.process.poll() is None
     assert not out.exists()  # nothing refused was written
     status, answer = _request(grade_url, {"item": item, "grade": 1}, good)
     assert status == 200 and isinstance(answer, dict) and answer["graded"] == 1
     assert len(out.read_text().splitlines()) == 1
     assert "Content-Security-Policy" in _headers(server.url)
+
+
+def _raw_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+    request = urllib.request.Request(url, body, headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
 
 
 def _headers(url: str) -> dict[str, str]:

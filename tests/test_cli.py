@@ -291,6 +291,7 @@ def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
     a = json.loads((demo_run.out_dir / "report.json").read_text())
     b = json.loads((tmp_path / "report.json").read_text())
     assert b["gate"]["verdict"] == "pass" and b["gate"]["changed"] == {}
+    assert a.pop("run_id") != b.pop("run_id")  # each run writes its own id
     for key in ("timings", "config", "gate"):
         a.pop(key), b.pop(key)
     assert (

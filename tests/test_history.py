@@ -485,3 +485,69 @@ def test_the_composite_action_appends_to_the_history(reports: Reports, tmp_path:
     history = read_history(tmp_path / "history" / "evalret.sqlite")
     assert [e.commit for e in history.entries] == ["c0ffee0123456789"] * 2
     assert "c0ffee012345" in (out / "trend.html").read_text(encoding="utf-8")
+
+
+# --- a read-only history; a long one (issue #23 items 10 and 11) --------------------------------
+
+DEMO_REPORT = REPO / "baselines" / "demo.json"
+
+
+def test_a_read_only_history_is_shown_and_drawn(tmp_path: Path) -> None:
+    """show and report only read: a history in an immutable directory (a WAL database, whose
+    shared-memory file cannot be made there) is shown and drawn, byte for byte untouched,
+    instead of "cannot write history database"."""
+    from test_atomic import immutable
+
+    store = tmp_path / "store"
+    db = store / "h.sqlite"
+    for label in ("first", "second"):
+        code, out = invoke("history", "add", str(DEMO_REPORT), "--db", str(db), "--label", label)
+        assert code == 0, out
+    before = db.read_bytes()
+    with immutable(db), immutable(store):
+        code, out = invoke("history", "show", "--db", str(db), "-m", "ndcg@10")
+        assert code == 0 and "second" in out and "cannot" not in out, out
+        code, out = invoke("history", "report", "--db", str(db), "-o", str(tmp_path / "t.html"))
+        assert code == 0, out
+    assert "second" in (tmp_path / "t.html").read_text(encoding="utf-8")
+    assert db.read_bytes() == before and sorted(p.name for p in store.iterdir()) == ["h.sqlite"]
+
+
+def test_the_page_and_the_table_show_the_last_entries_and_say_so(tmp_path: Path) -> None:
+    """205 entries: trend.html shows the newest 200 (SHOWN_ENTRIES) and says how many are left
+    out; `--last 3` the newest 3, `--last 0` all; a label of 500 characters (written by another
+    tool: `history add` refuses it) is shortened."""
+    from evalret.report.history_view import LABEL_CHARS, SHOWN_ENTRIES
+
+    db = tmp_path / "h.sqlite"
+    add_report(db, load_baseline(DEMO_REPORT), source="demo.json", report_sha256="0" * 64)
+    with sqlite3.connect(db) as conn:  # 204 more copies of the entry, in one transaction
+        columns = "added_at, commit_sha, baseline, source, report_sha256, evalret_version, "
+        columns += "gate_verdict, fingerprint"
+        values = "index_name, slice, metric, value, ci_low, ci_high, n_queries"
+        copy_entry = f"INSERT INTO entry (label, {columns}) SELECT ?, {columns} FROM entry "
+        copy_values = f"INSERT INTO value (entry, {values}) SELECT ?, {values} FROM value "
+        for i in range(1, 205):
+            label = "L" * 500 if i == 204 else f"entry-{i:03d}"
+            conn.execute(copy_entry + "WHERE id = 1", (label,))
+            conn.execute(copy_values + "WHERE entry = 1", (i + 1,))
+        conn.execute("UPDATE entry SET label = 'entry-000' WHERE id = 1")
+    assert SHOWN_ENTRIES == 200
+    code, out = invoke(
+        "history", "report", "--db", str(db), "-o", str(tmp_path / "t.html"), "-m", "ndcg@10",
+        "-s", "all",
+    )  # fmt: skip
+    assert code == 0, out
+    page = (tmp_path / "t.html").read_text(encoding="utf-8")
+    assert "showing the last 200 of 205 entries (5 older left out" in page
+    assert "entry-005" in page and "entry-004" not in page
+    assert "L" * (LABEL_CHARS - 1) + "…" in page and "L" * LABEL_CHARS not in page
+    out = show("--db", str(db), "-m", "ndcg@10", "--last", "3")
+    assert "showing the last 3 of 205 entries" in out
+    assert "entry-203" in out and "entry-201" not in out
+    out = show("--db", str(db), "-m", "ndcg@10", "--last", "0")
+    assert "showing the last" not in out and "entry-000" in out
+    code, out = invoke("history", "show", "--db", str(db), "--last", "-1")
+    assert code == 2 and "--last -1" in out, out
+    code, out = invoke("history", "add", str(DEMO_REPORT), "--db", str(db), "--label", "L" * 201)
+    assert code == 2 and "--label: 201 characters" in out, out

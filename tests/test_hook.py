@@ -4,6 +4,7 @@ repository, the real `pre-commit` package runs it before `git push` to a bare lo
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -399,3 +400,112 @@ def test_verdict_escapes_names_from_the_golden_set_and_caps_the_list() -> None:
     )
     assert len(lines) == 1 + 20 + 1 + 1 and lines[21] == "  ... and 3 more (see report.md)"
     assert lines[-1] == "report: reports/report.md" and not any("\x1b" in ln for ln in lines)
+
+
+def test_the_hook_gates_the_pushed_commit_not_the_checked_out_tree(repo: Repo) -> None:
+    """`git push origin bad` from a good checkout is blocked by bad's own regression, and a good
+    branch pushed from a bad checkout passes: the hook evaluates the commit pre-commit names
+    ($PRE_COMMIT_TO_REF) in a temporary worktree, and leaves no worktree behind."""
+    config = repo.root / "evalret.yaml"
+    corpus = repo.root / "golden_sets" / "tiny" / "corpus.jsonl"
+    assert repo.git("checkout", "-q", "-b", "good-side", "main")[0] == 0
+    config.write_text(CONFIG)  # the baseline's own settings
+    corpus.write_text("".join(reversed(corpus.read_text().splitlines(keepends=True))))
+    repo.commit("good: the golden set's documents in another order")
+    assert repo.git("checkout", "-q", "-b", "bad-side", "good-side")[0] == 0
+    config.write_text(CONFIG + "model:\n  truncate_dim: 32\n")
+    repo.commit("bad: a smaller model dimension")
+    bad = repo.head()
+
+    assert repo.git("checkout", "-q", "good-side")[0] == 0  # a good tree checked out
+    code, output = repo.git("push", "origin", "bad-side")
+    assert code != 0, output
+    assert "evalret-gate: FAIL: " in output and "the push is blocked" in output
+    assert f"gated: the pushed commit {bad[:12]}" in output
+    assert "changed: model.truncate_dim: None -> 32" in output
+    assert repo.git("ls-remote", "--heads", "origin", "bad-side")[1].strip() == ""
+
+    assert repo.git("checkout", "-q", "bad-side")[0] == 0  # a bad tree checked out
+    code, output = repo.git("push", "origin", "good-side")
+    assert code == 0, output
+    assert "evalret-gate: PASS: " in output and "against baselines/tiny.json" in output
+    assert "report: reports/report.md" in output
+    assert repo.git("ls-remote", "--heads", "origin", "good-side")[1].strip() != ""
+    worktrees = repo.git("worktree", "list", "--porcelain")[1]
+    assert worktrees.count("worktree ") == 1, worktrees
+    assert repo.git("checkout", "-q", "main")[0] == 0
+
+
+# --- the verdict comes from this run's report.json (its run id) ------------------------------
+
+RANKER = """\
+def rank(query_ids, query_texts, query_vectors, depth):
+    return [[("d1", 1.0), ("d2", 0.5)] for _ in query_ids]
+"""
+
+
+def python_index_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A golden set ranked by a Python index (no model), with a saved baseline; the config."""
+    make_set(tmp_path / "gs")
+    (tmp_path / "hook_ranker.py").write_text(RANKER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "evalret.yaml"
+    config.write_text(
+        "golden_set: {path: gs}\nindexes:\n  exact: {enabled: false}\n  hnsw: {enabled: false}\n"
+        "  bm25: {enabled: false}\n  hybrid: {enabled: false}\n"
+        "  p: {type: python, callable: 'hook_ranker:rank'}\n"
+        "gate:\n  baseline: base.json\n  thresholds:\n    ndcg@10: {max_drop: 0.01}\n"
+        "output:\n  dir: reports\n"
+    )
+    code, output = invoke(
+        "run", "-c", str(config), "--no-progress", "--save-baseline", str(tmp_path / "base.json")
+    )
+    assert code == 0, output
+    return config
+
+
+def test_the_hook_takes_its_verdict_from_this_runs_report_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook reads report.json back: it carries this run's id and verdict. A report.json
+    that another run wrote in the meantime (another id, or another verdict) gives no verdict:
+    exit 3, never a pass."""
+    from evalret.commands.hook import hook_command, report_of_run
+    from evalret.errors import EvalretError
+
+    config = python_index_set(tmp_path, monkeypatch)
+    monkeypatch.delenv("EVALRET_RUN_ID", raising=False)
+    done = hook_command(config)
+    assert done.exit_code == 0 and done.report.run_id == done.run.run_id
+    report_json = tmp_path / "reports" / "report.json"
+    assert json.loads(report_json.read_text())["run_id"] == done.run.run_id
+    stale = json.loads(report_json.read_text())
+    report_json.write_text(json.dumps({**stale, "run_id": "an-earlier-run"}))
+    with pytest.raises(EvalretError, match="not this run's"):
+        report_of_run(done.run)
+    assert stale["gate"] is None  # the gate checks dense indexes only: no check, a pass
+    demo_gate = json.loads((REPO / "baselines" / "demo.json").read_text())["gate"]
+    failed = {**stale, "gate": {**demo_gate, "verdict": "fail"}}
+    report_json.write_text(json.dumps(failed))
+    with pytest.raises(EvalretError, match="does not hold this run's verdict"):
+        report_of_run(done.run)
+    report_json.unlink()
+    with pytest.raises(EvalretError, match="cannot read back"):
+        report_of_run(done.run)
+
+
+def test_a_chosen_run_id_is_written_and_a_bad_one_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$EVALRET_RUN_ID names the run in report.json; one that is not a short token is exit 2
+    before any work."""
+    config = python_index_set(tmp_path, monkeypatch)
+    monkeypatch.setenv("EVALRET_RUN_ID", "ci-42.attempt_1")
+    code, output = invoke("hook", "-c", str(config))
+    assert code == 0 and "evalret-gate: PASS" in output, output
+    report = json.loads((tmp_path / "reports" / "report.json").read_text())
+    assert report["run_id"] == "ci-42.attempt_1"
+    monkeypatch.setenv("EVALRET_RUN_ID", "bad id\n<!--")
+    code, output = invoke("run", "-c", str(config), "--no-progress", "-o", str(tmp_path / "o"))
+    assert code == 2 and "EVALRET_RUN_ID" in output, output
+    assert not (tmp_path / "o").exists()

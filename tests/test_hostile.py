@@ -166,6 +166,8 @@ def test_run_report_md_is_inert(hostile: HostileRuns) -> None:
         assert_markdown_inert((out / "report.md").read_text())
         marker, comment = (out / "comment.md").read_text().split("\n", 1)
         assert marker == "<!-- evalret-comment -->"
+        comment, run_line = comment.rstrip("\n").rsplit("\n", 1)  # the run id, hidden, last
+        assert re.fullmatch(r"<!-- evalret-run: [0-9a-f-]{36} -->", run_line), run_line
         assert_markdown_inert(comment)
     assert "### Biggest per-query losses" in (hostile.gated_out / "comment.md").read_text()
 

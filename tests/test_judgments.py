@@ -440,3 +440,47 @@ def test_merge_refuses_a_trec_set(tmp_path: Path) -> None:
         "--policy", "vote",
     )  # fmt: skip
     assert code == 2 and "--policy" in text
+
+
+# --- messages (issue #23 item 11) -------------------------------------------------------------
+
+
+def test_one_annotator_leaves_no_negative_count(tmp_path: Path) -> None:
+    """One annotator's 40 grades: Fleiss' kappa is undefined over 0 items and 0 are left out
+    (it said "-40 graded by fewer left out")."""
+    paths = rater_files(tmp_path, [[float(i % 2) for i in range(40)]])
+    scale = parse_scale("0-1")
+    report = agreement_report(read_annotations(paths, scale), scale)
+    assert report["fleiss"] == {"kappa": None, "items": 0, "items_left_out": 0}
+    code, text = invoke("judgments", "agreement", *map(str, paths), "--scale", "0-1")
+    assert code == 0, text
+    assert "(0 graded by fewer left out)" in text and "-40" not in text
+
+
+def test_merge_that_changes_nothing_says_the_fingerprint_is_unchanged(tmp_path: Path) -> None:
+    """Every grade already judged: the fingerprint is the same, and the message says so
+    instead of showing "fingerprint X -> X" as a change."""
+    gold_dir = _native_set(tmp_path / "gs")
+    files = [write_jsonl(tmp_path / "ann.jsonl", [line("a", "q1", "d0", 2)])]
+    code, text = invoke(
+        "judgments", "merge", str(files[0]), "--into", str(gold_dir), "--out",
+        str(tmp_path / "out"),
+    )  # fmt: skip
+    assert code == 0, text
+    fingerprint = load_golden_set(GoldenSetConfig(path=gold_dir)).fingerprint[:16]
+    assert f"fingerprint {fingerprint} unchanged" in text
+    assert f"{fingerprint} -> {fingerprint}" not in text
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-0.5", "1.5"])
+def test_drop_annotators_below_must_be_an_accuracy(tmp_path: Path, value: str) -> None:
+    """NaN (which no accuracy is below: nobody dropped), infinity and numbers outside 0..1 are
+    exit 2 naming the option, before anything is written."""
+    gold_dir = _native_set(tmp_path / "gs")
+    files = [write_jsonl(tmp_path / "ann.jsonl", [line("a", "q1", "d2", 2)])]
+    code, text = invoke(
+        "judgments", "merge", str(files[0]), "--into", str(gold_dir), "--out",
+        str(tmp_path / "out"), "--drop-annotators-below", value,
+    )  # fmt: skip
+    assert code == 2, text
+    assert "--drop-annotators-below" in text and not (tmp_path / "out").exists()

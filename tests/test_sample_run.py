@@ -90,6 +90,7 @@ def test_sampled_run_is_identical_on_rerun(runs: tuple[SampledRun, SampledRun]) 
     report.md and report.html show the sample."""
     a, b = (dict(r.report) for r in runs)
     assert runs[1].code == 0, runs[1].output
+    assert a.pop("run_id") != b.pop("run_id")  # each run writes its own id
     for r in (a, b):
         r.pop("timings"), r["embedding"].pop("cache")
     assert a == b

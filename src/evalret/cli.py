@@ -708,13 +708,15 @@ def hook(
 ) -> ExitCode:
     """The pre-commit hook evalret-gate (stage pre-push): `evalret run` against the config's
     baseline, then a short verdict and the path of report.md. Exit 1 when a check fails."""
-    from evalret.commands.hook import HOOK_ID, INPUT_HINT, SKIP_HINT, hook_command
+    from evalret.commands.hook import HOOK_ID, INPUT_HINT, SKIP_HINT, hook_command, pushed_commit
     from evalret.report.hook_view import hook_lines
 
     def gate() -> ExitCode:
-        done = hook_command(config, baseline=baseline, out=out)
-        gate_section = done.run.evaluation.report.gate
-        for line in hook_lines(HOOK_ID, gate_section, done.baseline, done.report_md):
+        done = hook_command(config, baseline=baseline, out=out, commit=pushed_commit())
+        lines = hook_lines(HOOK_ID, done.report.gate, done.baseline, done.report_md)
+        if done.commit is not None:
+            lines.insert(1, f"  gated: the pushed commit {done.commit[:12]}")
+        for line in lines:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
         return done.exit_code
 
@@ -880,6 +882,9 @@ HistorySlice = Annotated[
 HistoryMetric = Annotated[
     list[str] | None, typer.Option("--metric", "-m", help="Only this metric (repeatable).")
 ]
+HistoryLast = Annotated[
+    int, typer.Option("--last", help="Show the newest N entries (0: all of them).")
+]
 
 
 @_command(history_app, "add")
@@ -918,6 +923,7 @@ def history_show(
     metric: HistoryMetric = None,
     slice_name: HistorySlice = None,
     index: HistoryIndex = None,
+    last: HistoryLast = 200,
 ) -> None:
     """Print the history as a table per index and slice, newest last: each metric's value and
     its change from the previous entry (default: the exact index, slice all, every metric)."""
@@ -925,8 +931,9 @@ def history_show(
     from evalret.report.history_view import history_tables
 
     view = history_view(
-        db, config, indexes=index, slices=slice_name, metrics=metric, all_by_default=False
-    )
+        db, config, indexes=index, slices=slice_name, metrics=metric, all_by_default=False,
+        last=last,
+    )  # fmt: skip
     for table in history_tables(view):
         console.print(table, highlight=False)
 
@@ -941,12 +948,15 @@ def history_report(
     metric: HistoryMetric = None,
     slice_name: HistorySlice = None,
     index: HistoryIndex = None,
+    last: HistoryLast = 200,
 ) -> None:
     """Write trend.html: the entries, and per slice a trend chart per metric with a line per
     index, baselines ringed and golden-set or metric-definition changes marked (self-contained)."""
     from evalret.commands.history import history_report_command
 
-    path = history_report_command(db, config, out, indexes=index, slices=slice_name, metrics=metric)
+    path = history_report_command(
+        db, config, out, indexes=index, slices=slice_name, metrics=metric, last=last
+    )
     console.print(f"wrote {markup_safe(str(path))}", highlight=False)
 
 

@@ -108,7 +108,9 @@ def _pairs(
 def _fleiss(
     fleiss: Any, items: dict[tuple[str, str], dict[str, int]], names: list[str], scale: Scale
 ) -> dict[str, Any]:
-    full = [g for g in items.values() if len(g) == len(names)]
+    # Fleiss' kappa needs two annotators or more; the items it leaves out are those graded by
+    # two or more but not by every annotator (never a negative count)
+    full = [g for g in items.values() if len(g) == len(names)] if len(names) >= 2 else []
     graded = sum(1 for g in items.values() if len(g) >= 2)
     value = None
     if len(names) >= 2 and full:

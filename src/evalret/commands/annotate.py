@@ -8,16 +8,20 @@ grade, skip, back, progress). ``commands/annotate_app.py`` serves it over HTTP o
 Every grade is one line appended to the output file at once and durably
 (``data.atomic.append_line_durably``): the pool line's fields with ``grade`` set, plus
 ``annotator`` and ``graded_at``. Nothing is rewritten; regrading appends a new line and the last
-line of an (annotator, query_id, doc_id) wins. A skipped item writes nothing.
+line of an (annotator, query_id, doc_id) wins. A skipped item writes nothing. Several servers
+may append to one file (``--out``): each append takes an exclusive lock on the file and first
+repairs a torn last line another one left (``repair_tail``), so a grade never lands glued to it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -211,6 +215,51 @@ def repair_tail(path: Path) -> str | None:
     return None
 
 
+def _ends_a_line(path: Path) -> bool:
+    """Whether ``path`` is empty, missing, or ends with a newline (its last byte only read)."""
+    try:
+        with path.open("rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            if end == 0:
+                return True
+            f.seek(end - 1)
+            return f.read(1) == b"\n"
+    except FileNotFoundError:
+        return True
+    except OSError as e:
+        raise InputError(f"cannot read annotations {path}: {e.strerror or e}") from None
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (created if missing) while appending: another
+    evalret server on the same file waits (no lock where the system has no flock)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: appends are still one write each
+        yield
+        return
+    try:
+        handle = path.open("ab")
+    except OSError as e:
+        raise InputError(f"cannot write annotations {path}: {e.strerror or e}") from None
+    with handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def append_grade(path: Path, line: str) -> str | None:
+    """Append ``line`` to the annotations at ``path`` under the file's lock, after repairing a
+    torn last line another server left; returns the repair's note, if any."""
+    with _locked(path):
+        note = None if _ends_a_line(path) else repair_tail(path)
+        append_line_durably(path, line, "annotations")
+    return note
+
+
 def _utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -237,6 +286,7 @@ class Session:
         self.skipped: set[str] = set()
         self.history: list[str] = []  # ids acted on (graded or skipped), oldest first
         self.revisit: str | None = None  # the id `back` returned to
+        self.notes: list[str] = []  # repairs of the output file made while serving
 
     @property
     def progress(self) -> tuple[int, int]:
@@ -264,7 +314,9 @@ class Session:
             raise ValueError(f"grade {grade!r} is not on the scale {scale.lo}-{scale.hi}")
         line = {**item.record, "grade": grade, "annotator": self.annotator}
         line["graded_at"] = self.clock()
-        append_line_durably(self.out, json.dumps(line, ensure_ascii=False), "annotations")
+        note = append_grade(self.out, json.dumps(line, ensure_ascii=False))
+        if note is not None:
+            self.notes.append(note)
         self.grades[item_id] = grade
         self.skipped.discard(item_id)
         self._acted(item_id)

@@ -2,9 +2,12 @@
 
 ``GET /`` is the page (``templates/annotate.html``: inline CSS and JS under a per-server nonce,
 texts put in with ``textContent`` only); ``GET /api/next`` the item on screen and progress;
-``POST /api/grade``, ``/api/skip``, ``/api/back`` act on it. A request whose Host is not this
-server's loopback address is refused (against DNS rebinding); a POST needs the per-server random
-token from the page in ``X-Evalret-Token``, a JSON body, and no foreign Origin (so another site
+``POST /api/grade``, ``/api/skip``, ``/api/back`` act on it. Every request needs the per-server
+random token: the page's in its URL (``/?token=...``, the URL the command prints, as Jupyter
+does), the API's in ``X-Evalret-Token``; without it nothing is served, so another local process
+cannot read the token, the items or the grades. A request whose Host is not this server's
+loopback address is refused (against DNS rebinding); a POST also needs a JSON body (at most
+MAX_BODY bytes; JSON nested too deep to parse is a 400) and no foreign Origin (so another site
 open in the same browser cannot grade). Every handler runs on the event loop's one thread, so
 grades are appended one at a time.
 
@@ -34,6 +37,7 @@ from evalret.data.judgments import Scale
 from evalret.errors import InputError
 
 HOST = "127.0.0.1"
+MAX_BODY = 64 * 1024  # bytes of a POST body: a grade is a few dozen
 
 
 def _csp(nonce: str) -> str:
@@ -73,9 +77,19 @@ class AnnotateApp:
         host = request.headers.get("host", "")
         return host in (f"{HOST}:{self.port}", f"localhost:{self.port}")
 
-    def _refused(self, request: Request, post: bool) -> Response | None:
+    def _token_ok(self, request: Request, page: bool) -> bool:
+        given = request.query_params.get("token", "") if page else ""
+        given = given or request.headers.get("x-evalret-token", "")
+        return secrets.compare_digest(given.encode(), self.token.encode())
+
+    def _refused(self, request: Request, post: bool, page: bool = False) -> Response | None:
         if not self._host_ok(request):
             return JSONResponse({"error": "wrong Host"}, 403, self._json_headers())
+        if not self._token_ok(request, page):
+            message = "missing or wrong token: open the URL evalret annotate printed"
+            if page:
+                return HTMLResponse(f"<p>{message}</p>", 403, headers=_headers(self.nonce))
+            return JSONResponse({"error": message}, 403, self._json_headers())
         if not post:
             return None
         origin = request.headers.get("origin")
@@ -84,8 +98,6 @@ class AnnotateApp:
             f"http://localhost:{self.port}",
         ):
             return JSONResponse({"error": "cross-site request"}, 403, self._json_headers())
-        if not secrets.compare_digest(request.headers.get("x-evalret-token", ""), self.token):
-            return JSONResponse({"error": "missing or wrong token"}, 403, self._json_headers())
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "JSON body expected"}, 415, self._json_headers())
         return None
@@ -97,7 +109,7 @@ class AnnotateApp:
         return JSONResponse(self.session.state(self.scale), headers=self._json_headers())
 
     async def page(self, request: Request) -> Response:
-        refused = self._refused(request, post=False)
+        refused = self._refused(request, post=False, page=True)
         if refused is not None:
             return refused
         return HTMLResponse(page_html(self.token, self.nonce), headers=_headers(self.nonce))
@@ -106,9 +118,15 @@ class AnnotateApp:
         return self._refused(request, post=False) or self._state()
 
     async def _body(self, request: Request) -> dict[str, Any] | None:
+        """The JSON object of a POST; None when it is none (or too big, or nested too deep)."""
+        data = b""
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > MAX_BODY:
+                return None
         try:
-            body = json.loads(await request.body())
-        except (ValueError, UnicodeDecodeError):
+            body = json.loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return None
         return body if isinstance(body, dict) else None
 
@@ -182,7 +200,7 @@ def serve(
     app = AnnotateApp(session, scale)
     sock = bind(port)
     app.port = sock.getsockname()[1]
-    url = f"http://{HOST}:{app.port}/"
+    url = f"http://{HOST}:{app.port}/?token={app.token}"  # the page is served with it only
     config = uvicorn.Config(app.starlette(), log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     say(f"annotate: {url}  (Ctrl-C stops; every grade is already saved)")
@@ -194,5 +212,7 @@ def serve(
         pass
     finally:
         sock.close()
+    for note in session.notes:
+        say(note)
     graded, total = session.progress
     say(f"stopped: {graded} of {total} items graded")

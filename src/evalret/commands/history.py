@@ -18,7 +18,13 @@ from evalret.data.config import load_config
 from evalret.data.history import DEFAULT_PATH, HistoryEntry, add_report, read_history
 from evalret.data.paths import Declared, Input, Output, guard
 from evalret.errors import InputError, MetricError
-from evalret.report.history_view import HistoryView, build_view, names_in
+from evalret.report.history_view import (
+    LABEL_CHARS,
+    SHOWN_ENTRIES,
+    HistoryView,
+    build_view,
+    names_in,
+)
 from evalret.report.trend_html import trend_html
 
 TREND_PAGE = "trend.html"
@@ -46,6 +52,10 @@ def history_add_command(
 ) -> tuple[Path, HistoryEntry]:
     """Append the saved report.json at ``report_path`` to the history (checked as `evalret
     report` checks it: a bad file is exit 2 naming it and the field)."""
+    if label is not None and len(label) > LABEL_CHARS:
+        raise InputError(
+            f"--label: {len(label)} characters; a label names an entry in at most {LABEL_CHARS}"
+        )
     path = history_path(db, config)
     guard(
         Declared(
@@ -102,15 +112,19 @@ def history_view(
     slices: Sequence[str] | None,
     metrics: Sequence[str] | None,
     all_by_default: bool,
+    last: int = SHOWN_ENTRIES,
 ) -> HistoryView:
     """The history read and narrowed to the indexes, slices and metrics asked for. Without a
     choice: every metric, and (``all_by_default``) every index and slice, else the primary index
-    (exact when present) and the slice ``all``."""
+    (exact when present) and the slice ``all``. The ``last`` newest entries are shown (0: all);
+    a negative count is an InputError."""
+    if last < 0:
+        raise InputError(f"--last {last}: a number of entries, 0 for all")
     path = history_path(db, config)
     history = read_history(path)
     held_indexes, held_slices, held_metrics = names_in(history)
     if not held_indexes:  # no entry yet
-        return build_view(history, [], [], [])
+        return build_view(history, [], [], [], last)
     if indexes:
         chosen_indexes = _chosen("index", indexes, held_indexes, path)
     else:
@@ -124,7 +138,7 @@ def history_view(
         if metrics
         else held_metrics
     )
-    return build_view(history, chosen_indexes, chosen_slices, chosen_metrics)
+    return build_view(history, chosen_indexes, chosen_slices, chosen_metrics, last)
 
 
 def history_report_command(
@@ -135,9 +149,11 @@ def history_report_command(
     indexes: Sequence[str] | None = None,
     slices: Sequence[str] | None = None,
     metrics: Sequence[str] | None = None,
+    last: int = SHOWN_ENTRIES,
 ) -> Path:
     """Write trend.html of the history to ``out`` (a file, or a directory to hold trend.html;
-    default: trend.html beside the database); returns the path written."""
+    default: trend.html beside the database), its ``last`` newest entries (0: all); returns the
+    path written."""
     path = history_path(db, config)
     target = out if out is not None else path.parent / TREND_PAGE
     if target.is_dir():
@@ -145,7 +161,7 @@ def history_report_command(
     reads = [Input("the history database", path), *_config_input(config)]
     guard(Declared("history report", reads, [Output("--out", target)]))
     view = history_view(
-        db, config, indexes=indexes, slices=slices, metrics=metrics, all_by_default=True
+        db, config, indexes=indexes, slices=slices, metrics=metrics, all_by_default=True, last=last
     )
     atomic_write_text(target, trend_html(view), "trend page")
     return target

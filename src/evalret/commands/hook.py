@@ -8,20 +8,38 @@ one, draws no progress bars, and prints a short verdict with the path of report.
 (``report/hook_view.py``). Which changed files trigger it is pre-commit's business: the hook's
 ``files:`` pattern, which ``evalret init --pre-commit`` derives from the config
 (``commands/init.py``); the hook itself takes no file names.
+
+What is gated is what is pushed: pre-commit names the commit being pushed in
+``$PRE_COMMIT_TO_REF``; the hook checks that commit out into a temporary git worktree and
+evaluates the config, golden set and baseline found there (report files still go to the output
+directory of the checkout, where the user reads them). Without that variable (the hook run by
+hand) the working tree is gated. The verdict is read back from the report.json this run wrote,
+recognised by its run id, and must agree with the run's own outcome: a report missing or left by
+another run is a failure (exit 3), never a pass.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalret.commands.configs import run_config
 from evalret.commands.run import RunOutcome, run_configured
+from evalret.data.config import Config
 from evalret.data.paths import config_inputs
-from evalret.errors import ConfigError, ExitCode
+from evalret.data.schema import RunReport
+from evalret.errors import ConfigError, EvalretError, ExitCode, InputError
 
 HOOK_ID = "evalret-gate"
 DEFAULT_CONFIG = Path("evalret.yaml")
+PUSHED_ENV = "PRE_COMMIT_TO_REF"  # pre-commit's name for the commit a pre-push hook gates
+NO_COMMIT = "0" * 40  # git's name for "nothing" (a branch deleted by the push)
 # what exit 3 adds: the failure is evalret's, not the change's, and how to push past it once
 SKIP_HINT = (
     f"{HOOK_ID}: evalret itself failed (exit 3), so this is no verdict on your change. Fix the "
@@ -32,25 +50,62 @@ INPUT_HINT = f"{HOOK_ID}: an input is wrong (exit 2): fix what the error above n
 
 @dataclass(frozen=True)
 class HookOutcome:
-    """A finished hook run: the run itself, the baseline gated against and report.md's path."""
+    """A finished hook run: the run itself, the report it wrote (read back from report.json),
+    the baseline gated against, report.md's path, and the commit gated (None: the working
+    tree)."""
 
     run: RunOutcome
+    report: RunReport
     baseline: Path
     report_md: Path | None
+    commit: str | None = None
 
     @property
     def exit_code(self) -> ExitCode:
-        """The run's own exit code: 1 when the gate failed, else 0."""
-        return self.run.exit_code
+        """1 when the gate of the report this run wrote failed, else 0."""
+        gate = self.report.gate
+        return ExitCode.REGRESSION if gate is not None and gate.verdict == "fail" else ExitCode.OK
+
+
+def pushed_commit() -> str | None:
+    """The commit pre-commit says is being pushed ($PRE_COMMIT_TO_REF), None outside a push or
+    when the push deletes a branch (nothing to gate)."""
+    ref = os.environ.get(PUSHED_ENV, "").strip()
+    return ref if ref and ref != NO_COMMIT else None
 
 
 def hook_command(
-    config: Path = DEFAULT_CONFIG, *, baseline: Path | None = None, out: Path | None = None
+    config: Path = DEFAULT_CONFIG,
+    *,
+    baseline: Path | None = None,
+    out: Path | None = None,
+    commit: str | None = None,
 ) -> HookOutcome:
     """Gate ``config`` against ``baseline`` (default: the config's gate.baseline) exactly as
     `evalret run --config CONFIG [--baseline B] [--out O]` does; a config without a baseline is
-    a ConfigError (a hook that checks nothing against the baseline would pass every push)."""
-    cfg = run_config(config)
+    a ConfigError (a hook that checks nothing against the baseline would pass every push).
+    With ``commit``, the config, golden set and baseline are those of that commit (see the
+    module)."""
+    if commit is None:
+        return _gate(run_config(config), config, baseline, out, None)
+    root = _git_root()
+    sha = _git(root, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
+    with checked_out(root, sha) as tree:
+        inside = _moved(config, root, tree)
+        if inside is None:
+            raise InputError(
+                f"{config}: the {HOOK_ID} hook gates the pushed commit, so its config must be "
+                f"inside the repository {root}"
+            )
+        cfg = _outputs_in_checkout(run_config(inside), tree, root)
+        reference = _moved(baseline, root, tree) or baseline if baseline is not None else None
+        outcome = _gate(cfg, config, reference, out, tree)
+    return HookOutcome(outcome.run, outcome.report, outcome.baseline, outcome.report_md, commit=sha)
+
+
+def _gate(
+    cfg: Config, config: Path, baseline: Path | None, out: Path | None, tree: Path | None
+) -> HookOutcome:
     reference = baseline or cfg.gate.baseline
     if reference is None:
         raise ConfigError(
@@ -60,16 +115,113 @@ def hook_command(
             "commit it"
         )
     outcome = run_configured(
-        cfg, out=out, baseline=baseline, inputs=config_inputs(cfg, config), command="hook"
+        cfg, out=out, baseline=reference, inputs=config_inputs(cfg, config), command="hook"
     )
+    report = report_of_run(outcome)
     report_md = next((p for p in outcome.written if p.name == "report.md"), None)
-    return HookOutcome(outcome, shown(reference), None if report_md is None else shown(report_md))
+    return HookOutcome(
+        outcome,
+        report,
+        shown(reference, tree),
+        None if report_md is None else shown(report_md),
+    )
 
 
-def shown(path: Path) -> Path:
-    """``path`` relative to the working directory (the repository's root, where pre-commit runs
-    hooks) when it lies inside it, else as it is."""
+def report_of_run(outcome: RunOutcome) -> RunReport:
+    """The report.json ``outcome`` wrote, read back: it must carry the run's id and the same
+    verdict as the run; else an EvalretError (no verdict from a report of another run)."""
+    path = next((p for p in outcome.written if p.name == "report.json"), None)
+    if path is None:
+        raise EvalretError("the run wrote no report.json: no verdict")
     try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except (ValueError, OSError):
+        report = RunReport.model_validate_json(path.read_bytes())
+    except (OSError, ValueError) as e:
+        raise EvalretError(f"cannot read back this run's report {path}: {e}") from None
+    if not outcome.run_id or report.run_id != outcome.run_id:
+        raise EvalretError(
+            f"{path} carries run id {report.run_id!r}, not this run's {outcome.run_id!r}: "
+            "another run wrote it, so it gives no verdict"
+        )
+    mine = outcome.evaluation.report.gate
+    theirs = report.gate
+    if (mine is None) != (theirs is None) or (
+        mine is not None and theirs is not None and mine.verdict != theirs.verdict
+    ):
+        raise EvalretError(f"{path} does not hold this run's verdict: no verdict")
+    return report
+
+
+def _git(root: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_INDEX_FILE", "GIT_WORK_TREE")}
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=False
+        )
+    except OSError as e:
+        raise EvalretError(f"cannot run git: {e.strerror or e}") from None
+    if done.returncode != 0:
+        raise EvalretError(f"git {' '.join(args)} failed: {done.stderr.strip()[:500]}")
+    return done.stdout.strip()
+
+
+def _git_root() -> Path:
+    return Path(_git(Path.cwd(), "rev-parse", "--show-toplevel")).resolve()
+
+
+@contextmanager
+def checked_out(root: Path, commit: str) -> Iterator[Path]:
+    """A temporary, detached git worktree of ``commit``, removed afterwards."""
+    scratch = Path(tempfile.mkdtemp(prefix="evalret-hook-")).resolve()
+    tree = scratch / "tree"
+    try:
+        _git(root, "worktree", "add", "--detach", "--quiet", str(tree), commit)
+        yield tree
+    finally:
+        if tree.exists():
+            with suppress(EvalretError):  # pruned below; the directory goes either way
+                _git(root, "worktree", "remove", "--force", str(tree))
+        shutil.rmtree(scratch, ignore_errors=True)
+        with suppress(EvalretError):
+            _git(root, "worktree", "prune")
+
+
+def _moved(path: Path | None, root: Path, tree: Path) -> Path | None:
+    """``path`` of the checkout as the same path in ``tree``; None when it lies outside it."""
+    if path is None:
+        return None
+    try:
+        return tree / path.resolve().relative_to(root)
+    except ValueError:
+        return None
+
+
+def _back(path: Path | None, tree: Path, root: Path) -> Path | None:
+    """A path inside ``tree`` as the same path in the checkout (kept when outside ``tree``)."""
+    if path is None:
+        return None
+    try:
+        return root / path.relative_to(tree)
+    except ValueError:
         return path
+
+
+def _outputs_in_checkout(cfg: Config, tree: Path, root: Path) -> Config:
+    """The config of the pushed commit with its output directory and cache in the checkout, so
+    that the reports outlive the temporary worktree and the cache is kept between pushes."""
+    output = cfg.output.model_copy(update={"dir": _back(cfg.output.dir, tree, root)})
+    cache = cfg.cache.model_copy(update={"dir": _back(cfg.cache.dir, tree, root)})
+    return cfg.model_copy(update={"output": output, "cache": cache})
+
+
+def shown(path: Path, tree: Path | None = None) -> Path:
+    """``path`` relative to the working directory (the repository's root, where pre-commit runs
+    hooks), or to the pushed commit's worktree ``tree``, when it lies inside it, else as it
+    is."""
+    for base in (tree, Path.cwd()):
+        if base is None:
+            continue
+        try:
+            return path.resolve().relative_to(base.resolve())
+        except (ValueError, OSError):
+            continue
+    return path

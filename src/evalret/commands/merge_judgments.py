@@ -17,6 +17,7 @@ gold item is kept (nothing says they are worse), and reported.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +40,13 @@ class MergeOptions:
     min_annotators: int = 1
     drop_below: float | None = None
     overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        """--drop-annotators-below is an accuracy: a number from 0 to 1 (NaN, which no accuracy
+        is below, would drop nobody silently)."""
+        d = self.drop_below
+        if d is not None and not (isinstance(d, int | float) and math.isfinite(d) and 0 <= d <= 1):
+            raise InputError(f"--drop-annotators-below {d}: a gold accuracy from 0 to 1 (e.g. 0.7)")
 
 
 def _drop(annotations: Annotations, drop_below: float | None, outcome: MergeOutcome) -> set[str]:

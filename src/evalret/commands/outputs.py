@@ -5,6 +5,9 @@ earlier ones before it starts."""
 
 from __future__ import annotations
 
+import os
+import re
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -28,21 +31,43 @@ def report_names(indexes: Iterable[str]) -> tuple[str, ...]:
     return (*REPORT_FILES, *(f"run.{name}.trec" for name in indexes))
 
 
+RUN_ID_ENV = "EVALRET_RUN_ID"  # a caller's id for this run (the action sets one per run)
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def new_run_id() -> str:
+    """This run's id: $EVALRET_RUN_ID when the caller chose one (the action and the hook check
+    that report.json carries theirs), else a fresh uuid4. A run id that is not a short token
+    (letters, digits, ``. _ -``) is an InputError."""
+    chosen = os.environ.get(RUN_ID_ENV)
+    if not chosen:
+        return str(uuid.uuid4())
+    if not _RUN_ID.fullmatch(chosen):
+        raise InputError(
+            f"${RUN_ID_ENV} {chosen[:40]!r}: a run id is up to 128 letters, digits, . _ or -"
+        )
+    return chosen
+
+
 def write_outputs(
-    evaluation: Evaluation, out_dir: Path, step_summary: Path | None = None
+    evaluation: Evaluation,
+    out_dir: Path,
+    step_summary: Path | None = None,
+    run_id: str | None = None,
 ) -> list[Path]:
     """Write report.json, report.md, comment.md (the pull-request comment), report.html,
     run.<index>.trec and (with a gate) junit.xml into ``out_dir``; append report.md to
-    ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given. Returns the paths written."""
+    ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given. report.json and comment.md carry
+    ``run_id`` (default: ``new_run_id()``). Returns the paths written."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot create output directory {out_dir}: {e.strerror or e}") from None
     written = []
+    report = evaluation.report.model_copy(update={"run_id": run_id or new_run_id()})
     report_path = out_dir / "report.json"
-    atomic_write_text(report_path, evaluation.report.model_dump_json(indent=2) + "\n")
+    atomic_write_text(report_path, report.model_dump_json(indent=2) + "\n")
     written.append(report_path)
-    report = evaluation.report
     markdown = render_markdown(report)
     outputs = {
         "report.md": markdown,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from evalret.commands.configs import run_config, step_summary
 from evalret.commands.evaluate import Evaluation, run_evaluation
-from evalret.commands.outputs import report_names, write_outputs
+from evalret.commands.outputs import new_run_id, report_names, write_outputs
 from evalret.commands.progress import ProgressBars, no_bars
 from evalret.commands.sample import with_sample
 from evalret.data.atomic import check_writable_dir, check_writable_file
@@ -21,10 +21,12 @@ from evalret.errors import ExitCode
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """A finished `evalret run`: the evaluation and every file written."""
+    """A finished `evalret run`: the evaluation, every file written, and the run id that its
+    report.json and comment.md carry."""
 
     evaluation: Evaluation
     written: list[Path]
+    run_id: str = ""
 
     @property
     def exit_code(self) -> ExitCode:
@@ -103,6 +105,7 @@ def run_configured(
     guard(io)
     reports = io.outputs[0]
     out_dir = reports.path
+    run_id = new_run_id()  # a bad $EVALRET_RUN_ID is refused before any work
     check_writable_dir(out_dir, "output directory")
     if save_to is not None:
         check_writable_file(save_to, "baseline")
@@ -117,8 +120,8 @@ def run_configured(
             baseline_source=str(baseline_path) if reference is not None else None,
             missing_baseline=str(baseline_path) if missing else None,
         )
-    written = write_outputs(evaluation, out_dir, step_summary())
+    written = write_outputs(evaluation, out_dir, step_summary(), run_id)
     if save_to is not None:
         save_baseline(evaluation.report, save_to)
         written.append(save_to)
-    return RunOutcome(evaluation, written)
+    return RunOutcome(evaluation, written, run_id)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from evalret.core.digest import json_digest
 from evalret.core.trend import EntryPrint
@@ -152,9 +153,10 @@ _CANNOT_WRITE = ("readonly", "read-only", "unable to open", "permission", "disk 
 
 
 @contextmanager
-def _sqlite_errors(db: Path) -> Iterator[None]:
+def _sqlite_errors(db: Path, doing: str = "write") -> Iterator[None]:
     """SQLite's failures as evalret's: a damaged file is bad input (2), a database still locked
-    after the busy timeout a runtime failure (3), a file that cannot be written bad input (2)."""
+    after the busy timeout a runtime failure (3), a file that cannot be written (or, ``doing``
+    "read", opened) bad input (2)."""
     try:
         yield
     except sqlite3.Error as e:
@@ -167,7 +169,7 @@ def _sqlite_errors(db: Path) -> Iterator[None]:
                 f"{BUSY_TIMEOUT_S:.0f} s: {e}"
             ) from None
         if any(word in text for word in _CANNOT_WRITE):
-            raise InputError(f"cannot write history database {db}: {e}") from None
+            raise InputError(f"cannot {doing} history database {db}: {e}") from None
         raise EvalretError(f"history database {db}: {e}") from None
 
 
@@ -178,6 +180,24 @@ def _connect(db: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _connect_read_only(db: Path) -> sqlite3.Connection:
+    """A connection that never writes: ``mode=ro``. A WAL database in a directory that cannot
+    be written (read-only, immutable, a read-only mount) cannot even be opened so, as SQLite
+    must make its shared-memory file beside it: then ``immutable=1``, which reads the file as it
+    is (no other process can change a file there either)."""
+    uri = "file:" + quote(str(db.resolve())) + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as e:
+        conn.close()
+        if not any(word in str(e).lower() for word in _CANNOT_WRITE):
+            raise
+    return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
 
 
 def _state(conn: sqlite3.Connection, db: Path) -> str:
@@ -357,9 +377,14 @@ def _entry(row: tuple[Any, ...], db: Path) -> HistoryEntry:
 
 def read_history(db: Path) -> History:
     """Every entry and value of the history at ``db``, read in one snapshot; a missing file, a
-    foreign or damaged one is an InputError (exit 2). Nothing is written."""
+    foreign or damaged one is an InputError (exit 2). Nothing is written: the file is opened
+    read-only, so a history on a read-only file, directory or mount is read all the same."""
     _check_file(db, create=False)
-    with _sqlite_errors(db), closing(_connect(db)) as conn, _transaction(conn, "BEGIN"):
+    with (
+        _sqlite_errors(db, "read"),
+        closing(_connect_read_only(db)) as conn,
+        _transaction(conn, "BEGIN"),
+    ):
         if _state(conn, db) == "empty":
             return History(db, [], [])
         _quick_check(conn, db)

@@ -397,16 +397,22 @@ class RunReport(_Model):
     ann_others: dict[str, AnnSection] = {}
     # what a sampled run evaluated; absent for a run on the whole golden set
     sample: SampleSection | None = None
+    # the id of the run that wrote this report.json (a fresh uuid per run, or $EVALRET_RUN_ID):
+    # the action and the hook take a verdict only from the report of the run they started;
+    # absent in saved baselines and in reports of older versions
+    run_id: str | None = None
 
     @model_serializer(mode="wrap")
     def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """A report without other approximate indexes dumps without ``ann_others``, one on the
-        whole golden set without ``sample``."""
+        whole golden set without ``sample``, one not written by a run without ``run_id``."""
         data: dict[str, Any] = handler(self)
         if not self.ann_others:
             data.pop("ann_others", None)
         if self.sample is None:
             data.pop("sample", None)
+        if self.run_id is None:
+            data.pop("run_id", None)
         return data
 
     def ann_sections(self) -> list[AnnSection]:

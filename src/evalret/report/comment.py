@@ -19,6 +19,9 @@ from evalret.report.numbers import TYPOGRAPHIC, number
 from evalret.report.views import check_rows, gate_summary
 
 MARKER = "<!-- evalret-comment -->"  # hidden in the rendered comment; the action finds it
+# the last line, hidden too: the run that wrote the comment (the action posts it only when the
+# id is the one it gave the run, so a comment.md left by an earlier run is never posted)
+RUN_MARKER = "<!-- evalret-run: {} -->"
 GITHUB_LIMIT = 65_536  # characters GitHub accepts in one comment body
 BUDGET = 60_000  # what comment.md holds at most: a margin under GITHUB_LIMIT
 LOSSES_SHOWN = 5
@@ -141,7 +144,12 @@ def render_comment(
     budget: int = BUDGET,
 ) -> str:
     """The comment: ``MARKER``, the verdict, the failed checks, the biggest per-query
-    ``losses``, then ``report_md`` folded; at most ``budget`` characters (see the module)."""
+    ``losses``, then ``report_md`` folded, and the report's run id (``RUN_MARKER``) last; at
+    most ``budget`` characters (see the module)."""
+    if report.run_id is not None:
+        run_line = RUN_MARKER.format(report.run_id) + "\n"
+        unmarked = report.model_copy(update={"run_id": None})
+        return render_comment(unmarked, report_md, losses, link, budget - len(run_line)) + run_line
     reports = _reports(link)
     head, tail, footer = _head(report), _losses_lines(report, losses), [f"Full reports: {reports}."]
     failed = report.gate.failed if report.gate is not None else []

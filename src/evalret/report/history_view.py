@@ -6,7 +6,7 @@ terminal table of `history show`."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evalret.core.trend import BREAKING, TrendPoint, changed_parts, segments, trend_points
@@ -15,6 +15,12 @@ from evalret.report.escape import markup_safe
 from evalret.report.numbers import PLAIN, number
 
 SeriesKey = tuple[str, str, str]  # (index, slice, metric)
+# entries drawn at most (`--last N` chooses; the trends are computed over every entry): the page
+# and the table stay readable and bounded however long a history grows
+SHOWN_ENTRIES = 200
+# characters of an entry's label: `history add --label` refuses a longer one, and a longer one in
+# a database written otherwise is shown shortened
+LABEL_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -60,11 +66,30 @@ class HistoryView:
     slices: list[str]
     metrics: list[str]
     series: dict[SeriesKey, Series]
+    total: int = 0  # entries in the history; ``rows`` are its last len(rows)
+
+    @property
+    def omitted(self) -> int:
+        """How many older entries are not shown."""
+        return max(0, self.total - len(self.rows))
+
+    def shown_note(self) -> str:
+        """What part of the history is shown: "" when all of it."""
+        if not self.omitted:
+            return ""
+        return (
+            f"showing the last {len(self.rows)} of {self.total} entries ({self.omitted} older "
+            "left out; --last N shows more, --last 0 all)"
+        )
 
 
 def entry_name(entry: HistoryEntry) -> str:
-    """The label, else the commit's first 12 characters, else ``#<id>``."""
-    return entry.label or (entry.commit[:12] if entry.commit else f"#{entry.id}")
+    """The label (its first LABEL_CHARS characters), else the commit's first 12 characters,
+    else ``#<id>``."""
+    if entry.label:
+        label = entry.label
+        return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+    return entry.commit[:12] if entry.commit else f"#{entry.id}"
 
 
 def _unique(items: Iterable[str]) -> list[str]:
@@ -83,9 +108,25 @@ def names_in(history: History) -> tuple[list[str], list[str], list[str]]:
 
 
 def build_view(
+    history: History,
+    indexes: Sequence[str],
+    slices: Sequence[str],
+    metrics: Sequence[str],
+    last: int = SHOWN_ENTRIES,
+) -> HistoryView:
+    """The view of ``history`` for these indexes, slices and metrics (names it holds): its
+    ``last`` newest entries (0: every one), their changes and trends computed over all."""
+    full = _full_view(history, indexes, slices, metrics)
+    if last <= 0 or len(full.rows) <= last:
+        return full
+    cut = len(full.rows) - last
+    series = {key: Series(key, s.values[cut:], s.points[cut:]) for key, s in full.series.items()}
+    return replace(full, rows=full.rows[cut:], segment=full.segment[cut:], series=series)
+
+
+def _full_view(
     history: History, indexes: Sequence[str], slices: Sequence[str], metrics: Sequence[str]
 ) -> HistoryView:
-    """The view of ``history`` for these indexes, slices and metrics (names it holds)."""
     entries = history.entries
     changed = changed_parts([e.trend_print() for e in entries])
     segment = segments(changed)
@@ -107,7 +148,14 @@ def build_view(
     }
     rows = [EntryRow(i + 1, e, entry_name(e), changed[i]) for i, e in enumerate(entries)]
     return HistoryView(
-        str(history.path), rows, segment, list(indexes), list(slices), list(metrics), series
+        str(history.path),
+        rows,
+        segment,
+        list(indexes),
+        list(slices),
+        list(metrics),
+        series,
+        total=len(rows),
     )
 
 
@@ -190,7 +238,7 @@ def history_tables(view: HistoryView) -> list[Any]:
     the history is empty."""
     if not view.rows:
         return [f"history {markup_safe(view.path)} has no entries yet"]
-    out: list[Any] = []
+    out: list[Any] = [f"[yellow]{view.shown_note()}[/]"] if view.omitted else []
     for index in view.indexes:
         for slice_name in view.slices:
             out.append(

@@ -58,14 +58,21 @@ def render_agreement(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _fingerprint_line(o: MergeOutcome) -> str:
+    """The golden set's fingerprint before and after, or that it did not change."""
+    before, after = o.fingerprint_before[:16], o.fingerprint_after[:16]
+    if o.fingerprint_before == o.fingerprint_after:
+        return f"fingerprint {before} unchanged (no grade merged: baselines made before still fit)"
+    return f"fingerprint {before} -> {after} (a baseline made before is refused)"
+
+
 def render_merge(o: MergeOutcome) -> str:
     """What `judgments merge` wrote and left out."""
     lines = [
         f"merged {o.merged} grades ({o.overwritten} overwritten) into {markup_safe(str(o.out))} "
         f"({o.format}); {o.disputed} disputed -> disputed.jsonl; {o.kept_existing} already "
         f"judged kept; {o.gold_items} gold items not merged; {o.unknown} not in the golden set",
-        f"fingerprint {o.fingerprint_before[:16]} -> {o.fingerprint_after[:16]} (a baseline made "
-        "before is refused)",
+        _fingerprint_line(o),
     ]
     if o.dropped_annotators:
         lines.append(f"dropped (gold accuracy): {markup_safe(', '.join(o.dropped_annotators))}")

@@ -80,7 +80,12 @@ def entries_section(view: HistoryView) -> Section:
         return Section("entries", "Entries", '<p class="muted">No entries yet.</p>')
     restarts = sum(r.restarts for r in view.rows)
     said = f"The trend restarts {restarts} time(s): a" if restarts else "A"
-    intro = (
+    shown = (
+        f'<p class="warn" id="shown">The page is bounded: {esc(view.shown_note())}.</p>'
+        if view.omitted
+        else ""
+    )
+    intro = shown + (
         f"<p>{len(view.rows)} entries, oldest first. {said} change of the golden set or of the "
         "metric definitions makes the numbers before and after incomparable, so the charts "
         "start their lines again there; a new model or index setting is what the trend shows."
@@ -154,7 +159,8 @@ def _meta(view: HistoryView) -> str:
     parts = [f"History <code>{esc(view.path)}</code>"]
     if view.rows:
         first, last = view.rows[0].entry, view.rows[-1].entry
-        parts.append(f"{len(view.rows)} entries from {esc(first.added_at)} to {esc(last.added_at)}")
+        count = f"the last {len(view.rows)} of {view.total}" if view.omitted else len(view.rows)
+        parts.append(f"{count} entries from {esc(first.added_at)} to {esc(last.added_at)}")
         parts.append(f"newest: {esc(view.rows[-1].name)}")
     parts.append("indexes " + ", ".join(f"<code>{esc(i)}</code>" for i in view.indexes))
     return f'<p class="meta">{" · ".join(parts)}</p>'
