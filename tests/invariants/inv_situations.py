@@ -133,6 +133,11 @@ def _pairs(out: Item, inp: Item) -> Iterator[Situation]:
     if inp.dir:
         inside = lambda c: c.paths[inp.role] / c.paths[out.role].name  # noqa: E731
         yield Situation(f"{out.role}-inside-{inp.role}", _set(out, inside, name), two)
+    if inp.dir and not out.dir:  # over one of its files (the last by name: queries.jsonl)
+        last = lambda c: sorted(p for p in c.paths[inp.role].iterdir() if p.is_file())[-1]  # noqa: E731
+        yield Situation(
+            f"{out.role}-is-a-file-of-{inp.role}", _set(out, last, lambda c: last(c).name), two
+        )
     if out.dir and not inp.dir and _basename(inp) in out.products:
         yield Situation(
             f"{out.role}-is-folder-of-{inp.role}",
@@ -192,14 +197,24 @@ def plugin_situations(row: Row) -> Iterator[Situation]:
                     f"{mode}-in-encoder-{where}", _plugin(where, mode, callable_), three
                 )
         yield Situation(
-            "print-in-encoder", _plugin("encode", "print", None), checks=(_stdout_clean,)
+            # a real process: what a CI log shows is what reaches file descriptor 1
+            "print-in-encoder",
+            _plugin("encode", "print", None),
+            None,
+            True,
+            (_stdout_clean,),
         )
         yield Situation("warn-in-encoder", _plugin("encode", "warn", None), checks=(_stdout_clean,))
     if "retriever" in row.plugins:
         for mode in ENDINGS + RETRIEVER_ANSWERS:
             yield Situation(f"{mode}-in-retriever", _plugin("search", mode, RETRIEVER), three)
         yield Situation(
-            "print-in-retriever", _plugin("search", "print", None), checks=(_stdout_clean,)
+            # a real process: what a CI log shows is what reaches file descriptor 1
+            "print-in-retriever",
+            _plugin("search", "print", None),
+            None,
+            True,
+            (_stdout_clean,),
         )
         yield Situation(
             "warn-in-retriever", _plugin("search", "warn", None), checks=(_stdout_clean,)
