@@ -201,6 +201,14 @@ def _wait_for(condition: Any, process: subprocess.Popen[bytes], seconds: float) 
         time.sleep(0.05)
 
 
+def _default_signals() -> None:
+    """In the child: Ctrl-C and SIGTERM as a terminal delivers them, even when the test runner
+    was started in the background (a shell starts background jobs with SIGINT ignored, and a
+    Python started with SIGINT ignored never raises KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_process(case: Case) -> Outcome:
     """``python -m evalret`` in the case's world; once the plug-in hangs (or the server prints
     its URL) the situation's signal is sent; a process still alive 60 s later is killed."""
@@ -222,6 +230,7 @@ def run_process(case: Case) -> Outcome:
             env=env,
             stdout=out,
             stderr=err,
+            preexec_fn=_default_signals,
         )
         try:
             if case.wait_ready:
