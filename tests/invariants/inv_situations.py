@@ -1,0 +1,407 @@
+"""The catalogue of hostile situations, and which of them apply to a row of the table.
+
+A situation prepares a case (inv_case.Case: the world's copy, the role -> path map, the
+environment, the config) and says what the call must end with: the exit codes its documented
+meaning allows, text the output must name, and any check of its own. The common invariants
+(inv_case.check_invariants) hold for every pair whatever the situation.
+
+- paths: each output equal to an input (the same path, a hard link, a symbolic link), inside an
+  input directory, the folder of an input it would write over, a folder holding an input under
+  the name of a product, a read-only target; every input read-only (the command still works);
+- plug-ins: an encoder or retriever that exits (``sys.exit(0)``, ``SystemExit("msg")``), prints
+  or warns "GATE PASSED", raises lazily, answers an overflowing, string or boolean score, hangs
+  (then SIGTERM or SIGINT), or is killed with earlier outputs in place;
+- config: a duplicate ``gate:`` key, a boolean or quoted number where a number is expected;
+- HTTP: an OpenAI-compatible server that redirects to another origin, drips its answer, echoes
+  the key, or a base_url carrying the credential; the key is always in the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from inv_case import Case, Outcome
+from inv_http import serve
+from inv_table import ROWS, Item, Row
+from inv_world import ENCODER, RETRIEVER, SECRET, SECRET_ENV, config_text, gate_line
+
+Check = Callable[[Case, Outcome], None]
+
+
+@dataclass(frozen=True)
+class Situation:
+    id: str
+    prepare: Callable[[Case], None]
+    # exit codes allowed; None: the row's normal exit code
+    expect: frozenset[int] | None = None
+    process: bool = False  # needs a real process (signals, kills, a server)
+    checks: tuple[Check, ...] = field(default_factory=tuple)
+
+
+def _normal(case: Case) -> None:
+    if case.row.serves:
+        case.stop_with = signal.SIGINT  # a server runs until Ctrl-C
+
+
+# --- paths -----------------------------------------------------------------------------------
+
+
+def _set(
+    out: Item, target: Callable[[Case], object], names: Callable[[Case], str]
+) -> Callable[[Case], None]:
+    def prepare(case: Case) -> None:
+        case.paths[out.role] = target(case)  # type: ignore[assignment]
+        case.must_name.append(names(case))
+        if case.row.serves:
+            case.stop_with = signal.SIGTERM  # a refused call never serves; one that does is stopped
+
+    return prepare
+
+
+def _link(case: Case, inp: Item, kind: str) -> object:
+    link = case.root / f"inv-{kind}-{case.paths[inp.role].name}"
+    if kind == "hardlink":
+        os.link(case.paths[inp.role], link)
+    else:
+        link.symlink_to(case.paths[inp.role], target_is_directory=inp.dir)
+    return link
+
+
+def _hold(out: Item, inp: Item) -> Callable[[Case], None]:
+    """Move the input into a new folder under the output's first product name; --out is it."""
+
+    def prepare(case: Case) -> None:
+        held = case.root / "held"
+        held.mkdir()
+        moved = held / out.products[0]
+        shutil.move(case.paths[inp.role], moved)
+        case.paths[inp.role] = moved
+        case.paths[out.role] = held
+        case.must_name.append((moved.name, held.name))
+        if case.row.serves:
+            case.stop_with = signal.SIGTERM
+
+    return prepare
+
+
+def _read_only_output(out: Item) -> Callable[[Case], None]:
+    def prepare(case: Case) -> None:
+        folder = case.root / "ro"
+        folder.mkdir()
+        current = case.paths[out.role]
+        target = folder / current.name
+        if current.is_dir():
+            shutil.copytree(current, target)
+        elif current.exists():
+            shutil.copyfile(current, target)
+        case.paths[out.role] = target
+        case.make_read_only(folder)
+        if case.row.serves:
+            case.stop_with = signal.SIGTERM
+
+    return prepare
+
+
+def _read_only_inputs(case: Case) -> None:
+    for item in case.row.inputs:
+        case.make_read_only(case.paths[item.role])
+    _normal(case)
+
+
+def _pairs(out: Item, inp: Item) -> Iterator[Situation]:
+    two = frozenset({2})
+    name = lambda c: c.paths[inp.role].name  # noqa: E731
+    base = f"{out.role}-is-{inp.role}"
+    yield Situation(base, _set(out, lambda c: c.paths[inp.role], name), two)
+    if inp.dir == out.dir:
+        yield Situation(
+            f"{out.role}-symlink-to-{inp.role}",
+            _set(out, lambda c: _link(c, inp, "symlink"), name),
+            two,
+        )
+    if not inp.dir and not out.dir:
+        yield Situation(
+            f"{out.role}-hardlink-to-{inp.role}",
+            _set(out, lambda c: _link(c, inp, "hardlink"), name),
+            two,
+        )
+    if inp.dir:
+        inside = lambda c: c.paths[inp.role] / c.paths[out.role].name  # noqa: E731
+        yield Situation(f"{out.role}-inside-{inp.role}", _set(out, inside, name), two)
+    if inp.dir and not out.dir:  # over one of its files (the last by name: queries.jsonl)
+        last = lambda c: sorted(p for p in c.paths[inp.role].iterdir() if p.is_file())[-1]  # noqa: E731
+        yield Situation(
+            f"{out.role}-is-a-file-of-{inp.role}", _set(out, last, lambda c: last(c).name), two
+        )
+    if out.dir and not inp.dir and _basename(inp) in out.products:
+        yield Situation(
+            f"{out.role}-is-folder-of-{inp.role}",
+            _set(out, lambda c: c.paths[inp.role].parent, name),
+            two,
+        )
+    if out.dir and not inp.dir and inp.in_argv and out.products and inp.role != "config":
+        yield Situation(f"{out.role}-holds-{inp.role}", _hold(out, inp), two)
+
+
+def _basename(item: Item) -> str:
+    return item.rel.rsplit("/", 1)[-1]
+
+
+def path_situations(row: Row) -> Iterator[Situation]:
+    for out in row.outputs:
+        for inp in row.inputs:
+            if (out.role, inp.role) not in row.allowed:
+                yield from _pairs(out, inp)
+        yield Situation(f"{out.role}-read-only", _read_only_output(out), frozenset({2}))
+    if row.inputs:
+        yield Situation("inputs-read-only", _read_only_inputs)
+
+
+# --- plug-ins --------------------------------------------------------------------------------
+
+
+def _plugin(target: str, mode: str, names: str | None) -> Callable[[Case], None]:
+    def prepare(case: Case) -> None:
+        case.env["INV_PLUGIN_TARGET"] = target
+        case.env["INV_PLUGIN_MODE"] = mode
+        if names:
+            case.must_name.append(names)
+
+    return prepare
+
+
+MARK = "GATE PASSED [inv_plugin]"  # what the plug-in prints or warns
+
+
+def _stdout_clean(case: Case, outcome: Outcome) -> None:
+    assert MARK not in outcome.stdout, "a plug-in wrote on evalret's stdout"
+    assert MARK in outcome.stderr, "the plug-in's output is lost (it belongs on stderr)"
+
+
+ENDINGS = ("exit-0", "exit-msg")
+RETRIEVER_ANSWERS = ("raise", "lazy-raise", "overflow", "str-score", "bool-score")
+
+
+def plugin_situations(row: Row) -> Iterator[Situation]:
+    three = frozenset({3})
+    if "encoder" in row.plugins:
+        for mode in ENDINGS:
+            for where in ("import", "factory", "identity", "encode"):
+                callable_ = ENCODER.split(":")[0] if where == "import" else ENCODER
+                yield Situation(
+                    f"{mode}-in-encoder-{where}", _plugin(where, mode, callable_), three
+                )
+        yield Situation(
+            # a real process: what a CI log shows is what reaches file descriptor 1
+            "print-in-encoder",
+            _plugin("encode", "print", None),
+            None,
+            True,
+            (_stdout_clean,),
+        )
+        yield Situation("warn-in-encoder", _plugin("encode", "warn", None), checks=(_stdout_clean,))
+    if "retriever" in row.plugins:
+        for mode in ENDINGS + RETRIEVER_ANSWERS:
+            yield Situation(f"{mode}-in-retriever", _plugin("search", mode, RETRIEVER), three)
+        yield Situation(
+            # a real process: what a CI log shows is what reaches file descriptor 1
+            "print-in-retriever",
+            _plugin("search", "print", None),
+            None,
+            True,
+            (_stdout_clean,),
+        )
+        yield Situation(
+            "warn-in-retriever", _plugin("search", "warn", None), checks=(_stdout_clean,)
+        )
+    yield from _process_situations(row)
+
+
+def _hang(target: str, stop: signal.Signals) -> Callable[[Case], None]:
+    def prepare(case: Case) -> None:
+        case.env["INV_PLUGIN_TARGET"] = target
+        case.env["INV_PLUGIN_MODE"] = "hang"
+        case.stop_with = stop
+        case.wait_ready = True
+
+    return prepare
+
+
+def _stale_outputs(case: Case) -> None:
+    """Earlier outputs of a passing run in the output folder (a verdict of another run)."""
+    out = next(item for item in case.row.outputs if item.dir)
+    folder = case.paths[out.role]
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in out.products:
+        stale = (
+            b'{"run_id": "stale-run", "verdict": "pass"}\n'
+            if name.endswith(".json")
+            else (b"stale: gate passed\n")
+        )
+        (folder / name).write_bytes(stale)
+        case.stale[folder / name] = stale
+    if case.row.run_report:
+        (folder / "comment.md").write_bytes(b"stale: gate passed\n")
+        case.stale[folder / "comment.md"] = b"stale: gate passed\n"
+
+
+def _then(*steps: Callable[[Case], None]) -> Callable[[Case], None]:
+    def prepare(case: Case) -> None:
+        for step in steps:
+            step(case)
+
+    return prepare
+
+
+# rows whose signals are tested in a process (each costs a start of Python and evalret)
+SIGNAL_ROWS = {"run", "embed", "hook"}
+
+
+def _process_situations(row: Row) -> Iterator[Situation]:
+    target = "search" if "retriever" in row.plugins else "encode"
+    if row.name in SIGNAL_ROWS:
+        yield Situation("hang-then-sigterm", _hang(target, signal.SIGTERM), frozenset({143}), True)
+        yield Situation("hang-then-sigint", _hang(target, signal.SIGINT), frozenset({130}), True)
+    has_dir_out = any(item.dir and item.products for item in row.outputs)
+    if has_dir_out and "retriever" in row.plugins:
+        yield Situation(
+            "stale-outputs-then-plugin-fails",
+            _then(_stale_outputs, _plugin("search", "raise", RETRIEVER)),
+            frozenset({3}),
+        )
+        if row.name in SIGNAL_ROWS:
+            yield Situation(
+                "stale-outputs-then-killed",
+                _then(_stale_outputs, _hang(target, signal.SIGKILL)),
+                frozenset({-9}),
+                True,
+            )
+
+
+# --- config ----------------------------------------------------------------------------------
+
+
+def _duplicate_gate(case: Case) -> None:
+    text = case.config_text()
+    second = len(text.splitlines()) + 1
+    case.write_config(text + "gate:\n  indexes: [exact]\n")
+    case.must_lines = (gate_line(), second)
+
+
+def _edit(old: str, new: str) -> Callable[[Case], None]:
+    def prepare(case: Case) -> None:
+        text = case.config_text()
+        assert old in text
+        case.write_config(text.replace(old, new))
+
+    return prepare
+
+
+def config_situations(row: Row) -> Iterator[Situation]:
+    if row.config is None:
+        return
+    yield Situation("duplicate-gate-key", _duplicate_gate, frozenset({2}))
+    if row.name == "run":
+        yield Situation(
+            "sample-queries-true",
+            _edit("output: {dir: reports}", "output: {dir: reports}\nsample: {queries: true}"),
+            frozenset({2}),
+        )
+        yield Situation(
+            "quoted-number", _edit("{samples: 100}", "{samples: '100'}"), frozenset({2})
+        )
+
+
+# --- HTTP ------------------------------------------------------------------------------------
+
+
+def _openai_model(url: str, timeout: int = 2) -> str:
+    return (
+        "  provider: openai\n  name: inv-embed\n"
+        f'  base_url: "{url}"\n  api_key_env: {SECRET_ENV}\n'
+        f"  max_retries: 0\n  timeout: {timeout}\n  concurrency: 1"
+    )
+
+
+def _http(mode: str, url_form: str = "{url}") -> Callable[[Case], None]:
+    def prepare(case: Case) -> None:
+        elsewhere_url, elsewhere = case.enter(serve("ok"))
+        url, state = case.enter(serve(mode, redirect_to=elsewhere_url.removesuffix("/v1")))
+        host = url.removeprefix("http://")
+        case.write_config(config_text(model=_openai_model(url_form.format(url=url, host=host))))
+        case.servers = (state, elsewhere)
+
+    return prepare
+
+
+def _key_was_sent(case: Case, outcome: Outcome) -> None:
+    state = case.servers[0]
+    assert state.requests, "no request reached the server"
+    assert state.requests[0]["authorization"] == f"Bearer {SECRET}"
+
+
+def _nothing_elsewhere(case: Case, outcome: Outcome) -> None:
+    texts = [r["body"].get("input") for r in case.servers[1].requests]
+    assert not texts, f"a redirect sent {len(texts)} requests of golden-set text to another origin"
+
+
+def _bounded(case: Case, outcome: Outcome) -> None:
+    first = case.servers[0].first_at
+    assert first is not None, "no request reached the server"
+    held = outcome.ended - first
+    assert held < 5, f"a dripping server held the call {held:.1f} s (model.timeout: 2)"
+
+
+HTTP_DRIP_ROWS = {"run", "embed"}
+QUOTED = urllib.parse.quote(SECRET, safe="")
+
+
+def http_situations(row: Row) -> Iterator[Situation]:
+    if not row.embeds:
+        return
+    yield Situation("http-ok", _http("ok"), checks=(_key_was_sent,))
+    yield Situation(
+        "http-redirect-elsewhere", _http("redirect"), frozenset({3}), checks=(_nothing_elsewhere,)
+    )
+    yield Situation("http-echoes-key", _http("echo-key"), frozenset({3}))
+    yield Situation(
+        "http-key-in-base-url-userinfo",
+        _http("ok", f"http://inv:{QUOTED}@{{host}}"),
+        frozenset({0, 1, 2}),
+    )
+    yield Situation(
+        "http-key-in-base-url-query", _http("ok", f"{{url}}?api_key={QUOTED}"), frozenset({0, 1, 2})
+    )
+    if row.name in HTTP_DRIP_ROWS:
+        yield Situation("http-drip", _http("drip"), frozenset({3}), checks=(_bounded,))
+
+
+# --- the cross product -----------------------------------------------------------------------
+
+
+def situations(row: Row) -> list[Situation]:
+    found = [Situation("normal", _normal)]
+    for family in (path_situations, plugin_situations, config_situations, http_situations):
+        found += list(family(row))
+    if row.serves:  # a server is always a process, stopped by the harness
+        found = [
+            s if s.process else Situation(s.id, s.prepare, s.expect, True, s.checks) for s in found
+        ]
+        found = [
+            s
+            if s.id != "normal" and s.id != "inputs-read-only"
+            else Situation(s.id, s.prepare, frozenset({0, 130}), True, s.checks)
+            for s in found
+        ]
+    ids = [s.id for s in found]
+    assert len(ids) == len(set(ids)), ids
+    return found
+
+
+def all_cases() -> list[tuple[Row, Situation]]:
+    return [(row, s) for row in ROWS for s in situations(row)]

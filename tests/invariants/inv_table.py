@@ -1,0 +1,272 @@
+"""The table: every command and sub-command of `evalret --help`, one row each, saying how to call
+it on the harness's world (inv_world), what it reads and what it writes.
+
+A row's ``argv`` names paths by role, ``{role}`` (a dash in the role is an underscore here); each
+role is an input (read, never changed) or an output (written), a path relative to the case's copy
+of the world. The situations (inv_situations) rewrite these paths, the config or the environment;
+the checks (inv_checks) use the rest: the exit code of a normal call, the report that exit 0 or 1
+must come with, the plug-ins the command calls and whether it embeds with the config's model.
+
+**A new command or plug-in surface joins by adding its row here**; test_invariants fails while a
+command of the Typer app has none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Item:
+    """An input or output path of a row: its role, its path in the world, whether a directory."""
+
+    role: str
+    rel: str
+    dir: bool = False
+    # an output directory: the names written into it (a situation puts an input under one)
+    products: tuple[str, ...] = ()
+    # an input named in argv (a situation may move it); not one only a config names
+    in_argv: bool = True
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    argv: tuple[str, ...]
+    inputs: tuple[Item, ...] = ()
+    outputs: tuple[Item, ...] = ()
+    exit: int = 0  # the exit code of a normal call on the world
+    # the report exit 0 or 1 must come with, fresh and complete: (output role, name inside it, or
+    # "" for the output itself)
+    report: tuple[str, str] | None = None
+    config: str | None = None  # the role of the YAML config it reads
+    plugins: frozenset[str] = frozenset()  # "encoder", "retriever": the plug-ins it calls
+    embeds: bool = False  # embeds with the config's model (the HTTP situations apply)
+    serves: bool = False  # a server: run as a process, stopped by the harness
+    run_report: bool = False  # the report is an evalret run report.json (carries run_id)
+    # outputs that may be an input by design: (output role, input role)
+    allowed: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+
+    @property
+    def id(self) -> str:
+        return self.name.replace(" ", "-")
+
+
+CONFIG = Item("config", "cfg.yaml")
+GOLDEN = Item("golden-set", "golden", dir=True, in_argv=False)
+PLUGIN_FILE = Item("plugin", "inv_plugin.py", in_argv=False)
+BASELINE = Item("baseline", "baseline.json")
+CONFIG_BASELINE = Item("baseline", "baseline.json", in_argv=False)
+SAVED = Item("saved-report", "saved/report.json")
+RUN_PRODUCTS = ("report.json", "report.md", "report.html", "junit.xml", "run.exact.trec")
+BOTH = frozenset({"encoder", "retriever"})
+ENCODER = frozenset({"encoder"})
+
+ROWS: tuple[Row, ...] = (
+    Row(
+        "run",
+        (
+            "run",
+            "-c",
+            "{config}",
+            "--no-progress",
+            "--out",
+            "{out}",
+            "--baseline",
+            "{baseline}",
+            "--save-baseline",
+            "{save_baseline}",
+        ),
+        inputs=(CONFIG, GOLDEN, BASELINE, PLUGIN_FILE),
+        outputs=(
+            Item("out", "out", dir=True, products=RUN_PRODUCTS),
+            Item("save-baseline", "new-baseline.json"),
+        ),
+        report=("out", "report.json"),
+        config="config",
+        plugins=BOTH,
+        embeds=True,
+        run_report=True,
+        # saving over the baseline gated against is how a baseline is refreshed, on purpose
+        allowed=frozenset({("save-baseline", "baseline")}),
+    ),
+    Row(
+        "embed",
+        ("embed", "-c", "{config}", "--no-progress", "--dir", "{cache}"),
+        inputs=(CONFIG, GOLDEN, PLUGIN_FILE),
+        outputs=(Item("cache", "cache", dir=True, products=("embeddings",)),),
+        config="config",
+        plugins=ENCODER,
+        embeds=True,
+    ),
+    Row(
+        "score",
+        ("score", "{qrels}", "prod={run_file}", "--out", "{out}", "--no-progress"),
+        inputs=(Item("qrels", "qrels.txt"), Item("run-file", "run.prod.trec")),
+        outputs=(
+            Item(
+                "out",
+                "out",
+                dir=True,
+                products=("report.json", "report.md", "report.html", "run.prod.trec"),
+            ),
+        ),
+        report=("out", "report.json"),
+        run_report=True,
+    ),
+    Row(
+        "compare",
+        ("compare", "{a}", "{b}", "--out", "{out}", "--no-progress", "--samples", "100"),
+        inputs=(Item("a", "saved/a.json"), Item("b", "saved/b.json")),
+        outputs=(
+            Item(
+                "out",
+                "out",
+                dir=True,
+                products=("compare.json", "compare.md", "disagreements.md", "report.html"),
+            ),
+        ),
+        report=("out", "compare.json"),
+    ),
+    Row(
+        "pool",
+        ("pool", "{config}", "-k", "3", "--out", "{out}", "--no-progress"),
+        inputs=(CONFIG, GOLDEN, PLUGIN_FILE),
+        outputs=(Item("out", "new-pool.jsonl"),),
+        report=("out", ""),
+        config="config",
+        plugins=BOTH,
+        embeds=True,
+    ),
+    Row(
+        "annotate",
+        ("annotate", "{pool}", "-a", "carol", "--port", "0", "--no-browser", "--out", "{out}"),
+        inputs=(Item("pool", "pool.jsonl"),),
+        outputs=(Item("out", "carol.jsonl"),),
+        serves=True,
+    ),
+    Row(
+        "report",
+        ("report", "{saved_report}", "--out", "{out}"),
+        inputs=(SAVED,),
+        outputs=(Item("out", "html", dir=True, products=("report.html",)),),
+        report=("out", "report.html"),
+    ),
+    Row(
+        "init",
+        ("init", "{repo}"),
+        outputs=(Item("repo", "repo", dir=True, products=("evalret.yaml",)),),
+        report=("repo", "evalret.yaml"),
+    ),
+    Row(
+        "hook",
+        ("hook", "-c", "{config}", "--out", "{out}"),
+        inputs=(CONFIG, GOLDEN, CONFIG_BASELINE, PLUGIN_FILE),
+        outputs=(Item("out", "out", dir=True, products=RUN_PRODUCTS),),
+        report=("out", "report.json"),
+        config="config",
+        plugins=BOTH,
+        embeds=True,
+        run_report=True,
+    ),
+    Row(
+        "validate",
+        ("validate", "{config}", "--report", "{saved_report}"),
+        inputs=(CONFIG, GOLDEN, SAVED),
+        config="config",
+    ),
+    Row(
+        "leakage",
+        ("leakage", "--train", "{train}", "{config}", "--out", "{out}", "--no-progress"),
+        inputs=(Item("train", "train.txt"), CONFIG, GOLDEN, PLUGIN_FILE),
+        outputs=(Item("out", "leakage.json"),),
+        report=("out", ""),
+        config="config",
+        plugins=ENCODER,
+        embeds=True,
+    ),
+    Row(
+        "sweep",
+        (
+            "sweep",
+            "--set",
+            "indexes.hnsw.ef_search=16,32",
+            "--out",
+            "{out}",
+            "-c",
+            "{config}",
+            "--repeats",
+            "1",
+            "--no-progress",
+        ),
+        inputs=(CONFIG, GOLDEN, PLUGIN_FILE),
+        outputs=(Item("out", "sweep", dir=True, products=("sweep.json", "sweep.html")),),
+        report=("out", "sweep.json"),
+        config="config",
+        plugins=BOTH,
+        embeds=True,
+    ),
+    Row("baseline show", ("baseline", "show", "{baseline}"), inputs=(BASELINE,)),
+    Row(
+        "cache info",
+        ("cache", "info", "--dir", "{cache}"),
+        inputs=(Item("cache", "cachefull", dir=True),),
+    ),
+    Row(
+        "cache clear",
+        ("cache", "clear", "--dir", "{cache}"),
+        outputs=(Item("cache", "cachefull", dir=True, products=("embeddings",)),),
+    ),
+    Row(
+        "cache prune",
+        ("cache", "prune", "--dir", "{cache}", "--days", "0"),
+        outputs=(Item("cache", "cachefull", dir=True, products=("embeddings",)),),
+    ),
+    Row(
+        "history add",
+        ("history", "add", "{saved_report}", "--db", "{db}", "-c", "{config}", "--label", "pr"),
+        inputs=(SAVED, CONFIG),
+        outputs=(Item("db", "history.sqlite"),),
+        report=("db", ""),
+        config="config",
+    ),
+    Row(
+        "history show",
+        ("history", "show", "--db", "{db}", "-c", "{config}"),
+        inputs=(Item("db", "history.sqlite"), CONFIG),
+        config="config",
+    ),
+    Row(
+        "history report",
+        ("history", "report", "--db", "{db}", "-c", "{config}", "-o", "{out}"),
+        inputs=(Item("db", "history.sqlite"), CONFIG),
+        outputs=(Item("out", "trend.html"),),
+        report=("out", ""),
+        config="config",
+    ),
+    Row(
+        "judgments agreement",
+        ("judgments", "agreement", "{alice}", "{bob}", "--json", "{out}"),
+        inputs=(Item("alice", "alice.jsonl"), Item("bob", "bob.jsonl")),
+        outputs=(Item("out", "agreement.json"),),
+        report=("out", ""),
+    ),
+    Row(
+        "judgments merge",
+        ("judgments", "merge", "{alice}", "{bob}", "--into", "{into}", "--out", "{out}"),
+        inputs=(
+            Item("alice", "alice.jsonl"),
+            Item("bob", "bob.jsonl"),
+            Item("into", "golden", dir=True),
+        ),
+        outputs=(
+            Item(
+                "out",
+                "merged",
+                dir=True,
+                products=("queries.jsonl", "corpus.jsonl", "disputed.jsonl"),
+            ),
+        ),
+        report=("out", "queries.jsonl"),
+    ),
+)
