@@ -27,6 +27,7 @@ from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_key
 from evalret.data.atomic import check_writable_dir
 from evalret.data.config import Config
 from evalret.data.goldenset import GoldenSet, load_golden_set
+from evalret.data.paths import Declared, cache_output, config_inputs, guard
 from evalret.engines.cache import CachedEmbedder, check_cache_writable
 from evalret.engines.embed import Kind
 from evalret.engines.embedders import open_embedder
@@ -155,6 +156,8 @@ def embed_command(
     ``on_keys`` (tests) receives the shard's distinct keys."""
     spec = parse_shard(shard) if shard is not None else None
     cfg = _config(config, cache_dir, no_cache)
+    role = "--dir" if cache_dir is not None else "cache.dir"
+    guard(Declared("embed", config_inputs(cfg, config), cache_output(cfg, role)))
     texts = texts_to_embed(cfg)
     opened = open_embedder(cfg.model, cfg.cache)
     cached = opened.cached

@@ -31,14 +31,10 @@ TREND_PAGE = "trend.html"
 
 
 def history_path(db: Path | None, config: Path | None) -> Path:
-    """The history database: ``db``, else the config's ``history.path``, else DEFAULT_PATH."""
-    if db is not None:
-        return db
-    if config is not None:
-        configured = load_config(config).history.path
-        if configured is not None:
-            return configured
-    return DEFAULT_PATH
+    """The history database: ``db``, else the config's ``history.path``, else DEFAULT_PATH;
+    a config given is loaded (and so checked) either way."""
+    configured = load_config(config).history.path if config is not None else None  # checked
+    return db or configured or DEFAULT_PATH
 
 
 def history_add_command(

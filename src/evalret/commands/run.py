@@ -15,7 +15,15 @@ from evalret.commands.sample import with_sample
 from evalret.data.atomic import check_writable_dir, check_writable_file
 from evalret.data.baseline import baseline_for_run, save_baseline
 from evalret.data.config import Config
-from evalret.data.paths import Declared, Input, Output, clear_outputs, config_inputs, guard
+from evalret.data.paths import (
+    Declared,
+    Input,
+    Output,
+    cache_output,
+    clear_outputs,
+    config_inputs,
+    guard,
+)
 from evalret.errors import ExitCode
 
 
@@ -80,6 +88,7 @@ def run_io(
     out_dir = out if out is not None else cfg.output.dir
     out_role = "--out" if out is not None else "output.dir"
     writes = [Output(out_role, out_dir, "dir", report_names(cfg.indexes.enabled_names()))]
+    writes += cache_output(cfg)
     if save_to is not None:
         writes.append(Output("--save-baseline", save_to))
     summary = step_summary()

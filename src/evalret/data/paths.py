@@ -25,6 +25,7 @@ are not checked either.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from evalret.data.atomic import write_target
-from evalret.data.config import Config, RunIndexConfig
+from evalret.data.config import Config, PythonIndexConfig, RunIndexConfig
 from evalret.data.goldenset import TREC_CORPUS_NAMES, TREC_QUERIES_NAMES
 from evalret.errors import InputError, Problem
 
@@ -244,12 +245,58 @@ def run_file_inputs(cfg: Config) -> list[Input]:
     ]
 
 
+def _module_source(spec: str) -> Input | None:
+    """Where the top-level module of a callable ``spec`` ("pkg.module:attr") lives, found
+    without importing it (``importlib.util.find_spec`` on the top-level name runs no code of
+    the module): a package's directory (every file under it) or the module's file. None for a
+    built-in module or one that cannot be found (importing it fails later, with its own error)."""
+    top = spec.partition(":")[0].split(".")[0]
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if found is None:
+        return None
+    role = f"the plug-in module {top!r}"
+    locations = list(found.submodule_search_locations or [])
+    if locations:
+        return Input(role, Path(locations[0]), tree=True)
+    if found.origin is None or not found.has_location:
+        return None
+    return Input(role, Path(found.origin))
+
+
+def plugin_inputs(cfg: Config) -> list[Input]:
+    """The source of the code ``cfg`` names (the custom encoder's factory, the enabled Python
+    retrievers): an output over a plug-in's own file would replace code with a report."""
+    specs = [cfg.model.callable] if cfg.model.provider == "python" and cfg.model.callable else []
+    specs += [
+        index.callable
+        for index in cfg.indexes.typed.values()
+        if isinstance(index, PythonIndexConfig) and index.enabled
+    ]
+    found = (_module_source(spec) for spec in specs)
+    return [source for source in found if source is not None]
+
+
+def cache_output(cfg: Config, role: str = "cache.dir") -> list[Output]:
+    """The embedding cache's directory as an output (files are added under it) when the user
+    named it (``role``: cache.dir, --dir, or $EVALRET_CACHE_DIR); the per-user default is
+    evalret's own and not checked."""
+    if not cfg.cache.enabled:
+        return []
+    if cfg.cache.dir is not None:
+        return [Output(role, cfg.cache.dir, "tree")]
+    env = os.environ.get("EVALRET_CACHE_DIR")
+    return [Output("$EVALRET_CACHE_DIR", Path(env), "tree")] if env else []
+
+
 def config_inputs(cfg: Config, config: Path | None, role: str = "--config") -> list[Input]:
     """What evaluating ``cfg`` reads: the config file itself (``config``, the option ``role``
-    names it), its golden set and its run files (the gate's baseline is the command's to
-    declare: not every command reads it)."""
+    names it), its golden set, its run files and the plug-in modules it names (the gate's
+    baseline is the command's to declare: not every command reads it)."""
     inputs = [Input(f"the config ({role})", config)] if config is not None else []
-    return inputs + golden_inputs(cfg) + run_file_inputs(cfg)
+    return inputs + golden_inputs(cfg) + run_file_inputs(cfg) + plugin_inputs(cfg)
 
 
 def unique(inputs: Iterable[Input]) -> list[Input]:

@@ -526,9 +526,12 @@ def check_prune_days(days: float) -> None:
 
 def prune_cache(root: Path, older_than_days: float) -> dict[str, int]:
     """Remove namespaces unused for ``older_than_days``, corrupt shards, stale temporary files
-    (of embeddings and HNSW graphs) and orphan vector files of shards whose metadata is gone."""
+    (of embeddings and HNSW graphs) and orphan vector files of shards whose metadata is gone.
+    InputError (exit 2) naming the first embedding set that could not be removed (a read-only
+    cache), after removing what it could."""
     check_prune_days(older_than_days)
     removed = {"namespaces": 0, "corrupt_files": 0, "temp_files": 0, "orphan_files": 0}
+    failed: list[str] = []
     cutoff = time.time() - older_than_days * 86400
     for ns in _namespaces(root):
         try:
@@ -536,11 +539,15 @@ def prune_cache(root: Path, older_than_days: float) -> dict[str, int]:
         except OSError:
             continue
         if unused:
-            shutil.rmtree(ns, ignore_errors=True)
-            removed["namespaces"] += 1
+            removed["namespaces"] += _remove_tree(ns, failed)
         else:
             _prune_namespace(ns, removed)
     for directory in (root / "indexes", root / "models"):
         with contextlib.suppress(OSError):
             removed["temp_files"] += remove_stale_temps(directory)
+    if failed:
+        raise InputError(
+            f"cannot prune the embedding cache {root} ({removed['namespaces']} embedding set(s) "
+            f"removed): cannot remove {failed[0]}"
+        )
     return removed
