@@ -458,8 +458,9 @@ def run_gate_sh(tmp_path: Path, callable_name: str) -> tuple[dict[str, str], str
 
 def test_gate_sh_passes_only_with_this_runs_report(tmp_path: Path) -> None:
     """A finished run: exit-code 0 and report.json carries the run-id output. Then a run whose
-    plug-in ends the process with status 0 before any report: the report.json left by the
-    first run is not this run's, so the verdict is 3, never a pass."""
+    plug-in ends the process with status 0 before any report: the first run's report.json was
+    removed when the second started (a run clears its earlier outputs), and gate.sh finds no
+    report of this run, so the verdict is 3, never a pass."""
     outputs, _ = run_gate_sh(tmp_path, "rank")
     assert outputs["exit-code"] == "0"
     report = json.loads((tmp_path / "out" / "report.json").read_text())
@@ -472,4 +473,5 @@ def test_gate_sh_passes_only_with_this_runs_report(tmp_path: Path) -> None:
     stale, stdout = run_gate_sh(tmp_path, "vanish")
     assert stale["exit-code"] == "3", stdout
     assert stale["run-id"] != outputs["run-id"]
-    assert "::error::evalret exited 0 but" in stdout and "not this run's" in stdout
+    assert "::error::evalret exited 0 but" in stdout
+    assert not (tmp_path / "out" / "report.json").exists()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -558,18 +559,21 @@ def test_embed_into_a_cache_it_cannot_write_is_exit_2_before_embedding(
 ) -> None:
     """The cache directory under a regular file: exit 2 naming it, and nothing embedded (it was
     exit 3 after embedding everything, the vectors lost)."""
-    (world.root / "guard_encoder.py").write_text(ENCODER)
+    # a module name of its own: test_plugin_guard's guard_encoder must not be found in
+    # sys.modules after this test
+    (world.root / "outguard_encoder.py").write_text(ENCODER)
     monkeypatch.syspath_prepend(str(world.root))
-    import guard_encoder  # type: ignore[import-not-found]
+    monkeypatch.delitem(sys.modules, "outguard_encoder", raising=False)
+    import outguard_encoder  # type: ignore[import-not-found]
 
     config = world.root / "embed.yaml"
     config.write_text(
         f"golden_set: {{path: {world.golden}}}\n"
-        "model: {provider: python, callable: 'guard_encoder:make'}\n"
+        "model: {provider: python, callable: 'outguard_encoder:make'}\n"
     )
     (world.root / "file").write_text("a file")
     cache = world.root / "file" / "cache"
     code, output = invoke("embed", "-c", str(config), "--dir", str(cache), "--no-progress")
     assert code == 2, output
-    assert "cannot write embedding cache" in " ".join(output.split())
-    assert guard_encoder.CALLS == []
+    assert "cannot write the embedding cache" in " ".join(output.split())
+    assert outguard_encoder.CALLS == []

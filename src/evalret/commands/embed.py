@@ -24,7 +24,6 @@ from evalret.commands.evaluate import queries_to_evaluate
 from evalret.commands.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.commands.sample import draw_sample
 from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
-from evalret.data.atomic import check_writable_dir
 from evalret.data.config import Config
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.data.paths import Declared, cache_output, config_inputs, guard
@@ -163,7 +162,6 @@ def embed_command(
     cached = opened.cached
     assert cached is not None  # the cache is on (checked above)
     assert opened.root is not None
-    check_writable_dir(opened.root, "embedding cache")  # before anything is embedded
     keys = {kind: cached.keys(texts[kind], kind) for kind in KINDS}
     every = distinct_keys(np.concatenate([keys[k] for k in KINDS]))
     if len(every):

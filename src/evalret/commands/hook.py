@@ -115,7 +115,7 @@ def _gate(
             "commit it"
         )
     outcome = run_configured(
-        cfg, out=out, baseline=reference, inputs=config_inputs(cfg, config), command="hook"
+        cfg, out=out, baseline=baseline, inputs=config_inputs(cfg, config), command="hook"
     )
     report = report_of_run(outcome)
     report_md = next((p for p in outcome.written if p.name == "report.md"), None)
