@@ -138,15 +138,11 @@ class _PolicyTransport:
 
 
 def http_module() -> Any:
-    """The HTTP library the ``openai`` client speaks (httpx2 from openai 3, httpx before)."""
-    try:
-        import httpx2
+    """The HTTP library the ``openai`` client speaks: httpx2 (openai 3; the extra requires the
+    release this policy was tested with)."""
+    import httpx2
 
-        return httpx2
-    except ImportError:
-        import httpx
-
-        return httpx
+    return httpx2
 
 
 def proxy_for(url: str) -> str | None:
