@@ -509,3 +509,112 @@ def test_a_chosen_run_id_is_written_and_a_bad_one_refused(
     code, output = invoke("run", "-c", str(config), "--no-progress", "-o", str(tmp_path / "o"))
     assert code == 2 and "EVALRET_RUN_ID" in output, output
     assert not (tmp_path / "o").exists()
+
+
+# --- the pushed commit's plug-in code, and the checkout's files, under the hook ----------------
+
+HOOK_RETRIEVER = """
+def search(ids, texts, vectors, depth):
+    return [[("doc-0001", 1.0), ("doc-0002", 0.5)] for _ in ids]
+"""
+PLUGIN_CONFIG = """\
+golden_set: {path: golden}
+indexes:
+  exact: {enabled: false}
+  hnsw: {enabled: false}
+  bm25: {enabled: false}
+  hybrid: {enabled: false}
+  p: {type: python, callable: 'hookpushed_retriever:search'}
+gate:
+  baseline: baselines/b.json
+  thresholds:
+    recall@10: {max_drop: 0.01}
+output: {dir: reports}
+"""
+
+
+def _plugin_repo(root: Path) -> tuple[Path, str]:
+    """A repository whose config ranks with a Python retriever kept in it (its baseline saved
+    with that code), and a branch `bad` whose retriever fails; main checked out. Returns the
+    checkout and bad's commit."""
+    import shutil
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    root.mkdir()
+    shutil.copytree(REPO / "golden_sets" / "demo", root / "golden")
+    (root / "evalret.yaml").write_text(PLUGIN_CONFIG)
+    (root / "hookpushed_retriever.py").write_text(HOOK_RETRIEVER)
+    git("init", "-q", "-b", "main")
+    code, output = invoke(
+        "run", "-c", str(root / "evalret.yaml"), "--save-baseline", str(root / "baselines/b.json"),
+        "--out", str(root / "first"), "--no-progress",
+    )  # fmt: skip
+    assert code == 0, output
+    git("add", "evalret.yaml", "hookpushed_retriever.py", "golden", "baselines")
+    git("commit", "-q", "-m", "good")
+    git("checkout", "-q", "-b", "bad")
+    (root / "hookpushed_retriever.py").write_text(
+        "def search(ids, texts, vectors, depth):\n    raise RuntimeError('the pushed code ran')\n"
+    )
+    git("commit", "-q", "-am", "bad retriever")
+    bad = git("rev-parse", "HEAD")
+    git("checkout", "-q", "main")
+    return root, bad
+
+
+def test_the_hook_imports_the_pushed_commits_plugin_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retriever changed only in the pushed commit is the one that runs: the checkout's own
+    (good) module on sys.path is swapped for the worktree's while the commit is gated (before,
+    the checkout's code ran and the bad push passed)."""
+    monkeypatch.syspath_prepend(str(tmp_path / "repo"))
+    monkeypatch.delitem(sys.modules, "hookpushed_retriever", raising=False)
+    root, bad = _plugin_repo(tmp_path / "repo")
+    monkeypatch.delitem(sys.modules, "hookpushed_retriever", raising=False)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("PRE_COMMIT_TO_REF", bad)
+    code, output = invoke("hook", "-c", "evalret.yaml")
+    assert code == 3, output
+    assert "the pushed code ran" in output
+    monkeypatch.delenv("PRE_COMMIT_TO_REF")
+    monkeypatch.delitem(sys.modules, "hookpushed_retriever", raising=False)
+    code, output = invoke("hook", "-c", "evalret.yaml")  # the checkout itself: the good code
+    assert code == 0, output
+    assert str(root) in sys.path and not any("evalret-hook-" in p for p in sys.path)
+
+
+def test_the_hook_guards_the_checkouts_files_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pushed commit whose output directory is its golden set: the reports go to the
+    checkout, so the guard refuses them against the checkout's golden set as well as the
+    worktree's (exit 2, the checkout's files intact)."""
+    monkeypatch.syspath_prepend(str(tmp_path / "repo"))
+    monkeypatch.delitem(sys.modules, "hookpushed_retriever", raising=False)
+    root, _ = _plugin_repo(tmp_path / "repo")
+    (root / "evalret.yaml").write_text(PLUGIN_CONFIG.replace("dir: reports", "dir: golden"))
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "out"],
+        cwd=root,
+        check=True,
+    )
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    before = {p: p.read_bytes() for p in (root / "golden").iterdir()}
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("PRE_COMMIT_TO_REF", head)
+    code, output = invoke("hook", "-c", "evalret.yaml")
+    assert code == 2, output
+    assert "in the checkout" in " ".join(output.split())
+    assert {p: p.read_bytes() for p in (root / "golden").iterdir()} == before

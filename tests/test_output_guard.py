@@ -577,3 +577,23 @@ def test_embed_into_a_cache_it_cannot_write_is_exit_2_before_embedding(
     assert code == 2, output
     assert "cannot write the embedding cache" in " ".join(output.split())
     assert outguard_encoder.CALLS == []
+
+
+def test_two_outputs_that_are_one_file_are_refused(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--save-baseline OUT/report.json (the baseline would replace the run's report.json and
+    its run id) and a step summary that is OUT/report.md: exit 2 naming both, nothing written
+    (both used to pass, the later write replacing the earlier)."""
+    code, output = invoke(
+        "run", "-c", str(world.config), "--out", "out", "--save-baseline", "out/report.json"
+    )
+    assert code == 2, output
+    flat = " ".join(output.split())
+    assert "--save-baseline out/report.json is also --out" in flat
+    assert not Path("out/report.json").exists()
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "out/report.md")
+    code, output = invoke("score", str(world.qrels), str(world.run), "--out", "out")
+    assert code == 2, output
+    assert "$GITHUB_STEP_SUMMARY out/report.md is also --out" in " ".join(output.split())
+    assert not Path("out/report.md").exists()

@@ -11,11 +11,13 @@ one, draws no progress bars, and prints a short verdict with the path of report.
 
 What is gated is what is pushed: pre-commit names the commit being pushed in
 ``$PRE_COMMIT_TO_REF``; the hook checks that commit out into a temporary git worktree and
-evaluates the config, golden set and baseline found there (report files still go to the output
-directory of the checkout, where the user reads them). Without that variable (the hook run by
-hand) the working tree is gated. The verdict is read back from the report.json this run wrote,
-recognised by its run id, and must agree with the run's own outcome: a report missing or left by
-another run is a failure (exit 3), never a pass.
+evaluates the config, golden set, baseline and plug-in modules found there (``sys.path`` entries
+inside the checkout point into the worktree while it runs; a Ray actor imports from its own
+path); report files still go to the output directory of the checkout, where the user reads them,
+and the input guard checks them against the inputs of both trees. Without that variable (the
+hook run by hand) the working tree is gated. The verdict is read back from the report.json this
+run wrote, recognised by its run id, and must agree with the run's own outcome: a report missing
+or left by another run is a failure (exit 3), never a pass.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -32,7 +35,7 @@ from pathlib import Path
 from evalret.commands.configs import run_config
 from evalret.commands.run import RunOutcome, run_configured
 from evalret.data.config import Config
-from evalret.data.paths import config_inputs
+from evalret.data.paths import Input, config_inputs
 from evalret.data.schema import RunReport
 from evalret.errors import ConfigError, EvalretError, ExitCode, InputError
 
@@ -99,12 +102,44 @@ def hook_command(
             )
         cfg = _outputs_in_checkout(run_config(inside), tree, root)
         reference = _moved(baseline, root, tree) or baseline if baseline is not None else None
-        outcome = _gate(cfg, config, reference, out, tree)
+        with _imports_from(tree, root):
+            outcome = _gate(cfg, config, reference, out, tree, root)
     return HookOutcome(outcome.run, outcome.report, outcome.baseline, outcome.report_md, commit=sha)
 
 
+@contextmanager
+def _imports_from(tree: Path, root: Path) -> Iterator[None]:
+    """Plug-in modules (a Python retriever, a custom encoder) imported from the pushed commit:
+    each ``sys.path`` entry inside the checkout (the working directory, ``PYTHONPATH``) points at
+    the same place in ``tree`` while the commit is gated."""
+    saved = list(sys.path)
+    sys.path[:] = [str(_moved(Path(entry or "."), root, tree) or entry) for entry in saved]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def _checkout_inputs(inputs: list[Input], tree: Path | None, root: Path | None) -> list[Input]:
+    """``inputs`` of the pushed commit's worktree, and the same files in the checkout: the
+    reports are written into the checkout, so they must clobber neither."""
+    if tree is None or root is None:
+        return inputs
+    mirrored = [
+        Input(f"{i.role}, in the checkout", back, i.tree)
+        for i in inputs
+        if (back := _back(i.path, tree, root)) is not None and back != i.path
+    ]
+    return inputs + mirrored
+
+
 def _gate(
-    cfg: Config, config: Path, baseline: Path | None, out: Path | None, tree: Path | None
+    cfg: Config,
+    config: Path,
+    baseline: Path | None,
+    out: Path | None,
+    tree: Path | None,
+    root: Path | None = None,
 ) -> HookOutcome:
     reference = baseline or cfg.gate.baseline
     if reference is None:
@@ -114,9 +149,8 @@ def _gate(
             f"{config} --save-baseline baselines/evalret.json), name it in gate.baseline, and "
             "commit it"
         )
-    outcome = run_configured(
-        cfg, out=out, baseline=baseline, inputs=config_inputs(cfg, config), command="hook"
-    )
+    inputs = _checkout_inputs(config_inputs(cfg, config), tree, root)
+    outcome = run_configured(cfg, out=out, baseline=baseline, inputs=inputs, command="hook")
     report = report_of_run(outcome)
     report_md = next((p for p in outcome.written if p.name == "report.md"), None)
     return HookOutcome(

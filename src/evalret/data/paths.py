@@ -170,9 +170,26 @@ def _clashes(out: Output, inp: Input) -> Iterator[str]:
             yield found if out.kind == "file" else f"{found} (it writes {written.name} there)"
 
 
+def _output_clashes(outputs: Sequence[Output]) -> Iterator[str]:
+    """Two outputs that are one file on disk (``--save-baseline OUT/report.json``, a step
+    summary that is ``OUT/report.md``): the second write would replace the first."""
+    seen: list[tuple[_Where, str]] = []
+    for out in outputs:
+        for written in out.files:
+            where = _Where.of(written)
+            if where.written_in_place:
+                continue
+            label = f"{out.role} {written}" if out.kind == "dir" else f"{out.role} {out.path}"
+            for other, other_label in seen:
+                if where.same(other) and not other_label.startswith(f"{out.role} "):
+                    yield f"{label} is also {other_label}: one would replace the other"
+            seen.append((where, label))
+
+
 def clashes(declared: Declared) -> list[str]:
-    """Every output (or updated file) of ``declared`` that is, or writes into, an input."""
-    found: list[str] = []
+    """Every output (or updated file) of ``declared`` that is, or writes into, an input, and
+    every two outputs that are one file."""
+    found: list[str] = list(_output_clashes(declared.outputs))
     for out in declared.outputs:
         for inp in [*declared.inputs, *declared.updated]:
             found.extend(_clashes(out, inp))
@@ -189,7 +206,7 @@ def guard(declared: Declared) -> None:
     found = clashes(declared)
     if not found:
         return
-    hint = "an input is never an output: choose another output path"
+    hint = "an input is never an output, nor are two outputs one file: choose another output path"
     if len(found) == 1:
         raise InputError(f"{found[0]}; {hint}")
     raise InputError(
