@@ -230,6 +230,20 @@ def _ends_a_line(path: Path) -> bool:
         raise InputError(f"cannot read annotations {path}: {e.strerror or e}") from None
 
 
+def _check_appendable(out: Path) -> None:
+    """InputError (exit 2) when grades cannot be appended to ``out``: an existing file is opened
+    for appending (it is appended to in place, never replaced), a new one is probed in its
+    directory."""
+    if not out.exists():
+        check_writable_file(out, "annotations")
+        return
+    try:
+        with open(out, "ab"):
+            pass
+    except OSError as e:
+        raise InputError(f"cannot append to annotations {out}: {e.strerror or e}") from None
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive advisory lock on ``path`` (created if missing) while appending: another
@@ -378,9 +392,12 @@ def prepare_annotation(
     reads = [Input("the pool (POOL)", pool)]
     guard(Declared("annotate", reads, updated=[Input("the annotation file (--out)", out)]))
     items = read_pool(pool, scale)
-    check_writable_file(out, "annotations")
+    _check_appendable(out)
     resumed = read_grades(out, annotator)
-    notes = [n for n in [repair_tail(out)] if n is not None]
+    notes: list[str] = []
+    if out.exists():  # another server may be appending to it (a new file stays unmade)
+        with _locked(out):
+            notes = [n for n in [repair_tail(out)] if n is not None]
     session = Session(items, annotator, seed, out, resumed.grades)
     return AnnotateSetup(session, scale, out, notes)
 

@@ -34,7 +34,16 @@ from evalret.data.baseline import changed_settings, check_comparable, golden_set
 from evalret.data.config import load_config
 from evalret.data.examples import query_examples
 from evalret.data.goldenset import GoldenSet
-from evalret.data.paths import Declared, Input, Output, clear_outputs, config_inputs, guard, unique
+from evalret.data.paths import (
+    Declared,
+    Input,
+    Output,
+    cache_output,
+    clear_outputs,
+    config_inputs,
+    guard,
+    unique,
+)
 from evalret.data.schema import (
     SCHEMA_VERSION,
     TOP_KEPT,
@@ -165,12 +174,14 @@ def compare_io(a: Path, b: Path, out: Path) -> Declared:
     """What `evalret compare` reads (A and B; for a config, what evaluating it reads) and writes
     (COMPARE_FILES into ``out``, the step summary)."""
     reads: list[Input] = []
+    writes = [Output("--out", out, "dir", COMPARE_FILES)]
     for side, path in (("A", a), ("B", b)):
         if path.suffix == ".json":
             reads.append(Input(f"the saved report ({side})", path))
         else:
-            reads += config_inputs(load_config(path), path, side)
-    writes = [Output("--out", out, "dir", COMPARE_FILES)]
+            cfg = load_config(path)
+            reads += config_inputs(cfg, path, side)
+            writes += [c for c in cache_output(cfg) if c not in writes]
     summary = step_summary()
     if summary is not None:
         writes.append(Output("$GITHUB_STEP_SUMMARY", summary))

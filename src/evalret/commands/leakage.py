@@ -16,7 +16,7 @@ from evalret.core.duplicates import NEAR_DUPLICATE_JACCARD
 from evalret.core.leakage import Embed, LeakageResult, find_leaks, slice_leaks
 from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.config import Config
-from evalret.data.paths import Declared, Input, Output, config_inputs, guard
+from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard
 from evalret.data.training import TrainFormat, read_training_queries
 from evalret.errors import InputError
 from evalret.report.escape import json_document
@@ -105,7 +105,8 @@ def leakage_command(
     cfg = golden_config(golden)
     config = golden if golden is not None and golden.suffix in CONFIG_SUFFIXES else None
     reads = [*config_inputs(cfg, config, "GOLDEN"), Input("the training queries (--train)", train)]
-    guard(Declared("leakage", reads, [Output("--out", out)] if out is not None else []))
+    writes = [Output("--out", out)] if out is not None else []
+    guard(Declared("leakage", reads, writes + (cache_output(cfg) if use_embedding else [])))
     if out is not None:
         check_writable_file(out, "leakage result")
     if no_cache:

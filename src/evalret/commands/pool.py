@@ -22,7 +22,7 @@ from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.config import load_config
 from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import label_studio_tasks
-from evalret.data.paths import Declared, Input, Output, config_inputs, guard, unique
+from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
 
 PoolFormat = Literal["jsonl", "label-studio"]
 
@@ -197,9 +197,12 @@ def pool_command(
     ``out`` as JSON Lines, or as Label Studio tasks (checked writable before anything runs);
     ``gold_fraction`` adds that share of gold lines after them (seeded by ``seed``)."""
     reads: list[Input] = []
+    writes = [Output("--out", out)]
     for config in configs or [None]:
-        reads += config_inputs(load_config(config), config, "CONFIGS")
-    guard(Declared("pool", unique(reads), [Output("--out", out)]))
+        cfg = load_config(config)
+        reads += config_inputs(cfg, config, "CONFIGS")
+        writes += [c for c in cache_output(cfg) if c not in writes]
+    guard(Declared("pool", unique(reads), writes))
     check_writable_file(out, "pool file")
     with progress() as factory:
         golden, records, labels = run_pool(configs or [None], k, indexes, factory)

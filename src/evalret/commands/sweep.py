@@ -36,7 +36,16 @@ from evalret.data.overrides import (
     point_config,
     raw_config,
 )
-from evalret.data.paths import Declared, Input, Output, clear_outputs, config_inputs, guard, unique
+from evalret.data.paths import (
+    Declared,
+    Input,
+    Output,
+    cache_output,
+    clear_outputs,
+    config_inputs,
+    guard,
+    unique,
+)
 from evalret.data.schema import RunReport
 from evalret.data.sweep import IndexCost, SweepIndex, SweepPoint, SweepReport
 from evalret.engines.search_cost import SearchCost, machine, measure
@@ -274,7 +283,8 @@ def sweep_command(
     reads = [Input("the config (--config)", config)] if config is not None else []
     reads += [i for c in configs for i in config_inputs(c, None)]
     files = Output("--out", out, "dir", SWEEP_FILES)
-    guard(Declared("sweep", unique(reads), [files]))
+    caches = list(dict.fromkeys(c for cfg in configs for c in cache_output(cfg)))
+    guard(Declared("sweep", unique(reads), [files, *caches]))
     check_writable_dir(out, "output directory")
     clear_outputs(files)
     with progress() as factory:

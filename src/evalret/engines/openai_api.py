@@ -244,7 +244,12 @@ class OpenAIEmbedder:
                 for task in done:  # every answered batch is kept before a failure is raised
                     rows = running.pop(task)
                     if task.exception() is None:
-                        yield rows, self._finish(task.result())
+                        try:
+                            vectors = self._finish(task.result())
+                        except ModelError as e:  # another dimension: the other batches still count
+                            failed.append(e)
+                            continue
+                        yield rows, vectors
                 if failed:
                     raise failed[0]
         finally:
