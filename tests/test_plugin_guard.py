@@ -358,7 +358,14 @@ def test_a_retriever_that_changes_directory_moves_no_output(plugins: Path, tmp_p
     elsewhere.mkdir()
     config = retriever_config(tmp_path, "guard_retriever:moves_away")
     process = evalret(
-        plugins, "run", "-c", str(config), "-o", "out", cwd=tmp_path, PLUGIN_ELSEWHERE=str(elsewhere)
+        plugins,
+        "run",
+        "-c",
+        str(config),
+        "-o",
+        "out",
+        cwd=tmp_path,
+        PLUGIN_ELSEWHERE=str(elsewhere),
     )
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr

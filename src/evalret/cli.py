@@ -164,9 +164,7 @@ def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
         if os.environ.get("EVALRET_DEBUG") and e.__cause__ is not None:  # a plugin's own error
             traceback.print_exception(e.__cause__)
         # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
-        _say(
-            f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True
-        )
+        _say(f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True)
         return e.exit_code
     except KeyboardInterrupt:
         _say("[bold red]Interrupted[/] (Ctrl-C): no verdict")
