@@ -198,7 +198,7 @@ def test_a_merge_key_may_still_be_overridden() -> None:
 
 LAUGHS = "".join(
     f"    {name}: &{name} [{', '.join([f'*{prev}' if prev else '1'] * 9)}]\n"
-    for prev, name in zip(["", *"abcdefgh"], "abcdefghi")
+    for prev, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
 )
 
 
