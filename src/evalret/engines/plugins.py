@@ -144,9 +144,8 @@ def _fd1_to(raw: _MarkedLines, *streams: Any) -> Iterator[None]:
     """File descriptor 1 points at a temporary file for the block; its lines go to ``raw``
     afterwards. Where fd 1 cannot be moved (closed, no dup), nothing is done."""
     _flush_all(*streams)  # evalret's own pending output goes where it was meant to
-    try:
-        saved = _dup_aside(1)
-    except OSError:
+    saved = _dup_aside(1, missing_ok=True)
+    if saved is None:
         yield
         return
     saved_err = _dup_aside(2, missing_ok=True)
