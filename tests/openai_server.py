@@ -19,6 +19,7 @@ one, if any:
   ``seconds``, then the rest (a per-read timeout never fires);
 - ``("html",)``: status 200 with an HTML login page; ``("error200", message)``: status 200
   with an ``{"error": ...}`` body;
+- ``("numbers_as", "str" | "bool")``: the first vector as a list of strings or booleans;
 - ``("usage", tokens)``: ``usage.total_tokens`` is ``tokens``; ``("model", name)``: the
   answer names model ``name``; ``("truncate",)``: the JSON answer cut in half (framed
   correctly);
@@ -183,6 +184,9 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         if fault is not None and fault[0] == "count":
             data = data[:-1]
+        if fault is not None and fault[0] == "numbers_as":  # a list of strings or booleans
+            cast = str if fault[1] == "str" else (lambda x: x > 0)
+            data[0]["embedding"] = [cast(x) for x in vectors[0].tolist()]
         if fault is not None and fault[0] == "shuffle":
             data = data[::-1]
         if fault is not None and fault[0] == "bad_index":

@@ -513,6 +513,32 @@ def test_server_listens_on_loopback_only_and_refuses_bad_posts(
     assert "Content-Security-Policy" in _headers(server.url)
 
 
+def test_a_stalled_request_does_not_hold_sigterm(servers: list[Server], tmp_path: Path) -> None:
+    """A POST that announces a long body and stalls (the tab's own token) kept annotate alive
+    after SIGTERM for as long as the client kept the connection (uvicorn waits for requests in
+    flight); it now ends within the grace period, exit 143."""
+    import socket
+    import time
+
+    servers.append(Server(small_pool(tmp_path), "ann", tmp_path / "out.jsonl"))
+    server = servers[-1]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as stalled:
+        stalled.sendall(
+            f"POST /api/grade HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            f"X-Evalret-Token: {server.token}\r\nContent-Type: application/json\r\n"
+            "Content-Length: 60000\r\n\r\n{".encode()
+        )
+        time.sleep(0.5)
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            code = server.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            code = None
+    assert code == 143
+    rest, _ = server.process.communicate(timeout=30)
+    assert "Traceback" not in rest, rest
+
+
 def _raw_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
     request = urllib.request.Request(url, body, headers, method="POST")
     try:

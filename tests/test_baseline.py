@@ -100,6 +100,28 @@ def test_schema_version_is_checked(baseline: tuple[RunReport, Path], tmp_path: P
         load_baseline(future)
 
 
+@pytest.mark.parametrize("value", [1e308, -5.0, 2.0])
+def test_a_per_query_score_outside_0_1_is_refused(
+    baseline: tuple[RunReport, Path], tmp_path: Path, value: float
+) -> None:
+    """Every metric family scores a query in [0, 1]: a hand-edited baseline's 1e308 made the
+    gate's mean overflow and the HTML chart crash (Internal error, exit 3); -5 or 2 moved the
+    drop checks at will. Refused (exit 2) naming the index, metric and query position."""
+    _, path = baseline
+    data = json.loads(path.read_text())
+    index = next(iter(data["indexes"]))
+    metric = next(iter(data["indexes"][index]["per_query"]))
+    data["indexes"][index]["per_query"][metric][3] = value
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(data))
+    with pytest.raises(InputError) as e:
+        load_baseline(forged)
+    assert e.value.exit_code == 2
+    assert f"indexes.{index}.per_query.{metric}[3]: {value!r} is not a score in [0, 1]" in str(
+        e.value
+    )
+
+
 def test_changed_judgment_is_refused_before_embedding(
     config: Config, baseline: tuple[RunReport, Path]
 ) -> None:

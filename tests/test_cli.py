@@ -742,6 +742,17 @@ def test_repaired_cache_is_shown_on_the_terminal_and_in_report_md(
         assert text in output.replace("\n", " ") and markdown(text) in md, output
 
 
+def test_init_counts_a_dangling_link_as_an_existing_file(tmp_path: Path) -> None:
+    """A starter file that is a link to nothing exists for init: without --force it wrote
+    through the link, creating a file outside the directory it was told to scaffold."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "evalret.yaml").symlink_to(tmp_path / "outside.yaml")
+    code, output = invoke("init", str(repo))
+    assert code == 2 and "evalret.yaml: exists" in output, output
+    assert not (tmp_path / "outside.yaml").exists()
+
+
 def test_init_onto_a_file_exits_2(tmp_path: Path) -> None:
     somefile = tmp_path / "somefile.txt"
     somefile.write_text("keep me")

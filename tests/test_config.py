@@ -196,6 +196,25 @@ def test_a_merge_key_may_still_be_overridden() -> None:
     assert (cfg.indexes.bm25.k1, cfg.indexes.bm25.b) == (1.2, 0.7)
 
 
+LAUGHS = "".join(
+    f"    {name}: &{name} [{', '.join([f'*{prev}' if prev else '1'] * 9)}]\n"
+    for prev, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
+)
+
+
+def test_an_alias_bomb_is_refused_at_its_line_before_it_expands() -> None:
+    """Nine anchors of nine aliases each: 9**9 values once expanded. Under model.options
+    (free-form) it was taken and serialised for the report (MemoryError, exit 3, after eating
+    the machine's memory); a collection that holds itself likewise. Refused at the alias."""
+    bomb = problems(f"model:\n  options:\n{LAUGHS}")
+    assert bomb[0].startswith("cfg.yaml:7: aliases expand this document past 100,000 values")
+    loop = problems("model:\n  options:\n    x: &x [1, *x]\n")
+    assert loop == ["cfg.yaml:3: an alias refers to a collection that holds it"]
+    # an alias or a merge of modest size is still YAML
+    cfg = parse_config("golden_set: {path: &p gs}\noutput: {dir: *p}\n")
+    assert str(cfg.output.dir) == str(cfg.golden_set.path) == "gs"
+
+
 def test_every_yaml_reader_refuses_a_repeated_key(tmp_path: Path) -> None:
     """The sweep's reading of the config file and the pre-commit config of `evalret init
     --pre-commit` go through the same loader as the config (src has no other yaml.load /

@@ -452,6 +452,9 @@ def test_key_masked_in_every_echoed_form(api: EmbeddingServer, monkeypatch: Any)
         (("usage", -5), "usage.total_tokens -5 for 2 texts: not a token count"),
         (("usage", 10**12), "usage.total_tokens 1000000000000 for 2 texts"),
         (("usage", "12"), "usage.total_tokens '12'"),
+        # numpy would read "0.5" and true as numbers
+        (("numbers_as", "str"), "answered a vector evalret cannot read: str '"),
+        (("numbers_as", "bool"), "answered a vector evalret cannot read: bool "),
     ],
 )
 def test_bad_answers_with_status_200(

@@ -83,6 +83,10 @@ def prints(ids, texts, vectors, depth):
     warnings.warn("PLUGIN: GATE PASSED as a warning")
     return _ranking(len(ids))
 
+def moves_away(ids, texts, vectors, depth):
+    os.chdir(os.environ["PLUGIN_ELSEWHERE"])
+    return _ranking(len(ids))
+
 def hangs(ids, texts, vectors, depth):
     Path(os.environ["PLUGIN_STARTED"]).write_text("started")
     try:
@@ -111,6 +115,8 @@ class Encoder:
             sys.exit(0)
         if self.where == "encode-lazy":
             raise GeneratorExit
+        if self.where == "close-stderr":
+            os.close(2)
         if self.where == "prints":
             print("PLUGIN: GATE PASSED")
             os.system("echo PLUGIN: GATE PASSED from a shell")
@@ -290,7 +296,9 @@ def test_a_systemexit_under_a_command_is_never_a_verdict() -> None:
 # --- a real process: stdout, signals -------------------------------------------------------------
 
 
-def evalret(plugins: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+def evalret(
+    plugins: Path, *args: str, cwd: Path | None = None, **env: str
+) -> subprocess.Popen[str]:
     """``evalret ARGS`` in a process of its own, the plug-ins importable, SIGINT not ignored."""
     environ = {**os.environ, **env}
     environ["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(plugins)])
@@ -301,6 +309,7 @@ def evalret(plugins: Path, *args: str, **env: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=environ,
+        cwd=cwd,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
@@ -341,6 +350,41 @@ def test_an_exit_in_a_process_is_exit_3(plugins: Path, tmp_path: Path) -> None:
     assert process.returncode == 3, stderr
     assert "guard_retriever:exit_0 raised SystemExit(0)" in " ".join(stderr.split())
     assert not (tmp_path / "out").exists()
+
+
+def test_a_retriever_that_changes_directory_moves_no_output(plugins: Path, tmp_path: Path) -> None:
+    """A relative --out is where the user ran evalret, whatever directory the code went to."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    config = retriever_config(tmp_path, "guard_retriever:moves_away")
+    process = evalret(
+        plugins,
+        "run",
+        "-c",
+        str(config),
+        "-o",
+        "out",
+        cwd=tmp_path,
+        PLUGIN_ELSEWHERE=str(elsewhere),
+    )
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert (tmp_path / "out" / "report.json").exists()
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_an_encoder_that_closes_stderr_does_not_change_the_verdict(
+    plugins: Path, tmp_path: Path
+) -> None:
+    """os.close(2) in encode(), called once per batch: evalret's stderr comes back after each
+    call; before, the next call's saved copy of fd 1 took number 2, the code closed it, and the
+    run ended with exit 1 (a regression) and no report."""
+    config = encoder_config(tmp_path, "close-stderr")
+    process = evalret(plugins, "run", "-c", str(config), "-o", str(tmp_path / "out"), "--no-cache")
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "report files in" in stdout
+    assert (tmp_path / "out" / "report.json").exists()
 
 
 @pytest.mark.parametrize(

@@ -337,3 +337,18 @@ def test_word_difference_names_what_tells_near_duplicates_apart() -> None:
     assert word_difference("is not effective", "is effective") == (
         "differing words: 'not' vs '(nothing)'"
     )
+
+
+@pytest.mark.parametrize("value", [1e308, -5.0, 2.0, True])
+def test_a_report_score_outside_0_1_is_refused(value: Any) -> None:
+    """validate --report reads only query_ids and per-query scores: a forged 1e308 overflowed the
+    sd (a RuntimeWarning and a meaningless minimum detectable effect, exit 0). Refused, exit 2."""
+    from evalret.commands.validate import report_scores
+    from evalret.errors import InputError
+
+    report = {"query_ids": ["a", "b"], "indexes": {"exact": {"per_query": {}}}}
+    report["indexes"]["exact"]["per_query"]["ndcg@10"] = [0.5, value]  # type: ignore[index]
+    with pytest.raises(InputError, match=r"per_query.ndcg@10\[1\]: .* is not a score in \[0, 1\]"):
+        report_scores(report, "r.json", "ndcg@10")
+    report["indexes"]["exact"]["per_query"]["ndcg@10"] = [0.5, None]  # type: ignore[index]
+    assert report_scores(report, "r.json", "ndcg@10") == {"a": 0.5}

@@ -16,6 +16,7 @@ takes the whole ranking); ``cache prune --days`` from 0 to 36,500; ``leakage --t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -146,6 +147,13 @@ def _error_text(e: EvalretError) -> str:
     return markup_safe(str(e), multiline=True)
 
 
+def _say(*args: Any, **kwargs: Any) -> None:
+    """Print an error on stderr; a stderr that cannot be written (closed, a broken pipe) must not
+    turn the exit code into click's 1, which reads as a regression."""
+    with contextlib.suppress(OSError, ValueError):
+        err_console.print(*args, **kwargs)
+
+
 def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
     """Run ``fn``; turn evalret's errors and unexpected crashes into messages and exit codes.
     Exit 0 and 1 only come from ``fn`` returning: Ctrl-C is 130, SIGTERM 143, and a SystemExit
@@ -156,15 +164,13 @@ def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
         if os.environ.get("EVALRET_DEBUG") and e.__cause__ is not None:  # a plugin's own error
             traceback.print_exception(e.__cause__)
         # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
-        err_console.print(
-            f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True
-        )
+        _say(f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True)
         return e.exit_code
     except KeyboardInterrupt:
-        err_console.print("[bold red]Interrupted[/] (Ctrl-C): no verdict")
+        _say("[bold red]Interrupted[/] (Ctrl-C): no verdict")
         return ExitCode.INTERRUPTED
     except Terminated:
-        err_console.print("[bold red]Terminated[/] (SIGTERM): no verdict")
+        _say("[bold red]Terminated[/] (SIGTERM): no verdict")
         return ExitCode.TERMINATED
     except BaseException as e:  # a crash, or a SystemExit from a library: never a verdict
         if os.environ.get("EVALRET_DEBUG"):
@@ -172,7 +178,7 @@ def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
         what = f"{type(e).__name__}: {e}"
         if isinstance(e, SystemExit):
             what = f"SystemExit({e.code!r}) ended the command before it finished: no verdict"
-        err_console.print(
+        _say(
             f"[bold red]Internal error:[/] {markup_safe(what, True)}\n"
             "(set EVALRET_DEBUG=1 for the traceback)",
             highlight=False,

@@ -17,6 +17,7 @@ module inside the command and names the extra when they are missing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import socket
@@ -28,7 +29,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
@@ -120,10 +121,13 @@ class AnnotateApp:
     async def _body(self, request: Request) -> dict[str, Any] | None:
         """The JSON object of a POST; None when it is none (or too big, or nested too deep)."""
         data = b""
-        async for chunk in request.stream():
-            data += chunk
-            if len(data) > MAX_BODY:
-                return None
+        try:
+            async for chunk in request.stream():
+                data += chunk
+                if len(data) > MAX_BODY:
+                    return None
+        except (ClientDisconnect, asyncio.CancelledError):  # gone, or stopped by Ctrl-C/SIGTERM
+            return None
         try:
             body = json.loads(data)
         except (ValueError, UnicodeDecodeError, RecursionError):
@@ -201,7 +205,14 @@ def serve(
     sock = bind(port)
     app.port = sock.getsockname()[1]
     url = f"http://{HOST}:{app.port}/?token={app.token}"  # the page is served with it only
-    config = uvicorn.Config(app.starlette(), log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        app.starlette(),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        # a request still in flight (a client that stalls mid-body) cannot hold Ctrl-C or SIGTERM
+        timeout_graceful_shutdown=2,
+    )
     server = uvicorn.Server(config)
     say(f"annotate: {url}  (Ctrl-C stops; every grade is already saved)")
     if open_browser:

@@ -40,7 +40,7 @@ def write_scaffold(root: Path, force: bool = False) -> list[Path]:
     if os.path.lexists(root) and not root.is_dir():
         raise InputError(f"cannot scaffold into {root}: it exists and is not a directory")
     targets = {root / target: template for target, template in FILES.items()}
-    existing = [p for p in targets if p.exists()]
+    existing = [p for p in targets if os.path.lexists(p)]  # a dangling link too
     if existing and not force:
         raise InputError(
             "evalret init would overwrite existing files (use --force to overwrite)",

@@ -98,10 +98,21 @@ def report_scores(report: Any, source: str, metric: str = MDE_METRIC) -> dict[st
             f"{source} has no per-query {metric} for index {name!r} "
             f"(its metrics: {', '.join(per_query) or 'none'}); run with {metric} in metrics"
         )
-    bad = next((i for i, v in enumerate(values) if not isinstance(v, int | float | None)), None)
+    bad = next((i for i, v in enumerate(values) if not _score_or_none(v)), None)
     if bad is not None:
-        raise InputError(f"{source}: indexes.{name}.per_query.{metric}[{bad}] is not a number")
+        raise InputError(
+            f"{source}: indexes.{name}.per_query.{metric}[{bad}]: {values[bad]!r} is not a "
+            "score in [0, 1]"
+        )
     return {str(q): float(v) for q, v in zip(query_ids, values, strict=True) if v is not None}
+
+
+def _score_or_none(v: Any) -> bool:
+    """A per-query score (a number in [0, 1], as every metric family gives; not a bool) or
+    None."""
+    if v is None:
+        return True
+    return type(v) in (int, float) and -1e-6 <= v <= 1 + 1e-6
 
 
 def _where(where: tuple[Path, int]) -> tuple[str, int]:

@@ -461,12 +461,21 @@ def _lexical_problems(lex: LexicalSection) -> list[str]:
     return out
 
 
+BOUND_SLACK = 1e-6  # rounding around the [0, 1] of a per-query score
+
+
 def _index_problems(where: str, index: IndexResult, n: int, slices: Any) -> list[str]:
     out = []
     arrays: dict[str, list[Any]] = {f"per_query.{m}": v for m, v in index.per_query.items()}
     for field, values in {**arrays, "top_ids": index.top_ids}.items():
         if len(values) != n:
             out.append(f"{where}.{field}: {len(values)} entries for {n} query_ids")
+    for field, values in arrays.items():  # every metric family scores a query in [0, 1]
+        bad = next(
+            (i for i, v in enumerate(values) if not -BOUND_SLACK <= v <= 1 + BOUND_SLACK), None
+        )
+        if bad is not None:
+            out.append(f"{where}.{field}[{bad}]: {values[bad]!r} is not a score in [0, 1]")
     if index.curves is not None:
         out += _curve_problems(f"{where}.curves", index.curves)
     metrics = [set(s.metrics) for s in index.slices.values()]

@@ -436,6 +436,10 @@ class OpenAIEmbedder:
                 return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
             if not isinstance(embedding, list):
                 raise TypeError(f"a {type(embedding).__name__}, not a list or base64")
+            # numbers only: numpy would take "0.5" and true as 0.5 and 1.0
+            odd = next((x for x in embedding if type(x) not in (int, float)), None)
+            if odd is not None:
+                raise TypeError(f"{type(odd).__name__} {odd!r} where a number belongs")
             return np.asarray(embedding, dtype=np.float32).reshape(-1)
         except (ValueError, TypeError) as e:
             raise ModelError(

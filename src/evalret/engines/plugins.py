@@ -17,6 +17,8 @@ module, calling the function or the factory, and every method of the object the 
   at a temporary file whose lines are copied, marked the same way, to stderr when the call ends.
   Output written after the call ends (a thread or a child process the code left running) is not
   covered.
+- **It cannot move evalret's ground**: the working directory is restored when the call ends,
+  and so is file descriptor 2 (stderr) if the code closed or moved it.
 - **Its warnings are marked**: a warning raised during the call is shown on stderr as
   ``[plugin <callable>] file:line: Category: message``.
 
@@ -121,16 +123,32 @@ def _flush_all(*streams: Any) -> None:
         ctypes.CDLL(None).fflush(None)
 
 
+def _dup_aside(fd: int, missing_ok: bool = False) -> int | None:
+    """A copy of ``fd`` numbered 10 or above (not inheritable), out of the way of the low
+    numbers that code closing fd 1 or 2 and opening files would reuse. None when ``fd`` is closed
+    and ``missing_ok``."""
+    try:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: a plain duplicate
+            return os.dup(fd)
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    except OSError:
+        if missing_ok:
+            return None
+        raise
+
+
 @contextlib.contextmanager
 def _fd1_to(raw: _MarkedLines, *streams: Any) -> Iterator[None]:
     """File descriptor 1 points at a temporary file for the block; its lines go to ``raw``
     afterwards. Where fd 1 cannot be moved (closed, no dup), nothing is done."""
     _flush_all(*streams)  # evalret's own pending output goes where it was meant to
-    try:
-        saved = os.dup(1)
-    except OSError:
+    saved = _dup_aside(1, missing_ok=True)
+    if saved is None:
         yield
         return
+    saved_err = _dup_aside(2, missing_ok=True)
     with tempfile.TemporaryFile() as spool:
         try:
             os.dup2(spool.fileno(), 1)
@@ -139,6 +157,9 @@ def _fd1_to(raw: _MarkedLines, *streams: Any) -> Iterator[None]:
             _flush_all(*streams)  # what the code left in a buffer is its output too
             os.dup2(saved, 1)
             os.close(saved)
+            if saved_err is not None:  # the code may have closed or moved evalret's stderr
+                os.dup2(saved_err, 2)
+                os.close(saved_err)
             spool.seek(0)
             for chunk in iter(lambda: spool.read(1 << 16), b""):
                 raw.write(chunk)
@@ -163,6 +184,24 @@ def _show_warning(prefix: str, target: TextIO) -> Callable[..., None]:
 
 
 @contextlib.contextmanager
+def _same_cwd() -> Iterator[None]:
+    """The working directory after the block is the one before: code that changes it would
+    otherwise move every relative path evalret reads or writes afterwards (reports, the cache)."""
+    try:
+        before = os.open(".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # an unreadable or removed working directory: nothing to hold on to
+        yield
+        return
+    try:
+        yield
+    finally:
+        try:
+            os.fchdir(before)
+        finally:
+            os.close(before)
+
+
+@contextlib.contextmanager
 def _captured(label: str) -> Iterator[None]:
     """The plug-in's stdout and warnings, marked, on stderr for the block."""
     prefix = f"[plugin {label}] "
@@ -171,7 +210,11 @@ def _captured(label: str) -> Iterator[None]:
     stream = _marked_stream(raw)
     original = sys.stdout
     try:
-        with warnings.catch_warnings(), _fd1_to(raw, original, sys.__stdout__):
+        with (
+            warnings.catch_warnings(),
+            _same_cwd(),
+            _fd1_to(raw, original, sys.__stdout__),
+        ):
             warnings.showwarning = _show_warning(prefix, target)
             sys.stdout = stream
             try:
