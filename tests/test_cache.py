@@ -220,6 +220,27 @@ def test_info_prune_and_clear_survive_junk(tmp_path: Path) -> None:
     assert clear_cache(tmp_path) == 2
 
 
+def test_clear_and_prune_remove_only_what_evalret_named(tmp_path: Path) -> None:
+    """`cache clear --dir .` in a project: its own models/, indexes/ and embeddings/ folders
+    stay; only the cache's digest-named sets, exported models and hnsw graphs go (clear used to
+    remove models/ and indexes/ whole, and every folder under embeddings/)."""
+    CachedEmbedder(HashEmbedder(), tmp_path).embed(TEXTS, "document")
+    mine = [tmp_path / "models" / "bert" / "weights.bin", tmp_path / "indexes" / "notes.txt"]
+    mine.append(tmp_path / "embeddings" / "mine" / "vectors.npy")
+    for path in mine:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the project's own")
+    ours = [tmp_path / "models" / ("a" * 32) / "model.onnx", tmp_path / "indexes" / "hnsw-ab.faiss"]
+    for path in ours:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("evalret's")
+    assert prune_cache(tmp_path, 0)["namespaces"] == 1
+    assert clear_cache(tmp_path) == 0
+    assert all(p.read_text() == "the project's own" for p in mine)
+    assert not any(p.exists() for p in ours)
+    assert not (tmp_path / "models" / ("a" * 32)).exists()
+
+
 @pytest.mark.parametrize("days", [-5, -0.001, float("nan"), float("inf"), 1e9])
 def test_prune_refuses_negative_and_absurd_days(tmp_path: Path, days: float) -> None:
     """`prune --days -5` would delete every set: refused, nothing removed."""

@@ -26,6 +26,7 @@ import json
 import math
 import mmap
 import os
+import re
 import shutil
 import time
 import uuid
@@ -408,12 +409,36 @@ def check_cache_writable(namespace: Path) -> None:
         ) from None
 
 
+# the names evalret gives what it keeps in a cache directory (a namespace or an exported model:
+# a 32-hex digest; a graph: hnsw-<key>.faiss), with their set-aside and temporary forms: `cache
+# clear` and `prune` touch nothing else, so a --dir that is not a cache (a project's root, with
+# folders of its own named embeddings/ or models/) loses nothing
+_NAMESPACE = re.compile(r"[0-9a-f]{32}")
+_OWN = {
+    "models": re.compile(r"\.?[0-9a-f]{32}(\..*)?"),
+    "indexes": re.compile(r"\.?hnsw-[0-9a-f]+\.faiss(\..*)?"),
+}
+
+
 def _namespaces(root: Path) -> list[Path]:
-    """The namespace directories of the cache at ``root`` (stray files and junk skipped)."""
+    """The namespace directories of the cache at ``root`` (stray files, junk and directories
+    evalret did not name skipped)."""
     base = root / "embeddings"
     try:
-        return sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink())
+        return sorted(
+            p
+            for p in base.iterdir()
+            if _NAMESPACE.fullmatch(p.name) and p.is_dir() and not p.is_symlink()
+        )
     except OSError:  # no cache yet, or the path is a file or unreadable
+        return []
+
+
+def _own_entries(root: Path, kind: str) -> list[Path]:
+    """What evalret wrote under ``root``/``kind`` (models, indexes), by its names."""
+    try:
+        return sorted(p for p in (root / kind).iterdir() if _OWN[kind].fullmatch(p.name))
+    except OSError:
         return []
 
 
@@ -482,9 +507,17 @@ def clear_cache(root: Path) -> int:
     embedding namespaces removed. InputError (exit 2) naming the first path that could not be
     removed (a read-only cache), after removing what it could."""
     failed: list[str] = []
-    for directory in (root / "models", root / "indexes"):
-        if directory.is_dir():
-            _remove_tree(directory, failed)
+    for entry in [*_own_entries(root, "models"), *_own_entries(root, "indexes")]:
+        if entry.is_dir() and not entry.is_symlink():
+            _remove_tree(entry, failed)
+        else:
+            try:
+                entry.unlink()
+            except OSError as e:
+                failed.append(f"{entry}: {e.strerror or e}")
+    for kind in _OWN:  # the folder itself, once nothing is left in it
+        with contextlib.suppress(OSError):
+            (root / kind).rmdir()
     removed = sum(_remove_tree(ns, failed) for ns in _namespaces(root))
     if failed:
         raise InputError(
