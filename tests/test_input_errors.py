@@ -181,7 +181,7 @@ def test_validate_report_that_is_not_utf8_or_holds_non_numbers(
     data["query_ids"].append("extra")
     path.write_text(json.dumps(data))
     code, out = invoke("validate", str(gs), "--report", str(path))
-    assert code == 2 and "per_query.ndcg@10[24] is not a number" in out, out
+    assert code == 2 and "per_query.ndcg@10[24]: {} is not a number" in out, out
 
 
 def test_config_that_is_not_utf8_or_holds_a_control_character(tmp_path: Path) -> None:

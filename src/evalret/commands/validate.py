@@ -51,6 +51,7 @@ from evalret.core.duplicates import (
     similar_pairs,
     word_difference,
 )
+from evalret.core.metrics import SCORE_SLACK
 from evalret.core.ranking import primary_index
 from evalret.core.slices import reliability
 from evalret.core.stats import minimum_detectable_effect
@@ -98,21 +99,24 @@ def report_scores(report: Any, source: str, metric: str = MDE_METRIC) -> dict[st
             f"{source} has no per-query {metric} for index {name!r} "
             f"(its metrics: {', '.join(per_query) or 'none'}); run with {metric} in metrics"
         )
-    bad = next((i for i, v in enumerate(values) if not _score_or_none(v)), None)
+    bad = next((i for i, v in enumerate(values) if _score_problem(v) is not None), None)
     if bad is not None:
         raise InputError(
-            f"{source}: indexes.{name}.per_query.{metric}[{bad}]: {values[bad]!r} is not a "
-            "score in [0, 1]"
+            f"{source}: indexes.{name}.per_query.{metric}[{bad}]: {_score_problem(values[bad])}"
         )
     return {str(q): float(v) for q, v in zip(query_ids, values, strict=True) if v is not None}
 
 
-def _score_or_none(v: Any) -> bool:
-    """A per-query score (a number in [0, 1], as every metric family gives; not a bool) or
-    None."""
+def _score_problem(v: Any) -> str | None:
+    """What is wrong with a per-query score (None: nothing): it is None, or a number (not a
+    bool) in [0, 1] as every metric family gives, within SCORE_SLACK of rounding."""
     if v is None:
-        return True
-    return type(v) in (int, float) and -1e-6 <= v <= 1 + 1e-6
+        return None
+    if type(v) not in (int, float):
+        return f"{v!r} is not a number"
+    if not -SCORE_SLACK <= v <= 1 + SCORE_SLACK:
+        return f"{v!r} is not a score in [0, 1]"
+    return None
 
 
 def _where(where: tuple[Path, int]) -> tuple[str, int]:

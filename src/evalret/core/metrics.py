@@ -208,6 +208,10 @@ class Family:
     uncut: str = ""  # the trec_eval measure it equals without a cutoff, over the whole ranking
 
 
+# every family scores a query in [0, 1]; a stored per-query score outside it, beyond rounding, is
+# not one of ours (a forged or corrupt report)
+SCORE_SLACK = 1e-6
+
 FAMILIES = (
     Family("ndcg", ndcg, "ndcg_cut.k", uncut="ndcg"),
     Family("mrr", mrr, "recip_rank (run cut at k)", ("rr", "recip_rank"), "recip_rank"),

@@ -21,6 +21,7 @@ from pydantic import (
 # the closed vocabularies are the core's, defined once there
 from evalret.core.comparison import CompareStatus
 from evalret.core.gate import CheckKind, GateVerdict
+from evalret.core.metrics import SCORE_SLACK
 from evalret.core.slices import Reliability
 from evalret.core.stats import Correction, PairedTest
 
@@ -461,9 +462,6 @@ def _lexical_problems(lex: LexicalSection) -> list[str]:
     return out
 
 
-BOUND_SLACK = 1e-6  # rounding around the [0, 1] of a per-query score
-
-
 def _index_problems(where: str, index: IndexResult, n: int, slices: Any) -> list[str]:
     out = []
     arrays: dict[str, list[Any]] = {f"per_query.{m}": v for m, v in index.per_query.items()}
@@ -472,7 +470,7 @@ def _index_problems(where: str, index: IndexResult, n: int, slices: Any) -> list
             out.append(f"{where}.{field}: {len(values)} entries for {n} query_ids")
     for field, values in arrays.items():  # every metric family scores a query in [0, 1]
         bad = next(
-            (i for i, v in enumerate(values) if not -BOUND_SLACK <= v <= 1 + BOUND_SLACK), None
+            (i for i, v in enumerate(values) if not -SCORE_SLACK <= v <= 1 + SCORE_SLACK), None
         )
         if bad is not None:
             out.append(f"{where}.{field}[{bad}]: {values[bad]!r} is not a score in [0, 1]")
