@@ -61,8 +61,8 @@ def throughput(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     from evalret.data.config import ModelConfig
     from evalret.engines.backends import usable_cores
-    from evalret.engines.embed import force_offline, resolve_model
     from evalret.engines.embedders import make_embedder
+    from evalret.engines.st_embedder import force_offline, resolve_model
 
     force_offline()
     docs, queries = texts(args.docs, args.queries)

@@ -82,8 +82,8 @@ class Row:
 
 def local_rows(docs: list[str]) -> list[Row]:
     from evalret.data.config import ModelConfig
-    from evalret.engines.embed import force_offline
     from evalret.engines.embedders import make_embedder
+    from evalret.engines.st_embedder import force_offline
 
     force_offline()
     local = make_embedder(ModelConfig(batch_size=BATCH))

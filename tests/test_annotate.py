@@ -22,7 +22,9 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 from evalret.cli import app
-from evalret.commands.annotate import (
+from evalret.data.judgments import parse_scale
+from evalret.errors import InputError
+from evalret.pipeline.annotation import (
     Session,
     annotator_order,
     default_output,
@@ -31,8 +33,6 @@ from evalret.commands.annotate import (
     read_grades,
     read_pool,
 )
-from evalret.data.judgments import parse_scale
-from evalret.errors import InputError
 
 runner = CliRunner()
 
@@ -112,7 +112,7 @@ def test_cli_pool_error_exits_2_before_serving(tmp_path: Path) -> None:
 def test_missing_extra_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without uvicorn (the extra not installed) the command says which extra to install."""
     monkeypatch.setitem(sys.modules, "uvicorn", None)  # what an absent package looks like
-    monkeypatch.delitem(sys.modules, "evalret.commands.annotate_app", raising=False)
+    monkeypatch.delitem(sys.modules, "evalret.pipeline.annotate_app", raising=False)
     result = runner.invoke(
         app, ["annotate", str(small_pool(tmp_path)), "--annotator", "ann", "--no-browser"]
     )

@@ -27,8 +27,8 @@ from evalret.engines.backends import (
     read_layout,
 )
 from evalret.engines.cache import CachedEmbedder, Namespace, cache_info, clear_cache
-from evalret.engines.embed import SentenceTransformerEmbedder, resolve_model
 from evalret.engines.embedders import make_embedder
+from evalret.engines.st_embedder import SentenceTransformerEmbedder, resolve_model
 from evalret.errors import ConfigError
 from helpers import HashEmbedder
 

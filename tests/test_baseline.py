@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from conftest import REPO
-from evalret.commands.evaluate import metric_definitions, run_evaluation
 from evalret.data.baseline import check_compatible, load_baseline, save_baseline
 from evalret.data.config import (
     Config,
@@ -24,6 +23,7 @@ from evalret.data.config import (
 from evalret.data.goldenset import load_golden_set
 from evalret.data.schema import RunReport
 from evalret.errors import IncomparableError, InputError
+from evalret.pipeline.evaluate import metric_definitions, run_evaluation
 from helpers import HashEmbedder, make_set
 
 

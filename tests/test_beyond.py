@@ -13,8 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from evalret.commands.beyond import add_beyond, beyond_k
-from evalret.commands.evaluate import run_evaluation
 from evalret.core.beyond import gini, popularity, retrieval_counts
 from evalret.core.ranking import SearchResult
 from evalret.data.config import (
@@ -27,6 +25,8 @@ from evalret.data.config import (
 )
 from evalret.data.schema import RunReport
 from evalret.errors import ConfigError
+from evalret.pipeline.beyond import add_beyond, beyond_k
+from evalret.pipeline.evaluate import run_evaluation
 from evalret.report.beyond_view import beyond_table
 from evalret.report.html import run_html
 from evalret.report.markdown import render_markdown

@@ -20,8 +20,8 @@ from conftest import REPO
 from evalret.cli import app
 from evalret.data.config import HnswIndexConfig, ModelConfig
 from evalret.engines.cache import CachedEmbedder, Namespace, cache_info, clear_cache, prune_cache
-from evalret.engines.embed import SentenceTransformerEmbedder
 from evalret.engines.faiss_index import cached_hnsw
+from evalret.engines.st_embedder import SentenceTransformerEmbedder
 from evalret.errors import InputError
 from helpers import HashEmbedder, make_set
 from test_atomic import immutable

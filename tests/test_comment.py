@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from evalret.commands.comment import reports_link
 from evalret.data.schema import GateCheck, QueryExample, RunReport
+from evalret.pipeline.comment import reports_link
 from evalret.report.comment import (
     BUDGET,
     GITHUB_LIMIT,

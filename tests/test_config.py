@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from evalret.commands.evaluate import metric_definitions
 from evalret.data.config import (
     DEFAULT_METRICS,
     Config,
@@ -17,6 +16,7 @@ from evalret.data.config import (
     parse_config,
 )
 from evalret.errors import ConfigError
+from evalret.pipeline.evaluate import metric_definitions
 
 
 def problems(text: str) -> list[str]:

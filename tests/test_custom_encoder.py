@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from evalret.cli import app
-from evalret.commands.evaluate import run_evaluation
 from evalret.data.config import ModelConfig, parse_config
-from evalret.engines.embed import SentenceTransformerEmbedder
+from evalret.engines.st_embedder import SentenceTransformerEmbedder
 from evalret.errors import ConfigError
+from evalret.pipeline.evaluate import run_evaluation
 from helpers import make_set
 
 runner = CliRunner()

@@ -23,7 +23,7 @@ from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_key
 from evalret.data.config import load_config
 from evalret.data.schema import EmbeddingInfo
 from evalret.engines.cache import CachedEmbedder, text_keys
-from evalret.engines.embed import SentenceTransformerEmbedder, check_device, resolve_device
+from evalret.engines.st_embedder import SentenceTransformerEmbedder, check_device, resolve_device
 from evalret.errors import InputError, ModelError
 from evalret.report.views import backend_line
 

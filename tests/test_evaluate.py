@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from evalret.commands.evaluate import run_evaluation, topk_overlap
-from evalret.commands.outputs import write_outputs
 from evalret.core.metrics import MAX_CUTOFF
 from evalret.data.config import (
     Config,
@@ -23,6 +21,8 @@ from evalret.data.config import (
     IndexesConfig,
 )
 from evalret.data.schema import RunReport
+from evalret.pipeline.evaluate import run_evaluation, topk_overlap
+from evalret.pipeline.outputs import write_outputs
 from helpers import HashEmbedder, assert_report_matches_trec_eval, make_set, read_trec_run
 
 

@@ -359,7 +359,7 @@ def minilm() -> dict[str, np.ndarray]:
     from evalret.data.config import GoldenSetConfig, ModelConfig
     from evalret.data.goldenset import load_golden_set
     from evalret.engines.cache import CachedEmbedder, default_cache_dir
-    from evalret.engines.embed import SentenceTransformerEmbedder
+    from evalret.engines.st_embedder import SentenceTransformerEmbedder
 
     gs = load_golden_set(GoldenSetConfig(path=DEMO))
     embedder = CachedEmbedder(SentenceTransformerEmbedder(ModelConfig()), default_cache_dir())

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
 from evalret.cli import app
-from evalret.commands.evaluate import run_evaluation
 from evalret.data.config import load_config
 from evalret.data.schema import RunReport
+from evalret.pipeline.evaluate import run_evaluation
 from helpers import metric_table
 
 VENV = Path(os.environ.get("EVALRET_INFINITY_VENV", REPO / ".venv-infinity"))

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from evalret import cli
 from evalret.cli import app
-from evalret.commands.evaluate import run_evaluation
 from evalret.data import config
 from evalret.data.baseline import load_baseline, save_baseline
 from evalret.data.config import Config, GoldenSetConfig, load_config
 from evalret.errors import ConfigError, InputError
+from evalret.pipeline.evaluate import run_evaluation
 from helpers import HashEmbedder, make_set
 from test_goldenset import beir, load, native, problems_of
 

@@ -18,7 +18,7 @@ from evalret.core.leakage import TrainQuery, find_leaks
 from evalret.data.config import ModelConfig
 from evalret.data.training import read_training_queries
 from evalret.engines.cache import CachedEmbedder, default_cache_dir
-from evalret.engines.embed import SentenceTransformerEmbedder
+from evalret.engines.st_embedder import SentenceTransformerEmbedder
 from evalret.errors import InputError
 
 runner = CliRunner()

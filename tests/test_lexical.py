@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalret.commands.evaluate import judged_at, queries_to_evaluate
 from evalret.core.metrics import build_judgments, compute, parse_metrics
 from evalret.core.ranking import SearchResult, id_rank, rrf_fuse, top_candidates
 from evalret.data.config import Bm25IndexConfig, Config, GoldenSetConfig, load_config
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.engines.lexical import bm25_search
 from evalret.errors import ConfigError, InputError
+from evalret.pipeline.evaluate import judged_at, queries_to_evaluate
 from test_trec_eval_conformance import trec_eval_values
 
 

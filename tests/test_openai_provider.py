@@ -25,13 +25,13 @@ from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
 from evalret.cli import app
-from evalret.commands.dry_run import dry_run
-from evalret.commands.evaluate import run_evaluation
 from evalret.data.config import ModelConfig, load_config, parse_config
 from evalret.data.schema import ApiKindUse, ApiUse
 from evalret.engines.openai_api import OpenAIEmbedder, endpoint_of, plan_batches
 from evalret.engines.tokens import ESTIMATE, estimate_tokens, token_counter
 from evalret.errors import ConfigError, ModelError
+from evalret.pipeline.evaluate import run_evaluation
+from evalret.pipeline.plan import dry_run
 from evalret.report.views import api_line
 from helpers import metric_table
 from openai_server import EmbeddingServer, packaged_model

@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evalret.cli import app
-from evalret.commands.annotate import prepare_annotation
 from evalret.errors import InputError
+from evalret.pipeline.annotation import prepare_annotation
 from helpers import make_set
 
 runner = CliRunner()
@@ -488,7 +488,7 @@ def test_annotate_grade_that_cannot_be_written_is_answered_with_the_reason(world
     traceback."""
     import asyncio
 
-    from evalret.commands.annotate_app import AnnotateApp
+    from evalret.pipeline.annotate_app import AnnotateApp
 
     pool = world.root / "pool.jsonl"
     pool.write_text(

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalret.commands.evaluate import run_evaluation
 from evalret.core.ranking import SearchResult, top_candidates
 from evalret.data.config import (
     CacheConfig,
@@ -25,6 +24,7 @@ from evalret.engines.embedders import EMBEDDERS, make_embedder, open_embedder
 from evalret.engines.retrievers import RETRIEVERS, SearchJob, make_retriever, make_retrievers
 from evalret.engines.retrievers.base import BaseRetriever
 from evalret.errors import ConfigError
+from evalret.pipeline.evaluate import run_evaluation
 from helpers import HashEmbedder, make_set
 
 

@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
 from evalret.cli import app
-from evalret.commands.report import render_compare_html, render_run_html
 from evalret.data.baseline import golden_set_of, load_baseline
 from evalret.data.schema import CompareReport
+from evalret.pipeline.pages import render_compare_html, render_run_html
 from evalret.report.svg import (
     Bar,
     BarRow,

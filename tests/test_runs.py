@@ -15,13 +15,13 @@ from typer.testing import CliRunner
 
 from conftest import DEMO
 from evalret.cli import app
-from evalret.commands.evaluate import run_evaluation
-from evalret.commands.outputs import write_outputs
 from evalret.commands.score import score_command
 from evalret.data.config import Config, parse_config
 from evalret.data.goldenset import load_golden_set
 from evalret.data.runfile import read_run
 from evalret.errors import ConfigError, InputError
+from evalret.pipeline.evaluate import run_evaluation
+from evalret.pipeline.outputs import write_outputs
 from helpers import HashEmbedder, assert_report_matches_trec_eval, make_set, read_trec_run
 
 runner = CliRunner()

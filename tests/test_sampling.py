@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from evalret.commands.evaluate import run_evaluation
-from evalret.commands.sample import with_sample
 from evalret.core.sampling import sample_documents, sample_queries, seeded_keys
 from evalret.data.config import (
     CacheConfig,
@@ -22,6 +20,8 @@ from evalret.data.config import (
     parse_config,
 )
 from evalret.errors import IncomparableError
+from evalret.pipeline.evaluate import run_evaluation
+from evalret.pipeline.sample import with_sample
 from evalret.report.html import run_html
 from evalret.report.markdown import render_markdown
 from evalret.report.terminal import render_run

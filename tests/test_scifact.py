@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from evalret.commands.evaluate import Evaluation, run_evaluation
 from evalret.core.metrics import REGISTRY, parse_metrics
 from evalret.data.config import load_config
+from evalret.pipeline.evaluate import Evaluation, run_evaluation
 from test_trec_eval_conformance import trec_eval_values
 
 pytestmark = pytest.mark.slow

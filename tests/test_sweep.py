@@ -22,13 +22,13 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 from evalret.cli import app
-from evalret.commands.evaluate import metric_definitions
 from evalret.commands.sweep import sweep_command, sweep_configs
 from evalret.core.pareto import pareto_front
 from evalret.data.config import Config, load_config
 from evalret.data.overrides import grid, parse_axes
 from evalret.data.sweep import SweepReport
 from evalret.errors import ConfigError, InputError
+from evalret.pipeline.evaluate import metric_definitions
 
 DEFAULT = REPO / "configs" / "default.yaml"
 
@@ -150,7 +150,7 @@ def test_an_axis_over_what_is_measured_is_refused(option: str) -> None:
 
 
 def test_the_refused_axes_cover_every_metric_definition() -> None:
-    """Every config key in the run's metric definitions (commands/evaluate.py) is refused."""
+    """Every config key in the run's metric definitions (pipeline/evaluate.py) is refused."""
     from evalret.data.overrides import MEASURED
 
     cfg = Config(metrics=["ndcg@10", "map"], search_depth=200)

@@ -9,16 +9,16 @@ from evalret.version import __version__
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from evalret.commands.evaluate import Evaluation
     from evalret.data.config import Config
+    from evalret.pipeline.evaluate import Evaluation
 
 __all__ = ["__version__", "evaluate", "load_config"]
 
 
 def evaluate(config: Config | None = None, **kwargs: Any) -> Evaluation:
     """Run the whole evaluation for ``config`` (defaults when None) and return the report."""
-    from evalret.commands.evaluate import run_evaluation
     from evalret.data.config import Config
+    from evalret.pipeline.evaluate import run_evaluation
 
     return run_evaluation(config or Config(), **kwargs)
 

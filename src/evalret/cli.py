@@ -361,7 +361,7 @@ def run(
     from evalret.report.terminal_brief import print_run
 
     if dry_run:
-        from evalret.commands.dry_run import dry_run as plan_run
+        from evalret.pipeline.plan import dry_run as plan_run
         from evalret.report.plan_view import print_plan
 
         print_plan(console, plan_run(config, no_cache))
@@ -714,7 +714,8 @@ def hook(
 ) -> ExitCode:
     """The pre-commit hook evalret-gate (stage pre-push): `evalret run` against the config's
     baseline, then a short verdict and the path of report.md. Exit 1 when a check fails."""
-    from evalret.commands.hook import HOOK_ID, INPUT_HINT, SKIP_HINT, hook_command, pushed_commit
+    from evalret.commands.hook import hook_command, pushed_commit
+    from evalret.pipeline.precommit import HOOK_ID, INPUT_HINT, SKIP_HINT
     from evalret.report.hook_view import hook_lines
 
     def gate() -> ExitCode:

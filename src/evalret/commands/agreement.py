@@ -29,7 +29,7 @@ import numpy as np
 
 from evalret.core.judgments import spread
 from evalret.data.atomic import atomic_write_text, check_writable_file
-from evalret.data.judgments import Annotations, Scale, read_annotations
+from evalret.data.judgments import Annotations, Scale, gold_accuracy, item_grades, read_annotations
 from evalret.data.paths import Declared, Input, Output, guard
 from evalret.errors import InputError
 
@@ -51,30 +51,6 @@ def _libraries() -> tuple[Any, Any, Any]:
 
 def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
-
-
-def item_grades(annotations: Annotations) -> dict[tuple[str, str], dict[str, int]]:
-    """(query_id, doc_id) -> {annotator: grade}, in first-seen order."""
-    items: dict[tuple[str, str], dict[str, int]] = {}
-    for a in annotations.items:
-        items.setdefault((a.query_id, a.doc_id), {})[a.annotator] = a.grade
-    return items
-
-
-def gold_accuracy(annotations: Annotations) -> dict[str, dict[str, Any]]:
-    """Per annotator: gold items graded, how many exactly right, accuracy (None: no gold)."""
-    out: dict[str, dict[str, Any]] = {
-        name: {"gold_items": 0, "correct": 0, "accuracy": None} for name in annotations.annotators
-    }
-    for a in annotations.items:
-        if a.gold_grade is not None:
-            row = out[a.annotator]
-            row["gold_items"] += 1
-            row["correct"] += int(a.grade == a.gold_grade)
-    for row in out.values():
-        if row["gold_items"]:
-            row["accuracy"] = row["correct"] / row["gold_items"]
-    return out
 
 
 def _pair(cohen: Any, x: list[int], y: list[int], scale: Scale) -> dict[str, Any]:

@@ -10,8 +10,6 @@ from typing import Any, get_args
 
 import numpy as np
 
-from evalret.commands.configs import step_summary
-from evalret.commands.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.core.comparison import (
     RBO_P,
     CompareVerdict,
@@ -54,6 +52,8 @@ from evalret.data.schema import (
     Verdict,
 )
 from evalret.errors import InputError, Problem
+from evalret.pipeline.configs import step_summary
+from evalret.pipeline.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.version import __version__
 
 # the files `evalret compare` writes into --out (cleared before it starts)
@@ -100,7 +100,7 @@ def _obtain(path: Path, progress: ProgressFactory | None) -> tuple[RunReport, Go
     if path.suffix == ".json":
         report = load_baseline(path, "report")
         return report, golden_set_of(report)
-    from evalret.commands.evaluate import run_evaluation
+    from evalret.pipeline.evaluate import run_evaluation
 
     evaluation = run_evaluation(load_config(path), progress=progress)
     return evaluation.report, evaluation.golden_set
@@ -118,7 +118,7 @@ def run_comparison(
     """Compare B against A and write the comparison files (compare.json, compare.md,
     disagreements.md, report.html) into ``out``; append compare.md to ``step_summary`` (GitHub's
     $GITHUB_STEP_SUMMARY) if given. ``progress`` draws bars while a config is evaluated."""
-    from evalret.commands.report import render_compare_html
+    from evalret.pipeline.pages import render_compare_html
     from evalret.report.compare_views import render_compare_markdown, render_disagreements
 
     with progress() as factory:

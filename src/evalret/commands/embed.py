@@ -19,19 +19,19 @@ from typing import Any
 
 import numpy as np
 
-from evalret.commands.configs import run_config
-from evalret.commands.evaluate import queries_to_evaluate
-from evalret.commands.progress import ProgressBars, ProgressFactory, no_bars
-from evalret.commands.sample import draw_sample
 from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
 from evalret.data.config import Config
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.data.paths import Declared, cache_output, config_inputs, guard
 from evalret.engines.cache import CachedEmbedder, check_cache_writable
-from evalret.engines.embed import Kind
 from evalret.engines.embedders import open_embedder
 from evalret.engines.retrievers import make_retrievers
+from evalret.engines.st_embedder import Kind
 from evalret.errors import ConfigError, InputError
+from evalret.pipeline.configs import run_config
+from evalret.pipeline.evaluate import queries_to_evaluate
+from evalret.pipeline.progress import ProgressBars, ProgressFactory, no_bars
+from evalret.pipeline.sample import draw_sample
 
 KINDS: tuple[Kind, ...] = ("document", "query")
 

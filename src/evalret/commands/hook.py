@@ -23,32 +23,31 @@ or left by another run is a failure (exit 3), never a pass.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalret.commands.configs import run_config
-from evalret.commands.run import RunOutcome, run_configured
 from evalret.data.config import Config
 from evalret.data.paths import Input, config_inputs
 from evalret.data.schema import RunReport
 from evalret.errors import ConfigError, EvalretError, ExitCode, InputError
+from evalret.pipeline.configs import run_config
+from evalret.pipeline.precommit import (
+    HOOK_ID,
+    checked_out,
+    git,
+    git_root,
+    moved_back,
+    moved_into,
+    shown,
+)
+from evalret.pipeline.runner import RunOutcome, run_configured
 
-HOOK_ID = "evalret-gate"
 DEFAULT_CONFIG = Path("evalret.yaml")
 PUSHED_ENV = "PRE_COMMIT_TO_REF"  # pre-commit's name for the commit a pre-push hook gates
 NO_COMMIT = "0" * 40  # git's name for "nothing" (a branch deleted by the push)
-# what exit 3 adds: the failure is evalret's, not the change's, and how to push past it once
-SKIP_HINT = (
-    f"{HOOK_ID}: evalret itself failed (exit 3), so this is no verdict on your change. Fix the "
-    f"cause above, or push once without the gate: SKIP={HOOK_ID} git push"
-)
-INPUT_HINT = f"{HOOK_ID}: an input is wrong (exit 2): fix what the error above names, then push"
 
 
 @dataclass(frozen=True)
@@ -91,17 +90,17 @@ def hook_command(
     module)."""
     if commit is None:
         return _gate(run_config(config), config, baseline, out, None)
-    root = _git_root()
-    sha = _git(root, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
+    root = git_root()
+    sha = git(root, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
     with checked_out(root, sha) as tree:
-        inside = _moved(config, root, tree)
+        inside = moved_into(config, root, tree)
         if inside is None:
             raise InputError(
                 f"{config}: the {HOOK_ID} hook gates the pushed commit, so its config must be "
                 f"inside the repository {root}"
             )
         cfg = _outputs_in_checkout(run_config(inside), tree, root)
-        reference = _moved(baseline, root, tree) or baseline if baseline is not None else None
+        reference = moved_into(baseline, root, tree) or baseline if baseline is not None else None
         with _imports_from(tree, root):
             outcome = _gate(cfg, config, reference, out, tree, root)
     return HookOutcome(outcome.run, outcome.report, outcome.baseline, outcome.report_md, commit=sha)
@@ -113,7 +112,7 @@ def _imports_from(tree: Path, root: Path) -> Iterator[None]:
     each ``sys.path`` entry inside the checkout (the working directory, ``PYTHONPATH``) points at
     the same place in ``tree`` while the commit is gated."""
     saved = list(sys.path)
-    sys.path[:] = [str(_moved(Path(entry or "."), root, tree) or entry) for entry in saved]
+    sys.path[:] = [str(moved_into(Path(entry or "."), root, tree) or entry) for entry in saved]
     try:
         yield
     finally:
@@ -128,7 +127,7 @@ def _checkout_inputs(inputs: list[Input], tree: Path | None, root: Path | None) 
     mirrored = [
         Input(f"{i.role}, in the checkout", back, i.tree)
         for i in inputs
-        if (back := _back(i.path, tree, root)) is not None and back != i.path
+        if (back := moved_back(i.path, tree, root)) is not None and back != i.path
     ]
     return inputs + mirrored
 
@@ -185,77 +184,9 @@ def report_of_run(outcome: RunOutcome) -> RunReport:
     return report
 
 
-def _git(root: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_INDEX_FILE", "GIT_WORK_TREE")}
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=False
-        )
-    except OSError as e:
-        raise EvalretError(f"cannot run git: {e.strerror or e}") from None
-    if done.returncode != 0:
-        raise EvalretError(f"git {' '.join(args)} failed: {done.stderr.strip()[:500]}")
-    return done.stdout.strip()
-
-
-def _git_root() -> Path:
-    return Path(_git(Path.cwd(), "rev-parse", "--show-toplevel")).resolve()
-
-
-@contextmanager
-def checked_out(root: Path, commit: str) -> Iterator[Path]:
-    """A temporary, detached git worktree of ``commit``, removed afterwards."""
-    scratch = Path(tempfile.mkdtemp(prefix="evalret-hook-")).resolve()
-    tree = scratch / "tree"
-    try:
-        _git(root, "worktree", "add", "--detach", "--quiet", str(tree), commit)
-        yield tree
-    finally:
-        if tree.exists():
-            with suppress(EvalretError):  # pruned below; the directory goes either way
-                _git(root, "worktree", "remove", "--force", str(tree))
-        shutil.rmtree(scratch, ignore_errors=True)
-        with suppress(EvalretError):
-            _git(root, "worktree", "prune")
-
-
-def _moved(path: Path | None, root: Path, tree: Path) -> Path | None:
-    """``path`` of the checkout as the same path in ``tree``; None when it lies outside it."""
-    if path is None:
-        return None
-    try:
-        return tree / path.resolve().relative_to(root)
-    except ValueError:
-        return None
-
-
-def _back(path: Path | None, tree: Path, root: Path) -> Path | None:
-    """A path inside ``tree`` as the same path in the checkout (kept when outside ``tree``)."""
-    if path is None:
-        return None
-    try:
-        return root / path.relative_to(tree)
-    except ValueError:
-        return path
-
-
 def _outputs_in_checkout(cfg: Config, tree: Path, root: Path) -> Config:
     """The config of the pushed commit with its output directory and cache in the checkout, so
     that the reports outlive the temporary worktree and the cache is kept between pushes."""
-    output = cfg.output.model_copy(update={"dir": _back(cfg.output.dir, tree, root)})
-    cache = cfg.cache.model_copy(update={"dir": _back(cfg.cache.dir, tree, root)})
+    output = cfg.output.model_copy(update={"dir": moved_back(cfg.output.dir, tree, root)})
+    cache = cfg.cache.model_copy(update={"dir": moved_back(cfg.cache.dir, tree, root)})
     return cfg.model_copy(update={"output": output, "cache": cache})
-
-
-def shown(path: Path, tree: Path | None = None) -> Path:
-    """``path`` relative to the working directory (the repository's root, where pre-commit runs
-    hooks), or to the pushed commit's worktree ``tree``, when it lies inside it, else as it
-    is."""
-    for base in (tree, Path.cwd()):
-        if base is None:
-            continue
-        try:
-            return path.resolve().relative_to(base.resolve())
-        except (ValueError, OSError):
-            continue
-    return path

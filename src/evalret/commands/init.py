@@ -13,13 +13,13 @@ from typing import Any
 
 import yaml
 
-from evalret.commands.hook import HOOK_ID
 from evalret.data import yamltext
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import RunIndexConfig, load_config
 from evalret.data.paths import Declared, Input, guard
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, InputError, Problem
+from evalret.pipeline.precommit import HOOK_ID
 
 # target path in the repository -> template file shipped in evalret/templates
 FILES = {

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import numpy as np
 
-from evalret.commands.configs import CONFIG_SUFFIXES, golden_config, without_cache
-from evalret.commands.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.core.duplicates import NEAR_DUPLICATE_JACCARD
 from evalret.core.leakage import Embed, LeakageResult, find_leaks, slice_leaks
 from evalret.data.atomic import atomic_write_text, check_writable_file
@@ -19,6 +17,8 @@ from evalret.data.config import Config
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard
 from evalret.data.training import TrainFormat, read_training_queries
 from evalret.errors import InputError
+from evalret.pipeline.configs import CONFIG_SUFFIXES, golden_config, without_cache
+from evalret.pipeline.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.report.escape import json_document
 
 

@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalret.commands.agreement import gold_accuracy
 from evalret.core.judgments import MergeOutcome, Policy, dispute_reason, merged_grade
 from evalret.data.atomic import publish_dir, temp_dir_beside
 from evalret.data.config import GoldenSetConfig
 from evalret.data.goldenset import GoldenSet, detect_format, load_golden_set
-from evalret.data.judgments import Annotations, Scale, read_annotations
+from evalret.data.judgments import Annotations, Scale, gold_accuracy, read_annotations
 from evalret.data.paths import Declared, Input, Output, guard
 from evalret.errors import InputError
 

@@ -16,13 +16,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from evalret.commands.progress import ProgressBars, no_bars
 from evalret.core.ranking import SearchResult
 from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.config import load_config
 from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import label_studio_tasks
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
+from evalret.pipeline.progress import ProgressBars, no_bars
 
 PoolFormat = Literal["jsonl", "label-studio"]
 
@@ -123,8 +123,8 @@ def run_pool(
     """Evaluate each config (embeddings come from the cache when warm) and pool the unjudged
     top ``k`` of the chosen indexes (default: every index of each run). All configs must use the
     same golden set. Returns the golden set, the records and the run labels pooled."""
-    from evalret.commands.evaluate import run_evaluation
     from evalret.errors import IncomparableError, InputError
+    from evalret.pipeline.evaluate import run_evaluation
 
     names = [str(c) if c is not None else "default" for c in configs]
     short = [Path(n).stem for n in names]

@@ -3,44 +3,15 @@ files and (on request) save the run as a baseline."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from evalret.commands.configs import run_config, step_summary
-from evalret.commands.evaluate import Evaluation, run_evaluation
-from evalret.commands.outputs import new_run_id, report_names, write_outputs
-from evalret.commands.progress import ProgressBars, no_bars
-from evalret.commands.sample import with_sample
-from evalret.data.atomic import check_writable_dir, check_writable_file
-from evalret.data.baseline import baseline_for_run, save_baseline
-from evalret.data.config import Config
 from evalret.data.paths import (
-    Declared,
-    Input,
-    Output,
-    cache_output,
-    clear_outputs,
     config_inputs,
-    guard,
 )
-from evalret.errors import ExitCode
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """A finished `evalret run`: the evaluation, every file written, and the run id that its
-    report.json and comment.md carry."""
-
-    evaluation: Evaluation
-    written: list[Path]
-    run_id: str = ""
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """1 when the gate failed, else 0."""
-        gate = self.evaluation.report.gate
-        return ExitCode.REGRESSION if gate is not None and gate.verdict == "fail" else ExitCode.OK
+from evalret.pipeline.configs import run_config
+from evalret.pipeline.progress import ProgressBars, no_bars
+from evalret.pipeline.runner import RunOutcome, run_configured
+from evalret.pipeline.sample import with_sample
 
 
 def run_command(
@@ -67,70 +38,3 @@ def run_command(
         progress=progress,
         inputs=config_inputs(cfg, config),
     )
-
-
-def run_io(
-    cfg: Config,
-    inputs: Sequence[Input],
-    *,
-    out: Path | None,
-    baseline: Path | None,
-    save_to: Path | None,
-    command: str = "run",
-) -> Declared:
-    """What a run reads (``inputs``: what evaluating ``cfg`` reads, and the baseline) and writes
-    (its report set into the output directory, the baseline saved, the step summary)."""
-    baseline_path = baseline or cfg.gate.baseline
-    reads = list(inputs)
-    if baseline_path is not None:
-        role = "--baseline" if baseline is not None else "gate.baseline"
-        reads.append(Input(f"the baseline ({role})", baseline_path))
-    out_dir = out if out is not None else cfg.output.dir
-    out_role = "--out" if out is not None else "output.dir"
-    writes = [Output(out_role, out_dir, "dir", report_names(cfg.indexes.enabled_names()))]
-    writes += cache_output(cfg)
-    if save_to is not None:
-        writes.append(Output("--save-baseline", save_to))
-    summary = step_summary()
-    if summary is not None:
-        writes.append(Output("$GITHUB_STEP_SUMMARY", summary))
-    return Declared(command, reads, writes)
-
-
-def run_configured(
-    cfg: Config,
-    *,
-    out: Path | None = None,
-    baseline: Path | None = None,
-    save_to: Path | None = None,
-    progress: ProgressBars = no_bars,
-    inputs: Sequence[Input] = (),
-    command: str = "run",
-) -> RunOutcome:
-    """``run_command`` on a Config already built (``evalret score`` builds one), which reads
-    ``inputs`` (besides the baseline). Before any work: the input guard, the output places
-    checked, and this run's files from an earlier run removed."""
-    io = run_io(cfg, inputs, out=out, baseline=baseline, save_to=save_to, command=command)
-    guard(io)
-    reports = io.outputs[0]
-    out_dir = reports.path
-    run_id = new_run_id()  # a bad $EVALRET_RUN_ID is refused before any work
-    check_writable_dir(out_dir, "output directory")
-    if save_to is not None:
-        check_writable_file(save_to, "baseline")
-    clear_outputs(reports)
-    baseline_path = baseline or cfg.gate.baseline
-    reference, missing = baseline_for_run(baseline_path, save_to)
-    with progress() as factory:
-        evaluation = run_evaluation(
-            cfg,
-            progress=factory,
-            baseline=reference,
-            baseline_source=str(baseline_path) if reference is not None else None,
-            missing_baseline=str(baseline_path) if missing else None,
-        )
-    written = write_outputs(evaluation, out_dir, step_summary(), run_id)
-    if save_to is not None:
-        save_baseline(evaluation.report, save_to)
-        written.append(save_to)
-    return RunOutcome(evaluation, written, run_id)

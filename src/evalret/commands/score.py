@@ -12,8 +12,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalret.commands.progress import ProgressBars, no_bars
-from evalret.commands.run import RunOutcome, run_configured
 from evalret.data.config import (
     DEFAULT_METRICS,
     INDEX_NAME,
@@ -25,6 +23,8 @@ from evalret.data.config import (
 )
 from evalret.data.paths import Input, golden_inputs
 from evalret.errors import InputError, Problem
+from evalret.pipeline.progress import ProgressBars, no_bars
+from evalret.pipeline.runner import RunOutcome, run_configured
 
 DISABLED = {"enabled": False}
 

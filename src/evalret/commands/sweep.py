@@ -21,9 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from evalret.commands.configs import without_cache
-from evalret.commands.evaluate import Evaluation, run_evaluation
-from evalret.commands.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.core.digest import json_digest
 from evalret.core.pareto import pareto_front
 from evalret.data.atomic import atomic_write_text, check_writable_dir
@@ -50,6 +47,9 @@ from evalret.data.schema import RunReport
 from evalret.data.sweep import IndexCost, SweepIndex, SweepPoint, SweepReport
 from evalret.engines.search_cost import SearchCost, machine, measure
 from evalret.errors import ConfigError
+from evalret.pipeline.configs import without_cache
+from evalret.pipeline.evaluate import Evaluation, run_evaluation
+from evalret.pipeline.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.version import __version__
 
 QUALITY = "ndcg@10"

@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 
-from evalret.commands.configs import golden_config
 from evalret.core.duplicates import (
     NEAR_DUPLICATE_JACCARD,
     exact_duplicate_groups,
@@ -65,6 +64,7 @@ from evalret.data.goldenset import (
 from evalret.data.textfile import read_json
 from evalret.data.validation import SliceCheck, Summary, Validation
 from evalret.errors import ConfigError, InputError, Problem
+from evalret.pipeline.configs import golden_config
 from evalret.report.escape import json_document
 
 ASSUMED_NDCG_SD = 0.40

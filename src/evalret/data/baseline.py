@@ -1,6 +1,6 @@
 """Baselines: reading and writing them, deciding whether a run may be compared with one, their
 per-query scores as plain arrays and the core gate's checks in the report's form (the gate itself
-runs in commands.gate), and the golden set a saved report was computed on.
+runs in pipeline.gate), and the golden set a saved report was computed on.
 
 A baseline file is a saved report.json (schema version, fingerprint, metrics per index and slice,
 per-query scores), written atomically: an interrupted save never leaves a broken file.

@@ -274,3 +274,27 @@ def label_studio_tasks(records: Sequence[dict[str, object]]) -> str:
         for r in ({k: v for k, v in rec.items() if k != "grade"} for rec in records)
     ]
     return json.dumps(tasks, ensure_ascii=False, indent=1) + "\n"
+
+
+def item_grades(annotations: Annotations) -> dict[tuple[str, str], dict[str, int]]:
+    """(query_id, doc_id) -> {annotator: grade}, in first-seen order."""
+    items: dict[tuple[str, str], dict[str, int]] = {}
+    for a in annotations.items:
+        items.setdefault((a.query_id, a.doc_id), {})[a.annotator] = a.grade
+    return items
+
+
+def gold_accuracy(annotations: Annotations) -> dict[str, dict[str, Any]]:
+    """Per annotator: gold items graded, how many exactly right, accuracy (None: no gold)."""
+    out: dict[str, dict[str, Any]] = {
+        name: {"gold_items": 0, "correct": 0, "accuracy": None} for name in annotations.annotators
+    }
+    for a in annotations.items:
+        if a.gold_grade is not None:
+            row = out[a.annotator]
+            row["gold_items"] += 1
+            row["correct"] += int(a.grade == a.gold_grade)
+    for row in out.values():
+        if row["gold_items"]:
+            row["accuracy"] = row["correct"] / row["gold_items"]
+    return out

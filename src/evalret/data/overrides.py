@@ -7,7 +7,7 @@ file is: a bad value or an unknown key is a ConfigError naming the ``--set`` it 
 
 A sweep compares settings on one measurement, so three kinds of axis are refused: one over what
 is measured (``MEASURED``: the golden set, the sample of it, and every setting of the metric
-definitions, see commands/evaluate.metric_definitions), a setting of an index that is disabled
+definitions, see pipeline/evaluate.metric_definitions), a setting of an index that is disabled
 at a point (it would change nothing there), and a grid of more than ``MAX_POINTS`` points
 unless ``--max-points`` allows it (each point is a whole evaluation).
 """

@@ -38,7 +38,7 @@ from evalret.core.digest import json_digest
 from evalret.data.atomic import publish_dir, sha256_file, temp_dir_beside
 from evalret.data.config import ModelConfig
 from evalret.engines.clip import TextClipper
-from evalret.engines.embed import (
+from evalret.engines.st_embedder import (
     Embedder,
     Kind,
     Progress,

@@ -45,7 +45,7 @@ from evalret.data.atomic import (
     remove_stale_temps,
     sha256_file,
 )
-from evalret.engines.embed import Embedder, Kind, Progress, vector_matrix
+from evalret.engines.st_embedder import Embedder, Kind, Progress, vector_matrix
 from evalret.errors import InputError
 
 KEY_BYTES = 16

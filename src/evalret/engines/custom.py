@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from evalret.data.config import ModelConfig
-from evalret.engines.embed import Kind, Progress, finish_vectors
 from evalret.engines.plugins import import_callable, plugin_call
+from evalret.engines.st_embedder import Kind, Progress, finish_vectors
 from evalret.errors import PluginError
 
 

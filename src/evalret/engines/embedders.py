@@ -21,8 +21,8 @@ from evalret.data.config import CacheConfig, ModelConfig
 from evalret.engines.backends import OnnxEmbedder, agreement
 from evalret.engines.cache import CachedEmbedder, default_cache_dir
 from evalret.engines.custom import CustomEmbedder
-from evalret.engines.embed import Embedder, SentenceTransformerEmbedder
 from evalret.engines.openai_api import OpenAIEmbedder
+from evalret.engines.st_embedder import Embedder, SentenceTransformerEmbedder
 from evalret.errors import ConfigError
 
 EmbedderFactory = Callable[[ModelConfig, Path | None], Embedder]

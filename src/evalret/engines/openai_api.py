@@ -52,8 +52,8 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from evalret.data.config import ModelConfig
-from evalret.engines.embed import Kind, Progress, finish_vectors
 from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused, async_client
+from evalret.engines.st_embedder import Kind, Progress, finish_vectors
 from evalret.engines.tokens import estimate_tokens
 from evalret.errors import ConfigError, ModelError
 

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from evalret.data.config import CacheConfig, EmbeddingConfig, ModelConfig
-from evalret.engines.embed import Embedder, Kind, Progress
 from evalret.engines.embedders import (
     OpenedEmbedder,
     cache_root,
@@ -35,6 +34,7 @@ from evalret.engines.embedders import (
     open_embedder,
     with_cache,
 )
+from evalret.engines.st_embedder import Embedder, Kind, Progress
 from evalret.errors import ConfigError, EvalretError, ModelError, PluginError
 
 LOCAL_RUNTIME = "local runtime"

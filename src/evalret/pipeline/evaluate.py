@@ -18,9 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from evalret.commands.beyond import add_beyond
-from evalret.commands.gate import check_gate_slices, run_gate
-from evalret.commands.sample import Sampled, check_sample_baseline, draw_sample
 from evalret.core.curves import metric_curves
 from evalret.core.digest import json_digest
 from evalret.core.metrics import (
@@ -56,10 +53,13 @@ from evalret.data.schema import (
     SliceResult,
 )
 from evalret.engines.backends import describe_backend
-from evalret.engines.embed import Embedder
 from evalret.engines.embedders import OpenedEmbedder, api_use, backend_check
 from evalret.engines.ray_engine import embedding_engine, engine_report, local_backend
 from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, make_retrievers
+from evalret.engines.st_embedder import Embedder
+from evalret.pipeline.beyond import add_beyond
+from evalret.pipeline.gate import check_gate_slices, run_gate
+from evalret.pipeline.sample import Sampled, check_sample_baseline, draw_sample
 from evalret.version import __version__
 
 # how queries without a relevant document count, as written in the fingerprint (the exclude

@@ -11,11 +11,11 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-from evalret.commands.comment import baseline_losses, reports_link
-from evalret.commands.evaluate import Evaluation
-from evalret.commands.report import render_run_html
 from evalret.data.atomic import append_text, atomic_write_text
 from evalret.errors import InputError
+from evalret.pipeline.comment import baseline_losses, reports_link
+from evalret.pipeline.evaluate import Evaluation
+from evalret.pipeline.pages import render_run_html
 from evalret.report.comment import render_comment
 from evalret.report.junit import render_junit
 from evalret.report.markdown import render_markdown

@@ -8,10 +8,10 @@ import os
 
 import numpy as np
 
-from evalret.commands.evaluate import Evaluation
 from evalret.core.comparison import example_positions
 from evalret.core.ranking import primary_index
 from evalret.data.examples import query_examples
+from evalret.pipeline.evaluate import Evaluation
 from evalret.report.comment import LOSSES_SHOWN, Losses
 
 

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import numpy as np
 
-from evalret.commands.configs import run_config
-from evalret.commands.evaluate import queries_to_evaluate
 from evalret.data.config import ModelConfig
 from evalret.data.goldenset import load_golden_set
 from evalret.data.schema import EmbeddingPlan, PlannedKind
-from evalret.engines.embed import Embedder, Kind
 from evalret.engines.embedders import open_embedder
 from evalret.engines.openai_api import OpenAIEmbedder, plan_batches
 from evalret.engines.retrievers import make_retrievers
+from evalret.engines.st_embedder import Embedder, Kind
 from evalret.engines.tokens import ESTIMATE, TokenCounter, estimate_tokens, token_counter
+from evalret.pipeline.configs import run_config
+from evalret.pipeline.evaluate import queries_to_evaluate
 
 
 def _fed(backend: Embedder, model: ModelConfig, texts: Sequence[str], kind: Kind) -> list[str]:

@@ -33,9 +33,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from evalret.commands.annotate import Session
 from evalret.data.judgments import Scale
 from evalret.errors import InputError
+from evalret.pipeline.annotation import Session
 
 HOST = "127.0.0.1"
 MAX_BODY = 64 * 1024  # bytes of a POST body: a grade is a few dozen
