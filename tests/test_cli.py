@@ -297,10 +297,8 @@ def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
     assert a.pop("run_id") != b.pop("run_id")  # each run writes its own id
     for key in ("timings", "config", "gate"):
         a.pop(key), b.pop(key)
-    assert (
-        a["embedding"].pop("cache")["document"]["misses"] == 338
-        and b["embedding"].pop("cache") is None
-    )
+    documents = a["embedding"].pop("cache")["document"]  # cold or warm: other files may run first
+    assert documents["misses"] + documents["hits"] == 338 and b["embedding"].pop("cache") is None
     assert a == b
     assert (demo_run.out_dir / "run.exact.trec").read_text() == (
         tmp_path / "run.exact.trec"
