@@ -28,7 +28,7 @@ from evalret.errors import ConfigError
 from evalret.pipeline.beyond import add_beyond, beyond_k
 from evalret.pipeline.evaluate import run_evaluation
 from evalret.report.beyond_view import beyond_table
-from evalret.report.html import run_html
+from evalret.report.html.run_page import run_html
 from evalret.report.markdown import render_markdown
 from evalret.report.numbers import TYPOGRAPHIC
 from evalret.report.terminal import render_run

@@ -22,7 +22,7 @@ from evalret.data.config import (
 from evalret.errors import IncomparableError
 from evalret.pipeline.evaluate import run_evaluation
 from evalret.pipeline.sample import with_sample
-from evalret.report.html import run_html
+from evalret.report.html.run_page import run_html
 from evalret.report.markdown import render_markdown
 from evalret.report.terminal import render_run
 from helpers import HashEmbedder, make_set

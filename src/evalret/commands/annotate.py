@@ -1,16 +1,9 @@
 """`evalret annotate`: grade a pool's (query, document) pairs one at a time, in a browser.
 
-This module is the part without the web framework: reading the pool (every problem with its
-file:line, before any server starts), the scale and its definitions, the seeded order of the
-items per annotator, resuming from the annotator's output file, and the session's cursor (next,
-grade, skip, back, progress). ``pipeline/annotate_app.py`` serves it over HTTP on 127.0.0.1.
-
-Every grade is one line appended to the output file at once and durably
-(``data.atomic.append_line_durably``): the pool line's fields with ``grade`` set, plus
-``annotator`` and ``graded_at``. Nothing is rewritten; regrading appends a new line and the last
-line of an (annotator, query_id, doc_id) wins. A skipped item writes nothing. Several servers
-may append to one file (``--out``): each append takes an exclusive lock on the file and first
-repairs a torn last line another one left (``repair_tail``), so a grade never lands glued to it.
+The session (the pool, the scale, each annotator's seeded order, resuming, the durable appends)
+is ``pipeline/annotation.py``; ``pipeline/annotate_app.py`` serves it over HTTP on 127.0.0.1,
+imported here only, so that starlette and uvicorn (``evalret[annotate]``) load only for this
+command. What the command says goes through ``say``, which the CLI passes.
 """
 
 from __future__ import annotations
@@ -31,7 +24,7 @@ def annotate_command(
     seed: int,
     port: int,
     open_browser: bool,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None],
 ) -> None:
     """Check everything, then serve the annotation page on 127.0.0.1 until Ctrl-C."""
     setup = prepare_annotation(pool, annotator, out, scale_text, seed)

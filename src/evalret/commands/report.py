@@ -1,9 +1,6 @@
-"""report.html: what its pages show of single queries, and `evalret report`, which draws the
-page from a saved report.json or compare.json.
-
-The views draw; this module picks what they draw of single queries (the per-query changes
-against a baseline, the biggest losses and gains, the lowest scores) with numpy and the golden
-set, and hands the page plain values (``evalret.report.pagedata``).
+"""`evalret report`: report.html drawn again from a saved report.json or compare.json (what the
+page shows of single queries is picked by ``pipeline/pages.py``, the page drawn by
+``report/html/``).
 
 `evalret report` reads JSON only (never a model or an index). What the page can add from
 elsewhere is looked up and used only when it matches: the run's golden set (for texts) when its

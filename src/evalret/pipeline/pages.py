@@ -12,7 +12,8 @@ from evalret.core.ranking import primary_index
 from evalret.data.examples import query_examples
 from evalret.data.goldenset import GoldenSet
 from evalret.data.schema import CompareReport, RunReport
-from evalret.report.html import compare_html, run_html
+from evalret.report.html.compare_page import compare_html
+from evalret.report.html.run_page import run_html
 from evalret.report.pagedata import DeltaSpread, RunQueries, ScoreSpread
 
 

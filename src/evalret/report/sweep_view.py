@@ -1,6 +1,6 @@
 """`evalret sweep`'s views: the terminal table (a row per grid point and index) and sweep.html
 (the Pareto scatter plots of quality against latency and against memory, the table of every
-point, and how the figures were measured), in report.html's style (``html.page``). Every
+point, and how the figures were measured), in report.html's style (``html.document.page``). Every
 setting, index name and path is escaped."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from evalret.data.sweep import SweepIndex, SweepPoint, SweepReport
 from evalret.report.escape import markup_safe
-from evalret.report.html import Section, page
+from evalret.report.html.document import Section, page
 from evalret.report.numbers import HTML, PLAIN, Medium, number
 from evalret.report.svg import PALETTE, ScatterPoint, esc, figure, scatter_chart
 

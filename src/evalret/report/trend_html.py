@@ -1,8 +1,8 @@
 """trend.html: a history database as one self-contained page, in report.html's style (its CSS,
-header and sections, ``html.page``): the entries with what changed in each fingerprint, then per
-slice one trend chart per metric with a line per index, baselines ringed, and a dashed line
-where the golden set or the metric definitions changed (the lines start again there). Every
-label, commit and name is escaped."""
+header and sections, ``html.document.page``): the entries with what changed in each
+fingerprint, then per slice one trend chart per metric with a line per index, baselines ringed,
+and a dashed line where the golden set or the metric definitions changed (the lines start again
+there). Every label, commit and name is escaped."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from evalret.core.trend import BREAKING
 from evalret.report.history_view import EntryRow, HistoryView, point_tip
-from evalret.report.html import Section, page, slug
+from evalret.report.html.document import Section, page, slug
 from evalret.report.svg import PALETTE, TrendLine, esc, figure, trend_chart
 
 ENTRY_COLUMNS = (
