@@ -18,7 +18,7 @@ from evalret.core.sharding import distinct_keys
 from evalret.data.config import Config, load_config
 from evalret.engines.cache import CachedEmbedder
 from evalret.engines.st_embedder import SentenceTransformerEmbedder
-from evalret.pipeline.plan import KINDS, texts_to_embed
+from evalret.pipeline.plan import KINDS, dry_run, texts_to_embed
 from evalret.pipeline.sample import with_sample
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,3 +111,19 @@ def test_dry_run_plans_what_run_and_embed_embed(tmp_path: Path, flag: int | None
     assert f"documents: {counts['document']} in the shard, 0 cached" in output
     assert f"queries: {counts['query']} in the shard, 0 cached" in output
     assert np.array_equal(cache_keys(cfg, tmp_path / "embed-cache"), keys)
+
+
+def test_the_plan_states_the_sample_rule_without_a_model(tmp_path: Path) -> None:
+    """The dry run of the demo with ``sample: {queries: 20, documents: 50}`` plans the drawn
+    queries (33: the floor of 10 per slice needs more than 20) and the documents judged for
+    them (86, more than 50: no distractor); `--sample 60` sets the queries, the judged documents
+    and distractors follow. Nothing is embedded or written."""
+    config = write_config(tmp_path / "plan.yaml", tmp_path / "cache", SAMPLE)
+    plan = dry_run(config)
+    assert (plan.document.texts, plan.query.texts) == (86, 33)
+    sampled = dry_run(config, sample=60)
+    assert (sampled.document.texts, sampled.query.texts) == (148, 60)
+    assert sampled.document.to_embed == 148 and sampled.document.cached == 0
+    whole = dry_run(write_config(tmp_path / "whole.yaml", tmp_path / "cache", None))
+    assert (whole.document.texts, whole.query.texts) == (338, 244)
+    assert not (tmp_path / "cache").exists()
