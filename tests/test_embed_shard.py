@@ -18,13 +18,14 @@ import torch
 from typer.testing import CliRunner
 
 from evalret.cli import app
-from evalret.commands.embed import embed_command, texts_to_embed
+from evalret.commands.embed import embed_command
 from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
 from evalret.data.config import load_config
 from evalret.data.schema import EmbeddingInfo
 from evalret.engines.cache import CachedEmbedder, text_keys
 from evalret.engines.st_embedder import SentenceTransformerEmbedder, check_device, resolve_device
 from evalret.errors import InputError, ModelError
+from evalret.pipeline.plan import texts_to_embed
 from evalret.report.views import backend_line
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,7 +16,8 @@ from evalret.data.config import Bm25IndexConfig, Config, GoldenSetConfig, load_c
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.engines.lexical import bm25_search
 from evalret.errors import ConfigError, InputError
-from evalret.pipeline.evaluate import judged_at, queries_to_evaluate
+from evalret.pipeline.evaluate import judged_at
+from evalret.pipeline.plan import queries_to_evaluate
 from test_trec_eval_conformance import trec_eval_values
 
 

@@ -364,7 +364,7 @@ def run(
         from evalret.pipeline.plan import dry_run as plan_run
         from evalret.report.plan_view import print_plan
 
-        print_plan(console, plan_run(config, no_cache))
+        print_plan(console, plan_run(config, no_cache, sample))
         return ExitCode.OK
 
     outcome = run_command(

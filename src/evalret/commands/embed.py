@@ -1,5 +1,6 @@
-"""`evalret embed [--shard I/N]`: fill the embedding cache with what `evalret run` would embed,
-all of it or one of N deterministic slices, and stop (no search, no report).
+"""`evalret embed [--shard I/N]`: fill the embedding cache with what `evalret run` would embed
+(the texts pipeline/plan.py selects for the run: its sample too), all of it or one of N
+deterministic slices, and stop (no search, no report).
 
 The slices are cut over the distinct cache keys of every text the run embeds (documents and
 queries, as fed to the model: after their prefixes), sorted and dealt out round-robin
@@ -21,19 +22,14 @@ import numpy as np
 
 from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
 from evalret.data.config import Config
-from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.data.paths import Declared, cache_output, config_inputs, guard
 from evalret.engines.cache import CachedEmbedder, check_cache_writable
 from evalret.engines.embedders import open_embedder
-from evalret.engines.retrievers import make_retrievers
 from evalret.engines.st_embedder import Kind
 from evalret.errors import ConfigError, InputError
 from evalret.pipeline.configs import run_config
-from evalret.pipeline.evaluate import queries_to_evaluate
+from evalret.pipeline.plan import KINDS, held, texts_to_embed
 from evalret.pipeline.progress import ProgressBars, ProgressFactory, no_bars
-from evalret.pipeline.sample import draw_sample
-
-KINDS: tuple[Kind, ...] = ("document", "query")
 
 
 @dataclass(frozen=True)
@@ -80,19 +76,6 @@ class EmbedOutcome:
         }
 
 
-def texts_to_embed(cfg: Config) -> dict[Kind, list[str]]:
-    """The document and query texts `evalret run` on ``cfg`` embeds: the evaluated queries (the
-    configured sample drawn) and the corpus; none when no enabled retriever needs vectors."""
-    if not any(r.needs_vectors for r in make_retrievers(cfg) if r.enabled):
-        return {"document": [], "query": []}
-    golden: GoldenSet = queries_to_evaluate(
-        load_golden_set(cfg.golden_set, cfg.relevance_level), cfg
-    )
-    if cfg.sample is not None:
-        golden = draw_sample(cfg.sample, golden, golden.slices(cfg.slices)).golden
-    return {"document": list(golden.doc_texts), "query": list(golden.query_texts)}
-
-
 def _first_rows(keys: np.ndarray, chosen: np.ndarray) -> np.ndarray:
     """Rows of ``keys`` in ``chosen``, one (the first) per distinct key, in input order."""
     rows = np.flatnonzero(in_keys(keys, chosen))
@@ -108,8 +91,7 @@ def _embed_kind(
     """Embed the ``texts`` of one kind the cache lacks (each distinct key once)."""
     if not texts:
         return KindCount(0, 0, 0)
-    held = cached.cached(texts, kind)
-    todo = [t for t, hit in zip(texts, held, strict=True) if not hit]
+    todo = [t for t, hit in zip(texts, held(cached, texts, kind), strict=True) if not hit]
     before = cached.stats[kind].misses if kind in cached.stats else 0
     if todo:
         label = f"Embedding {kind}s"

@@ -59,7 +59,8 @@ from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, ma
 from evalret.engines.st_embedder import Embedder
 from evalret.pipeline.beyond import add_beyond
 from evalret.pipeline.gate import check_gate_slices, run_gate
-from evalret.pipeline.sample import Sampled, check_sample_baseline, draw_sample
+from evalret.pipeline.plan import Selection, needs_vectors, select
+from evalret.pipeline.sample import Sampled, check_sample_baseline
 from evalret.version import __version__
 
 # how queries without a relevant document count, as written in the fingerprint (the exclude
@@ -111,12 +112,6 @@ def metric_definitions(config: Config) -> dict[str, Any]:
         "queries_without_relevant": WITHOUT_RELEVANT[config.queries_without_relevant],
         **depth,
     }
-
-
-def queries_to_evaluate(full: GoldenSet, config: Config) -> GoldenSet:
-    """The queries a run scores under ``queries_without_relevant``; GoldenSetError when none is left
-    (a run would gate nothing)."""
-    return full.scored(config.queries_without_relevant)
 
 
 def reader_warnings(golden: GoldenSet) -> list[ReaderWarning]:
@@ -291,13 +286,26 @@ def _lexical_section(
 
 @dataclass(frozen=True)
 class _Loaded:
-    """The golden set as read (``full``) and as scored, its slices, the metric definitions."""
+    """What the run evaluates (pipeline/plan.py selects it) and the metric definitions."""
 
-    full: GoldenSet
-    golden: GoldenSet  # the scored queries (of the sample, when sampled)
-    slices: list[Slice]
+    selection: Selection
     definitions: dict[str, Any]
-    sampled: Sampled | None = None  # config ``sample``: what was drawn
+
+    @property
+    def full(self) -> GoldenSet:
+        return self.selection.full
+
+    @property
+    def golden(self) -> GoldenSet:  # the scored queries (of the sample, when sampled)
+        return self.selection.golden
+
+    @property
+    def slices(self) -> list[Slice]:
+        return self.selection.slices
+
+    @property
+    def sampled(self) -> Sampled | None:  # config ``sample``: what was drawn
+        return self.selection.sampled
 
 
 @dataclass(frozen=True)
@@ -336,57 +344,53 @@ class _Scored:
 def _load(
     config: Config, timer: _Timer, baseline: RunReport | None, baseline_source: str | None
 ) -> _Loaded:
-    """Read the golden set and its slices, and draw the configured sample; check the gate's
-    slices and, with a ``baseline``, that it is comparable (before anything is embedded)."""
+    """Read the golden set and select what the run evaluates (its slices, the configured sample:
+    pipeline/plan.py); check the gate's slices and, with a ``baseline``, that it is comparable
+    (before anything is embedded)."""
     definitions = metric_definitions(config)
     with timer("load_golden_set"):
         full = load_golden_set(config.golden_set, config.relevance_level)
-        golden = queries_to_evaluate(full, config)
-        slices = golden.slices(config.slices)
-    sampled = None
-    if config.sample is not None:
-        with timer("sample"):
-            sampled = draw_sample(config.sample, golden, slices)
-        golden, slices = sampled.golden, sampled.slices
-    check_gate_slices(config, slices)
+    loaded = _Loaded(select(config, full, timer), definitions)
+    check_gate_slices(config, loaded.slices)
     if baseline is not None:
         source = baseline_source or "baseline"
         check_compatible(baseline, full, definitions, source)
-        check_sample_baseline(baseline, sampled, golden.query_ids, source)
-    return _Loaded(full, golden, slices, definitions, sampled)
+        check_sample_baseline(baseline, loaded.sampled, loaded.golden.query_ids, source)
+    return loaded
 
 
 def _embed(
     config: Config,
-    golden: GoldenSet,
+    selection: Selection,
     embedder: Embedder | None,
     progress: ProgressFactory,
     timer: _Timer,
     retrievers: list[Retriever],
 ) -> _Embedded:
-    """Embed the documents and queries through the cache; check a non-torch backend's vectors
-    against torch's when the embedder comes from the config. Nothing is embedded (no model is
-    opened) when no enabled retriever needs vectors."""
-    if not any(r.needs_vectors for r in retrievers if r.enabled):
+    """Embed the texts the plan selects (pipeline/plan.py) through the cache; check a non-torch
+    backend's vectors against torch's when the embedder comes from the config. Nothing is
+    embedded (no model is opened) when no enabled retriever needs vectors."""
+    if not needs_vectors(retrievers):
+        golden = selection.golden
         empty = np.zeros((len(golden.doc_ids), 0), dtype=np.float32)
         queries = np.zeros((len(golden.query_ids), 0), dtype=np.float32)
         return _Embedded(docs=empty, queries=queries, opened=None, agreement=None)
+    texts = selection.texts(retrievers)
+    documents, query_texts = texts["document"], texts["query"]
     # the engine (a Ray runtime this run started) is let go once both kinds are embedded
     with embedding_engine(config.model, config.cache, config.embedding, embedder) as opened:
         with timer("embed_documents"):
             docs = opened.embedder.embed(
-                golden.doc_texts,
-                "document",
-                progress("Embedding documents", len(golden.doc_texts)),
+                documents, "document", progress("Embedding documents", len(documents))
             )
         with timer("embed_queries"):
             queries = opened.embedder.embed(
-                golden.query_texts, "query", progress("Embedding queries", len(golden.query_texts))
+                query_texts, "query", progress("Embedding queries", len(query_texts))
             )
     agreement = None
     if embedder is None:  # how far a faster backend's vectors are from torch's (cached after once)
         with timer("backend_check"):
-            agreement = backend_check(config.model, golden.doc_texts, docs, opened.root)
+            agreement = backend_check(config.model, documents, docs, opened.root)
     return _Embedded(docs=docs, queries=queries, opened=opened, agreement=agreement)
 
 
@@ -605,7 +609,7 @@ def run_evaluation(
     metrics = parse_metrics(config.metrics)
     loaded = _load(config, timer, baseline, baseline_source)
     retrievers = make_retrievers(config)  # before embedding: a bad callable fails fast
-    embedded = _embed(config, loaded.golden, embedder, progress, timer, retrievers)
+    embedded = _embed(config, loaded.selection, embedder, progress, timer, retrievers)
     intrinsic = _health(config, loaded.golden, embedded, timer)
     retrieved = _retrieve(
         config, loaded.golden, embedded, config.depth, progress, timer, retrievers

@@ -1,24 +1,107 @@
-"""`evalret run --dry-run`: what a run would embed, and what it would cost, before anything is
-embedded or sent. The golden set and the embedding cache are read; no model is loaded and no
-request is made."""
+"""What a run embeds, stated once (``select``), and `evalret run --dry-run` (``dry_run``).
+
+**The rule.** A run evaluates the queries scored under ``queries_without_relevant``; with a
+sample (config ``sample``, whose ``queries`` `--sample N` sets) it evaluates the drawn queries and
+searches the documents kept for them (pipeline/sample.py, core/sampling.py: the documents judged
+for the drawn queries, then seeded distractors up to ``sample.documents``; the whole corpus
+without it). When an enabled retriever needs vectors, it embeds exactly those documents and those
+queries, in that order; otherwise nothing.
+
+Every path that picks texts goes through ``select`` and ``Selection.texts``: the run's load and
+embed stages (pipeline/evaluate.py), `evalret embed` (all of it or one shard) and the dry run
+below. ``held`` says which of them the cache already holds, for the dry run and `embed` alike.
+The shape is pip-tools' ``diff()`` beside ``sync(dry_run=...)``: one function says what would be
+done, and doing it or only showing it both start from its answer.
+
+The dry run reads the golden set and the embedding cache; no model is loaded and no request is
+made.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from evalret.data.config import ModelConfig
-from evalret.data.goldenset import load_golden_set
+from evalret.core.slices import Slice
+from evalret.data.config import Config, ModelConfig
+from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.data.schema import EmbeddingPlan, PlannedKind
+from evalret.engines.cache import CachedEmbedder
 from evalret.engines.embedders import open_embedder
 from evalret.engines.openai_api import OpenAIEmbedder, plan_batches
-from evalret.engines.retrievers import make_retrievers
+from evalret.engines.retrievers import Retriever, make_retrievers
 from evalret.engines.st_embedder import Embedder, Kind
 from evalret.engines.tokens import ESTIMATE, TokenCounter, estimate_tokens, token_counter
 from evalret.pipeline.configs import run_config
-from evalret.pipeline.evaluate import queries_to_evaluate
+from evalret.pipeline.sample import Sampled, draw_sample, with_sample
+
+KINDS: tuple[Kind, ...] = ("document", "query")
+Timed = Callable[[str], AbstractContextManager[None]]
+
+
+def _untimed(_: str) -> AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+def queries_to_evaluate(full: GoldenSet, config: Config) -> GoldenSet:
+    """The queries a run scores under ``queries_without_relevant``; GoldenSetError when none is left
+    (a run would gate nothing)."""
+    return full.scored(config.queries_without_relevant)
+
+
+def needs_vectors(retrievers: Sequence[Retriever]) -> bool:
+    """Whether an enabled retriever searches vectors (else a run embeds nothing)."""
+    return any(r.needs_vectors for r in retrievers if r.enabled)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The golden set as read (``full``) and what a run evaluates of it: the scored queries (of
+    the sample, when sampled) and the documents searched, their slices, how the sample was
+    drawn."""
+
+    full: GoldenSet
+    golden: GoldenSet
+    slices: list[Slice]
+    sampled: Sampled | None = None  # config ``sample``: what was drawn
+
+    def texts(self, retrievers: Sequence[Retriever]) -> dict[Kind, list[str]]:
+        """The document and query texts a run embeds (the module's rule): the evaluated ones,
+        none when no enabled retriever among ``retrievers`` needs vectors."""
+        if not needs_vectors(retrievers):
+            return {"document": [], "query": []}
+        return {"document": list(self.golden.doc_texts), "query": list(self.golden.query_texts)}
+
+
+def select(config: Config, full: GoldenSet, timed: Timed = _untimed) -> Selection:
+    """What a run on ``config`` evaluates of ``full``: the scored queries and their slices, then
+    the configured sample drawn (timed as "sample")."""
+    golden = queries_to_evaluate(full, config)
+    slices = golden.slices(config.slices)
+    if config.sample is None:
+        return Selection(full, golden, slices)
+    with timed("sample"):
+        sampled = draw_sample(config.sample, golden, slices)
+    return Selection(full, sampled.golden, sampled.slices, sampled)
+
+
+def texts_to_embed(config: Config) -> dict[Kind, list[str]]:
+    """The document and query texts `evalret run` on ``config`` embeds (its sample applied):
+    the golden set read, its retrievers set up, nothing embedded."""
+    full = load_golden_set(config.golden_set, config.relevance_level)
+    return select(config, full).texts(make_retrievers(config))
+
+
+def held(cached: CachedEmbedder | None, texts: Sequence[str], kind: Kind) -> np.ndarray:
+    """bool [n]: which ``texts`` of ``kind`` the cache holds (none with the cache off)."""
+    if cached is None or not texts:
+        return np.zeros(len(texts), dtype=bool)
+    return cached.cached(texts, kind)
 
 
 def _fed(backend: Embedder, model: ModelConfig, texts: Sequence[str], kind: Kind) -> list[str]:
@@ -56,27 +139,21 @@ def _plan_kind(
     )
 
 
-def dry_run(config: Path | None, no_cache: bool = False) -> EmbeddingPlan:
-    """What `evalret run` on ``config`` would embed: per kind, the texts, how many the cache
-    holds, the rest and their tokens and cost. Reads the golden set and the cache only."""
-    cfg = run_config(config, no_cache)
-    golden = queries_to_evaluate(load_golden_set(cfg.golden_set, cfg.relevance_level), cfg)
-    needs_vectors = any(r.needs_vectors for r in make_retrievers(cfg) if r.enabled)
+def dry_run(
+    config: Path | None, no_cache: bool = False, sample: int | None = None
+) -> EmbeddingPlan:
+    """What `evalret run` on ``config`` (with `--sample` ``sample``) would embed: per kind, the
+    texts, how many the cache holds, the rest and their tokens and cost. Reads the golden set
+    and the cache only."""
+    cfg = with_sample(run_config(config, no_cache), sample)
+    kinds = texts_to_embed(cfg)
     opened = open_embedder(cfg.model, cfg.cache)
     backend = opened.backend
     api = cfg.model.provider == "openai"  # tiktoken knows OpenAI's models only
     counter = token_counter(cfg.model.name) if api else TokenCounter(estimate_tokens, ESTIMATE)
-    kinds: dict[Kind, list[str]] = {
-        "document": golden.doc_texts if needs_vectors else [],
-        "query": golden.query_texts if needs_vectors else [],
-    }
     planned = {}
     for kind, texts in kinds.items():
-        cached = (
-            opened.cached.cached(texts, kind)
-            if opened.cached is not None and texts
-            else np.zeros(len(texts), dtype=bool)
-        )
+        cached = held(opened.cached, texts, kind)
         planned[kind] = _plan_kind(backend, cfg.model, texts, kind, cached, counter)
     return EmbeddingPlan(
         model=str(backend.identity().get("source")),
