@@ -15,6 +15,7 @@ from evalret.core.metrics import (
     REGISTRY,
     Family,
     Metric,
+    TrecEval,
     alias_table,
     build_judgments,
     compute,
@@ -239,25 +240,28 @@ def test_alias_table_of_the_registry() -> None:
     assert table["hits"] == "hit_rate" and table["ndcg"] == "ndcg"
 
 
+X, Y = TrecEval("x", "x"), TrecEval("y", "y")  # any measures: the aliases are under test
+
+
 @pytest.mark.parametrize(
     ("first", "second", "message"),
     [
         # an alias of beta repeats an alias of alpha, in another case: names are case-insensitive
         (
-            Family("alpha", hit_rate, "x", ("a", "shared")),
-            Family("beta", hit_rate, "y", ("SHARED",)),
+            Family("alpha", hit_rate, X, ("a", "shared")),
+            Family("beta", hit_rate, Y, ("SHARED",)),
             "metric name 'shared' of family 'beta' is already taken by family 'alpha'",
         ),
         # a family named like another family's alias ("r" is recall's)
         (
-            Family("recall", hit_rate, "x", ("r",)),
-            Family("r", hit_rate, "y"),
+            Family("recall", hit_rate, X, ("r",)),
+            Family("r", hit_rate, Y),
             "metric name 'r' of family 'r' is already taken by family 'recall'",
         ),
         # two families of one name
         (
-            Family("mrr", hit_rate, "x"),
-            Family("mrr", hit_rate, "y"),
+            Family("mrr", hit_rate, X),
+            Family("mrr", hit_rate, Y),
             "metric name 'mrr' of family 'mrr' is already taken by family 'mrr'",
         ),
     ],

@@ -30,6 +30,7 @@ from pydantic import (
 
 from evalret.core import gate
 from evalret.core.metrics import MAX_CUTOFF, MAX_GRADE, cutoffs, parse_metrics, search_depth
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.core.slices import CustomSlice, Slice, build_slices
 from evalret.core.stats import Correction, PairedTest
 from evalret.data import yamltext
@@ -924,7 +925,7 @@ class Config(_Strict):
     )
     ndcg_gain: Literal["linear", "exponential"] = "linear"
     relevance_level: int = Field(
-        1,
+        DEFAULT_RELEVANCE_LEVEL,
         ge=1,
         le=MAX_GRADE,  # a higher level could never be reached by a grade
         description="trec_eval's -l: grade >= this is relevant (nDCG uses raw grades)",

@@ -30,6 +30,7 @@ from evalret.core.metrics import (
     parse_metrics,
 )
 from evalret.core.ranking import PRIMARY_INDEX, TIE_RULE, SearchResult, id_rank, judgeable_ids
+from evalret.core.relevance import is_relevant
 from evalret.core.slices import Slice, reliability
 from evalret.core.stats import bootstrap_ci, seed_for
 from evalret.data.baseline import check_compatible
@@ -240,7 +241,7 @@ def _intrinsic_section(
     queries = None
     if len(query_vectors) >= 2:
         q, d, grade = qrels
-        relevant = grade >= config.relevance_level
+        relevant = is_relevant(grade, config.relevance_level)
         queries = embedding_health(
             query_vectors,
             seed=seed,
