@@ -198,6 +198,14 @@ def hit_rate(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.nda
     return np.asarray(j.relevant[:, :k].any(axis=1), dtype=np.float64)
 
 
+def judged_at(judgments: RankedJudgments, cutoffs: list[int]) -> dict[str, np.ndarray]:
+    """Per query, the share of the top k ranks holding a judged document (any grade), k for
+    every cutoff: unjudged documents count as misses in every metric, so a low judged@k warns
+    that the scores understate the ranking."""
+    judged = judgments.judged.cumsum(axis=1)
+    return {f"judged@{k}": judged[:, min(k, judged.shape[1]) - 1] / k for k in cutoffs}
+
+
 MetricFn = Callable[[RankedJudgments, int | None, Gain], np.ndarray]  # k None: whole ranking
 
 
