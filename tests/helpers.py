@@ -149,27 +149,6 @@ def read_trec_run(path: Path) -> dict[str, dict[str, float]]:
     return run
 
 
-TREC_MEASURES = {
-    "ndcg": "ndcg_cut",
-    "recall": "recall",
-    "precision": "P",
-    "map": "map_cut",
-    "hit_rate": "success",
-}
-
-
-# trec_eval's measure over the whole run for each metric written without a cutoff (hit_rate:
-# num_rel_ret > 0, trec_eval having no uncut success)
-UNCUT_TREC_MEASURES = {
-    "ndcg": "ndcg",
-    "mrr": "recip_rank",
-    "recall": "set_recall",
-    "precision": "set_P",
-    "map": "map",
-    "hit_rate": "num_rel_ret",
-}
-
-
 def assert_report_matches_trec_eval(
     per_query: dict[str, list[float]],
     query_ids: list[str],
@@ -183,10 +162,12 @@ def assert_report_matches_trec_eval(
     import pytest
     import pytrec_eval
 
-    measures = {}
-    for name in per_query:
-        family, _, k = name.partition("@")
-        measures[name] = f"{TREC_MEASURES[family]}.{k}" if k else UNCUT_TREC_MEASURES[family]
+    from evalret.core.metrics import REGISTRY, parse_metric
+
+    metrics = {name: parse_metric(name) for name in per_query}
+    trec = {name: REGISTRY[m.family].trec_eval for name, m in metrics.items()}
+    assert not any(t.cut_run and metrics[n].k is not None for n, t in trec.items()), "no mrr@k"
+    measures = {name: t.measure(metrics[name].k) for name, t in trec.items()}
     full_run = {q: run.get(q) or {"__none__": 0.0} for q in qrels}
     got = pytrec_eval.RelevanceEvaluator(
         qrels, set(measures.values()), relevance_level=relevance_level
@@ -196,7 +177,7 @@ def assert_report_matches_trec_eval(
         key = measure.replace(".", "_")
         for i, q in enumerate(query_ids):
             theirs = got[q][key]
-            if name == "hit_rate":
+            if trec[name].positive and metrics[name].k is None:
                 theirs = float(theirs > 0)
             assert per_query[name][i] == pytest.approx(theirs, abs=1e-9), (name, q)
     return len(measures) * len(query_ids)

@@ -327,3 +327,33 @@ def test_diagnose_reads_a_cutoff_before_the_whole_ranking() -> None:
     assert diagnose(both, CRITERIA) == "ndcg@10 up: better ordering of the same documents"
     alone = {"ndcg": change(-0.1), "mrr": change(0.2)}
     assert diagnose(alone, CRITERIA).startswith("ndcg down, mrr up")
+
+
+@pytest.mark.parametrize(("level", "relevant"), [(1, ["x", "d0"]), (2, ["x"])])
+def test_examples_show_as_relevant_what_the_relevance_level_counts(
+    level: int, relevant: list[str]
+) -> None:
+    """A query's example lists as relevant the documents its metrics count, at the golden set's
+    relevance level: at level 2 a grade-1 document is neither listed nor marked relevant on the
+    page (it was, by a hard-coded grade >= 1)."""
+    from evalret.data.examples import query_examples
+    from evalret.data.goldenset import GoldenSet
+    from evalret.report.html import query_card
+
+    a = run_report([0.5] * N)
+    golden = GoldenSet(
+        source="hand-made",
+        format="native",
+        doc_ids=["d0", "x", "y"],
+        doc_texts=["zero", "ex", "why"],
+        query_ids=["q0"],
+        query_texts=["query zero"],
+        qrels={"q0": {"d0": 1, "x": 2, "y": 0}},
+        relevance_level=level,
+    )
+    [example] = query_examples(a, a, "exact", "ndcg@10", np.array([0]), np.zeros(N), golden)
+    assert [d.id for d in example.relevant] == relevant
+    top = query_card(example, None).split("Top results", 1)[1]
+    d0_class = "rel" if level == 1 else "non"
+    assert f'<span class="grade {d0_class}">grade 1</span><code>d0</code>' in top
+    assert '<span class="grade rel">grade 2</span><code>x</code>' in top

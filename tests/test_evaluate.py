@@ -21,7 +21,7 @@ from evalret.data.config import (
     IndexesConfig,
 )
 from evalret.data.schema import RunReport
-from evalret.pipeline.evaluate import run_evaluation, topk_overlap
+from evalret.pipeline.evaluate import run_evaluation
 from evalret.pipeline.outputs import write_outputs
 from helpers import HashEmbedder, assert_report_matches_trec_eval, make_set, read_trec_run
 
@@ -102,14 +102,6 @@ def test_trec_export_scores_identically_in_trec_eval(config: Config, tmp_path: P
         "ci_low",
         "ci_high",
     }
-
-
-def test_topk_overlap() -> None:
-    """ANN recall@k: shared documents among the exact top-k, padding ignored."""
-    approx = np.array([[1, 2, 3], [4, -1, -1]])
-    exact = np.array([[3, 2, 9], [4, 5, -1]])
-    assert topk_overlap(approx, exact, 3).tolist() == pytest.approx([2 / 3, 1 / 2])
-    assert topk_overlap(approx, exact, 1).tolist() == [0.0, 1.0]
 
 
 class CollapsedEmbedder(HashEmbedder):

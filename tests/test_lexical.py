@@ -16,7 +16,6 @@ from evalret.data.config import Bm25IndexConfig, Config, GoldenSetConfig, load_c
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.engines.lexical import bm25_search
 from evalret.errors import ConfigError, InputError
-from evalret.pipeline.evaluate import judged_at
 from evalret.pipeline.plan import queries_to_evaluate
 from test_trec_eval_conformance import trec_eval_values
 
@@ -116,18 +115,6 @@ def test_rrf_fuse_by_hand() -> None:
     only_first = rrf_fuse([a, b], k=1, candidates=1, depth=4, rank=rank)
     # doc0 and doc1 both 1/2: the tie goes to the larger id ("b")
     assert only_first.ids[0].tolist() == [1, 0, -1, -1]
-
-
-def test_judged_at_k_counts_any_grade() -> None:
-    ranked = np.array([[0, 1, 2, 3], [3, -1, -1, -1]])
-    # query 0 judges doc 1 (grade 0) and doc 3 (grade 2); query 1 judges doc 0
-    judgments = build_judgments(
-        ranked, np.array([0, 0, 1]), np.array([1, 3, 0]), np.array([0, 2, 1]), n_docs=4
-    )
-    judged = judged_at(judgments, [1, 2, 4])
-    assert judged["judged@1"].tolist() == [0.0, 0.0]
-    assert judged["judged@2"].tolist() == [0.5, 0.0]
-    assert judged["judged@4"].tolist() == [0.5, 0.0]
 
 
 def test_hybrid_needs_its_parts(tmp_path: Path) -> None:

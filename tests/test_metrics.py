@@ -15,11 +15,13 @@ from evalret.core.metrics import (
     REGISTRY,
     Family,
     Metric,
+    TrecEval,
     alias_table,
     build_judgments,
     compute,
     cutoffs,
     hit_rate,
+    judged_at,
     ndcg,
     parse_metric,
     parse_metrics,
@@ -239,25 +241,28 @@ def test_alias_table_of_the_registry() -> None:
     assert table["hits"] == "hit_rate" and table["ndcg"] == "ndcg"
 
 
+X, Y = TrecEval("x", "x"), TrecEval("y", "y")  # any measures: the aliases are under test
+
+
 @pytest.mark.parametrize(
     ("first", "second", "message"),
     [
         # an alias of beta repeats an alias of alpha, in another case: names are case-insensitive
         (
-            Family("alpha", hit_rate, "x", ("a", "shared")),
-            Family("beta", hit_rate, "y", ("SHARED",)),
+            Family("alpha", hit_rate, X, ("a", "shared")),
+            Family("beta", hit_rate, Y, ("SHARED",)),
             "metric name 'shared' of family 'beta' is already taken by family 'alpha'",
         ),
         # a family named like another family's alias ("r" is recall's)
         (
-            Family("recall", hit_rate, "x", ("r",)),
-            Family("r", hit_rate, "y"),
+            Family("recall", hit_rate, X, ("r",)),
+            Family("r", hit_rate, Y),
             "metric name 'r' of family 'r' is already taken by family 'recall'",
         ),
         # two families of one name
         (
-            Family("mrr", hit_rate, "x"),
-            Family("mrr", hit_rate, "y"),
+            Family("mrr", hit_rate, X),
+            Family("mrr", hit_rate, Y),
             "metric name 'mrr' of family 'mrr' is already taken by family 'mrr'",
         ),
     ],
@@ -268,3 +273,19 @@ def test_alias_table_refuses_a_clash(first: Family, second: Family, message: str
     with pytest.raises(ValueError) as e:
         alias_table([first, second])
     assert str(e.value) == message
+
+
+def test_judged_at_k_counts_any_grade() -> None:
+    """judged@k: the share of the top k ranks holding a judged document, grade 0 included; ranks
+    beyond the ranking (k above its depth) count as unjudged, so the share divides by k."""
+    ranked = np.array([[0, 1, 2, 3], [3, -1, -1, -1]])
+    # query 0 judges doc 1 (grade 0) and doc 3 (grade 2); query 1 judges doc 0
+    judgments = build_judgments(
+        ranked, np.array([0, 0, 1]), np.array([1, 3, 0]), np.array([0, 2, 1]), n_docs=4
+    )
+    judged = judged_at(judgments, [1, 2, 4, 8])
+    assert judged["judged@1"].tolist() == [0.0, 0.0]
+    assert judged["judged@2"].tolist() == [0.5, 0.0]
+    assert judged["judged@4"].tolist() == [0.5, 0.0]
+    assert judged["judged@8"].tolist() == [0.25, 0.0]
+    assert judged_at(judgments, []) == {}

@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
 from evalret.cli import app
-from evalret.core.ranking import apply_tie_rule, id_rank
+from evalret.core.ranking import apply_tie_rule, id_rank, topk_overlap
 from evalret.data.config import (
     CacheConfig,
     Config,
@@ -49,7 +49,7 @@ from evalret.engines.retrievers.pgvector import (
     sweep_scratch_tables,
 )
 from evalret.errors import ConfigError
-from evalret.pipeline.evaluate import run_evaluation, topk_overlap
+from evalret.pipeline.evaluate import run_evaluation
 from helpers import HashEmbedder, make_set
 
 psycopg = pytest.importorskip("psycopg")

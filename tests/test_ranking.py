@@ -1,10 +1,12 @@
-"""core.ranking: the tie rule on float64 scores, the cut at a tie, reciprocal-rank fusion, and
-the primary index of a report."""
+"""core.ranking: the tie rule on float64 scores, the cut at a tie, reciprocal-rank fusion, the
+top-k overlap of two rankings, and the primary index of a report."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalret.core.ranking import (
     SearchResult,
@@ -14,6 +16,7 @@ from evalret.core.ranking import (
     primary_index,
     rrf_fuse,
     top_candidates,
+    topk_overlap,
 )
 
 
@@ -70,3 +73,51 @@ def test_primary_index_is_exact_when_present_else_the_first() -> None:
     """The single-index views show exact when it ran, else the first index."""
     assert primary_index(["hnsw", "bm25", "exact"]) == "exact"
     assert primary_index({"hnsw": 1, "bm25": 2}) == "hnsw"
+
+
+def test_topk_overlap() -> None:
+    """ANN recall@k: shared documents among the exact top-k, padding ignored."""
+    approx = np.array([[1, 2, 3], [4, -1, -1]])
+    exact = np.array([[3, 2, 9], [4, 5, -1]])
+    assert topk_overlap(approx, exact, 3).tolist() == pytest.approx([2 / 3, 1 / 2])
+    assert topk_overlap(approx, exact, 1).tolist() == [0.0, 1.0]
+
+
+def test_topk_overlap_of_empty_rows_and_cutoffs_beyond_the_rankings() -> None:
+    """An exact ranking with nothing retrieved scores 0 (never a division by zero); padding in
+    one row never matches a document of another row; a k beyond the width takes every rank."""
+    approx = np.array([[-1, -1], [-1, 3], [0, 1]])
+    exact = np.array([[-1, -1], [3, -1], [1, 0]])
+    assert topk_overlap(approx, exact, 10).tolist() == [0.0, 1.0, 1.0]
+    assert topk_overlap(approx, exact, 1).tolist() == [0.0, 0.0, 0.0]
+    assert topk_overlap(np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64), 3).shape == (0,)
+
+
+@st.composite
+def _ranking_pairs(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int]:
+    n_docs = draw(st.integers(1, 12))
+    width = draw(st.integers(1, 6))
+
+    def ranking() -> list[int]:
+        ids = draw(st.lists(st.integers(0, n_docs - 1), max_size=width, unique=True))
+        return ids + [-1] * (width - len(ids))
+
+    rows = draw(st.integers(1, 5))
+    approx = np.array([ranking() for _ in range(rows)], dtype=np.int64)
+    exact = np.array([ranking() for _ in range(rows)], dtype=np.int64)
+    return approx, exact, draw(st.integers(1, width + 2))
+
+
+@given(_ranking_pairs())
+@settings(max_examples=200, deadline=None)
+def test_topk_overlap_is_the_set_overlap_per_query(
+    case: tuple[np.ndarray, np.ndarray, int],
+) -> None:
+    """Per query |approx top-k ∩ exact top-k| / |exact top-k| (0 when the exact one is empty),
+    counted with sets, one query at a time."""
+    approx, exact, k = case
+    got = topk_overlap(approx, exact, k)
+    for i, (a, e) in enumerate(zip(approx, exact, strict=True)):
+        top_a = {d for d in a[:k].tolist() if d >= 0}
+        top_e = {d for d in e[:k].tolist() if d >= 0}
+        assert got[i] == (len(top_a & top_e) / len(top_e) if top_e else 0.0)

@@ -9,6 +9,8 @@ relevance levels 1 and 2, and cutoffs beyond the corpus size; and every metric w
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import pytrec_eval
@@ -16,7 +18,6 @@ from hypothesis import given, settings
 
 from evalret.core.metrics import REGISTRY, Metric, build_judgments, compute, search_depth
 from evalret.core.ranking import apply_tie_rule, id_rank
-from helpers import UNCUT_TREC_MEASURES
 from strategies import graded_runs
 
 CUTOFFS = (1, 2, 3, 5, 10, 30, 500)  # 30 and 500 exceed every corpus drawn below
@@ -29,50 +30,27 @@ def trec_eval_values(
     metric: Metric,
     relevance_level: int = 1,
 ) -> dict[str, float]:
-    """trec_eval's per-query value of ``metric`` for runs given in rank order.
+    """trec_eval's per-query value of ``metric`` for runs given in rank order: the measure its
+    family declares (``Family.trec_eval``, the one place the mapping is written), on each run
+    cut at depth k when that measure takes no cutoff (MRR@k), 1 where a ``positive`` family's
+    uncut measure is above 0 (hit rate).
 
-    MRR@k is trec_eval's ``recip_rank`` on each run cut at depth k (recip_rank itself is uncut).
     Grades below -1 are passed as -1: pytrec-eval-terrier 0.5.11 corrupts its heap on grades
     <= -2 (segmentation faults a few evaluations later); for the measures here every negative
     grade means the same, judged non-relevant with gain 0.
     """
     qrels = {q: {d: max(g, -1) for d, g in j.items()} for q, j in qrels.items()}
-    if metric.k is None:
-        return uncut_trec_eval_values(qrels, ranked, metric.family, relevance_level)
-    name = {
-        "ndcg": "ndcg_cut",
-        "recall": "recall",
-        "precision": "P",
-        "map": "map_cut",
-        "hit_rate": "success",
-        "mrr": "recip_rank",
-    }[metric.family]
-    if metric.family == "mrr":
-        measure, key = name, name
+    trec = REGISTRY[metric.family].trec_eval
+    measure = trec.measure(metric.k)
+    if trec.cut_run and metric.k is not None:
         ranked = {q: r[: metric.k] for q, r in ranked.items()}
-    else:
-        measure, key = f"{name}.{metric.k}", f"{name}_{metric.k}"
     run = {q: (dict(r) or {"__none__": 0.0}) for q, r in ranked.items()}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=relevance_level)
     got = evaluator.evaluate(run)
+    key = measure.replace(".", "_")  # pytrec_eval's key for the measure: ndcg_cut.10 -> ndcg_cut_10
+    if trec.positive and metric.k is None:
+        return {q: float(got[q][key] > 0) for q in ranked}
     return {q: got[q][key] for q in ranked}
-
-
-def uncut_trec_eval_values(
-    qrels: dict[str, dict[str, int]],
-    ranked: dict[str, list[tuple[str, float]]],
-    family: str,
-    relevance_level: int,
-) -> dict[str, float]:
-    """trec_eval's per-query value of ``family`` over the whole run (``UNCUT_TREC_MEASURES``);
-    hit rate is 1 where trec_eval's ``num_rel_ret`` is positive."""
-    measure = UNCUT_TREC_MEASURES[family]
-    run = {q: (dict(r) or {"__none__": 0.0}) for q, r in ranked.items()}
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=relevance_level)
-    got = evaluator.evaluate(run)
-    if family == "hit_rate":
-        return {q: float(got[q][measure] > 0) for q in ranked}
-    return {q: got[q][measure] for q in ranked}
 
 
 def compare_with_trec_eval(
@@ -205,3 +183,25 @@ def test_ndcg_ignores_the_relevance_level_like_trec_eval() -> None:
     got = compute(metrics, j)
     assert got["ndcg@10"][1] == 1.0 and got["recall@10"][1] == 0.0 and got["mrr@10"][1] == 0.0
     assert j.n_relevant.tolist() == [1, 0]
+
+
+def _readme_metric_rows() -> dict[str, str]:
+    """The README's metrics table: metric name (``ndcg@k``, ``ndcg``) -> its trec_eval column."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
+    cells = [line.split("|") for line in section.splitlines() if line.startswith("| `")]
+    return {row[1].strip().strip("`"): row[3].strip() for row in cells}
+
+
+def test_every_family_declares_trec_eval_measures_the_readme_names() -> None:
+    """Each family's ``trec_eval`` data names measures pytrec_eval knows, and the README's metrics
+    table gives the same measure in the family's rows, with a cutoff and without one."""
+    rows = _readme_metric_rows()
+    assert set(rows) == {n for f in REGISTRY for n in (f"{f}@k", f)}
+    for name, family in REGISTRY.items():
+        trec = family.trec_eval
+        assert {trec.cut, trec.uncut} <= pytrec_eval.supported_measures, name
+        cut = f"`{trec.cut}` on the run cut at k" if trec.cut_run else f"`{trec.cut}.k`"
+        assert rows[f"{name}@k"].startswith(cut), (name, rows[f"{name}@k"])
+        uncut = f"`{trec.uncut}` > 0" if trec.positive else f"`{trec.uncut}`"
+        assert rows[name] == uncut, (name, rows[name])

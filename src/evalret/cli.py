@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal, ParamSpec
 import typer
 from typer.core import TyperCommand
 
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.errors import EvalretError, ExitCode, InputError, Terminated
 from evalret.report.escape import markup_safe
 from evalret.version import __version__
@@ -428,7 +429,7 @@ def score(
     ] = None,
     relevance_level: Annotated[
         int, typer.Option(min=1, help="trec_eval's -l: grade >= this is relevant.")
-    ] = 1,
+    ] = DEFAULT_RELEVANCE_LEVEL,
     queries_without_relevant: Annotated[
         Literal["exclude", "zero"],
         typer.Option(help="exclude: left out of the means; zero: scored, as trec_eval."),

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.config import (
     DEFAULT_METRICS,
     INDEX_NAME,
@@ -68,7 +69,7 @@ def score_config(
     runs: Sequence[str],
     *,
     metrics: Sequence[str] | None = None,
-    relevance_level: int = 1,
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
     queries_without_relevant: WithoutRelevant = "exclude",
     out: Path | None = None,
 ) -> Config:
@@ -104,7 +105,7 @@ def score_command(
     runs: Sequence[str],
     *,
     metrics: Sequence[str] | None = None,
-    relevance_level: int = 1,
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
     queries_without_relevant: WithoutRelevant = "exclude",
     out: Path | None = None,
     baseline: Path | None = None,

@@ -6,10 +6,10 @@ one registry, and the error for an unknown name is built from that registry.
 
 Conventions shared by every metric (they match trec_eval run with ``-l relevance_level``):
 
-* A document is *relevant* when its judged grade is >= the relevance level (default 1,
-  trec_eval's ``-l``); a lower grade (0 or negative) means judged non-relevant, and an unjudged
-  document counts as non-relevant. The binary metrics (recall, precision, MAP, MRR, hit rate)
-  and ``R`` use the level.
+* A document is *relevant* when its judged grade is >= the relevance level (trec_eval's ``-l``,
+  default 1; the rule is ``core.relevance.is_relevant``); a lower grade (0 or negative) means
+  judged non-relevant, and an unjudged document counts as non-relevant. The binary metrics
+  (recall, precision, MAP, MRR, hit rate) and ``R`` use the level.
 * nDCG ignores the level, as trec_eval does: its gain is the raw grade for grade > 0 and 0 for
   grade <= 0 (or 2^grade - 1 with exponential gain), so at level 2 a grade-1 document still gains.
 * The ranking is the one the index returned after evalret's tie rule (score descending, then
@@ -22,10 +22,13 @@ Conventions shared by every metric (they match trec_eval run with ``-l relevance
   ranks: precision@k still divides by k, the others see no more relevant documents. A cutoff is
   at most MAX_CUTOFF; the search depth is bounded by the corpus size, never by ``k`` alone.
 * A metric written without a cutoff (``map``, ``ndcg``, ...) scores the whole ranking, as
-  trec_eval's uncut measures do (``map``, ``ndcg``, ``recip_rank``, ``set_recall``, ``set_P``):
-  the function gets ``k=None``. Its value depends on how deep the rankings go, so evalret's own
-  indexes search ``search_depth`` deep (``DEFAULT_SEARCH_DEPTH``, trec_eval's usual 1000, when a
-  metric has no cutoff and no depth is configured).
+  trec_eval's uncut measures do: the function gets ``k=None``. Its value depends on how deep the
+  rankings go, so evalret's own indexes search ``search_depth`` deep (``DEFAULT_SEARCH_DEPTH``,
+  trec_eval's usual 1000, when a metric has no cutoff and no depth is configured).
+
+Each family declares, as data, the trec_eval measure it equals with a cutoff and without one
+(``Family.trec_eval``, a ``TrecEval``); the conformance tests read it from there and compare every
+family with trec_eval per query, so the mapping is written once.
 """
 
 from __future__ import annotations
@@ -39,10 +42,10 @@ from typing import Literal
 
 import numpy as np
 
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_relevant
 from evalret.errors import MetricError, Problem
 
 Gain = Literal["linear", "exponential"]
-DEFAULT_RELEVANCE_LEVEL = 1  # trec_eval's default -l
 # |grade| bound: int64 sums stay exact and exponential gain 2^g stays finite in float64 for any
 # query with fewer than 2^23 judged documents (2^1000 * 2^23 < 2^1024)
 MAX_GRADE = 1000
@@ -110,7 +113,7 @@ class RankedJudgments:
 
     @property
     def relevant(self) -> np.ndarray:
-        return self.grades >= self.relevance_level
+        return is_relevant(self.grades, self.relevance_level)
 
 
 def _discounts(k: int) -> np.ndarray:
@@ -138,11 +141,11 @@ def _dcg(grades: np.ndarray, k: int | None, gain: Gain) -> np.ndarray:
 def ndcg(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
     """nDCG@k = DCG@k / IDCG@k with DCG@k = sum_{i<=k} gain(grade_i) / log2(i + 1).
 
-    Gain ``linear`` is gain(g) = g (trec_eval's ndcg_cut, BEIR, MTEB); ``exponential`` is
-    2^g - 1; grades <= 0 gain 0, and the relevance level plays no part. IDCG@k is the DCG of the
-    ideal ordering of all the query's judged grades, cut at k. Equal to trec_eval ``ndcg_cut.k``
-    with linear gain, at any ``-l``. Without a cutoff (``k=None``): DCG of the whole ranking over
-    the IDCG of *all* the query's positive grades, never cut (trec_eval ``ndcg``).
+    Gain ``linear`` is gain(g) = g (trec_eval, BEIR, MTEB); ``exponential`` is 2^g - 1; grades
+    <= 0 gain 0, and the relevance level plays no part. IDCG@k is the DCG of the ideal ordering
+    of all the query's judged grades, cut at k; trec_eval's with linear gain, at any ``-l``.
+    Without a cutoff (``k=None``): DCG of the whole ranking over the IDCG of *all* the query's
+    positive grades, never cut.
     """
     return _safe_divide(_dcg(j.grades, k, gain), _dcg(j.ideal, k, gain))
 
@@ -150,8 +153,7 @@ def ndcg(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray
 def mrr(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
     """RR@k = 1 / rank of the first relevant document within the top k, 0 if there is none.
 
-    Its mean over queries is MRR@k. Equal to trec_eval ``recip_rank`` on the run cut at depth k;
-    without a cutoff, on the whole ranking (``recip_rank``).
+    Its mean over queries is MRR@k; without a cutoff, over the whole ranking.
     """
     rel = j.relevant[:, :k]
     first = rel.argmax(axis=1)
@@ -159,16 +161,16 @@ def mrr(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
 
 
 def recall(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
-    """Recall@k = |relevant in top k| / R. Equal to trec_eval ``recall.k``; without a cutoff,
-    |relevant retrieved| / R over the whole ranking (``set_recall``)."""
+    """Recall@k = |relevant in top k| / R; without a cutoff, |relevant retrieved| / R over the
+    whole ranking."""
     return _safe_divide(j.relevant[:, :k].sum(axis=1).astype(np.float64), j.n_relevant)
 
 
 def precision(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
-    """Precision@k = |relevant in top k| / k, k even when fewer are retrieved (trec_eval P.k).
+    """Precision@k = |relevant in top k| / k, k even when fewer are retrieved (as trec_eval).
 
     Without a cutoff: |relevant retrieved| / |retrieved| over the whole ranking, 0 when nothing
-    was retrieved (trec_eval ``set_P``, ir_measures ``SetP``; trec_eval has no uncut ``P``).
+    was retrieved (set precision: trec_eval has no uncut ``P``).
     """
     hits = j.relevant[:, :k].sum(axis=1).astype(np.float64)
     if k is None:
@@ -179,8 +181,8 @@ def precision(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.nd
 def average_precision(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
     """AP@k = (1/R) * sum over ranks i <= k holding a relevant document of Precision@i.
 
-    The denominator is R, not min(k, R), as in trec_eval ``map_cut.k``; MAP@k is the mean.
-    Without a cutoff, the sum runs over the whole ranking (trec_eval ``map``).
+    The denominator is R, not min(k, R), as in trec_eval; MAP@k is the mean. Without a cutoff,
+    the sum runs over the whole ranking.
     """
     rel = j.relevant[:, :k]
     prec_at_i = np.cumsum(rel, axis=1) / np.arange(1, rel.shape[1] + 1)
@@ -188,24 +190,55 @@ def average_precision(j: RankedJudgments, k: int | None, gain: Gain = "linear") 
 
 
 def hit_rate(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
-    """Hit rate@k (Success@k) = 1 if a relevant document is in the top k, else 0 (``success.k``).
+    """Hit rate@k (Success@k) = 1 if a relevant document is in the top k, else 0.
 
     Without a cutoff: 1 if any relevant document was retrieved at all (trec_eval has no uncut
-    ``success``: it equals ``success.d`` at the run's depth d, and ``num_rel_ret > 0``).
+    ``success``: it equals ``success`` at the run's depth).
     """
     return np.asarray(j.relevant[:, :k].any(axis=1), dtype=np.float64)
+
+
+def judged_at(judgments: RankedJudgments, cutoffs: list[int]) -> dict[str, np.ndarray]:
+    """Per query, the share of the top k ranks holding a judged document (any grade), k for
+    every cutoff: unjudged documents count as misses in every metric, so a low judged@k warns
+    that the scores understate the ranking."""
+    judged = judgments.judged.cumsum(axis=1)
+    return {f"judged@{k}": judged[:, min(k, judged.shape[1]) - 1] / k for k in cutoffs}
 
 
 MetricFn = Callable[[RankedJudgments, int | None, Gain], np.ndarray]  # k None: whole ranking
 
 
 @dataclass(frozen=True)
+class TrecEval:
+    """The trec_eval measures a family equals, named as trec_eval (and pytrec_eval) take them.
+
+    cut: the measure at cutoff k, spelled ``{cut}.{k}`` (``ndcg_cut.10``); with ``cut_run`` the
+      measure takes no cutoff and trec_eval scores each run cut at depth k instead (MRR@k is
+      ``recip_rank`` on the run cut at k).
+    uncut: the measure over the whole ranking, the family written without a cutoff.
+    positive: the family is 1 where ``uncut`` is above 0 and 0 elsewhere (hit rate is
+      ``num_rel_ret > 0``: trec_eval has no uncut ``success``).
+    """
+
+    cut: str
+    uncut: str
+    cut_run: bool = False
+    positive: bool = False
+
+    def measure(self, k: int | None) -> str:
+        """The measure at cutoff ``k`` (None: the whole ranking): ``ndcg_cut.10``, ``set_P``."""
+        if k is None:
+            return self.uncut
+        return self.cut if self.cut_run else f"{self.cut}.{k}"
+
+
+@dataclass(frozen=True)
 class Family:
     name: str
     fn: MetricFn
-    trec_eval: str  # the trec_eval measure it equals (for conformance and documentation)
+    trec_eval: TrecEval  # what it equals in trec_eval, the conformance tests' reference
     aliases: tuple[str, ...] = ()
-    uncut: str = ""  # the trec_eval measure it equals without a cutoff, over the whole ranking
 
 
 # every family scores a query in [0, 1]; a stored per-query score outside it, beyond rounding, is
@@ -213,12 +246,17 @@ class Family:
 SCORE_SLACK = 1e-6
 
 FAMILIES = (
-    Family("ndcg", ndcg, "ndcg_cut.k", uncut="ndcg"),
-    Family("mrr", mrr, "recip_rank (run cut at k)", ("rr", "recip_rank"), "recip_rank"),
-    Family("recall", recall, "recall.k", ("r",), "set_recall"),
-    Family("precision", precision, "P.k", ("p",), "set_P"),
-    Family("map", average_precision, "map_cut.k", ("ap",), "map"),
-    Family("hit_rate", hit_rate, "success.k", ("success", "hit", "hits"), "num_rel_ret > 0"),
+    Family("ndcg", ndcg, TrecEval("ndcg_cut", "ndcg")),
+    Family("mrr", mrr, TrecEval("recip_rank", "recip_rank", cut_run=True), ("rr", "recip_rank")),
+    Family("recall", recall, TrecEval("recall", "set_recall"), ("r",)),
+    Family("precision", precision, TrecEval("P", "set_P"), ("p",)),
+    Family("map", average_precision, TrecEval("map_cut", "map"), ("ap",)),
+    Family(
+        "hit_rate",
+        hit_rate,
+        TrecEval("success", "num_rel_ret", positive=True),
+        ("success", "hit", "hits"),
+    ),
 )
 
 
@@ -372,7 +410,7 @@ def _ideal(
     and its number of grades >= ``level``."""
     q = qrel_query.astype(np.int64)
     g = qrel_grade.astype(np.int64)
-    n_relevant = np.bincount(q[g >= level], minlength=n_queries).astype(np.int64)
+    n_relevant = np.bincount(q[is_relevant(g, level)], minlength=n_queries).astype(np.int64)
     positive = g > 0
     q, g = q[positive], g[positive]
     width = max(depth, int(np.bincount(q, minlength=1).max(initial=0)))

@@ -11,8 +11,9 @@ an id ``n_docs + i`` names ``extra_docs[i]`` (``n_docs``: the golden set's docum
 documents are unjudged in every metric (``judgeable_ids``), are written under their own names in
 run files and ``top_ids``, and are never fused (the hybrid reads only the built-in rankings). The
 ranking is already in tie-rule order when it is made (its reader sorts by name), so ``id_rank``
-never sees them. Reciprocal-rank fusion lives here too: it is ranking arithmetic,
-whatever produced the rankings it fuses.
+never sees them. Reciprocal-rank fusion and the top-k overlap of two rankings (an approximate
+index's recall of exact search) live here too: they are ranking arithmetic, whatever produced
+the rankings.
 """
 
 from __future__ import annotations
@@ -73,6 +74,19 @@ def judgeable_ids(ids: np.ndarray, n_docs: int) -> np.ndarray:
     """``ids`` with every document the corpus does not have (id >= n_docs) turned into ``n_docs``:
     retrieved, never judged (metrics.build_judgments finds no judgment for it)."""
     return np.where(ids >= n_docs, n_docs, ids)
+
+
+def topk_overlap(approx: np.ndarray, exact: np.ndarray, k: int) -> np.ndarray:
+    """Per query |approx top-k ∩ exact top-k| / |exact top-k| (ANN recall@k against exact)."""
+    a, e = approx[:, :k], exact[:, :k]
+    # one key space for all rows: document index + row * width; -1 (nothing retrieved) never counts
+    width = max(int(a.max(initial=0)), int(e.max(initial=0))) + 1
+    offset = np.arange(len(e), dtype=np.int64)[:, None] * width
+    hits = np.isin(a + offset, np.where(e >= 0, e + offset, -1)) & (a >= 0)
+    denom = (e >= 0).sum(axis=1)
+    out = np.zeros(len(e))
+    np.divide(hits.sum(axis=1), denom, out=out, where=denom > 0)
+    return out
 
 
 def empty_result(n_queries: int, depth: int) -> SearchResult:

@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from evalret.core.gate import Check
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import GoldenSetConfig
 from evalret.data.goldenset import GoldenSet, load_golden_set
@@ -71,7 +72,7 @@ def golden_set_of(report: RunReport) -> GoldenSet | None:
     try:
         golden = load_golden_set(
             GoldenSetConfig.model_validate(report.config["golden_set"]),
-            int(report.config.get("relevance_level", 1)),
+            int(report.config.get("relevance_level", DEFAULT_RELEVANCE_LEVEL)),
         )
     except (EvalretError, OSError, ValueError, KeyError):
         return None

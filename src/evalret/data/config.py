@@ -30,6 +30,7 @@ from pydantic import (
 
 from evalret.core import gate
 from evalret.core.metrics import MAX_CUTOFF, MAX_GRADE, cutoffs, parse_metrics, search_depth
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.core.slices import CustomSlice, Slice, build_slices
 from evalret.core.stats import Correction, PairedTest
 from evalret.data import yamltext
@@ -625,9 +626,9 @@ class SliceDefinition(_Strict):
         return self
 
     def to_core(self) -> CustomSlice:
-        """The plain slice definition the core builds slices from."""
-        ids = tuple(self.query_ids) if self.query_ids is not None else None
-        return CustomSlice(name=self.name, tag=self.tag, query_ids=ids, pattern=self.pattern)
+        """The plain slice definition the core builds slices from (its ids a tuple)."""
+        ids = None if self.query_ids is None else tuple(self.query_ids)
+        return CustomSlice(**self.model_dump(exclude={"query_ids"}), query_ids=ids)
 
 
 class SlicesConfig(_Strict):
@@ -683,8 +684,8 @@ class Threshold(_Strict):
     max_drop_pct: float | None = Field(None, ge=0, description="fail on a larger relative drop, %")
 
     def to_core(self) -> gate.Threshold:
-        """The plain threshold the gate reads."""
-        return gate.Threshold(min=self.min, max_drop=self.max_drop, max_drop_pct=self.max_drop_pct)
+        """The plain threshold the gate reads (the same fields)."""
+        return gate.Threshold(**self.model_dump())
 
 
 class ThresholdOverride(Threshold):
@@ -703,15 +704,8 @@ class ThresholdOverride(Threshold):
             raise ValueError("; ".join(p.message for p in e.problems)) from None
 
     def to_core(self) -> gate.ThresholdOverride:
-        """The plain override the gate reads."""
-        return gate.ThresholdOverride(
-            min=self.min,
-            max_drop=self.max_drop,
-            max_drop_pct=self.max_drop_pct,
-            metric=self.metric,
-            slice=self.slice,
-            index=self.index,
-        )
+        """The plain override the gate reads (the same fields)."""
+        return gate.ThresholdOverride(**self.model_dump())
 
 
 class HealthThreshold(_Strict):
@@ -721,8 +715,8 @@ class HealthThreshold(_Strict):
     max: float | None = None
 
     def to_core(self) -> gate.HealthBounds:
-        """The plain bounds the gate reads."""
-        return gate.HealthBounds(min=self.min, max=self.max)
+        """The plain bounds the gate reads (the same fields)."""
+        return gate.HealthBounds(**self.model_dump())
 
 
 def _health_key(key: str) -> str:
@@ -749,15 +743,8 @@ class SignificanceConfig(_Strict):
     power: float = Field(0.8, gt=0, lt=1)
 
     def to_core(self) -> gate.Significance:
-        """The plain significance settings the gate reads."""
-        return gate.Significance(
-            test=self.test,
-            alpha=self.alpha,
-            correction=self.correction,
-            samples=self.samples,
-            seed=self.seed,
-            power=self.power,
-        )
+        """The plain significance settings the gate reads (the same fields)."""
+        return gate.Significance(**self.model_dump())
 
 
 DEFAULT_THRESHOLDS = {"recall@10": Threshold(max_drop=0.01), "mrr@10": Threshold(max_drop=0.01)}
@@ -924,7 +911,7 @@ class Config(_Strict):
     )
     ndcg_gain: Literal["linear", "exponential"] = "linear"
     relevance_level: int = Field(
-        1,
+        DEFAULT_RELEVANCE_LEVEL,
         ge=1,
         le=MAX_GRADE,  # a higher level could never be reached by a grade
         description="trec_eval's -l: grade >= this is relevant (nDCG uses raw grades)",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_relevant
 from evalret.data.goldenset import GoldenSet
 from evalret.data.schema import QueryExample, RankedDoc, RunReport
 
@@ -27,6 +28,7 @@ def query_examples(
     grades and texts when ``golden`` is known."""
     text = dict(zip(golden.query_ids, golden.query_texts, strict=True)) if golden else {}
     titles = dict(zip(golden.doc_ids, golden.doc_texts, strict=True)) if golden else {}
+    level = golden.relevance_level if golden else DEFAULT_RELEVANCE_LEVEL
     qa, qb = a.indexes[index], b.indexes[index]
     pos_b = {q: i for i, q in enumerate(b.query_ids)}
     out = []
@@ -40,7 +42,9 @@ def query_examples(
                 for d in ids[:SHOWN_RESULTS]
             ]
 
-        relevant = sorted(((g, d) for d, g in judged.items() if g >= 1), reverse=True)
+        relevant = sorted(
+            ((g, d) for d, g in judged.items() if is_relevant(g, level)), reverse=True
+        )
         out.append(
             QueryExample(
                 query_id=q,

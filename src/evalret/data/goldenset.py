@@ -34,6 +34,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evalret.core.metrics import MAX_GRADE
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_relevant
 from evalret.data.config import GoldenSetConfig, SlicesConfig, WithoutRelevant, configured_slices
 from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import GoldenSetError, Problem
@@ -61,7 +62,7 @@ class GoldenSet:
     qrels: dict[str, dict[str, int]]
     tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
     frequency: dict[str, int] = field(default_factory=dict)
-    relevance_level: int = 1  # trec_eval's -l: grade >= level is relevant
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL  # trec_eval's -l (core.relevance.is_relevant)
     warnings: tuple[Problem, ...] = ()  # the readers' warnings (file:line)
 
     @cached_property
@@ -175,8 +176,8 @@ class GoldenSet:
 
 
 def relevant_count(grades: Mapping[str, int], relevance_level: int) -> int:
-    """How many of one query's judgments (doc id -> grade) are relevant: grade >= the level."""
-    return sum(1 for g in grades.values() if g >= relevance_level)
+    """How many of one query's judgments (doc id -> grade) are relevant at ``relevance_level``."""
+    return sum(1 for g in grades.values() if is_relevant(g, relevance_level))
 
 
 def scored_query_ids(
@@ -320,7 +321,7 @@ class GoldenSetScan(_Reader):
     found on the way. ``load_golden_set`` turns it into a GoldenSet when there is no error;
     ``evalret validate`` reports it as it is (errors, warnings, counts)."""
 
-    def __init__(self, relevance_level: int = 1) -> None:
+    def __init__(self, relevance_level: int = DEFAULT_RELEVANCE_LEVEL) -> None:
         super().__init__()
         self.relevance_level = relevance_level
         self.source = ""
@@ -431,7 +432,7 @@ class GoldenSetScan(_Reader):
             first.setdefault(q, (path, line))
         level = self.relevance_level
         for q in self.evaluate:
-            if any(g >= level for g in self.qrels.get(q, {}).values()):
+            if relevant_count(self.qrels.get(q, {}), level):
                 continue
             path, line = first.get(q) or self.query_where[q]
             self.warn(
@@ -476,7 +477,7 @@ class GoldenSetScan(_Reader):
 # --- the three formats ------------------------------------------------------------------------
 
 
-def scan_native(directory: Path, relevance_level: int = 1) -> GoldenSetScan:
+def scan_native(directory: Path, relevance_level: int = DEFAULT_RELEVANCE_LEVEL) -> GoldenSetScan:
     b = GoldenSetScan(relevance_level)
     corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
     for n, doc in b.jsonl(corpus, _NativeDoc):
@@ -557,7 +558,9 @@ def _read_qrels_rows(b: GoldenSetScan, path: Path, columns: int, header: bool) -
     return list(order)
 
 
-def scan_beir(directory: Path, split: str, relevance_level: int = 1) -> GoldenSetScan:
+def scan_beir(
+    directory: Path, split: str, relevance_level: int = DEFAULT_RELEVANCE_LEVEL
+) -> GoldenSetScan:
     b = GoldenSetScan(relevance_level)
     corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
     qrels = directory / "qrels" / f"{split}.tsv"
@@ -631,7 +634,7 @@ def scan_trec(
     qrels: Path,
     queries: Path | None,
     corpus: Path | None,
-    relevance_level: int = 1,
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
     qrels_only: bool = False,
 ) -> GoldenSetScan:
     """A TREC golden set: qrels, queries and corpus (found beside the qrels when not given);
@@ -700,7 +703,9 @@ def detect_format(cfg: GoldenSetConfig) -> Format:
     )
 
 
-def scan_golden_set(cfg: GoldenSetConfig, relevance_level: int = 1) -> GoldenSetScan:
+def scan_golden_set(
+    cfg: GoldenSetConfig, relevance_level: int = DEFAULT_RELEVANCE_LEVEL
+) -> GoldenSetScan:
     """Read the files of the golden set the config points at, collecting every problem;
     ``relevance_level`` decides which queries have a relevant document.
 
@@ -718,7 +723,9 @@ def scan_golden_set(cfg: GoldenSetConfig, relevance_level: int = 1) -> GoldenSet
     return scan_trec(qrels, cfg.queries, cfg.corpus, relevance_level, cfg.qrels_only)
 
 
-def load_golden_set(cfg: GoldenSetConfig, relevance_level: int = 1) -> GoldenSet:
+def load_golden_set(
+    cfg: GoldenSetConfig, relevance_level: int = DEFAULT_RELEVANCE_LEVEL
+) -> GoldenSet:
     """Read the golden set the config points at, auto-detecting its format; raises
     GoldenSetError listing every error (warnings do not stop a run: the GoldenSet keeps them)."""
     return scan_golden_set(cfg, relevance_level).golden_set()

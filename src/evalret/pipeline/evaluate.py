@@ -22,14 +22,22 @@ from evalret.core.curves import metric_curves
 from evalret.core.digest import json_digest
 from evalret.core.metrics import (
     Metric,
-    RankedJudgments,
     build_judgments,
     compute,
     cutoffs,
     has_uncut,
+    judged_at,
     parse_metrics,
 )
-from evalret.core.ranking import PRIMARY_INDEX, TIE_RULE, SearchResult, id_rank, judgeable_ids
+from evalret.core.ranking import (
+    PRIMARY_INDEX,
+    TIE_RULE,
+    SearchResult,
+    id_rank,
+    judgeable_ids,
+    topk_overlap,
+)
+from evalret.core.relevance import is_relevant
 from evalret.core.slices import Slice, reliability
 from evalret.core.stats import bootstrap_ci, seed_for
 from evalret.data.baseline import check_compatible
@@ -125,14 +133,6 @@ def _no_progress(_: str, __: int) -> Callable[[int], None]:
     return lambda _n: None
 
 
-def judged_at(judgments: RankedJudgments, cutoffs: list[int]) -> dict[str, np.ndarray]:
-    """Per query, the share of the top k ranks holding a judged document (any grade), k for
-    every cutoff: unjudged documents count as misses in every metric, so a low judged@k warns
-    that the scores understate the ranking."""
-    judged = judgments.judged.cumsum(axis=1)
-    return {f"judged@{k}": judged[:, min(k, judged.shape[1]) - 1] / k for k in cutoffs}
-
-
 def _summarize(
     per_query: dict[str, np.ndarray],
     judged: dict[str, np.ndarray],
@@ -162,19 +162,6 @@ def _summarize(
                 for i, m in enumerate(names)
             },
         )
-    return out
-
-
-def topk_overlap(approx: np.ndarray, exact: np.ndarray, k: int) -> np.ndarray:
-    """Per query |approx top-k ∩ exact top-k| / |exact top-k| (ANN recall@k against exact)."""
-    a, e = approx[:, :k], exact[:, :k]
-    # one key space for all rows: document index + row * width; -1 (nothing retrieved) never counts
-    width = max(int(a.max(initial=0)), int(e.max(initial=0))) + 1
-    offset = np.arange(len(e), dtype=np.int64)[:, None] * width
-    hits = np.isin(a + offset, np.where(e >= 0, e + offset, -1)) & (a >= 0)
-    denom = (e >= 0).sum(axis=1)
-    out = np.zeros(len(e))
-    np.divide(hits.sum(axis=1), denom, out=out, where=denom > 0)
     return out
 
 
@@ -235,7 +222,7 @@ def _intrinsic_section(
     queries = None
     if len(query_vectors) >= 2:
         q, d, grade = qrels
-        relevant = grade >= config.relevance_level
+        relevant = is_relevant(grade, config.relevance_level)
         queries = embedding_health(
             query_vectors,
             seed=seed,

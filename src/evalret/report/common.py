@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.schema import EmbeddingInfo, GoldenSetInfo, RunReport, SliceResult
 
 WARNINGS_SHOWN = 10  # reader warnings listed in the terminal and Markdown; all are in report.json
@@ -144,7 +145,7 @@ def without_relevant_note(report: RunReport) -> str | None:
     n = len(report.golden_set.queries_without_relevant)
     if not n:
         return None
-    level = report.fingerprint.metrics.get("relevance_level", 1)
+    level = report.fingerprint.metrics.get("relevance_level", DEFAULT_RELEVANCE_LEVEL)
     scored = report.fingerprint.metrics.get("queries_without_relevant") != "excluded from means"
     fate = "are scored like trec_eval (0 on binary metrics)" if scored else "are left out of means"
     return f"{n} judged queries have no relevant document (grade >= {level}) and {fate}"

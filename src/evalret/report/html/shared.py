@@ -4,7 +4,7 @@ their top results, and metric@k curves."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from evalret.data.schema import MetricCurves, QueryExample, RankedDoc, RunReport
@@ -151,18 +151,18 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _grade(d: RankedDoc) -> str:
+def _grade(d: RankedDoc, relevant: Set[str]) -> str:
     if d.grade is None:
         return '<span class="grade unj">unjudged</span>'
-    cls = "rel" if d.grade >= 1 else "non"
+    cls = "rel" if d.id in relevant else "non"  # the example's relevant documents, at its level
     return f'<span class="grade {cls}">grade {d.grade}</span>'
 
 
-def _docs(docs: Sequence[RankedDoc]) -> str:
+def _docs(docs: Sequence[RankedDoc], relevant: Set[str]) -> str:
     if not docs:
         return '<p class="muted">(not available)</p>'
     items = "".join(
-        f"<li>{_grade(d)}<code>{esc(d.id)}</code> {esc(_clip(d.text, DOC_CHARS))}</li>"
+        f"<li>{_grade(d, relevant)}<code>{esc(d.id)}</code> {esc(_clip(d.text, DOC_CHARS))}</li>"
         for d in docs
     )
     return f"<ol>{items}</ol>"
@@ -172,20 +172,21 @@ def query_card(e: QueryExample, names: tuple[str, str] | None) -> str:
     """One query: its text, the scores, the relevant documents and the top results.
 
     ``names`` (before, after) shows both result lists and the change; None shows one list."""
-    relevant = f"<div><h5>Relevant documents</h5>{_docs(e.relevant)}</div>"
+    ids = {d.id for d in e.relevant}
+    relevant = f"<div><h5>Relevant documents</h5>{_docs(e.relevant, ids)}</div>"
     text = esc(e.text) if e.text else '<span class="muted">(text not available)</span>'
     if names is None:
         kind = "loss"
         head = f'<span class="delta">{num(e.a)}</span>'
-        lists = relevant + f"<div><h5>Top results</h5>{_docs(e.a_top)}</div>"
+        lists = relevant + f"<div><h5>Top results</h5>{_docs(e.a_top, ids)}</div>"
         scores = ""
     else:
         kind = "loss" if e.delta < 0 else "gain"
         head = f'<span class="delta">{signed_num(e.delta)}</span>'
         lists = (
             relevant
-            + f"<div><h5>{esc(names[0])}: top results</h5>{_docs(e.a_top)}</div>"
-            + f"<div><h5>{esc(names[1])}: top results</h5>{_docs(e.b_top)}</div>"
+            + f"<div><h5>{esc(names[0])}: top results</h5>{_docs(e.a_top, ids)}</div>"
+            + f"<div><h5>{esc(names[1])}: top results</h5>{_docs(e.b_top, ids)}</div>"
         )
         before, after = f"{esc(names[0])} {num(e.a)}", f"{esc(names[1])} {num(e.b)}"
         scores = f'<div class="muted">{before} → {after}</div>'
