@@ -11,6 +11,7 @@ import numpy as np
 
 from evalret.data.config import ModelConfig
 from evalret.data.goldenset import load_golden_set
+from evalret.data.overrides import Override
 from evalret.data.schema import EmbeddingPlan, PlannedKind
 from evalret.engines.embedders import open_embedder
 from evalret.engines.openai_api import OpenAIEmbedder, plan_batches
@@ -56,10 +57,12 @@ def _plan_kind(
     )
 
 
-def dry_run(config: Path | None, no_cache: bool = False) -> EmbeddingPlan:
+def dry_run(
+    config: Path | None, no_cache: bool = False, overrides: Sequence[Override] = ()
+) -> EmbeddingPlan:
     """What `evalret run` on ``config`` would embed: per kind, the texts, how many the cache
     holds, the rest and their tokens and cost. Reads the golden set and the cache only."""
-    cfg = run_config(config, no_cache)
+    cfg = run_config(config, no_cache, overrides)
     golden = queries_to_evaluate(load_golden_set(cfg.golden_set, cfg.relevance_level), cfg)
     needs_vectors = any(r.needs_vectors for r in make_retrievers(cfg) if r.enabled)
     opened = open_embedder(cfg.model, cfg.cache)
