@@ -92,6 +92,9 @@ def test_old_spellings_still_work_with_a_note(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "deprecated" not in result.stderr
     assert "--json PATH" not in invoke("judgments", "agreement", "--help")[1]
     assert "--mark-baseline" in invoke("history", "add", "--help")[1]
+    for option in ("--output-format", "--format"):  # the old spelling is checked as the new
+        code, out = invoke("pool", option, "xml", "-o", str(tmp_path / "p.jsonl"))
+        assert code == 2 and "choose jsonl or label-studio" in out, out
 
 
 # --- --set, --model, --dimension ------------------------------------------------------------------
@@ -146,6 +149,20 @@ def test_a_bad_set_is_exit_2_naming_the_option_and_the_key(
     assert code == 2, out
     assert said in " ".join(out.split()), out
     assert list((tmp_path / "run").iterdir()) == []
+
+
+def test_settings_apply_to_configs_only(tmp_path: Path) -> None:
+    """compare of two saved reports has no config to set: exit 2; a sweep's --model and
+    --dimension are settings of every point (a single-valued axis)."""
+    from evalret.commands.sweep import sweep_configs
+
+    saved = tmp_path / "a.json"
+    code, out = invoke("compare", str(saved), str(saved), "--dimension", "8", "-o", "c")
+    assert code == 2 and "--dimension 8: A and B are saved reports" in out, out
+    fixed = command_overrides(model="m", dimension=16)
+    axes, points, configs = sweep_configs(None, ["indexes.hnsw.ef_search=16,32"], fixed=fixed)
+    assert len(points) == 2 and {a.path for a in axes} >= {"model.name", "model.truncate_dim"}
+    assert {(c.model.name, c.model.truncate_dim) for c in configs} == {("m", 16)}
 
 
 def test_a_path_set_on_the_command_line_is_from_the_working_directory(

@@ -296,7 +296,7 @@ PoolFormat = Annotated[
         "import tasks).",
     ),
 ]
-OldPoolFormat = Annotated[str | None, _hidden("--format", "--output-format")]
+OldPoolFormat = Annotated[str | None, _hidden("--format", "--output-format", callback=_pool_format)]
 Annotator = Annotated[
     str, _option("--annotator", "-a", help="Your name: it labels every grade you give.")
 ]

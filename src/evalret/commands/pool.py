@@ -18,9 +18,9 @@ import numpy as np
 
 from evalret.core.ranking import SearchResult
 from evalret.data.atomic import atomic_write_text, check_writable_file
-from evalret.data.overrides import Override, configured
 from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import label_studio_tasks
+from evalret.data.overrides import Override, configured
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
 from evalret.pipeline.progress import ProgressBars, no_bars
 

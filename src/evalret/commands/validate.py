@@ -56,13 +56,13 @@ from evalret.core.ranking import primary_index
 from evalret.core.slices import reliability
 from evalret.core.stats import minimum_detectable_effect
 from evalret.data.config import Config, SlicesConfig, WithoutRelevant, configured_slices
-from evalret.data.overrides import Override
 from evalret.data.goldenset import (
     GoldenSetScan,
     nothing_to_evaluate,
     relevant_count,
     scored_query_ids,
 )
+from evalret.data.overrides import Override
 from evalret.data.textfile import read_json
 from evalret.data.validation import SliceCheck, Summary, Validation
 from evalret.errors import ConfigError, InputError, Problem
