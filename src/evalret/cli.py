@@ -1,5 +1,7 @@
 """The evalret command line: parse options, call one function of ``evalret.commands``, render,
-exit.
+exit. Every option is declared once, in ``evalret.cli_options`` (one meaning per option name); a
+command that reads a config takes ``--set KEY=VALUE``, ``--model`` and ``--dimension``
+(``evalret.data.overrides``).
 
 Exit codes: 0 success, 1 regression found by the gate, 2 invalid input or usage, 3 internal or
 runtime failure (a plug-in's too, a plug-in's sys.exit included), 130 Ctrl-C, 143 SIGTERM; 0 and
