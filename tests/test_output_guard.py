@@ -357,8 +357,8 @@ def test_judgments_agreement_json_over_an_annotation_file(world: World) -> None:
     b = annotations(world.root / "b.jsonl", "b")
     refused(
         world,
-        *("judgments", "agreement", str(a), str(b), "--json", str(b)),
-        names=(f"--json {b}", f"the annotation file (FILES) {b}"),
+        *("judgments", "agreement", str(a), str(b), "--out", str(b)),
+        names=(f"--out {b}", f"the annotation file (FILES) {b}"),
     )
 
 

@@ -1,5 +1,7 @@
 """The evalret command line: parse options, call one function of ``evalret.commands``, render,
-exit.
+exit. Every option is declared once, in ``evalret.cli_options`` (one meaning per option name); a
+command that reads a config takes ``--set KEY=VALUE``, ``--model`` and ``--dimension``
+(``evalret.data.overrides``).
 
 Exit codes: 0 success, 1 regression found by the gate, 2 invalid input or usage, 3 internal or
 runtime failure (a plug-in's too, a plug-in's sys.exit included), 130 Ctrl-C, 143 SIGTERM; 0 and
@@ -26,15 +28,22 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal, ParamSpec
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
 
 import typer
 from typer.core import TyperCommand
 
+from evalret import cli_options as o
+from evalret.cli_options import GOLDEN_FORMATS, MAX_SAMPLES, Correction, TrainFormat
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.errors import EvalretError, ExitCode, InputError, Terminated
 from evalret.report.escape import markup_safe
 from evalret.version import __version__
+
+if TYPE_CHECKING:
+    from evalret.pipeline.progress import ProgressBars
+
+__all__ = ["GOLDEN_FORMATS", "MAX_SAMPLES", "Correction", "TrainFormat", "app", "main"]
 
 app = typer.Typer(
     name="evalret",
@@ -57,19 +66,6 @@ judgments_app = typer.Typer(
     help="Annotators' judgments: agreement, and merging into a golden set.", no_args_is_help=True
 )
 app.add_typer(judgments_app, name="judgments")
-
-# Randomization-test resamples `evalret compare --samples` accepts at most: a million already
-# resolves p-values to 1e-6, and the test's time grows linearly with them.
-MAX_SAMPLES = 1_000_000
-# evalret.data.config.GOLDEN_FORMATS, not imported so that the CLI module stays light (a test keeps
-# the two equal); every command taking --format checks it here, before anything runs
-GOLDEN_FORMATS = ("auto", "native", "beir", "trec")
-
-
-# evalret.core.stats.Correction and evalret.data.training.TrainFormat, not imported so that the CLI
-# module stays light (a test keeps them equal); typer refuses any other value with exit 2
-Correction = Literal["holm", "bonferroni", "bh", "none"]
-TrainFormat = Literal["auto", "jsonl", "text"]
 
 
 # --- the console -------------------------------------------------------------------------------
@@ -141,8 +137,6 @@ def _error_text(e: EvalretError) -> str:
     """An error's message for the terminal: an input error's summary and each of its problems
     escaped one by one, so that a newline quoted from input (a path, a config value) cannot
     start a line of its own."""
-    from evalret.errors import InputError
-
     if isinstance(e, InputError):
         return "\n".join(markup_safe(line) for line in e.lines())
     return markup_safe(str(e), multiline=True)
@@ -257,51 +251,6 @@ def _command(
     return register
 
 
-# --- options shared by several commands --------------------------------------------------------
-
-
-def _golden_format(value: str | None) -> str | None:
-    if value is not None and value not in GOLDEN_FORMATS:
-        raise typer.BadParameter(
-            f"{value!r} is not a golden-set format; choose {', '.join(GOLDEN_FORMATS)}"
-        )
-    return value
-
-
-ConfigFile = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="YAML config; without it, the built-in defaults."),
-]
-
-
-def _out(help: str) -> Any:
-    """The ``--out/-o`` option with what it writes in this command."""
-    return typer.Option("--out", "-o", help=help)
-
-
-ShowProgress = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")]
-NoCache = Annotated[
-    bool, typer.Option("--no-cache", help="Neither read nor write the embedding cache.")
-]
-CacheDir = Annotated[
-    Path | None,
-    typer.Option("--dir", help="Cache directory (default: $EVALRET_CACHE_DIR or the user cache)."),
-]
-GoldenFormat = Annotated[
-    str | None,
-    typer.Option(
-        "--format", callback=_golden_format, help="Golden-set format: auto, native, beir or trec."
-    ),
-]
-GoldenSplit = Annotated[str | None, typer.Option("--split", help="BEIR split (default: test).")]
-Verbose = Annotated[
-    bool,
-    typer.Option("--verbose", "-v", help="Print every table (default: a short summary)."),
-]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-SavedReport = Annotated[Path, typer.Argument(help="A saved report.json (or compare.json).")]
-
-
 def _version(value: bool) -> None:
     if value:
         console.print(f"evalret {__version__}")
@@ -320,62 +269,58 @@ def _main(
 # --- the commands ------------------------------------------------------------------------------
 
 
+def bars(show: bool) -> ProgressBars:
+    """The progress bars a command draws while it works: rich's on stderr, or none."""
+    return lambda: _progress(show)
+
+
+def _overrides(sets: list[str] | None, model: str | None, dimension: int | None) -> Any:
+    """The config settings of ``--set``, ``--model`` and ``--dimension`` (a bad one: exit 2
+    naming the option and the key)."""
+    from evalret.data.overrides import command_overrides
+
+    return command_overrides(sets or [], model=model, dimension=dimension)
+
+
 @_command(app)
 def run(
-    config: ConfigFile = None,
-    out: Annotated[Path | None, _out("Directory for report files (overrides output.dir).")] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline", "-b", help="Gate against this baseline (overrides gate.baseline)."
-        ),
-    ] = None,
-    save_baseline: Annotated[
-        Path | None,
-        typer.Option("--save-baseline", help="Save this run as a baseline file (never implicit)."),
-    ] = None,
-    no_cache: NoCache = False,
-    progress: ShowProgress = True,
-    verbose: Verbose = False,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Say what would be embedded (texts, cached, tokens, cost) and stop: no model "
-            "is loaded, no request sent, no file written.",
-        ),
-    ] = False,
-    sample: Annotated[
-        int | None,
-        typer.Option(
-            "--sample",
-            min=1,
-            help="Evaluate a seeded sample of N queries, stratified over the slices (sets "
-            "sample.queries; the config's sample.documents and seed apply).",
-        ),
-    ] = None,
+    config: o.ConfigFile = None,
+    out: Annotated[Path | None, o.out("Directory for report files (overrides output.dir).")] = None,
+    baseline: o.Baseline = None,
+    save_baseline: o.SaveBaseline = None,
+    no_cache: o.NoCache = False,
+    progress: o.ShowProgress = True,
+    verbose: o.Verbose = False,
+    dry_run: o.DryRun = False,
+    sample: o.Sample = None,
+    set_: o.Sets = None,
+    model: o.ModelName = None,
+    dimension: o.Dimension = None,
 ) -> ExitCode:
     """Embed the golden set, search exact and HNSW indexes, report metrics per slice, and gate
     against floors and a baseline (--baseline, default: the config's gate.baseline). Report
-    files go to --out (default: the config's output.dir). Exit 1 when a check fails."""
-    from evalret.commands.run import run_command
+    files go to --out (default: the config's output.dir); --set KEY=VALUE (or --model,
+    --dimension) changes a config setting for this run. Exit 1 when a check fails."""
+    from evalret.commands.run import plan_command, run_command
     from evalret.report.terminal_brief import print_run
 
+    overrides = _overrides(set_, model, dimension)
     if dry_run:
-        from evalret.pipeline.plan import dry_run as plan_run
         from evalret.report.plan_view import print_plan
 
-        print_plan(console, plan_run(config, no_cache, sample))
+        print_plan(
+            console, plan_command(config, no_cache=no_cache, sample=sample, overrides=overrides)
+        )
         return ExitCode.OK
-
     outcome = run_command(
         config,
         out=out,
         baseline=baseline,
         save_to=save_baseline,
         no_cache=no_cache,
-        progress=lambda: _progress(progress),
+        progress=bars(progress),
         sample=sample,
+        overrides=overrides,
     )
     print_run(console, outcome.evaluation.report, outcome.written, verbose)
     return outcome.exit_code
@@ -383,19 +328,14 @@ def run(
 
 @_command(app)
 def embed(
-    config: ConfigFile = None,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            "--shard",
-            metavar="I/N",
-            help="Embed only the I-th (1-based) of N deterministic slices of the texts (e.g. "
-            "2/4); without it, every text the cache lacks.",
-        ),
-    ] = None,
-    directory: CacheDir = None,
-    no_cache: NoCache = False,
-    progress: ShowProgress = True,
+    config: o.ConfigFile = None,
+    shard: o.Shard = None,
+    directory: o.CacheDir = None,
+    no_cache: o.NoCache = False,
+    progress: o.ShowProgress = True,
+    set_: o.Sets = None,
+    model: o.ModelName = None,
+    dimension: o.Dimension = None,
 ) -> None:
     """Fill the embedding cache with what `evalret run` on the config embeds (documents and
     queries), or with one shard of it (--shard I/N, for a CI matrix), and stop. After the N
@@ -408,7 +348,8 @@ def embed(
         shard=shard,
         cache_dir=directory,
         no_cache=no_cache,
-        progress=lambda: _progress(progress),
+        progress=bars(progress),
+        overrides=_overrides(set_, model, dimension),
     )
     for line in embed_lines(outcome.summary()):
         console.print(line, highlight=False, soft_wrap=True)
@@ -423,23 +364,13 @@ def score(
         list[str],
         typer.Argument(help="Run files (TREC or .jsonl), each PATH or NAME=PATH.", min=1),
     ],
-    metric: Annotated[
-        list[str] | None,
-        typer.Option("--metric", "-m", help="A metric (repeatable); default the run defaults."),
-    ] = None,
-    relevance_level: Annotated[
-        int, typer.Option(min=1, help="trec_eval's -l: grade >= this is relevant.")
-    ] = DEFAULT_RELEVANCE_LEVEL,
-    queries_without_relevant: Annotated[
-        Literal["exclude", "zero"],
-        typer.Option(help="exclude: left out of the means; zero: scored, as trec_eval."),
-    ] = "exclude",
-    out: Annotated[Path | None, _out("Directory for report files (default reports/).")] = None,
-    baseline: Annotated[
-        Path | None, typer.Option("--baseline", "-b", help="Gate every run against this baseline.")
-    ] = None,
-    progress: ShowProgress = True,
-    verbose: Verbose = False,
+    metric: o.ScoreMetric = None,
+    relevance_level: o.RelevanceLevel = DEFAULT_RELEVANCE_LEVEL,
+    queries_without_relevant: o.WithoutRelevant = "exclude",
+    out: Annotated[Path | None, o.out("Directory for report files (default reports/).")] = None,
+    baseline: o.ScoreBaseline = None,
+    progress: o.ShowProgress = True,
+    verbose: o.Verbose = False,
 ) -> ExitCode:
     """Score run files against qrels like trec_eval, with no model and no embedding: each run is
     an index named after its file stem (or NAME=PATH); writes the same report files as run into
@@ -455,7 +386,7 @@ def score(
         queries_without_relevant=queries_without_relevant,
         out=out,
         baseline=baseline,
-        progress=lambda: _progress(progress),
+        progress=bars(progress),
     )
     print_run(console, outcome.evaluation.report, outcome.written, verbose)
     return outcome.exit_code
@@ -465,29 +396,25 @@ def score(
 def compare(
     a: Annotated[Path, typer.Argument(help="A: a config (.yaml) to run, or a saved report.json.")],
     b: Annotated[Path, typer.Argument(help="B: a config (.yaml) to run, or a saved report.json.")],
-    out: Annotated[Path, _out("Directory for compare.json and compare.md.")] = Path(
+    out: Annotated[Path, o.out("Directory for compare.json and compare.md.")] = Path(
         "reports/compare"
     ),
-    primary: Annotated[str, typer.Option(help="Metric the verdict is decided on.")] = "ndcg@10",
-    min_gain: Annotated[
-        float, typer.Option(help="Gain B needs on the primary metric in every slice.")
-    ] = 0.01,
-    alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
-    correction: Annotated[
-        Correction, typer.Option(help="Multiple-test correction across every test.")
-    ] = "holm",
-    samples: Annotated[
-        int, typer.Option(max=MAX_SAMPLES, help="Randomization-test resamples (at least 100).")
-    ] = 10_000,
-    seed: Annotated[int, typer.Option(help="Seed of every resampling.")] = 0,
-    fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="Exit 1 on a significant regression.")
-    ] = False,
-    progress: ShowProgress = True,
-    verbose: Verbose = False,
+    primary: o.Primary = "ndcg@10",
+    min_gain: o.MinGain = 0.01,
+    alpha: o.Alpha = 0.05,
+    correction: o.CorrectionOption = "holm",
+    samples: o.Samples = 10_000,
+    seed: o.CompareSeed = 0,
+    fail_on_regression: o.FailOnRegression = False,
+    progress: o.ShowProgress = True,
+    verbose: o.Verbose = False,
+    set_: o.Sets = None,
+    model: o.ModelName = None,
+    dimension: o.Dimension = None,
 ) -> ExitCode:
     """Compare two model versions (configs or saved reports) with paired statistics; writes
-    compare.json, compare.md, disagreements.md and report.html into --out."""
+    compare.json, compare.md, disagreements.md and report.html into --out. --set (--model,
+    --dimension) applies to each side that is a config."""
     from evalret.commands.compare import compare_command
     from evalret.report.terminal_brief import print_compare
 
@@ -501,7 +428,8 @@ def compare(
         correction=correction,
         samples=samples,
         seed=seed,
-        progress=lambda: _progress(progress),
+        progress=bars(progress),
+        overrides=_overrides(set_, model, dimension),
     )
     print_compare(console, report, [str(p) for p in written], verbose)
     regressed = fail_on_regression and report.verdict.regressions
@@ -514,46 +442,34 @@ def pool(
         list[Path] | None,
         typer.Argument(help="Configs whose rankings are pooled; none: the built-in defaults."),
     ] = None,
-    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Top k of each ranking.")] = 10,
-    index: Annotated[
-        list[str] | None,
-        typer.Option("--index", "-i", help="Pool only this index (repeatable); default all."),
-    ] = None,
-    out: Annotated[Path, _out("JSONL file of documents to label.")] = Path("pool.jsonl"),
-    progress: ShowProgress = True,
-    gold_fraction: Annotated[
-        float,
-        typer.Option(
-            "--gold-fraction",
-            min=0.0,
-            max=1.0,
-            help="Add round(F x pooled) gold lines: judged pairs with their grade as gold_grade.",
-        ),
-    ] = 0.0,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the gold lines' draw.")] = 0,
-    pool_format: Annotated[
-        str,
-        typer.Option(
-            "--format", help="jsonl, or label-studio (a JSON list of Label Studio import tasks)."
-        ),
-    ] = "jsonl",
+    k: o.TopK = 10,
+    index: o.PoolIndex = None,
+    out: Annotated[Path, o.out("JSONL file of documents to label.")] = Path("pool.jsonl"),
+    progress: o.ShowProgress = True,
+    gold_fraction: o.GoldFraction = 0.0,
+    seed: o.PoolSeed = 0,
+    output_format: o.PoolFormat = None,
+    old_format: o.OldPoolFormat = None,
+    set_: o.Sets = None,
+    model: o.ModelName = None,
+    dimension: o.Dimension = None,
 ) -> None:
     """Export the unjudged documents of every run's top k, per query, for annotators (JSONL with
     grade null to fill in, into --out): pooling across configs and indexes."""
     from evalret.commands.pool import pool_command
     from evalret.report.pool_view import pool_line
 
-    if pool_format not in ("jsonl", "label-studio"):
-        raise InputError(f"--format {pool_format!r}: choose jsonl or label-studio")
+    fmt = o.renamed(output_format, old_format, "--output-format")
     pooled = pool_command(
         configs or [],
         k,
         index,
         out,
-        lambda: _progress(progress),
+        bars(progress),
         gold_fraction,
         seed,
-        "label-studio" if pool_format == "label-studio" else "jsonl",
+        "label-studio" if fmt == "label-studio" else "jsonl",
+        overrides=_overrides(set_, model, dimension),
     )
     line = pool_line(
         pooled.n_documents, pooled.n_queries, pooled.n_total_queries, k, pooled.labels, out
@@ -568,20 +484,14 @@ def annotate(
     pool_file: Annotated[
         Path, typer.Argument(metavar="POOL", help="A pool file (JSONL) from `evalret pool`.")
     ],
-    annotator: Annotated[
-        str, typer.Option("--annotator", "-a", help="Your name: it labels every grade you give.")
-    ],
-    port: Annotated[
-        int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")
-    ] = 8765,
+    annotator: o.Annotator,
+    port: o.Port = 8765,
     out: Annotated[
-        Path | None, _out("File the grades are appended to (default POOL.ANNOTATOR.jsonl).")
+        Path | None, o.out("File the grades are appended to (default POOL.ANNOTATOR.jsonl).")
     ] = None,
-    scale: Annotated[str, typer.Option(help="Grade scale: 0-1, 0-2, 0-3 or 0-4.")] = "0-3",
-    seed: Annotated[int, typer.Option(help="Seed of the item order (with the name).")] = 0,
-    no_browser: Annotated[
-        bool, typer.Option("--no-browser", help="Print the URL but open no browser.")
-    ] = False,
+    scale: o.Scale = "0-3",
+    seed: o.AnnotateSeed = 0,
+    no_browser: o.NoBrowser = False,
 ) -> None:
     """Grade a pool's (query, document) pairs in a browser, one at a time, on 127.0.0.1 (needs
     evalret[annotate]); every grade is appended to the annotation file at once."""
@@ -595,16 +505,9 @@ def annotate(
 
 @_command(app, "report")
 def report_command(
-    path: SavedReport,
-    out: Annotated[Path | None, _out("Directory for report.html (default: beside PATH).")] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            "-b",
-            help="Draw this saved report beside the run (default: the gate's baseline, if found).",
-        ),
-    ] = None,
+    path: o.SavedReport,
+    out: Annotated[Path | None, o.out("Directory for report.html (default: beside PATH).")] = None,
+    baseline: o.DrawnBaseline = None,
 ) -> None:
     """Render report.html (charts, self-contained) from a saved report.json or compare.json, into
     --out (default: beside PATH); --baseline draws that saved report beside the run (default:
@@ -626,7 +529,7 @@ def baseline_show(
 
 
 @_command(cache_app, "info")
-def cache_info(directory: CacheDir = None) -> None:
+def cache_info(directory: o.CacheDir = None) -> None:
     """List the cached embedding sets: model, settings, entries, size, last use."""
     from evalret.commands.cache import cache_info_command
     from evalret.report.cache_view import info_view
@@ -635,7 +538,7 @@ def cache_info(directory: CacheDir = None) -> None:
 
 
 @_command(cache_app, "clear")
-def cache_clear(directory: CacheDir = None) -> None:
+def cache_clear(directory: o.CacheDir = None) -> None:
     """Delete every cached embedding."""
     from evalret.commands.cache import cache_clear_command
     from evalret.report.cache_view import cleared_line
@@ -644,10 +547,7 @@ def cache_clear(directory: CacheDir = None) -> None:
 
 
 @_command(cache_app, "prune")
-def cache_prune(
-    directory: CacheDir = None,
-    days: Annotated[float, typer.Option(help="Remove sets unused for this many days.")] = 30,
-) -> None:
+def cache_prune(directory: o.CacheDir = None, days: o.Days = 30) -> None:
     """Remove embedding sets unused for a while, corrupt shards and stale temporary files."""
     from evalret.commands.cache import cache_prune_command
     from evalret.report.cache_view import pruned_line
@@ -658,25 +558,10 @@ def cache_prune(
 @_command(app)
 def init(
     directory: Annotated[Path, typer.Argument(help="Repository root to scaffold.")] = Path("."),
-    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
-    pre_commit: Annotated[
-        bool,
-        typer.Option(
-            "--pre-commit",
-            help="Only add the evalret-gate hook to .pre-commit-config.yaml (made if absent).",
-        ),
-    ] = False,
-    config: Annotated[
-        Path,
-        typer.Option("--config", "-c", help="With --pre-commit: the config the hook gates."),
-    ] = Path("evalret.yaml"),
-    watch: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--watch",
-            help="With --pre-commit: another path whose change runs the hook (repeatable).",
-        ),
-    ] = None,
+    force: o.Force = False,
+    pre_commit: o.PreCommit = False,
+    config: o.InitConfig = Path("evalret.yaml"),
+    watch: o.Watch = None,
 ) -> None:
     """Write a starter config, a tiny golden-set template and a GitHub workflow; with
     --pre-commit, add the evalret-gate hook (stage pre-push) to .pre-commit-config.yaml instead,
@@ -702,16 +587,12 @@ def init(
 
 @_command(app)
 def hook(
-    config: Annotated[
-        Path, typer.Option("--config", "-c", help="YAML config naming gate.baseline.")
-    ] = Path("evalret.yaml"),
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline", "-b", help="Gate against this baseline (overrides gate.baseline)."
-        ),
-    ] = None,
-    out: Annotated[Path | None, _out("Directory for report files (overrides output.dir).")] = None,
+    config: o.HookConfig = Path("evalret.yaml"),
+    baseline: o.Baseline = None,
+    out: Annotated[Path | None, o.out("Directory for report files (overrides output.dir).")] = None,
+    set_: o.Sets = None,
+    model: o.ModelName = None,
+    dimension: o.Dimension = None,
 ) -> ExitCode:
     """The pre-commit hook evalret-gate (stage pre-push): `evalret run` against the config's
     baseline, then a short verdict and the path of report.md. Exit 1 when a check fails."""
@@ -720,7 +601,10 @@ def hook(
     from evalret.report.hook_view import hook_lines
 
     def gate() -> ExitCode:
-        done = hook_command(config, baseline=baseline, out=out, commit=pushed_commit())
+        overrides = _overrides(set_, model, dimension)
+        done = hook_command(
+            config, baseline=baseline, out=out, commit=pushed_commit(), overrides=overrides
+        )
         lines = hook_lines(HOOK_ID, done.report.gate, done.baseline, done.report_md)
         if done.commit is not None:
             lines.insert(1, f"  gated: the pushed commit {done.commit[:12]}")
@@ -741,20 +625,21 @@ def validate(
         Path,
         typer.Argument(help="A golden-set directory (or TREC qrels file), or an evalret config."),
     ],
-    report: Annotated[
-        Path | None,
-        typer.Option(help="A report.json whose per-query nDCG@10 spread sets the MDE."),
-    ] = None,
-    golden_format: GoldenFormat = None,
-    split: GoldenSplit = None,
-    as_json: AsJson = False,
+    report: o.MdeReport = None,
+    golden_format: o.GoldenFormat = None,
+    split: o.GoldenSplit = None,
+    as_json: o.AsJson = False,
+    set_: o.Sets = None,
+    model: o.ModelName = None,
+    dimension: o.Dimension = None,
 ) -> ExitCode:
     """Check a golden set without a model: every error and warning with file:line, counts,
     slice reliability and minimum detectable nDCG@10 difference. Exit 2 on errors."""
     from evalret.commands.validate import validate_command, validation_json
     from evalret.report.validate_view import render_validation
 
-    result = validate_command(path, golden_format, split, report)
+    overrides = _overrides(set_, model, dimension)
+    result = validate_command(path, golden_format, split, report, overrides)
     if as_json:
         typer.echo(validation_json(result))
     else:
@@ -764,31 +649,22 @@ def validate(
 
 @_command(app)
 def leakage(
-    train: Annotated[
-        Path, typer.Option("--train", help="Training queries: JSONL (text or query) or text.")
-    ],
+    train: o.Train,
     golden: Annotated[
         Path | None,
         typer.Argument(help="A golden-set directory or an evalret config (default: the demo)."),
     ] = None,
-    train_format: Annotated[
-        TrainFormat, typer.Option("--train-format", help="How to read the training file.")
-    ] = "auto",
-    threshold: Annotated[
-        float | None,
-        typer.Option(help="Embedding cosine at or above which a pair leaks (leakage.threshold)."),
-    ] = None,
-    max_fraction: Annotated[
-        float | None,
-        typer.Option(help="Exit 1 when a larger fraction of golden queries leaks."),
-    ] = None,
-    no_embedding: Annotated[
-        bool, typer.Option("--no-embedding", help="Text checks only: no model is loaded.")
-    ] = False,
-    no_cache: NoCache = False,
-    out: Annotated[Path | None, _out("Write the full result as JSON here.")] = None,
-    as_json: AsJson = False,
-    progress: ShowProgress = True,
+    train_format: o.TrainFormatOption = "auto",
+    threshold: o.Threshold = None,
+    max_fraction: o.MaxFraction = None,
+    no_embedding: o.NoEmbedding = False,
+    no_cache: o.NoCache = False,
+    out: Annotated[Path | None, o.out("Write the full result as JSON here.")] = None,
+    as_json: o.AsJson = False,
+    progress: o.ShowProgress = True,
+    set_: o.Sets = None,
+    model: o.ModelName = None,
+    dimension: o.Dimension = None,
 ) -> ExitCode:
     """Find training queries that copy golden-set queries (exact, near-identical text, or
     embedding cosine above a threshold); --out writes the full result as JSON; exit 1 above
@@ -805,7 +681,8 @@ def leakage(
         max_fraction=max_fraction,
         no_cache=no_cache,
         out=out,
-        progress=lambda: _progress(progress and not as_json),
+        progress=bars(progress and not as_json),
+        overrides=_overrides(set_, model, dimension),
     )
     if as_json:
         typer.echo(found.json_text)
@@ -818,50 +695,33 @@ def leakage(
 
 @_command(app)
 def sweep(
-    set_: Annotated[
-        list[str],
-        typer.Option(
-            "--set",
-            help="KEY=V1,V2,...: a dotted config path and its values (YAML scalars), e.g. "
-            "indexes.hnsw.ef_search=16,32,64; repeat for more axes (the grid is every "
-            "combination).",
-        ),
-    ],
-    out: Annotated[Path, _out("Directory for sweep.json and sweep.html.")],
-    config: ConfigFile = None,
-    repeats: Annotated[
-        int,
-        typer.Option(
-            "--repeats", min=1, max=1000, help="Times every query is searched when timing."
-        ),
-    ] = 3,
-    max_points: Annotated[
-        int | None,
-        typer.Option(
-            "--max-points",
-            min=1,
-            help="The most grid points to run (default 1000): a larger grid is refused "
-            "unless this allows it.",
-        ),
-    ] = None,
-    no_cache: NoCache = False,
-    progress: ShowProgress = True,
+    out: Annotated[Path, o.out("Directory for sweep.json and sweep.html.")],
+    set_: o.SweepSets = None,
+    config: o.ConfigFile = None,
+    repeats: o.Repeats = 3,
+    max_points: o.MaxPoints = None,
+    no_cache: o.NoCache = False,
+    progress: o.ShowProgress = True,
+    model: o.ModelName = None,
+    dimension: o.Dimension = None,
 ) -> None:
-    """Evaluate every point of a grid of config settings (--set, repeatable) from one embedding
-    cache, measure each faiss index's latency (p50, p95), QPS, build time and size, and write
-    sweep.json and sweep.html with the Pareto fronts of nDCG@10 against latency and memory.
+    """Evaluate every point of a grid of config settings (--set, repeatable; --model and
+    --dimension fix one setting for every point) from one embedding cache, measure each faiss
+    index's latency (p50, p95), QPS, build time and size, and write sweep.json and sweep.html
+    with the Pareto fronts of nDCG@10 against latency and memory into --out (required).
     Timing figures are machine-dependent."""
     from evalret.commands.sweep import sweep_command
     from evalret.report.sweep_view import sweep_table
 
     outcome = sweep_command(
         config,
-        set_,
+        set_ or [],
         out,
         repeats=repeats,
         no_cache=no_cache,
         max_points=max_points,
-        progress=lambda: _progress(progress),
+        progress=bars(progress),
+        fixed=_overrides(None, model, dimension),
     )
     console.print(sweep_table(outcome.report))
     for path in outcome.written:
@@ -870,51 +730,23 @@ def sweep(
 
 # --- evalret history ---------------------------------------------------------------------------
 
-HistoryDb = Annotated[
-    Path | None,
-    typer.Option(
-        "--db",
-        help="History database (default: the config's history.path, else evalret-history.sqlite).",
-    ),
-]
-HistoryConfigFile = Annotated[
-    Path | None, typer.Option("--config", "-c", help="YAML config whose history.path to use.")
-]
-HistoryIndex = Annotated[
-    list[str] | None,
-    typer.Option("--index", "-i", help="Only this index (repeatable)."),
-]
-HistorySlice = Annotated[
-    list[str] | None, typer.Option("--slice", "-s", help="Only this slice (repeatable).")
-]
-HistoryMetric = Annotated[
-    list[str] | None, typer.Option("--metric", "-m", help="Only this metric (repeatable).")
-]
-HistoryLast = Annotated[
-    int, typer.Option("--last", help="Show the newest N entries (0: all of them).")
-]
-
 
 @_command(history_app, "add")
 def history_add(
     report: Annotated[Path, typer.Argument(help="A report.json written by evalret run.")],
-    db: HistoryDb = None,
-    config: HistoryConfigFile = None,
-    label: Annotated[
-        str | None, typer.Option("--label", help="A name for this entry (e.g. a branch).")
-    ] = None,
-    commit: Annotated[
-        str | None, typer.Option("--commit", help="The commit the report was made on.")
-    ] = None,
-    baseline: Annotated[
-        bool, typer.Option("--baseline", help="Mark this entry as a baseline.")
-    ] = False,
+    db: o.HistoryDb = None,
+    config: o.HistoryConfigFile = None,
+    label: o.Label = None,
+    commit: o.Commit = None,
+    mark_baseline: o.MarkBaseline = False,
+    old_baseline: o.OldMarkBaseline = False,
 ) -> None:
     """Append a saved report.json (its fingerprint and every metric per index and slice) to the
     history database, creating it when missing; one transaction, safe to run concurrently."""
     from evalret.commands.history import history_add_command
     from evalret.report.history_view import entry_name
 
+    baseline = o.renamed(mark_baseline, old_baseline, "--mark-baseline")
     path, entry = history_add_command(
         report, db, config, label=label, commit=commit, baseline=baseline
     )
@@ -926,12 +758,12 @@ def history_add(
 
 @_command(history_app, "show")
 def history_show(
-    db: HistoryDb = None,
-    config: HistoryConfigFile = None,
-    metric: HistoryMetric = None,
-    slice_name: HistorySlice = None,
-    index: HistoryIndex = None,
-    last: HistoryLast = 200,
+    db: o.HistoryDb = None,
+    config: o.HistoryConfigFile = None,
+    metric: o.HistoryMetric = None,
+    slice_name: o.HistorySlice = None,
+    index: o.HistoryIndex = None,
+    last: o.HistoryLast = 200,
 ) -> None:
     """Print the history as a table per index and slice, newest last: each metric's value and
     its change from the previous entry (default: the exact index, slice all, every metric)."""
@@ -948,15 +780,15 @@ def history_show(
 
 @_command(history_app, "report")
 def history_report(
-    db: HistoryDb = None,
-    config: HistoryConfigFile = None,
+    db: o.HistoryDb = None,
+    config: o.HistoryConfigFile = None,
     out: Annotated[
-        Path | None, _out("The page to write (default: trend.html beside the database).")
+        Path | None, o.out("The page to write (default: trend.html beside the database).")
     ] = None,
-    metric: HistoryMetric = None,
-    slice_name: HistorySlice = None,
-    index: HistoryIndex = None,
-    last: HistoryLast = 200,
+    metric: o.HistoryMetric = None,
+    slice_name: o.HistorySlice = None,
+    index: o.HistoryIndex = None,
+    last: o.HistoryLast = 200,
 ) -> None:
     """Write trend.html: the entries, and per slice a trend chart per metric with a line per
     index, baselines ringed and golden-set or metric-definition changes marked (self-contained)."""
@@ -966,6 +798,59 @@ def history_report(
         db, config, out, indexes=index, slices=slice_name, metrics=metric, last=last
     )
     console.print(f"wrote {markup_safe(str(path))}", highlight=False)
+
+
+# --- judgments (issue #17) ---------------------------------------------------------------------
+
+
+@_command(judgments_app, "agreement")
+def judgments_agreement(
+    files: o.AnnotationFiles,
+    scale: o.Scale = "0-3",
+    top: o.Top = 10,
+    out: Annotated[Path | None, o.out("Write the figures here as JSON.")] = None,
+    old_json: o.OldAgreementJson = None,
+) -> None:
+    """Agreement between annotators: Cohen's and weighted kappa per pair, Fleiss' kappa and
+    Krippendorff's alpha over all, raw agreement, gold accuracy, widest disagreements."""
+    from evalret.commands.agreement import agreement_command
+    from evalret.report.judgments_view import render_agreement
+
+    report = agreement_command(files, scale, top, o.renamed(out, old_json, "--out"))
+    console.print(render_agreement(report), highlight=False)
+
+
+@_command(judgments_app, "merge")
+def judgments_merge(
+    files: o.AnnotationFiles,
+    into: o.Into,
+    out: Annotated[Path, o.out("New golden set directory (new or empty).")],
+    policy: o.Policy = "median",
+    min_annotators: o.MinAnnotators = 1,
+    drop_below: o.DropBelow = None,
+    overwrite: o.Overwrite = False,
+    scale: o.Scale = "0-3",
+    golden_format: o.GoldenFormat = None,
+    split: o.GoldenSplit = None,
+) -> None:
+    """Merge annotators' grades into a new golden set (native or BEIR, as the input), with
+    disputed.jsonl listing the items that need adjudication."""
+    from evalret.commands.merge_judgments import merge_judgments_command
+    from evalret.report.judgments_view import render_merge
+
+    outcome = merge_judgments_command(
+        files,
+        into,
+        out,
+        scale=scale,
+        policy=policy,
+        min_annotators=min_annotators,
+        drop_below=drop_below,
+        overwrite=overwrite,
+        golden_format=golden_format,
+        split=split,
+    )
+    console.print(render_merge(outcome), highlight=False)
 
 
 _signalled: list[int] = []  # the signals that arrived (SIGINT, SIGTERM), in order
@@ -1010,66 +895,3 @@ def main() -> None:
     if code == ExitCode.REGRESSION and _signalled:  # click's Abort after a signal, no verdict
         code = ExitCode.INTERRUPTED if _signalled[0] == signal.SIGINT else ExitCode.TERMINATED
     sys.exit(code)
-
-
-# --- judgments (issue #17) ---------------------------------------------------------------------
-
-AnnotationFiles = Annotated[
-    list[Path],
-    typer.Argument(help="Annotation files: evalret annotate's JSONL, or a Label Studio export."),
-]
-Scale = Annotated[str, typer.Option("--scale", help="The grading scale lo-hi, e.g. 0-3.")]
-
-
-@_command(judgments_app, "agreement")
-def judgments_agreement(
-    files: AnnotationFiles,
-    scale: Scale = "0-3",
-    top: Annotated[int, typer.Option("--top", min=0, help="Widest disagreements shown.")] = 10,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write figures here.")] = None,
-) -> None:
-    """Agreement between annotators: Cohen's and weighted kappa per pair, Fleiss' kappa and
-    Krippendorff's alpha over all, raw agreement, gold accuracy, widest disagreements."""
-    from evalret.commands.agreement import agreement_command
-    from evalret.data.judgments import parse_scale
-    from evalret.report.judgments_view import render_agreement
-
-    report = agreement_command(files, parse_scale(scale), top, json_out)
-    console.print(render_agreement(report), highlight=False)
-
-
-@_command(judgments_app, "merge")
-def judgments_merge(
-    files: AnnotationFiles,
-    into: Annotated[Path, typer.Option("--into", help="The golden set to add the grades to.")],
-    out: Annotated[Path, typer.Option("--out", help="New golden set directory (new or empty).")],
-    policy: Annotated[str, typer.Option(help="median (lower), majority or mean.")] = "median",
-    min_annotators: Annotated[
-        int, typer.Option("--min-annotators", min=1, help="Fewer: disputed.")
-    ] = 1,
-    drop_below: Annotated[
-        float | None,
-        typer.Option("--drop-annotators-below", help="Drop annotators below this gold accuracy."),
-    ] = None,
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace grades the golden set has already.")
-    ] = False,
-    scale: Scale = "0-3",
-    golden_format: GoldenFormat = None,
-    split: GoldenSplit = None,
-) -> None:
-    """Merge annotators' grades into a new golden set (native or BEIR, as the input), with
-    disputed.jsonl listing the items that need adjudication."""
-    from evalret.commands.merge_judgments import MergeOptions, merge_command
-    from evalret.core.judgments import POLICIES
-    from evalret.data.config import GoldenSetConfig
-    from evalret.data.judgments import parse_scale
-    from evalret.report.judgments_view import render_merge
-
-    chosen = next((p for p in POLICIES if p == policy), None)
-    if chosen is None:
-        raise InputError(f"--policy {policy!r}: choose {', '.join(POLICIES)}")
-    cfg = GoldenSetConfig(path=into, format=golden_format or "auto", split=split or "test")
-    options = MergeOptions(chosen, min_annotators, drop_below, overwrite)
-    outcome = merge_command(files, cfg, out, parse_scale(scale), options)
-    console.print(render_merge(outcome), highlight=False)

@@ -84,10 +84,11 @@ class Case:
     servers: tuple[Any, ...] = ()
     _stack: ExitStack = field(default_factory=ExitStack)
     _read_only: list[Path] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)  # options a situation adds (e.g. a --set)
 
     def argv(self) -> list[str]:
         values = {role.replace("-", "_"): str(path) for role, path in self.paths.items()}
-        return [arg.format(**values) for arg in self.row.argv]
+        return [arg.format(**values) for arg in self.row.argv] + self.extra
 
     def config_path(self) -> Path:
         assert self.row.config is not None

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from inv_case import Case, Outcome
 from inv_http import serve
-from inv_table import ROWS, Item, Row
+from inv_table import GOLDEN, ROWS, Item, Row
 from inv_world import ENCODER, RETRIEVER, SECRET, SECRET_ENV, config_text, gate_line
 
 Check = Callable[[Case, Outcome], None]
@@ -317,6 +317,39 @@ def config_situations(row: Row) -> Iterator[Situation]:
         )
 
 
+# --- --set: a setting from the command line --------------------------------------------------
+
+
+def _golden_by_set(out: Item | None) -> Callable[[Case], None]:
+    """A copy of the golden set where the config does not say, named by ``--set
+    golden_set.path`` (the world's plug-in retriever reads the original); with ``out``, that
+    output put on the copy (a directory onto it, a file over its last file): the guard must see
+    the input the --set names."""
+
+    def prepare(case: Case) -> None:
+        moved = case.root / "set-golden"
+        shutil.copytree(case.paths[GOLDEN.role], moved)
+        case.paths[GOLDEN.role] = moved
+        case.extra += ["--set", f"golden_set.path={moved}"]
+        if out is not None:
+            target = moved if out.dir else sorted(p for p in moved.iterdir() if p.is_file())[-1]
+            case.paths[out.role] = target
+            case.must_name.append(target.name)
+        _normal(case)
+
+    return prepare
+
+
+def set_situations(row: Row) -> Iterator[Situation]:
+    """Every command that reads a config takes ``--set`` (a sweep's sets axes, and refuses the
+    golden set's: it has no such row here)."""
+    if row.config is None or GOLDEN not in row.inputs or row.name == "sweep":
+        return
+    yield Situation("golden-set-by-set", _golden_by_set(None))
+    for out in row.outputs:
+        yield Situation(f"{out.role}-is-golden-set-by-set", _golden_by_set(out), frozenset({2}))
+
+
 # --- HTTP ------------------------------------------------------------------------------------
 
 
@@ -386,7 +419,8 @@ def http_situations(row: Row) -> Iterator[Situation]:
 
 def situations(row: Row) -> list[Situation]:
     found = [Situation("normal", _normal)]
-    for family in (path_situations, plugin_situations, config_situations, http_situations):
+    families = (path_situations, plugin_situations, config_situations, set_situations)
+    for family in (*families, http_situations):
         found += list(family(row))
     if row.serves:  # a server is always a process, stopped by the harness
         found = [

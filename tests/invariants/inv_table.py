@@ -246,7 +246,7 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         "judgments agreement",
-        ("judgments", "agreement", "{alice}", "{bob}", "--json", "{out}"),
+        ("judgments", "agreement", "{alice}", "{bob}", "--out", "{out}"),
         inputs=(Item("alice", "alice.jsonl"), Item("bob", "bob.jsonl")),
         outputs=(Item("out", "agreement.json"),),
         report=("out", ""),

@@ -29,7 +29,14 @@ import numpy as np
 
 from evalret.core.judgments import spread
 from evalret.data.atomic import atomic_write_text, check_writable_file
-from evalret.data.judgments import Annotations, Scale, gold_accuracy, item_grades, read_annotations
+from evalret.data.judgments import (
+    Annotations,
+    Scale,
+    gold_accuracy,
+    item_grades,
+    parse_scale,
+    read_annotations,
+)
 from evalret.data.paths import Declared, Input, Output, guard
 from evalret.errors import InputError
 
@@ -161,11 +168,14 @@ def agreement_report(annotations: Annotations, scale: Scale, top: int = 10) -> d
 
 
 def agreement_command(
-    files: Sequence[Path], scale: Scale, top: int, json_out: Path | None
+    files: Sequence[Path], scale: Scale | str, top: int, json_out: Path | None
 ) -> dict[str, Any]:
-    """`evalret judgments agreement`: read ``files``, compute, write --json when asked."""
+    """`evalret judgments agreement`: read ``files`` graded on ``scale`` (a Scale, or its text
+    ``lo-hi``), compute, write the figures as JSON to ``json_out`` (--out) when asked."""
+    if isinstance(scale, str):
+        scale = parse_scale(scale)
     reads = [Input("the annotation file (FILES)", f) for f in files]
-    guard(Declared("judgments agreement", reads, [Output("--json", json_out)] if json_out else []))
+    guard(Declared("judgments agreement", reads, [Output("--out", json_out)] if json_out else []))
     if json_out is not None:
         check_writable_file(json_out, "agreement JSON")
     report = agreement_report(read_annotations(files, scale), scale, top)

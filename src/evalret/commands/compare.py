@@ -4,6 +4,7 @@ disagreements.md."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, get_args
@@ -29,9 +30,9 @@ from evalret.core.ranking import primary_index
 from evalret.core.stats import Correction, resamples_for, seed_for
 from evalret.data.atomic import append_text, atomic_write_text, check_writable_dir
 from evalret.data.baseline import changed_settings, check_comparable, golden_set_of, load_baseline
-from evalret.data.config import load_config
 from evalret.data.examples import query_examples
 from evalret.data.goldenset import GoldenSet
+from evalret.data.overrides import Override, configured
 from evalret.data.paths import (
     Declared,
     Input,
@@ -95,14 +96,17 @@ class CompareSettings:
         return Criteria(primary=self.primary, min_gain=self.min_gain, alpha=self.alpha)
 
 
-def _obtain(path: Path, progress: ProgressFactory | None) -> tuple[RunReport, GoldenSet | None]:
-    """A report for ``path``: a saved report.json as is, or a config evaluated now."""
+def _obtain(
+    path: Path, progress: ProgressFactory | None, overrides: Sequence[Override] = ()
+) -> tuple[RunReport, GoldenSet | None]:
+    """A report for ``path``: a saved report.json as is, or a config evaluated now (with the
+    command line's ``overrides``)."""
     if path.suffix == ".json":
         report = load_baseline(path, "report")
         return report, golden_set_of(report)
     from evalret.pipeline.evaluate import run_evaluation
 
-    evaluation = run_evaluation(load_config(path), progress=progress)
+    evaluation = run_evaluation(configured(path, overrides), progress=progress)
     return evaluation.report, evaluation.golden_set
 
 
@@ -114,16 +118,18 @@ def run_comparison(
     *,
     progress: ProgressBars = no_bars,
     step_summary: Path | None = None,
+    overrides: Sequence[Override] = (),
 ) -> tuple[CompareReport, list[Path]]:
     """Compare B against A and write the comparison files (compare.json, compare.md,
     disagreements.md, report.html) into ``out``; append compare.md to ``step_summary`` (GitHub's
-    $GITHUB_STEP_SUMMARY) if given. ``progress`` draws bars while a config is evaluated."""
+    $GITHUB_STEP_SUMMARY) if given. ``progress`` draws bars while a config is evaluated;
+    ``overrides`` (``--set``, ``--model``, ``--dimension``) apply to each side that is a config."""
     from evalret.pipeline.pages import render_compare_html
     from evalret.report.compare_views import render_compare_markdown, render_disagreements
 
     with progress() as factory:
-        report_a, golden = _obtain(a, factory)
-        report_b, golden_b = _obtain(b, factory)
+        report_a, golden = _obtain(a, factory, overrides)
+        report_b, golden_b = _obtain(b, factory, overrides)
     comparison = compare_reports(report_a, report_b, settings, golden or golden_b, (str(a), str(b)))
     markdown = render_compare_markdown(comparison)
     texts = (
@@ -152,6 +158,7 @@ def compare_command(
     samples: int,
     seed: int,
     progress: ProgressBars = no_bars,
+    overrides: Sequence[Override] = (),
 ) -> tuple[CompareReport, list[Path]]:
     """`evalret compare`: check the options (before anything is evaluated), compare, write the
     files and the CI step summary."""
@@ -163,14 +170,21 @@ def compare_command(
         samples=samples,
         seed=seed,
     )
-    io = compare_io(a, b, out)
+    if overrides and a.suffix == ".json" and b.suffix == ".json":
+        raise InputError(
+            f"{overrides[0].option}: A and B are saved reports, and a setting applies to a "
+            "config (.yaml) only"
+        )
+    io = compare_io(a, b, out, overrides)
     guard(io)
     check_writable_dir(out, "output directory")
     clear_outputs(io.outputs[0])
-    return run_comparison(a, b, out, settings, progress=progress, step_summary=step_summary())
+    return run_comparison(
+        a, b, out, settings, progress=progress, step_summary=step_summary(), overrides=overrides
+    )
 
 
-def compare_io(a: Path, b: Path, out: Path) -> Declared:
+def compare_io(a: Path, b: Path, out: Path, overrides: Sequence[Override] = ()) -> Declared:
     """What `evalret compare` reads (A and B; for a config, what evaluating it reads) and writes
     (COMPARE_FILES into ``out``, the step summary)."""
     reads: list[Input] = []
@@ -179,7 +193,7 @@ def compare_io(a: Path, b: Path, out: Path) -> Declared:
         if path.suffix == ".json":
             reads.append(Input(f"the saved report ({side})", path))
         else:
-            cfg = load_config(path)
+            cfg = configured(path, overrides)
             reads += config_inputs(cfg, path, side)
             writes += [c for c in cache_output(cfg) if c not in writes]
     summary = step_summary()
@@ -318,7 +332,8 @@ def _identical(a: RunReport, b: RunReport, plan: _Plan, indexes: list[str]) -> b
 def _side(report: RunReport, label: str) -> dict[str, Any]:
     """How compare.json names one side: its label, fingerprint, model and indexes."""
     f = report.fingerprint
-    return {"label": label, "fingerprint": f.digest, "model": f.model, "indexes": f.indexes}
+    side = {"label": label, "fingerprint": f.digest, "model": f.model, "indexes": f.indexes}
+    return side | ({"overrides": report.overrides} if report.overrides else {})
 
 
 def _settings_record(settings: CompareSettings, samples: int) -> dict[str, Any]:

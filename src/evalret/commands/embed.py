@@ -22,6 +22,7 @@ import numpy as np
 
 from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
 from evalret.data.config import Config
+from evalret.data.overrides import Override
 from evalret.data.paths import Declared, cache_output, config_inputs, guard
 from evalret.engines.cache import CachedEmbedder, check_cache_writable
 from evalret.engines.embedders import open_embedder
@@ -100,11 +101,13 @@ def _embed_kind(
     return KindCount(texts=len(texts), cached=len(texts) - len(todo), embedded=embedded)
 
 
-def _config(config: Path | None, cache_dir: Path | None, no_cache: bool) -> Config:
+def _config(
+    config: Path | None, cache_dir: Path | None, no_cache: bool, overrides: Sequence[Override]
+) -> Config:
     """The run's config with ``--dir`` applied; ConfigError when there is no cache to fill."""
     if no_cache:
         raise InputError("--no-cache: `evalret embed` only fills the embedding cache; drop it")
-    cfg = run_config(config)
+    cfg = run_config(config, overrides=overrides)
     if cache_dir is not None:
         cfg = cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"dir": cache_dir})})
     if not cfg.cache.enabled:
@@ -131,12 +134,13 @@ def embed_command(
     no_cache: bool = False,
     progress: ProgressBars = no_bars,
     on_keys: Callable[[np.ndarray], None] | None = None,
+    overrides: Sequence[Override] = (),
 ) -> EmbedOutcome:
     """Embed shard ``shard`` ("I/N"; None: all) of what `evalret run` on ``config`` embeds into
     the cache (``cache_dir`` overrides cache.dir). The spec is checked first (InputError, exit 2).
     ``on_keys`` (tests) receives the shard's distinct keys."""
     spec = parse_shard(shard) if shard is not None else None
-    cfg = _config(config, cache_dir, no_cache)
+    cfg = _config(config, cache_dir, no_cache, overrides)
     role = "--dir" if cache_dir is not None else "cache.dir"
     guard(Declared("embed", config_inputs(cfg, config), cache_output(cfg, role)))
     texts = texts_to_embed(cfg)

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalret.data.config import Config
+from evalret.data.overrides import Override
 from evalret.data.paths import Input, config_inputs
 from evalret.data.schema import RunReport
 from evalret.errors import ConfigError, EvalretError, ExitCode, InputError
@@ -82,14 +83,16 @@ def hook_command(
     baseline: Path | None = None,
     out: Path | None = None,
     commit: str | None = None,
+    overrides: Sequence[Override] = (),
 ) -> HookOutcome:
     """Gate ``config`` against ``baseline`` (default: the config's gate.baseline) exactly as
     `evalret run --config CONFIG [--baseline B] [--out O]` does; a config without a baseline is
     a ConfigError (a hook that checks nothing against the baseline would pass every push).
     With ``commit``, the config, golden set and baseline are those of that commit (see the
-    module)."""
+    module). ``overrides`` are the command line's settings (``--set``, ``--model``,
+    ``--dimension``)."""
     if commit is None:
-        return _gate(run_config(config), config, baseline, out, None)
+        return _gate(run_config(config, overrides=overrides), config, baseline, out, None)
     root = git_root()
     sha = git(root, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
     with checked_out(root, sha) as tree:
@@ -99,7 +102,7 @@ def hook_command(
                 f"{config}: the {HOOK_ID} hook gates the pushed commit, so its config must be "
                 f"inside the repository {root}"
             )
-        cfg = _outputs_in_checkout(run_config(inside), tree, root)
+        cfg = _outputs_in_checkout(run_config(inside, overrides=overrides), tree, root)
         reference = moved_into(baseline, root, tree) or baseline if baseline is not None else None
         with _imports_from(tree, root):
             outcome = _gate(cfg, config, reference, out, tree, root)

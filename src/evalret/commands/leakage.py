@@ -14,6 +14,7 @@ from evalret.core.duplicates import NEAR_DUPLICATE_JACCARD
 from evalret.core.leakage import Embed, LeakageResult, find_leaks, slice_leaks
 from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.config import Config
+from evalret.data.overrides import Override
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard
 from evalret.data.training import TrainFormat, read_training_queries
 from evalret.errors import InputError
@@ -99,10 +100,12 @@ def leakage_command(
     no_cache: bool = False,
     out: Path | None = None,
     progress: ProgressBars = no_bars,
+    overrides: Sequence[Override] = (),
 ) -> LeakageOutcome:
     """`evalret leakage`: check ``train`` against the golden set of ``golden`` (a golden-set
-    directory or a config; default the demo) and write the full result to ``out`` if given."""
-    cfg = golden_config(golden)
+    directory or a config; default the demo; with the command line's ``overrides``) and write the
+    full result to ``out`` if given."""
+    cfg = golden_config(golden, overrides=overrides)
     config = golden if golden is not None and golden.suffix in CONFIG_SUFFIXES else None
     reads = [*config_inputs(cfg, config, "GOLDEN"), Input("the training queries (--train)", train)]
     writes = [Output("--out", out)] if out is not None else []

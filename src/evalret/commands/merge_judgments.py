@@ -24,11 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalret.core.judgments import MergeOutcome, Policy, dispute_reason, merged_grade
+from evalret.core.judgments import POLICIES, MergeOutcome, Policy, dispute_reason, merged_grade
 from evalret.data.atomic import publish_dir, temp_dir_beside
 from evalret.data.config import GoldenSetConfig
 from evalret.data.goldenset import GoldenSet, detect_format, load_golden_set
-from evalret.data.judgments import Annotations, Scale, gold_accuracy, read_annotations
+from evalret.data.judgments import (
+    Annotations,
+    Scale,
+    gold_accuracy,
+    parse_scale,
+    read_annotations,
+)
 from evalret.data.paths import Declared, Input, Output, guard
 from evalret.errors import InputError
 
@@ -206,3 +212,28 @@ def merge_command(
     new = GoldenSetConfig(path=out, format=fmt, split=into.split)
     outcome.fingerprint_after = load_golden_set(new).fingerprint
     return outcome
+
+
+def merge_judgments_command(
+    files: Sequence[Path],
+    into: Path,
+    out: Path,
+    *,
+    scale: str = "0-3",
+    policy: str = "median",
+    min_annotators: int = 1,
+    drop_below: float | None = None,
+    overwrite: bool = False,
+    golden_format: str | None = None,
+    split: str | None = None,
+) -> MergeOutcome:
+    """`evalret judgments merge` from its options as given: the policy and scale checked (exit 2
+    naming the option), the golden set ``into`` read in ``golden_format`` (default auto) and
+    ``split`` (default test), then ``merge_command``."""
+    chosen = next((p for p in POLICIES if p == policy), None)
+    if chosen is None:
+        raise InputError(f"--policy {policy!r}: choose {', '.join(POLICIES)}")
+    parsed = parse_scale(scale)
+    cfg = GoldenSetConfig(path=into, format=golden_format or "auto", split=split or "test")
+    options = MergeOptions(chosen, min_annotators, drop_below, overwrite)
+    return merge_command(files, cfg, out, parsed, options)

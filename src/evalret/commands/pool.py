@@ -18,9 +18,9 @@ import numpy as np
 
 from evalret.core.ranking import SearchResult
 from evalret.data.atomic import atomic_write_text, check_writable_file
-from evalret.data.config import load_config
 from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import label_studio_tasks
+from evalret.data.overrides import Override, configured
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
 from evalret.pipeline.progress import ProgressBars, no_bars
 
@@ -119,6 +119,7 @@ def run_pool(
     k: int,
     indexes: Sequence[str] | None = None,
     progress: Any = None,
+    overrides: Sequence[Override] = (),
 ) -> tuple[GoldenSet, list[dict[str, object]], list[str]]:
     """Evaluate each config (embeddings come from the cache when warm) and pool the unjudged
     top ``k`` of the chosen indexes (default: every index of each run). All configs must use the
@@ -133,7 +134,7 @@ def run_pool(
     golden: GoldenSet | None = None
     fingerprint = None
     for config, label in zip(configs, labels, strict=True):
-        evaluation = run_evaluation(load_config(config), progress=progress)
+        evaluation = run_evaluation(configured(config, overrides), progress=progress)
         report = evaluation.report
         if fingerprint is None:
             fingerprint = report.golden_set.fingerprint
@@ -192,20 +193,22 @@ def pool_command(
     gold_fraction: float = 0.0,
     seed: int = 0,
     fmt: PoolFormat = "jsonl",
+    overrides: Sequence[Override] = (),
 ) -> PoolOutcome:
     """`evalret pool`: pool the unjudged top ``k`` of every config's runs and write them to
     ``out`` as JSON Lines, or as Label Studio tasks (checked writable before anything runs);
-    ``gold_fraction`` adds that share of gold lines after them (seeded by ``seed``)."""
+    ``gold_fraction`` adds that share of gold lines after them (seeded by ``seed``); ``overrides``
+    (``--set``, ``--model``, ``--dimension``) apply to every config."""
     reads: list[Input] = []
     writes = [Output("--out", out)]
     for config in configs or [None]:
-        cfg = load_config(config)
+        cfg = configured(config, overrides)
         reads += config_inputs(cfg, config, "CONFIGS")
         writes += [c for c in cache_output(cfg) if c not in writes]
     guard(Declared("pool", unique(reads), writes))
     check_writable_file(out, "pool file")
     with progress() as factory:
-        golden, records, labels = run_pool(configs or [None], k, indexes, factory)
+        golden, records, labels = run_pool(configs or [None], k, indexes, factory, overrides)
     gold = gold_records(golden, len(records), gold_fraction, seed)
     lines = records + gold
     if fmt == "label-studio":

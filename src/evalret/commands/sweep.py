@@ -14,7 +14,7 @@ efSearch.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,11 +27,12 @@ from evalret.data.atomic import atomic_write_text, check_writable_dir
 from evalret.data.config import Config, load_config
 from evalret.data.overrides import (
     Axis,
+    Override,
     check_size,
     grid,
-    parse_axes,
     point_config,
     raw_config,
+    sweep_axes,
 )
 from evalret.data.paths import (
     Declared,
@@ -90,12 +91,17 @@ def _no_progress(_: str, __: int) -> Callable[[int], None]:
 
 
 def sweep_configs(
-    config: Path | None, sets: list[str], no_cache: bool = False, max_points: int | None = None
+    config: Path | None,
+    sets: list[str],
+    no_cache: bool = False,
+    max_points: int | None = None,
+    fixed: Sequence[Override] = (),
 ) -> tuple[list[Axis], list[dict[str, Any]], list[Config]]:
     """The axes, the grid points and each point's validated config (all validated before
     anything runs: a bad value fails at once, naming its --set; a grid over ``max_points``
-    points, by default MAX_POINTS, is refused before any point is made)."""
-    axes = parse_axes(sets)
+    points, by default MAX_POINTS, is refused before any point is made). ``fixed`` (``--model``,
+    ``--dimension``) are single-valued axes."""
+    axes = sweep_axes(sets, fixed)
     check_size(axes, max_points)
     data = raw_config(config)
     base = config.resolve().parent if config is not None else Path.cwd()
@@ -275,11 +281,13 @@ def sweep_command(
     no_cache: bool = False,
     max_points: int | None = None,
     progress: ProgressBars = no_bars,
+    fixed: Sequence[Override] = (),
 ) -> SweepOutcome:
-    """Evaluate every grid point of ``sets`` and write ``out``/sweep.json and sweep.html."""
+    """Evaluate every grid point of ``sets`` (and the ``fixed`` settings) and write
+    ``out``/sweep.json and sweep.html."""
     from evalret.report.sweep_view import sweep_html
 
-    axes, points, configs = sweep_configs(config, sets, no_cache, max_points)
+    axes, points, configs = sweep_configs(config, sets, no_cache, max_points, fixed)
     reads = [Input("the config (--config)", config)] if config is not None else []
     reads += [i for c in configs for i in config_inputs(c, None)]
     files = Output("--out", out, "dir", SWEEP_FILES)

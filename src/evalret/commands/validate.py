@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ from evalret.data.goldenset import (
     relevant_count,
     scored_query_ids,
 )
+from evalret.data.overrides import Override
 from evalret.data.textfile import read_json
 from evalret.data.validation import SliceCheck, Summary, Validation
 from evalret.errors import ConfigError, InputError, Problem
@@ -360,11 +362,16 @@ def run_validation(cfg: Config, report: Path | None = None) -> Validation:
 
 
 def validate_command(
-    path: Path, fmt: str | None = None, split: str | None = None, report: Path | None = None
+    path: Path,
+    fmt: str | None = None,
+    split: str | None = None,
+    report: Path | None = None,
+    overrides: Sequence[Override] = (),
 ) -> Validation:
     """`evalret validate PATH`: the golden set of ``path`` (a directory, a qrels file or a
-    config; ``fmt`` and ``split`` override its format and BEIR split), checked."""
-    return run_validation(golden_config(path, fmt, split), report)
+    config; ``fmt`` and ``split`` override its format and BEIR split, ``overrides`` any
+    setting), checked."""
+    return run_validation(golden_config(path, fmt, split, overrides), report)
 
 
 def validation_json(result: Validation) -> str:

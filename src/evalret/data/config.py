@@ -19,6 +19,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     Strict,
     ValidationError,
@@ -936,6 +937,20 @@ class Config(_Strict):
     sample: SampleConfig | None = Field(
         None, description="a seeded, stratified sample for fast gates; null: the whole set"
     )
+    # the settings given on the command line (--set, --model, --dimension; data/overrides.py),
+    # by dotted path: no key of the file, recorded in report.json
+    _overrides: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The command-line settings this config was made with ({} for a file as written)."""
+        return dict(self._overrides)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Config:
+        """A copy that records ``overrides`` as the command-line settings it was made with."""
+        copy = self.model_copy()
+        copy._overrides = dict(overrides)
+        return copy
 
     @field_validator("metrics")
     @classmethod

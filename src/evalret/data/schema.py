@@ -402,6 +402,9 @@ class RunReport(_Model):
     # the action and the hook take a verdict only from the report of the run they started;
     # absent in saved baselines and in reports of older versions
     run_id: str | None = None
+    # the config settings given on the command line (--set, --model, --dimension), by dotted
+    # path, as given (the config above holds their effect); absent when there were none
+    overrides: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
     def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -414,6 +417,8 @@ class RunReport(_Model):
             data.pop("sample", None)
         if self.run_id is None:
             data.pop("run_id", None)
+        if self.overrides is None:
+            data.pop("overrides", None)
         return data
 
     def ann_sections(self) -> list[AnnSection]:

@@ -4,10 +4,12 @@ config whose golden set `validate` and `leakage` read, and GitHub's step-summary
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from evalret.data.config import Config, GoldenSetConfig, load_config
-from evalret.errors import ConfigError
+from evalret.data.config import Config
+from evalret.data.overrides import Override, configured
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 
@@ -17,30 +19,37 @@ def without_cache(cfg: Config) -> Config:
     return cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"enabled": False})})
 
 
-def run_config(path: Path | None, no_cache: bool = False) -> Config:
-    """The config of a run: ``path`` (or the built-in defaults), without the cache if asked."""
-    cfg = load_config(path)
+def run_config(
+    path: Path | None, no_cache: bool = False, overrides: Sequence[Override] = ()
+) -> Config:
+    """The config of a run: ``path`` (or the built-in defaults) with the command line's
+    ``overrides`` (``--set``, ``--model``, ``--dimension``), without the cache if asked."""
+    cfg = configured(path, overrides)
     return without_cache(cfg) if no_cache else cfg
 
 
-def golden_config(path: Path | None, fmt: str | None = None, split: str | None = None) -> Config:
+def golden_options(fmt: str | None = None, split: str | None = None) -> list[Override]:
+    """The golden-set options ``--format`` and ``--split`` as the settings they override."""
+    pairs = (("format", "--format", fmt), ("split", "--split", split))
+    return [Override(f"golden_set.{k}", v, f"{o} {v}") for k, o, v in pairs if v is not None]
+
+
+def golden_config(
+    path: Path | None,
+    fmt: str | None = None,
+    split: str | None = None,
+    overrides: Sequence[Override] = (),
+) -> Config:
     """The config to validate: an evalret config file (``.yaml``/``.yml``), else the default
     config pointed at ``path`` (a golden-set directory or TREC qrels file); ``fmt`` and ``split``
-    override the golden set's format and BEIR split."""
+    override the golden set's format and BEIR split, ``overrides`` any setting."""
+    settings = [*golden_options(fmt, split), *overrides]
     if path is not None and path.suffix in CONFIG_SUFFIXES:
-        cfg = load_config(path)
-    else:
-        cfg = load_config(None)
-        if path is not None:
-            cfg = cfg.model_copy(update={"golden_set": GoldenSetConfig(path=path.resolve())})
-    updates = {k: v for k, v in (("format", fmt), ("split", split)) if v is not None}
-    if updates:
-        try:
-            golden = GoldenSetConfig.model_validate({**cfg.golden_set.model_dump(), **updates})
-        except ValueError as e:
-            raise ConfigError(f"invalid option: {e}") from None
-        cfg = cfg.model_copy(update={"golden_set": golden})
-    return cfg
+        return configured(path, settings)
+    data: dict[str, Any] = {}
+    if path is not None:
+        data = {"golden_set": {"path": str(path.resolve())}}
+    return configured(None, settings, data)
 
 
 def step_summary() -> Path | None:

@@ -572,6 +572,7 @@ def _assemble(
         intrinsic=intrinsic,
         timings={},
         sample=loaded.sampled.section if loaded.sampled is not None else None,
+        overrides=config.overrides or None,
     )
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from evalret.core.slices import Slice
 from evalret.data.config import Config, ModelConfig
 from evalret.data.goldenset import GoldenSet, load_golden_set
+from evalret.data.overrides import Override
 from evalret.data.schema import EmbeddingPlan, PlannedKind
 from evalret.engines.cache import CachedEmbedder
 from evalret.engines.embedders import open_embedder
@@ -140,12 +141,15 @@ def _plan_kind(
 
 
 def dry_run(
-    config: Path | None, no_cache: bool = False, sample: int | None = None
+    config: Path | None,
+    no_cache: bool = False,
+    sample: int | None = None,
+    overrides: Sequence[Override] = (),
 ) -> EmbeddingPlan:
-    """What `evalret run` on ``config`` (with `--sample` ``sample``) would embed: per kind, the
-    texts, how many the cache holds, the rest and their tokens and cost. Reads the golden set
-    and the cache only."""
-    cfg = with_sample(run_config(config, no_cache), sample)
+    """What `evalret run` on ``config`` (with `--sample` ``sample`` and the `--set` settings
+    ``overrides``) would embed: per kind, the texts, how many the cache holds, the rest and their
+    tokens and cost. Reads the golden set and the cache only."""
+    cfg = with_sample(run_config(config, no_cache, overrides), sample)
     kinds = texts_to_embed(cfg)
     opened = open_embedder(cfg.model, cfg.cache)
     backend = opened.backend

@@ -1,0 +1,388 @@
+"""Every option of the evalret command line, declared once: one meaning per option name.
+
+A command in ``evalret.cli`` takes its options from here (a type alias, or a factory where the
+help names what the command does with the value, as ``out``). Every declaration goes through
+``_option``, which records the option's names; a name is declared once, so that ``--baseline``
+is always a saved report the run is measured against, ``--json`` always the flag that prints
+JSON, ``--format`` always a golden set's format (tests/test_cli_surface.py checks every command
+against ``DECLARED``). Spellings kept from before an option was renamed are hidden and say so on
+stderr (``deprecated``).
+
+This module imports typer and the standard library only: `evalret --help` stays light.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+# Randomization-test resamples `evalret compare --samples` accepts at most: a million already
+# resolves p-values to 1e-6, and the test's time grows linearly with them.
+MAX_SAMPLES = 1_000_000
+# evalret.data.config.GOLDEN_FORMATS, not imported so that the CLI stays light (a test keeps the
+# two equal); every command taking --format checks it here, before anything runs
+GOLDEN_FORMATS = ("auto", "native", "beir", "trec")
+POOL_FORMATS = ("jsonl", "label-studio")
+
+# evalret.core.stats.Correction and evalret.data.training.TrainFormat, not imported so that the CLI
+# stays light (a test keeps them equal); typer refuses any other value with exit 2
+Correction = Literal["holm", "bonferroni", "bh", "none"]
+TrainFormat = Literal["auto", "jsonl", "text"]
+QueriesWithoutRelevant = Literal["exclude", "zero"]
+
+# long option name -> its one meaning (the help of its declaration, or, for a factory whose help
+# each command words, what the value always is)
+DECLARED: dict[str, str] = {}
+# old spellings, hidden: old name -> the name that replaced it
+DEPRECATED: dict[str, str] = {}
+
+
+def _option(*names: str, meaning: str | None = None, **kwargs: Any) -> Any:
+    """``typer.Option(*names, **kwargs)``, its long name recorded with its meaning (a name is
+    declared once: a second declaration is a bug caught at import)."""
+    long = next(n.split("/")[0] for n in names if n.startswith("--"))
+    said = meaning or kwargs.get("help") or ""
+    if DECLARED.setdefault(long, said) != said:
+        raise AssertionError(f"{long} is declared twice, with two meanings")
+    return typer.Option(*names, **kwargs)
+
+
+def _once(factory_name: str, *names: str, meaning: str, **kwargs: Any) -> Any:
+    """Record a factory's option (its help varies by command, its meaning does not)."""
+    long = next(n for n in names if n.startswith("--"))
+    if DECLARED.setdefault(long, meaning) != meaning:
+        raise AssertionError(f"{long} ({factory_name}) is declared twice, with two meanings")
+    return lambda help, **more: typer.Option(*names, help=help, **{**kwargs, **more})
+
+
+def renamed(value: Any, old_value: Any, new: str) -> Any:
+    """The value of a renamed option: the new spelling's, else that of its hidden old one
+    (with a note on stderr; stdout may be JSON a script reads)."""
+    if old_value is None or old_value is False:
+        return value
+    old = next(o for o, n in DEPRECATED.items() if n == new)
+    print(f"evalret: {old} is deprecated here, and will go: use {new}", file=sys.stderr)
+    return value if value is not None and value is not False else old_value
+
+
+def _hidden(old: str, new: str, **kwargs: Any) -> Any:
+    """The hidden old spelling ``old`` of the option ``new`` (see ``renamed``)."""
+    DEPRECATED[old] = new
+    return typer.Option(old, hidden=True, help=f"Deprecated: {new}.", **kwargs)
+
+
+def _golden_format(value: str | None) -> str | None:
+    if value is not None and value not in GOLDEN_FORMATS:
+        raise typer.BadParameter(
+            f"{value!r} is not a golden-set format; choose {', '.join(GOLDEN_FORMATS)}"
+        )
+    return value
+
+
+def _pool_format(value: str | None) -> str | None:
+    if value is not None and value not in POOL_FORMATS:
+        raise typer.BadParameter(f"{value!r}: choose {' or '.join(POOL_FORMATS)}")
+    return value
+
+
+# --- the config and what the command line changes in it ----------------------------------------
+
+_config = _once(
+    "config",
+    "--config",
+    "-c",
+    meaning="an evalret YAML config file",
+)
+ConfigFile = Annotated[Path | None, _config("YAML config; without it, the built-in defaults.")]
+HookConfig = Annotated[Path, _config("YAML config naming gate.baseline.")]
+HistoryConfigFile = Annotated[Path | None, _config("YAML config whose history.path to use.")]
+InitConfig = Annotated[Path, _config("With --pre-commit: the config the hook gates.")]
+
+_set = _once(
+    "set",
+    "--set",
+    meaning="KEY=VALUE: a config setting, a dotted path and a YAML scalar (repeatable; a sweep "
+    "takes several values, KEY=V1,V2,...)",
+)
+Sets = Annotated[
+    list[str] | None,
+    _set(
+        "KEY=VALUE: set a config key, e.g. model.truncate_dim=256 (a dotted path and a YAML "
+        "scalar; repeatable), validated as the file and recorded in report.json.",
+        metavar="KEY=VALUE",
+    ),
+]
+SweepSets = Annotated[
+    list[str] | None,
+    _set(
+        "KEY=V1,V2,...: a dotted config path and its values (YAML scalars), e.g. "
+        "indexes.hnsw.ef_search=16,32,64; repeat for more axes (the grid is every "
+        "combination).",
+        metavar="KEY=V1,V2,...",
+    ),
+]
+ModelName = Annotated[
+    str | None,
+    _option("--model", metavar="NAME", help="The model to embed with: --set model.name=NAME."),
+]
+Dimension = Annotated[
+    int | None,
+    _option(
+        "--dimension",
+        min=1,
+        metavar="N",
+        help="Truncate embeddings to N dimensions: --set model.truncate_dim=N.",
+    ),
+]
+NoCache = Annotated[bool, _option("--no-cache", help="Neither read nor write the embedding cache.")]
+CacheDir = Annotated[
+    Path | None,
+    _option("--dir", help="Cache directory (default: $EVALRET_CACHE_DIR or the user cache)."),
+]
+
+# --- what a command writes and how it talks ----------------------------------------------------
+
+out = _once("out", "--out", "-o", meaning="where the command writes (a file or a directory)")
+ShowProgress = Annotated[bool, _option("--progress/--no-progress", help="Show progress bars.")]
+Verbose = Annotated[
+    bool, _option("--verbose", "-v", help="Print every table (default: a short summary).")
+]
+AsJson = Annotated[bool, _option("--json", help="Print JSON instead of tables.")]
+
+# --- baselines and saved reports ---------------------------------------------------------------
+
+_baseline = _once(
+    "baseline",
+    "--baseline",
+    "-b",
+    meaning="a saved report (a baseline) the run is measured against",
+)
+Baseline = Annotated[
+    Path | None, _baseline("Gate against this baseline (overrides gate.baseline).")
+]
+ScoreBaseline = Annotated[Path | None, _baseline("Gate every run against this baseline.")]
+DrawnBaseline = Annotated[
+    Path | None,
+    _baseline("Draw this saved report beside the run (default: the gate's baseline, if found)."),
+]
+SaveBaseline = Annotated[
+    Path | None,
+    _option("--save-baseline", help="Save this run as a baseline file (never implicit)."),
+]
+SavedReport = Annotated[Path, typer.Argument(help="A saved report.json (or compare.json).")]
+
+# --- golden sets and judgments -----------------------------------------------------------------
+
+GoldenFormat = Annotated[
+    str | None,
+    _option(
+        "--format", callback=_golden_format, help="Golden-set format: auto, native, beir or trec."
+    ),
+]
+GoldenSplit = Annotated[str | None, _option("--split", help="BEIR split (default: test).")]
+Scale = Annotated[str, _option("--scale", help="The grading scale lo-hi: 0-1, 0-2, 0-3 or 0-4.")]
+AnnotationFiles = Annotated[
+    list[Path],
+    typer.Argument(help="Annotation files: evalret annotate's JSONL, or a Label Studio export."),
+]
+
+# --- selections --------------------------------------------------------------------------------
+
+_index = _once("index", "--index", "-i", meaning="an index name (repeatable)")
+_metric = _once("metric", "--metric", "-m", meaning="a metric name (repeatable)")
+_seed = _once("seed", "--seed", meaning="the seed of a random draw")
+PoolIndex = Annotated[list[str] | None, _index("Pool only this index (repeatable); default all.")]
+HistoryIndex = Annotated[list[str] | None, _index("Only this index (repeatable).")]
+ScoreMetric = Annotated[
+    list[str] | None, _metric("A metric (repeatable); default the run defaults.")
+]
+HistoryMetric = Annotated[list[str] | None, _metric("Only this metric (repeatable).")]
+HistorySlice = Annotated[
+    list[str] | None, _option("--slice", "-s", help="Only this slice (repeatable).")
+]
+HistoryLast = Annotated[int, _option("--last", help="Show the newest N entries (0: all of them).")]
+HistoryDb = Annotated[
+    Path | None,
+    _option(
+        "--db",
+        help="History database (default: the config's history.path, else evalret-history.sqlite).",
+    ),
+]
+CompareSeed = Annotated[int, _seed("Seed of every resampling.")]
+PoolSeed = Annotated[int, _seed("Seed of the gold lines' draw.", min=0)]
+AnnotateSeed = Annotated[int, _seed("Seed of the item order (with the name).")]
+
+# --- run ---------------------------------------------------------------------------------------
+
+DryRun = Annotated[
+    bool,
+    _option(
+        "--dry-run",
+        help="Say what would be embedded (texts, cached, tokens, cost) and stop: no model "
+        "is loaded, no request sent, no file written.",
+    ),
+]
+Sample = Annotated[
+    int | None,
+    _option(
+        "--sample",
+        min=1,
+        help="Evaluate a seeded sample of N queries, stratified over the slices (sets "
+        "sample.queries; the config's sample.documents and seed apply).",
+    ),
+]
+Shard = Annotated[
+    str | None,
+    _option(
+        "--shard",
+        metavar="I/N",
+        help="Embed only the I-th (1-based) of N deterministic slices of the texts (e.g. "
+        "2/4); without it, every text the cache lacks.",
+    ),
+]
+
+# --- score -------------------------------------------------------------------------------------
+
+RelevanceLevel = Annotated[
+    int, _option("--relevance-level", min=1, help="trec_eval's -l: grade >= this is relevant.")
+]
+WithoutRelevant = Annotated[
+    QueriesWithoutRelevant,
+    _option(
+        "--queries-without-relevant",
+        help="exclude: left out of the means; zero: scored, as trec_eval.",
+    ),
+]
+
+# --- compare -----------------------------------------------------------------------------------
+
+Primary = Annotated[str, _option("--primary", help="Metric the verdict is decided on.")]
+MinGain = Annotated[
+    float, _option("--min-gain", help="Gain B needs on the primary metric in every slice.")
+]
+Alpha = Annotated[float, _option("--alpha", help="Significance level.")]
+CorrectionOption = Annotated[
+    Correction, _option("--correction", help="Multiple-test correction across every test.")
+]
+Samples = Annotated[
+    int,
+    _option("--samples", max=MAX_SAMPLES, help="Randomization-test resamples (at least 100)."),
+]
+FailOnRegression = Annotated[
+    bool, _option("--fail-on-regression", help="Exit 1 on a significant regression.")
+]
+
+# --- pool and annotate -------------------------------------------------------------------------
+
+TopK = Annotated[int, _option("--k", "-k", min=1, help="Top k of each ranking.")]
+GoldFraction = Annotated[
+    float,
+    _option(
+        "--gold-fraction",
+        min=0.0,
+        max=1.0,
+        help="Add round(F x pooled) gold lines: judged pairs with their grade as gold_grade.",
+    ),
+]
+PoolFormat = Annotated[
+    str | None,
+    _option(
+        "--output-format",
+        callback=_pool_format,
+        help="What --out holds: jsonl (default), or label-studio (a JSON list of Label Studio "
+        "import tasks).",
+    ),
+]
+OldPoolFormat = Annotated[str | None, _hidden("--format", "--output-format", callback=_pool_format)]
+Annotator = Annotated[
+    str, _option("--annotator", "-a", help="Your name: it labels every grade you give.")
+]
+Port = Annotated[
+    int, _option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")
+]
+NoBrowser = Annotated[bool, _option("--no-browser", help="Print the URL but open no browser.")]
+
+# --- validate and leakage ----------------------------------------------------------------------
+
+MdeReport = Annotated[
+    Path | None,
+    _option("--report", help="A report.json whose per-query nDCG@10 spread sets the MDE."),
+]
+Train = Annotated[Path, _option("--train", help="Training queries: JSONL (text or query) or text.")]
+TrainFormatOption = Annotated[
+    TrainFormat, _option("--train-format", help="How to read the training file.")
+]
+Threshold = Annotated[
+    float | None,
+    _option(
+        "--threshold",
+        help="Embedding cosine at or above which a pair leaks (leakage.threshold).",
+    ),
+]
+MaxFraction = Annotated[
+    float | None,
+    _option("--max-fraction", help="Exit 1 when a larger fraction of golden queries leaks."),
+]
+NoEmbedding = Annotated[
+    bool, _option("--no-embedding", help="Text checks only: no model is loaded.")
+]
+
+# --- sweep -------------------------------------------------------------------------------------
+
+Repeats = Annotated[
+    int,
+    _option("--repeats", min=1, max=1000, help="Times every query is searched when timing."),
+]
+MaxPoints = Annotated[
+    int | None,
+    _option(
+        "--max-points",
+        min=1,
+        help="The most grid points to run (default 1000): a larger grid is refused "
+        "unless this allows it.",
+    ),
+]
+
+# --- history -----------------------------------------------------------------------------------
+
+Label = Annotated[str | None, _option("--label", help="A name for this entry (e.g. a branch).")]
+Commit = Annotated[str | None, _option("--commit", help="The commit the report was made on.")]
+MarkBaseline = Annotated[bool, _option("--mark-baseline", help="Mark this entry as a baseline.")]
+OldMarkBaseline = Annotated[bool, _hidden("--baseline", "--mark-baseline")]
+
+# --- judgments ---------------------------------------------------------------------------------
+
+Top = Annotated[int, _option("--top", min=0, help="Widest disagreements shown.")]
+OldAgreementJson = Annotated[Path | None, _hidden("--json", "--out")]
+Into = Annotated[Path, _option("--into", help="The golden set to add the grades to.")]
+Policy = Annotated[str, _option("--policy", help="median (lower), majority or mean.")]
+MinAnnotators = Annotated[int, _option("--min-annotators", min=1, help="Fewer: disputed.")]
+DropBelow = Annotated[
+    float | None,
+    _option("--drop-annotators-below", help="Drop annotators below this gold accuracy."),
+]
+Overwrite = Annotated[
+    bool, _option("--overwrite", help="Replace grades the golden set has already.")
+]
+
+# --- cache and init ----------------------------------------------------------------------------
+
+Days = Annotated[float, _option("--days", help="Remove sets unused for this many days.")]
+Force = Annotated[bool, _option("--force", help="Overwrite existing files.")]
+PreCommit = Annotated[
+    bool,
+    _option(
+        "--pre-commit",
+        help="Only add the evalret-gate hook to .pre-commit-config.yaml (made if absent).",
+    ),
+]
+Watch = Annotated[
+    list[Path] | None,
+    _option(
+        "--watch",
+        help="With --pre-commit: another path whose change runs the hook (repeatable).",
+    ),
+]
