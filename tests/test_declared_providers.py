@@ -39,6 +39,7 @@ from evalret.engines.embedders import (
     register_provider,
     unregister_provider,
 )
+from evalret.engines.openai_api import OpenAIEmbedder
 from evalret.engines.retrievers import (
     RETRIEVER_TYPES,
     RETRIEVERS,
@@ -205,6 +206,8 @@ def test_the_built_in_providers_declare_what_they_can_do() -> None:
         "onnx": "torch",
         "openvino": "torch",
     }
+    api = OpenAIEmbedder(parse_config(models["openai"]).model)  # type: ignore[arg-type]
+    assert api.identity()["weights_sha256"] is None  # what hashes_weights=False declares
     local = parse_config("").model
     assert backend_check(local, ["a text"], np.ones((1, 4), np.float32), None) is None
     assert api_use(local, HashedEmbedder(HashedModelConfig(provider="hashed"), None)) is None

@@ -133,10 +133,6 @@ DEFAULT_PROVIDER = "sentence-transformers"
 _CALLABLE = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"  # "pkg.module:name"
 
 
-def _omitted_when_null(value: Any) -> bool:
-    return value is None
-
-
 class ModelConfigBase(_Strict):
     """What every provider's settings hold: the model's name and how texts and vectors are
     treated around it. A provider is a subclass that narrows ``provider`` to its ``Literal``
@@ -147,6 +143,8 @@ class ModelConfigBase(_Strict):
     selector: ClassVar[str] = "provider"
     # keys dumped first, in this order (the order reports have always shown them in)
     dump_first: ClassVar[tuple[str, ...]] = ()
+    # keys left out of the dump while null (reports from before they existed read the same)
+    dump_unless_null: ClassVar[tuple[str, ...]] = ()
 
     provider: str
     name: str
@@ -169,11 +167,15 @@ class ModelConfigBase(_Strict):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The settings as a dict: ``dump_first`` first; the default provider unnamed, so that
-        reports of configs without ``provider`` read as they did before the key existed."""
+        """The settings as a dict: ``dump_first`` first, ``dump_unless_null`` only when set,
+        the default provider unnamed, so that reports of configs without these keys read as they
+        did before the keys existed."""
         data: dict[str, Any] = handler(self)
         if self.provider == DEFAULT_PROVIDER:
             data.pop("provider", None)
+        for key in self.dump_unless_null:
+            if data.get(key) is None:
+                data.pop(key, None)
         first = [k for k in self.dump_first if k in data]
         return {k: data[k] for k in [*first, *(k for k in data if k not in first)]}
 
@@ -186,6 +188,7 @@ class SentenceTransformersModelConfig(ModelConfigBase):
         "name", "prompts", "batch_size", "normalize", "query_prefix", "document_prefix",
         "max_seq_length",
     )  # fmt: skip
+    dump_unless_null: ClassVar[tuple[str, ...]] = ("prompts",)
 
     provider: Literal["sentence-transformers"] = Field(
         "sentence-transformers",
@@ -194,9 +197,7 @@ class SentenceTransformersModelConfig(ModelConfigBase):
     )
     name: str = Field(PACKAGED_MODEL, description="packaged MiniLM, a local directory, or a name")
     prompts: PromptsConfig | None = Field(
-        None,
-        exclude_if=_omitted_when_null,
-        description="the model's own named prompts, instead of the prefixes",
+        None, description="the model's own named prompts, instead of the prefixes"
     )
     batch_size: int = Field(32, ge=1)
     max_seq_length: int | None = Field(256, ge=1)
@@ -243,15 +244,14 @@ class PythonModelConfig(ModelConfigBase):
         "options",
         "batch_size",
     )
+    dump_unless_null: ClassVar[tuple[str, ...]] = ("options",)
 
     provider: Literal["python"]
     name: str = Field("", description="a label (default: the callable)")
     callable: str = Field(
         pattern=_CALLABLE, description='"pkg.module:factory", called once with **options'
     )
-    options: dict[str, Any] | None = Field(
-        None, exclude_if=_omitted_when_null, description="keyword arguments of the callable"
-    )
+    options: dict[str, Any] | None = Field(None, description="keyword arguments of the callable")
     batch_size: int = Field(32, ge=1)
 
     @model_validator(mode="before")
@@ -265,6 +265,8 @@ class PythonModelConfig(ModelConfigBase):
 
 class OpenAIModelConfig(ModelConfigBase):
     """An OpenAI-compatible /embeddings endpoint (engines/openai_api.py)."""
+
+    dump_unless_null: ClassVar[tuple[str, ...]] = ("request_fields",)
 
     provider: Literal["openai"]
     name: str = Field(description="the model id the endpoint serves")
@@ -282,9 +284,7 @@ class OpenAIModelConfig(ModelConfigBase):
         None, ge=1, description="sent as dimensions (Matryoshka-capable APIs)"
     )
     request_fields: RequestFieldsConfig | None = Field(
-        None,
-        exclude_if=_omitted_when_null,
-        description="extra request fields per kind (input_type, task)",
+        None, description="extra request fields per kind (input_type, task)"
     )
     max_batch: int = Field(256, ge=1, le=4096, description="texts per request")
     max_batch_tokens: int = Field(

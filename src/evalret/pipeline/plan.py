@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evalret.data.config import ModelConfigBase as ModelConfig
+from evalret.data.config import ModelConfig
 from evalret.data.goldenset import load_golden_set
 from evalret.data.schema import EmbeddingPlan, PlannedKind
 from evalret.engines.embedders import capabilities, open_embedder
