@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from conftest import DEMO
 from evalret.cli import app
-from evalret.data.config import ModelConfig, parse_config
+from evalret.data.config import SentenceTransformersModelConfig as ModelConfig
+from evalret.data.config import parse_config
 from evalret.engines import backends
 from evalret.engines.backends import (
     ModelStore,

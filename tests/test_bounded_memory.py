@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from evalret.core.ranking import SearchResult, id_rank
-from evalret.data.config import Config, HnswIndexConfig, ModelConfig, parse_config
+from evalret.data.config import Config, HnswIndexConfig, parse_config
+from evalret.data.config import SentenceTransformersModelConfig as ModelConfig
 from evalret.data.goldenset import load_golden_set
 from evalret.engines.cache import COPY_ROWS, CachedEmbedder, copy_rows
 from evalret.engines.embedders import make_embedder

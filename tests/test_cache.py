@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 from evalret.cli import app
-from evalret.data.config import HnswIndexConfig, ModelConfig
+from evalret.data.config import HnswIndexConfig
+from evalret.data.config import SentenceTransformersModelConfig as ModelConfig
 from evalret.engines.cache import CachedEmbedder, Namespace, cache_info, clear_cache, prune_cache
 from evalret.engines.faiss_index import cached_hnsw
 from evalret.engines.st_embedder import SentenceTransformerEmbedder

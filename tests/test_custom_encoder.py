@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evalret.cli import app
-from evalret.data.config import ModelConfig, parse_config
+from evalret.data.config import SentenceTransformersModelConfig as ModelConfig
+from evalret.data.config import parse_config
 from evalret.engines.st_embedder import SentenceTransformerEmbedder
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation

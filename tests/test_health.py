@@ -356,7 +356,8 @@ def test_cost_does_not_grow_with_rows() -> None:
 def minilm() -> dict[str, np.ndarray]:
     """The demo golden set embedded with the packaged all-MiniLM-L6-v2 (through the session's
     embedding cache), with the (query, relevant document) pairs."""
-    from evalret.data.config import GoldenSetConfig, ModelConfig
+    from evalret.data.config import GoldenSetConfig
+    from evalret.data.config import SentenceTransformersModelConfig as ModelConfig
     from evalret.data.goldenset import load_golden_set
     from evalret.engines.cache import CachedEmbedder, default_cache_dir
     from evalret.engines.st_embedder import SentenceTransformerEmbedder

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from conftest import DEMO, REPO
 from evalret.cli import app
 from evalret.core.leakage import TrainQuery, find_leaks
-from evalret.data.config import ModelConfig
+from evalret.data.config import SentenceTransformersModelConfig as ModelConfig
 from evalret.data.training import read_training_queries
 from evalret.engines.cache import CachedEmbedder, default_cache_dir
 from evalret.engines.st_embedder import SentenceTransformerEmbedder

@@ -25,7 +25,8 @@ from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
 from evalret.cli import app
-from evalret.data.config import ModelConfig, load_config, parse_config
+from evalret.data.config import OpenAIModelConfig as ModelConfig
+from evalret.data.config import load_config, parse_config
 from evalret.data.schema import ApiKindUse, ApiUse
 from evalret.engines.openai_api import OpenAIEmbedder, endpoint_of, plan_batches
 from evalret.engines.tokens import ESTIMATE, estimate_tokens, token_counter
@@ -323,7 +324,7 @@ def test_identity_and_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         assert OpenAIEmbedder(ModelConfig(**{**base, **change})).identity() != one
     dump = ModelConfig(**base).model_dump()
     assert "max_seq_length" not in dump and dump["concurrency"] == 4
-    assert "base_url" not in ModelConfig().model_dump()
+    assert "base_url" not in parse_config("").model.model_dump()
     for bad in (
         "model: {provider: openai}",
         "model: {provider: openai, name: m, backend: onnx}",

@@ -31,9 +31,11 @@ from evalret.data.config import (
     CacheConfig,
     Config,
     GoldenSetConfig,
-    ModelConfig,
     PgvectorIndexConfig,
     load_config,
+)
+from evalret.data.config import (
+    SentenceTransformersModelConfig as ModelConfig,
 )
 from evalret.data.goldenset import load_golden_set
 from evalret.engines.embedders import open_embedder

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from conftest import DEMO
 from evalret.cli import app
-from evalret.data.config import CacheConfig, ModelConfig
+from evalret.data.config import CacheConfig
+from evalret.data.config import SentenceTransformersModelConfig as ModelConfig
 from evalret.data.goldenset import load_golden_set
 from evalret.engines.embedders import open_embedder
 from evalret.engines.ray_engine import in_row_order

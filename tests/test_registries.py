@@ -17,7 +17,9 @@ from evalret.data.config import (
     HnswIndexConfig,
     HybridIndexConfig,
     IndexesConfig,
-    ModelConfig,
+)
+from evalret.data.config import (
+    SentenceTransformersModelConfig as ModelConfig,
 )
 from evalret.engines.cache import CachedEmbedder
 from evalret.engines.embedders import EMBEDDERS, make_embedder, open_embedder

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.config import (
+    BUILTIN_INDEXES,
     DEFAULT_METRICS,
     INDEX_NAME,
     CacheConfig,
@@ -76,7 +77,7 @@ def score_config(
     """The Config of `evalret score`: the golden set (a qrels file alone will do), one run index
     per run file and no other index, the gate on every run, no cache and no health figures."""
     named = run_indexes(runs)
-    indexes: dict[str, Any] = {n: DISABLED for n in ("exact", "hnsw", "bm25", "hybrid")}
+    indexes: dict[str, Any] = dict.fromkeys(BUILTIN_INDEXES, DISABLED)
     indexes |= {n: {"type": "run", "path": p.resolve()} for n, p in named.items()}
     settings: dict[str, Any] = {
         "golden_set": GoldenSetConfig(path=golden.resolve(), qrels_only=True),

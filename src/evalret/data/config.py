@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 from urllib.parse import urlsplit
 
 import yaml
@@ -36,6 +37,7 @@ from evalret.core.slices import CustomSlice, Slice, build_slices
 from evalret.core.stats import Correction, PairedTest
 from evalret.data import yamltext
 from evalret.data.textfile import read_text
+from evalret.data.unions import RegisteredUnion, members_by_tag
 from evalret.errors import ConfigError, MetricError, Problem
 
 DEFAULT_METRICS = [
@@ -129,52 +131,78 @@ class RequestFieldsConfig(_Strict):
 
 
 OPENAI_URL = "https://api.openai.com/v1"
-# the model keys each provider reads besides the common ones (name, prefixes, normalize,
-# truncate_dim); setting another provider's key is a config error, never silently ignored
-_PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
-    "sentence-transformers": (
-        "batch_size", "max_seq_length", "device", "backend", "precision", "prompts",
-    ),
-    "python": ("batch_size", "callable", "options"),
-    "openai": (
-        "base_url", "api_key_env", "dimensions", "request_fields", "max_batch",
-        "max_batch_tokens", "concurrency", "max_retries", "timeout", "encoding_format",
-        "price_per_million_tokens",
-    ),
-}  # fmt: skip
-_COMMON_KEYS = ("provider", "name", "normalize", "query_prefix", "document_prefix", "truncate_dim")
+DEFAULT_PROVIDER = "sentence-transformers"
+_CALLABLE = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"  # "pkg.module:name"
 
 
-class ModelConfig(_Strict):
-    """The embedding model and how texts are fed to it."""
+class ModelConfigBase(_Strict):
+    """What every provider's settings hold: the model's name and how texts and vectors are
+    treated around it. A provider is a subclass that narrows ``provider`` to its ``Literal``
+    and adds the keys it reads (any other key is refused, naming the providers that read it),
+    then joins the ``ModelConfig`` union; engines/embedders.py registers what embeds with it."""
 
-    provider: Literal["sentence-transformers", "python", "openai"] = Field(
+    # the key whose value picks the embedder in engines/embedders.EMBEDDERS
+    selector: ClassVar[str] = "provider"
+    # keys dumped first, in this order (the order reports have always shown them in)
+    dump_first: ClassVar[tuple[str, ...]] = ()
+    # keys left out of the dump while null (reports from before they existed read the same)
+    dump_unless_null: ClassVar[tuple[str, ...]] = ()
+
+    provider: str
+    name: str
+    normalize: bool = True
+    query_prefix: str = ""
+    document_prefix: str = ""
+    truncate_dim: int | None = Field(None, ge=1)
+
+    @property
+    def embedder_key(self) -> str:
+        """The registry entry (engines/embedders.EMBEDDERS) that embeds with these settings."""
+        key: str = getattr(self, self.selector)
+        return key
+
+    @property
+    def price(self) -> float | None:
+        """What a million tokens cost (for the dry run's and the report's cost); None: no price
+        (a local model, or an API without one)."""
+        return None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The settings as a dict: ``dump_first`` first, ``dump_unless_null`` only when set,
+        the default provider unnamed, so that reports of configs without these keys read as they
+        did before the keys existed."""
+        data: dict[str, Any] = handler(self)
+        if self.provider == DEFAULT_PROVIDER:
+            data.pop("provider", None)
+        for key in self.dump_unless_null:
+            if data.get(key) is None:
+                data.pop(key, None)
+        first = [k for k in self.dump_first if k in data]
+        return {k: data[k] for k in [*first, *(k for k in data if k not in first)]}
+
+
+class SentenceTransformersModelConfig(ModelConfigBase):
+    """A local sentence-transformers model, run by torch, onnxruntime or OpenVINO."""
+
+    selector: ClassVar[str] = "backend"
+    dump_first: ClassVar[tuple[str, ...]] = (
+        "name", "prompts", "batch_size", "normalize", "query_prefix", "document_prefix",
+        "max_seq_length",
+    )  # fmt: skip
+    dump_unless_null: ClassVar[tuple[str, ...]] = ("prompts",)
+
+    provider: Literal["sentence-transformers"] = Field(
         "sentence-transformers",
         description="sentence-transformers (a local model), python (a custom encoder) or openai "
         "(an OpenAI-compatible /embeddings endpoint)",
     )
-    name: str = Field(
-        PACKAGED_MODEL,
-        description="packaged MiniLM, a local directory, or a name; provider python: a label "
-        "(default: the callable); provider openai: the model id sent to the endpoint",
-    )
-    callable: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
-        description='provider python: "pkg.module:factory", called once with **options',
-    )
-    options: dict[str, Any] | None = Field(
-        None, description="provider python: keyword arguments of the callable"
-    )
+    name: str = Field(PACKAGED_MODEL, description="packaged MiniLM, a local directory, or a name")
     prompts: PromptsConfig | None = Field(
         None, description="the model's own named prompts, instead of the prefixes"
     )
     batch_size: int = Field(32, ge=1)
-    normalize: bool = True
-    query_prefix: str = ""
-    document_prefix: str = ""
     max_seq_length: int | None = Field(256, ge=1)
-    truncate_dim: int | None = Field(None, ge=1)
     device: str = Field(
         "cpu",
         pattern=r"^(cpu|cuda|cuda:\d+|mps|auto)$",
@@ -186,39 +214,97 @@ class ModelConfig(_Strict):
     precision: Literal["fp32", "int8"] = Field(
         "fp32", description="int8: dynamically quantized weights (backend onnx only)"
     )
-    # provider openai (engines/openai_api.py)
+
+    @model_validator(mode="after")
+    def _prompts_or_prefixes(self) -> SentenceTransformersModelConfig:
+        if self.prompts is not None:
+            if self.prompts.query is not None and self.query_prefix:
+                raise ValueError("prompts.query and query_prefix: set one of them")
+            if self.prompts.document is not None and self.document_prefix:
+                raise ValueError("prompts.document and document_prefix: set one of them")
+        return self
+
+    @model_validator(mode="after")
+    def _backend_settings(self) -> SentenceTransformersModelConfig:
+        if self.precision == "int8" and self.backend != "onnx":
+            raise ValueError(
+                "precision int8 needs backend onnx (OpenVINO runs onnxruntime's int8 graph "
+                "slower than its own fp32; see benchmarks/RESULTS.md)"
+            )
+        if self.backend != "torch" and self.device != "cpu":
+            raise ValueError(f"backend {self.backend} runs on the CPU: set device: cpu")
+        return self
+
+
+class PythonModelConfig(ModelConfigBase):
+    """A custom encoder: a Python factory evalret calls (engines/custom.py)."""
+
+    dump_first: ClassVar[tuple[str, ...]] = (
+        "provider",
+        "name",
+        "callable",
+        "options",
+        "batch_size",
+    )
+    dump_unless_null: ClassVar[tuple[str, ...]] = ("options",)
+
+    provider: Literal["python"]
+    name: str = Field("", description="a label (default: the callable)")
+    callable: str = Field(
+        pattern=_CALLABLE, description='"pkg.module:factory", called once with **options'
+    )
+    options: dict[str, Any] | None = Field(None, description="keyword arguments of the callable")
+    batch_size: int = Field(32, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _callable_names(cls, data: Any) -> Any:
+        """Without a name, the callable is the label."""
+        if isinstance(data, dict) and "name" not in data and isinstance(data.get("callable"), str):
+            return {**data, "name": data["callable"]}
+        return data
+
+
+class OpenAIModelConfig(ModelConfigBase):
+    """An OpenAI-compatible /embeddings endpoint (engines/openai_api.py)."""
+
+    dump_unless_null: ClassVar[tuple[str, ...]] = ("request_fields",)
+
+    provider: Literal["openai"]
+    name: str = Field(description="the model id the endpoint serves")
     base_url: str = Field(
         OPENAI_URL,
         pattern=r"^https?://[^\s]+$",
-        description="provider openai: the API's base URL (its /embeddings is called)",
+        description="the API's base URL (its /embeddings is called)",
     )
     api_key_env: str | None = Field(
         "OPENAI_API_KEY",
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        description="provider openai: the environment variable holding the key (null: no key, "
-        "for a local server)",
+        description="the environment variable holding the key (null: no key, for a local server)",
     )
     dimensions: int | None = Field(
-        None, ge=1, description="provider openai: sent as dimensions (Matryoshka-capable APIs)"
+        None, ge=1, description="sent as dimensions (Matryoshka-capable APIs)"
     )
     request_fields: RequestFieldsConfig | None = Field(
-        None, description="provider openai: extra request fields per kind (input_type, task)"
+        None, description="extra request fields per kind (input_type, task)"
     )
-    max_batch: int = Field(256, ge=1, le=4096, description="provider openai: texts per request")
+    max_batch: int = Field(256, ge=1, le=4096, description="texts per request")
     max_batch_tokens: int = Field(
-        200_000, ge=1, description="provider openai: estimated tokens per request, at most"
+        200_000, ge=1, description="estimated tokens per request, at most"
     )
-    concurrency: int = Field(4, ge=1, le=64, description="provider openai: requests in flight")
-    max_retries: int = Field(
-        6, ge=0, le=20, description="provider openai: retries of a 429, 5xx or timeout"
-    )
-    timeout: float = Field(60.0, gt=0, le=3600, description="provider openai: seconds a request")
+    concurrency: int = Field(4, ge=1, le=64, description="requests in flight")
+    max_retries: int = Field(6, ge=0, le=20, description="retries of a 429, 5xx or timeout")
+    timeout: float = Field(60.0, gt=0, le=3600, description="seconds a request may take")
     encoding_format: Literal["base64", "float"] = Field(
-        "base64", description="provider openai: how vectors are requested (float if unsupported)"
+        "base64", description="how vectors are requested (float if unsupported)"
     )
     price_per_million_tokens: float | None = Field(
-        None, ge=0, description="provider openai: the price, for the cost in --dry-run and reports"
+        None, ge=0, description="the price, for the cost in --dry-run and reports"
     )
+
+    @property
+    def price(self) -> float | None:
+        return self.price_per_million_tokens
 
     @field_validator("base_url")
     @classmethod
@@ -235,56 +321,6 @@ class ModelConfig(_Strict):
             )
         return value
 
-    @model_validator(mode="before")
-    @classmethod
-    def _python_name(cls, data: Any) -> Any:
-        """Provider python without a name: the callable is its label."""
-        python = isinstance(data, dict) and data.get("provider") == "python"
-        if python and "name" not in data and isinstance(data.get("callable"), str):
-            return {**data, "name": data["callable"]}
-        return data
-
-    @model_validator(mode="after")
-    def _provider_settings(self) -> ModelConfig:
-        own = _PROVIDER_KEYS[self.provider]
-        foreign = [k for k in self.model_fields_set if k not in own and k not in _COMMON_KEYS]
-        if foreign:
-            readers = {
-                k: next(p for p, keys in _PROVIDER_KEYS.items() if k in keys) for k in foreign
-            }
-            raise ValueError(
-                "; ".join(
-                    f"{k}: a provider {readers[k]} setting, not read with provider {self.provider}"
-                    for k in sorted(foreign)
-                )
-            )
-        if self.provider == "python" and self.callable is None:
-            raise ValueError('provider python needs callable: "pkg.module:factory"')
-        if self.provider == "openai" and "name" not in self.model_fields_set:
-            raise ValueError("provider openai needs name: the model id the endpoint serves")
-        if self.prompts is not None:
-            if self.prompts.query is not None and self.query_prefix:
-                raise ValueError("prompts.query and query_prefix: set one of them")
-            if self.prompts.document is not None and self.document_prefix:
-                raise ValueError("prompts.document and document_prefix: set one of them")
-        return self
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The model settings as a dict; the keys added for providers and prompts only when
-        set, and provider openai's keys only with that provider (its dump leaves the local
-        models' keys out), so that reports of configs without them read as they did before."""
-        data: dict[str, Any] = handler(self)
-        if self.provider == "sentence-transformers":
-            data.pop("provider", None)
-        for key in ("callable", "options", "prompts", "request_fields"):
-            if getattr(self, key) is None:
-                data.pop(key, None)
-        if self.provider == "openai":
-            local = {*_PROVIDER_KEYS["sentence-transformers"], *_PROVIDER_KEYS["python"]}
-            return {k: v for k, v in data.items() if k not in local}
-        return {k: v for k, v in data.items() if k not in _PROVIDER_KEYS["openai"]}
-
     @field_validator("base_url")
     @classmethod
     def _base_url_port(cls, v: str) -> str:
@@ -293,16 +329,14 @@ class ModelConfig(_Strict):
             raise ValueError(problem)
         return v
 
-    @model_validator(mode="after")
-    def _backend_settings(self) -> ModelConfig:
-        if self.precision == "int8" and self.backend != "onnx":
-            raise ValueError(
-                "precision int8 needs backend onnx (OpenVINO runs onnxruntime's int8 graph "
-                "slower than its own fp32; see benchmarks/RESULTS.md)"
-            )
-        if self.backend != "torch" and self.device != "cpu":
-            raise ValueError(f"backend {self.backend} runs on the CPU: set device: cpu")
-        return self
+
+# The model settings, told apart by ``provider`` (absent: sentence-transformers). A new provider
+# is one more member here (or, from outside evalret, engines.embedders.register_provider)
+_MODEL_MEMBERS = SentenceTransformersModelConfig | PythonModelConfig | OpenAIModelConfig
+MODEL_CONFIGS: dict[str, type[ModelConfigBase]] = members_by_tag(_MODEL_MEMBERS, "provider")
+ModelConfig = Annotated[
+    _MODEL_MEMBERS, RegisteredUnion(MODEL_CONFIGS, "provider", DEFAULT_PROVIDER)
+]
 
 
 class ExactIndexConfig(_Strict):
@@ -416,7 +450,6 @@ def dsn_problem(dsn: str) -> str | None:
 
 
 DENSE_INDEXES = ("exact", "hnsw")
-BUILTIN_INDEXES = ("exact", "hnsw", "bm25", "hybrid")
 INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # also a run file's name part
 
 
@@ -471,7 +504,6 @@ class PythonIndexConfig(TypedIndexBase):
     )
 
 
-# the typed indexes, told apart by ``type``: a new kind is one more member of this union
 class PgvectorIndexConfig(TypedIndexBase):
     """An HNSW index in Postgres with pgvector (engines/retrievers/pgvector.py).
 
@@ -526,10 +558,11 @@ class PgvectorIndexConfig(TypedIndexBase):
         return self
 
 
-TypedIndexConfig = Annotated[
-    RunIndexConfig | PythonIndexConfig | PgvectorIndexConfig, Field(discriminator="type")
-]
-INDEX_TYPES: tuple[str, ...] = ("run", "python", "pgvector")  # the tags of TypedIndexConfig
+# the typed indexes, told apart by ``type``: a new kind is one more member here (or, from outside
+# evalret, engines.retrievers.register_retriever_type)
+_INDEX_MEMBERS = RunIndexConfig | PythonIndexConfig | PgvectorIndexConfig
+INDEX_CONFIGS: dict[str, type[TypedIndexBase]] = members_by_tag(_INDEX_MEMBERS, "type")
+TypedIndexConfig = Annotated[_INDEX_MEMBERS, RegisteredUnion(INDEX_CONFIGS, "type", None)]
 
 
 class IndexesConfig(_Strict):
@@ -600,6 +633,11 @@ class IndexesConfig(_Strict):
                 "choose the other dense index"
             )
         return self
+
+
+# the built-in indexes: the fixed keys of ``indexes`` (each one a retriever of
+# engines/retrievers.RETRIEVERS by the same name)
+BUILTIN_INDEXES: tuple[str, ...] = tuple(IndexesConfig.model_fields)
 
 
 class SliceDefinition(_Strict):
@@ -900,7 +938,7 @@ class Config(_Strict):
     """The whole evalret configuration."""
 
     golden_set: GoldenSetConfig = GoldenSetConfig()
-    model: ModelConfig = ModelConfig()
+    model: ModelConfig = SentenceTransformersModelConfig()
     indexes: IndexesConfig = IndexesConfig()
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
     search_depth: int | None = Field(
@@ -1075,6 +1113,13 @@ class Config(_Strict):
         )
 
 
+def refresh_unions() -> None:
+    """After a member joined or left ``MODEL_CONFIGS`` or ``INDEX_CONFIGS`` (a plug-in's
+    registration): the config models validate with the registries' members from now on."""
+    IndexesConfig.model_rebuild(force=True)  # the inner model first: Config takes its schema
+    Config.model_rebuild(force=True)
+
+
 def _node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     """1-based line of the YAML node at ``loc`` (or of its deepest existing parent)."""
     node, line = root, (root.start_mark.line + 1 if root is not None else None)
@@ -1181,6 +1226,8 @@ def read_yaml_mapping(text: str, source: str) -> tuple[dict[str, Any], yaml.Node
 
 # pydantic's error types of a value of the wrong type (the models are strict: nothing converts)
 _TYPE_ERRORS = ("int_type", "float_type", "bool_type", "string_type")
+# a section that is no mapping (a model's, or a union member's)
+_MAPPING_ERRORS = ("model_type", "model_attributes_type")
 _YAML_TYPES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
 _YAML_SHAPES = {dict: "a mapping", list: "a list", type(None): "null"}
 
@@ -1194,19 +1241,88 @@ def _given(value: Any) -> str:
     return f"{kind} ({shown[:60]}{'...' if len(shown) > 60 else ''})"
 
 
+@dataclass(frozen=True)
+class _UnionSite:
+    """Where a registered union sits in the config: its errors' ``loc`` carries the member's tag
+    at ``depth`` (no key of the file: it is taken out), after ``head``."""
+
+    head: str
+    depth: int
+    field: str  # the tag's key
+    noun: str  # what a tag names, in messages
+    registry: dict[str, Any]
+
+    def member_at(self, loc: tuple[int | str, ...]) -> str | None:
+        """The tag in ``loc`` when the error lies inside one of this union's members."""
+        n = self.depth
+        inside = len(loc) > n and loc[0] == self.head and loc[n] in self.registry
+        return str(loc[n]) if inside else None
+
+    def holds(self, loc: tuple[int | str, ...]) -> bool:
+        """``loc`` is the union itself (an error of its tag)."""
+        return len(loc) == self.depth and loc[0] == self.head
+
+    def choices(self) -> str:
+        return ", ".join(self.registry)
+
+
+_UNION_SITES = (
+    _UnionSite("model", 1, "provider", "provider", MODEL_CONFIGS),
+    _UnionSite("indexes", 2, "type", "index type", INDEX_CONFIGS),
+)
+
+
+def _member_message(site: _UnionSite, tag: str, err: Any, key: int | str) -> str | None:
+    """What a key of a union member is missing or misplaced for, naming the members: a key of
+    another member, a required key with its description."""
+    member = site.registry[tag]
+    if err["type"] == "extra_forbidden":
+        readers = [t for t, m in site.registry.items() if key in m.model_fields and t != tag]
+        if readers:
+            return (
+                f"a setting of {site.noun} {' or '.join(readers)}, not read with {site.noun} {tag}"
+            )
+    elif err["type"] == "missing" and key in member.model_fields:
+        description = member.model_fields[key].description
+        return f"{site.noun} {tag} needs {key}" + (f": {description}" if description else "")
+    return None
+
+
+def _union_problem(
+    loc: tuple[int | str, ...], err: Any
+) -> tuple[tuple[int | str, ...], str | None]:
+    """``loc`` without a union's tag, and the message of an error about the tag or about a key
+    of a member (None: the usual message)."""
+    for site in _UNION_SITES:
+        tag = site.member_at(loc)
+        if tag is not None:
+            loc = loc[: site.depth] + loc[site.depth + 1 :]  # the tag is no key of the file
+            inside = len(loc) == site.depth + 1
+            return loc, _member_message(site, tag, err, loc[-1]) if inside else None
+        if site.holds(loc) and err["type"] == "union_tag_invalid":
+            given = err["ctx"]["tag"]
+            return (*loc, site.field), f"{given!r} is no {site.noun}: one of {site.choices()}"
+        if site.holds(loc) and err["type"] == "union_tag_not_found":
+            return (*loc, site.field), f"required: one of {site.choices()}"
+    return loc, None
+
+
 def _validation_problem(err: Any, root: yaml.Node | None, source: str) -> Problem:
     """One pydantic error as a Problem at its key's path and line."""
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function")))
-    if len(loc) >= 3 and loc[0] == "indexes" and loc[2] in INDEX_TYPES:
-        loc = loc[:2] + loc[3:]  # the union's tag is no key of the file
+    loc, said = _union_problem(loc, err)
     error = (err.get("ctx") or {}).get("error")
     if isinstance(error, AtKey):
         loc = loc + error.loc
     msg = str(error) if isinstance(error, AtKey) else err["msg"]
-    if err["type"] == "extra_forbidden":
+    if said is not None:
+        msg = said
+    elif err["type"] == "extra_forbidden":
         msg = "unknown key"
     elif err["type"] in _TYPE_ERRORS:
         msg = f"{msg}, not {_given(err['input'])}"
+    elif err["type"] in _MAPPING_ERRORS:
+        msg = f"Input should be a mapping, not {_given(err['input'])}"
     return Problem(f"{_format_loc(loc)}: {msg}", source, _node_line(root, loc))
 
 

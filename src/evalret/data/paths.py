@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from evalret.data.atomic import write_target
-from evalret.data.config import Config, PythonIndexConfig, RunIndexConfig
+from evalret.data.config import Config, PythonIndexConfig, PythonModelConfig, RunIndexConfig
 from evalret.data.goldenset import TREC_CORPUS_NAMES, TREC_QUERIES_NAMES
 from evalret.errors import InputError, Problem
 
@@ -286,7 +286,7 @@ def _module_source(spec: str) -> Input | None:
 def plugin_inputs(cfg: Config) -> list[Input]:
     """The source of the code ``cfg`` names (the custom encoder's factory, the enabled Python
     retrievers): an output over a plug-in's own file would replace code with a report."""
-    specs = [cfg.model.callable] if cfg.model.provider == "python" and cfg.model.callable else []
+    specs = [cfg.model.callable] if isinstance(cfg.model, PythonModelConfig) else []
     specs += [
         index.callable
         for index in cfg.indexes.typed.values()

@@ -36,7 +36,7 @@ import numpy as np
 
 from evalret.core.digest import json_digest
 from evalret.data.atomic import publish_dir, sha256_file, temp_dir_beside
-from evalret.data.config import ModelConfig
+from evalret.data.config import ModelConfig, SentenceTransformersModelConfig
 from evalret.engines.clip import TextClipper
 from evalret.engines.st_embedder import (
     Embedder,
@@ -407,7 +407,7 @@ class _Runner:
 class OnnxEmbedder:
     """Embeds with the exported model on onnxruntime (``backend="onnx"``) or OpenVINO."""
 
-    def __init__(self, config: ModelConfig, model_cache: Path | None) -> None:
+    def __init__(self, config: SentenceTransformersModelConfig, model_cache: Path | None) -> None:
         if config.backend == "torch":
             raise ValueError("OnnxEmbedder runs the onnx and openvino backends")
         check_requirements(config.backend, config.precision)
@@ -576,7 +576,7 @@ def describe_backend(config: ModelConfig, embedder: Embedder) -> dict[str, Any]:
     threads and whether the exported model was read from the cache or exported in this run."""
     if isinstance(embedder, OnnxEmbedder):
         return embedder.report()
-    if config.provider != "sentence-transformers":
+    if not isinstance(config, SentenceTransformersModelConfig):  # no backends to tell apart
         return {"name": config.provider, "precision": "fp32"}
     device = embedder.device if isinstance(embedder, SentenceTransformerEmbedder) else None
     return {

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from evalret.data.config import ModelConfig
+from evalret.data.config import PythonModelConfig
 from evalret.engines.plugins import import_callable, plugin_call
 from evalret.engines.st_embedder import Kind, Progress, finish_vectors
 from evalret.errors import PluginError
@@ -40,9 +40,7 @@ from evalret.errors import PluginError
 class CustomEmbedder:
     """Embeds with the encoder the configured factory returns (see the module docstring)."""
 
-    def __init__(self, config: ModelConfig, _model_cache: Path | None = None) -> None:
-        if config.callable is None:
-            raise ValueError("CustomEmbedder needs model.callable")
+    def __init__(self, config: PythonModelConfig, _model_cache: Path | None = None) -> None:
         self.config = config
         self.spec = config.callable
         self.factory = import_callable("model.callable", self.spec)  # a bad one fails fast

@@ -1,11 +1,16 @@
-"""The embedders a run can use, by ``model.backend`` (or ``model.provider`` when it is not
-sentence-transformers), and the one place the embedding cache wraps them.
+"""The embedders a run can use, what each can do, and the one place the embedding cache wraps
+them.
 
-``EMBEDDERS`` maps a backend (or provider) name to a factory
-``(model config, model cache dir) -> Embedder``. A new backend is one module holding its
-Embedder and one line here. ``open_embedder`` is how every command gets its embedder: the
-configured backend, wrapped by the content-addressed cache when the cache is on. Nothing heavy
-is imported here: each backend loads its libraries when it first embeds.
+``EMBEDDERS`` maps a registry key (``model.provider``, or for sentence-transformers its
+``model.backend``: the model settings' ``embedder_key``) to an ``EmbedderEntry``: the factory
+``(model settings, model cache dir) -> Embedder`` and the embedder's declared ``Capabilities``.
+Every question the pipeline asks of a provider (is it an API, are its tokens counted, may it run
+under Ray, is there a reference to check it against) is asked of the declaration, never of the
+name. A new provider is one module holding its Embedder, one line here and one member of
+``data.config.ModelConfig``; from outside evalret, ``register_provider`` does the last two.
+``open_embedder`` is how every command gets its embedder: the configured backend, wrapped by the
+content-addressed cache when the cache is on. Nothing heavy is imported here: each backend loads
+its libraries when it first embeds.
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from evalret.data.config import CacheConfig, ModelConfig
+from evalret.data.config import (
+    MODEL_CONFIGS,
+    CacheConfig,
+    ModelConfig,
+    ModelConfigBase,
+    refresh_unions,
+)
+from evalret.data.unions import tag_of
 from evalret.engines.backends import OnnxEmbedder, agreement
 from evalret.engines.cache import CachedEmbedder, default_cache_dir
 from evalret.engines.custom import CustomEmbedder
@@ -25,45 +37,109 @@ from evalret.engines.openai_api import OpenAIEmbedder
 from evalret.engines.st_embedder import Embedder, SentenceTransformerEmbedder
 from evalret.errors import ConfigError
 
-EmbedderFactory = Callable[[ModelConfig, Path | None], Embedder]
+# (the settings of the union member the entry is registered for, model cache dir) -> Embedder
+EmbedderFactory = Callable[[Any, Path | None], Embedder]
 CHECK_SAMPLE = 64
 CHECK_SEED = 0
 
 
-def _sentence_transformers(config: ModelConfig, _model_cache: Path | None) -> Embedder:
+@dataclass(frozen=True)
+class Capabilities:
+    """What an embedder can do, declared beside its registry entry."""
+
+    # texts go to a remote service: the dry run plans its requests (the embedder's
+    # ``requests(texts)``) and shows its ``endpoint``, the report records what it sent and was
+    # billed for (``report()``, the report's ``embedding.api``)
+    api: bool
+    # tiktoken counts its tokens exactly (the dry run's tokens and cost); else they are estimated
+    counts_tokens: bool
+    # ``embedding.engine: ray`` may build it on Ray actors (a local model)
+    runs_under_ray: bool
+    # its identity carries a hash of the weights (an API's model can change behind its name)
+    hashes_weights: bool
+    # the registry entry whose vectors it should reproduce (the run's ``backend_check``)
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class EmbedderEntry:
+    factory: EmbedderFactory
+    capabilities: Capabilities
+
+
+def _sentence_transformers(config: Any, _model_cache: Path | None) -> Embedder:
     return SentenceTransformerEmbedder(config)
 
 
-EMBEDDERS: dict[str, EmbedderFactory] = {
-    "torch": _sentence_transformers,
-    "onnx": OnnxEmbedder,
-    "openvino": OnnxEmbedder,
-    "python": CustomEmbedder,  # provider python: a custom encoder (engines/custom.py)
-    "openai": OpenAIEmbedder,  # provider openai: an /embeddings endpoint (engines/openai_api.py)
+LOCAL = Capabilities(api=False, counts_tokens=False, runs_under_ray=True, hashes_weights=True)
+EXPORTED = Capabilities(
+    api=False, counts_tokens=False, runs_under_ray=True, hashes_weights=True, reference="torch"
+)
+CUSTOM = Capabilities(api=False, counts_tokens=False, runs_under_ray=True, hashes_weights=False)
+OPENAI = Capabilities(api=True, counts_tokens=True, runs_under_ray=False, hashes_weights=False)
+
+EMBEDDERS: dict[str, EmbedderEntry] = {
+    "torch": EmbedderEntry(_sentence_transformers, LOCAL),
+    "onnx": EmbedderEntry(OnnxEmbedder, EXPORTED),
+    "openvino": EmbedderEntry(OnnxEmbedder, EXPORTED),
+    "python": EmbedderEntry(CustomEmbedder, CUSTOM),  # a custom encoder (engines/custom.py)
+    "openai": EmbedderEntry(OpenAIEmbedder, OPENAI),  # an /embeddings endpoint (openai_api.py)
 }
 
 
-def embedder_name(config: ModelConfig) -> str:
-    """The registry entry ``config`` selects: its provider, or for sentence-transformers its
-    backend."""
-    return config.backend if config.provider == "sentence-transformers" else config.provider
+def register_provider(
+    settings: type[ModelConfigBase], factory: EmbedderFactory, capabilities: Capabilities
+) -> str:
+    """Add a provider from outside evalret: ``settings`` (a ``ModelConfigBase`` subclass whose
+    ``provider`` is a ``Literal`` of its name) joins the config's ``model`` union, and
+    ``factory`` with its ``capabilities`` the registry. Returns the provider's name."""
+    name = tag_of(settings, "provider")
+    if name in MODEL_CONFIGS or name in EMBEDDERS:
+        raise ValueError(f"provider {name!r} is registered already")
+    MODEL_CONFIGS[name] = settings
+    EMBEDDERS[name] = EmbedderEntry(factory, capabilities)
+    refresh_unions()
+    return name
+
+
+def unregister_provider(name: str) -> None:
+    """Take out a provider ``register_provider`` added."""
+    MODEL_CONFIGS.pop(name, None)
+    EMBEDDERS.pop(name, None)
+    refresh_unions()
+
+
+def _entry(config: ModelConfigBase) -> EmbedderEntry:
+    """The registry entry ``config`` selects; ConfigError listing the known ones for any other."""
+    name = config.embedder_key
+    entry = EMBEDDERS.get(name)
+    if entry is None:
+        raise ConfigError(
+            f"model.{config.selector} {name!r} is unknown: one of {', '.join(EMBEDDERS)}"
+        )
+    return entry
+
+
+def capabilities(config: ModelConfigBase) -> Capabilities:
+    """What the embedder ``config`` selects can do."""
+    return _entry(config).capabilities
 
 
 def make_embedder(config: ModelConfig, model_cache: Path | None = None) -> Embedder:
-    """The embedder ``config.backend`` (or ``config.provider``) names; ``model_cache`` keeps what
+    """The embedder ``config`` selects (its backend, or its provider); ``model_cache`` keeps what
     a backend prepares once (an exported model; None: a temporary directory for this run).
     ConfigError listing the known backends for any other name."""
-    name = embedder_name(config)
-    factory = EMBEDDERS.get(name)
-    if factory is None:
-        raise ConfigError(f"model.backend {name!r} is unknown: one of {', '.join(EMBEDDERS)}")
-    return factory(config, model_cache)
+    return _entry(config).factory(config, model_cache)
 
 
-def api_use(backend: Embedder) -> dict[str, Any] | None:
-    """What an API embedder sent and was billed for (the report's ``embedding.api``); None for
-    a local model."""
-    return backend.report() if isinstance(backend, OpenAIEmbedder) else None
+def api_use(config: ModelConfig, backend: Embedder) -> dict[str, Any] | None:
+    """What an API embedder sent and was billed for (its ``report()``, the report's
+    ``embedding.api``); None for a local model."""
+    report = getattr(backend, "report", None)
+    if not capabilities(config).api or report is None:
+        return None
+    used: dict[str, Any] = report()
+    return used
 
 
 def cache_root(cache: CacheConfig) -> Path | None:
@@ -111,19 +187,21 @@ def backend_check(
 ) -> dict[str, Any] | None:
     """How far the backend's document vectors are from torch's: cosine on a seeded sample.
 
-    The torch vectors go through the embedding cache (same settings, backend torch), so only the
-    first run pays for them; None for the torch backend itself, a custom encoder and an API.
+    The reference vectors (the entry the backend declares as its ``reference``, fp32) go through
+    the embedding cache, so only the first run pays for them; None for an embedder that declares
+    no reference (torch itself, a custom encoder, an API).
     """
-    if embedder_name(config) in ("torch", "python", "openai") or len(texts) == 0:
+    ref = capabilities(config).reference
+    if ref is None or len(texts) == 0:
         return None
     rng = np.random.default_rng(CHECK_SEED)
     n = min(sample, len(texts))
     rows = np.sort(rng.choice(len(texts), size=n, replace=False))
-    reference_config = config.model_copy(update={"backend": "torch", "precision": "fp32"})
+    reference_config = config.model_copy(update={config.selector: ref, "precision": "fp32"})
     reference = with_cache(make_embedder(reference_config, cache_root), cache_root).embedder
     expected = reference.embed([texts[int(i)] for i in rows], "document")
     return {
-        "reference": "torch",
+        "reference": ref,
         "sample": n,
         "seed": CHECK_SEED,
         **agreement(vectors[rows], expected),

@@ -51,7 +51,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from evalret.data.config import ModelConfig
+from evalret.data.config import OpenAIModelConfig
 from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused, async_client
 from evalret.engines.st_embedder import Kind, Progress, finish_vectors
 from evalret.engines.tokens import estimate_tokens
@@ -119,7 +119,7 @@ def plan_batches(inputs: Sequence[str], max_texts: int, max_tokens: int) -> list
 class OpenAIEmbedder:
     """Embeds through an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring)."""
 
-    def __init__(self, config: ModelConfig, _model_cache: Path | None = None) -> None:
+    def __init__(self, config: OpenAIModelConfig, _model_cache: Path | None = None) -> None:
         self.config = config
         self.endpoint = endpoint_of(config.base_url)
         self.url = f"{self.endpoint}/embeddings"
@@ -162,6 +162,10 @@ class OpenAIEmbedder:
             timeout=self.config.timeout,
             http_client=async_client(self.config.base_url, self.config.timeout),
         )
+
+    def requests(self, fed: Sequence[str]) -> int:
+        """How many requests the texts ``fed`` (as sent) take (the dry run's plan)."""
+        return len(plan_batches(fed, self.config.max_batch, self.config.max_batch_tokens))
 
     def identity(self) -> dict[str, Any]:
         c = self.config

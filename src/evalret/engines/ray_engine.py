@@ -29,7 +29,7 @@ from evalret.data.config import CacheConfig, EmbeddingConfig, ModelConfig
 from evalret.engines.embedders import (
     OpenedEmbedder,
     cache_root,
-    embedder_name,
+    capabilities,
     make_embedder,
     open_embedder,
     with_cache,
@@ -101,10 +101,10 @@ class RayEmbedder:
     def __init__(
         self, local: Embedder, model: ModelConfig, settings: EmbeddingConfig, cache: Path | None
     ) -> None:
-        if embedder_name(model) == "openai":
+        if not capabilities(model).runs_under_ray:
             raise ConfigError(
-                "embedding.engine ray embeds with a local model: model.provider openai calls an "
-                "API, use engine local"
+                f"embedding.engine ray embeds with a local model: model.provider "
+                f"{model.provider} does not run under Ray, use engine local"
             )
         self.ray = import_ray()
         self.local = local

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from evalret.data.config import PACKAGED_MODEL, ModelConfig
+from evalret.data.config import PACKAGED_MODEL, SentenceTransformersModelConfig
 from evalret.engines.clip import TextClipper, backend_tokenizer
 from evalret.errors import ConfigError, EvalretError, ModelError
 
@@ -200,7 +200,7 @@ def _check_positions(model: Any, length: int) -> None:
 class SentenceTransformerEmbedder:
     """Embeds with sentence-transformers on the configured device, offline."""
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: SentenceTransformersModelConfig) -> None:
         self.config = config
         self.source, self.description = resolve_model(config.name)
         self.prompts = self._chosen_prompts()

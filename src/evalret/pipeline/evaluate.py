@@ -519,7 +519,7 @@ def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict
         "cache": {**cached.report(), **retrieved.cache_notes} if cached is not None else None,
         "backend": describe_backend(config.model, local_backend(e.opened.backend)),
         "backend_check": e.agreement,
-        **({"api": api} if (api := api_use(e.opened.backend)) is not None else {}),
+        **({"api": api} if (api := api_use(config.model, e.opened.backend)) is not None else {}),
         **({"engine": eng} if (eng := engine_report(e.opened.backend)) is not None else {}),
     }
 

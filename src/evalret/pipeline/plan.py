@@ -33,8 +33,7 @@ from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.data.overrides import Override
 from evalret.data.schema import EmbeddingPlan, PlannedKind
 from evalret.engines.cache import CachedEmbedder
-from evalret.engines.embedders import open_embedder
-from evalret.engines.openai_api import OpenAIEmbedder, plan_batches
+from evalret.engines.embedders import capabilities, open_embedder
 from evalret.engines.retrievers import Retriever, make_retrievers
 from evalret.engines.st_embedder import Embedder, Kind
 from evalret.engines.tokens import ESTIMATE, TokenCounter, estimate_tokens, token_counter
@@ -125,11 +124,10 @@ def _plan_kind(
 ) -> PlannedKind:
     todo = [t for t, hit in zip(texts, cached, strict=True) if not hit]
     fed = _fed(backend, model, todo, kind)
-    price = model.price_per_million_tokens
+    price = model.price
     tokens = counter.total(fed)
-    requests = None
-    if model.provider == "openai":
-        requests = len(plan_batches(fed, model.max_batch, model.max_batch_tokens))
+    plan_requests = getattr(backend, "requests", None) if capabilities(model).api else None
+    requests = plan_requests(fed) if plan_requests is not None else None
     return PlannedKind(
         texts=len(texts),
         cached=int(cached.sum()),
@@ -153,8 +151,8 @@ def dry_run(
     kinds = texts_to_embed(cfg)
     opened = open_embedder(cfg.model, cfg.cache)
     backend = opened.backend
-    api = cfg.model.provider == "openai"  # tiktoken knows OpenAI's models only
-    counter = token_counter(cfg.model.name) if api else TokenCounter(estimate_tokens, ESTIMATE)
+    exact = capabilities(cfg.model).counts_tokens  # tiktoken knows OpenAI's models only
+    counter = token_counter(cfg.model.name) if exact else TokenCounter(estimate_tokens, ESTIMATE)
     planned = {}
     for kind, texts in kinds.items():
         cached = held(opened.cached, texts, kind)
@@ -162,11 +160,11 @@ def dry_run(
     return EmbeddingPlan(
         model=str(backend.identity().get("source")),
         provider=cfg.model.provider,
-        endpoint=backend.endpoint if isinstance(backend, OpenAIEmbedder) else None,
+        endpoint=getattr(backend, "endpoint", None) if capabilities(cfg.model).api else None,
         cache=str(opened.root) if opened.root is not None else None,
         tokenizer=counter.method,
         tokenizer_note=counter.note,
-        price_per_million_tokens=cfg.model.price_per_million_tokens,
+        price_per_million_tokens=cfg.model.price,
         document=planned["document"],
         query=planned["query"],
     )

@@ -1,12 +1,15 @@
 """The retrievers a run can search with, by name, in the order they run.
 
 ``RETRIEVERS`` maps an index name to a factory ``Config -> Retriever`` (see base.Retriever); a
-retriever that reads other rankings (the hybrid) comes after them. A new retriever is one module
-in this package and one line here; the pipeline asks the registry and needs no change.
+retriever that reads other rankings (the hybrid) comes after them. Every built-in index (a fixed
+key of ``indexes``, ``data.config.BUILTIN_INDEXES``) has its entry here. The pipeline asks the
+registry and needs no change.
 
 ``RETRIEVER_TYPES`` maps the ``type`` of a typed index (``indexes.<name>: {type: ...}``) to a
 factory ``(name, settings, config) -> Retriever``; one retriever is built per typed entry, after
-the built-in ones, in the config's order.
+the built-in ones, in the config's order. A new type is one module in this package, one line
+here and one member of ``data.config.TypedIndexConfig``; from outside evalret,
+``register_retriever_type`` does the last two.
 """
 
 from __future__ import annotations
@@ -14,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evalret.data.config import Config
+from evalret.data.config import (
+    BUILTIN_INDEXES,
+    INDEX_CONFIGS,
+    Config,
+    TypedIndexBase,
+    refresh_unions,
+)
+from evalret.data.unions import tag_of
 from evalret.engines.retrievers.base import ProgressFactory, Retriever, SearchJob
 from evalret.engines.retrievers.bm25 import Bm25Retriever
 from evalret.engines.retrievers.exact import ExactRetriever
@@ -33,6 +43,8 @@ __all__ = [
     "SearchJob",
     "make_retriever",
     "make_retrievers",
+    "register_retriever_type",
+    "unregister_retriever_type",
 ]
 
 RetrieverFactory = Callable[[Config], Retriever]
@@ -54,6 +66,26 @@ RETRIEVER_TYPES: dict[str, TypedRetrieverFactory] = {
 }
 
 
+def register_retriever_type(settings: type[TypedIndexBase], factory: TypedRetrieverFactory) -> str:
+    """Add a typed index from outside evalret: ``settings`` (a ``TypedIndexBase`` subclass whose
+    ``type`` is a ``Literal`` of its name) joins the config's typed-index union and ``factory``
+    the registry. Returns the type's name."""
+    name = tag_of(settings, "type")
+    if name in INDEX_CONFIGS or name in RETRIEVER_TYPES:
+        raise ValueError(f"index type {name!r} is registered already")
+    INDEX_CONFIGS[name] = settings
+    RETRIEVER_TYPES[name] = factory
+    refresh_unions()
+    return name
+
+
+def unregister_retriever_type(name: str) -> None:
+    """Take out a typed index ``register_retriever_type`` added."""
+    INDEX_CONFIGS.pop(name, None)
+    RETRIEVER_TYPES.pop(name, None)
+    refresh_unions()
+
+
 def make_retriever(name: str, config: Config) -> Retriever:
     """The retriever registered as ``name``, set up from ``config``; ConfigError listing the
     known names for any other."""
@@ -66,9 +98,22 @@ def make_retriever(name: str, config: Config) -> Retriever:
 def make_retrievers(config: Config) -> list[Retriever]:
     """Every registered retriever set up from ``config``, enabled or not, in registry order, then
     one per typed index of the config, in its order."""
+    unbuilt = [name for name in BUILTIN_INDEXES if name not in RETRIEVERS]
+    if unbuilt:
+        raise ConfigError(f"indexes.{unbuilt[0]}: no retriever is registered for this index")
     builtin = [make_retriever(name, config) for name in RETRIEVERS]
-    typed = [
-        RETRIEVER_TYPES[settings.type](name, settings, config)
-        for name, settings in config.indexes.typed.items()
+    return builtin + [
+        _typed(name, settings, config) for name, settings in config.indexes.typed.items()
     ]
-    return builtin + typed
+
+
+def _typed(name: str, settings: Any, config: Config) -> Retriever:
+    """The retriever of the typed index ``name``; ConfigError naming its key when no retriever
+    is registered for its type."""
+    factory = RETRIEVER_TYPES.get(settings.type)
+    if factory is None:
+        raise ConfigError(
+            f"indexes.{name}.type: no retriever is registered for type {settings.type!r} "
+            f"(registered: {', '.join(RETRIEVER_TYPES)})"
+        )
+    return factory(name, settings, config)
