@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from evalret.cli import app
 from evalret.commands.embed import embed_command
-from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
+from evalret.core.sharding import distinct_keys, first_rows_in, in_keys, parse_shard, shard_keys
 from evalret.data.config import load_config
 from evalret.data.schema import EmbeddingInfo
 from evalret.engines.cache import CachedEmbedder, text_keys
@@ -161,6 +161,14 @@ def test_slicing_ignores_order_duplicates_and_the_cache() -> None:
         assert (a == b).all() and len(a) in (33, 34)
         assert in_keys(keys, a).sum() == len(a)
     assert len(shard_keys(keys[:0], 1, 2)) == 0
+
+
+def test_first_rows_in_keeps_the_first_row_of_each_chosen_key_in_input_order() -> None:
+    keys = text_keys(["a", "b", "c", "b", "a", "d"])
+    chosen = text_keys(["b", "a", "x"])
+    assert first_rows_in(keys, chosen).tolist() == [0, 1]
+    assert first_rows_in(keys, chosen[2:]).tolist() == []
+    assert first_rows_in(keys[:0], chosen).tolist() == []
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
+from evalret.core.sharding import distinct_keys, first_rows_in, parse_shard, shard_keys
 from evalret.data.config import Config
 from evalret.data.overrides import Override
 from evalret.data.paths import Declared, cache_output, config_inputs, guard
@@ -75,15 +75,6 @@ class EmbedOutcome:
             "kinds": {k: vars(c) for k, c in self.kinds.items()},
             "warnings": list(self.warnings),
         }
-
-
-def _first_rows(keys: np.ndarray, chosen: np.ndarray) -> np.ndarray:
-    """Rows of ``keys`` in ``chosen``, one (the first) per distinct key, in input order."""
-    rows = np.flatnonzero(in_keys(keys, chosen))
-    if len(rows) == 0:
-        return rows
-    _, first = np.unique(keys[rows], axis=0, return_index=True)
-    return rows[np.sort(first)]
 
 
 def _embed_kind(
@@ -159,7 +150,7 @@ def embed_command(
     counts: dict[str, KindCount] = {}
     with progress() as factory:
         for kind in KINDS:
-            rows = _first_rows(keys[kind], chosen)
+            rows = first_rows_in(keys[kind], chosen)
             counts[kind] = _embed_kind(cached, [texts[kind][int(i)] for i in rows], kind, factory)
     seconds = time.perf_counter() - start
     embedded = sum(c.embedded for c in counts.values())

@@ -54,3 +54,12 @@ def in_keys(keys: np.ndarray, chosen: np.ndarray) -> np.ndarray:
     wanted = np.ascontiguousarray(keys, dtype=np.uint8).view(row).ravel()
     have = np.ascontiguousarray(chosen, dtype=np.uint8).view(row).ravel()
     return np.isin(wanted, have)
+
+
+def first_rows_in(keys: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """Rows of ``keys`` in ``chosen``, one (the first) per distinct key, in input order."""
+    rows = np.flatnonzero(in_keys(keys, chosen))
+    if len(rows) == 0:
+        return rows
+    _, first = np.unique(keys[rows], axis=0, return_index=True)
+    return rows[np.sort(first)]
