@@ -214,3 +214,18 @@ def metric_table(report: Any) -> dict[tuple[str, str, str], float]:
             for query, v in zip(report.query_ids, values, strict=True):
                 table[(index, f"query {query}", metric)] = v
     return table
+
+
+LANE_MARKS = "__evalret_lane_marks__"
+
+
+def marks_its_users(*marks: str) -> Any:
+    """Put under ``@pytest.fixture``: every test that uses the fixture, directly or through
+    another fixture, carries ``marks`` (tests/conftest.py adds them before ``-m`` selects), so a
+    file whose slow part is one fixture (a Postgres server, a warm model) marks only that part."""
+
+    def declare(function: Any) -> Any:
+        setattr(function, LANE_MARKS, marks)
+        return function
+
+    return declare

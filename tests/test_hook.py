@@ -20,7 +20,7 @@ import evalret
 from conftest import REPO
 from evalret.cli import app
 from evalret.commands.init import files_pattern
-from helpers import make_set
+from helpers import make_set, marks_its_users
 
 runner = CliRunner()
 SRC = str(Path(evalret.__file__).resolve().parents[1])
@@ -104,6 +104,7 @@ def isolated_env(tmp: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     """A repository with a golden set, a config, a saved baseline and the evalret-gate hook
     (written by `evalret init --pre-commit`, installed by pre-commit for pre-push), pushed once

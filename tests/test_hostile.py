@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalret.cli import app
+from helpers import marks_its_users
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -118,6 +119,7 @@ class HostileRuns:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> HostileRuns:
     """A baseline run, then a gated run (32 dimensions, a floor that fails) against it."""
     root = tmp_path_factory.mktemp("hostile")
@@ -269,6 +271,7 @@ def test_errors_quoting_hostile_input_reach_the_terminal_escaped(tmp_path: Path)
     assert_terminal_clean(output)
 
 
+@pytest.mark.model
 def test_a_newline_in_a_path_cannot_forge_a_line(tmp_path: Path) -> None:
     """Error messages and "wrote PATH" lines kept a path's newline raw (only an error's own line
     structure may break lines), so a config value could print a line of its own, such as a fake

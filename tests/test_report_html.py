@@ -37,6 +37,7 @@ from evalret.report.svg import (
     nice_ticks,
     sorted_deltas,
 )
+from helpers import marks_its_users
 
 ARTIFACTS = REPO / "test-artifacts"  # screenshots and PDFs of the pages (gitignored)
 SVG = "{http://www.w3.org/2000/svg}"
@@ -147,6 +148,7 @@ def write_config(path: Path, text: str) -> Path:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     """Three real runs with the packaged model on the demo set (the embedding cache of the test
     session makes the second and third cheap when tests/test_cli.py ran before)."""

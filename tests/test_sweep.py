@@ -29,6 +29,7 @@ from evalret.data.overrides import grid, parse_axes
 from evalret.data.sweep import SweepReport
 from evalret.errors import ConfigError, InputError
 from evalret.pipeline.evaluate import metric_definitions
+from helpers import marks_its_users
 
 DEFAULT = REPO / "configs" / "default.yaml"
 
@@ -289,6 +290,7 @@ def test_settings_are_escaped_on_the_page_and_in_the_terminal() -> None:
 # --- the demo -------------------------------------------------------------------------------------
 
 
+@pytest.mark.model
 def test_demo_sweep_json(tmp_path: Path) -> None:
     """Two efSearch values by two graph sizes on the demo: four points in grid order, each with
     its settings, every enabled index's quality, HNSW's ANN recall, each faiss index's cost and
@@ -378,6 +380,7 @@ def scifact_config(tmp_path: Path, scifact_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def scifact_sweep(tmp_path_factory: pytest.TempPathFactory, scifact_path: Path) -> Path:
     out = tmp_path_factory.mktemp("scifact-sweep")
     config = scifact_config(out, scifact_path)
