@@ -68,6 +68,51 @@ class HashEmbedder:
         return out / np.where(norms > 0, norms, 1)
 
 
+def gate_check(**fields: Any) -> Any:
+    """A passing ``exact/all/recall@10 max_drop 0.01`` GateCheck on 244 queries (0.70 to 0.69,
+    delta -0.005, no p-value), with ``fields`` changed."""
+    from evalret.data.schema import GateCheck
+
+    base: dict[str, Any] = {
+        "name": "exact/all/recall@10 max_drop 0.01",
+        "index": "exact",
+        "slice": "all",
+        "metric": "recall@10",
+        "kind": "max_drop",
+        "threshold": 0.01,
+        "baseline": 0.70,
+        "current": 0.69,
+        "delta": -0.005,
+        "n_queries": 244,
+        "p_value": None,
+        "p_adjusted": None,
+        "mde": None,
+        "underpowered": False,
+        "passed": True,
+        "message": "",
+    }
+    return GateCheck.model_validate({**base, **fields})
+
+
+def demo_report() -> Any:
+    """baselines/demo.json, the committed report of the demo run, as a RunReport (a fresh one
+    each call)."""
+    from evalret.data.schema import RunReport
+
+    path = Path(__file__).resolve().parents[1] / "baselines" / "demo.json"
+    return RunReport.model_validate_json(path.read_text())
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    """``evalret ARGS`` in this process (Typer's CliRunner): the exit code and the output."""
+    from typer.testing import CliRunner
+
+    from evalret.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
 def make_set(tmp_path: Path) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]

@@ -27,6 +27,7 @@ from helpers import (
     HashEmbedder,
     assert_report_matches_trec_eval,
     cranfield_like,
+    invoke,
     make_set,
     marks_its_users,
     read_trec_run,
@@ -36,11 +37,6 @@ from test_atomic import immutable, private_null
 ACTIONLINT = str(Path(sys.executable).parent / "actionlint")
 
 runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 def write_config(tmp_path: Path, text: str) -> Path:

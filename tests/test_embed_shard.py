@@ -14,9 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from evalret.cli import app
 from evalret.commands.embed import embed_command, texts_to_embed
 from evalret.core.sharding import distinct_keys, in_keys, parse_shard, shard_keys
 from evalret.data.config import load_config
@@ -25,7 +23,7 @@ from evalret.engines.cache import CachedEmbedder, text_keys
 from evalret.engines.st_embedder import SentenceTransformerEmbedder, check_device, resolve_device
 from evalret.errors import InputError, ModelError
 from evalret.report.views import backend_line
-from helpers import marks_its_users
+from helpers import invoke, marks_its_users
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -37,14 +35,6 @@ def torch_sees(device: str) -> bool:
 
     cuda = torch.cuda.is_available()
     return cuda if device == "cuda" else cuda or torch.backends.mps.is_available()
-
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 def demo_config(directory: Path, cache: Path, device: str = "cpu") -> Path:

@@ -33,16 +33,11 @@ from evalret.data.history import (
 from evalret.data.schema import RunReport
 from evalret.report.numbers import PLAIN, number
 from evalret.report.svg import TrendLine, trend_chart
-from helpers import marks_its_users
+from helpers import invoke, marks_its_users
 from test_report_html import assert_clean, open_page
 
 SVG = "{http://www.w3.org/2000/svg}"
 runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 def show(*args: str) -> str:

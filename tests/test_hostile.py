@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from evalret.cli import app
-from helpers import marks_its_users
+from helpers import invoke, marks_its_users
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -57,13 +55,6 @@ QUERIES = [
     (f"q{QUOTES}", f"single sign on {QUOTES}", {f"d{QUOTES}": 1, "d-pw": 0}, TAGS[6:]),
 ]
 ALLOWED_TAGS = re.compile(r"</?(details|summary|code)>")
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 def write_golden_set(directory: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import DEMO, REPO
-from test_cli import invoke
+from helpers import invoke
 from test_judgments import cohen_by_hand
 
 pytestmark = pytest.mark.model

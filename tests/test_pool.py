@@ -11,7 +11,7 @@ import pytest
 from evalret.commands.pool import pool_records, pool_unjudged
 from evalret.core.ranking import SearchResult
 from evalret.data.goldenset import GoldenSet
-from test_cli import invoke
+from helpers import invoke
 
 
 def _golden() -> GoldenSet:

@@ -17,10 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
-from evalret.cli import app
 from evalret.data.baseline import golden_set_of, load_baseline
 from evalret.data.schema import CompareReport
 from evalret.pipeline.pages import render_compare_html, render_run_html
@@ -37,16 +35,10 @@ from evalret.report.svg import (
     nice_ticks,
     sorted_deltas,
 )
-from helpers import marks_its_users
+from helpers import invoke, marks_its_users
 
 ARTIFACTS = REPO / "test-artifacts"  # screenshots and PDFs of the pages (gitignored)
 SVG = "{http://www.w3.org/2000/svg}"
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 # --- charts ------------------------------------------------------------------------------------

@@ -18,10 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from conftest import REPO
-from evalret.cli import app
 from evalret.commands.sweep import sweep_command, sweep_configs
 from evalret.core.pareto import pareto_front
 from evalret.data.config import Config, load_config
@@ -29,14 +27,9 @@ from evalret.data.overrides import grid, parse_axes
 from evalret.data.sweep import SweepReport
 from evalret.errors import ConfigError, InputError
 from evalret.pipeline.evaluate import metric_definitions
-from helpers import marks_its_users
+from helpers import invoke, marks_its_users
 
 DEFAULT = REPO / "configs" / "default.yaml"
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 # --- the grid and its validation ------------------------------------------------------------------
