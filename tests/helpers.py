@@ -103,6 +103,18 @@ def demo_report() -> Any:
     return RunReport.model_validate_json(path.read_text())
 
 
+def send_json(handler: Any, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    """Answer an http.server request with ``body`` as JSON (status ``code``, extra ``headers``)."""
+    data = json.dumps(body).encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 def invoke(*args: str) -> tuple[int, str]:
     """``evalret ARGS`` in this process (Typer's CliRunner): the exit code and the output."""
     from typer.testing import CliRunner

@@ -31,7 +31,7 @@ from evalret.report.comment import (
     render_comment,
 )
 from evalret.report.markdown import render_markdown
-from helpers import demo_report, gate_check
+from helpers import demo_report, gate_check, send_json
 from test_hostile import IMG, JS_LINK, SCRIPT, assert_markdown_inert
 
 REPO = Path(__file__).resolve().parents[1]
@@ -251,14 +251,7 @@ def _handler(holder: list[GitHub]) -> type[BaseHTTPRequestHandler]:
             state.calls.append((method, url.path, body))
             auth = self.headers.get("Authorization")
             status, answer, headers = _route(state, method, url, body, self.headers["Host"], auth)
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, answer, headers)
 
         def do_GET(self) -> None:
             self._answer("GET")
