@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from helpers import LANE_MARKS, marks_its_users
 
 CHROMIUM = os.environ.get("EVALRET_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -27,6 +30,18 @@ REPO = Path(__file__).resolve().parent.parent
 SCIFACT = (REPO.parent / "shared" / "data" / "scifact").resolve()
 DEMO = REPO / "golden_sets" / "demo"
 
+# The fast lane, `pytest -m "not (model or browser or postgres or ray)"`: each marker names the
+# modules only its tests may load. A session none of whose tests carries a marker must not import
+# that marker's modules: a test that does fails (mark it, or the fixture that loads them, with
+# helpers.marks_its_users), and so does a test module that imports them while being collected.
+LANES = {
+    "model": ("torch", "sentence_transformers", "transformers", "onnxruntime", "openvino", "onnx"),
+    "browser": ("playwright",),
+    "postgres": ("pgserver",),
+    "ray": ("ray",),
+}
+FORBIDDEN = pytest.StashKey[dict[str, str]]()
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # a fresh embedding cache for the test session: no test reads vectors a developer left behind
@@ -42,6 +57,7 @@ def scifact_path() -> Path:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("browser")
 def browser() -> Iterator[Any]:
     """Debian's Chromium, headless, no sandbox, GPU and background networking off, a fresh
     profile (Playwright's temporary user-data-dir). Missing Chromium fails: CI must have it."""
@@ -58,3 +74,49 @@ def browser() -> Iterator[Any]:
         )
         yield chromium
         chromium.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test using a fixture declared with helpers.marks_its_users carries its marks (first, so
+    that ``-m`` deselects by them)."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        for definitions in info.name2fixturedefs.values() if info else ():
+            for mark in getattr(definitions[-1].func, LANE_MARKS, ()):
+                item.add_marker(mark)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The modules of every lane no selected test is marked for are forbidden from here on."""
+    selected = {mark.name for item in session.items for mark in item.iter_markers()}
+    forbidden = {
+        module: lane
+        for lane, modules in LANES.items()
+        if lane not in selected
+        for module in modules
+    }
+    session.stash[FORBIDDEN] = forbidden
+    early = sorted(module for module in forbidden if module in sys.modules)
+    if early:
+        raise pytest.UsageError(
+            f"collecting the tests imported {', '.join(early)}, which no selected test is marked "
+            "for: import them inside the tests or fixtures that need them"
+        )
+
+
+@pytest.fixture(autouse=True)
+def _stays_in_its_lane(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test after which a forbidden module is loaded (once a module: the tests after it
+    would only repeat the news)."""
+    yield
+    forbidden = request.session.stash.get(FORBIDDEN, {})
+    loaded = sorted(module for module in forbidden if module in sys.modules)
+    if loaded:
+        lanes = sorted({forbidden.pop(module) for module in loaded})
+        pytest.fail(
+            f"this test loaded {', '.join(loaded)} but is not marked {' or '.join(lanes)}: mark "
+            "the test, its module (pytestmark) or the fixture that loads them "
+            "(helpers.marks_its_users)",
+            pytrace=False,
+        )

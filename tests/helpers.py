@@ -68,6 +68,63 @@ class HashEmbedder:
         return out / np.where(norms > 0, norms, 1)
 
 
+def gate_check(**fields: Any) -> Any:
+    """A passing ``exact/all/recall@10 max_drop 0.01`` GateCheck on 244 queries (0.70 to 0.69,
+    delta -0.005, no p-value), with ``fields`` changed."""
+    from evalret.data.schema import GateCheck
+
+    base: dict[str, Any] = {
+        "name": "exact/all/recall@10 max_drop 0.01",
+        "index": "exact",
+        "slice": "all",
+        "metric": "recall@10",
+        "kind": "max_drop",
+        "threshold": 0.01,
+        "baseline": 0.70,
+        "current": 0.69,
+        "delta": -0.005,
+        "n_queries": 244,
+        "p_value": None,
+        "p_adjusted": None,
+        "mde": None,
+        "underpowered": False,
+        "passed": True,
+        "message": "",
+    }
+    return GateCheck.model_validate({**base, **fields})
+
+
+def demo_report() -> Any:
+    """baselines/demo.json, the committed report of the demo run, as a RunReport (a fresh one
+    each call)."""
+    from evalret.data.schema import RunReport
+
+    path = Path(__file__).resolve().parents[1] / "baselines" / "demo.json"
+    return RunReport.model_validate_json(path.read_text())
+
+
+def send_json(handler: Any, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    """Answer an http.server request with ``body`` as JSON (status ``code``, extra ``headers``)."""
+    data = json.dumps(body).encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    """``evalret ARGS`` in this process (Typer's CliRunner): the exit code and the output."""
+    from typer.testing import CliRunner
+
+    from evalret.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
 def make_set(tmp_path: Path) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -195,3 +252,18 @@ def metric_table(report: Any) -> dict[tuple[str, str, str], float]:
             for query, v in zip(report.query_ids, values, strict=True):
                 table[(index, f"query {query}", metric)] = v
     return table
+
+
+LANE_MARKS = "__evalret_lane_marks__"
+
+
+def marks_its_users(*marks: str) -> Any:
+    """Put under ``@pytest.fixture``: every test that uses the fixture, directly or through
+    another fixture, carries ``marks`` (tests/conftest.py adds them before ``-m`` selects), so a
+    file whose slow part is one fixture (a Postgres server, a warm model) marks only that part."""
+
+    def declare(function: Any) -> Any:
+        setattr(function, LANE_MARKS, marks)
+        return function
+
+    return declare

@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from helpers import send_json
+
 
 @dataclass
 class Logged:
@@ -81,14 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _json(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, code, body, headers)
 
     def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
         self._json(code, {"error": {"message": message, "type": "test", "code": code}}, headers)

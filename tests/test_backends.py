@@ -31,7 +31,7 @@ from evalret.engines.cache import CachedEmbedder, Namespace, cache_info, clear_c
 from evalret.engines.embedders import make_embedder
 from evalret.engines.st_embedder import SentenceTransformerEmbedder, resolve_model
 from evalret.errors import ConfigError
-from helpers import HashEmbedder
+from helpers import HashEmbedder, marks_its_users
 
 HEAVY = ("torch", "sentence_transformers", "onnxruntime", "openvino", "transformers")
 
@@ -56,12 +56,14 @@ QUERY_TEXTS = QUERIES[::12]
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def model_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One cache directory for the module: each model is exported (and quantized) once."""
     return tmp_path_factory.mktemp("backends-cache")
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def torch_vectors() -> dict[str, np.ndarray]:
     """The reference: sentence-transformers (torch) vectors of the same texts."""
     reference = SentenceTransformerEmbedder(ModelConfig())
@@ -104,6 +106,7 @@ def test_vectors_agree_with_torch(
         assert agreement(docs, torch_vectors["document"])["mean_cosine"] < 0.9999
 
 
+@pytest.mark.model
 def test_tokenization_matches_sentence_transformers() -> None:
     """Token ids, truncation at max_seq_length and special tokens are sentence-transformers'."""
     from sentence_transformers import SentenceTransformer
@@ -122,6 +125,7 @@ def test_tokenization_matches_sentence_transformers() -> None:
 
 
 @pytest.mark.parametrize("mode", ["mean", "cls", "max"])
+@pytest.mark.model
 def test_pooling_matches_sentence_transformers(mode: str) -> None:
     """Masked mean, first token and masked max equal sentence-transformers' Pooling module."""
     import torch
@@ -450,6 +454,7 @@ def _long_texts() -> dict[str, str]:
     }
 
 
+@pytest.mark.model
 def test_long_documents_embed_as_sentence_transformers_does() -> None:
     """The torch backend: each long text's vector equals sentence-transformers' own (today's
     behaviour, the whole text tokenized) and its cut form's; 5 MB of text is cut to a few
@@ -486,6 +491,7 @@ def test_long_documents_embed_alike_on_onnx_and_openvino(backend: str, model_roo
     np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-6)
 
 
+@pytest.mark.model
 def test_torch_refuses_a_max_seq_length_past_the_models_positions() -> None:
     """model.max_seq_length 1000 on a 512-position model: a config error naming both (exit 2),
     where the first long text used to fail deep inside torch (exit 3, a tensor size mismatch);

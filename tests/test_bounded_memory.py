@@ -28,7 +28,7 @@ from evalret.engines.faiss_index import (
 )
 from evalret.engines.retrievers.hnsw import HnswRetriever
 from evalret.errors import ConfigError
-from helpers import HashEmbedder
+from helpers import HashEmbedder, marks_its_users
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,6 +44,7 @@ def old_exact(docs: np.ndarray, queries: np.ndarray, depth: int, rank: np.ndarra
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def demo_vectors() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The demo set embedded by the packaged default model: (documents, queries, id rank)."""
     config = Config()

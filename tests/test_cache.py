@@ -145,6 +145,7 @@ def test_info_and_clear(tmp_path: Path) -> None:
     assert not (tmp_path / "indexes").exists()  # cached HNSW graphs go too
 
 
+@pytest.mark.model
 def test_warm_run_embeds_nothing_and_never_imports_torch(tmp_path: Path) -> None:
     """After one run, a second run of the demo reads every vector from the cache, says so in
     the report, and leaves torch, sentence-transformers, onnxruntime and openvino unimported."""

@@ -27,7 +27,9 @@ from helpers import (
     HashEmbedder,
     assert_report_matches_trec_eval,
     cranfield_like,
+    invoke,
     make_set,
+    marks_its_users,
     read_trec_run,
 )
 from test_atomic import immutable, private_null
@@ -35,11 +37,6 @@ from test_atomic import immutable, private_null
 ACTIONLINT = str(Path(sys.executable).parent / "actionlint")
 
 runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 def write_config(tmp_path: Path, text: str) -> Path:
@@ -114,6 +111,7 @@ def test_malformed_golden_set_exits_2_naming_file_and_line(
     assert message in out
 
 
+@pytest.mark.model
 def test_unloadable_model_exits_3(tmp_path: Path) -> None:
     """A model that cannot be loaded offline is a runtime failure: exit 3, not 1 or 2."""
     cfg = write_config(
@@ -176,6 +174,7 @@ class DemoRun:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     """One real `evalret run` on the demo set with the packaged model, saved as a baseline."""
     out_dir = tmp_path_factory.mktemp("demo-report")
@@ -561,6 +560,7 @@ def test_compare_with_itself_shows_no_difference(demo_run: DemoRun, tmp_path: Pa
     assert data["losers"] == [] and data["gainers"] == []
 
 
+@pytest.mark.model
 def test_compare_two_configs_runs_both(tmp_path: Path) -> None:
     """Two configs are evaluated (real model) on a tiny golden set and compared."""
     assert invoke("init", str(tmp_path))[0] == 0
@@ -799,6 +799,7 @@ def cranfield_config(tmp_path: Path, extra: str = "") -> tuple[Path, Path]:
     return qrels, cfg
 
 
+@pytest.mark.model
 def test_cranfield_like_set_runs_end_to_end_and_equals_trec_eval(tmp_path: Path) -> None:
     """Two empty documents, -1/-2 grades, comments and a 1.5 grade: `evalret run` with the real
     model goes through, lists the readers' warnings (terminal, report.json, report.md), and at

@@ -11,20 +11,13 @@ from typing import Any, get_args
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
 from conftest import REPO
 from evalret import cli
 from evalret.cli import app
 from evalret.core import stats
 from evalret.data import training
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
+from helpers import invoke
 
 
 def commands(group: Any, prefix: str = "evalret") -> Iterator[tuple[str, Any]]:

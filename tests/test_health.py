@@ -30,6 +30,7 @@ from evalret.core.health import (
     top_variance_share,
     uniformity,
 )
+from helpers import marks_its_users
 
 GATE_NAMES = (
     "avg_cosine",
@@ -353,6 +354,7 @@ def test_cost_does_not_grow_with_rows() -> None:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def minilm() -> dict[str, np.ndarray]:
     """The demo golden set embedded with the packaged all-MiniLM-L6-v2 (through the session's
     embedding cache), with the (query, relevant document) pairs."""

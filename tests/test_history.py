@@ -33,15 +33,11 @@ from evalret.data.history import (
 from evalret.data.schema import RunReport
 from evalret.report.numbers import PLAIN, number
 from evalret.report.svg import TrendLine, trend_chart
+from helpers import invoke, marks_its_users
 from test_report_html import assert_clean, open_page
 
 SVG = "{http://www.w3.org/2000/svg}"
 runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 def show(*args: str) -> str:
@@ -135,6 +131,7 @@ def _run(tmp: Path, name: str, extra: str, *args: str) -> Path:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> Reports:
     """Three real runs on the demo set (the test session's embedding cache makes the second and
     third cheap)."""

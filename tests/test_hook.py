@@ -14,15 +14,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 import evalret
 from conftest import REPO
-from evalret.cli import app
 from evalret.commands.init import files_pattern
-from helpers import make_set
+from helpers import invoke, make_set, marks_its_users
 
-runner = CliRunner()
 SRC = str(Path(evalret.__file__).resolve().parents[1])
 
 # the tiny golden set (tests/helpers.make_set) with the packaged model and the exact index only;
@@ -43,11 +40,6 @@ gate:
 output:
   dir: reports
 """
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 @dataclass(frozen=True)
@@ -104,6 +96,7 @@ def isolated_env(tmp: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     """A repository with a golden set, a config, a saved baseline and the evalret-gate hook
     (written by `evalret init --pre-commit`, installed by pre-commit for pre-push), pushed once

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from evalret.cli import app
+from helpers import invoke, marks_its_users
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -56,13 +55,6 @@ QUERIES = [
     (f"q{QUOTES}", f"single sign on {QUOTES}", {f"d{QUOTES}": 1, "d-pw": 0}, TAGS[6:]),
 ]
 ALLOWED_TAGS = re.compile(r"</?(details|summary|code)>")
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 def write_golden_set(directory: Path) -> None:
@@ -118,6 +110,7 @@ class HostileRuns:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> HostileRuns:
     """A baseline run, then a gated run (32 dimensions, a floor that fails) against it."""
     root = tmp_path_factory.mktemp("hostile")
@@ -269,6 +262,7 @@ def test_errors_quoting_hostile_input_reach_the_terminal_escaped(tmp_path: Path)
     assert_terminal_clean(output)
 
 
+@pytest.mark.model
 def test_a_newline_in_a_path_cannot_forge_a_line(tmp_path: Path) -> None:
     """Error messages and "wrote PATH" lines kept a path's newline raw (only an error's own line
     structure may break lines), so a config value could print a line of its own, such as a fake

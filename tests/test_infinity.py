@@ -24,6 +24,8 @@ from evalret.data.schema import RunReport
 from evalret.pipeline.evaluate import run_evaluation
 from helpers import metric_table
 
+pytestmark = pytest.mark.model  # infinity_emb serves the packaged model, as does the local run
+
 VENV = Path(os.environ.get("EVALRET_INFINITY_VENV", REPO / ".venv-infinity"))
 SERVED = "all-MiniLM-L6-v2"
 START_S = 180

@@ -9,24 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from evalret import cli
-from evalret.cli import app
 from evalret.data import config
 from evalret.data.baseline import load_baseline, save_baseline
 from evalret.data.config import Config, GoldenSetConfig, load_config
 from evalret.errors import ConfigError, InputError
 from evalret.pipeline.evaluate import run_evaluation
-from helpers import HashEmbedder, make_set
+from helpers import HashEmbedder, invoke, make_set
 from test_goldenset import beir, load, native, problems_of
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from evalret.data.config import GoldenSetConfig
 from evalret.data.goldenset import load_golden_set
 from evalret.data.judgments import Scale, label_studio_tasks, parse_scale, read_annotations
 from evalret.errors import InputError
-from test_cli import invoke
+from helpers import invoke
 
 # --- helpers ------------------------------------------------------------------------------------
 

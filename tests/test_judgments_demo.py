@@ -10,9 +10,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import DEMO, REPO
-from test_cli import invoke
+from helpers import invoke
 from test_judgments import cohen_by_hand
+
+pytestmark = pytest.mark.model
 
 DEFAULT = REPO / "configs" / "default.yaml"
 

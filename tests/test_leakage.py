@@ -81,6 +81,7 @@ def leaky_run(leaky_file: Path) -> tuple[int, dict[str, Any]]:
     return leakage_json("--train", str(leaky_file), DEFAULT, "--max-fraction", "0.02")
 
 
+@pytest.mark.model
 def test_planted_copies_and_paraphrases_are_found(leaky_run: tuple[int, dict[str, Any]]) -> None:
     """Every planted exact copy, near-text copy and paraphrase is found with its kind and line;
     no clean line is paired; 10 of 244 queries leak, above --max-fraction 0.02: exit 1."""
@@ -109,6 +110,7 @@ def test_planted_copies_and_paraphrases_are_found(leaky_run: tuple[int, dict[str
     assert by_slice["semantic"]["n_leaked"] == 10
 
 
+@pytest.mark.model
 def test_identifier_guard_drops_another_error_code() -> None:
     """LMW-3107 is not paired with LMW-3106 although the model puts them above the threshold."""
     embedder = CachedEmbedder(SentenceTransformerEmbedder(ModelConfig()), default_cache_dir())
@@ -124,6 +126,7 @@ def test_identifier_guard_drops_another_error_code() -> None:
     assert [p.kind for p in pairs] == ["exact"]
 
 
+@pytest.mark.model
 def test_clean_file_finds_nothing_and_exits_0(tmp_path: Path) -> None:
     """A plain-text training file of clean queries: no pair, fraction 0, exit 0 with a limit."""
     train = tmp_path / "clean.txt"

@@ -34,7 +34,7 @@ from evalret.errors import ConfigError, ModelError
 from evalret.pipeline.evaluate import run_evaluation
 from evalret.pipeline.plan import dry_run
 from evalret.report.views import api_line
-from helpers import metric_table
+from helpers import marks_its_users, metric_table
 from openai_server import EmbeddingServer, packaged_model
 
 runner = CliRunner()
@@ -43,6 +43,7 @@ SERVED = "minilm-served"
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def server() -> Iterator[EmbeddingServer]:
     with EmbeddingServer(packaged_model(), SERVED) as s:
         yield s

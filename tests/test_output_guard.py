@@ -17,20 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from evalret.cli import app
 from evalret.errors import InputError
 from evalret.pipeline.annotation import prepare_annotation
-from helpers import make_set
+from helpers import invoke, make_set
 
-runner = CliRunner()
 GUARD = "an input is never an output"
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 @dataclass

@@ -52,20 +52,22 @@ from evalret.engines.retrievers.pgvector import (
 )
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
-from helpers import HashEmbedder, make_set
+from helpers import HashEmbedder, make_set, marks_its_users
 
 psycopg = pytest.importorskip("psycopg")
-pgserver = pytest.importorskip("pgserver")
 
 ENV = "EVALRET_TEST_PG_DSN"
 SECRET = "s3cr3t-Pa55word"
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("postgres")
 def server() -> Iterator[str]:
     """A Postgres with the vector extension, on a socket in a temporary directory; its DSN
     (with a password, which the server's trust authentication never asks for). The directory is
     not under pytest's tmp tree, which a concurrent pytest session may prune."""
+    import pgserver  # here, not at the top: the fast lane collects this file without it
+
     pgdata = Path(tempfile.mkdtemp(prefix="evalret-pg-"))
     srv = pgserver.get_server(pgdata, cleanup_mode="stop")
     try:
@@ -134,6 +136,7 @@ def _tables(server: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def demo_job() -> SearchJob:
     """The demo golden set embedded by the packaged MiniLM (through the embedding cache)."""
     golden = load_golden_set(GoldenSetConfig(path=DEMO))

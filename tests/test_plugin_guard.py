@@ -413,6 +413,7 @@ def test_a_signal_during_a_hanging_plugin(
     assert not (tmp_path / "out" / "report.json").exists()
 
 
+@pytest.mark.ray
 def test_the_guard_holds_in_ray_actors(plugins: Path, tmp_path: Path) -> None:
     """embedding.engine ray builds the encoder in its actors through the same class: a
     sys.exit(0) in encode() there is exit 3 naming the callable (not Ray's wrapping), and what

@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from evalret.commands.pool import pool_records, pool_unjudged
 from evalret.core.ranking import SearchResult
 from evalret.data.goldenset import GoldenSet
-from test_cli import invoke
+from helpers import invoke
 
 
 def _golden() -> GoldenSet:
@@ -52,6 +53,7 @@ def test_pool_merges_runs_and_skips_judged_documents() -> None:
     }
 
 
+@pytest.mark.model
 def test_pool_command_pools_two_configs(tmp_path: Path) -> None:
     """Real model, two configs on the scaffolded example set: one JSONL line per unjudged
     (query, document) of any run's top 3, labelled by config and index."""
@@ -75,6 +77,7 @@ def test_pool_command_pools_two_configs(tmp_path: Path) -> None:
     assert code == 2 and "--index ivf" in output
 
 
+@pytest.mark.model
 def test_pool_configs_that_score_different_queries(tmp_path: Path) -> None:
     """Two configs on one golden set at relevance levels 1 and 3 score different queries (under
     exclude, level 3 keeps only q1). Each run's rows are matched to its own queries: level 1

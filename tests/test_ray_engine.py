@@ -23,6 +23,7 @@ from evalret.data.goldenset import load_golden_set
 from evalret.engines.embedders import open_embedder
 from evalret.engines.ray_engine import in_row_order
 from evalret.errors import EvalretError
+from helpers import marks_its_users
 
 runner = CliRunner()
 N_DOCS, N_QUERIES = 338, 244  # the demo set
@@ -55,6 +56,7 @@ class Runs:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("ray", "model")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     import ray
 
@@ -179,6 +181,7 @@ def test_rows_out_of_order_are_put_back_and_gaps_refused() -> None:
         in_row_order(rows[:3], vectors[:3], 4)
 
 
+@pytest.mark.ray
 def test_a_failing_actor_exits_3_and_the_runtime_is_shut_down(tmp_path: Path) -> None:
     """A model the actors cannot load fails the run with exit 3 naming the failure, and the
     local runtime the run started is shut down all the same."""

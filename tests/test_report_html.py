@@ -17,10 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
-from evalret.cli import app
 from evalret.data.baseline import golden_set_of, load_baseline
 from evalret.data.schema import CompareReport
 from evalret.pipeline.pages import render_compare_html, render_run_html
@@ -37,15 +35,10 @@ from evalret.report.svg import (
     nice_ticks,
     sorted_deltas,
 )
+from helpers import invoke, marks_its_users
 
 ARTIFACTS = REPO / "test-artifacts"  # screenshots and PDFs of the pages (gitignored)
 SVG = "{http://www.w3.org/2000/svg}"
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 # --- charts ------------------------------------------------------------------------------------
@@ -147,6 +140,7 @@ def write_config(path: Path, text: str) -> Path:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     """Three real runs with the packaged model on the demo set (the embedding cache of the test
     session makes the second and third cheap when tests/test_cli.py ran before)."""

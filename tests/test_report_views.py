@@ -30,6 +30,7 @@ from evalret.report.views import (
     gate_summary,
     limit_text,
 )
+from helpers import gate_check
 
 REPO = Path(__file__).resolve().parents[1]
 DASH = "\u2013"  # the en dash report.md and the HTML page write for a missing number
@@ -102,25 +103,9 @@ def test_number_formatter_per_medium() -> None:
 
 
 def _check(**fields: Any) -> GateCheck:
-    base: dict[str, Any] = {
-        "name": "exact/all/recall@10 max_drop 0.01",
-        "index": "exact",
-        "slice": "all",
-        "metric": "recall@10",
-        "kind": "max_drop",
-        "threshold": 0.01,
-        "baseline": 0.7,
-        "current": 0.68,
-        "delta": -0.02,
-        "n_queries": 244,
-        "p_value": None,
-        "p_adjusted": None,
-        "mde": None,
-        "underpowered": False,
-        "passed": False,
-        "message": "dropped",
-    }
-    return GateCheck.model_validate({**base, **fields})
+    """A failed check: recall@10 0.70 to 0.68."""
+    failed = {"current": 0.68, "delta": -0.02, "passed": False, "message": "dropped"}
+    return gate_check(**{**failed, **fields})
 
 
 def test_gate_summary_and_rows() -> None:

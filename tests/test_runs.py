@@ -147,6 +147,7 @@ def test_reader_refuses_with_file_and_line(
 # --- run indexes in the pipeline ---------------------------------------------------------------
 
 
+@pytest.mark.model
 def test_demo_exact_run_fed_back_scores_as_exact(tmp_path: Path) -> None:
     """The demo's exported run.exact.trec, read back as a run index, scores exactly as the exact
     index on every query and metric (the real packaged model)."""

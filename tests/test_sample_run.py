@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 from evalret.cli import app
+from helpers import marks_its_users
 from test_report_html import assert_clean, open_page
 
 runner = CliRunner()
@@ -39,6 +40,7 @@ def sampled_run(out_dir: Path, *extra: str) -> SampledRun:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[SampledRun, SampledRun]:
     """Two sampled runs gated against the full demo baseline (the second reads the vectors the
     first cached; test_cli checks that embedding again gives the same vectors)."""

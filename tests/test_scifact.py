@@ -17,7 +17,7 @@ from evalret.data.config import load_config
 from evalret.pipeline.evaluate import Evaluation, run_evaluation
 from test_trec_eval_conformance import trec_eval_values
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.model]
 
 
 @pytest.fixture(scope="module")

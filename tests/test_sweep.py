@@ -18,10 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from conftest import REPO
-from evalret.cli import app
 from evalret.commands.sweep import sweep_command, sweep_configs
 from evalret.core.pareto import pareto_front
 from evalret.data.config import Config, load_config
@@ -29,13 +27,9 @@ from evalret.data.overrides import grid, parse_axes
 from evalret.data.sweep import SweepReport
 from evalret.errors import ConfigError, InputError
 from evalret.pipeline.evaluate import metric_definitions
+from helpers import invoke, marks_its_users
 
 DEFAULT = REPO / "configs" / "default.yaml"
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 # --- the grid and its validation ------------------------------------------------------------------
@@ -289,6 +283,7 @@ def test_settings_are_escaped_on_the_page_and_in_the_terminal() -> None:
 # --- the demo -------------------------------------------------------------------------------------
 
 
+@pytest.mark.model
 def test_demo_sweep_json(tmp_path: Path) -> None:
     """Two efSearch values by two graph sizes on the demo: four points in grid order, each with
     its settings, every enabled index's quality, HNSW's ANN recall, each faiss index's cost and
@@ -378,6 +373,7 @@ def scifact_config(tmp_path: Path, scifact_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
+@marks_its_users("model")
 def scifact_sweep(tmp_path_factory: pytest.TempPathFactory, scifact_path: Path) -> Path:
     out = tmp_path_factory.mktemp("scifact-sweep")
     config = scifact_config(out, scifact_path)

@@ -20,9 +20,10 @@ from evalret.report.terminal_brief import (
     headline_metrics,
     moved,
 )
+from helpers import demo_report, gate_check
 
 REPO = Path(__file__).resolve().parents[1]
-DEMO = RunReport.model_validate_json((REPO / "baselines" / "demo.json").read_text())
+DEMO = demo_report()
 
 
 def text_of(renderable: Any) -> str:
@@ -32,26 +33,7 @@ def text_of(renderable: Any) -> str:
     return out.getvalue()
 
 
-def check(**fields: Any) -> GateCheck:
-    base: dict[str, Any] = {
-        "name": "exact/all/recall@10 max_drop 0.01",
-        "index": "exact",
-        "slice": "all",
-        "metric": "recall@10",
-        "kind": "max_drop",
-        "threshold": 0.01,
-        "baseline": 0.70,
-        "current": 0.69,
-        "delta": -0.005,
-        "n_queries": 244,
-        "p_value": None,
-        "p_adjusted": None,
-        "mde": None,
-        "underpowered": False,
-        "passed": True,
-        "message": "",
-    }
-    return GateCheck.model_validate({**base, **fields})
+check = gate_check
 
 
 def with_gate(checks: list[GateCheck], **fields: Any) -> RunReport:

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from helpers import send_json
+
 DIM = 32
 DRIP_S = 0.5
 DRIP_FOR = 8.0
@@ -73,14 +75,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, code, body, headers)
 
     def do_POST(self) -> None:
         state = self.server.state

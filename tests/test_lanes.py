@@ -1,0 +1,104 @@
+"""The fast lane (tests/conftest.py): a session that selects no test of a lane fails the test that
+loads that lane's libraries unmarked, and a test file that imports them while being collected; a
+marked test, or one using a fixture declared with helpers.marks_its_users, may load them, and
+``-m`` deselects it. Run in a child pytest on files written here, with this conftest as a plug-in
+(the lane's library here is playwright's top-level package, which imports in a millisecond)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from conftest import REPO
+
+TESTS = REPO / "tests"
+
+UNMARKED = """
+def test_unmarked_loads_the_browser_library():
+    import playwright  # noqa: F401
+"""
+
+MARKED = """
+import pytest
+
+from helpers import marks_its_users
+
+
+@pytest.fixture
+@marks_its_users("browser")
+def page():
+    import playwright
+
+    return playwright
+
+
+def test_through_a_marked_fixture(page):
+    assert page.__name__ == "playwright"
+
+
+@pytest.mark.browser
+def test_marked():
+    import playwright
+
+    assert playwright.__name__ == "playwright"
+
+
+def test_plain():
+    assert True
+"""
+
+AT_COLLECTION = """
+import playwright  # noqa: F401
+
+
+def test_anything():
+    assert True
+"""
+
+
+def pytest_in(directory: Path, *args: str) -> tuple[int, str]:
+    """A child ``pytest ARGS`` in ``directory`` with the project's markers and conftest."""
+    settings = ["-c", str(REPO / "pyproject.toml"), "--rootdir", str(directory)]
+    plugins = ["-p", "conftest", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *settings, *plugins, "-q", *args],
+        cwd=directory,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO / "src")])},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def write(directory: Path, name: str, text: str) -> str:
+    (directory / name).write_text(textwrap.dedent(text))
+    return name
+
+
+def test_an_unmarked_test_that_loads_a_lane_library_fails(tmp_path: Path) -> None:
+    name = write(tmp_path, "test_unmarked.py", UNMARKED)
+    code, out = pytest_in(tmp_path, name)
+    assert code == 1, out
+    assert "1 error" in out, out  # at the test's teardown: the test body itself passed
+    assert "loaded playwright but is not marked browser" in out, out
+
+
+def test_marked_tests_and_fixtures_may_load_it_and_the_fast_lane_deselects_them(
+    tmp_path: Path,
+) -> None:
+    name = write(tmp_path, "test_marked.py", MARKED)
+    code, out = pytest_in(tmp_path, name)
+    assert code == 0 and "3 passed" in out, out
+    code, out = pytest_in(tmp_path, name, "-m", "not (model or browser or postgres or ray)")
+    assert code == 0 and "1 passed, 2 deselected" in out, out
+
+
+def test_a_file_that_imports_a_lane_library_at_collection_is_refused(tmp_path: Path) -> None:
+    name = write(tmp_path, "test_collected.py", AT_COLLECTION)
+    code, out = pytest_in(tmp_path, name)
+    assert code != 0 and "1 passed" not in out, out
+    assert "collecting the tests imported playwright" in out, out
