@@ -42,6 +42,11 @@ LANES = {
 }
 FORBIDDEN = pytest.StashKey[dict[str, str]]()
 
+# pytest-xdist's workers get COLUMNS=80 and LINES=24 from execnet; without them evalret's output,
+# which is not a terminal here, is as wide as in a serial run (200 columns)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # a fresh embedding cache for the test session: no test reads vectors a developer left behind

@@ -197,6 +197,7 @@ def test_a_golden_set_from_set_is_an_input_the_outputs_may_not_touch(
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_set_changes_the_run_and_is_recorded_in_report_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

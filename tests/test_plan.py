@@ -72,6 +72,7 @@ def plan_keys(cfg: Config, cache: Path) -> tuple[dict[str, int], np.ndarray]:
     return {k: len(texts[k]) for k in KINDS}, distinct_keys(keys)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("flag", [None, 60], ids=["config sample", "config sample + --sample"])
 def test_dry_run_plans_what_run_and_embed_embed(tmp_path: Path, flag: int | None) -> None:
     """With ``sample: {queries: 20, documents: 50}`` (and `--sample 60` over it), `run --dry-run`
