@@ -64,6 +64,10 @@ class GoldenSet:
     frequency: dict[str, int] = field(default_factory=dict)
     relevance_level: int = DEFAULT_RELEVANCE_LEVEL  # trec_eval's -l (core.relevance.is_relevant)
     warnings: tuple[Problem, ...] = ()  # the readers' warnings (file:line)
+    # provenance (core/provenance.py): query id -> {doc id: source} of the grades in qrels (a pair
+    # without an entry: "import"), and every grade an LLM judge gave, human-graded pairs included
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    llm_qrels: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @cached_property
     def doc_index(self) -> dict[str, int]:
@@ -120,6 +124,8 @@ class GoldenSet:
             frequency={q: self.frequency[q] for q in query_ids if q in self.frequency},
             relevance_level=self.relevance_level,
             warnings=self.warnings,
+            sources={q: self.sources[q] for q in query_ids if q in self.sources},
+            llm_qrels={q: self.llm_qrels[q] for q in query_ids if q in self.llm_qrels},
         )
 
     def qrel_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
