@@ -24,7 +24,7 @@ from evalret.report.escape import markdown, markdown_code
 from evalret.report.numbers import TYPOGRAPHIC, number
 from evalret.report.views import backend_line, check_rows, engine_line, gate_summary
 
-HEADLINE_LABEL_METRICS = 4  # metrics shown on human and on all labels
+HEADLINE_LABEL_METRICS = 5  # metrics shown on human and on all labels (as the terminal)
 
 
 def _num(v: float | None, signed: bool = False) -> str:
