@@ -409,3 +409,18 @@ def test_a_set_without_llm_labels_reports_as_before(tmp_path: Path) -> None:
     assert same.indexes["exact"].per_query == report.indexes["exact"].per_query
     with pytest.raises(Exception, match="labels"):
         GateConfig.model_validate({"labels": "llm"})
+
+
+def test_merge_keeps_the_sources_of_other_splits(tmp_path: Path) -> None:
+    root = beir_set(tmp_path / "beir")
+    (root / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq3\td2\t1\n")
+    with (root / "queries.jsonl").open("a") as f:
+        f.write(json.dumps({"_id": "q3", "text": "third"}) + "\n")
+    write_jsonl(
+        root / "judgments.sources.jsonl", [{"query_id": "q3", "doc_id": "d2", "source": JUDGE}]
+    )
+    files = annotation_files(tmp_path)
+    merge_command(files, GoldenSetConfig(path=root), tmp_path / "out", Scale(0, 3), MergeOptions())
+    assert_provenance(load_golden_set(GoldenSetConfig(path=tmp_path / "out")))
+    dev = load_golden_set(GoldenSetConfig(path=tmp_path / "out", split="dev"))
+    assert dev.sources == {"q3": {"d2": JUDGE}}
