@@ -7,6 +7,18 @@ added to its judgments, written in the input's format: native (each query's ``re
 (rows appended to ``qrels/<split>.tsv``; with --overwrite an existing row's grade is replaced).
 A TREC golden set is refused (its qrels, queries and corpus may lie anywhere): convert it first.
 
+Provenance (core/provenance.py): every merged grade keeps its source. A line of an LLM judge
+(annotator ``llm:<model>`` with a ``prompt_hash``: `evalret judge`) is ``llm:<model>@<hash>``, any
+other annotator's ``human:<name>``; a grade merged from several people is ``human:a+b`` (names
+sorted), from several judges their sources joined by ``+``; a grade carried over keeps the
+source the input records (``import`` when none). People's grades come first: where a person and
+a judge graded a pair, the person's grade is the golden one and the judge's is kept apart (native
+``llm_relevant``; a ``grade`` line of ``judgments.sources.jsonl`` for BEIR), so calibration and
+prediction-powered intervals can use the overlap. A judge's golden grade gives way to a person's
+without --overwrite (it is kept apart); a judge's grade never replaces a person's. Native sets
+record the sources in each query line's ``sources``; BEIR sets in ``judgments.sources.jsonl``
+(written only when there is something to record, or the input had one).
+
 What is merged: an item (query, document) that is no gold item (gold items are judged already),
 whose query is in the golden set and document in its corpus, that is not judged already (unless
 --overwrite), and that is not disputed (see evalret.core.judgments). Annotators whose accuracy
@@ -20,14 +32,15 @@ import json
 import math
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evalret.core.judgments import POLICIES, MergeOutcome, Policy, dispute_reason, merged_grade
+from evalret.core.provenance import HUMAN_PREFIX, IMPORT, human_source, is_llm
 from evalret.data.atomic import publish_dir, temp_dir_beside
 from evalret.data.config import GoldenSetConfig
-from evalret.data.goldenset import GoldenSet, detect_format, load_golden_set
+from evalret.data.goldenset import SOURCES_FILE, GoldenSet, detect_format, load_golden_set
 from evalret.data.judgments import (
     Annotations,
     Scale,
@@ -65,57 +78,186 @@ def _drop(annotations: Annotations, drop_below: float | None, outcome: MergeOutc
     return set(outcome.dropped_annotators)
 
 
-def plan_merge(
-    golden: GoldenSet, annotations: Annotations, options: MergeOptions, outcome: MergeOutcome
-) -> tuple[dict[tuple[str, str], int], list[dict[str, Any]]]:
-    """The grades to write ((query, doc) -> grade) and the disputed items, counted in
-    ``outcome``."""
-    dropped = _drop(annotations, options.drop_below, outcome)
-    grades: dict[tuple[str, str], dict[str, int]] = {}
-    texts: dict[tuple[str, str], tuple[str, str | None]] = {}
+@dataclass
+class MergePlan:
+    """What the merge writes: golden grades, the sources after it, LLM grades kept apart."""
+
+    grades: dict[tuple[str, str], int] = field(default_factory=dict)  # new or replaced grades
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)  # every recorded source
+    beside: dict[str, dict[str, tuple[int, str]]] = field(default_factory=dict)  # LLM by person
+    disputed: list[dict[str, Any]] = field(default_factory=list)
+    moved: set[tuple[str, str]] = field(default_factory=set)  # LLM golden grades a person replaced
+
+    def source(self, q: str, d: str) -> str:
+        return self.sources.get(q, {}).get(d, IMPORT)
+
+    def set_grade(self, q: str, d: str, grade: int, source: str) -> None:
+        self.grades[(q, d)] = grade
+        self.sources.setdefault(q, {})[d] = source
+
+
+@dataclass
+class _Item:
+    """One (query, document)'s grades from the annotation files, people and judges apart."""
+
+    humans: dict[str, int] = field(default_factory=dict)  # annotator -> grade
+    llms: dict[str, int] = field(default_factory=dict)  # llm:<model>@<hash> -> grade
+    texts: tuple[str, str | None] = ("", None)
+
+
+def _combined_source(sources: Sequence[str]) -> str:
+    """One source for a grade merged from several: ``human:alice+bob`` for people (names
+    sorted), the judges' sources joined by ``+`` for LLM judges."""
+    if all(is_llm(s) for s in sources):
+        return "+".join(sorted(sources))
+    return HUMAN_PREFIX + "+".join(sorted(s.removeprefix(HUMAN_PREFIX) for s in sources))
+
+
+def _items(
+    annotations: Annotations, dropped: set[str]
+) -> tuple[dict[tuple[str, str], _Item], set[tuple[str, str]]]:
+    items: dict[tuple[str, str], _Item] = {}
     gold: set[tuple[str, str]] = set()
     for a in annotations.items:
         key = (a.query_id, a.doc_id)
         if a.gold_grade is not None:
             gold.add(key)
-        if a.annotator not in dropped:
-            grades.setdefault(key, {})[a.annotator] = a.grade
-            texts[key] = (a.query, a.document)
-    outcome.gold_items = len(gold)
-    merged: dict[tuple[str, str], int] = {}
-    disputed: list[dict[str, Any]] = []
-    for (q, d), by in grades.items():
-        if (q, d) in gold:
+        if a.annotator in dropped:
             continue
+        item = items.setdefault(key, _Item())
+        if is_llm(a.source):
+            item.llms[a.source] = a.grade
+        else:
+            item.humans[a.annotator] = a.grade
+        item.texts = (a.query, a.document)
+    return items, gold
+
+
+def _start(golden: GoldenSet) -> MergePlan:
+    """The plan before any annotation: the golden set's recorded sources and LLM grades."""
+    plan = MergePlan(sources={q: dict(m) for q, m in golden.sources.items()})
+    for q, grades in golden.llm_qrels.items():
+        for d, g in grades.items():
+            if not is_llm(plan.source(q, d)):
+                judge = golden.llm_sources.get(q, {}).get(d, "llm:unknown@unknown")
+                plan.beside.setdefault(q, {})[d] = (g, judge)
+    return plan
+
+
+def _graded(
+    plan: MergePlan,
+    key: tuple[str, str],
+    item: _Item,
+    by: dict[str, int],
+    options: MergeOptions,
+    min_annotators: int,
+) -> int | None:
+    """The merged grade of ``by``; None after recording the item as disputed."""
+    values = list(by.values())
+    reason = dispute_reason(values, options.policy, min_annotators)
+    if reason is None:
+        return merged_grade(values, options.policy)
+    query, document = item.texts
+    plan.disputed.append(
+        {"query_id": key[0], "doc_id": key[1], "query": query, "document": document}
+        | {"grades": dict(sorted(by.items())), "reason": reason}
+    )
+    return None
+
+
+def _merge_humans(
+    plan: MergePlan,
+    golden: GoldenSet,
+    key: tuple[str, str],
+    item: _Item,
+    options: MergeOptions,
+    outcome: MergeOutcome,
+) -> None:
+    """People's grades: the golden grade, unless a person's is there (without --overwrite).
+    An LLM's golden grade gives way to a person's and is kept apart."""
+    q, d = key
+    exists = d in golden.qrels[q]
+    was_llm = exists and is_llm(plan.source(q, d))
+    if exists and not was_llm and not options.overwrite:
+        outcome.kept_existing += 1
+        return
+    grade = _graded(plan, key, item, item.humans, options, options.min_annotators)
+    if grade is None:
+        return
+    if was_llm:
+        plan.beside.setdefault(q, {})[d] = (golden.qrels[q][d], plan.source(q, d))
+        plan.moved.add(key)
+    outcome.overwritten += int(exists and not was_llm)
+    plan.set_grade(q, d, grade, _combined_source([human_source(n) for n in item.humans]))
+
+
+def _merge_llms(
+    plan: MergePlan,
+    golden: GoldenSet,
+    key: tuple[str, str],
+    item: _Item,
+    options: MergeOptions,
+    outcome: MergeOutcome,
+) -> None:
+    """An LLM judge's grades: the golden grade of a pair no person graded, else kept apart
+    beside the person's (llm_qrels); a grade already there stays unless --overwrite."""
+    q, d = key
+    judged = d in golden.qrels[q] or key in plan.grades
+    by_person = judged and not is_llm(plan.source(q, d))
+    there = d in plan.beside.get(q, {}) and key not in plan.moved if by_person else judged
+    if there and not options.overwrite:
+        outcome.kept_existing += 1
+        return
+    grade = _graded(plan, key, item, item.llms, options, 1)
+    if grade is None:
+        return
+    source = _combined_source(list(item.llms))
+    if by_person:
+        plan.beside.setdefault(q, {})[d] = (grade, source)
+        outcome.llm_beside_human += 1
+        return
+    outcome.overwritten += int(judged)
+    outcome.llm_graded += 1
+    plan.set_grade(q, d, grade, source)
+
+
+def plan_merge(
+    golden: GoldenSet, annotations: Annotations, options: MergeOptions, outcome: MergeOutcome
+) -> MergePlan:
+    """The grades to write, the sources and LLM grades after the merge, and the disputed
+    items, counted in ``outcome``. People's grades are merged first, then the judges'."""
+    dropped = _drop(annotations, options.drop_below, outcome)
+    items, gold = _items(annotations, dropped)
+    outcome.gold_items = len(gold)
+    plan = _start(golden)
+    for key, item in items.items():
+        q, d = key
         if q not in golden.qrels or d not in golden.doc_index:
             outcome.unknown += 1
             continue
-        exists = d in golden.qrels[q]
-        if exists and not options.overwrite:
-            outcome.kept_existing += 1
-            continue
-        values = list(by.values())
-        reason = dispute_reason(values, options.policy, options.min_annotators)
-        if reason is not None:
-            query, document = texts[(q, d)]
-            disputed.append(
-                {"query_id": q, "doc_id": d, "query": query, "document": document}
-                | {"grades": dict(sorted(by.items())), "reason": reason}
-            )
-            continue
-        grade = merged_grade(values, options.policy)
-        assert grade is not None  # no dispute: the policy found a grade
-        merged[(q, d)] = grade
-        outcome.overwritten += int(exists)
-    outcome.merged, outcome.disputed = len(merged), len(disputed)
-    return merged, disputed
+        if item.humans and key not in gold:
+            _merge_humans(plan, golden, key, item, options, outcome)
+        if item.llms:
+            _merge_llms(plan, golden, key, item, options, outcome)
+    outcome.merged, outcome.disputed = len(plan.grades), len(plan.disputed)
+    return plan
 
 
-def _native_queries(path: Path, merged: dict[tuple[str, str], int]) -> str:
-    """queries.jsonl with the merged grades in each query's ``relevant``; lines of queries that
-    gain nothing are kept byte for byte."""
+def _provenance_fields(plan: MergePlan, q: str) -> dict[str, Any]:
+    """A native query line's ``sources`` and ``llm_relevant`` after the merge (absent: none)."""
+    out: dict[str, Any] = {}
+    if plan.sources.get(q):
+        out["sources"] = plan.sources[q]
+    if plan.beside.get(q):
+        out["llm_relevant"] = {d: {"grade": g, "source": s} for d, (g, s) in plan.beside[q].items()}
+    return out
+
+
+def _native_queries(path: Path, plan: MergePlan) -> str:
+    """queries.jsonl with the merged grades in each query's ``relevant``, and its provenance;
+    lines of queries that gain nothing are kept byte for byte."""
     by_query: dict[str, dict[str, int]] = {}
-    for (q, d), g in merged.items():
+    for (q, d), g in plan.grades.items():
         by_query.setdefault(q, {})[d] = g
     out = []
     for line in path.read_text(encoding="utf-8-sig").splitlines(keepends=True):
@@ -123,15 +265,20 @@ def _native_queries(path: Path, merged: dict[tuple[str, str], int]) -> str:
             out.append(line)
             continue
         obj = json.loads(line)
-        new = by_query.get(obj.get("id"))
-        if not new:
+        q = obj.get("id")
+        new = by_query.get(q, {})
+        provenance = _provenance_fields(plan, q)
+        before = {k: obj[k] for k in ("sources", "llm_relevant") if k in obj}
+        if not new and provenance == before:
             out.append(line if line.endswith("\n") else line + "\n")
             continue
         relevant = obj.get("relevant", {})
-        if isinstance(relevant, list):
+        if isinstance(relevant, list) and new:
             relevant = dict.fromkeys(relevant, 1)
-        obj["relevant"] = {**relevant, **new}
-        out.append(json.dumps(obj, ensure_ascii=False) + "\n")
+        obj["relevant"] = {**relevant, **new} if new else relevant
+        obj.pop("sources", None)
+        obj.pop("llm_relevant", None)
+        out.append(json.dumps(obj | provenance, ensure_ascii=False) + "\n")
     return "".join(out)
 
 
@@ -152,21 +299,42 @@ def _beir_qrels(path: Path, merged: dict[tuple[str, str], int]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _write(
-    cfg: GoldenSetConfig,
-    fmt: str,
-    tmp: Path,
-    merged: dict[tuple[str, str], int],
-    disputed: list[dict[str, Any]],
-) -> None:
+def _sources_lines(path: Path, golden: GoldenSet, plan: MergePlan) -> str | None:
+    """``judgments.sources.jsonl`` after the merge: the lines of other splits' queries kept,
+    this split's written anew; None when there is nothing to record and no file was there."""
+    kept = []
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8-sig").splitlines():
+            if line.strip() and json.loads(line).get("query_id") not in golden.qrels:
+                kept.append(line + "\n")
+    records: list[dict[str, Any]] = [
+        {"query_id": q, "doc_id": d, "source": s}
+        for q in golden.query_ids
+        for d, s in plan.sources.get(q, {}).items()
+    ]
+    records += [
+        {"query_id": q, "doc_id": d, "source": s, "grade": g}
+        for q in golden.query_ids
+        for d, (g, s) in plan.beside.get(q, {}).items()
+    ]
+    if not records and not path.is_file():
+        return None
+    return "".join(kept) + "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def _write(cfg: GoldenSetConfig, fmt: str, tmp: Path, golden: GoldenSet, plan: MergePlan) -> None:
     shutil.copytree(cfg.path, tmp, dirs_exist_ok=True)
     if fmt == "native":
         target = tmp / "queries.jsonl"
-        target.write_text(_native_queries(cfg.path / "queries.jsonl", merged), encoding="utf-8")
+        text = _native_queries(cfg.path / "queries.jsonl", plan)
+        target.write_text(text, encoding="utf-8")
     else:
         qrels = tmp / "qrels" / f"{cfg.split}.tsv"
-        qrels.write_text(_beir_qrels(cfg.path / "qrels" / f"{cfg.split}.tsv", merged), "utf-8")
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in disputed)
+        qrels.write_text(_beir_qrels(cfg.path / "qrels" / f"{cfg.split}.tsv", plan.grades), "utf-8")
+        sources = _sources_lines(cfg.path / SOURCES_FILE, golden, plan)
+        if sources is not None:
+            (tmp / SOURCES_FILE).write_text(sources, encoding="utf-8")
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in plan.disputed)
     (tmp / "disputed.jsonl").write_text(lines, encoding="utf-8")
 
 
@@ -197,13 +365,13 @@ def merge_command(
     golden = load_golden_set(into)
     annotations = read_annotations(files, scale)
     outcome = MergeOutcome(out=out, format=fmt, warnings=list(annotations.warnings))
-    merged, disputed = plan_merge(golden, annotations, options, outcome)
+    plan = plan_merge(golden, annotations, options, outcome)
     try:
         tmp = temp_dir_beside(out)
     except OSError as e:
         raise InputError(f"cannot write {out}: {e.strerror or e}") from None
     try:
-        _write(into, fmt, tmp, merged, disputed)
+        _write(into, fmt, tmp, golden, plan)
         publish_dir(tmp, out)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)

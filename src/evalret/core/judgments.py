@@ -65,6 +65,8 @@ class MergeOutcome:
     gold_items: int = 0
     disputed: int = 0
     unknown: int = 0  # query not in the golden set or document not in its corpus
+    llm_graded: int = 0  # of ``merged``: grades an LLM judge gave, no person's beside them
+    llm_beside_human: int = 0  # LLM grades kept apart beside a person's grade (llm_qrels)
     dropped_annotators: list[str] = field(default_factory=list)
     annotators_without_gold: list[str] = field(default_factory=list)
     fingerprint_before: str = ""

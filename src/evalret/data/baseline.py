@@ -26,7 +26,14 @@ from evalret.data.textfile import read_json, schema_problems
 from evalret.errors import EvalretError, IncomparableError, InputError, Problem
 
 # metric definitions that must agree for numbers to be comparable (metric lists may differ)
-DEFINITION_KEYS = ("ndcg_gain", "relevance_level", "tie_rule", "queries_without_relevant")
+# ``labels`` is in a run's definitions only under gate.labels: human (core/provenance.py)
+DEFINITION_KEYS = (
+    "ndcg_gain",
+    "relevance_level",
+    "tie_rule",
+    "queries_without_relevant",
+    "labels",
+)
 
 
 def save_baseline(report: RunReport, path: Path) -> None:

@@ -70,6 +70,7 @@ UsablePath = Annotated[Path, Strict(False), AfterValidator(_usable_path)]
 
 # how queries without a relevant document count: left out of the means, or scored (trec_eval)
 WithoutRelevant = Literal["exclude", "zero"]
+Labels = Literal["all", "human"]  # gate.labels
 
 
 # strict: no value is converted to another type (``queries: true`` is no 1, ``'10'`` no 10,
@@ -803,6 +804,11 @@ class GateConfig(_Strict):
     )
     ann_min_recall: float | None = Field(0.95, ge=0, le=1, description="HNSW recall@k floor")
     ann_k: int = Field(10, ge=1)
+    labels: Labels = Field(
+        "all",
+        description="the labels the run's metrics and the gate use: all, or human (an LLM "
+        "judge's grades left out; core/provenance.py)",
+    )
     significance: SignificanceConfig | None = None
     health: dict[str, HealthThreshold] = Field(
         default_factory=lambda: {"collapsed": HealthThreshold(max=0)},

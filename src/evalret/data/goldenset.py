@@ -13,6 +13,18 @@ Every reader collects all problems (file and line) into a GoldenSetScan: errors,
 relevant document, an empty document or query text, non-integer grades truncated), which
 `evalret validate` and `evalret run` both report and a run does not stop for.
 
+Provenance (core/provenance.py): a native query line may record ``sources`` (``{doc id: source}``
+for grades of its ``relevant``; a document without one: ``import``) and ``llm_relevant``
+(``{doc id: {"grade": g, "source": "llm:<model>@<hash>"}}``: an LLM judge's grade of a pair a
+person graded). A BEIR or TREC set records them in ``judgments.sources.jsonl`` beside the qrels
+(the BEIR directory, the TREC qrels file's directory): one object per line, ``query_id``,
+``doc_id``, ``source``, and ``grade`` on the lines that hold an LLM judge's grade of a pair a
+person graded. Every record names a judged pair, a known kind of source, once; a BEIR set's lines
+for queries of another split are skipped. The readers fill ``GoldenSet.sources`` and
+``llm_qrels`` (the LLM grades of every pair the judge graded, those whose golden grade is its own
+included) and ``llm_sources`` (the judge behind each of them). A set that records no provenance
+reads, and fingerprints, exactly as before.
+
 Qrels files (TREC and BEIR) are read as trec_eval reads them: blank lines and lines starting with
 ``#`` are skipped, negative grades are judged non-relevant, and a decimal grade (``1.7``, ``-0.5``)
 is truncated toward zero. Every reader refuses a grade beyond +-MAX_GRADE (file:line).
@@ -25,7 +37,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -34,8 +46,22 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evalret.core.metrics import MAX_GRADE
+from evalret.core.provenance import (
+    HUMAN_PREFIX,
+    IMPORT,
+    LLM_PREFIX,
+    has_llm_labels,
+    human_view,
+    is_llm,
+)
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_relevant
-from evalret.data.config import GoldenSetConfig, SlicesConfig, WithoutRelevant, configured_slices
+from evalret.data.config import (
+    GoldenSetConfig,
+    Labels,
+    SlicesConfig,
+    WithoutRelevant,
+    configured_slices,
+)
 from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import GoldenSetError, Problem
 
@@ -68,6 +94,8 @@ class GoldenSet:
     # without an entry: "import"), and every grade an LLM judge gave, human-graded pairs included
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
     llm_qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    # the source (llm:<model>@<hash>) of each grade in llm_qrels, where the files record it
+    llm_sources: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @cached_property
     def doc_index(self) -> dict[str, int]:
@@ -126,6 +154,23 @@ class GoldenSet:
             warnings=self.warnings,
             sources={q: self.sources[q] for q in query_ids if q in self.sources},
             llm_qrels={q: self.llm_qrels[q] for q in query_ids if q in self.llm_qrels},
+            llm_sources={q: self.llm_sources[q] for q in query_ids if q in self.llm_sources},
+        )
+
+    def with_labels(self, labels: Labels) -> GoldenSet:
+        """The set as a run under ``gate.labels`` sees it: itself for ``all``; for ``human``, its
+        judgments without an LLM judge's grades (core.provenance.human_view), queries left with
+        no judgment dropped (as a query that judges nothing is). ``llm_qrels`` stays whole."""
+        if labels == "all" or not has_llm_labels(self.sources, self.llm_qrels):
+            return self
+        qrels = human_view(self.qrels, self.sources)
+        kept = self.subset([q for q in self.query_ids if q in qrels])
+        return replace(
+            kept,
+            qrels={q: qrels[q] for q in kept.query_ids},
+            sources={
+                q: {d: s for d, s in m.items() if not is_llm(s)} for q, m in kept.sources.items()
+            },
         )
 
     def qrel_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -152,23 +197,33 @@ class GoldenSet:
             h.update(_canonical(["d", d, t]))
         return h.hexdigest()
 
+    def _provenance_record(self, query_id: str) -> dict[str, Any] | None:
+        """What a query's fingerprint adds for provenance: its recorded sources (``import``, the
+        default, left out) and its LLM grades with their judges; None when there is neither,
+        so a set without provenance keeps the fingerprint it always had."""
+        sources = sorted((d, s) for d, s in self.sources.get(query_id, {}).items() if s != IMPORT)
+        judge = self.llm_sources.get(query_id, {})
+        llm = sorted((d, g, judge.get(d)) for d, g in self.llm_qrels.get(query_id, {}).items())
+        return {"sources": sources, "llm": llm} if sources or llm else None
+
     @cached_property
     def query_fingerprints(self) -> dict[str, str]:
-        """Per query, a short sha256 of its text, judgments, tags and frequency."""
-        return {
-            q: hashlib.sha256(
-                _canonical(
-                    [
-                        q,
-                        t,
-                        sorted(self.qrels.get(q, {}).items()),
-                        list(self.tags.get(q, ())),
-                        self.frequency.get(q),
-                    ]
-                )
-            ).hexdigest()[:16]
-            for q, t in zip(self.query_ids, self.query_texts, strict=True)
-        }
+        """Per query, a short sha256 of its text, judgments, tags and frequency, and of the
+        judgments' provenance when it records any."""
+        out = {}
+        for q, t in zip(self.query_ids, self.query_texts, strict=True):
+            record: list[Any] = [
+                q,
+                t,
+                sorted(self.qrels.get(q, {}).items()),
+                list(self.tags.get(q, ())),
+                self.frequency.get(q),
+            ]
+            provenance = self._provenance_record(q)
+            if provenance is not None:
+                record.append(provenance)
+            out[q] = hashlib.sha256(_canonical(record)).hexdigest()[:16]
+        return out
 
     @cached_property
     def fingerprint(self) -> str:
@@ -227,6 +282,14 @@ class _NativeDoc(BaseModel):
     metadata: dict[str, Any] = {}
 
 
+class _LlmGrade(BaseModel):
+    """An LLM judge's grade of a pair a person graded (native ``llm_relevant``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    grade: StrictInt  # range checked with the line in add_llm_grade
+    source: str
+
+
 class _NativeQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
@@ -235,6 +298,21 @@ class _NativeQuery(BaseModel):
     tags: list[str] = []
     frequency: Int64 | None = Field(None, ge=0)
     metadata: dict[str, Any] = {}
+    sources: dict[str, str] = {}  # doc id -> source of its grade in relevant
+    llm_relevant: dict[str, _LlmGrade] = {}
+
+
+class _SourceLine(BaseModel):
+    """One line of ``judgments.sources.jsonl`` (BEIR and TREC sets)."""
+
+    model_config = ConfigDict(extra="forbid")
+    query_id: str = Field(min_length=1)
+    doc_id: str = Field(min_length=1)
+    source: str
+    grade: StrictInt | None = None  # an LLM judge's grade of a pair a person graded
+
+
+SOURCES_FILE = "judgments.sources.jsonl"
 
 
 class _BeirDoc(BaseModel):
@@ -341,6 +419,10 @@ class GoldenSetScan(_Reader):
         self.tags: dict[str, tuple[str, ...]] = {}
         self.frequency: dict[str, int] = {}
         self.evaluate: list[str] = []  # the queries a run evaluates, in order
+        # provenance, checked against the judgments once every file is read
+        self.sources: dict[str, dict[str, str]] = {}
+        self.llm_grades: dict[str, dict[str, tuple[int, str]]] = {}
+        self.provenance_where: list[tuple[str, str, Path, int, bool]] = []  # (.., is LLM grade)
 
     def check_id(self, kind: str, value: str, path: Path, line: int) -> None:
         """Refuse an id with whitespace or a control character: run files cannot hold it."""
@@ -418,6 +500,84 @@ class GoldenSetScan(_Reader):
         judged[doc_id] = grade
         self.qrel_where.append((query_id, doc_id, path, line))
 
+    def add_source(self, query_id: str, doc_id: str, source: str, path: Path, line: int) -> None:
+        """The source of one judgment's grade (checked against the judgments in ``finish``)."""
+        if not self._valid_source(source, path, line):
+            return
+        recorded = self.sources.setdefault(query_id, {})
+        if doc_id in recorded:
+            self.problem(
+                f"second source for query {query_id!r}, document {doc_id!r}",
+                path,
+                line,
+                code="duplicate-source",
+            )
+            return
+        recorded[doc_id] = source
+        self.provenance_where.append((query_id, doc_id, path, line, False))
+
+    def add_llm_grade(
+        self, query_id: str, doc_id: str, grade: int, source: str, path: Path, line: int
+    ) -> None:
+        """An LLM judge's grade of a pair a person graded (checked in ``finish``)."""
+        if not self._valid_source(source, path, line):
+            return
+        if not is_llm(source) or abs(grade) > MAX_GRADE:
+            self.problem(
+                f"LLM grade {grade} of ({query_id!r}, {doc_id!r}) from {source!r}: it must come "
+                f"from an llm:<model>@<prompt hash> source and lie in -{MAX_GRADE}..{MAX_GRADE}",
+                path,
+                line,
+                code="invalid-llm-grade",
+            )
+            return
+        recorded = self.llm_grades.setdefault(query_id, {})
+        if doc_id in recorded:
+            self.problem(
+                f"second LLM grade for query {query_id!r}, document {doc_id!r}",
+                path,
+                line,
+                code="duplicate-llm-grade",
+            )
+            return
+        recorded[doc_id] = (grade, source)
+        self.provenance_where.append((query_id, doc_id, path, line, True))
+
+    def _valid_source(self, source: str, path: Path, line: int) -> bool:
+        kind, _, rest = source.partition(":")
+        llm_ok = f"{kind}:" == LLM_PREFIX and "@" in rest.strip("@")
+        known = source == IMPORT or (f"{kind}:" == HUMAN_PREFIX and bool(rest)) or llm_ok
+        if known and not any(unicodedata.category(c) == "Cc" for c in source):
+            return True
+        self.problem(
+            f"source {source!r}: expected 'import', 'human:<annotator>' or "
+            "'llm:<model>@<prompt hash>'",
+            path,
+            line,
+            code="invalid-source",
+        )
+        return False
+
+    def _check_provenance(self) -> None:
+        """Every recorded source names a judged pair; an LLM grade beside a person's names a
+        pair whose golden grade is not itself an LLM's."""
+        for q, d, path, line, llm in self.provenance_where:
+            if d not in self.qrels.get(q, {}):
+                self.problem(
+                    f"{'LLM grade' if llm else 'source'} for ({q!r}, {d!r}), which has no judgment",
+                    path,
+                    line,
+                    code="unjudged-source",
+                )
+            elif llm and is_llm(self.sources.get(q, {}).get(d)):
+                self.problem(
+                    f"LLM grade for ({q!r}, {d!r}) beside a judgment that is itself an LLM's: "
+                    "llm grades are kept apart only for pairs a person graded",
+                    path,
+                    line,
+                    code="llm-grade-of-llm-judgment",
+                )
+
     def _check_references(self) -> None:
         for query_id, doc_id, path, line in self.qrel_where:
             if doc_id not in self.docs:
@@ -454,6 +614,7 @@ class GoldenSetScan(_Reader):
         """Run the checks that need every file read; returns self."""
         self.source, self.format, self.evaluate = source, fmt, evaluate
         self._check_references()
+        self._check_provenance()
         if not self.docs and not self.problems:
             self.problem("the corpus is empty", code="empty-corpus")
         if not evaluate and not self.problems:
@@ -477,7 +638,24 @@ class GoldenSetScan(_Reader):
             frequency={q: self.frequency[q] for q in evaluate if q in self.frequency},
             relevance_level=self.relevance_level,
             warnings=tuple(self.warnings),
+            **self._provenance(evaluate),
         )
+
+    def _provenance(self, evaluate: list[str]) -> dict[str, Any]:
+        """The GoldenSet's sources, llm_qrels and llm_sources of the evaluated queries: every
+        LLM grade, those beside a person's and those that are the golden grade."""
+        sources = {q: dict(self.sources[q]) for q in evaluate if self.sources.get(q)}
+        llm_qrels: dict[str, dict[str, int]] = {}
+        llm_sources: dict[str, dict[str, str]] = {}
+        for q in evaluate:
+            for d, src in sources.get(q, {}).items():
+                if is_llm(src):
+                    llm_qrels.setdefault(q, {})[d] = self.qrels[q][d]
+                    llm_sources.setdefault(q, {})[d] = src
+            for d, (grade, src) in self.llm_grades.get(q, {}).items():
+                llm_qrels.setdefault(q, {})[d] = grade
+                llm_sources.setdefault(q, {})[d] = src
+        return {"sources": sources, "llm_qrels": llm_qrels, "llm_sources": llm_sources}
 
 
 # --- the three formats ------------------------------------------------------------------------
@@ -509,6 +687,10 @@ def scan_native(directory: Path, relevance_level: int = DEFAULT_RELEVANCE_LEVEL)
             b.tags[q.id] = tuple(dict.fromkeys(q.tags))
         if q.frequency is not None:
             b.frequency[q.id] = q.frequency
+        for doc_id, source in q.sources.items():
+            b.add_source(q.id, doc_id, source, queries, n)
+        for doc_id, llm in q.llm_relevant.items():
+            b.add_llm_grade(q.id, doc_id, llm.grade, llm.source, queries, n)
     return b.finish(str(directory), "native", order)
 
 
@@ -581,7 +763,22 @@ def scan_beir(
     for n, q in b.jsonl(queries, _BeirQuery):
         b.add_query(q.id, q.text, queries, n)
     judged = _read_qrels_rows(b, qrels, columns=3, header=True)
+    read_sources_file(b, directory / SOURCES_FILE, other_splits=True)
     return b.finish(str(directory), "beir", [q for q in judged if q in b.queries])
+
+
+def read_sources_file(b: GoldenSetScan, path: Path, other_splits: bool = False) -> None:
+    """``judgments.sources.jsonl`` into the scan, when there is one. ``other_splits`` (BEIR):
+    a line for a query judged in none of the qrels read is another split's, and skipped."""
+    if not path.is_file():
+        return
+    for n, rec in b.jsonl(path, _SourceLine):
+        if other_splits and rec.query_id not in b.qrels and rec.query_id in b.queries:
+            continue
+        if rec.grade is None:
+            b.add_source(rec.query_id, rec.doc_id, rec.source, path, n)
+        else:
+            b.add_llm_grade(rec.query_id, rec.doc_id, rec.grade, rec.source, path, n)
 
 
 def _tsv_pairs(b: GoldenSetScan, path: Path, id_name: str) -> Iterator[tuple[int, str, str]]:
@@ -633,6 +830,7 @@ def _scan_qrels_only(qrels: Path, relevance_level: int) -> GoldenSetScan:
         if doc_id not in b.docs:
             b.check_id("document", doc_id, path, line)
             b.docs[doc_id], b.doc_where[doc_id] = "", (path, line)
+    read_sources_file(b, qrels.parent / SOURCES_FILE)
     return b.finish(str(qrels), "trec", judged)
 
 
@@ -664,6 +862,7 @@ def scan_trec(
     _read_trec_corpus(b, corpus)
     _read_trec_queries(b, queries)
     judged = _read_qrels_rows(b, qrels, columns=4, header=False)
+    read_sources_file(b, qrels.parent / SOURCES_FILE)
     return b.finish(str(qrels), "trec", [q for q in judged if q in b.queries])
 
 

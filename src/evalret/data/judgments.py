@@ -6,6 +6,13 @@ An annotation line is a pool line (``query_id``, ``doc_id``, ``query``, ``docume
 ``gold_grade``. When the same (annotator, query_id, doc_id) appears more than once, in one file or
 across files (in the order given), the LAST line wins: regrading appends, nothing is rewritten.
 
+A line written by an LLM judge (``evalret judge``) has an ``annotator`` starting with ``llm:``,
+``prompt_hash`` (12 lowercase hex characters: which prompt asked) and optionally ``votes`` (every
+vote's grade, each on the scale). Both are read strictly when present: an ``llm:`` annotator
+without a prompt hash, or a prompt hash on any other annotator's line, is refused (a model's
+grades must never pass for a person's). ``Annotation.source`` is the judgment's provenance
+(core/provenance.py): ``llm:<model>@<prompt hash>`` or ``human:<annotator>``.
+
 A malformed line is an InputError naming file:line. A last line that is not valid JSON and has no
 newline at its end is a torn write (a killed writer): it is ignored, with a warning.
 
@@ -26,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalret.core.provenance import LLM_PREFIX, human_source, llm_source
 from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
 
@@ -44,6 +52,7 @@ _DEFINITIONS: dict[tuple[int, int], tuple[str, ...]] = {
 }
 SCALES = tuple(f"{lo}-{hi}" for lo, hi in _DEFINITIONS)
 _LEADING_INT = re.compile(r"^\s*([+-]?\d+)")
+_PROMPT_HASH = re.compile(r"[0-9a-f]{12}")
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,16 @@ class Annotation:
     query: str
     document: str | None
     where: str  # file:line (or file:task index for Label Studio)
+    prompt_hash: str | None = None  # an LLM judge's prompt (its lines only)
+    votes: tuple[int, ...] | None = None  # an LLM judge's votes, when it recorded them
+
+    @property
+    def source(self) -> str:
+        """Where this grade comes from: ``llm:<model>@<prompt hash>`` for a judge's line,
+        ``human:<annotator>`` for every other."""
+        if self.prompt_hash is not None:
+            return llm_source(self.annotator.removeprefix(LLM_PREFIX), self.prompt_hash)
+        return human_source(self.annotator)
 
 
 @dataclass
@@ -181,12 +200,44 @@ def _text_field(obj: dict[str, Any], name: str) -> str:
     return value
 
 
+def _judge_fields(
+    obj: dict[str, Any], annotator: str, scale: Scale
+) -> tuple[str | None, tuple[int, ...] | None]:
+    """An LLM judge's ``prompt_hash`` and ``votes``, checked: both only on an ``llm:`` annotator's
+    line, which must carry its prompt hash."""
+    prompt_hash, votes = obj.get("prompt_hash"), obj.get("votes")
+    if not annotator.startswith(LLM_PREFIX):
+        for name, value in (("prompt_hash", prompt_hash), ("votes", votes)):
+            if value is not None:
+                raise ValueError(
+                    f"{name} on the line of annotator {annotator!r}: only an LLM judge's lines "
+                    f"(annotator 'llm:<model>') carry one"
+                )
+        return None, None
+    if len(annotator) == len(LLM_PREFIX):
+        raise ValueError("annotator 'llm:' names no model")
+    if not isinstance(prompt_hash, str) or not _PROMPT_HASH.fullmatch(prompt_hash):
+        raise ValueError(
+            f"annotator {annotator!r} is an LLM judge: its line must carry prompt_hash (12 "
+            f"lowercase hex characters, as evalret judge writes it), not {prompt_hash!r}"
+        )
+    if votes is None:
+        return prompt_hash, None
+    if not isinstance(votes, list) or not votes:
+        raise ValueError(f"votes must be a non-empty list of grades, not {votes!r}")
+    return prompt_hash, tuple(
+        int(_int_field({"votes": v}, "votes", scale, required=True) or 0) for v in votes
+    )
+
+
 def _annotation(obj: Any, scale: Scale, where: str) -> Annotation:
     if not isinstance(obj, dict):
         raise ValueError("each line must be a JSON object")
     query, document = obj.get("query"), obj.get("document")
+    annotator = _text_field(obj, "annotator")
+    prompt_hash, votes = _judge_fields(obj, annotator, scale)
     return Annotation(
-        annotator=_text_field(obj, "annotator"),
+        annotator=annotator,
         query_id=_text_field(obj, "query_id"),
         doc_id=_text_field(obj, "doc_id"),
         grade=int(_int_field(obj, "grade", scale, required=True) or 0),
@@ -194,6 +245,8 @@ def _annotation(obj: Any, scale: Scale, where: str) -> Annotation:
         query=query if isinstance(query, str) else "",
         document=document if isinstance(document, str) else None,
         where=where,
+        prompt_hash=prompt_hash,
+        votes=votes,
     )
 
 

@@ -7,7 +7,7 @@ the top-level ``query_ids``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -377,6 +377,25 @@ class GateSection(_Model):
         return [c for c in self.checks if not c.passed]
 
 
+class LabelView(_Model):
+    """One set of labels' headline: per index, every metric's mean on the ``all`` slice."""
+
+    n_queries: int  # the run's queries this labelling scores
+    indexes: dict[str, dict[str, MetricValue]]
+
+
+class LabelsSection(_Model):
+    """A run whose golden set holds an LLM judge's grades (core/provenance.py): the headline on
+    human labels alone beside all labels. Every other metric of the report is on ``gate``'s."""
+
+    gate: Literal["all", "human"]  # the labels the report's metrics and the gate use
+    n_judgments: int  # the golden set's judgments, all labels
+    n_llm_judgments: int  # of them, an LLM judge's grade
+    n_llm_beside_human: int  # an LLM judge's grades of pairs a person graded (kept apart)
+    human: LabelView
+    all: LabelView
+
+
 class RunReport(_Model):
     schema_version: int = SCHEMA_VERSION
     evalret_version: str
@@ -405,6 +424,9 @@ class RunReport(_Model):
     # the config settings given on the command line (--set, --model, --dimension), by dotted
     # path, as given (the config above holds their effect); absent when there were none
     overrides: dict[str, Any] | None = None
+    # the headline on human labels beside all labels, when an LLM judge graded part of the golden
+    # set; absent otherwise (and in reports of older versions)
+    labels: LabelsSection | None = None
 
     @model_serializer(mode="wrap")
     def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -419,6 +441,8 @@ class RunReport(_Model):
             data.pop("run_id", None)
         if self.overrides is None:
             data.pop("overrides", None)
+        if self.labels is None:
+            data.pop("labels", None)
         return data
 
     def ann_sections(self) -> list[AnnSection]:

@@ -29,6 +29,7 @@ from evalret.core.metrics import (
     judged_at,
     parse_metrics,
 )
+from evalret.core.provenance import has_llm_labels, human_view, is_llm
 from evalret.core.ranking import (
     PRIMARY_INDEX,
     TIE_RULE,
@@ -41,8 +42,8 @@ from evalret.core.relevance import is_relevant
 from evalret.core.slices import Slice, reliability
 from evalret.core.stats import bootstrap_ci, seed_for
 from evalret.data.baseline import check_compatible
-from evalret.data.config import Config
-from evalret.data.goldenset import GoldenSet, load_golden_set
+from evalret.data.config import Config, Labels
+from evalret.data.goldenset import GoldenSet, load_golden_set, scored_query_ids
 from evalret.data.schema import (
     TOP_KEPT,
     AnnSection,
@@ -51,6 +52,8 @@ from evalret.data.schema import (
     GoldenSetInfo,
     IndexResult,
     IntrinsicSection,
+    LabelsSection,
+    LabelView,
     LexicalSection,
     LexicalSlice,
     MetricCurves,
@@ -119,6 +122,8 @@ def metric_definitions(config: Config) -> dict[str, Any]:
         "tie_rule": TIE_RULE,
         "queries_without_relevant": WITHOUT_RELEVANT[config.queries_without_relevant],
         **depth,
+        # only when not the default: a run on all labels keeps the digest it always had
+        **({"labels": config.gate.labels} if config.gate.labels != "all" else {}),
     }
 
 
@@ -277,6 +282,7 @@ class _Loaded:
 
     selection: Selection
     definitions: dict[str, Any]
+    read: GoldenSet  # the golden set as read (its fingerprint); ``full`` is it under gate.labels
 
     @property
     def full(self) -> GoldenSet:
@@ -337,7 +343,8 @@ def _load(
     definitions = metric_definitions(config)
     with timer("load_golden_set"):
         full = load_golden_set(config.golden_set, config.relevance_level)
-    loaded = _Loaded(select(config, full, timer), definitions)
+    labelled = full.with_labels(config.gate.labels)
+    loaded = _Loaded(select(config, labelled, timer), definitions, full)
     check_gate_slices(config, loaded.slices)
     if baseline is not None:
         source = baseline_source or "baseline"
@@ -484,14 +491,92 @@ def _score(
     return _Scored(indexes=indexes, ann=ann, lexical=lexical)
 
 
-def _golden_set_info(full: GoldenSet, golden: GoldenSet) -> GoldenSetInfo:
-    """The report's golden_set section: where it came from, its fingerprints and sizes."""
+def _labels_section(
+    config: Config, loaded: _Loaded, rankings: dict[str, SearchResult], scored: _Scored
+) -> LabelsSection | None:
+    """The headline on human labels alone beside all labels, when an LLM judge graded part of
+    the golden set: the run's metrics are on gate.labels' labels; the other labelling is scored
+    here by the same metric code, on the run's queries it scores (under
+    queries_without_relevant)."""
+    read, golden = loaded.read, loaded.golden
+    if not has_llm_labels(read.sources, read.llm_qrels):
+        return None
+    gate = config.gate.labels
+    other: Labels = "human" if gate == "all" else "all"
+    other_qrels = read.qrels if other == "all" else human_view(read.qrels, read.sources)
+    judged = [q for q in golden.query_ids if other_qrels.get(q)]
+    keep = set(
+        scored_query_ids(
+            judged, other_qrels, config.relevance_level, config.queries_without_relevant
+        )
+    )
+    mask = np.array([q in keep for q in golden.query_ids], dtype=bool)
+    arrays = replace(
+        golden, qrels={q: dict(other_qrels.get(q, {})) for q in golden.query_ids}
+    ).qrel_arrays()
+    metrics, b = parse_metrics(config.metrics), config.bootstrap
+    indexes: dict[str, dict[str, MetricValue]] = {}
+    for name, ranking in rankings.items():
+        judgments = build_judgments(
+            judgeable_ids(ranking.ids, len(golden.doc_ids)),
+            *arrays,
+            n_docs=len(golden.doc_ids),
+            relevance_level=config.relevance_level,
+        )
+        values = compute(metrics, judgments, config.ndcg_gain)
+        indexes[name] = _headline(values, mask, b.samples, b.confidence, seed_for(b.seed, other))
+    views = {
+        gate: LabelView(
+            n_queries=len(golden.query_ids),
+            indexes={
+                n: dict(next(iter(r.slices.values())).metrics) for n, r in scored.indexes.items()
+            },
+        ),
+        other: LabelView(n_queries=int(mask.sum()), indexes=indexes),
+    }
+    return LabelsSection(
+        gate=gate,
+        n_judgments=sum(len(m) for m in read.qrels.values()),
+        n_llm_judgments=sum(is_llm(s) for m in read.sources.values() for s in m.values()),
+        n_llm_beside_human=sum(
+            not is_llm(read.sources.get(q, {}).get(d)) for q, m in read.llm_qrels.items() for d in m
+        ),
+        **views,
+    )
+
+
+def _headline(
+    values: dict[str, np.ndarray],
+    mask: np.ndarray,
+    samples: int,
+    confidence: float,
+    seed: np.random.SeedSequence,
+) -> dict[str, MetricValue]:
+    """Each metric's mean over the ``mask``ed queries, with its bootstrap interval."""
+    names = list(values)
+    matrix = np.column_stack([values[m][mask] for m in names]) if names else np.zeros((0, 0))
+    low, high = bootstrap_ci(matrix, samples, confidence, seed)
+    means = matrix.mean(axis=0) if len(matrix) else np.full(len(names), np.nan)
+    return {
+        m: MetricValue(
+            **{
+                k: (None if np.isnan(v) else float(v))
+                for k, v in (("value", means[i]), ("ci_low", low[i]), ("ci_high", high[i]))
+            }
+        )
+        for i, m in enumerate(names)
+    }
+
+
+def _golden_set_info(read: GoldenSet, full: GoldenSet, golden: GoldenSet) -> GoldenSetInfo:
+    """The report's golden_set section: where it came from, its fingerprints (of the set as
+    read) and sizes (under gate.labels: ``full``)."""
     return GoldenSetInfo(
         source=full.source,
         format=full.format,
-        fingerprint=full.fingerprint,
-        corpus_fingerprint=full.corpus_fingerprint,
-        query_fingerprints=full.query_fingerprints,
+        fingerprint=read.fingerprint,
+        corpus_fingerprint=read.corpus_fingerprint,
+        query_fingerprints=read.query_fingerprints,
         n_documents=len(full.doc_ids),
         n_queries_judged=len(full.query_ids),
         n_queries_evaluated=len(golden.query_ids),
@@ -547,7 +632,7 @@ def _assemble(
 ) -> RunReport:
     """The run's report (its gate still to come)."""
     parts = {
-        "golden_set": loaded.full.fingerprint,
+        "golden_set": loaded.read.fingerprint,
         "model": e.opened.embedder.identity() if e.opened else {"source": NOT_EMBEDDED},
         "indexes": retrieved.params,
         "metrics": loaded.definitions,
@@ -560,7 +645,7 @@ def _assemble(
         fingerprint=Fingerprint(
             **parts, evalret_version=__version__, digest=json_digest({**parts, "v": __version__})
         ),
-        golden_set=_golden_set_info(loaded.full, loaded.golden),
+        golden_set=_golden_set_info(loaded.read, loaded.full, loaded.golden),
         embedding=_embedding_info(config, e, retrieved),
         bootstrap={**config.bootstrap.model_dump(), "method": "percentile, resampling queries"},
         query_ids=loaded.golden.query_ids,
@@ -604,6 +689,9 @@ def run_evaluation(
     )
     scored = _score(config, loaded, retrieved, metrics, timer)
     report = _assemble(config, loaded, embedded, intrinsic, retrieved, scored)
+    labels = _labels_section(config, loaded, retrieved.rankings, scored)
+    if labels is not None:
+        report = report.model_copy(update={"labels": labels})
     with timer("gate"):
         gate = run_gate(config, report, loaded.slices, baseline, baseline_source, missing_baseline)
     report = report.model_copy(update={"gate": gate, "timings": timer.timings})

@@ -94,7 +94,7 @@ def texts_to_embed(config: Config) -> dict[Kind, list[str]]:
     """The document and query texts `evalret run` on ``config`` embeds (its sample applied):
     the golden set read, its retrievers set up, nothing embedded."""
     full = load_golden_set(config.golden_set, config.relevance_level)
-    return select(config, full).texts(make_retrievers(config))
+    return select(config, full.with_labels(config.gate.labels)).texts(make_retrievers(config))
 
 
 def held(cached: CachedEmbedder | None, texts: Sequence[str], kind: Kind) -> np.ndarray:

@@ -167,3 +167,35 @@ def sample_summary(report: RunReport) -> str | None:
         f"sample of {s.n_queries} of {s.n_queries_total} queries (seed {s.seed}, stratified over "
         f"the slices, at least {s.min_per_slice} per slice), {corpus}"
     )
+
+
+def labels_note(report: RunReport) -> str | None:
+    """One sentence on an LLM judge's labels in the golden set and which labels the gate uses;
+    None when the judge graded nothing (the report has no ``labels``)."""
+    lab = report.labels
+    if lab is None:
+        return None
+    used = "all labels" if lab.gate == "all" else "human labels only (gate.labels: human)"
+    return (
+        f"LLM-judged labels: {lab.n_llm_judgments} of {lab.n_judgments} judgments are an LLM "
+        f"judge's, {lab.n_llm_beside_human} more of its grades sit beside a person's; metrics "
+        f"and gate use {used}"
+    )
+
+
+def labels_rows(report: RunReport, metrics: list[str]) -> list[tuple[str, str, int, list[str]]]:
+    """(index, labels, queries, values) per index: the headline ``metrics`` on human labels
+    alone, then on all labels (three decimals, ``-`` where undefined)."""
+    lab = report.labels
+    if lab is None:
+        return []
+    rows = []
+    for index in report.indexes:
+        for name, view in (("human only", lab.human), ("all", lab.all)):
+            values = view.indexes.get(index, {})
+            cells = [
+                "-" if (v := values.get(m)) is None or v.value is None else f"{v.value:.3f}"
+                for m in metrics
+            ]
+            rows.append((index, name, view.n_queries, cells))
+    return rows

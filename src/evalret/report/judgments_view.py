@@ -74,6 +74,12 @@ def render_merge(o: MergeOutcome) -> str:
         f"judged kept; {o.gold_items} gold items not merged; {o.unknown} not in the golden set",
         _fingerprint_line(o),
     ]
+    if o.llm_graded or o.llm_beside_human:
+        lines.append(
+            f"LLM judge: {o.llm_graded} of the merged grades are its own (source llm:...); "
+            f"{o.llm_beside_human} of its grades kept beside a person's (the person's grade is "
+            "the golden one)"
+        )
     if o.dropped_annotators:
         lines.append(f"dropped (gold accuracy): {markup_safe(', '.join(o.dropped_annotators))}")
     if o.annotators_without_gold:

@@ -13,6 +13,8 @@ from evalret.report.common import (
     api_notes,
     cache_notes,
     intrinsic_rows,
+    labels_note,
+    labels_rows,
     sample_summary,
     shown_judged,
     warning_lines,
@@ -21,6 +23,8 @@ from evalret.report.common import (
 from evalret.report.escape import markdown, markdown_code
 from evalret.report.numbers import TYPOGRAPHIC, number
 from evalret.report.views import backend_line, check_rows, engine_line, gate_summary
+
+HEADLINE_LABEL_METRICS = 5  # metrics shown on human and on all labels (as the terminal)
 
 
 def _num(v: float | None, signed: bool = False) -> str:
@@ -115,6 +119,28 @@ def _metrics_lines(report: RunReport) -> list[str]:
             cells = [_num(s.metrics[m].value) for m in metrics]
             cells += [_num(s.judged.get(judged))] if judged else []
             lines.append(f"| {markdown(name)} | {s.n_queries} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _labels_lines(report: RunReport) -> list[str]:
+    """The headline metrics on human labels alone beside all labels (an LLM judge graded part
+    of the golden set); nothing otherwise."""
+    note = labels_note(report)
+    if note is None:
+        return []
+    first = next(iter(report.indexes.values()))
+    metrics = list(next(iter(first.slices.values())).metrics)[:HEADLINE_LABEL_METRICS]
+    lines = [
+        "",
+        "### Human labels beside all labels",
+        "",
+        f"{markdown(note)}.",
+        "",
+        "| index | labels | n | " + " | ".join(markdown(m) for m in metrics) + " |",
+        "|" + " --- |" * (len(metrics) + 3),
+    ]
+    for index, name, n, cells in labels_rows(report, metrics):
+        lines.append(f"| {markdown(index)} | {name} | {n} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -215,6 +241,7 @@ def render_markdown(report: RunReport) -> str:
     if g.warnings:
         lines += ["", f"Golden-set warnings ({len(g.warnings)}):", ""]
         lines += [f"- {markdown(line)}" for line in warning_lines(g)]
+    lines += _labels_lines(report)
     lines += _metrics_lines(report)
     lines += _lexical_lines(report)
     lines += _beyond_lines(report)

@@ -17,6 +17,8 @@ from evalret.report.common import (
     api_notes,
     cache_notes,
     intrinsic_rows,
+    labels_note,
+    labels_rows,
     shown_judged,
     warning_lines,
     without_relevant_note,
@@ -164,6 +166,22 @@ def intrinsic_table(report: RunReport) -> Table | None:
     return table
 
 
+def labels_parts(report: RunReport, metrics: list[str]) -> list[RenderableType]:
+    """``metrics`` on human labels alone beside all labels, when an LLM judge graded part of
+    the golden set; nothing otherwise."""
+    note = labels_note(report)
+    if note is None:
+        return []
+    table = Table(title="human labels beside all labels: mean", title_justify="left")
+    for column in ("index", "labels", "n"):
+        table.add_column(column, style="bold" if column == "index" else "", no_wrap=True)
+    for m in metrics:
+        table.add_column(terminal(m), justify="right", no_wrap=True)
+    for index, name, n, cells in labels_rows(report, metrics):
+        table.add_row(Text(terminal(index)), name, str(n), *cells)
+    return [Text(""), Text(terminal(note), style="yellow"), table]
+
+
 def _failed_table(gate: GateSection) -> Table:
     """The failed checks with their numbers."""
     table = Table(title="failed checks", title_justify="left", title_style="bold red")
@@ -293,6 +311,8 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
         parts += [Text(""), index_table(report, index)]
     if any(s.reliability == "unreliable" for s in report.slices.values()):
         parts.append(Text(f"! {UNRELIABLE_NOTE}", style="yellow"))
+    first = next(iter(report.indexes.values()))
+    parts += labels_parts(report, list(next(iter(first.slices.values())).metrics))
     for extra in (*map(ann_table, report.ann_sections()), lexical_table(report)):
         if extra is not None:
             parts += [Text(""), extra]

@@ -26,6 +26,7 @@ from evalret.report.terminal import (
     caveat_lines,
     changed_lines,
     context_parts,
+    labels_parts,
     metric_cell,
     render_run,
     verdict_text,
@@ -206,6 +207,7 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
         parts.append(Text("no gate configured (no floors, no baseline)", style="bold"))
     parts += context_parts(report)
     parts += [Text(""), headline_table(report)]
+    parts += labels_parts(report, headline_metrics(report, next(iter(report.indexes))))
     unreliable = _unreliable_line(report)
     if unreliable is not None:
         parts.append(unreliable)
