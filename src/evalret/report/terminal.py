@@ -16,6 +16,8 @@ from evalret.report.common import (
     alignment_notes,
     api_notes,
     cache_notes,
+    interval_lines,
+    interval_mark,
     intrinsic_rows,
     shown_judged,
     warning_lines,
@@ -35,7 +37,8 @@ def metric_cell(v: MetricValue) -> Text:
     text = Text(number(v.value, digits=3, medium=PLAIN))
     if v.ci_low is not None and v.ci_high is not None:
         low, high = (number(x, digits=3, medium=PLAIN) for x in (v.ci_low, v.ci_high))
-        text.append(f"\n{low}–{high}", style="dim")
+        mark = interval_mark(v)
+        text.append(f"\n{low}–{high}{' ' + mark if mark else ''}", style="dim")
     return text
 
 
@@ -291,6 +294,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     parts = context_parts(report)
     for index in report.indexes:
         parts += [Text(""), index_table(report, index)]
+        parts += [Text(terminal(line), style="dim") for line in interval_lines(report, index)]
     if any(s.reliability == "unreliable" for s in report.slices.values()):
         parts.append(Text(f"! {UNRELIABLE_NOTE}", style="yellow"))
     for extra in (*map(ann_table, report.ann_sections()), lexical_table(report)):
