@@ -123,7 +123,8 @@ def test_every_report_names_the_interval_method(
     assert value["interval"] == "ppi" and value["n_labelled"] == 10
     wanted = "slice all: prediction-powered (PPI) interval (10 labelled, 14 with LLM labels"
     assert markdown(wanted) in (tmp_path / "out" / "report.md").read_text()
-    assert html_text(wanted) in (tmp_path / "out" / "report.html").read_text()
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert html_text(wanted) in page and "95% CI PPI [" in page  # the table and the bars' titles
     console = Console(file=io.StringIO(), width=240)
     console.print(brief_run(ev.report, written))
     shown = console.file.getvalue()  # type: ignore[attr-defined]

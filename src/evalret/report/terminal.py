@@ -50,8 +50,11 @@ def index_table(report: RunReport, index: str) -> Table:
     result = report.indexes[index]
     metrics = list(next(iter(result.slices.values())).metrics)
     conf = report.bootstrap.confidence
+    marked = any(v.interval == "ppi" for s in result.slices.values() for v in s.metrics.values())
+    method = "CI below (PPI where marked, else bootstrap)" if marked else ""
     table = Table(
-        title=f"{index} ({result.params.get('type', index)}): mean, {conf:.0%} bootstrap CI below",
+        title=f"{index} ({result.params.get('type', index)}): mean, "
+        f"{conf:.0%} {method or 'bootstrap CI below'}",
         title_justify="left",
     )
     table.add_column("slice", style="bold", no_wrap=True)
