@@ -23,6 +23,7 @@ from evalret.core.provenance import human_source, llm_source, prediction_view
 from evalret.data.config import Config, GoldenSetConfig, IndexesConfig
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.pipeline.evaluate import Evaluation, run_evaluation
+from evalret.pipeline.intervals import query_groups
 from evalret.pipeline.outputs import write_outputs
 from evalret.report.escape import html_text, markdown
 from evalret.report.terminal_brief import brief_run
@@ -154,3 +155,34 @@ def test_without_llm_labels_the_report_is_unchanged(
         for s in index["slices"].values():
             assert all(set(v) == {"value", "ci_low", "ci_high"} for v in s["metrics"].values())
     assert "Intervals:" not in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_each_query_falls_in_one_label_group() -> None:
+    """exact: no LLM label; labelled: every judged pair also graded by a person (an imported
+    grade counts as a person's); predicted: an LLM label nobody checked, in qrels or only in
+    llm_qrels."""
+    golden = GoldenSet(
+        source="mem",
+        format="native",
+        doc_ids=["a", "b"],
+        doc_texts=["a", "b"],
+        query_ids=["none", "checked", "imported", "llm_in_qrels", "partly"],
+        query_texts=["q"] * 5,
+        qrels={
+            "none": {"a": 1},
+            "checked": {"a": 0},
+            "imported": {"a": 2},
+            "llm_in_qrels": {"a": 1},
+            "partly": {"a": 1},
+        },
+        sources={
+            "checked": {"a": human_source("ann")},
+            "llm_in_qrels": {"a": JUDGE},
+            "partly": {"a": human_source("ann")},
+        },
+        llm_qrels={"checked": {"a": 1}, "imported": {"a": 3}, "partly": {"a": 1, "b": 2}},
+    )
+    exact, labelled, predicted = query_groups(golden)
+    assert exact.tolist() == [True, False, False, False, False]
+    assert labelled.tolist() == [False, True, True, False, False]
+    assert predicted.tolist() == [False, False, False, True, True]
