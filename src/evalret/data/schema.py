@@ -58,10 +58,20 @@ class Change(_Model):
         return data
 
 
-class MetricValue(_Model):
+IntervalMethod = Literal["bootstrap", "ppi"]
+
+
+class MetricValue(_Sparse):
     value: float | None  # None for an empty slice
     ci_low: float | None
     ci_high: float | None
+    # only when the golden set holds LLM labels (pipeline/intervals.py): how the interval was
+    # computed, the slice's queries whose LLM labels a person checked (labelled) and those with
+    # an LLM label nobody checked (predicted), and the prediction-powered estimate of the mean
+    interval: IntervalMethod | None = None
+    n_labelled: int | None = None
+    n_predicted: int | None = None
+    estimate: float | None = None
 
 
 class SliceResult(_Model):

@@ -40,7 +40,6 @@ from evalret.core.ranking import (
 )
 from evalret.core.relevance import is_relevant
 from evalret.core.slices import Slice, reliability
-from evalret.core.stats import bootstrap_ci, seed_for
 from evalret.data.baseline import check_compatible
 from evalret.data.config import Config, Labels
 from evalret.data.goldenset import GoldenSet, load_golden_set, scored_query_ids
@@ -70,6 +69,7 @@ from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, ma
 from evalret.engines.st_embedder import Embedder
 from evalret.pipeline.beyond import add_beyond
 from evalret.pipeline.gate import check_gate_slices, run_gate
+from evalret.pipeline.intervals import LabelScores, label_scores, slice_interval
 from evalret.pipeline.plan import Selection, needs_vectors, select
 from evalret.pipeline.sample import Sampled, check_sample_baseline
 from evalret.version import __version__
@@ -143,15 +143,16 @@ def _summarize(
     judged: dict[str, np.ndarray],
     slices: list[Slice],
     config: Config,
+    labels: LabelScores | None = None,
 ) -> dict[str, SliceResult]:
-    """Mean and bootstrap interval of every metric in every slice; mean judged@k."""
+    """Mean and interval of every metric in every slice (the bootstrap, or with LLM labels the
+    prediction-powered one: pipeline/intervals.py); mean judged@k."""
     names = list(per_query)
     matrix = np.column_stack([per_query[m] for m in names]) if names else np.zeros((0, 0))
     out = {}
     for s in slices:
         values = matrix[s.mask]
-        b = config.bootstrap
-        low, high = bootstrap_ci(values, b.samples, b.confidence, seed_for(b.seed, s.name))
+        ci = slice_interval(names, values, s.mask, s.name, labels, config)
         means = values.mean(axis=0) if len(values) else np.full(len(names), np.nan)
         out[s.name] = SliceResult(
             n_queries=s.n_queries,
@@ -161,8 +162,13 @@ def _summarize(
                 m: MetricValue(
                     **{
                         k: (None if np.isnan(v) else float(v))
-                        for k, v in (("value", means[i]), ("ci_low", low[i]), ("ci_high", high[i]))
-                    }
+                        for k, v in (
+                            ("value", means[i]),
+                            ("ci_low", ci.low[i]),
+                            ("ci_high", ci.high[i]),
+                        )
+                    },
+                    **ci.notes[i],
                 )
                 for i, m in enumerate(names)
             },
@@ -466,12 +472,13 @@ def _score(
                 relevance_level=config.relevance_level,
             )
             per_query[name] = compute(metrics, judgments, config.ndcg_gain)
+            labels = label_scores(golden, ranking.ids, metrics, config)
             ks, curve_values = metric_curves(judgments, masks, retrieved.depth, config.ndcg_gain)
             indexes[name] = IndexResult(
                 kind=name,
                 params=retrieved.params[name],
                 slices=_summarize(
-                    per_query[name], judged_at(judgments, cutoffs(metrics)), slices, config
+                    per_query[name], judged_at(judgments, cutoffs(metrics)), slices, config, labels
                 ),
                 per_query={m: v.tolist() for m, v in per_query[name].items()},
                 top_ids=[

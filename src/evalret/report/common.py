@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from evalret.core.ppi import MIN_LABELLED
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
-from evalret.data.schema import EmbeddingInfo, GoldenSetInfo, RunReport, SliceResult
+from evalret.data.schema import EmbeddingInfo, GoldenSetInfo, MetricValue, RunReport, SliceResult
+from evalret.report.numbers import PLAIN, number
 
 WARNINGS_SHOWN = 10  # reader warnings listed in the terminal and Markdown; all are in report.json
 
@@ -30,6 +32,45 @@ def shown_judged(slices: Mapping[str, SliceResult]) -> str | None:
     if not keys:
         return None
     return "judged@10" if "judged@10" in keys else min(keys, key=lambda k: int(k.split("@")[1]))
+
+
+def interval_mark(v: MetricValue) -> str:
+    """A short mark beside an interval that is not today's bootstrap on human labels: ``PPI``
+    for a prediction-powered one, ``uncal.`` for a bootstrap over LLM labels no person checked;
+    empty otherwise."""
+    if v.interval == "ppi":
+        return "PPI"
+    return "uncal." if v.interval == "bootstrap" and v.n_predicted else ""
+
+
+def interval_lines(report: RunReport, index: str, only: str | None = None) -> list[str]:
+    """How each slice's intervals (or the slice ``only``'s) were computed, when the golden set
+    holds LLM labels (none otherwise); plain text, the renderers escape it. The method is per
+    slice: every metric of a slice shares its labelled queries."""
+    lines = []
+    for name, s in report.indexes[index].slices.items():
+        if only is not None and name != only:
+            continue
+        v = next(iter(s.metrics.values()), None)
+        if v is None or v.interval is None:
+            continue
+        counts = f"{v.n_labelled} labelled, {v.n_predicted} with LLM labels nobody checked"
+        if v.interval == "ppi":
+            estimates = ", ".join(
+                f"{m} {number(mv.estimate, medium=PLAIN)}" for m, mv in s.metrics.items()
+            )
+            lines.append(
+                f"slice {name}: prediction-powered (PPI) interval ({counts}), around the "
+                f"estimate corrected by the labelled queries: {estimates}"
+            )
+        elif v.n_predicted:
+            lines.append(
+                f"slice {name}: bootstrap interval, LLM labels uncalibrated ({counts}; PPI needs "
+                f"{MIN_LABELLED} queries whose LLM labels a person also graded)"
+            )
+        else:
+            lines.append(f"slice {name}: bootstrap interval (every LLM label checked: {counts})")
+    return lines
 
 
 def intrinsic_rows(report: RunReport) -> list[tuple[str, str, str, str]]:

@@ -12,6 +12,7 @@ from evalret.report.common import (
     alignment_notes,
     api_notes,
     cache_notes,
+    interval_lines,
     intrinsic_rows,
     labels_note,
     labels_rows,
@@ -119,6 +120,9 @@ def _metrics_lines(report: RunReport) -> list[str]:
             cells = [_num(s.metrics[m].value) for m in metrics]
             cells += [_num(s.judged.get(judged))] if judged else []
             lines.append(f"| {markdown(name)} | {s.n_queries} | " + " | ".join(cells) + " |")
+        notes = interval_lines(report, index)
+        if notes:
+            lines += ["", "Intervals:", "", *(f"- {markdown(n)}" for n in notes)]
     return lines
 
 

@@ -16,6 +16,8 @@ from evalret.report.common import (
     alignment_notes,
     api_notes,
     cache_notes,
+    interval_lines,
+    interval_mark,
     intrinsic_rows,
     labels_note,
     labels_rows,
@@ -37,7 +39,8 @@ def metric_cell(v: MetricValue) -> Text:
     text = Text(number(v.value, digits=3, medium=PLAIN))
     if v.ci_low is not None and v.ci_high is not None:
         low, high = (number(x, digits=3, medium=PLAIN) for x in (v.ci_low, v.ci_high))
-        text.append(f"\n{low}–{high}", style="dim")
+        mark = interval_mark(v)
+        text.append(f"\n{low}–{high}{' ' + mark if mark else ''}", style="dim")
     return text
 
 
@@ -49,8 +52,11 @@ def index_table(report: RunReport, index: str) -> Table:
     result = report.indexes[index]
     metrics = list(next(iter(result.slices.values())).metrics)
     conf = report.bootstrap.confidence
+    marked = any(v.interval == "ppi" for s in result.slices.values() for v in s.metrics.values())
+    method = "CI below (PPI where marked, else bootstrap)" if marked else ""
     table = Table(
-        title=f"{index} ({result.params.get('type', index)}): mean, {conf:.0%} bootstrap CI below",
+        title=f"{index} ({result.params.get('type', index)}): mean, "
+        f"{conf:.0%} {method or 'bootstrap CI below'}",
         title_justify="left",
     )
     table.add_column("slice", style="bold", no_wrap=True)
@@ -309,6 +315,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     parts = context_parts(report)
     for index in report.indexes:
         parts += [Text(""), index_table(report, index)]
+        parts += [Text(terminal(line), style="dim") for line in interval_lines(report, index)]
     if any(s.reliability == "unreliable" for s in report.slices.values()):
         parts.append(Text(f"! {UNRELIABLE_NOTE}", style="yellow"))
     first = next(iter(report.indexes.values()))

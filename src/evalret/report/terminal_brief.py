@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalret.data.schema import AnnSection, CompareReport, GateCheck, GateSection, RunReport
-from evalret.report.common import shown_judged
+from evalret.report.common import interval_lines, shown_judged
 from evalret.report.compare_views import VERDICT_STYLE, render_compare
 from evalret.report.escape import terminal
 from evalret.report.numbers import PLAIN, number
@@ -190,6 +190,18 @@ def files_lines(written: list[Path] | list[str]) -> list[Text]:
     ]
 
 
+def interval_parts(report: RunReport) -> list[Text]:
+    """How the headline intervals were computed, per index, when LLM labels are in the golden
+    set (PPI or an uncalibrated bootstrap); nothing otherwise."""
+    first = next(iter(report.indexes))
+    name = _all_slice(list(report.indexes[first].slices))
+    return [
+        Text(terminal(f"{index}: {line}"), style="dim")
+        for index in report.indexes
+        for line in interval_lines(report, index, only=name)
+    ]
+
+
 def _unreliable_line(report: RunReport) -> Text | None:
     unreliable = [s for s in report.slices.values() if s.reliability == "unreliable"]
     if not unreliable:
@@ -206,7 +218,7 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
     else:
         parts.append(Text("no gate configured (no floors, no baseline)", style="bold"))
     parts += context_parts(report)
-    parts += [Text(""), headline_table(report)]
+    parts += [Text(""), headline_table(report), *interval_parts(report)]
     parts += labels_parts(report, headline_metrics(report, next(iter(report.indexes))))
     unreliable = _unreliable_line(report)
     if unreliable is not None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from evalret.data.schema import AnnSection, GateCheck, GateSection, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
+    interval_lines,
+    interval_mark,
     intrinsic_rows,
     sample_summary,
     shown_judged,
@@ -87,8 +89,9 @@ def metric_table(report: RunReport, index: str) -> str:
         cells = [esc(name), str(s.n_queries)]
         for m in metrics:
             v = s.metrics[m]
+            mark = f" {esc(interval_mark(v))}" if interval_mark(v) else ""
             interval = (
-                f'<br><span class="muted">{num(v.ci_low)}–{num(v.ci_high)}</span>'
+                f'<br><span class="muted">{num(v.ci_low)}–{num(v.ci_high)}{mark}</span>'
                 if v.ci_low is not None
                 else ""
             )
@@ -97,9 +100,11 @@ def metric_table(report: RunReport, index: str) -> str:
             cells.append(num(s.judged.get(judged)))
         rows.append(cells)
     head = ["slice", "n", *(esc(m) for m in metrics), *([esc(judged)] if judged else [])]
+    notes = "".join(f"<li>{esc(line)}</li>" for line in interval_lines(report, index))
+    listed = f'<ul class="muted">{notes}</ul>' if notes else ""
     return (
         f"<details><summary>{esc(index)}: the values ({confidence_text(report)} interval below "
-        f"each mean)</summary>{data_table(head, rows)}</details>"
+        f"each mean)</summary>{data_table(head, rows)}{listed}</details>"
     )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from evalret.data.schema import MetricCurves, QueryExample, RankedDoc, RunReport
+from evalret.report.common import interval_mark
 from evalret.report.html.document import num, signed_num
 from evalret.report.pagedata import DeltaSpread
 from evalret.report.svg import (
@@ -64,7 +65,10 @@ def metric_bars(sides: Sequence[Side], index: str) -> str:
                     values.append(None)
                     continue
                 values.append(mv.value)
-                ci = f", {confidence_text(side.report)} CI [{num(mv.ci_low)}, {num(mv.ci_high)}]"
+                label = " ".join(
+                    filter(None, (confidence_text(side.report), "CI", interval_mark(mv)))
+                )
+                ci = f", {label} [{num(mv.ci_low)}, {num(mv.ci_high)}]"
                 bars.append(
                     Bar(
                         mv.value,
