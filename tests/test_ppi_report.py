@@ -186,3 +186,15 @@ def test_each_query_falls_in_one_label_group() -> None:
     assert exact.tolist() == [True, False, False, False, False]
     assert labelled.tolist() == [False, True, True, False, False]
     assert predicted.tolist() == [False, False, False, True, True]
+
+
+def test_no_prediction_powered_interval_when_the_gate_scores_human_labels(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under gate.labels: human the metrics hold no LLM label: nothing to correct, so the slice
+    intervals are the plain bootstrap, and the report does not call them PPI."""
+    human = config.model_copy(update={"gate": config.gate.model_copy(update={"labels": "human"})})
+    report = run_with(human, monkeypatch, CHECKED).report
+    for v in report.indexes["exact"].slices["all"].metrics.values():
+        assert v.interval is None and v.estimate is None
+        assert v.ci_low is not None and v.ci_high is not None

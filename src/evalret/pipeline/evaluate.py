@@ -40,6 +40,7 @@ from evalret.core.ranking import (
 )
 from evalret.core.relevance import is_relevant
 from evalret.core.slices import Slice, reliability
+from evalret.core.stats import bootstrap_ci, seed_for
 from evalret.data.baseline import check_compatible
 from evalret.data.config import Config, Labels
 from evalret.data.goldenset import GoldenSet, load_golden_set, scored_query_ids

@@ -70,8 +70,9 @@ def label_scores(
     golden: GoldenSet, ranked: np.ndarray, metrics: list[Metric], config: Config
 ) -> LabelScores | None:
     """The scores PPI needs for one ranking (document indices [Q, depth], -1 for none); None
-    when the golden set holds no LLM label (nothing to correct)."""
-    if not has_llm_labels(golden.sources, golden.llm_qrels):
+    when the metrics use no LLM label: the golden set holds none, or ``gate.labels: human`` scores
+    the human labels alone (nothing to correct)."""
+    if config.gate.labels == "human" or not has_llm_labels(golden.sources, golden.llm_qrels):
         return None
     n_docs = len(golden.doc_ids)
     ids = judgeable_ids(ranked, n_docs)
