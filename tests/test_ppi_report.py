@@ -2,15 +2,13 @@
 and some of them checked by a person, the slice intervals are PPI ones and every report says so;
 with none checked, today's bootstrap, marked uncalibrated; without LLM labels, nothing changes.
 
-The golden set is read from files by the real reader, then given the provenance fields the
-golden-set files will carry (sources, llm_qrels: core/provenance.py), as the reader of the "prov"
-part of #25 fills them."""
+The golden set is a native set whose query lines carry the provenance fields (``sources``,
+``llm_relevant``: data/goldenset.py), read by the real reader."""
 
 from __future__ import annotations
 
 import io
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +16,9 @@ import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from rich.console import Console
 
-import evalret.pipeline.evaluate as evaluate
-from evalret.core.provenance import human_source, llm_source, prediction_view
+from evalret.core.provenance import human_source, llm_source
 from evalret.data.config import Config, GoldenSetConfig, IndexesConfig
-from evalret.data.goldenset import GoldenSet, load_golden_set
+from evalret.data.goldenset import GoldenSet
 from evalret.pipeline.evaluate import Evaluation, run_evaluation
 from evalret.pipeline.intervals import query_groups
 from evalret.pipeline.outputs import write_outputs
@@ -33,24 +30,28 @@ JUDGE = llm_source("judge-model", "0123456789ab")
 CHECKED = [f"q{i}" for i in range(10)]  # queries whose LLM labels a person also graded
 
 
-def with_llm_labels(golden: GoldenSet, checked: list[str]) -> GoldenSet:
-    """The judge graded four more documents of every query relevant (grade 1): an over-grading
-    judge. On the ``checked`` queries a person graded the same documents non-relevant (qrels keep
-    the human 0); elsewhere qrels hold the judge's grade."""
-    qrels = {q: dict(g) for q, g in golden.qrels.items()}
-    sources: dict[str, dict[str, str]] = {}
-    llm: dict[str, dict[str, int]] = {}
-    for q in golden.query_ids:
-        if q == "q-none":  # no relevant document: not scored
+def with_llm_labels(directory: Path, checked: list[str]) -> None:
+    """Give the native set in ``directory`` an over-grading judge, in the golden-set file's own
+    provenance fields: the judge graded four more documents of every query relevant (grade 1).
+    On the ``checked`` queries a person graded the same documents non-relevant (``relevant``
+    keeps the human 0, ``llm_relevant`` the judge's 1); elsewhere ``relevant`` holds the judge's
+    grade with the judge as its source."""
+    path = directory / "queries.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for q in lines:
+        if q["id"] == "q-none":  # no relevant document: not scored
             continue
-        n = int(q[1:])
-        extra = {f"d{(n * 5 + j) % 60}": 1 for j in range(3, 7)}
-        llm[q] = extra
-        human = 0 if q in checked else None
-        qrels[q].update({d: human if human is not None else g for d, g in extra.items()})
-        who = human_source("ann") if q in checked else JUDGE
-        sources[q] = {d: human_source("ann") for d in golden.qrels[q]} | dict.fromkeys(extra, who)
-    return replace(golden, qrels=qrels, sources=sources, llm_qrels=llm)
+        n = int(q["id"][1:])
+        extra = [f"d{(n * 5 + j) % 60}" for j in range(3, 7)]
+        q["sources"] = dict.fromkeys(q["relevant"], human_source("ann"))
+        if q["id"] in checked:
+            q["relevant"] |= dict.fromkeys(extra, 0)
+            q["sources"] |= dict.fromkeys(extra, human_source("ann"))
+            q["llm_relevant"] = {d: {"grade": 1, "source": JUDGE} for d in extra}
+        else:
+            q["relevant"] |= dict.fromkeys(extra, 1)
+            q["sources"] |= dict.fromkeys(extra, JUDGE)
+    path.write_text("".join(json.dumps(q) + "\n" for q in lines))
 
 
 @pytest.fixture
@@ -62,39 +63,38 @@ def config(tmp_path: Path) -> Config:
     )
 
 
-def run_with(
-    config: Config, monkeypatch: pytest.MonkeyPatch, labels: list[str] | None
-) -> Evaluation:
+def run_with(config: Config, labels: list[str] | None) -> Evaluation:
     """A run whose golden set carries LLM labels (``labels``: the checked queries), or none."""
-
-    def load(cfg: GoldenSetConfig, level: int) -> GoldenSet:
-        golden = load_golden_set(cfg, level)
-        return golden if labels is None else with_llm_labels(golden, labels)
-
-    monkeypatch.setattr(evaluate, "load_golden_set", load)
+    if labels is not None:
+        with_llm_labels(Path(config.golden_set.path), labels)
     return run_evaluation(config, embedder=HashEmbedder())
 
 
-def scores_on(config: Config, monkeypatch: pytest.MonkeyPatch, view: str) -> dict[str, np.ndarray]:
-    """Per-query scores of a plain run (no LLM marks) on the golden set's prediction view (the
-    judge's grade wherever it graded) or on its labels as they are (human where checked)."""
-
-    def load(cfg: GoldenSetConfig, level: int) -> GoldenSet:
-        marked = with_llm_labels(load_golden_set(cfg, level), CHECKED)
-        qrels = prediction_view(marked.qrels, marked.llm_qrels) if view == "f" else marked.qrels
-        return replace(marked, qrels=qrels, sources={}, llm_qrels={})
-
-    monkeypatch.setattr(evaluate, "load_golden_set", load)
-    report = run_evaluation(config, embedder=HashEmbedder()).report
+def scores_on(config: Config, tmp_path: Path, view: str) -> dict[str, np.ndarray]:
+    """Per-query scores of a plain run (a copy of the set with no provenance) on the marked
+    set's prediction view (the judge's grade wherever it graded: ``f``) or on its labels as they
+    are (human where checked: ``y``)."""
+    plain = make_set(tmp_path / f"plain-{view}")
+    with_llm_labels(plain, CHECKED)
+    path = plain / "queries.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for q in lines:
+        q.pop("sources", None)
+        llm = q.pop("llm_relevant", {})
+        if view == "f":
+            q["relevant"] |= {d: g["grade"] for d, g in llm.items()}
+    path.write_text("".join(json.dumps(q) + "\n" for q in lines))
+    cfg = config.model_copy(update={"golden_set": GoldenSetConfig(path=plain)})
+    report = run_evaluation(cfg, embedder=HashEmbedder()).report
     return {m: np.array(v) for m, v in report.indexes["exact"].per_query.items()}
 
 
 def test_the_interval_is_prediction_powered_and_matches_ppi_python(
-    config: Config, monkeypatch: pytest.MonkeyPatch
+    config: Config, tmp_path: Path
 ) -> None:
-    report = run_with(config, monkeypatch, CHECKED).report
-    f = scores_on(config, monkeypatch, "f")
-    y = scores_on(config, monkeypatch, "y")  # human labels on the checked queries
+    report = run_with(config, CHECKED).report
+    f = scores_on(config, tmp_path, "f")
+    y = scores_on(config, tmp_path, "y")  # human labels on the checked queries
     checked = np.isin(report.query_ids, CHECKED)
     for metric in ("ndcg@10", "recall@10"):
         v = report.indexes["exact"].slices["all"].metrics[metric]
@@ -114,10 +114,8 @@ def test_the_interval_is_prediction_powered_and_matches_ppi_python(
     assert (odd.interval, odd.n_labelled, odd.n_predicted) == ("ppi", 5, 7)
 
 
-def test_every_report_names_the_interval_method(
-    config: Config, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    ev = run_with(config, monkeypatch, CHECKED)
+def test_every_report_names_the_interval_method(config: Config, tmp_path: Path) -> None:
+    ev = run_with(config, CHECKED)
     written = write_outputs(ev, tmp_path / "out")
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     value = data["indexes"]["exact"]["slices"]["all"]["metrics"]["ndcg@10"]
@@ -133,9 +131,9 @@ def test_every_report_names_the_interval_method(
 
 
 def test_without_checked_labels_the_interval_is_the_bootstrap_marked_uncalibrated(
-    config: Config, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    config: Config, tmp_path: Path
 ) -> None:
-    ev = run_with(config, monkeypatch, [])
+    ev = run_with(config, [])
     v = ev.report.indexes["exact"].slices["all"].metrics["ndcg@10"]
     assert (v.interval, v.n_labelled, v.n_predicted, v.estimate) == ("bootstrap", 0, 24, None)
     write_outputs(ev, tmp_path / "out")
@@ -145,10 +143,8 @@ def test_without_checked_labels_the_interval_is_the_bootstrap_marked_uncalibrate
     )
 
 
-def test_without_llm_labels_the_report_is_unchanged(
-    config: Config, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    ev = run_with(config, monkeypatch, None)
+def test_without_llm_labels_the_report_is_unchanged(config: Config, tmp_path: Path) -> None:
+    ev = run_with(config, None)
     write_outputs(ev, tmp_path / "out")
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     for index in data["indexes"].values():
@@ -189,12 +185,12 @@ def test_each_query_falls_in_one_label_group() -> None:
 
 
 def test_no_prediction_powered_interval_when_the_gate_scores_human_labels(
-    config: Config, monkeypatch: pytest.MonkeyPatch
+    config: Config, tmp_path: Path
 ) -> None:
     """Under gate.labels: human the metrics hold no LLM label: nothing to correct, so the slice
     intervals are the plain bootstrap, and the report does not call them PPI."""
     human = config.model_copy(update={"gate": config.gate.model_copy(update={"labels": "human"})})
-    report = run_with(human, monkeypatch, CHECKED).report
+    report = run_with(human, CHECKED).report
     for v in report.indexes["exact"].slices["all"].metrics.values():
         assert v.interval is None and v.estimate is None
         assert v.ci_low is not None and v.ci_high is not None
