@@ -20,7 +20,7 @@ from pydantic import (
 
 # the closed vocabularies are the core's, defined once there
 from evalret.core.comparison import CompareStatus
-from evalret.core.gate import CheckKind, GateVerdict
+from evalret.core.gate import CheckKind, CheckStatus, GateVerdict, UnjudgedPolicy
 from evalret.core.metrics import SCORE_SLACK
 from evalret.core.slices import Reliability
 from evalret.core.stats import Correction, PairedTest
@@ -329,8 +329,10 @@ class SampleSection(_Model):
     notes: list[str]
 
 
-class GateCheck(_Model):
-    """One named check of the gate and its outcome."""
+class GateCheck(_Sparse):
+    """One named check of the gate and its outcome. ``passed``: the check does not block the
+    gate; ``status`` says pass, fail or inconclusive (absent in reports of older versions, where
+    it follows ``passed``)."""
 
     name: str
     index: str
@@ -348,6 +350,21 @@ class GateCheck(_Model):
     underpowered: bool  # the slice is too small for its threshold to be detectable
     passed: bool
     message: str
+    # pass | fail | inconclusive (the current judged@k fell too far below the baseline's)
+    status: CheckStatus | None = None
+    # drop checks: judged@k of the baseline and of the current run on the check's index and
+    # slice (absent in older reports; None where a figure is missing)
+    judged_k: int | None = None
+    judged_baseline: float | None = None
+    judged_current: float | None = None
+    unjudged_policy: UnjudgedPolicy | None = None  # gate.unjudged.policy, on an inconclusive check
+
+    @property
+    def outcome(self) -> CheckStatus:
+        """pass, fail or inconclusive (an older report's check: from ``passed``)."""
+        if self.status is not None:
+            return self.status
+        return "pass" if self.passed else "fail"
 
 
 class GateSignificance(_Model):
@@ -361,7 +378,15 @@ class GateSignificance(_Model):
     power: float
 
 
-class GateSection(_Model):
+class GateUnjudged(_Model):
+    """The config's gate.unjudged: how far judged@k may fall below the baseline's before a drop
+    check is inconclusive, and whether that blocks the gate."""
+
+    max_drop: float
+    policy: UnjudgedPolicy
+
+
+class GateSection(_Sparse):
     verdict: GateVerdict
     baseline: str | None  # path of the baseline file
     baseline_fingerprint: str | None
@@ -371,10 +396,17 @@ class GateSection(_Model):
     significance: GateSignificance | None
     checks: list[GateCheck]
     notes: list[str]
+    unjudged: GateUnjudged | None = None  # absent in older reports and with gate.unjudged null
 
     @property
     def failed(self) -> list[GateCheck]:
+        """The checks that block the gate (an inconclusive one under policy fail included)."""
         return [c for c in self.checks if not c.passed]
+
+    @property
+    def inconclusive(self) -> list[GateCheck]:
+        """The drop checks whose labels could not tell (too few of the new top k judged)."""
+        return [c for c in self.checks if c.outcome == "inconclusive"]
 
 
 class RunReport(_Model):

@@ -28,9 +28,11 @@ from evalret.report.terminal import (
     context_parts,
     metric_cell,
     render_run,
+    report_json_of,
+    unjudged_parts,
     verdict_text,
 )
-from evalret.report.views import allowed_change, check_rows, compare_rows
+from evalret.report.views import allowed_change, check_rows, compare_rows, result_word
 
 HEADLINE_METRICS = 5  # the first metrics of the config's list shown (plus any a check reads)
 CHECKS_SHOWN = 10  # rows of the failed-or-moved checks table; report.md lists them all
@@ -98,11 +100,15 @@ def moved(check: GateCheck, alpha: float | None) -> bool:
 
 
 def _shown_checks(gate: GateSection) -> tuple[list[GateCheck], int, int]:
-    """The failed checks (gate order), then those that moved; and how many of each."""
+    """The failed checks (gate order), the inconclusive ones that do not block, then those that
+    moved; and how many failed and how many passing ones moved."""
     alpha = gate.significance.alpha if gate.significance is not None else None
     failed = gate.failed
-    passed_moved = [c for c in gate.checks if c.passed and moved(c, alpha)]
-    return [*failed, *passed_moved], len(failed), len(passed_moved)
+    warned = [c for c in gate.checks if c.passed and c.outcome == "inconclusive"]
+    passed_moved = [
+        c for c in gate.checks if c.passed and c.outcome == "pass" and moved(c, alpha)
+    ]
+    return [*failed, *warned, *passed_moved], len(failed), len(passed_moved)
 
 
 def checks_parts(gate: GateSection) -> list[RenderableType]:
@@ -111,13 +117,21 @@ def checks_parts(gate: GateSection) -> list[RenderableType]:
     if not checks:
         against = "against the baseline " if gate.baseline else ""
         return [Text(f"no check failed or moved {against}beyond its threshold", style="dim")]
-    title = f"{n_failed} check(s) failed, {n_moved} passing check(s) moved beyond their threshold"
+    n_warned = sum(c.passed and c.outcome == "inconclusive" for c in checks)
+    title = (
+        f"{n_failed} check(s) failed, {n_moved} passing check(s) moved beyond their "
+        "threshold"
+    )
+    if n_warned:
+        title += f", {n_warned} inconclusive"
     table = Table(title=title, title_justify="left")
     for col in ("check", "n", "baseline", "current", "delta", "limit", "p (adj.)", "result"):
         table.add_column(col, justify="left" if col in ("check", "result") else "right")
     for row in check_rows(checks[:CHECKS_SHOWN], PLAIN):
         c = row.check
         style = "red" if not c.passed else ("green" if (c.delta or 0) > 0 else "yellow")
+        if c.outcome == "inconclusive" and c.passed:
+            style = "yellow"
         table.add_row(
             Text(terminal(c.name), style=style),
             str(c.n_queries),
@@ -126,7 +140,7 @@ def checks_parts(gate: GateSection) -> list[RenderableType]:
             Text(row.delta, style=style),
             row.limit,
             row.p,
-            Text("FAIL" if not c.passed else "pass", style=style),
+            Text(result_word(c), style=style),
         )
     parts: list[RenderableType] = [table]
     if len(checks) > CHECKS_SHOWN:
@@ -210,7 +224,9 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
     if unreliable is not None:
         parts.append(unreliable)
     if report.gate is not None:
-        parts += [Text(""), *checks_parts(report.gate), *caveat_lines(report.gate)]
+        parts += [Text(""), *checks_parts(report.gate)]
+        parts += unjudged_parts(report.gate, report_json_of(written))
+        parts += caveat_lines(report.gate)
     tail = [*map(ann_line, report.ann_sections()), health_line(report)]
     parts += [Text(""), *(t for t in tail if t is not None)]
     if written:
