@@ -504,10 +504,11 @@ def _with_judged(c: Check, judged: JudgedSides, unjudged: Unjudged | None) -> Ch
     base = (judged.baseline or {}).get(c.index, {}).get(c.slice, {}).get(k)
     c = replace(c, judged_k=k, judged_baseline=base, judged_current=current)
     if base is None or current is None:
+        whose = "the baseline (from an older evalret?)" if base is None else "this run"
         return replace(
             c,
-            message=f"{c.message}; the baseline has no judged@{k} figure for this slice (a "
-            "baseline from an older evalret?), so this check cannot be inconclusive",
+            message=f"{c.message}; {whose} has no judged@{k} figure for this slice, so this "
+            "check cannot be inconclusive",
         )
     if unjudged is None or not _finite(c.current, c.baseline, base, current):
         return c

@@ -550,13 +550,40 @@ class MetricComparison(_Model):
     losses: int
 
 
-class SliceComparison(_Model):
+class JudgedPair(_Model):
+    """judged@k of one slice in A and in B (None: an empty slice)."""
+
+    a: float | None
+    b: float | None
+
+
+class SliceComparison(_Sparse):
     n_queries: int
     reliability: Reliability
     mde: dict[str, float | None]  # two-sided minimum detectable effect per metric
     metrics: dict[str, MetricComparison]
     drift: dict[str, float]  # jaccard@10, rbo@10 between A's and B's rankings
     diagnosis: str
+    # judged@k of A and of B at every cutoff both computed ("judged@10": {a, b}); absent in
+    # compare.json of older versions
+    judged: dict[str, JudgedPair] = {}
+
+
+class UnjudgedDoc(_Model):
+    """A document in B's top k that nobody judged for the queries it was retrieved for."""
+
+    id: str
+    lists: int  # how many of B's top-k lists (one per query) hold it unjudged
+    text: str  # its first characters ("" when the golden set is not at hand)
+
+
+class UnjudgedDocs(_Model):
+    """B's most frequent unjudged documents in one index's top k, most frequent first."""
+
+    index: str
+    k: int
+    n_queries: int  # B's top-k lists read
+    documents: list[UnjudgedDoc]
 
 
 class RankedDoc(_Model):
@@ -583,13 +610,15 @@ class Verdict(_Model):
     regressions: list[str]  # significant regressions anywhere
 
 
-class CompareSide(_Model):
-    """One of the two compared runs: its label (the path given), fingerprint, model, indexes."""
+class CompareSide(_Sparse):
+    """One of the two compared runs: its label (the path given), fingerprint, model, indexes,
+    and the settings its run took from the command line (absent when none)."""
 
     label: str
     fingerprint: str
     model: dict[str, Any]
     indexes: dict[str, dict[str, Any]]
+    overrides: dict[str, Any] | None = None
 
     @field_validator("model", mode="before")
     @classmethod
@@ -630,7 +659,7 @@ class ComparedGoldenSet(_Model):
     n_queries: int
 
 
-class CompareReport(_Model):
+class CompareReport(_Sparse):
     schema_version: int
     evalret_version: str
     a: CompareSide
@@ -644,6 +673,9 @@ class CompareReport(_Model):
     verdict: Verdict
     losers: list[QueryExample]  # biggest losses of B on the primary metric
     gainers: list[QueryExample]
+    # B's most frequent unjudged documents on the primary index; None when the golden set is not
+    # at hand (absent in compare.json of older versions)
+    unjudged: UnjudgedDocs | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> CompareReport:

@@ -18,7 +18,12 @@ from rich.text import Text
 
 from evalret.data.schema import AnnSection, CompareReport, GateCheck, GateSection, RunReport
 from evalret.report.common import shown_judged
-from evalret.report.compare_views import VERDICT_STYLE, render_compare
+from evalret.report.compare_views import (
+    UNJUDGED_SHOWN,
+    VERDICT_STYLE,
+    render_compare,
+    unjudged_docs_parts,
+)
 from evalret.report.escape import terminal
 from evalret.report.numbers import PLAIN, number
 from evalret.report.terminal import (
@@ -32,7 +37,13 @@ from evalret.report.terminal import (
     unjudged_parts,
     verdict_text,
 )
-from evalret.report.views import allowed_change, check_rows, compare_rows, result_word
+from evalret.report.views import (
+    allowed_change,
+    check_rows,
+    compare_rows,
+    judged_rows,
+    result_word,
+)
 
 HEADLINE_METRICS = 5  # the first metrics of the config's list shown (plus any a check reads)
 CHECKS_SHOWN = 10  # rows of the failed-or-moved checks table; report.md lists them all
@@ -275,6 +286,24 @@ def compare_headline(report: CompareReport) -> Table:
     return table
 
 
+def compare_judged(report: CompareReport) -> Table | None:
+    """One row per index on the ``all`` slice: judged@k of A and B; None without figures."""
+    rows = []
+    key = None
+    for index, slices in report.indexes.items():
+        name = _all_slice(list(slices))
+        key, judged = judged_rows({name: slices[name]}, PLAIN)
+        rows += [(index, r) for r in judged]
+    if key is None or not rows:
+        return None
+    table = Table(title=f"{key} on all (share of the top k judged)", title_justify="left")
+    for col in ("index", "A", "B", "B - A"):
+        table.add_column(col, justify="left" if col == "index" else "right", no_wrap=True)
+    for index, r in rows:
+        table.add_row(Text(terminal(index)), r.a, r.b, r.delta)
+    return table
+
+
 def compare_moved_parts(report: CompareReport) -> list[RenderableType]:
     """The slices of the primary index whose primary metric changed significantly (after the
     correction), with the diagnosis; at most CHECKS_SHOWN rows, else one line."""
@@ -346,8 +375,15 @@ def brief_compare(report: CompareReport, written: list[str]) -> Group:
             for k, c in report.changed.items()
         ),
     ]
-    parts += [Text(""), compare_headline(report), Text(""), *compare_moved_parts(report)]
+    parts += [Text(""), compare_headline(report)]
+    judged = compare_judged(report)
+    if judged is not None:
+        parts.append(judged)
+    parts += [Text(""), *compare_moved_parts(report)]
     parts += [Text(f"note: {terminal(n)}", style="yellow") for n in report.notes]
+    unjudged = unjudged_docs_parts(report, UNJUDGED_SHOWN)
+    if unjudged:
+        parts += [Text(""), *unjudged]
     examples = _examples_parts(report)
     if examples:
         parts += [Text(""), *examples]

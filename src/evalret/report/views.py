@@ -19,6 +19,7 @@ from evalret.data.schema import (
     GateSection,
     MetricComparison,
     SliceComparison,
+    UnjudgedDoc,
 )
 from evalret.report.numbers import Medium, number, p_pair
 
@@ -258,6 +259,58 @@ def compare_rows(
             )
         )
     return rows
+
+
+def compared_judged_key(slices: dict[str, SliceComparison]) -> str | None:
+    """The judged@k a comparison shows: judged@10 when both sides computed it, else the
+    smallest k; None for a compare.json without judged figures."""
+    keys = list(next(iter(slices.values())).judged) if slices else []
+    if not keys:
+        return None
+    return "judged@10" if "judged@10" in keys else min(keys, key=lambda k: int(k.split("@")[1]))
+
+
+@dataclass(frozen=True)
+class JudgedRow:
+    """judged@k of one slice in A and in B, and B − A, formatted for a medium."""
+
+    name: str
+    a: str
+    b: str
+    delta: str
+
+
+def judged_rows(
+    slices: dict[str, SliceComparison], medium: Medium
+) -> tuple[str | None, list[JudgedRow]]:
+    """The judged@k shown and one row per slice (none without judged figures)."""
+    key = compared_judged_key(slices)
+    if key is None:
+        return None, []
+    rows = []
+    for name, sc in slices.items():
+        pair = sc.judged.get(key)
+        if pair is None:
+            continue
+        delta = None if pair.a is None or pair.b is None else pair.b - pair.a
+        rows.append(
+            JudgedRow(
+                name=name,
+                a=number(pair.a, medium=medium),
+                b=number(pair.b, medium=medium),
+                delta=number(delta, signed=True, medium=medium),
+            )
+        )
+    return key, rows
+
+
+SNIPPET_CHARS = 80  # characters of an unjudged document's text shown in a list
+
+
+def snippet(doc: UnjudgedDoc) -> str:
+    """The start of an unjudged document's text (untrusted: escape where shown)."""
+    text = " ".join(doc.text.split())
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
 
 
 # --- the embedding -----------------------------------------------------------------------------
