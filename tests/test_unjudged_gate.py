@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import invoke
 
 from evalret.core.gate import (
     Check,
@@ -27,6 +26,7 @@ from evalret.core.gate import (
     mark_inconclusive,
     resolve_rules,
 )
+from helpers import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "golden_sets" / "demo"
@@ -81,7 +81,9 @@ class Demo:
 def write_run(path: Path, ranking: Ranking) -> Path:
     path.write_text(
         "".join(
-            f"{q} Q0 {d} {r + 1} {100 - r} t\n" for q, ids in ranking.items() for r, d in enumerate(ids)
+            f"{q} Q0 {d} {r + 1} {100 - r} t\n"
+            for q, ids in ranking.items()
+            for r, d in enumerate(ids)
         )
     )
     return path
@@ -121,8 +123,9 @@ def mostly_unjudged(demo: Demo) -> Ranking:
 
 
 def flat(text: str) -> str:
-    """Text with every run of whitespace one space (rich wraps long terminal lines)."""
-    return " ".join(text.split())
+    """Text with every run of whitespace one space (rich wraps long terminal lines) and no
+    table borders."""
+    return " ".join(text.translate({ord(c): " " for c in "│┃"}).split())
 
 
 def drop_checks(report: dict) -> list[dict]:
@@ -130,7 +133,9 @@ def drop_checks(report: dict) -> list[dict]:
 
 
 def command(out: Path) -> str:
-    return f"evalret judge --from-report {out / 'report.json'} --index model --k 10 --out labels.jsonl"
+    return (
+        f"evalret judge --from-report {out / 'report.json'} --index model --k 10 --out labels.jsonl"
+    )
 
 
 def test_mostly_unjudged_change_is_inconclusive_and_warns(demo: Demo) -> None:
@@ -327,3 +332,53 @@ def test_an_old_report_reads_and_writes_back_unchanged() -> None:
     assert gate.verdict == "pass" and not gate.inconclusive
     assert all(c.outcome == "pass" for c in gate.checks)
     assert json.loads(gate.model_dump_json()) == saved
+
+
+# --- compare -----------------------------------------------------------------------------------
+
+
+def test_compare_shows_judged_at_k_of_a_and_b_and_bs_unjudged_documents(demo: Demo) -> None:
+    """`evalret compare BASELINE CHANGE`: judged@10 of A beside B on every slice (compare.json,
+    terminal, compare.md, report.html) and B's most frequent unjudged documents, counted as the
+    run file and the golden set say, with an escaped snippet. B was run with --set, which
+    compare.json records on its side (it once made compare exit 3)."""
+    from collections import Counter
+
+    from evalret.report.escape import html_text, markdown
+    from evalret.report.views import snippet
+
+    ranking = mostly_unjudged(demo)
+    _, _, out = demo.gate("change", ranking)
+    cmp = demo.root / "cmp"
+    code, output = invoke(
+        "compare", str(demo.baseline), str(out / "report.json"), "--out", str(cmp), "--no-progress"
+    )
+    assert code == 0, output
+    result = json.loads((cmp / "compare.json").read_text())
+    assert result["b"]["overrides"] == {"indexes.model.path": str(demo.root / "change.trec")}
+    base = json.loads(demo.baseline.read_text())["indexes"]["model"]["slices"]
+    now = json.loads((out / "report.json").read_text())["indexes"]["model"]["slices"]
+    for name, sc in result["indexes"]["model"].items():
+        assert sc["judged"]["judged@10"] == {
+            "a": base[name]["judged"]["judged@10"],
+            "b": now[name]["judged"]["judged@10"],
+        }
+    counts = Counter(d for q, ids in ranking.items() for d in ids if d not in demo.qrels[q])
+    unjudged = result["unjudged"]
+    assert (unjudged["index"], unjudged["k"], unjudged["n_queries"]) == ("model", 10, 244)
+    listed = [(d["id"], d["lists"]) for d in unjudged["documents"]]
+    assert listed == sorted(counts.items(), key=lambda p: (-p[1], p[0]))[:10]
+    terminal = flat(output)
+    a_all, b_all = base["all"]["judged"]["judged@10"], now["all"]["judged"]["judged@10"]
+    assert "judged@10 on all" in terminal and f"model {a_all:.4f} {b_all:.4f}" in terminal
+    first = unjudged["documents"][0]
+    assert f"{first['id']} in {first['lists']} lists" in terminal
+    md = (cmp / "compare.md").read_text()
+    assert "Share of the top k judged (judged@10), A beside B:" in md
+    assert f"| all | {a_all:.4f} | {b_all:.4f} | {b_all - a_all:+.4f} |" in md
+    from evalret.data.schema import UnjudgedDoc
+
+    doc = UnjudgedDoc.model_validate(first)
+    assert f"| <code>{first['id']}</code> | {first['lists']} | {markdown(snippet(doc))} |" in md
+    html = (cmp / "report.html").read_text()
+    assert "most frequent unjudged documents" in html and html_text(snippet(doc)) in html

@@ -295,8 +295,10 @@ def _changes(
 
 def _judged_pairs(a: RunReport, b: RunReport, index: str, name: str) -> dict[str, JudgedPair]:
     """judged@k of one slice in A and in B, at every cutoff both reports computed it at."""
-    ja, jb = (r.indexes[index].slices[name].judged if name in r.indexes[index].slices else {}
-              for r in (a, b))
+    ja, jb = (
+        r.indexes[index].slices[name].judged if name in r.indexes[index].slices else {}
+        for r in (a, b)
+    )
     return {key: JudgedPair(a=ja[key], b=jb[key]) for key in ja if key in jb}
 
 

@@ -497,9 +497,7 @@ def _with_judged(c: Check, judged: JudgedSides, unjudged: Unjudged | None) -> Ch
     figures = judged.current.get(c.index, {}).get(c.slice, {})
     k = judged_cutoff(c.metric, figures)
     if k is None:
-        return replace(
-            c, message=f"{c.message}; no judged@k figure, so it cannot be inconclusive"
-        )
+        return replace(c, message=f"{c.message}; no judged@k figure, so it cannot be inconclusive")
     current = figures.get(k)
     base = (judged.baseline or {}).get(c.index, {}).get(c.slice, {}).get(k)
     c = replace(c, judged_k=k, judged_baseline=base, judged_current=current)

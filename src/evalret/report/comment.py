@@ -148,9 +148,7 @@ def render_comment(
         run_line = RUN_MARKER.format(report.run_id) + "\n"
         unmarked = report.model_copy(update={"run_id": None})
         return (
-            render_comment(
-                unmarked, report_md, losses, link, budget - len(run_line), report_json
-            )
+            render_comment(unmarked, report_md, losses, link, budget - len(run_line), report_json)
             + run_line
         )
     reports = _reports(link)

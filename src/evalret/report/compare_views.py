@@ -105,8 +105,10 @@ def unjudged_docs_parts(report: CompareReport, limit: int | None = None) -> list
         )
     ]
     parts += [
-        Text(f"  {terminal(d.id)}  in {d.lists} list{'s' if d.lists != 1 else ''}  "
-             f"{terminal(snippet(d))}")
+        Text(
+            f"  {terminal(d.id)}  in {d.lists} list{'s' if d.lists != 1 else ''}  "
+            f"{terminal(snippet(d))}"
+        )
         for d in docs
     ]
     return parts

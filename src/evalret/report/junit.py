@@ -36,7 +36,9 @@ def _inconclusive(case: ET.Element, c: GateCheck, report_json: str) -> None:
     """An inconclusive check: skipped (policy warn) or failed (policy fail), with the judge
     command."""
     command = judge_command(report_json, c.index, c.judged_k) if c.judged_k is not None else ""
-    text = f"{c.message}\n{_details(c)}" + (f"\njudge the unjudged documents: {command}" if command else "")
+    text = f"{c.message}\n{_details(c)}" + (
+        f"\njudge the unjudged documents: {command}" if command else ""
+    )
     if c.passed:
         skipped = ET.SubElement(case, "skipped", message=xml_text(f"inconclusive: {c.message}"))
         skipped.text = xml_text(text)

@@ -116,9 +116,7 @@ def _shown_checks(gate: GateSection) -> tuple[list[GateCheck], int, int]:
     alpha = gate.significance.alpha if gate.significance is not None else None
     failed = gate.failed
     warned = [c for c in gate.checks if c.passed and c.outcome == "inconclusive"]
-    passed_moved = [
-        c for c in gate.checks if c.passed and c.outcome == "pass" and moved(c, alpha)
-    ]
+    passed_moved = [c for c in gate.checks if c.passed and c.outcome == "pass" and moved(c, alpha)]
     return [*failed, *warned, *passed_moved], len(failed), len(passed_moved)
 
 
@@ -129,10 +127,7 @@ def checks_parts(gate: GateSection) -> list[RenderableType]:
         against = "against the baseline " if gate.baseline else ""
         return [Text(f"no check failed or moved {against}beyond its threshold", style="dim")]
     n_warned = sum(c.passed and c.outcome == "inconclusive" for c in checks)
-    title = (
-        f"{n_failed} check(s) failed, {n_moved} passing check(s) moved beyond their "
-        "threshold"
-    )
+    title = f"{n_failed} check(s) failed, {n_moved} passing check(s) moved beyond their threshold"
     if n_warned:
         title += f", {n_warned} inconclusive"
     table = Table(title=title, title_justify="left")

@@ -272,7 +272,7 @@ def compared_judged_key(slices: dict[str, SliceComparison]) -> str | None:
 
 @dataclass(frozen=True)
 class JudgedRow:
-    """judged@k of one slice in A and in B, and B − A, formatted for a medium."""
+    """judged@k of one slice in A and in B, and B - A, formatted for a medium."""
 
     name: str
     a: str
