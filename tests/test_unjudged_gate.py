@@ -382,3 +382,72 @@ def test_compare_shows_judged_at_k_of_a_and_b_and_bs_unjudged_documents(demo: De
     assert f"| <code>{first['id']}</code> | {first['lists']} | {markdown(snippet(doc))} |" in md
     html = (cmp / "report.html").read_text()
     assert "most frequent unjudged documents" in html and html_text(snippet(doc)) in html
+
+
+# --- the action's gate step and the pre-commit hook ----------------------------------------------
+
+
+def test_action_gate_step_takes_an_inconclusive_exit_0(demo: Demo, tmp_path: Path) -> None:
+    """gate.sh passes exit 0 on as the verdict when report.json says inconclusive (policy
+    warn), and exit 1 when it says fail (policy fail): never 3, "evalret did not finish"."""
+    import os
+    import subprocess
+    import sys
+
+    change = write_run(tmp_path / "change.trec", mostly_unjudged(demo))
+    for policy, expected in (("warn", "0"), ("fail", "1")):
+        config = tmp_path / f"{policy}.yaml"
+        config.write_text(
+            CONFIG.format(golden=DEMO, run=change) + f"  unjudged: {{policy: {policy}}}\n"
+        )
+        outputs = tmp_path / f"github_output_{policy}"
+        outputs.write_text("")
+        env = {
+            **{k: v for k, v in os.environ.items() if k != "EVALRET_RUN_ID"},
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": str(REPO / "src"),
+            "EVALRET_CONFIG": str(config),
+            "EVALRET_BASELINE": str(demo.baseline),
+            "EVALRET_OUT": str(tmp_path / f"out-{policy}"),
+            "GITHUB_OUTPUT": str(outputs),
+        }
+        gate_sh = REPO / ".github" / "actions" / "evalret" / "gate.sh"
+        done = subprocess.run(["bash", str(gate_sh)], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        step = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+        assert step["exit-code"] == expected, done.stdout + done.stderr
+        report = json.loads((tmp_path / f"out-{policy}" / "report.json").read_text())
+        assert report["gate"]["verdict"] == ("inconclusive" if policy == "warn" else "fail")
+
+
+def test_hook_says_inconclusive_and_not_blocking() -> None:
+    """The pre-commit hook's lines for an inconclusive gate: INCONCLUSIVE, not blocking, and
+    each slice's judged@k of baseline and current with the share never judged."""
+    from evalret.data.schema import GateSection
+    from evalret.report.hook_view import hook_lines
+    from helpers import gate_check
+
+    check = gate_check(
+        status="inconclusive",
+        judged_k=10,
+        judged_baseline=0.19,
+        judged_current=0.02,
+        unjudged_policy="warn",
+    )
+    gate = GateSection(
+        verdict="inconclusive",
+        baseline="b.json",
+        baseline_fingerprint=None,
+        changed={},
+        significance=None,
+        checks=[check, gate_check(name="other")],
+        notes=[],
+        unjudged={"max_drop": 0.1, "policy": "warn"},
+    )
+    lines = hook_lines("evalret-gate", gate, Path("b.json"), Path("r/report.md"))
+    assert lines[0].startswith("evalret-gate: INCONCLUSIVE: 1 of 2 checks against b.json")
+    assert "not blocking" in lines[0]
+    assert (
+        "  exact/all: judged@10 0.1900 -> 0.0200, 98% of the new top 10 never judged "
+        "(1 check inconclusive)" in lines
+    )
