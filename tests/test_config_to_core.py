@@ -34,6 +34,7 @@ def test_every_section_with_to_core_is_known_here() -> None:
         "SliceDefinition",
         "Threshold",
         "ThresholdOverride",
+        "UnjudgedConfig",
     ]
 
 
@@ -73,6 +74,11 @@ def test_the_section_and_its_core_dataclass_have_the_same_fields(section: type[B
             CustomSlice(name="mine", tag="t", query_ids=("q1", "q2"), pattern="^how"),
         ),
         (config.SliceDefinition, {"name": "tagged", "tag": "t"}, CustomSlice("tagged", tag="t")),
+        (
+            config.UnjudgedConfig,
+            {"max_drop": 0.25, "policy": "fail"},
+            gate.Unjudged(max_drop=0.25, policy="fail"),
+        ),
     ],
 )
 def test_to_core_carries_every_value(

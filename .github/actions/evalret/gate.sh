@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run the gate (`evalret run`) under a fresh run id, and pass its exit code on as the verdict
 # only when the run's report.json carries that id and the same verdict: 0 needs a report that
-# passed (or has no gate), 1 one that failed. An exit 0 or 1 with a report missing, left by an
-# earlier run, or saying otherwise becomes 3 (evalret did not finish as it said): never a pass.
+# passed, has no gate or is inconclusive (gate.unjudged.policy warn), 1 one that failed. An exit
+# 0 or 1 with a report missing, left by an earlier run, or saying otherwise becomes 3 (evalret
+# did not finish as it said): never a pass.
 #
 # Environment: EVALRET_CONFIG, EVALRET_BASELINE (may be empty), EVALRET_OUT, GITHUB_OUTPUT.
 # Writes exit-code and run-id to $GITHUB_OUTPUT.
@@ -22,7 +23,8 @@ evalret "${args[@]}"
 code=$?
 
 if [ "$code" = 0 ] || [ "$code" = 1 ]; then
-  # what this run's report says: pass, fail, none (no gate), or why it is not this run's
+  # what this run's report says: pass, fail, inconclusive, none (no gate), or why it is not
+  # this run's
   verdict=$(python - "$EVALRET_OUT/report.json" "$run_id" <<'PY'
 import json
 import sys
@@ -43,7 +45,7 @@ print("none" if gate is None else gate.get("verdict") if isinstance(gate, dict) 
 PY
   )
   case "$code:$verdict" in
-    0:pass | 0:none | 1:fail) ;;
+    0:pass | 0:inconclusive | 0:none | 1:fail) ;;
     *)
       echo "::error::evalret exited $code but $EVALRET_OUT/report.json does not agree: $verdict"
       code=3

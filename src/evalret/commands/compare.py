@@ -30,7 +30,7 @@ from evalret.core.ranking import primary_index
 from evalret.core.stats import Correction, resamples_for, seed_for
 from evalret.data.atomic import append_text, atomic_write_text, check_writable_dir
 from evalret.data.baseline import changed_settings, check_comparable, golden_set_of, load_baseline
-from evalret.data.examples import query_examples
+from evalret.data.examples import query_examples, unjudged_documents
 from evalret.data.goldenset import GoldenSet
 from evalret.data.overrides import Override, configured
 from evalret.data.paths import (
@@ -47,6 +47,7 @@ from evalret.data.schema import (
     SCHEMA_VERSION,
     TOP_KEPT,
     CompareReport,
+    JudgedPair,
     MetricComparison,
     RunReport,
     SliceComparison,
@@ -292,15 +293,33 @@ def _changes(
     return changes, tests, drift
 
 
+def _judged_pairs(a: RunReport, b: RunReport, index: str, name: str) -> dict[str, JudgedPair]:
+    """judged@k of one slice in A and in B, at every cutoff both reports computed it at."""
+    ja, jb = (
+        r.indexes[index].slices[name].judged if name in r.indexes[index].slices else {}
+        for r in (a, b)
+    )
+    return {key: JudgedPair(a=ja[key], b=jb[key]) for key in ja if key in jb}
+
+
+def _unjudged_k(a: RunReport, index: str) -> int:
+    """The k whose unjudged documents a comparison lists: 10 when judged@10 was computed, else
+    the smallest cutoff it was (TOP_KEPT without any)."""
+    keys = [int(key.split("@", 1)[1]) for s in a.indexes[index].slices.values() for key in s.judged]
+    return 10 if 10 in keys or not keys else min(keys)
+
+
 def _slice_comparisons(
     a: RunReport,
+    b: RunReport,
     changes: ChangeTable,
     tests: SliceTests,
     drift: Drift,
     plan: _Plan,
     criteria: Criteria,
 ) -> dict[str, dict[str, SliceComparison]]:
-    """The report's per-index, per-slice comparisons, each with its diagnosis."""
+    """The report's per-index, per-slice comparisons, each with its diagnosis and judged@k of
+    A and B."""
     return {
         index: {
             name: SliceComparison(
@@ -310,6 +329,7 @@ def _slice_comparisons(
                 mde={m: t.mde for m, t in zip(plan.metrics, tests[(index, name)], strict=True)},
                 drift=drift[(index, name)],
                 diagnosis=diagnose(metrics, criteria),
+                judged=_judged_pairs(a, b, index, name),
             )
             for name, metrics in slices.items()
         }
@@ -365,7 +385,7 @@ def compare_reports(
     labels: tuple[str, str] = ("A", "B"),
 ) -> CompareReport:
     """Compare B against A query by query. ``golden`` (when known) adds texts and grades to the
-    biggest losers and gainers."""
+    biggest losers and gainers, and lists B's most frequent unjudged documents."""
     check_comparable(a, b)
     plan = _plan(a, b, settings)
     criteria = settings.criteria
@@ -395,9 +415,10 @@ def compare_reports(
             "n_queries": len(a.query_ids),
         },
         primary_index=focus,
-        indexes=_slice_comparisons(a, changes, tests, drift, plan, criteria),
+        indexes=_slice_comparisons(a, b, changes, tests, drift, plan, criteria),
         notes=notes,
         verdict=_report_verdict(outcome),
         losers=query_examples(a, b, focus, settings.primary, losers, delta, golden),
         gainers=query_examples(a, b, focus, settings.primary, gainers, delta, golden),
+        unjudged=unjudged_documents(b, focus, _unjudged_k(a, focus), golden) if golden else None,
     )

@@ -12,6 +12,17 @@ Checks, for every gated index, slice and metric with a threshold:
 * ``health_min`` / ``health_max``: an intrinsic-health figure of the document or query vectors
   outside its bounds (by default: a collapsed embedding fails).
 
+Every drop check records judged@k of the baseline and of the current run on its index and slice
+(the share of the top k holding a judged document), k being the metric's cutoff or, for a metric
+over the whole ranking (``map``, ``mrr``), the largest cutoff the run computed judged@k at (the
+largest cutoff among the configured metrics). When the current judged@k is below the baseline's by
+more than ``Unjudged.max_drop``, the labels cannot tell whether the ranking got worse: every drop
+check on that index and slice is **inconclusive** (status ``inconclusive``), whatever its numbers
+say. Under policy ``warn`` an inconclusive check does not block the gate (its ``passed`` stays
+true, the verdict becomes ``inconclusive``); under ``fail`` it blocks it as a failed check does.
+A baseline without judged@k figures (an older file) cannot make a check inconclusive: the check's
+message says so.
+
 A value that is not a finite number (NaN or infinite, current or baseline) fails its check, of
 every kind, and the message says so: no comparison with NaN may pass by accident.
 
@@ -25,12 +36,13 @@ alpha and power) and is marked underpowered when that exceeds its threshold.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
+from evalret.core.metrics import parse_metric
 from evalret.core.stats import (
     Correction,
     PairedTest,
@@ -45,7 +57,13 @@ EPS = 1e-12  # float noise: a drop equal to its threshold passes
 Scores = Mapping[str, Mapping[str, np.ndarray]]  # index -> metric -> per-query values
 Paired = dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]  # rule key -> (current, base)
 CheckKind = Literal["min", "max_drop", "max_drop_pct", "ann_min_recall", "health_min", "health_max"]
-GateVerdict = Literal["pass", "fail"]  # pass: every check passed
+# pass: every check passed; inconclusive: none failed, some could not tell (policy warn)
+GateVerdict = Literal["pass", "fail", "inconclusive"]
+CheckStatus = Literal["pass", "fail", "inconclusive"]
+UnjudgedPolicy = Literal["warn", "fail"]
+DROP_KINDS: tuple[CheckKind, ...] = ("max_drop", "max_drop_pct")
+# mean judged@k per index, slice and cutoff k (None: the slice has no query, or no figure)
+JudgedFigures = Mapping[str, Mapping[str, Mapping[int, float | None]]]
 
 
 @dataclass(frozen=True)
@@ -88,6 +106,15 @@ class HealthBounds:
 
 
 @dataclass(frozen=True)
+class Unjudged:
+    """When a drop check cannot tell: the current judged@k below the baseline's by more than
+    ``max_drop``; ``policy`` warn lets the gate go on (exit 0), fail blocks it (exit 1)."""
+
+    max_drop: float = 0.10
+    policy: UnjudgedPolicy = "warn"
+
+
+@dataclass(frozen=True)
 class Check:
     """One named check of the gate and its outcome (the report's GateCheck, field for field)."""
 
@@ -105,8 +132,15 @@ class Check:
     p_adjusted: float | None
     mde: float | None
     underpowered: bool
-    passed: bool
+    passed: bool  # the check does not block the gate (an inconclusive one under policy warn)
     message: str
+    status: CheckStatus = "pass"
+    # judged@k of the baseline and of the current run on the check's index and slice (drop
+    # checks only; None where a figure is missing)
+    judged_k: int | None = None
+    judged_baseline: float | None = None
+    judged_current: float | None = None
+    unjudged_policy: UnjudgedPolicy | None = None  # set on an inconclusive check
 
 
 @dataclass(frozen=True)
@@ -339,6 +373,7 @@ def _bound_check(
         underpowered=False,
         passed=passed,
         message=message,
+        status="pass" if passed else "fail",
     )
 
 
@@ -421,7 +456,82 @@ def _finish(
         underpowered=underpowered,
         passed=passed,
         message=message,
+        status="pass" if passed else "fail",
     )
+
+
+# --- when the labels cannot tell ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgedSides:
+    """judged@k of the current run and of the baseline (None: no baseline), per index, slice
+    and cutoff."""
+
+    current: JudgedFigures
+    baseline: JudgedFigures | None
+
+
+def judged_cutoff(metric: str, available: Iterable[int]) -> int | None:
+    """The k of the judged@k a check on ``metric`` reads: the metric's cutoff; for a metric over
+    the whole ranking, the largest of the ``available`` cutoffs (those of the configured
+    metrics); None when there is none."""
+    k = parse_metric(metric).k
+    if k is not None:
+        return k
+    ks = list(available)
+    return max(ks) if ks else None
+
+
+def mark_inconclusive(
+    checks: Sequence[Check], judged: JudgedSides, unjudged: Unjudged | None
+) -> list[Check]:
+    """``checks`` with judged@k of baseline and current on every drop check, and the drop
+    checks of a slice whose current judged@k fell more than ``unjudged.max_drop`` below the
+    baseline's marked inconclusive (None: never inconclusive, the figures still recorded)."""
+    return [_with_judged(c, judged, unjudged) if c.kind in DROP_KINDS else c for c in checks]
+
+
+def _with_judged(c: Check, judged: JudgedSides, unjudged: Unjudged | None) -> Check:
+    """One drop check with its judged@k figures, inconclusive when they fell too far."""
+    figures = judged.current.get(c.index, {}).get(c.slice, {})
+    k = judged_cutoff(c.metric, figures)
+    if k is None:
+        return replace(c, message=f"{c.message}; no judged@k figure, so it cannot be inconclusive")
+    current = figures.get(k)
+    base = (judged.baseline or {}).get(c.index, {}).get(c.slice, {}).get(k)
+    c = replace(c, judged_k=k, judged_baseline=base, judged_current=current)
+    if base is None or current is None:
+        whose = "the baseline (from an older evalret?)" if base is None else "this run"
+        return replace(
+            c,
+            message=f"{c.message}; {whose} has no judged@{k} figure for this slice, so this "
+            "check cannot be inconclusive",
+        )
+    if unjudged is None or not _finite(c.current, c.baseline, base, current):
+        return c
+    if current >= base - unjudged.max_drop - EPS:
+        return c
+    return replace(
+        c,
+        status="inconclusive",
+        passed=unjudged.policy == "warn",
+        unjudged_policy=unjudged.policy,
+        message=f"{c.message}; INCONCLUSIVE: judged@{k} fell from {_fmt(base)} to "
+        f"{_fmt(current)}, more than gate.unjudged.max_drop {unjudged.max_drop:g}: "
+        f"{1 - current:.0%} of the new top {k} was never judged, so the labels cannot tell "
+        f"(policy {unjudged.policy})",
+    )
+
+
+def gate_verdict(checks: Sequence[Check]) -> GateVerdict:
+    """fail when a check blocks the gate, else inconclusive when a check could not tell, else
+    pass."""
+    if not all(c.passed for c in checks):
+        return "fail"
+    if any(c.status == "inconclusive" for c in checks):
+        return "inconclusive"
+    return "pass"
 
 
 def health_checks(

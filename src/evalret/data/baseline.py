@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from evalret.core.gate import Check
+from evalret.core.gate import DROP_KINDS, Check
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import GoldenSetConfig
@@ -210,5 +210,12 @@ def aligned_scores(report: RunReport, query_ids: list[str]) -> dict[str, dict[st
 
 
 def gate_check(check: Check) -> GateCheck:
-    """The report's form of one check of the core gate (the same fields)."""
-    return GateCheck(**asdict(check))
+    """The report's form of one check of the core gate (the same fields; the judged@k figures
+    only on a drop check, the unjudged policy only on an inconclusive one)."""
+    fields = asdict(check)
+    if check.kind not in DROP_KINDS:
+        for key in ("judged_k", "judged_baseline", "judged_current"):
+            fields.pop(key)
+    if check.unjudged_policy is None:
+        fields.pop("unjudged_policy")
+    return GateCheck(**fields)

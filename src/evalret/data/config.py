@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from evalret.core import gate
+from evalret.core.gate import UnjudgedPolicy
 from evalret.core.metrics import MAX_CUTOFF, MAX_GRADE, cutoffs, parse_metrics, search_depth
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.core.slices import CustomSlice, Slice, build_slices
@@ -787,6 +788,22 @@ class SignificanceConfig(_Strict):
         return gate.Significance(**self.model_dump())
 
 
+class UnjudgedConfig(_Strict):
+    """When a drop check cannot tell: the run's judged@k fell below the baseline's by more than
+    max_drop (a new model retrieving documents nobody judged)."""
+
+    max_drop: float = Field(
+        0.10, ge=0, le=1, description="largest fall of judged@k below the baseline's"
+    )
+    policy: UnjudgedPolicy = Field(
+        "warn", description="warn: inconclusive checks exit 0 with a warning; fail: exit 1"
+    )
+
+    def to_core(self) -> gate.Unjudged:
+        """The plain settings the gate reads (the same fields)."""
+        return gate.Unjudged(**self.model_dump())
+
+
 DEFAULT_THRESHOLDS = {"recall@10": Threshold(max_drop=0.01), "mrr@10": Threshold(max_drop=0.01)}
 
 
@@ -810,6 +827,10 @@ class GateConfig(_Strict):
         "judge's grades left out; core/provenance.py)",
     )
     significance: SignificanceConfig | None = None
+    unjudged: UnjudgedConfig | None = Field(
+        default_factory=UnjudgedConfig,
+        description="inconclusive drop checks when judged@k falls; null: never inconclusive",
+    )
     health: dict[str, HealthThreshold] = Field(
         default_factory=lambda: {"collapsed": HealthThreshold(max=0)},
         description="intrinsic-health figure -> {min, max}; default: fail a collapsed embedding",

@@ -8,10 +8,18 @@ import numpy as np
 
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_relevant
 from evalret.data.goldenset import GoldenSet
-from evalret.data.schema import QueryExample, RankedDoc, RunReport
+from evalret.data.schema import (
+    TOP_KEPT,
+    QueryExample,
+    RankedDoc,
+    RunReport,
+    UnjudgedDoc,
+    UnjudgedDocs,
+)
 
 SHOWN_RESULTS = 5
 TEXT_CHARS = 160  # characters of a document's text shown beside its id
+UNJUDGED_LISTED = 10  # B's most frequent unjudged documents kept in a comparison
 
 
 def query_examples(
@@ -61,3 +69,28 @@ def query_examples(
             )
         )
     return out
+
+
+def unjudged_documents(
+    report: RunReport, index: str, k: int, golden: GoldenSet, limit: int = UNJUDGED_LISTED
+) -> UnjudgedDocs:
+    """The documents of ``report``'s top ``k`` (at most the TOP_KEPT ids a report keeps) on
+    ``index`` that the golden set does not judge for the query they were retrieved for, by how
+    many queries' lists hold them (most first, then by id); the ``limit`` first."""
+    k = min(k, TOP_KEPT)
+    texts = dict(zip(golden.doc_ids, golden.doc_texts, strict=True))
+    counts: dict[str, int] = {}
+    for q, ids in zip(report.query_ids, report.indexes[index].top_ids, strict=True):
+        judged = golden.qrels.get(q, {})
+        for d in dict.fromkeys(ids[:k]):
+            if d not in judged:
+                counts[d] = counts.get(d, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    return UnjudgedDocs(
+        index=index,
+        k=k,
+        n_queries=len(report.query_ids),
+        documents=[
+            UnjudgedDoc(id=d, lists=n, text=texts.get(d, "")[:TEXT_CHARS]) for d, n in ranked
+        ],
+    )

@@ -20,7 +20,7 @@ from pydantic import (
 
 # the closed vocabularies are the core's, defined once there
 from evalret.core.comparison import CompareStatus
-from evalret.core.gate import CheckKind, GateVerdict
+from evalret.core.gate import CheckKind, CheckStatus, GateVerdict, UnjudgedPolicy
 from evalret.core.metrics import SCORE_SLACK
 from evalret.core.slices import Reliability
 from evalret.core.stats import Correction, PairedTest
@@ -339,8 +339,10 @@ class SampleSection(_Model):
     notes: list[str]
 
 
-class GateCheck(_Model):
-    """One named check of the gate and its outcome."""
+class GateCheck(_Sparse):
+    """One named check of the gate and its outcome. ``passed``: the check does not block the
+    gate; ``status`` says pass, fail or inconclusive (absent in reports of older versions, where
+    it follows ``passed``)."""
 
     name: str
     index: str
@@ -358,6 +360,21 @@ class GateCheck(_Model):
     underpowered: bool  # the slice is too small for its threshold to be detectable
     passed: bool
     message: str
+    # pass | fail | inconclusive (the current judged@k fell too far below the baseline's)
+    status: CheckStatus | None = None
+    # drop checks: judged@k of the baseline and of the current run on the check's index and
+    # slice (absent in older reports; None where a figure is missing)
+    judged_k: int | None = None
+    judged_baseline: float | None = None
+    judged_current: float | None = None
+    unjudged_policy: UnjudgedPolicy | None = None  # gate.unjudged.policy, on an inconclusive check
+
+    @property
+    def outcome(self) -> CheckStatus:
+        """pass, fail or inconclusive (an older report's check: from ``passed``)."""
+        if self.status is not None:
+            return self.status
+        return "pass" if self.passed else "fail"
 
 
 class GateSignificance(_Model):
@@ -371,7 +388,15 @@ class GateSignificance(_Model):
     power: float
 
 
-class GateSection(_Model):
+class GateUnjudged(_Model):
+    """The config's gate.unjudged: how far judged@k may fall below the baseline's before a drop
+    check is inconclusive, and whether that blocks the gate."""
+
+    max_drop: float
+    policy: UnjudgedPolicy
+
+
+class GateSection(_Sparse):
     verdict: GateVerdict
     baseline: str | None  # path of the baseline file
     baseline_fingerprint: str | None
@@ -381,10 +406,17 @@ class GateSection(_Model):
     significance: GateSignificance | None
     checks: list[GateCheck]
     notes: list[str]
+    unjudged: GateUnjudged | None = None  # absent in older reports and with gate.unjudged null
 
     @property
     def failed(self) -> list[GateCheck]:
+        """The checks that block the gate (an inconclusive one under policy fail included)."""
         return [c for c in self.checks if not c.passed]
+
+    @property
+    def inconclusive(self) -> list[GateCheck]:
+        """The drop checks whose labels could not tell (too few of the new top k judged)."""
+        return [c for c in self.checks if c.outcome == "inconclusive"]
 
 
 class LabelView(_Model):
@@ -552,13 +584,40 @@ class MetricComparison(_Model):
     losses: int
 
 
-class SliceComparison(_Model):
+class JudgedPair(_Model):
+    """judged@k of one slice in A and in B (None: an empty slice)."""
+
+    a: float | None
+    b: float | None
+
+
+class SliceComparison(_Sparse):
     n_queries: int
     reliability: Reliability
     mde: dict[str, float | None]  # two-sided minimum detectable effect per metric
     metrics: dict[str, MetricComparison]
     drift: dict[str, float]  # jaccard@10, rbo@10 between A's and B's rankings
     diagnosis: str
+    # judged@k of A and of B at every cutoff both computed ("judged@10": {a, b}); absent in
+    # compare.json of older versions
+    judged: dict[str, JudgedPair] = {}
+
+
+class UnjudgedDoc(_Model):
+    """A document in B's top k that nobody judged for the queries it was retrieved for."""
+
+    id: str
+    lists: int  # how many of B's top-k lists (one per query) hold it unjudged
+    text: str  # its first characters ("" when the golden set is not at hand)
+
+
+class UnjudgedDocs(_Model):
+    """B's most frequent unjudged documents in one index's top k, most frequent first."""
+
+    index: str
+    k: int
+    n_queries: int  # B's top-k lists read
+    documents: list[UnjudgedDoc]
 
 
 class RankedDoc(_Model):
@@ -585,13 +644,15 @@ class Verdict(_Model):
     regressions: list[str]  # significant regressions anywhere
 
 
-class CompareSide(_Model):
-    """One of the two compared runs: its label (the path given), fingerprint, model, indexes."""
+class CompareSide(_Sparse):
+    """One of the two compared runs: its label (the path given), fingerprint, model, indexes,
+    and the settings its run took from the command line (absent when none)."""
 
     label: str
     fingerprint: str
     model: dict[str, Any]
     indexes: dict[str, dict[str, Any]]
+    overrides: dict[str, Any] | None = None
 
     @field_validator("model", mode="before")
     @classmethod
@@ -632,7 +693,7 @@ class ComparedGoldenSet(_Model):
     n_queries: int
 
 
-class CompareReport(_Model):
+class CompareReport(_Sparse):
     schema_version: int
     evalret_version: str
     a: CompareSide
@@ -646,6 +707,9 @@ class CompareReport(_Model):
     verdict: Verdict
     losers: list[QueryExample]  # biggest losses of B on the primary metric
     gainers: list[QueryExample]
+    # B's most frequent unjudged documents on the primary index; None when the golden set is not
+    # at hand (absent in compare.json of older versions)
+    unjudged: UnjudgedDocs | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> CompareReport:

@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from evalret.core.gate import Check, Rule, evaluate_gate, health_checks, resolve_rules
+from evalret.core.gate import (
+    Check,
+    JudgedFigures,
+    JudgedSides,
+    Rule,
+    evaluate_gate,
+    gate_verdict,
+    health_checks,
+    mark_inconclusive,
+    resolve_rules,
+)
 from evalret.core.slices import Slice
 from evalret.data.baseline import aligned_scores, changed_settings, gate_check
 from evalret.data.config import DENSE_INDEXES, Config
-from evalret.data.schema import GateSection, RunReport
+from evalret.data.schema import GateSection, GateUnjudged, RunReport
 from evalret.errors import IncomparableError, InputError, Problem
 
 
@@ -88,11 +98,25 @@ def _gate_checks(
         gate.ann_min_recall,
         gate.ann_k,
     )
+    judged = JudgedSides(judged_figures(current), judged_figures(baseline) if baseline else None)
+    checks = mark_inconclusive(checks, judged, gate.unjudged.to_core() if gate.unjudged else None)
     if current.intrinsic is not None:
         i = current.intrinsic
         health = {key: t.to_core() for key, t in gate.health.items()}
         checks += health_checks({"documents": i.documents, "queries": i.queries}, health)
     return checks
+
+
+def judged_figures(report: RunReport) -> JudgedFigures:
+    """Mean judged@k of every index and slice of ``report``, by cutoff k (a report of an older
+    evalret may have none: empty)."""
+    return {
+        index: {
+            name: {int(key.split("@", 1)[1]): v for key, v in s.judged.items()}
+            for name, s in result.slices.items()
+        }
+        for index, result in report.indexes.items()
+    }
 
 
 def run_gate(
@@ -111,10 +135,8 @@ def run_gate(
     indexes = [i for i in current.indexes if i in gated]
     wanted = set(gate.slices) if gate.slices is not None else None
     masks = {s.name: s.mask for s in slices if wanted is None or s.name in wanted}
-    checks = [
-        gate_check(c)
-        for c in _gate_checks(config, current, masks, indexes, baseline, baseline_source)
-    ]
+    core_checks = _gate_checks(config, current, masks, indexes, baseline, baseline_source)
+    checks = [gate_check(c) for c in core_checks]
     notes: list[str] = []
     if missing_baseline is not None:
         notes.insert(
@@ -125,11 +147,12 @@ def run_gate(
     elif not checks:
         return None
     return GateSection(
-        verdict="pass" if all(c.passed for c in checks) else "fail",
+        verdict=gate_verdict(core_checks),
         baseline=baseline_source,
         baseline_fingerprint=baseline.fingerprint.digest if baseline else None,
         changed=changed_settings(baseline, current) if baseline else {},
         significance=gate.significance.model_dump() if gate.significance else None,
         checks=checks,
         notes=notes,
+        **({"unjudged": GateUnjudged(**gate.unjudged.model_dump())} if gate.unjudged else {}),
     )

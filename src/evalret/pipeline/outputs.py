@@ -68,14 +68,21 @@ def write_outputs(
     report_path = out_dir / "report.json"
     atomic_write_text(report_path, report.model_dump_json(indent=2) + "\n")
     written.append(report_path)
-    markdown = render_markdown(report)
+    markdown = render_markdown(report, str(report_path))
+    comment = render_comment(
+        report,
+        markdown,
+        baseline_losses(evaluation),
+        reports_link(),
+        report_json=str(report_path),
+    )
     outputs = {
         "report.md": markdown,
         "report.html": render_run_html(report, evaluation.baseline, evaluation.golden_set),
-        "comment.md": render_comment(report, markdown, baseline_losses(evaluation), reports_link()),
+        "comment.md": comment,
     }
     if report.gate is not None:
-        outputs["junit.xml"] = render_junit(report.gate)
+        outputs["junit.xml"] = render_junit(report.gate, str(report_path))
     for name, ranking in evaluation.rankings.items():
         outputs[f"run.{name}.trec"] = trec_run(evaluation.golden_set, ranking, f"{RUN_TAG}-{name}")
     for name, text in outputs.items():

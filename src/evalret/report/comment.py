@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from evalret.data.schema import GateCheck, QueryExample, RunReport
 from evalret.report.escape import markdown, markdown_code
+from evalret.report.markdown import unjudged_lines, verdict_heading
 from evalret.report.numbers import TYPOGRAPHIC, number
 from evalret.report.views import check_rows, gate_summary
 
@@ -64,12 +65,7 @@ def _head(report: RunReport) -> list[str]:
     if gate is None:
         return [MARKER, "## evalret: no gate configured", ""]
     summary = gate_summary(gate)
-    if summary.passed:
-        verdict = f"## evalret gate: ✅ pass ({summary.n_checks} checks)"
-    else:
-        n_failed = len(summary.failed)
-        verdict = f"## evalret gate: ❌ fail ({n_failed} of {summary.n_checks} checks failed)"
-    lines = [MARKER, verdict, ""]
+    lines = [MARKER, verdict_heading(gate), ""]
     if gate.baseline:
         lines += [f"Baseline {markdown_code(gate.baseline)}.", ""]
     if gate.changed:
@@ -142,16 +138,23 @@ def render_comment(
     losses: Losses | None = None,
     link: str | None = None,
     budget: int = BUDGET,
+    report_json: str = "report.json",
 ) -> str:
-    """The comment: ``MARKER``, the verdict, the failed checks, the biggest per-query
-    ``losses``, then ``report_md`` folded, and the report's run id (``RUN_MARKER``) last; at
-    most ``budget`` characters (see the module)."""
+    """The comment: ``MARKER``, the verdict, the failed checks, the inconclusive ones with the
+    command that would judge them (``report_json``: where the run's report.json is), the
+    biggest per-query ``losses``, then ``report_md`` folded, and the report's run id
+    (``RUN_MARKER``) last; at most ``budget`` characters (see the module)."""
     if report.run_id is not None:
         run_line = RUN_MARKER.format(report.run_id) + "\n"
         unmarked = report.model_copy(update={"run_id": None})
-        return render_comment(unmarked, report_md, losses, link, budget - len(run_line)) + run_line
+        return (
+            render_comment(unmarked, report_md, losses, link, budget - len(run_line), report_json)
+            + run_line
+        )
     reports = _reports(link)
     head, tail, footer = _head(report), _losses_lines(report, losses), [f"Full reports: {reports}."]
+    if report.gate is not None:
+        tail = unjudged_lines(report.gate, report_json) + tail
     failed = report.gate.failed if report.gate is not None else []
     rows = _failed_rows(failed)
     table = [

@@ -6,11 +6,19 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from evalret.data.schema import CompareReport, MetricComparison, QueryExample, RankedDoc
+from evalret.data.schema import (
+    CompareReport,
+    MetricComparison,
+    QueryExample,
+    RankedDoc,
+    SliceComparison,
+)
 from evalret.report.common import COMPARE_COLUMNS
 from evalret.report.escape import markdown, markdown_code, terminal
 from evalret.report.numbers import PLAIN, number
-from evalret.report.views import compare_rows
+from evalret.report.views import compare_rows, judged_rows, snippet
+
+UNJUDGED_SHOWN = 5  # B's unjudged documents in the short terminal summary
 
 VERDICT_STYLE = {"candidate": "bold green", "not a candidate": "bold red", "no difference": "bold"}
 
@@ -69,6 +77,43 @@ def _overview_table(report: CompareReport, index: str) -> Table:
     return t
 
 
+def judged_table(report: CompareReport, index: str) -> Table | None:
+    """judged@k of A beside B on every slice of ``index``; None without judged figures."""
+    key, rows = judged_rows(report.indexes[index], PLAIN)
+    if key is None:
+        return None
+    t = Table(title=f"{terminal(index)}: {key}, A beside B", title_justify="left")
+    for col in ("slice", "A", "B", "B - A"):
+        t.add_column(col, justify="left" if col == "slice" else "right", no_wrap=True)
+    for row in rows:
+        t.add_row(Text(terminal(row.name)), row.a, row.b, row.delta)
+    return t
+
+
+def unjudged_docs_parts(report: CompareReport, limit: int | None = None) -> list[RenderableType]:
+    """B's most frequent unjudged documents (the first ``limit``): id, how many of B's top-k
+    lists hold it, the start of its text; nothing when none were listed."""
+    u = report.unjudged
+    if u is None or not u.documents:
+        return []
+    docs = u.documents[:limit] if limit is not None else u.documents
+    parts: list[RenderableType] = [
+        Text(
+            f"B's most frequent unjudged documents ({terminal(u.index)}, top {u.k} of "
+            f"{u.n_queries} queries):",
+            style="bold",
+        )
+    ]
+    parts += [
+        Text(
+            f"  {terminal(d.id)}  in {d.lists} list{'s' if d.lists != 1 else ''}  "
+            f"{terminal(snippet(d))}"
+        )
+        for d in docs
+    ]
+    return parts
+
+
 def render_compare(report: CompareReport, written: list[str]) -> Group:
     a, b = report.a, report.b
     parts: list[RenderableType] = [
@@ -81,6 +126,12 @@ def render_compare(report: CompareReport, written: list[str]) -> Group:
     ]
     for index in report.indexes:
         parts += [Text(""), _primary_table(report, index), _overview_table(report, index)]
+        judged = judged_table(report, index)
+        if judged is not None:
+            parts.append(judged)
+    unjudged = unjudged_docs_parts(report)
+    if unjudged:
+        parts += [Text(""), *unjudged]
     parts += [Text(""), Text("diagnosis", style="bold")]
     parts += [
         Text(f"  {terminal(name)}: {terminal(sc.diagnosis)}")
@@ -109,6 +160,40 @@ def render_compare(report: CompareReport, written: list[str]) -> Group:
         parts += [Text(""), Text("report files:", style="bold")]
         parts += [Text(f"  {terminal(p)}") for p in written]
     return Group(*parts)
+
+
+def _judged_lines(slices: dict[str, SliceComparison]) -> list[str]:
+    """judged@k of A beside B per slice (compare.md); [] without judged figures."""
+    key, rows = judged_rows(slices, PLAIN)
+    if key is None:
+        return []
+    lines = [
+        "",
+        f"Share of the top k judged ({key}), A beside B:",
+        "",
+        "| slice | A | B | B − A |",
+        "|" + " --- |" * 4,
+    ]
+    lines += [f"| {markdown(r.name)} | {r.a} | {r.b} | {r.delta} |" for r in rows]
+    return lines
+
+
+def _unjudged_lines(report: CompareReport) -> list[str]:
+    """B's most frequent unjudged documents (compare.md); [] when none were listed."""
+    u = report.unjudged
+    if u is None or not u.documents:
+        return []
+    lines = [
+        "",
+        f"### B's most frequent unjudged documents ({markdown(u.index)}, top {u.k})",
+        "",
+        f"| document | in B's top-{u.k} lists (of {u.n_queries}) | text |",
+        "|" + " --- |" * 3,
+    ]
+    lines += [
+        f"| {markdown_code(d.id)} | {d.lists} | {markdown(snippet(d))} |" for d in u.documents
+    ]
+    return lines
 
 
 def render_compare_markdown(report: CompareReport) -> str:
@@ -158,6 +243,8 @@ def render_compare_markdown(report: CompareReport) -> str:
             ]
             cells += [_num(d, digits=3) for d in sc.drift.values()]
             lines.append(f"| {markdown(name)} | " + " | ".join(cells) + " |")
+        lines += _judged_lines(slices)
+    lines += _unjudged_lines(report)
     if report.notes:
         lines += ["", *(f"- {markdown(n)}" for n in report.notes)]
     lines += ["", "Per-query disagreements: `disagreements.md`."]

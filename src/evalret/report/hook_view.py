@@ -9,7 +9,7 @@ from pathlib import Path
 from evalret.data.schema import GateSection
 from evalret.report.escape import terminal
 from evalret.report.numbers import PLAIN
-from evalret.report.views import check_rows, gate_summary
+from evalret.report.views import check_rows, gate_summary, unjudged_line, unjudged_rows
 
 # failed checks listed one per line before "... and N more (see report.md)"
 MAX_LISTED = 20
@@ -37,12 +37,19 @@ def hook_lines(
         summary = gate_summary(gate)
         if summary.passed:
             lines = [f"{hook_id}: PASS: {summary.n_checks} checks against {where}"]
+        elif summary.is_inconclusive:
+            lines = [
+                f"{hook_id}: INCONCLUSIVE: {len(summary.inconclusive)} of {summary.n_checks} "
+                f"checks against {where} cannot tell (too much of the new top k was never "
+                "judged); not blocking (gate.unjudged.policy warn)"
+            ]
         else:
             lines = [
                 f"{hook_id}: FAIL: {len(summary.failed)} of {summary.n_checks} checks failed "
                 f"against {where}; the push is blocked",
                 *_failed_lines(gate),
             ]
+        lines += [f"  {terminal(unjudged_line(r, PLAIN))}" for r in unjudged_rows(gate)]
         lines += [terminal(note) for note in gate.notes]
         lines += [
             terminal(f"changed: {key}: {change.baseline} -> {change.current}")

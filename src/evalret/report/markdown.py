@@ -23,7 +23,16 @@ from evalret.report.common import (
 )
 from evalret.report.escape import markdown, markdown_code
 from evalret.report.numbers import TYPOGRAPHIC, number
-from evalret.report.views import backend_line, check_rows, engine_line, gate_summary
+from evalret.report.views import (
+    backend_line,
+    check_rows,
+    engine_line,
+    gate_summary,
+    judge_commands,
+    unjudged_rows,
+)
+
+RESULT_MARKS = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
 
 HEADLINE_LABEL_METRICS = 5  # metrics shown on human and on all labels (as the terminal)
 
@@ -48,7 +57,9 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
     rows = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
     for row in check_rows(checks, TYPOGRAPHIC):
         c = row.check
-        result = "✅ pass" if c.passed else "❌ fail"
+        result = RESULT_MARKS[c.outcome]
+        if c.outcome == "inconclusive" and not c.passed:
+            result += " (fails: policy fail)"
         if row.weak:
             result += f" ⚠️ underpowered (MDE {row.mde})"
         rows.append(
@@ -60,14 +71,54 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
     return rows
 
 
-def _gate_lines(gate: GateSection) -> list[str]:
+def verdict_heading(gate: GateSection) -> str:
+    """``## evalret gate: ✅ pass (N checks)``, ``⚠️ inconclusive`` or ``❌ fail`` (report.md
+    and comment.md)."""
+    summary = gate_summary(gate)
+    n, failed, inconclusive = summary.n_checks, summary.failed, summary.inconclusive
+    if summary.passed:
+        return f"## evalret gate: ✅ pass ({n} checks)"
+    if summary.is_inconclusive:
+        return (
+            f"## evalret gate: ⚠️ inconclusive ({len(inconclusive)} of {n} checks cannot tell: "
+            "too much of the new top k was never judged)"
+        )
+    among = f", {len(inconclusive)} inconclusive under policy fail" if inconclusive else ""
+    return f"## evalret gate: ❌ fail ({len(failed)} of {n} checks failed{among})"
+
+
+def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:
+    """The inconclusive checks' slices as a table (judged@k of baseline and current, the share
+    of the new top k never judged) and the commands that would judge them; [] when none."""
+    summary = gate_summary(gate)
+    rows = unjudged_rows(gate)
+    if not summary.inconclusive:
+        return []
+    lines = [
+        f"### Inconclusive checks ({len(summary.inconclusive)})",
+        "",
+        f"⚠️ {markdown(summary.inconclusive_sentence)}",
+        "",
+        "| index | slice | k | judged@k baseline | judged@k current | never judged | checks |",
+        "|" + " --- |" * 7,
+    ]
+    lines += [
+        f"| {markdown(r.index)} | {markdown(r.slice)} | {r.k} | {_num(r.baseline)} | "
+        f"{_num(r.current)} | "
+        f"{'–' if r.never_judged is None else f'{r.never_judged:.0%}'} | {r.n_checks} |"
+        for r in rows
+    ]
+    commands = judge_commands(gate, report_json)
+    if commands:
+        lines += ["", "Judge the unjudged documents, then merge the labels and rerun:", ""]
+        lines += [f"- {markdown_code(c)}" for c in commands]
+    return [*lines, ""]
+
+
+def _gate_lines(gate: GateSection, report_json: str) -> list[str]:
     summary = gate_summary(gate)
     failed = summary.failed
-    if summary.passed:
-        lines = [f"## evalret gate: ✅ pass ({summary.n_checks} checks)"]
-    else:
-        lines = [f"## evalret gate: ❌ fail ({len(failed)} of {summary.n_checks} checks failed)"]
-    lines.append("")
+    lines = [verdict_heading(gate), ""]
     if gate.baseline:
         lines.append(
             f"Baseline {markdown_code(gate.baseline)} "
@@ -88,6 +139,8 @@ def _gate_lines(gate: GateSection) -> list[str]:
         ]
     if failed:
         lines += ["", "### Failed checks", "", *_checks_table(failed, with_message=True)]
+    if summary.inconclusive:
+        lines += ["", *unjudged_lines(gate, report_json)]
     if summary.weak:
         lines += ["", f"⚠️ {summary.weak_sentence}"]
     if gate.notes:
@@ -219,10 +272,16 @@ def _sample_lines(report: RunReport) -> list[str]:
     return lines + [f"- {markdown(n)}" for n in s.notes]
 
 
-def render_markdown(report: RunReport) -> str:
+def render_markdown(report: RunReport, report_json: str = "report.json") -> str:
+    """report.md of ``report``; ``report_json``: where its report.json is (for the judge
+    command of inconclusive checks)."""
     g = report.golden_set
     model = report.fingerprint.model.get("source", report.fingerprint.model.get("name"))
-    lines = _gate_lines(report.gate) if report.gate else ["## evalret run (no gate configured)"]
+    lines = (
+        _gate_lines(report.gate, report_json)
+        if report.gate
+        else ["## evalret run (no gate configured)"]
+    )
     lines += [
         "",
         f"Golden set {markdown_code(g.source)} ({g.format}, {g.n_documents} documents, "

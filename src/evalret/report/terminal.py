@@ -27,7 +27,16 @@ from evalret.report.common import (
 )
 from evalret.report.escape import terminal
 from evalret.report.numbers import PLAIN, number
-from evalret.report.views import backend_line, check_rows, engine_line, gate_summary
+from evalret.report.views import (
+    backend_line,
+    check_rows,
+    engine_line,
+    gate_summary,
+    judge_commands,
+    result_word,
+    unjudged_line,
+    unjudged_rows,
+)
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
@@ -191,7 +200,7 @@ def labels_parts(report: RunReport, metrics: list[str]) -> list[RenderableType]:
 def _failed_table(gate: GateSection) -> Table:
     """The failed checks with their numbers."""
     table = Table(title="failed checks", title_justify="left", title_style="bold red")
-    for col in ("check", "n", "baseline", "current", "delta", "p (adj.)"):
+    for col in ("check", "n", "baseline", "current", "delta", "p (adj.)", "result"):
         table.add_column(col, justify="left" if col == "check" else "right", no_wrap=True)
     for row in check_rows(gate.failed, PLAIN):
         table.add_row(
@@ -201,6 +210,7 @@ def _failed_table(gate: GateSection) -> Table:
             row.current,
             row.delta,
             row.p,
+            result_word(row.check),
         )
     return table
 
@@ -215,10 +225,39 @@ def verdict_text(gate: GateSection) -> Text:
             f"pass{'es' if n == 1 else ''}",
             style="bold green",
         )
+    n_inconclusive = len(summary.inconclusive)
+    if summary.is_inconclusive:
+        return Text(
+            f"GATE INCONCLUSIVE: {n_inconclusive} of {summary.n_checks} checks cannot tell "
+            "(too much of the new top k was never judged; policy warn, not blocking)",
+            style="bold yellow",
+        )
+    among = f" ({n_inconclusive} inconclusive, policy fail)" if n_inconclusive else ""
     return Text(
-        f"GATE FAILED: {len(summary.failed)} of {summary.n_checks} checks failed",
+        f"GATE FAILED: {len(summary.failed)} of {summary.n_checks} checks failed{among}",
         style="bold red",
     )
+
+
+def unjudged_parts(gate: GateSection, report_json: str) -> list[RenderableType]:
+    """The inconclusive checks' slices (judged@k of baseline and current, the share of the new
+    top k never judged) and the commands that would judge them; nothing when none."""
+    summary = gate_summary(gate)
+    if not summary.inconclusive:
+        return []
+    style = "bold red" if summary.policy == "fail" else "yellow"
+    parts: list[RenderableType] = [Text(summary.inconclusive_sentence, style=style)]
+    parts += [Text(f"  {terminal(unjudged_line(r, PLAIN))}") for r in unjudged_rows(gate)]
+    commands = judge_commands(gate, report_json)
+    if commands:
+        parts.append(Text("judge the unjudged documents with:", style="bold"))
+        parts += [Text(f"  {terminal(c)}") for c in commands]
+    return parts
+
+
+def report_json_of(written: list[Path] | list[str]) -> str:
+    """The report.json among the files written (what a judge command reads), else its name."""
+    return next((str(p) for p in written if Path(p).name == "report.json"), "report.json")
 
 
 def changed_lines(gate: GateSection) -> list[RenderableType]:
@@ -255,12 +294,13 @@ def sample_parts(report: RunReport) -> list[RenderableType]:
     return [Text(terminal(line), style="yellow")] if line is not None else []
 
 
-def gate_parts(gate: GateSection) -> list[RenderableType]:
-    """Verdict in colour, then the failed checks, underpowered warning and notes."""
+def gate_parts(gate: GateSection, report_json: str = "report.json") -> list[RenderableType]:
+    """Verdict in colour, then the failed checks, the inconclusive ones, underpowered warning
+    and notes."""
     parts: list[RenderableType] = [Text(""), verdict_text(gate), *changed_lines(gate)]
     if gate.failed:
         parts.append(_failed_table(gate))
-    return parts + caveat_lines(gate)
+    return parts + unjudged_parts(gate, report_json) + caveat_lines(gate)
 
 
 def context_parts(report: RunReport) -> list[RenderableType]:
@@ -328,7 +368,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     if health is not None:
         parts += [Text(""), health]
     if report.gate is not None:
-        parts += gate_parts(report.gate)
+        parts += gate_parts(report.gate, report_json_of(written))
     if written:
         parts += [Text(""), Text("report files:", style="bold")]
         parts += [Text(f"  {terminal(str(p))}") for p in written]
@@ -357,4 +397,4 @@ def print_baseline(console: Console, report: RunReport, path: Path) -> None:
         console.print(Text(""))
         console.print(index_table(report, index))
     if report.gate is not None:
-        console.print(Group(*gate_parts(report.gate)))
+        console.print(Group(*gate_parts(report.gate, str(path))))

@@ -18,7 +18,12 @@ from rich.text import Text
 
 from evalret.data.schema import AnnSection, CompareReport, GateCheck, GateSection, RunReport
 from evalret.report.common import interval_lines, shown_judged
-from evalret.report.compare_views import VERDICT_STYLE, render_compare
+from evalret.report.compare_views import (
+    UNJUDGED_SHOWN,
+    VERDICT_STYLE,
+    render_compare,
+    unjudged_docs_parts,
+)
 from evalret.report.escape import terminal
 from evalret.report.numbers import PLAIN, number
 from evalret.report.terminal import (
@@ -29,9 +34,17 @@ from evalret.report.terminal import (
     labels_parts,
     metric_cell,
     render_run,
+    report_json_of,
+    unjudged_parts,
     verdict_text,
 )
-from evalret.report.views import allowed_change, check_rows, compare_rows
+from evalret.report.views import (
+    allowed_change,
+    check_rows,
+    compare_rows,
+    judged_rows,
+    result_word,
+)
 
 HEADLINE_METRICS = 5  # the first metrics of the config's list shown (plus any a check reads)
 CHECKS_SHOWN = 10  # rows of the failed-or-moved checks table; report.md lists them all
@@ -99,11 +112,13 @@ def moved(check: GateCheck, alpha: float | None) -> bool:
 
 
 def _shown_checks(gate: GateSection) -> tuple[list[GateCheck], int, int]:
-    """The failed checks (gate order), then those that moved; and how many of each."""
+    """The failed checks (gate order), the inconclusive ones that do not block, then those that
+    moved; and how many failed and how many passing ones moved."""
     alpha = gate.significance.alpha if gate.significance is not None else None
     failed = gate.failed
-    passed_moved = [c for c in gate.checks if c.passed and moved(c, alpha)]
-    return [*failed, *passed_moved], len(failed), len(passed_moved)
+    warned = [c for c in gate.checks if c.passed and c.outcome == "inconclusive"]
+    passed_moved = [c for c in gate.checks if c.passed and c.outcome == "pass" and moved(c, alpha)]
+    return [*failed, *warned, *passed_moved], len(failed), len(passed_moved)
 
 
 def checks_parts(gate: GateSection) -> list[RenderableType]:
@@ -112,13 +127,18 @@ def checks_parts(gate: GateSection) -> list[RenderableType]:
     if not checks:
         against = "against the baseline " if gate.baseline else ""
         return [Text(f"no check failed or moved {against}beyond its threshold", style="dim")]
+    n_warned = sum(c.passed and c.outcome == "inconclusive" for c in checks)
     title = f"{n_failed} check(s) failed, {n_moved} passing check(s) moved beyond their threshold"
+    if n_warned:
+        title += f", {n_warned} inconclusive"
     table = Table(title=title, title_justify="left")
     for col in ("check", "n", "baseline", "current", "delta", "limit", "p (adj.)", "result"):
         table.add_column(col, justify="left" if col in ("check", "result") else "right")
     for row in check_rows(checks[:CHECKS_SHOWN], PLAIN):
         c = row.check
         style = "red" if not c.passed else ("green" if (c.delta or 0) > 0 else "yellow")
+        if c.outcome == "inconclusive" and c.passed:
+            style = "yellow"
         table.add_row(
             Text(terminal(c.name), style=style),
             str(c.n_queries),
@@ -127,7 +147,7 @@ def checks_parts(gate: GateSection) -> list[RenderableType]:
             Text(row.delta, style=style),
             row.limit,
             row.p,
-            Text("FAIL" if not c.passed else "pass", style=style),
+            Text(result_word(c), style=style),
         )
     parts: list[RenderableType] = [table]
     if len(checks) > CHECKS_SHOWN:
@@ -224,7 +244,9 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
     if unreliable is not None:
         parts.append(unreliable)
     if report.gate is not None:
-        parts += [Text(""), *checks_parts(report.gate), *caveat_lines(report.gate)]
+        parts += [Text(""), *checks_parts(report.gate)]
+        parts += unjudged_parts(report.gate, report_json_of(written))
+        parts += caveat_lines(report.gate)
     tail = [*map(ann_line, report.ann_sections()), health_line(report)]
     parts += [Text(""), *(t for t in tail if t is not None)]
     if written:
@@ -270,6 +292,24 @@ def compare_headline(report: CompareReport) -> Table:
                 row.p_randomization,
                 row.wtl,
             )
+    return table
+
+
+def compare_judged(report: CompareReport) -> Table | None:
+    """One row per index on the ``all`` slice: judged@k of A and B; None without figures."""
+    rows = []
+    key = None
+    for index, slices in report.indexes.items():
+        name = _all_slice(list(slices))
+        key, judged = judged_rows({name: slices[name]}, PLAIN)
+        rows += [(index, r) for r in judged]
+    if key is None or not rows:
+        return None
+    table = Table(title=f"{key} on all (share of the top k judged)", title_justify="left")
+    for col in ("index", "A", "B", "B - A"):
+        table.add_column(col, justify="left" if col == "index" else "right", no_wrap=True)
+    for index, r in rows:
+        table.add_row(Text(terminal(index)), r.a, r.b, r.delta)
     return table
 
 
@@ -344,8 +384,15 @@ def brief_compare(report: CompareReport, written: list[str]) -> Group:
             for k, c in report.changed.items()
         ),
     ]
-    parts += [Text(""), compare_headline(report), Text(""), *compare_moved_parts(report)]
+    parts += [Text(""), compare_headline(report)]
+    judged = compare_judged(report)
+    if judged is not None:
+        parts.append(judged)
+    parts += [Text(""), *compare_moved_parts(report)]
     parts += [Text(f"note: {terminal(n)}", style="yellow") for n in report.notes]
+    unjudged = unjudged_docs_parts(report, UNJUDGED_SHOWN)
+    if unjudged:
+        parts += [Text(""), *unjudged]
     examples = _examples_parts(report)
     if examples:
         parts += [Text(""), *examples]

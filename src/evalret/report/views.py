@@ -9,6 +9,7 @@ written by the one formatter (``evalret.report.numbers``). Each view adds only i
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from evalret.data.schema import (
@@ -18,6 +19,7 @@ from evalret.data.schema import (
     GateSection,
     MetricComparison,
     SliceComparison,
+    UnjudgedDoc,
 )
 from evalret.report.numbers import Medium, number, p_pair
 
@@ -71,10 +73,10 @@ def check_rows(checks: list[GateCheck], medium: Medium) -> list[CheckRow]:
             delta=number(c.delta, signed=True, medium=medium),
             limit=limit_text(c),
             p=p_pair(c.p_value, c.p_adjusted, medium),
-            weak=c.underpowered and c.passed,
+            weak=c.underpowered and c.outcome == "pass",
             mde=(
                 number(c.mde, digits=3, medium=medium)
-                if c.underpowered and c.passed and c.mde is not None
+                if c.underpowered and c.outcome == "pass" and c.mde is not None
                 else ""
             ),
         )
@@ -88,6 +90,9 @@ WEAK_EVIDENCE = (
 )
 
 
+RESULT_WORDS = {"pass": "pass", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}
+
+
 @dataclass(frozen=True)
 class GateSummary:
     """What every view says of a gate before its tables: the verdict and the counts."""
@@ -96,20 +101,111 @@ class GateSummary:
     n_checks: int
     failed: list[GateCheck]
     weak: list[GateCheck]  # passing checks that cannot detect their threshold
+    inconclusive: list[GateCheck]  # drop checks whose labels could not tell (blocking or not)
+    policy: str  # gate.unjudged.policy ("warn" when the report does not say)
 
     @property
     def weak_sentence(self) -> str:
         """The warning on underpowered passes (report.md and the HTML page)."""
         return WEAK_EVIDENCE.format(n=len(self.weak))
 
+    @property
+    def is_inconclusive(self) -> bool:
+        """No check failed, but some could not tell (policy warn): exit 0 with a warning."""
+        return not self.failed and bool(self.inconclusive)
+
+    @property
+    def inconclusive_sentence(self) -> str:
+        """Why some checks could not tell, and what that does to the exit code."""
+        n = len(self.inconclusive)
+        effect = (
+            "Policy fail: they fail the gate (exit 1)."
+            if self.policy == "fail"
+            else "Policy warn: they do not block the gate (exit 0)."
+        )
+        return (
+            f"{n} drop check{'s are' if n != 1 else ' is'} inconclusive: the current run's "
+            "judged@k fell more than gate.unjudged.max_drop below the baseline's, so the new "
+            f"top k holds documents nobody judged and the metrics cannot tell. {effect}"
+        )
+
 
 def gate_summary(gate: GateSection) -> GateSummary:
-    """The verdict, the failed checks and the weak passes of ``gate``."""
+    """The verdict, the failed checks, the weak passes and the inconclusive checks of ``gate``."""
     return GateSummary(
         passed=gate.verdict == "pass",
         n_checks=len(gate.checks),
         failed=gate.failed,
-        weak=[c for c in gate.checks if c.underpowered and c.passed],
+        weak=[c for c in gate.checks if c.underpowered and c.outcome == "pass"],
+        inconclusive=gate.inconclusive,
+        policy=gate.unjudged.policy if gate.unjudged is not None else "warn",
+    )
+
+
+def result_word(check: GateCheck) -> str:
+    """``pass``, ``FAIL`` or ``INCONCLUSIVE``: a check's outcome as the tables write it."""
+    return RESULT_WORDS[check.outcome]
+
+
+# --- when the labels cannot tell ---------------------------------------------------------------
+
+LABELS_FILE = "labels.jsonl"  # where the suggested judge command writes its labels
+
+
+@dataclass(frozen=True)
+class UnjudgedRow:
+    """One index and slice whose drop checks are inconclusive: judged@k of baseline and
+    current, and how many checks it made inconclusive."""
+
+    index: str
+    slice: str
+    k: int
+    baseline: float | None
+    current: float | None
+    n_checks: int
+
+    @property
+    def never_judged(self) -> float | None:
+        """The share of the current top k that was never judged (1 - judged@k)."""
+        return None if self.current is None else 1 - self.current
+
+
+def unjudged_rows(gate: GateSection) -> list[UnjudgedRow]:
+    """One row per (index, slice, k) of the inconclusive checks, in check order."""
+    rows: dict[tuple[str, str, int], UnjudgedRow] = {}
+    for c in gate.inconclusive:
+        if c.judged_k is None:
+            continue
+        key = (c.index, c.slice, c.judged_k)
+        n = rows[key].n_checks if key in rows else 0
+        rows[key] = UnjudgedRow(
+            c.index, c.slice, c.judged_k, c.judged_baseline, c.judged_current, n + 1
+        )
+    return list(rows.values())
+
+
+def judge_command(report_json: str, index: str, k: int) -> str:
+    """The command that would judge the unjudged documents of ``index``'s top ``k`` in the run
+    of ``report_json`` (shell-quoted; untrusted: escape where shown)."""
+    return (
+        f"evalret judge --from-report {shlex.quote(report_json)} --index {shlex.quote(index)} "
+        f"--k {k} --out {LABELS_FILE}"
+    )
+
+
+def judge_commands(gate: GateSection, report_json: str) -> list[str]:
+    """One judge command per (index, k) of the inconclusive checks."""
+    seen = dict.fromkeys((r.index, r.k) for r in unjudged_rows(gate))
+    return [judge_command(report_json, index, k) for index, k in seen]
+
+
+def unjudged_line(row: UnjudgedRow, medium: Medium) -> str:
+    """``exact/all: judged@10 0.19 -> 0.04, 96% of the new top 10 never judged (2 checks)``."""
+    share = "" if row.never_judged is None else f", {row.never_judged:.0%}"
+    return (
+        f"{row.index}/{row.slice}: judged@{row.k} {number(row.baseline, medium=medium)} -> "
+        f"{number(row.current, medium=medium)}{share} of the new top {row.k} never judged "
+        f"({row.n_checks} check{'s' if row.n_checks != 1 else ''} inconclusive)"
     )
 
 
@@ -163,6 +259,58 @@ def compare_rows(
             )
         )
     return rows
+
+
+def compared_judged_key(slices: dict[str, SliceComparison]) -> str | None:
+    """The judged@k a comparison shows: judged@10 when both sides computed it, else the
+    smallest k; None for a compare.json without judged figures."""
+    keys = list(next(iter(slices.values())).judged) if slices else []
+    if not keys:
+        return None
+    return "judged@10" if "judged@10" in keys else min(keys, key=lambda k: int(k.split("@")[1]))
+
+
+@dataclass(frozen=True)
+class JudgedRow:
+    """judged@k of one slice in A and in B, and B - A, formatted for a medium."""
+
+    name: str
+    a: str
+    b: str
+    delta: str
+
+
+def judged_rows(
+    slices: dict[str, SliceComparison], medium: Medium
+) -> tuple[str | None, list[JudgedRow]]:
+    """The judged@k shown and one row per slice (none without judged figures)."""
+    key = compared_judged_key(slices)
+    if key is None:
+        return None, []
+    rows = []
+    for name, sc in slices.items():
+        pair = sc.judged.get(key)
+        if pair is None:
+            continue
+        delta = None if pair.a is None or pair.b is None else pair.b - pair.a
+        rows.append(
+            JudgedRow(
+                name=name,
+                a=number(pair.a, medium=medium),
+                b=number(pair.b, medium=medium),
+                delta=number(delta, signed=True, medium=medium),
+            )
+        )
+    return key, rows
+
+
+SNIPPET_CHARS = 80  # characters of an unjudged document's text shown in a list
+
+
+def snippet(doc: UnjudgedDoc) -> str:
+    """The start of an unjudged document's text (untrusted: escape where shown)."""
+    text = " ".join(doc.text.split())
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
 
 
 # --- the embedding -----------------------------------------------------------------------------

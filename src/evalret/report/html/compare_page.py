@@ -34,7 +34,7 @@ from evalret.report.html.shared import (
 from evalret.report.numbers import HTML, p_value
 from evalret.report.pagedata import DeltaSpread
 from evalret.report.svg import BLUE, GREY, DeltaRow, delta_chart, esc, figure
-from evalret.report.views import compare_rows
+from evalret.report.views import compare_rows, judged_rows, snippet
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,35 @@ def compare_curves_section(p: ComparePage) -> Section | None:
     return Section("curves", "Metric@k curves", "".join(blocks)) if blocks else None
 
 
+def compare_judged_section(p: ComparePage) -> Section | None:
+    """judged@k of A beside B per index and slice, and B's most frequent unjudged documents;
+    None for a compare.json without judged figures."""
+    c = p.comparison
+    parts = []
+    for index, slices in c.indexes.items():
+        key, rows = judged_rows(slices, HTML)
+        if key is None:
+            continue
+        cells = [[esc(r.name), r.a, r.b, r.delta] for r in rows]
+        parts.append(
+            f"<h3>{esc(index)}: {esc(key)}</h3>" + data_table(["slice", "A", "B", "B − A"], cells)
+        )
+    u = c.unjudged
+    if u is not None and u.documents:
+        docs = [[f"<code>{esc(d.id)}</code>", str(d.lists), esc(snippet(d))] for d in u.documents]
+        parts.append(
+            f"<h3>B's most frequent unjudged documents ({esc(u.index)}, top {u.k})</h3>"
+            + data_table(["document", f"in B's top-{u.k} lists (of {u.n_queries})", "text"], docs)
+        )
+    if not parts:
+        return None
+    intro = (
+        "<p>The share of each top k holding a judged document: where B's is lower, B retrieves "
+        "documents nobody judged, which every metric counts as not relevant.</p>"
+    )
+    return Section("judged", "Judged documents, A beside B", intro + "".join(parts))
+
+
 def compare_settings_section(p: ComparePage) -> Section:
     c = p.comparison
     rows = [
@@ -235,6 +264,7 @@ COMPARE_SECTIONS: list[CompareSection] = [
     compare_bars_section,
     compare_per_query_section,
     compare_curves_section,
+    compare_judged_section,
     compare_settings_section,
 ]
 

@@ -61,7 +61,14 @@ from evalret.report.svg import (
     figure,
     histogram,
 )
-from evalret.report.views import GateSummary, allowed_change, check_rows, gate_summary
+from evalret.report.views import (
+    GateSummary,
+    allowed_change,
+    check_rows,
+    gate_summary,
+    unjudged_line,
+    unjudged_rows,
+)
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,9 @@ def _checks_table(checks: list[GateCheck]) -> str:
     for row in check_rows(checks, HTML):
         c = row.check
         result = (
-            '<span class="result-pass">pass</span>'
+            '<span class="warn">INCONCLUSIVE</span>'
+            if c.outcome == "inconclusive"
+            else '<span class="result-pass">pass</span>'
             if c.passed
             else '<span class="result-fail">FAIL</span>'
         )
@@ -178,6 +187,8 @@ def _gate_head(gate: GateSection, summary: GateSummary) -> list[str]:
     if summary.passed:
         n = summary.n_checks
         line = f"All {n} checks pass." if n != 1 else "The check passes."
+    elif summary.is_inconclusive:
+        line = f"{len(summary.inconclusive)} of {summary.n_checks} checks are inconclusive."
     else:
         line = f"{len(summary.failed)} of {summary.n_checks} checks failed."
     parts = [f'<p class="verdict-line"><strong>{esc(line)}</strong></p>']
@@ -213,6 +224,12 @@ def gate_section(p: RunPage) -> Section | None:
             f"<ul class='plain'>{messages}</ul></details>"
         )
         parts.append(_drops_chart(failed))
+    if summary.inconclusive:
+        rows = "".join(f"<li>{esc(unjudged_line(r, HTML))}</li>" for r in unjudged_rows(gate))
+        parts.append(
+            f'<p class="warn">{esc(summary.inconclusive_sentence)}</p>'
+            f"<ul class='plain'>{rows}</ul>"
+        )
     if summary.weak:
         parts.append(f'<p class="warn">{esc(summary.weak_sentence)}</p>')
     if gate.notes:
@@ -668,6 +685,8 @@ def run_html(
         summary = gate_summary(gate)
         if summary.passed:
             badge = verdict_badge("pass", "✔ GATE PASSED")
+        elif summary.is_inconclusive:
+            badge = verdict_badge("neutral", "? GATE INCONCLUSIVE")
         else:
             failed = f"{len(summary.failed)} of {summary.n_checks} checks"
             badge = verdict_badge("fail", f"✖ GATE FAILED: {failed}")
