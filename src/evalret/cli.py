@@ -480,6 +480,47 @@ def pool(
 
 
 @_command(app)
+def judge(
+    out: Annotated[Path, o.out("Annotation JSONL the judge's labels are written to.")],
+    pool_file: o.JudgePool = None,
+    config: o.JudgeConfigFile = None,
+    dry_run: o.JudgeDryRun = False,
+    votes: o.Votes = None,
+    limit: o.Limit = None,
+    from_report: o.FromReport = None,
+    index: o.JudgeIndex = None,
+    k: o.TopK = 10,
+    calibrate: o.Calibrate = None,
+    progress: o.ShowProgress = True,
+    set_: o.Sets = None,
+) -> ExitCode:
+    """Grade (query, document) pairs with an LLM (the config's judge: section): a pool's pairs,
+    or the unjudged top k of a run (--from-report); writes annotation JSONL for `evalret
+    judgments merge`. Exit 1 when --calibrate finds kappa below judge.min_kappa."""
+    from dataclasses import asdict
+
+    from evalret.commands.judge import JudgeRequest, judge_command
+    from evalret.report.judge_view import render_judge
+
+    request = JudgeRequest(
+        pool_file,
+        out,
+        config,
+        dry_run,
+        votes,
+        limit,
+        from_report,
+        index,
+        k,
+        calibrate,
+        _overrides(set_, None, None),
+    )
+    outcome = judge_command(request, bars(progress))
+    console.print(render_judge(asdict(outcome)), highlight=False, soft_wrap=True)
+    return ExitCode.REGRESSION if outcome.refused is not None else ExitCode.OK
+
+
+@_command(app)
 def annotate(
     pool_file: Annotated[
         Path, typer.Argument(metavar="POOL", help="A pool file (JSONL) from `evalret pool`.")
