@@ -9,8 +9,9 @@ share of the pairs is answered wrong, the same wrong grade for every ask of a pa
 (a hash of seed, query and document decides): the agreement a judge should measure is known.
 
 Faults are queued (``server.faults.append(...)``), each request taking the next one:
-``("status", code, retry_after)`` answers ``code`` with an OpenAI-style error body (a 429 with
-``Retry-After``); ``("malformed",)`` answers prose without a grade. ``always_malformed`` holds
+``("status", code, retry_after)`` answers ``code`` with an OpenAI-style error body that echoes
+the Authorization header (a 429 with ``Retry-After``); ``("malformed",)`` answers prose without
+a grade; ``("ok",)`` answers normally. ``always_malformed`` holds
 query texts whose every answer is prose. ``answer_format`` "bare" answers a bare integer.
 Every request is counted (``requests``), and every grade answered kept (``answered``: (query,
 document) -> list of grades). Nothing of evalret is imported.
@@ -84,7 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
             state.bodies.append(body)
             fault = state.faults.popleft() if state.faults else None
         if fault is not None and fault[0] == "status":
-            self._error(fault[1], "slow down", {"Retry-After": str(fault[2])})
+            said = f"refused {self.headers.get('Authorization')}"  # a server echoing the key
+            self._error(fault[1], said, {"Retry-After": str(fault[2])})
             return
         if body.get("model") != state.name:
             self._error(404, f"The model {body.get('model')!r} does not exist")

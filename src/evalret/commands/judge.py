@@ -214,8 +214,7 @@ def judge_command(req: JudgeRequest, progress: ProgressBars = no_bars) -> JudgeO
     n_out = len(pairs)
     known = {(p.query_id, p.doc_id) for p in pairs}
     pairs += [p for p, _ in humans if (p.query_id, p.doc_id) not in known]
-    if not req.dry_run:
-        check_writable_file(req.out, "labels file")
+    check_writable_file(req.out, "labels file")  # a dry run says so too, before any cost
     cache = jp.AnswerCache(jp.cache_path(cfg) if cfg.cache.enabled else None)
     try:
         plan = jp.make_plan(pairs, judge, req.votes or judge.votes, cache)
