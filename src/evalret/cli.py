@@ -296,6 +296,8 @@ def run(
     set_: o.Sets = None,
     model: o.ModelName = None,
     dimension: o.Dimension = None,
+    judge: o.Judge = False,
+    judge_cache_only: o.JudgeCacheOnly = False,
 ) -> ExitCode:
     """Embed the golden set, search exact and HNSW indexes, report metrics per slice, and gate
     against floors and a baseline (--baseline, default: the config's gate.baseline). Report
@@ -321,9 +323,23 @@ def run(
         progress=bars(progress),
         sample=sample,
         overrides=overrides,
+        judging=_judging(judge, judge_cache_only),
     )
     print_run(console, outcome.evaluation.report, outcome.written, verbose)
+    if outcome.evaluation.report.judge is not None:
+        from evalret.report.judge_view import render_run_judge
+
+        console.print(render_run_judge(outcome.evaluation.report.judge), highlight=False)
     return outcome.exit_code
+
+
+def _judging(judge: bool, cache_only: bool) -> Any:
+    """`run --judge` / `--judge-cache-only` as the pipeline takes it (None: neither)."""
+    if not (judge or cache_only):
+        return None
+    from evalret.pipeline.judge import RunJudging
+
+    return RunJudging(cache_only=cache_only)
 
 
 @_command(app)

@@ -424,3 +424,19 @@ Calibrate = Annotated[
         help="Human labels (an annotation file or a golden set): report the judge's agreement.",
     ),
 ]
+Judge = Annotated[
+    bool,
+    _option(
+        "--judge",
+        help="Grade the unjudged top 10 of the gated indexes with the config's LLM judge and "
+        "score with those labels added (labelled llm in the report).",
+    ),
+]
+JudgeCacheOnly = Annotated[
+    bool,
+    _option(
+        "--judge-cache-only",
+        help="As --judge, with the judge's cached answers only: no request is sent (a pair not "
+        "cached stays unjudged).",
+    ),
+]

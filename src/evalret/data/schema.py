@@ -405,6 +405,9 @@ class RunReport(_Model):
     # the config settings given on the command line (--set, --model, --dimension), by dotted
     # path, as given (the config above holds their effect); absent when there were none
     overrides: dict[str, Any] | None = None
+    # `run --judge`: the LLM judge's labels this run was scored with (their source, the indexes
+    # and top k judged, pairs labelled, cached, asked, left unjudged); absent without --judge
+    judge: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
     def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -419,6 +422,8 @@ class RunReport(_Model):
             data.pop("run_id", None)
         if self.overrides is None:
             data.pop("overrides", None)
+        if self.judge is None:
+            data.pop("judge", None)
         return data
 
     def ann_sections(self) -> list[AnnSection]:

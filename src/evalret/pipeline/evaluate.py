@@ -67,6 +67,7 @@ from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, ma
 from evalret.engines.st_embedder import Embedder
 from evalret.pipeline.beyond import add_beyond
 from evalret.pipeline.gate import check_gate_slices, run_gate
+from evalret.pipeline.judge import RunJudging, judge_run
 from evalret.pipeline.plan import Selection, needs_vectors, select
 from evalret.pipeline.sample import Sampled, check_sample_baseline
 from evalret.version import __version__
@@ -584,6 +585,7 @@ def run_evaluation(
     baseline: RunReport | None = None,
     baseline_source: str | None = None,
     missing_baseline: str | None = None,
+    judging: RunJudging | None = None,
 ) -> Evaluation:
     """Evaluate ``config`` end to end, and gate it when checks are configured.
 
@@ -591,6 +593,9 @@ def run_evaluation(
     any embedding), and drop checks compare with it. Raises EvalretError subclasses on bad input
     (IncomparableError included) or failure. ``missing_baseline`` names a baseline that does not
     exist yet because this run saves it: the gate section says only fixed bounds were checked.
+    ``judging`` (`run --judge`): the unjudged documents of the gated indexes' top k are graded by
+    the config's judge (pipeline/judge.py) and scored with those labels added (source
+    ``llm:<model>@<prompt hash>``), as the report's ``judge`` section says.
     """
     progress = progress or _no_progress
     timer = _Timer()
@@ -602,8 +607,15 @@ def run_evaluation(
     retrieved = _retrieve(
         config, loaded.golden, embedded, config.depth, progress, timer, retrievers
     )
+    judged = None
+    if judging is not None:
+        with timer("judge"):
+            golden, judged = judge_run(config, loaded.golden, retrieved.rankings, judging, progress)
+        loaded = replace(loaded, selection=replace(loaded.selection, golden=golden))
     scored = _score(config, loaded, retrieved, metrics, timer)
     report = _assemble(config, loaded, embedded, intrinsic, retrieved, scored)
+    if judged is not None:
+        report = report.model_copy(update={"judge": judged})
     with timer("gate"):
         gate = run_gate(config, report, loaded.slices, baseline, baseline_source, missing_baseline)
     report = report.model_copy(update={"gate": gate, "timings": timer.timings})

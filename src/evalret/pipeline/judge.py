@@ -28,14 +28,17 @@ import math
 import re
 import sqlite3
 import statistics
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, JudgeConfig
+from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import Scale, parse_scale
+from evalret.data.paths import Input
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, EvalretError, InputError
 
@@ -386,3 +389,108 @@ def label_line(
         "prompt_hash": prompt_hash,
         "votes": list(votes),
     }
+
+
+# --- run --judge -------------------------------------------------------------------------------
+
+RUN_K = 10  # `run --judge` labels the unjudged documents of each gated index's top 10
+
+
+@dataclass(frozen=True)
+class RunJudging:
+    """`run --judge` (``cache_only``: `--judge-cache-only`, the cache's answers and nothing
+    sent)."""
+
+    cache_only: bool = False
+    k: int = RUN_K
+
+
+def _unjudged_pairs(golden: GoldenSet, rankings: Mapping[str, SearchResult], k: int) -> list[Pair]:
+    """The unjudged (query, document) pairs of the rankings' top k, each once, in query order."""
+    seen: set[tuple[str, str]] = set()
+    pairs: list[Pair] = []
+    for qi, qid in enumerate(golden.query_ids):
+        judged = golden.qrels.get(qid, {})
+        for name, ranking in rankings.items():
+            for rank, doc in enumerate(ranking.names(qi, golden.doc_ids, k), start=1):
+                if doc in judged or (qid, doc) in seen or doc not in golden.doc_index:
+                    continue
+                seen.add((qid, doc))
+                text = golden.doc_texts[golden.doc_index[doc]]
+                record = {"query_id": qid, "doc_id": doc, "best_rank": rank, "index": name}
+                pairs.append(Pair(qid, doc, golden.query_texts[qi], text, record))
+    return pairs
+
+
+def with_labels(
+    golden: GoldenSet, labels: list[tuple[Pair, list[int], str]], source: str
+) -> GoldenSet:
+    """``golden`` with the judge's ``labels`` added to ``qrels`` (source ``source``) and to
+    ``llm_qrels``."""
+    qrels = {q: dict(g) for q, g in golden.qrels.items()}
+    sources = {q: dict(s) for q, s in golden.sources.items()}
+    llm = {q: dict(g) for q, g in golden.llm_qrels.items()}
+    for pair, votes, _ in labels:
+        grade = vote_grade(votes)
+        qrels.setdefault(pair.query_id, {})[pair.doc_id] = grade
+        sources.setdefault(pair.query_id, {})[pair.doc_id] = source
+        llm.setdefault(pair.query_id, {})[pair.doc_id] = grade
+    return replace(golden, qrels=qrels, sources=sources, llm_qrels=llm)
+
+
+def judge_inputs(config: Config, judging: RunJudging | None) -> list[Input]:
+    """What `run --judge` reads besides the run's inputs (a prompt file); a config without a
+    judge: section is refused here, before any work."""
+    if judging is None:
+        return []
+    if config.judge is None:
+        raise ConfigError("run --judge needs a judge: section in the config (see the README)")
+    prompt = config.judge.prompt
+    return [] if prompt == UMBRELA else [Input("the prompt (judge.prompt)", Path(prompt))]
+
+
+def judge_run(
+    config: Config,
+    golden: GoldenSet,
+    rankings: Mapping[str, SearchResult],
+    mode: RunJudging,
+    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+) -> tuple[GoldenSet, dict[str, Any]]:
+    """`run --judge`: the unjudged pairs of each gated index's top k graded by the judge (or,
+    cache only, those the cache has), added to ``golden``'s judgments; and what was done, for
+    the report's ``judge`` section."""
+    from evalret.data.config import DENSE_INDEXES
+
+    judge = config.judge
+    if judge is None:
+        raise ConfigError("run --judge needs a judge: section in the config (see the README)")
+    gated = [i for i in (config.gate.indexes or DENSE_INDEXES) if i in rankings]
+    k = min(mode.k, *(rankings[i].ids.shape[1] for i in gated)) if gated else mode.k
+    pairs = _unjudged_pairs(golden, {i: rankings[i] for i in gated}, k)
+    cache = AnswerCache(cache_path(config) if config.cache.enabled else None)
+    try:
+        plan = make_plan(pairs, judge, judge.votes, cache)
+        if mode.cache_only:
+            judged = Judged(grades=dict(plan.cached))
+        else:
+            advance = progress("judging", len(plan.to_ask)) if progress is not None else None
+            judged = judge_plan(plan, judge, cache, advance)
+    finally:
+        cache.close()
+    labels = judged.labels(plan)
+    source = f"llm:{plan.model}@{plan.prompt.hash}"
+    info = {
+        "source": source,
+        "endpoint": plan.endpoint,
+        "indexes": gated,
+        "k": k,
+        "cache_only": mode.cache_only,
+        "pairs": len(pairs),
+        "labelled": len(labels),
+        "cached": len(plan.asks) - len(plan.to_ask),
+        "asked": judged.asked,
+        "unparseable": judged.unparseable,
+        "failed": len(judged.failed),
+        "unjudged": len(pairs) - len(labels),
+    }
+    return with_labels(golden, labels, source), info

@@ -67,3 +67,18 @@ def render_judge(o: dict[str, Any]) -> str:
     else:
         lines.append(f"wrote {o['written']} labels to {markup_safe(str(o['out']))}")
     return "\n".join(lines)
+
+
+def render_run_judge(j: dict[str, Any]) -> str:
+    """The line `run --judge` adds: whose labels the metrics were scored with."""
+    how = "from the cache only" if j["cache_only"] else f"{j['asked']} asked, {j['cached']} cached"
+    line = (
+        f"LLM judge: scored with {j['labelled']} labels by {markup_safe(j['source'])} added, "
+        f"of {j['pairs']} unjudged pairs in the top {j['k']} of "
+        f"{markup_safe(', '.join(j['indexes']))} ({how})"
+    )
+    if j["unjudged"]:
+        line += f"; {j['unjudged']} left unjudged"
+        if j["unparseable"] or j["failed"]:
+            line += f" ({j['unparseable']} unparseable, {j['failed']} failed)"
+    return line
