@@ -492,6 +492,7 @@ def test_run_judge_scores_with_the_judges_labels(tmp_path: Path, demo: GoldenSet
         assert judged_10(tmp_path / "judged") >= 0.95
         section = json.loads((tmp_path / "judged" / "report.json").read_text())["judge"]
         assert section["source"].startswith("llm:judge-served@") and section["indexes"] == ["prod"]
+        assert "LLM judge: scored with" in (tmp_path / "judged" / "report.md").read_text()
         code, out = invoke(*base, str(tmp_path / "warm"), "--judge-cache-only")
         assert code == 0 and server.state.requests == asked, out
         warm = json.loads((tmp_path / "warm" / "report.json").read_text())
@@ -504,3 +505,50 @@ def test_run_judge_needs_a_judge_section(tmp_path: Path) -> None:
     config.write_text(f"golden_set: {{path: {json.dumps(str(DEMO))}}}\n")
     code, out = invoke("run", "-c", str(config), "--judge", "--out", str(tmp_path / "o"))
     assert code == 2 and "judge: section" in out
+
+
+def test_from_report_is_checked_against_the_config(tmp_path: Path, demo: GoldenSet) -> None:
+    """A report of another golden set, an index it lacks, a k deeper than a report keeps and a
+    POOL together with --from-report are refused (exit 2) before anything is sent."""
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        (other / name).write_text((DEMO / name).read_text())
+    with (other / "queries.jsonl").open("a") as f:
+        f.write(json.dumps({"id": "q-extra", "text": "extra", "relevant": {"doc-0001": 1}}) + "\n")
+    labels = tmp_path / "labels.jsonl"
+    pool = tmp_path / "pool.jsonl"
+    write_pool(pool, demo, 1)
+    with ChatServer(truth_of(demo)) as server:
+        config = judge_config(tmp_path, server)
+        args = ["judge", "-c", str(config), "--out", str(labels), "--from-report", str(DEMO_REPORT)]
+        for extra, said in (
+            (["--index", "nope"], "--index nope"),
+            (["--k", "11"], "--k 11"),
+            ([str(pool)], "one of them"),
+        ):
+            code, out = invoke(*args, *extra)
+            assert code == 2 and said in out, out
+        moved = config.read_text().replace(json.dumps(str(DEMO)), json.dumps(str(other)))
+        config.write_text(moved)
+        code, out = invoke(*args)
+        assert code == 2 and "another golden set" in out, out
+        assert server.state.requests == 0 and not labels.exists()
+
+
+def test_gold_lines_keep_their_gold_grade(tmp_path: Path, demo: GoldenSet) -> None:
+    """The judge's lines keep the pool line's fields, gold_grade too: `judgments agreement`
+    then gives the judge's accuracy on gold items."""
+    pool = tmp_path / "pool.jsonl"
+    write_pool(pool, demo, 3)
+    lines = [{**r, "gold_grade": demo.qrels[r["query_id"]][r["doc_id"]]} for r in read_lines(pool)]
+    pool.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    labels = tmp_path / "labels.jsonl"
+    with ChatServer(truth_of(demo)) as server:
+        code, out = _run(pool, judge_config(tmp_path, server), labels)
+        assert code == 0, out
+    figures = tmp_path / "agreement.json"
+    code, out = invoke("judgments", "agreement", str(labels), "--out", str(figures))
+    assert code == 0, out
+    gold = json.loads(figures.read_text())["gold_accuracy"]["llm:judge-served"]
+    assert gold == {"gold_items": len(lines), "correct": len(lines), "accuracy": 1.0}

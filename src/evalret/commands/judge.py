@@ -90,7 +90,7 @@ def _pool_pairs(pool: Path, scale: Scale) -> tuple[list[jp.Pair], int]:
         if not isinstance(document, str) or not document:
             skipped += 1
             continue
-        record = {k: v for k, v in item.record.items() if k not in ("grade", "gold_grade")}
+        record = {k: v for k, v in item.record.items() if k != "grade"}  # gold_grade kept
         pairs.append(jp.Pair(item.query_id, item.doc_id, item.record["query"], document, record))
     return pairs, skipped
 

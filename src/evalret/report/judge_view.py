@@ -69,16 +69,21 @@ def render_judge(o: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_run_judge(j: dict[str, Any]) -> str:
-    """The line `run --judge` adds: whose labels the metrics were scored with."""
+def run_judge_text(j: dict[str, Any]) -> str:
+    """What `run --judge` adds to a run's summary (plain text: each medium escapes it): whose
+    labels the metrics were scored with."""
     how = "from the cache only" if j["cache_only"] else f"{j['asked']} asked, {j['cached']} cached"
     line = (
-        f"LLM judge: scored with {j['labelled']} labels by {markup_safe(j['source'])} added, "
-        f"of {j['pairs']} unjudged pairs in the top {j['k']} of "
-        f"{markup_safe(', '.join(j['indexes']))} ({how})"
+        f"LLM judge: scored with {j['labelled']} labels by {j['source']} added, of "
+        f"{j['pairs']} unjudged pairs in the top {j['k']} of {', '.join(j['indexes'])} ({how})"
     )
     if j["unjudged"]:
         line += f"; {j['unjudged']} left unjudged"
         if j["unparseable"] or j["failed"]:
             line += f" ({j['unparseable']} unparseable, {j['failed']} failed)"
     return line
+
+
+def render_run_judge(j: dict[str, Any]) -> str:
+    """The terminal line of ``run_judge_text``."""
+    return markup_safe(run_judge_text(j))
