@@ -11,10 +11,10 @@ share of the pairs is answered wrong, the same wrong grade for every ask of a pa
 Faults are queued (``server.faults.append(...)``), each request taking the next one:
 ``("status", code, retry_after)`` answers ``code`` with an OpenAI-style error body that echoes
 the Authorization header (a 429 with ``Retry-After``); ``("malformed",)`` answers prose without
-a grade; ``("ok",)`` answers normally. ``always_malformed`` holds
-query texts whose every answer is prose. ``answer_format`` "bare" answers a bare integer.
-Every request is counted (``requests``), and every grade answered kept (``answered``: (query,
-document) -> list of grades). Nothing of evalret is imported.
+a grade; ``("redirect", url)`` answers a 307 to ``url``; ``("ok",)`` answers normally.
+``always_malformed`` holds query texts whose every answer is prose. ``answer_format`` "bare"
+answers a bare integer. Every request is counted (``requests``), and every grade answered
+kept (``answered``: (query, document) -> list of grades). Nothing of evalret is imported.
 """
 
 from __future__ import annotations
@@ -87,6 +87,12 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault[0] == "status":
             said = f"refused {self.headers.get('Authorization')}"  # a server echoing the key
             self._error(fault[1], said, {"Retry-After": str(fault[2])})
+            return
+        if fault is not None and fault[0] == "redirect":
+            self.send_response(307)
+            self.send_header("Location", fault[1])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         if body.get("model") != state.name:
             self._error(404, f"The model {body.get('model')!r} does not exist")

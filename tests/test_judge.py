@@ -552,3 +552,15 @@ def test_gold_lines_keep_their_gold_grade(tmp_path: Path, demo: GoldenSet) -> No
     assert code == 0, out
     gold = json.loads(figures.read_text())["gold_accuracy"]["llm:judge-served"]
     assert gold == {"gold_items": len(lines), "correct": len(lines), "accuracy": 1.0}
+
+
+def test_a_redirect_to_another_origin_is_refused(tmp_path: Path, demo: GoldenSet) -> None:
+    """The embedding provider's HTTP policy: nothing goes where the config does not point."""
+    pool = tmp_path / "pool.jsonl"
+    write_pool(pool, demo, 1)
+    labels = tmp_path / "labels.jsonl"
+    with ChatServer(truth_of(demo)) as server, ChatServer(truth_of(demo)) as elsewhere:
+        server.state.faults.append(("redirect", f"{elsewhere.base_url}/chat/completions"))
+        code, out = _run(pool, judge_config(tmp_path, server, concurrency=1), labels)
+        assert code == 3 and "another origin than judge.base_url's) was not followed" in out, out
+        assert elsewhere.state.requests == 0 and not labels.exists()

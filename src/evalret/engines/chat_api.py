@@ -107,7 +107,7 @@ class ChatClient:
             base_url=self.config.base_url,
             max_retries=self.config.max_retries,
             timeout=self.config.timeout,
-            http_client=async_client(self.config.base_url, self.config.timeout),
+            http_client=async_client(self.config.base_url, self.config.timeout, "judge"),
         )
 
     def replies(self, prompts: Sequence[tuple[K, str]]) -> Iterator[ChatReply[K]]:
