@@ -564,3 +564,19 @@ def test_a_redirect_to_another_origin_is_refused(tmp_path: Path, demo: GoldenSet
         code, out = _run(pool, judge_config(tmp_path, server, concurrency=1), labels)
         assert code == 3 and "another origin than judge.base_url's) was not followed" in out, out
         assert elsewhere.state.requests == 0 and not labels.exists()
+
+
+def test_run_labels_carry_their_source(demo: GoldenSet) -> None:
+    """`run --judge`'s labels join qrels with source llm:<model>@<hash>, and llm_qrels; the
+    other grades stay as they were, and the golden set read is not changed."""
+    from evalret.pipeline.judge import Pair, with_labels
+
+    q = demo.query_ids[0]
+    judged = next(iter(demo.qrels[q]))
+    fresh = next(d for d in demo.doc_ids if d not in demo.qrels[q])
+    pair = Pair(q, fresh, "query", "document", {})
+    labelled = with_labels(demo, [(pair, [1, 3], "2026-01-01T00:00:00Z")], "llm:m@0123456789ab")
+    assert labelled.qrels[q][fresh] == 2 and labelled.llm_qrels == {q: {fresh: 2}}
+    assert labelled.sources[q] == {fresh: "llm:m@0123456789ab"}
+    assert labelled.qrels[q][judged] == demo.qrels[q][judged]
+    assert fresh not in demo.qrels[q]  # the golden set read is left as it was
