@@ -296,6 +296,8 @@ def run(
     set_: o.Sets = None,
     model: o.ModelName = None,
     dimension: o.Dimension = None,
+    judge: o.Judge = False,
+    judge_cache_only: o.JudgeCacheOnly = False,
 ) -> ExitCode:
     """Embed the golden set, search exact and HNSW indexes, report metrics per slice, and gate
     against floors and a baseline (--baseline, default: the config's gate.baseline). Report
@@ -321,9 +323,23 @@ def run(
         progress=bars(progress),
         sample=sample,
         overrides=overrides,
+        judging=_judging(judge, judge_cache_only),
     )
     print_run(console, outcome.evaluation.report, outcome.written, verbose)
+    if outcome.evaluation.report.judge is not None:
+        from evalret.report.judge_view import render_run_judge
+
+        console.print(render_run_judge(outcome.evaluation.report.judge), highlight=False)
     return outcome.exit_code
+
+
+def _judging(judge: bool, cache_only: bool) -> Any:
+    """`run --judge` / `--judge-cache-only` as the pipeline takes it (None: neither)."""
+    if not (judge or cache_only):
+        return None
+    from evalret.pipeline.judge import RunJudging
+
+    return RunJudging(cache_only=cache_only)
 
 
 @_command(app)
@@ -477,6 +493,47 @@ def pool(
     if pooled.n_gold:
         line += f" (+ {pooled.n_gold} gold lines)"
     console.print(line, highlight=False)
+
+
+@_command(app)
+def judge(
+    out: Annotated[Path, o.out("Annotation JSONL the judge's labels are written to.")],
+    pool_file: o.JudgePool = None,
+    config: o.JudgeConfigFile = None,
+    dry_run: o.JudgeDryRun = False,
+    votes: o.Votes = None,
+    limit: o.Limit = None,
+    from_report: o.FromReport = None,
+    index: o.JudgeIndex = None,
+    k: o.TopK = 10,
+    calibrate: o.Calibrate = None,
+    progress: o.ShowProgress = True,
+    set_: o.Sets = None,
+) -> ExitCode:
+    """Grade (query, document) pairs with an LLM (the config's judge: section): a pool's pairs,
+    or the unjudged top k of a run (--from-report); writes annotation JSONL for `evalret
+    judgments merge`. Exit 1 when --calibrate finds kappa below judge.min_kappa."""
+    from dataclasses import asdict
+
+    from evalret.commands.judge import JudgeRequest, judge_command
+    from evalret.report.judge_view import render_judge
+
+    request = JudgeRequest(
+        pool_file,
+        out,
+        config,
+        dry_run,
+        votes,
+        limit,
+        from_report,
+        index,
+        k,
+        calibrate,
+        _overrides(set_, None, None),
+    )
+    outcome = judge_command(request, bars(progress))
+    console.print(render_judge(asdict(outcome)), highlight=False, soft_wrap=True)
+    return ExitCode.REGRESSION if outcome.refused is not None else ExitCode.OK
 
 
 @_command(app)

@@ -217,12 +217,14 @@ AnnotateSeed = Annotated[int, _seed("Seed of the item order (with the name).")]
 
 # --- run ---------------------------------------------------------------------------------------
 
+_dry_run = _once(
+    "dry_run", "--dry-run", meaning="say what the command would do and cost, then stop"
+)
 DryRun = Annotated[
     bool,
-    _option(
-        "--dry-run",
-        help="Say what would be embedded (texts, cached, tokens, cost) and stop: no model "
-        "is loaded, no request sent, no file written.",
+    _dry_run(
+        "Say what would be embedded (texts, cached, tokens, cost) and stop: no model "
+        "is loaded, no request sent, no file written."
     ),
 ]
 Sample = Annotated[
@@ -384,5 +386,57 @@ Watch = Annotated[
     _option(
         "--watch",
         help="With --pre-commit: another path whose change runs the hook (repeatable).",
+    ),
+]
+
+# --- judge (issue #25) -------------------------------------------------------------------------
+
+JudgeConfigFile = Annotated[
+    Path | None, _config("YAML config with a judge: section (and the golden set of the report).")
+]
+JudgePool = Annotated[
+    Path | None,
+    typer.Argument(metavar="[POOL]", help="A pool file (JSONL) from `evalret pool`."),
+]
+JudgeDryRun = Annotated[
+    bool,
+    _dry_run(
+        "Say what would be asked (pairs, cached, to ask, tokens, requests, cost) and stop: "
+        "nothing is sent, nothing written."
+    ),
+]
+Votes = Annotated[
+    int | None,
+    _option("--votes", min=1, max=25, help="Answers per pair, median kept (default judge.votes)."),
+]
+Limit = Annotated[int | None, _option("--limit", min=1, help="Judge only the first N pairs.")]
+FromReport = Annotated[
+    Path | None,
+    _option("--from-report", help="Judge the unjudged pairs of this run's report.json top k."),
+]
+JudgeIndex = Annotated[
+    str | None, _index("With --from-report: the index whose top k is judged (default exact).")
+]
+Calibrate = Annotated[
+    Path | None,
+    _option(
+        "--calibrate",
+        help="Human labels (an annotation file or a golden set): report the judge's agreement.",
+    ),
+]
+Judge = Annotated[
+    bool,
+    _option(
+        "--judge",
+        help="Grade the unjudged top 10 of the gated indexes with the config's LLM judge and "
+        "score with those labels added (labelled llm in the report).",
+    ),
+]
+JudgeCacheOnly = Annotated[
+    bool,
+    _option(
+        "--judge-cache-only",
+        help="As --judge, with the judge's cached answers only: no request is sent (a pair not "
+        "cached stays unjudged).",
     ),
 ]

@@ -146,6 +146,13 @@ ROWS: tuple[Row, ...] = (
         serves=True,
     ),
     Row(
+        "judge",
+        ("judge", "{pool}", "-c", "{config}", "--dry-run", "--out", "{out}", "--no-progress"),
+        inputs=(Item("pool", "pool.jsonl"), Item("config", "judge.yaml")),
+        outputs=(Item("out", "labels.jsonl"),),
+        config="config",
+    ),
+    Row(
         "report",
         ("report", "{saved_report}", "--out", "{out}"),
         inputs=(SAVED,),

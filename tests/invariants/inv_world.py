@@ -3,7 +3,8 @@ built once per session with evalret itself and copied for each case.
 
 ``golden/`` the demo golden set; ``inv_plugin.py`` the plug-in module (a hashing encoder and a
 Python retriever, see inv_plugin_source); ``cfg.yaml`` a config that runs them, with a baseline
-(``baseline.json``, saved by a real run of that config); ``saved/report.json`` and
+(``baseline.json``, saved by a real run of that config); ``judge.yaml`` the same with a
+``judge:`` section; ``saved/report.json`` and
 ``saved/a.json`` / ``saved/b.json`` saved reports; ``qrels.txt`` and ``run.prod.trec`` for
 `score`; ``history.sqlite`` with one entry; ``pool.jsonl`` (a real pool of the config) and two
 annotators' label files ``alice.jsonl`` / ``bob.jsonl``; ``train.txt`` for `leakage`;
@@ -57,6 +58,8 @@ gate:
     recall@10: {max_drop: 0.5}
     mrr@10: {max_drop: 0.5}
 """
+# `evalret judge`'s settings (its row runs --dry-run: nothing is sent to this address)
+JUDGE_BLOCK = "judge: {name: inv-judge, base_url: 'http://127.0.0.1:9/v1', api_key_env: null}\n"
 PYTHON_MODEL = f'  provider: python\n  callable: "{ENCODER}"\n  name: hash-32'
 
 
@@ -105,6 +108,7 @@ def build_world(world: Path) -> Path:
     shutil.copytree(DEMO, world / "golden")
     (world / f"{PLUGIN}.py").write_text(SOURCE)
     (world / "cfg.yaml").write_text(config_text())
+    (world / "judge.yaml").write_text(config_text() + JUDGE_BLOCK)
     sys.path.insert(0, str(world))
     try:
         cfg = str(world / "cfg.yaml")

@@ -18,7 +18,6 @@ None ("n/a" on the terminal).
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from collections.abc import Sequence
 from itertools import combinations
@@ -39,6 +38,7 @@ from evalret.data.judgments import (
 )
 from evalret.data.paths import Declared, Input, Output, guard
 from evalret.errors import InputError
+from evalret.pipeline.calibration import finite, pair_agreement
 
 EXTRA = "judgments"
 
@@ -56,34 +56,13 @@ def _libraries() -> tuple[Any, Any, Any]:
     return cohen_kappa_score, fleiss_kappa, krippendorff
 
 
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def _pair(cohen: Any, x: list[int], y: list[int], scale: Scale) -> dict[str, Any]:
-    labels = scale.grades
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # an undefined kappa (one category) is reported as None
-        kappas = {
-            name: _finite(cohen(x, y, labels=labels, weights=w)) if x else None
-            for name, w in (("cohen_kappa", None), ("linear", "linear"), ("quadratic", "quadratic"))
-        }
-    return {
-        "items": len(x),
-        "raw_agreement": float(np.mean(np.array(x) == np.array(y))) if x else None,
-        "cohen_kappa": kappas["cohen_kappa"],
-        "weighted_kappa_linear": kappas["linear"],
-        "weighted_kappa_quadratic": kappas["quadratic"],
-    }
-
-
 def _pairs(
     cohen: Any, items: dict[tuple[str, str], dict[str, int]], names: list[str], scale: Scale
 ) -> list[dict[str, Any]]:
     rows = []
     for a, b in combinations(names, 2):
         shared = [g for g in items.values() if a in g and b in g]
-        row = _pair(cohen, [g[a] for g in shared], [g[b] for g in shared], scale)
+        row = pair_agreement(cohen, [g[a] for g in shared], [g[b] for g in shared], scale)
         rows.append({"a": a, "b": b, **row})
     return rows
 
@@ -103,7 +82,7 @@ def _fleiss(
                 table[i, grade - scale.lo] += 1
         with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
             warnings.simplefilter("ignore")
-            value = _finite(fleiss(table, method="fleiss"))
+            value = finite(fleiss(table, method="fleiss"))
     return {"kappa": value, "items": len(full), "items_left_out": graded - len(full)}
 
 
@@ -123,7 +102,7 @@ def _alpha(
     value = kripp.alpha(
         reliability_data=data, value_domain=scale.grades, level_of_measurement="ordinal"
     )
-    return {"alpha": _finite(value), "items": len(multi)}
+    return {"alpha": finite(value), "items": len(multi)}
 
 
 def widest(

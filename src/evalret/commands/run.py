@@ -10,6 +10,7 @@ from evalret.data.overrides import Override
 from evalret.data.paths import config_inputs
 from evalret.data.schema import EmbeddingPlan
 from evalret.pipeline.configs import run_config
+from evalret.pipeline.judge import RunJudging, judge_inputs
 from evalret.pipeline.progress import ProgressBars, no_bars
 from evalret.pipeline.runner import RunOutcome, run_configured
 from evalret.pipeline.sample import with_sample
@@ -25,13 +26,15 @@ def run_command(
     progress: ProgressBars = no_bars,
     sample: int | None = None,
     overrides: Sequence[Override] = (),
+    judging: RunJudging | None = None,
 ) -> RunOutcome:
     """Evaluate ``config`` (default: the built-in defaults), gate against ``baseline`` (default:
     the config's gate.baseline), write the report files into ``out`` (default: output.dir) and,
     with ``save_to``, save the run there as a baseline. Output places are checked first, so that
     a long run never ends unable to write; ``progress`` draws bars while evaluating. ``sample``
     (`--sample N`) evaluates a seeded, stratified sample of N queries (config ``sample``);
-    ``overrides`` are the command line's settings (``--set``, ``--model``, ``--dimension``)."""
+    ``overrides`` are the command line's settings (``--set``, ``--model``, ``--dimension``);
+    ``judging`` (`--judge`, `--judge-cache-only`) scores with the LLM judge's labels added."""
     cfg = with_sample(run_config(config, no_cache, overrides), sample)
     return run_configured(
         cfg,
@@ -39,7 +42,8 @@ def run_command(
         baseline=baseline,
         save_to=save_to,
         progress=progress,
-        inputs=config_inputs(cfg, config),
+        inputs=config_inputs(cfg, config) + judge_inputs(cfg, judging),
+        judging=judging,
     )
 
 

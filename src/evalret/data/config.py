@@ -267,6 +267,25 @@ class PythonModelConfig(ModelConfigBase):
         return data
 
 
+def checked_base_url(value: str) -> str:
+    """An API's ``base_url`` (the embedding provider's and the judge's), refused (never masked)
+    with user info, a query string or a fragment: a secret in the URL would travel into every
+    report, fingerprint and message that names the endpoint (the message does not repeat it);
+    and refused with a port that is no port."""
+    parts = urlsplit(value)
+    if "@" in parts.netloc:
+        raise ValueError("user info (user:password@) is refused: put the key in api_key_env")
+    if parts.query or parts.fragment or value.rstrip().endswith(("?", "#")):
+        raise ValueError(
+            "a query string or fragment is refused (it may hold a credential, and the "
+            "request path is appended after it): put the key in api_key_env"
+        )
+    problem = url_port_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 class OpenAIModelConfig(ModelConfigBase):
     """An OpenAI-compatible /embeddings endpoint (engines/openai_api.py)."""
 
@@ -311,25 +330,7 @@ class OpenAIModelConfig(ModelConfigBase):
     @field_validator("base_url")
     @classmethod
     def _no_credentials(cls, value: str) -> str:
-        """Refused (never masked): a secret in the URL would travel into every report,
-        fingerprint and message that names the endpoint. The message does not repeat it."""
-        parts = urlsplit(value)
-        if "@" in parts.netloc:
-            raise ValueError("user info (user:password@) is refused: put the key in api_key_env")
-        if parts.query or parts.fragment or value.rstrip().endswith(("?", "#")):
-            raise ValueError(
-                "a query string or fragment is refused (it may hold a credential, and the "
-                "request path is appended after it): put the key in api_key_env"
-            )
-        return value
-
-    @field_validator("base_url")
-    @classmethod
-    def _base_url_port(cls, v: str) -> str:
-        problem = url_port_problem(v)
-        if problem:
-            raise ValueError(problem)
-        return v
+        return checked_base_url(value)
 
 
 # The model settings, told apart by ``provider`` (absent: sentence-transformers). A new provider
@@ -961,6 +962,56 @@ class SampleConfig(_Strict):
     )
 
 
+class JudgeConfig(_Strict):
+    """`evalret judge` (and `run --judge`): the LLM that grades (query, document) pairs through
+    an OpenAI-compatible ``POST {base_url}/chat/completions`` (engines/chat_api.py), under the
+    same HTTP policy, retries and redaction as the embedding provider."""
+
+    provider: Literal["openai"] = Field("openai", description="an OpenAI-compatible chat API")
+    base_url: str = Field(
+        OPENAI_URL,
+        pattern=r"^https?://[^\s]+$",
+        description="the API's base URL (its /chat/completions is called)",
+    )
+    name: str = Field(min_length=1, description="the chat model the endpoint serves")
+    api_key_env: str | None = Field(
+        "OPENAI_API_KEY",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="the environment variable holding the key (null: no key, for a local server)",
+    )
+    prompt: str = Field(
+        "umbrela",
+        min_length=1,
+        description="umbrela (the built-in prompt) or a template file with {query} and {document}",
+    )
+    scale: Literal["0-1", "0-2", "0-3", "0-4"] = Field("0-3", description="the grades asked for")
+    votes: int = Field(1, ge=1, le=25, description="answers asked per pair; the median is kept")
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature sent")
+    concurrency: int = Field(4, ge=1, le=64, description="requests in flight")
+    max_retries: int = Field(6, ge=0, le=20, description="retries of a 429, 5xx or timeout")
+    timeout: float = Field(60.0, gt=0, le=3600, description="seconds a request may take")
+    price_per_million_input_tokens: float | None = Field(
+        None, ge=0, description="the price of prompt tokens, for the cost"
+    )
+    price_per_million_output_tokens: float | None = Field(
+        None, ge=0, description="the price of answer tokens, for the cost"
+    )
+    request_fields: dict[str, Any] | None = Field(
+        None, description="extra fields sent with every request (e.g. seed, top_p)"
+    )
+    min_kappa: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        description="with --calibrate: refuse to write labels when Cohen's kappa is below this",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _safe_base_url(cls, value: str) -> str:
+        return checked_base_url(value)
+
+
 class Config(_Strict):
     """The whole evalret configuration."""
 
@@ -1002,6 +1053,9 @@ class Config(_Strict):
     sample: SampleConfig | None = Field(
         None, description="a seeded, stratified sample for fast gates; null: the whole set"
     )
+    judge: JudgeConfig | None = Field(
+        None, description="the LLM judge of `evalret judge` and `run --judge`; null: none"
+    )
     # the settings given on the command line (--set, --model, --dimension; data/overrides.py),
     # by dotted path: no key of the file, recorded in report.json
     _overrides: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -1031,7 +1085,7 @@ class Config(_Strict):
         ``embedding`` only when not the default, so that reports of configs without them read
         as they did before the keys existed."""
         data: dict[str, Any] = handler(self)
-        for key in ("search_depth", "sample"):
+        for key in ("search_depth", "sample", "judge"):
             if getattr(self, key) is None:
                 data.pop(key, None)
         if self.embedding == EmbeddingConfig():  # the default engine: dumps read as before
@@ -1127,8 +1181,13 @@ class Config(_Strict):
         history = self.history.model_copy(
             update={"path": fix(self.history.path) or self.history.path}
         )
+        judge = self.judge
+        if judge is not None and judge.prompt != "umbrela":
+            prompt = fix(Path(judge.prompt)) or judge.prompt
+            judge = judge.model_copy(update={"prompt": str(prompt)})
         return self.model_copy(
             update={
+                "judge": judge,
                 "indexes": self.indexes.resolve_paths(base),
                 "golden_set": golden,
                 "model": model,

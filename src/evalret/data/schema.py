@@ -469,6 +469,9 @@ class RunReport(_Model):
     # the headline on human labels beside all labels, when an LLM judge graded part of the golden
     # set; absent otherwise (and in reports of older versions)
     labels: LabelsSection | None = None
+    # `run --judge`: the LLM judge's labels this run was scored with (their source, the indexes
+    # and top k judged, pairs labelled, cached, asked, left unjudged); absent without --judge
+    judge: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
     def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -485,6 +488,8 @@ class RunReport(_Model):
             data.pop("overrides", None)
         if self.labels is None:
             data.pop("labels", None)
+        if self.judge is None:
+            data.pop("judge", None)
         return data
 
     def ann_sections(self) -> list[AnnSection]:

@@ -98,10 +98,13 @@ class _PolicyTransport:
     """Wraps the library's transport: each hop's origin checked, each request under one
     deadline, its body read within it."""
 
-    def __init__(self, inner: Any, httpx: Any, base_url: str, timeout: float) -> None:
+    def __init__(
+        self, inner: Any, httpx: Any, base_url: str, timeout: float, section: str = "model"
+    ) -> None:
         self.inner, self.httpx = inner, httpx
         self.origin = origin_of(base_url)
         self.timeout = timeout
+        self.section = section  # the config section whose base_url and timeout apply
 
     async def handle_async_request(self, request: Any) -> Any:
         import anyio
@@ -111,8 +114,8 @@ class _PolicyTransport:
             scheme, host, port = origin
             raise RequestRefused(
                 f"a redirect to {scheme}://{host}:{port} "
-                "(another origin than model.base_url's) was not followed: nothing was sent "
-                "there; set model.base_url to that address if it is the one to use"
+                f"(another origin than {self.section}.base_url's) was not followed: nothing was "
+                f"sent there; set {self.section}.base_url to that address if it is the one to use"
             )
         try:
             with anyio.fail_after(self.timeout):
@@ -123,7 +126,8 @@ class _PolicyTransport:
                     await response.aclose()
         except TimeoutError:
             raise self.httpx.ReadTimeout(
-                f"no complete answer within model.timeout ({self.timeout:g} s)", request=request
+                f"no complete answer within {self.section}.timeout ({self.timeout:g} s)",
+                request=request,
             ) from None
         return self.httpx.Response(
             response.status_code,
@@ -156,12 +160,13 @@ def proxy_for(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
-def async_client(base_url: str, timeout: float) -> Any:
-    """An async HTTP client under this policy for the service at ``base_url``."""
+def async_client(base_url: str, timeout: float, section: str = "model") -> Any:
+    """An async HTTP client under this policy for the service at ``base_url`` (``section``: the
+    config section that names it, for messages: ``model``, ``judge``)."""
     httpx = http_module()
     inner = httpx.AsyncHTTPTransport(proxy=proxy_for(base_url))
     return httpx.AsyncClient(
-        transport=_PolicyTransport(inner, httpx, base_url, timeout),
+        transport=_PolicyTransport(inner, httpx, base_url, timeout, section),
         timeout=timeout,
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,

@@ -71,6 +71,7 @@ from evalret.engines.st_embedder import Embedder
 from evalret.pipeline.beyond import add_beyond
 from evalret.pipeline.gate import check_gate_slices, run_gate
 from evalret.pipeline.intervals import LabelScores, label_scores, slice_interval
+from evalret.pipeline.judge import RunJudging, judge_run
 from evalret.pipeline.plan import Selection, needs_vectors, select
 from evalret.pipeline.sample import Sampled, check_sample_baseline
 from evalret.version import __version__
@@ -500,13 +501,17 @@ def _score(
 
 
 def _labels_section(
-    config: Config, loaded: _Loaded, rankings: dict[str, SearchResult], scored: _Scored
+    config: Config,
+    read: GoldenSet,
+    golden: GoldenSet,
+    rankings: dict[str, SearchResult],
+    scored: _Scored,
 ) -> LabelsSection | None:
     """The headline on human labels alone beside all labels, when an LLM judge graded part of
     the golden set: the run's metrics are on gate.labels' labels; the other labelling is scored
     here by the same metric code, on the run's queries it scores (under
-    queries_without_relevant)."""
-    read, golden = loaded.read, loaded.golden
+    queries_without_relevant). ``read``: the golden set's labels (with `run --judge`'s added),
+    ``golden``: the scored queries."""
     if not has_llm_labels(read.sources, read.llm_qrels):
         return None
     gate = config.gate.labels
@@ -677,6 +682,7 @@ def run_evaluation(
     baseline: RunReport | None = None,
     baseline_source: str | None = None,
     missing_baseline: str | None = None,
+    judging: RunJudging | None = None,
 ) -> Evaluation:
     """Evaluate ``config`` end to end, and gate it when checks are configured.
 
@@ -684,6 +690,9 @@ def run_evaluation(
     any embedding), and drop checks compare with it. Raises EvalretError subclasses on bad input
     (IncomparableError included) or failure. ``missing_baseline`` names a baseline that does not
     exist yet because this run saves it: the gate section says only fixed bounds were checked.
+    ``judging`` (`run --judge`): the unjudged documents of the gated indexes' top k are graded by
+    the config's judge (pipeline/judge.py) and scored with those labels added (source
+    ``llm:<model>@<prompt hash>``), as the report's ``judge`` section says.
     """
     progress = progress or _no_progress
     timer = _Timer()
@@ -695,11 +704,20 @@ def run_evaluation(
     retrieved = _retrieve(
         config, loaded.golden, embedded, config.depth, progress, timer, retrievers
     )
+    judged, labelled = None, loaded.read
+    if judging is not None:
+        with timer("judge"):
+            add, judged = judge_run(config, loaded.golden, retrieved.rankings, judging, progress)
+        labelled = add(loaded.read)  # the judge's labels beside the files' (fingerprint: read)
+        if config.gate.labels == "all":  # under human, the judge's labels stay out of the metrics
+            loaded = replace(loaded, selection=replace(loaded.selection, golden=add(loaded.golden)))
     scored = _score(config, loaded, retrieved, metrics, timer)
     report = _assemble(config, loaded, embedded, intrinsic, retrieved, scored)
-    labels = _labels_section(config, loaded, retrieved.rankings, scored)
+    labels = _labels_section(config, labelled, loaded.golden, retrieved.rankings, scored)
     if labels is not None:
         report = report.model_copy(update={"labels": labels})
+    if judged is not None:
+        report = report.model_copy(update={"judge": judged})
     with timer("gate"):
         gate = run_gate(config, report, loaded.slices, baseline, baseline_source, missing_baseline)
     report = report.model_copy(update={"gate": gate, "timings": timer.timings})

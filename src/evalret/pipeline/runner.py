@@ -21,6 +21,7 @@ from evalret.data.paths import (
 from evalret.errors import ExitCode
 from evalret.pipeline.configs import step_summary
 from evalret.pipeline.evaluate import Evaluation, run_evaluation
+from evalret.pipeline.judge import RunJudging
 from evalret.pipeline.outputs import new_run_id, report_names, write_outputs
 from evalret.pipeline.progress import ProgressBars, no_bars
 
@@ -78,6 +79,7 @@ def run_configured(
     progress: ProgressBars = no_bars,
     inputs: Sequence[Input] = (),
     command: str = "run",
+    judging: RunJudging | None = None,
 ) -> RunOutcome:
     """``run_command`` on a Config already built (``evalret score`` builds one), which reads
     ``inputs`` (besides the baseline). Before any work: the input guard, the output places
@@ -100,6 +102,7 @@ def run_configured(
             baseline=reference,
             baseline_source=str(baseline_path) if reference is not None else None,
             missing_baseline=str(baseline_path) if missing else None,
+            judging=judging,
         )
     written = write_outputs(evaluation, out_dir, step_summary(), run_id)
     if save_to is not None:

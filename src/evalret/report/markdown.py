@@ -22,6 +22,7 @@ from evalret.report.common import (
     without_relevant_note,
 )
 from evalret.report.escape import markdown, markdown_code
+from evalret.report.judge_view import run_judge_text
 from evalret.report.numbers import TYPOGRAPHIC, number
 from evalret.report.views import (
     backend_line,
@@ -295,6 +296,8 @@ def render_markdown(report: RunReport, report_json: str = "report.json") -> str:
     if engine:
         lines.append(f"Cache misses {markdown(engine)}.")
     lines += _sample_lines(report)
+    if report.judge is not None:  # `run --judge`: the metrics count the judge's labels
+        lines += ["", f"**{markdown(run_judge_text(report.judge))}.**", ""]
     notes = cache_notes(report.embedding) + api_notes(report.embedding) + alignment_notes(report)
     if notes:
         lines += ["", *(f"- ⚠️ {markdown(n)}" for n in notes), ""]

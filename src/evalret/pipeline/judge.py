@@ -1,0 +1,496 @@
+"""The LLM judge's machinery, shared by `evalret judge` and `run --judge`: the prompt and its
+hash, the strict reading of an answer, the answer cache, the plan (what a run would ask and
+cost) and the judging itself (engines/chat_api.py sends).
+
+- **prompt**: ``judge.prompt: umbrela`` is evalret's built-in prompt, written after the design
+  of UMBRELA (Upadhyay et al., 2024): the grades of the scale with what each means, a few steps
+  to work through (the intent of the query, how well the text meets it, how trustworthy it is),
+  and a closing line ``##final score: N``. ``judge.prompt: FILE`` is a template holding
+  ``{query}`` and ``{document}`` (replaced as plain text: other braces stay as they are). The
+  prompt hash is the sha256 of the final template text, its first 12 hex characters: labels
+  carry it (``llm:<model>@<hash>``), and a changed prompt asks again.
+- **answers** are read strictly: the whole answer a bare integer on the scale, or ending with
+  ``##final score: N`` (N on the scale). Anything else is asked once more, then counted as
+  unparseable and left unjudged: a grade is never guessed.
+- **votes**: ``judge.votes`` (or ``--votes``) answers per pair; the pair's grade is their
+  median, rounded down; a pair is judged only when every vote was read.
+- **cache**: every answer read is kept at once (a SQLite row, committed before the next
+  answer is handled) under ``judgments/judge.sqlite`` in the cache directory the embedding cache
+  uses, keyed by (endpoint, model, prompt hash, query text, document text, vote): a rerun or a
+  resumed run sends nothing it has, a killed run keeps every answer it got.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import sqlite3
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from evalret.core.ranking import SearchResult
+from evalret.data.config import Config, JudgeConfig
+from evalret.data.goldenset import GoldenSet
+from evalret.data.judgments import Scale, parse_scale
+from evalret.data.paths import Input
+from evalret.data.textfile import read_text
+from evalret.errors import ConfigError, EvalretError, InputError
+
+UMBRELA = "umbrela"
+HASH_CHARS = 12
+CACHE_FILE = Path("judgments") / "judge.sqlite"
+FINAL = re.compile(r"##\s*final\s+score\s*:\s*\**\s*([+-]?\d+)\s*\**\s*\.?\s*$", re.IGNORECASE)
+BARE = re.compile(r"\s*([+-]?\d+)\s*\.?\s*")
+# the answer a request is assumed to cost when the dry run prices it: the closing line alone
+ASSUMED_ANSWER = "##final score: 0"
+
+_BUILT_IN = """\
+You are judging a search engine. Below are a search query and one text the engine returned for \
+it. Grade how well the text serves the person who typed the query, on a whole-number scale \
+from {lo} to {hi}:
+
+{grades}
+
+Grade {related} when the text is about the subject of the query without answering it; grade \
+{partial} when it answers, but the answer is incomplete, vague or lost among other things; \
+grade {hi} only when the text is devoted to the query and holds its answer plainly.
+
+Query: {{query}}
+
+Passage: {{document}}
+
+Work through these steps, silently:
+1. Work out what the person most likely wants to know or do.
+2. Judge how closely the passage matches that intent (M).
+3. Judge how trustworthy and accurate the passage seems (T).
+4. Weigh M and T, M first, and settle on one grade (O).
+
+Reply with the grade alone, on one line, in exactly this form and with no reasoning and no \
+other text:
+##final score: N
+"""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The final template (``{query}`` and ``{document}`` still in it) and its hash."""
+
+    template: str
+    source: str  # "umbrela" or the file's path
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.template.encode("utf-8")).hexdigest()[:HASH_CHARS]
+
+    def render(self, query: str, document: str) -> str:
+        # one pass, so that a query holding "{document}" is not filled in again
+        parts = re.split(r"(\{query\}|\{document\})", self.template)
+        return "".join(
+            query if p == "{query}" else document if p == "{document}" else p for p in parts
+        )
+
+
+def built_in_prompt(scale: Scale) -> str:
+    """The built-in template for ``scale`` (after UMBRELA's design; the module docstring)."""
+    grades = "\n".join(f"{d['grade']} = {d['label']}" for d in scale.definitions())
+    span = scale.hi - scale.lo
+    related = scale.lo + 1 if span >= 2 else scale.hi
+    partial = scale.hi - 1 if span >= 2 else scale.hi
+    return _BUILT_IN.format(
+        lo=scale.lo, hi=scale.hi, grades=grades, related=related, partial=partial
+    )
+
+
+def load_prompt(judge: JudgeConfig) -> Prompt:
+    """The configured prompt: the built-in one, or the template file (InputError naming the
+    file when it cannot be read or lacks ``{query}`` or ``{document}``)."""
+    scale = parse_scale(judge.scale)
+    if judge.prompt == UMBRELA:
+        return Prompt(built_in_prompt(scale), UMBRELA)
+    path = Path(judge.prompt)
+    text = read_text(path, "judge.prompt")
+    missing = [p for p in ("{query}", "{document}") if p not in text]
+    if missing:
+        raise ConfigError(
+            f"judge.prompt {path}: the template has no {' and no '.join(missing)} (the query's "
+            "and the document's text are put there)"
+        )
+    return Prompt(text, str(path))
+
+
+def parse_grade(answer: str | None, scale: Scale) -> int | None:
+    """The grade an answer gives: the whole answer an integer on the scale, or a last line
+    ``##final score: N``; None for anything else (never a guess)."""
+    if answer is None:
+        return None
+    m = BARE.fullmatch(answer) or FINAL.search(answer.strip())
+    if m is None:
+        return None
+    grade = int(m.group(1))
+    return grade if grade in scale else None
+
+
+def vote_grade(votes: Sequence[int]) -> int:
+    """The votes' median, rounded down."""
+    return math.floor(statistics.median(votes))
+
+
+# --- the cache ---------------------------------------------------------------------------------
+
+
+def cache_path(cfg: Config) -> Path:
+    """The answer cache, in the directory the embedding cache uses."""
+    from evalret.engines.cache import default_cache_dir
+
+    root = cfg.cache.dir if cfg.cache.dir is not None else default_cache_dir()
+    return root / CACHE_FILE
+
+
+def answer_key(endpoint: str, model: str, prompt_hash: str, query: str, doc: str, vote: int) -> str:
+    text = json.dumps([endpoint, model, prompt_hash, query, doc, vote], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class AnswerCache:
+    """The judge's answers read, one SQLite row each, committed as each arrives."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path  # None: no cache (cache.enabled false)
+        self._db: sqlite3.Connection | None = None
+
+    def _open(self) -> sqlite3.Connection | None:
+        if self.path is None:
+            return None
+        if self._db is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=FULL")
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, grade INTEGER "
+                    "NOT NULL, answer TEXT NOT NULL, graded_at TEXT NOT NULL)"
+                )
+            except (OSError, sqlite3.Error) as e:
+                raise InputError(f"the judge's answer cache {self.path}: {e}") from None
+            self._db = db
+        return self._db
+
+    def lookup(self, keys: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """key -> (grade, graded_at) of the keys cached."""
+        db = self._open()
+        if db is None:
+            return {}
+        out: dict[str, tuple[int, str]] = {}
+        wanted = list(dict.fromkeys(keys))
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT key, grade, graded_at FROM answers WHERE key IN ({marks})"
+            for key, grade, at in db.execute(query, chunk):
+                out[key] = (int(grade), str(at))
+        return out
+
+    def store(self, key: str, grade: int, answer: str, graded_at: str) -> None:
+        db = self._open()
+        if db is None:
+            return
+        try:
+            db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)",
+                (key, grade, answer[:2000], graded_at),
+            )
+        except sqlite3.Error as e:
+            raise EvalretError(f"the judge's answer cache {self.path}: {e}") from None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+# --- pairs, plan, judging ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One (query, document) to grade, and the record its label line is made from."""
+
+    query_id: str
+    doc_id: str
+    query: str
+    document: str
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One vote of one pair: the position of the pair, the vote, its cache key, its prompt."""
+
+    pair: int
+    vote: int
+    key: str
+    prompt: str
+
+
+@dataclass
+class Plan:
+    """What judging ``pairs`` takes: every vote's key and prompt, those cached, those to ask."""
+
+    pairs: list[Pair]
+    votes: int
+    prompt: Prompt
+    endpoint: str
+    model: str
+    asks: list[Ask]
+    cached: dict[str, tuple[int, str]]
+
+    @property
+    def to_ask(self) -> list[Ask]:
+        return [a for a in self.asks if a.key not in self.cached]
+
+
+def make_plan(pairs: list[Pair], judge: JudgeConfig, votes: int, cache: AnswerCache) -> Plan:
+    """Every vote of every pair, with what the cache has."""
+    from evalret.engines.openai_api import endpoint_of
+
+    prompt = load_prompt(judge)
+    endpoint = endpoint_of(judge.base_url)
+    asks = [
+        Ask(
+            i,
+            v,
+            answer_key(endpoint, judge.name, prompt.hash, p.query, p.document, v),
+            prompt.render(p.query, p.document),
+        )
+        for i, p in enumerate(pairs)
+        for v in range(votes)
+    ]
+    cached = cache.lookup(a.key for a in asks)
+    return Plan(pairs, votes, prompt, endpoint, judge.name, asks, cached)
+
+
+def dry_run(plan: Plan, judge: JudgeConfig) -> dict[str, Any]:
+    """Pairs, cached answers, answers to ask, input tokens (and how they were counted),
+    requests and cost: nothing is sent."""
+    from evalret.engines.tokens import token_counter
+
+    counter = token_counter(plan.model)
+    to_ask = plan.to_ask
+    tokens_in = counter.total([a.prompt for a in to_ask])
+    tokens_out = counter.count(ASSUMED_ANSWER) * len(to_ask)
+    pin, pout = judge.price_per_million_input_tokens, judge.price_per_million_output_tokens
+    cost = None
+    if pin is not None and pout is not None:
+        cost = round((tokens_in * pin + tokens_out * pout) / 1e6, 6)
+    return {
+        "endpoint": plan.endpoint,
+        "model": plan.model,
+        "prompt": plan.prompt.source,
+        "prompt_hash": plan.prompt.hash,
+        "pairs": len(plan.pairs),
+        "votes": plan.votes,
+        "cached": len(plan.asks) - len(to_ask),
+        "to_ask": len(to_ask),
+        "requests": len(to_ask),
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "token_count": counter.method + (f" ({counter.note})" if counter.note else ""),
+        "output_assumed": f"{ASSUMED_ANSWER!r} per request",
+        "cost": cost,
+    }
+
+
+@dataclass
+class Judged:
+    """The outcome of judging a plan."""
+
+    grades: dict[str, tuple[int, str]] = field(default_factory=dict)  # key -> (grade, at)
+    asked: int = 0  # answers asked for (retries of unreadable answers included)
+    unparseable: int = 0  # votes whose answer could not be read, asked twice
+    failed: list[str] = field(default_factory=list)  # why each failed vote failed
+    usage: Any = None  # engines.chat_api.ChatUsage
+
+    def labels(self, plan: Plan) -> list[tuple[Pair, list[int], str]]:
+        """(pair, its votes, graded_at) of every pair whose every vote was read."""
+        by_pair: dict[int, list[tuple[int, int, str]]] = {}
+        for a in plan.asks:
+            if a.key in self.grades:
+                grade, at = self.grades[a.key]
+                by_pair.setdefault(a.pair, []).append((a.vote, grade, at))
+        out = []
+        for i, pair in enumerate(plan.pairs):
+            got = sorted(by_pair.get(i, []))
+            if len(got) == plan.votes:
+                out.append((pair, [g for _, g, _ in got], max(at for _, _, at in got)))
+        return out
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def judge_plan(
+    plan: Plan,
+    judge: JudgeConfig,
+    cache: AnswerCache,
+    advance: Callable[[int], None] | None = None,
+) -> Judged:
+    """Ask every vote the cache lacks (an unreadable answer once more), keeping each grade in
+    the cache as it arrives."""
+    from evalret.engines.chat_api import ChatClient
+
+    scale = parse_scale(judge.scale)
+    judged = Judged(grades=dict(plan.cached))
+    client = ChatClient(judge)
+    judged.usage = client.usage
+    todo = plan.to_ask
+    for attempt in (1, 2):
+        unread: list[Ask] = []
+        by_key = {a.key: a for a in todo}
+        judged.asked += len(todo)
+        for reply in client.replies([(a.key, a.prompt) for a in todo]):
+            ask = by_key[reply.key]
+            grade = parse_grade(reply.text, scale)
+            if reply.failed is not None:
+                judged.failed.append(reply.failed)
+            elif grade is None:
+                unread.append(ask)
+                if attempt == 1:
+                    continue  # asked again: the bar moves with its second answer
+            else:
+                at = _now()
+                cache.store(ask.key, grade, reply.text or "", at)
+                judged.grades[ask.key] = (grade, at)
+            if advance is not None:
+                advance(1)
+        todo = unread
+        if not todo:
+            break
+    judged.unparseable = len(todo)
+    return judged
+
+
+def label_line(
+    pair: Pair, votes: list[int], graded_at: str, model: str, prompt_hash: str
+) -> dict[str, Any]:
+    """The annotation line of a judged pair (the contract of issue #25)."""
+    return {
+        **pair.record,
+        "grade": vote_grade(votes),
+        "annotator": f"llm:{model}",
+        "graded_at": graded_at,
+        "prompt_hash": prompt_hash,
+        "votes": list(votes),
+    }
+
+
+# --- run --judge -------------------------------------------------------------------------------
+
+RUN_K = 10  # `run --judge` labels the unjudged documents of each gated index's top 10
+
+
+@dataclass(frozen=True)
+class RunJudging:
+    """`run --judge` (``cache_only``: `--judge-cache-only`, the cache's answers and nothing
+    sent)."""
+
+    cache_only: bool = False
+    k: int = RUN_K
+
+
+def _unjudged_pairs(golden: GoldenSet, rankings: Mapping[str, SearchResult], k: int) -> list[Pair]:
+    """The unjudged (query, document) pairs of the rankings' top k, each once, in query order."""
+    seen: set[tuple[str, str]] = set()
+    pairs: list[Pair] = []
+    for qi, qid in enumerate(golden.query_ids):
+        judged = golden.qrels.get(qid, {})
+        for name, ranking in rankings.items():
+            for rank, doc in enumerate(ranking.names(qi, golden.doc_ids, k), start=1):
+                if doc in judged or (qid, doc) in seen or doc not in golden.doc_index:
+                    continue
+                seen.add((qid, doc))
+                text = golden.doc_texts[golden.doc_index[doc]]
+                record = {"query_id": qid, "doc_id": doc, "best_rank": rank, "index": name}
+                pairs.append(Pair(qid, doc, golden.query_texts[qi], text, record))
+    return pairs
+
+
+def with_labels(
+    golden: GoldenSet, labels: list[tuple[Pair, list[int], str]], source: str
+) -> GoldenSet:
+    """``golden`` with the judge's ``labels`` added to ``qrels`` (source ``source``) and to
+    ``llm_qrels``."""
+    qrels = {q: dict(g) for q, g in golden.qrels.items()}
+    sources = {q: dict(s) for q, s in golden.sources.items()}
+    llm = {q: dict(g) for q, g in golden.llm_qrels.items()}
+    for pair, votes, _ in labels:
+        grade = vote_grade(votes)
+        qrels.setdefault(pair.query_id, {})[pair.doc_id] = grade
+        sources.setdefault(pair.query_id, {})[pair.doc_id] = source
+        llm.setdefault(pair.query_id, {})[pair.doc_id] = grade
+    return replace(golden, qrels=qrels, sources=sources, llm_qrels=llm)
+
+
+def judge_inputs(config: Config, judging: RunJudging | None) -> list[Input]:
+    """What `run --judge` reads besides the run's inputs (a prompt file); a config without a
+    judge: section is refused here, before any work."""
+    if judging is None:
+        return []
+    if config.judge is None:
+        raise ConfigError("run --judge needs a judge: section in the config (see the README)")
+    prompt = config.judge.prompt
+    return [] if prompt == UMBRELA else [Input("the prompt (judge.prompt)", Path(prompt))]
+
+
+def judge_run(
+    config: Config,
+    golden: GoldenSet,
+    rankings: Mapping[str, SearchResult],
+    mode: RunJudging,
+    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+) -> tuple[Callable[[GoldenSet], GoldenSet], dict[str, Any]]:
+    """`run --judge`: the unjudged pairs of each gated index's top k graded by the judge (or,
+    cache only, those the cache has); returns what adds those labels to a golden set's
+    judgments (``with_labels``), and what was done, for the report's ``judge`` section."""
+    from evalret.data.config import DENSE_INDEXES
+
+    judge = config.judge
+    if judge is None:
+        raise ConfigError("run --judge needs a judge: section in the config (see the README)")
+    gated = [i for i in (config.gate.indexes or DENSE_INDEXES) if i in rankings]
+    k = min(mode.k, *(rankings[i].ids.shape[1] for i in gated)) if gated else mode.k
+    pairs = _unjudged_pairs(golden, {i: rankings[i] for i in gated}, k)
+    cache = AnswerCache(cache_path(config) if config.cache.enabled else None)
+    try:
+        plan = make_plan(pairs, judge, judge.votes, cache)
+        if mode.cache_only:
+            judged = Judged(grades=dict(plan.cached))
+        else:
+            advance = progress("judging", len(plan.to_ask)) if progress is not None else None
+            judged = judge_plan(plan, judge, cache, advance)
+    finally:
+        cache.close()
+    labels = judged.labels(plan)
+    source = f"llm:{plan.model}@{plan.prompt.hash}"
+    info = {
+        "source": source,
+        "endpoint": plan.endpoint,
+        "indexes": gated,
+        "k": k,
+        "cache_only": mode.cache_only,
+        "pairs": len(pairs),
+        "labelled": len(labels),
+        "cached": len(plan.asks) - len(plan.to_ask),
+        "asked": judged.asked,
+        "unparseable": judged.unparseable,
+        "failed": len(judged.failed),
+        "unjudged": len(pairs) - len(labels),
+    }
+    return (lambda g: with_labels(g, labels, source)), info

@@ -1,0 +1,173 @@
+"""A loopback server that speaks the OpenAI chat-completions protocol as an LLM relevance judge
+whose answers come from known grades.
+
+``POST /v1/chat/completions`` reads the query and the passage out of the prompt (the lines
+``Query: ...`` and ``Passage: ...`` of evalret's built-in prompt, or of a test's template written
+the same way), looks the pair up in ``truth`` ({(query text, document text): grade}; a pair it
+does not know is grade 0) and answers ``##final score: N``. With ``error_rate`` > 0, a seeded
+share of the pairs is answered wrong, the same wrong grade for every ask of a pair and vote
+(a hash of seed, query and document decides): the agreement a judge should measure is known.
+
+Faults are queued (``server.faults.append(...)``), each request taking the next one:
+``("status", code, retry_after)`` answers ``code`` with an OpenAI-style error body that echoes
+the Authorization header (a 429 with ``Retry-After``); ``("malformed",)`` answers prose without
+a grade; ``("redirect", url)`` answers a 307 to ``url``; ``("ok",)`` answers normally.
+``always_malformed`` holds query texts whose every answer is prose. ``answer_format`` "bare"
+answers a bare integer. Every request is counted (``requests``), and every grade answered
+kept (``answered``: (query, document) -> list of grades). Nothing of evalret is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from helpers import send_json
+
+PAIR = re.compile(r"Query: (.*?)\n\nPassage: (.*)\n\n(?:Work through|Answer)", re.DOTALL)
+
+
+@dataclass
+class ChatState:
+    truth: dict[tuple[str, str], int]
+    name: str
+    error_rate: float = 0.0
+    seed: int = 0
+    scale: tuple[int, int] = (0, 3)
+    answer_format: str = "final"
+    faults: deque[tuple[Any, ...]] = field(default_factory=deque)
+    always_malformed: set[str] = field(default_factory=set)
+    requests: int = 0
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    answered: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def wrong(self, query: str, document: str) -> bool:
+        """Whether the server answers this pair wrong (seeded, the same on every ask)."""
+        digest = hashlib.sha256(f"{self.seed}\0{query}\0{document}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.error_rate
+
+    def grade(self, query: str, document: str) -> int:
+        true = self.truth.get((query, document), 0)
+        if not self.wrong(query, document):
+            return true
+        lo, hi = self.scale
+        digest = hashlib.sha256(f"wrong\0{self.seed}\0{query}\0{document}".encode()).digest()
+        shift = 1 + digest[0] % (hi - lo)  # another grade of the scale, never the true one
+        return lo + (true - lo + shift) % (hi - lo + 1)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        error = {"message": message, "type": "test", "code": code}
+        send_json(self, code, {"error": error}, headers)
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._error(404, f"no route {self.path}")
+            return
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        with state.lock:
+            state.requests += 1
+            state.bodies.append(body)
+            fault = state.faults.popleft() if state.faults else None
+        if fault is not None and fault[0] == "status":
+            said = f"refused {self.headers.get('Authorization')}"  # a server echoing the key
+            self._error(fault[1], said, {"Retry-After": str(fault[2])})
+            return
+        if fault is not None and fault[0] == "redirect":
+            self.send_response(307)
+            self.send_header("Location", fault[1])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if body.get("model") != state.name:
+            self._error(404, f"The model {body.get('model')!r} does not exist")
+            return
+        prompt = body["messages"][-1]["content"]
+        m = PAIR.search(prompt)
+        if m is None:
+            self._error(400, "no query and passage in the prompt")
+            return
+        query, document = m.group(1), m.group(2)
+        if (fault is not None and fault[0] == "malformed") or query in state.always_malformed:
+            self._reply(state, "The passage seems quite relevant to me, I would say.")
+            return
+        grade = state.grade(query, document)
+        with state.lock:
+            state.answered.setdefault((query, document), []).append(grade)
+        text = str(grade) if state.answer_format == "bare" else f"##final score: {grade}"
+        self._reply(state, text)
+
+    def _reply(self, state: ChatState, text: str) -> None:
+        send_json(
+            self,
+            200,
+            {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "model": state.name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 300, "completion_tokens": 6, "total_tokens": 306},
+            },
+        )
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: ChatState
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+class ChatServer:
+    """The judge on 127.0.0.1 and a free port, in a thread; ``base_url`` ends in /v1."""
+
+    def __init__(
+        self,
+        truth: dict[tuple[str, str], int],
+        name: str = "judge-served",
+        error_rate: float = 0.0,
+        seed: int = 0,
+    ) -> None:
+        self.httpd = _Server(("127.0.0.1", 0), _Handler)
+        self.httpd.state = ChatState(truth=truth, name=name, error_rate=error_rate, seed=seed)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def state(self) -> ChatState:
+        return self.httpd.state
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def __enter__(self) -> ChatServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
