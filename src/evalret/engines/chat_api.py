@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from evalret.data.config import JudgeConfig
-from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused, async_client
-from evalret.engines.openai_api import NO_KEY, counted, endpoint_of
-from evalret.errors import ConfigError, ModelError
+from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused
+from evalret.engines.openai_api import api_key, counted, endpoint_of, key_redactor, openai_client
+from evalret.errors import ModelError
 
 K = TypeVar("K")
 FATAL = {
@@ -78,36 +77,17 @@ class ChatClient:
 
     @cached_property
     def _key(self) -> str:
-        variable = self.config.api_key_env
-        if variable is None:
-            return NO_KEY
-        key = os.environ.get(variable, "")
-        if not key:
-            raise ConfigError(
-                f"judge.api_key_env: the environment variable {variable} is not set "
-                f"(the judge reads the key for {self.endpoint} from it)"
-            )
-        return key
+        return api_key(self.config.api_key_env, "judge", self.endpoint, "the judge")
 
     @cached_property
     def redact(self) -> Redactor:
         """Masks the key, in every form a server can echo it, in text to be shown."""
-        return Redactor([] if self._key == NO_KEY else [self._key])
+        return key_redactor(self._key)
 
     def _new_client(self) -> Any:
-        try:
-            import openai
-        except ImportError:
-            raise ConfigError(
-                "the judge (provider openai) needs the openai package: "
-                "pip install 'evalret[openai]'"
-            ) from None
-        return openai.AsyncOpenAI(
-            api_key=self._key,
-            base_url=self.config.base_url,
-            max_retries=self.config.max_retries,
-            timeout=self.config.timeout,
-            http_client=async_client(self.config.base_url, self.config.timeout, "judge"),
+        c = self.config
+        return openai_client(
+            c.base_url, self._key, c.max_retries, c.timeout, "judge", "the judge (provider openai)"
         )
 
     def replies(self, prompts: Sequence[tuple[K, str]]) -> Iterator[ChatReply[K]]:

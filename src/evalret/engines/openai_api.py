@@ -116,6 +116,45 @@ def plan_batches(inputs: Sequence[str], max_texts: int, max_tokens: int) -> list
     return batches
 
 
+def api_key(variable: str | None, section: str, endpoint: str, reader: str) -> str:
+    """The API key from the environment variable ``variable`` (``<section>.api_key_env``);
+    NO_KEY when none is named; ConfigError naming the variable when it is not set."""
+    if variable is None:
+        return NO_KEY
+    key = os.environ.get(variable, "")
+    if not key:
+        raise ConfigError(
+            f"{section}.api_key_env: the environment variable {variable} is not set "
+            f"({reader} reads the key for {endpoint} from it)"
+        )
+    return key
+
+
+def key_redactor(key: str) -> Redactor:
+    """Masks ``key``, in every form a server can echo it, in text to be shown."""
+    return Redactor([] if key == NO_KEY else [key])
+
+
+def openai_client(
+    base_url: str, key: str, max_retries: int, timeout: float, section: str, user: str
+) -> Any:
+    """The openai package's async client under evalret's HTTP policy (engines/http_policy.py),
+    shared by the embedding provider and the judge; ConfigError naming the extra when the
+    package is missing (``user``: who needs it)."""
+    try:
+        import openai
+    except ImportError:
+        missing = f"{user} needs the openai package: pip install 'evalret[openai]'"
+        raise ConfigError(missing) from None
+    return openai.AsyncOpenAI(
+        api_key=key,
+        base_url=base_url,
+        max_retries=max_retries,
+        timeout=timeout,
+        http_client=async_client(base_url, timeout, section),
+    )
+
+
 class OpenAIEmbedder:
     """Embeds through an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring)."""
 
@@ -130,37 +169,19 @@ class OpenAIEmbedder:
 
     @cached_property
     def _key(self) -> str:
-        variable = self.config.api_key_env
-        if variable is None:
-            return NO_KEY
-        key = os.environ.get(variable, "")
-        if not key:
-            raise ConfigError(
-                f"model.api_key_env: the environment variable {variable} is not set "
-                f"(provider openai reads the key for {self.endpoint} from it)"
-            )
-        return key
+        return api_key(self.config.api_key_env, "model", self.endpoint, "provider openai")
 
     @cached_property
     def redact(self) -> Redactor:
         """Masks the key, in every form a server can echo it, in text to be shown."""
-        return Redactor([] if self._key == NO_KEY else [self._key])
+        return key_redactor(self._key)
 
     def _new_client(self) -> Any:
         """An async client under evalret's HTTP policy (engines/http_policy.py); one per
         event loop (a run of ``embed_batches``)."""
-        try:
-            import openai
-        except ImportError:
-            raise ConfigError(
-                "model.provider openai needs the openai package: pip install 'evalret[openai]'"
-            ) from None
-        return openai.AsyncOpenAI(
-            api_key=self._key,
-            base_url=self.config.base_url,
-            max_retries=self.config.max_retries,
-            timeout=self.config.timeout,
-            http_client=async_client(self.config.base_url, self.config.timeout),
+        c = self.config
+        return openai_client(
+            c.base_url, self._key, c.max_retries, c.timeout, "model", "model.provider openai"
         )
 
     def requests(self, fed: Sequence[str]) -> int:
