@@ -349,3 +349,15 @@ def test_condensed_rankings_keep_judged_documents_in_order() -> None:
     assert c.judged.tolist() == [[True, True, False, False], [True, False, False, False]]
     assert c.retrieved.tolist() == [2, 1] and j.retrieved.tolist() == [4, 2]
     assert j.n_nonrelevant.tolist() == [1, 1] and c.n_relevant.tolist() == [1, 0]
+
+
+@given(retrieval_cases())
+@settings(max_examples=150, deadline=None)
+def test_a_judged_only_metric_is_never_below_its_plain_one(case: dict) -> None:
+    """Removing unjudged documents only moves judged ones up: every family's judged-only value,
+    with a cutoff or without, is at least its plain value (the README's claim)."""
+    j = case_judgments(case)
+    plain = [Metric(f, k) for f in REGISTRY for k in (1, 3, 5, None)]
+    got = compute([*plain, *(Metric(m.family, m.k, True) for m in plain)], j)
+    for m in plain:
+        assert np.all(got[f"{m}:judged"] >= got[str(m)] - 1e-12), m
