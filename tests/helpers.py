@@ -29,7 +29,10 @@ def judgments_from_lists(
         top = sorted(all_grades[i], reverse=True)[:depth]
         ideal[i, : len(top)] = top
     n_rel = np.array([sum(g >= 1 for g in a) for a in all_grades], dtype=np.int64)
-    return RankedJudgments(grades=grades, judged=grades > 0, ideal=ideal, n_relevant=n_rel)
+    n_all = np.array([len(a) for a in all_grades], dtype=np.int64)
+    return RankedJudgments(
+        grades=grades, judged=grades > 0, ideal=ideal, n_relevant=n_rel, n_nonrelevant=n_all - n_rel
+    )
 
 
 def case_judgments(case: dict) -> RankedJudgments:
@@ -206,6 +209,61 @@ def read_trec_run(path: Path) -> dict[str, dict[str, float]]:
     return run
 
 
+def trec_eval_values(
+    qrels: dict[str, dict[str, int]],
+    ranked: dict[str, list[tuple[str, float]]],
+    metric: Any,
+    relevance_level: int = 1,
+) -> dict[str, float]:
+    """trec_eval's (pytrec-eval-terrier's) per-query value of ``metric`` (a Metric) for runs given
+    in rank order, computed as the registry says (``trec_eval_reference``): its measure, with
+    ``-J`` for a judged-only metric, on each run cut at the metric's depth first when the measure
+    takes no cutoff (MRR@k, bpref@k; for a judged-only one, cut after its k-th judged document),
+    1 where a ``positive`` measure is above 0 (hit rate).
+
+    Negative grades are passed as 0: evalret reads a negative grade as judged non-relevant,
+    trec_eval as "pooled but not judged", and only bpref and ``-J`` tell that from 0 (and
+    pytrec-eval-terrier 0.5.11 corrupts its heap on grades <= -2).
+    """
+    import pytrec_eval
+
+    from evalret.core.metrics import trec_eval_reference
+
+    qrels = {q: {d: max(g, 0) for d, g in j.items()} for q, j in qrels.items()}
+    ref = trec_eval_reference(metric)
+    if ref.run_depth is not None:
+        ranked = {q: _cut_run(r, qrels.get(q, {}), ref) for q, r in ranked.items()}
+    run = {q: (dict(r) or {"__none__": 0.0}) for q, r in ranked.items()}
+    got = pytrec_eval.RelevanceEvaluator(
+        qrels,
+        {ref.measure},
+        relevance_level=relevance_level,
+        judged_docs_only_flag=ref.judged_only,
+    ).evaluate(run)
+    key = ref.measure.replace(".", "_")  # pytrec_eval's key: ndcg_cut.10 -> ndcg_cut_10
+    if ref.positive:
+        return {q: float(got[q][key] > 0) for q in ranked}
+    return {q: got[q][key] for q in ranked}
+
+
+def _cut_run(ranking: list[tuple[str, float]], judged: dict[str, int], ref: Any) -> list:
+    """``ranking`` cut after its ``ref.run_depth``-th document, counting judged documents only
+    when ``ref.judged_only`` (so that -J sees exactly the first k judged ones)."""
+    if not ref.judged_only:
+        return ranking[: ref.run_depth]
+    seen = 0
+    for i, (doc, _) in enumerate(ranking):
+        seen += doc in judged
+        if seen == ref.run_depth:
+            return ranking[: i + 1]
+    return ranking
+
+
+def trec_ranked(run: dict[str, dict[str, float]]) -> dict[str, list[tuple[str, float]]]:
+    """A run's rankings in trec_eval's order: score descending, then document id descending."""
+    return {q: sorted(r.items(), key=lambda x: (x[1], x[0]), reverse=True) for q, r in run.items()}
+
+
 def assert_report_matches_trec_eval(
     per_query: dict[str, list[float]],
     query_ids: list[str],
@@ -213,31 +271,19 @@ def assert_report_matches_trec_eval(
     run: dict[str, dict[str, float]],
     relevance_level: int,
 ) -> int:
-    """Every metric of ``per_query`` (no mrr@k; any metric without a cutoff) equals trec_eval's
-    on ``run`` for every qrels query (a query absent from the run scores 0, trec_eval -c);
-    returns the number of values compared."""
+    """Every metric of ``per_query`` equals trec_eval's on ``run`` for every qrels query (a query
+    absent from the run scores 0, trec_eval -c); returns the number of values compared."""
     import pytest
-    import pytrec_eval
 
-    from evalret.core.metrics import REGISTRY, parse_metric
+    from evalret.core.metrics import parse_metric
 
-    metrics = {name: parse_metric(name) for name in per_query}
-    trec = {name: REGISTRY[m.family].trec_eval for name, m in metrics.items()}
-    assert not any(t.cut_run and metrics[n].k is not None for n, t in trec.items()), "no mrr@k"
-    measures = {name: t.measure(metrics[name].k) for name, t in trec.items()}
-    full_run = {q: run.get(q) or {"__none__": 0.0} for q in qrels}
-    got = pytrec_eval.RelevanceEvaluator(
-        qrels, set(measures.values()), relevance_level=relevance_level
-    ).evaluate(full_run)
     assert sorted(query_ids) == sorted(qrels)
-    for name, measure in measures.items():
-        key = measure.replace(".", "_")
+    ranked = trec_ranked({q: run.get(q, {}) for q in qrels})
+    for name in per_query:
+        theirs = trec_eval_values(qrels, ranked, parse_metric(name), relevance_level)
         for i, q in enumerate(query_ids):
-            theirs = got[q][key]
-            if trec[name].positive and metrics[name].k is None:
-                theirs = float(theirs > 0)
-            assert per_query[name][i] == pytest.approx(theirs, abs=1e-9), (name, q)
-    return len(measures) * len(query_ids)
+            assert per_query[name][i] == pytest.approx(theirs[q], abs=1e-9), (name, q)
+    return len(per_query) * len(query_ids)
 
 
 def metric_table(report: Any) -> dict[tuple[str, str, str], float]:

@@ -329,6 +329,15 @@ def test_diagnose_reads_a_cutoff_before_the_whole_ranking() -> None:
     assert diagnose(alone, CRITERIA).startswith("ndcg down, mrr up")
 
 
+def test_diagnose_reads_the_plain_metric_before_its_judged_only_variant() -> None:
+    """ndcg@10:judged sorts before ndcg@100 but the diagnosis reads ndcg@100, the family's plain
+    metric; a judged-only metric is read only when the family has nothing else."""
+    both = {"ndcg@10:judged": change(0.1), "ndcg@100": change(-0.1)}
+    assert diagnose(both, CRITERIA).startswith("ndcg@100 down")
+    alone = {"ndcg@10:judged": change(-0.1), "mrr:judged": change(0.2)}
+    assert diagnose(alone, CRITERIA).startswith("ndcg@10:judged down, mrr:judged up")
+
+
 @pytest.mark.parametrize(("level", "relevant"), [(1, ["x", "d0"]), (2, ["x"])])
 def test_examples_show_as_relevant_what_the_relevance_level_counts(
     level: int, relevant: list[str]

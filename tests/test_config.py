@@ -146,6 +146,10 @@ def test_search_depth_in_the_config() -> None:
     assert "search_depth" not in cut.model_dump(mode="json")
     uncut = parse_config("metrics: [ndcg@10, map]\n")
     assert uncut.depth == 1000 and metric_definitions(uncut)["search_depth"] == 1000
+    # a judged-only metric reads past its cutoff: its value depends on the depth too
+    judged = parse_config("metrics: [ndcg@10, 'NDCG@10:Judged', bpref@10]\n")
+    assert judged.metrics == ["ndcg@10", "ndcg@10:judged", "bpref@10"]
+    assert judged.depth == 1000 and metric_definitions(judged)["search_depth"] == 1000
     set_ = parse_config("metrics: [ndcg@10]\nsearch_depth: 50\n")
     assert set_.depth == 50 and metric_definitions(set_)["search_depth"] == 50
     assert set_.model_dump(mode="json")["search_depth"] == 50

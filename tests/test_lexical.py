@@ -19,6 +19,10 @@ from evalret.errors import ConfigError, InputError
 from evalret.pipeline.plan import queries_to_evaluate
 from test_trec_eval_conformance import trec_eval_values
 
+# what the SciFact BM25 checks score, with a cutoff and without; each also judged-only (-J)
+CUT = ["ndcg@10", "map@100", "recall@100", "mrr@10", "precision@5", "hit_rate@5", "bpref@10"]
+UNCUT = ["map", "ndcg", "mrr", "recall", "precision", "hit_rate", "bpref"]
+
 
 def _ranked(golden: GoldenSet, result: SearchResult) -> dict[str, list[tuple[str, float]]]:
     return {
@@ -134,14 +138,15 @@ def test_hybrid_needs_its_parts(tmp_path: Path) -> None:
 def test_bm25_scifact_levels_and_modes_agree_with_trec_eval(
     scifact_path: Path, scifact_bm25: SearchResult, level: int, mode: str
 ) -> None:
-    """Per query, every metric equals trec_eval -l level over the queries the mode scores (zero:
-    every qrels query). SciFact's grades are all 1: at level 2 every binary metric is 0 and nDCG
-    is that of level 1, as in trec_eval."""
+    """Per query, every metric (bpref and every judged-only variant included: trec_eval -J)
+    equals trec_eval -l level over the queries the mode scores (zero: every qrels query).
+    SciFact's grades are all 1: at level 2 every binary metric is 0 and nDCG is that of level 1,
+    as in trec_eval."""
     config = Config.model_validate({"relevance_level": level, "queries_without_relevant": mode})
     full = load_golden_set(GoldenSetConfig(path=scifact_path), level)
     g = queries_to_evaluate(full, config)
     assert g.query_ids == full.query_ids and len(g.query_ids) == 300  # BM25 ran on these
-    metrics = parse_metrics(["ndcg@10", "map@100", "recall@100", "mrr@10", "precision@5"])
+    metrics = parse_metrics([*CUT, *(f"{m}:judged" for m in CUT)])
     judgments = build_judgments(
         scifact_bm25.ids, *g.qrel_arrays(), n_docs=len(g.doc_ids), relevance_level=level
     )
@@ -163,10 +168,10 @@ def test_bm25_scifact_metrics_without_a_cutoff_agree_with_trec_eval(
     scifact_path: Path, scifact_bm25: SearchResult, level: int
 ) -> None:
     """On SciFact's 100-deep BM25 run, every metric without a cutoff equals trec_eval's uncut
-    measure (map, ndcg, recip_rank, set_recall, set_P, num_rel_ret > 0) per query at -l level,
-    every qrels query scored."""
+    measure (map, ndcg, recip_rank, set_recall, set_P, num_rel_ret > 0, bpref; and each with
+    -J) per query at -l level, every qrels query scored."""
     g = load_golden_set(GoldenSetConfig(path=scifact_path), level)
-    metrics = parse_metrics(["map", "ndcg", "mrr", "recall", "precision", "hit_rate"])
+    metrics = parse_metrics([*UNCUT, *(f"{m}:judged" for m in UNCUT)])
     judgments = build_judgments(
         scifact_bm25.ids, *g.qrel_arrays(), n_docs=len(g.doc_ids), relevance_level=level
     )

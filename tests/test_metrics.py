@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -226,7 +227,7 @@ def test_inserting_non_relevant_never_raises_a_metric(case: dict, data: st.DataO
     pos = data.draw(st.integers(0, j.depth - 1))
     grades = j.grades.copy()
     grades[q] = np.insert(grades[q], pos, 0)[: j.depth]
-    worse = type(j)(grades=grades, judged=j.judged, ideal=j.ideal, n_relevant=j.n_relevant)
+    worse = dataclasses.replace(j, grades=grades)
     metrics = [m for m in ALL if m.k <= j.depth]
     before, after = compute(metrics, j), compute(metrics, worse)
     for name in before:
@@ -234,9 +235,9 @@ def test_inserting_non_relevant_never_raises_a_metric(case: dict, data: st.DataO
 
 
 def test_alias_table_of_the_registry() -> None:
-    """Every family answers to its name and its aliases: 6 names + 8 aliases = 14 entries."""
+    """Every family answers to its name and its aliases: 7 names + 8 aliases = 15 entries."""
     table = alias_table(FAMILIES)
-    assert len(table) == 14
+    assert len(table) == 15 and table["bpref"] == "bpref"
     assert table["p"] == "precision" and table["recip_rank"] == "mrr"
     assert table["hits"] == "hit_rate" and table["ndcg"] == "ndcg"
 
@@ -289,3 +290,74 @@ def test_judged_at_k_counts_any_grade() -> None:
     assert judged["judged@4"].tolist() == [0.5, 0.0]
     assert judged["judged@8"].tolist() == [0.25, 0.0]
     assert judged_at(judgments, []) == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("ndcg@10:judged", "ndcg@10:judged"),
+        ("NDCG @ 10 : Judged", "ndcg@10:judged"),
+        ("AP:judged", "map:judged"),
+        ("P@5:JUDGED", "precision@5:judged"),
+        ("bpref", "bpref"),
+        ("BPref@10", "bpref@10"),
+        ("bpref:judged", "bpref:judged"),
+    ],
+)
+def test_judged_only_and_bpref_names(name: str, expected: str) -> None:
+    """``:judged`` after any metric name (with or without a cutoff) is its judged-only variant,
+    normalized to lowercase; bpref takes a cutoff like every family."""
+    metric = parse_metric(name)
+    assert str(metric) == expected and metric.judged == expected.endswith(":judged")
+    assert parse_metric(str(metric)) == metric
+
+
+@pytest.mark.parametrize("name", ["ndcg@10:judge", "ndcg:judged:judged", ":judged", "ndcg@10:"])
+def test_bad_judged_suffixes_are_refused(name: str) -> None:
+    """Anything but a single ``:judged`` after the name is an unknown metric, and the error says
+    how to write the variant."""
+    with pytest.raises(MetricError) as e:
+        parse_metric(name)
+    assert ":judged after either" in str(e.value)
+
+
+def test_judged_only_metrics_sort_after_their_plain_version_and_read_the_whole_ranking() -> None:
+    """A judged-only metric sorts right after its plain version, and it reads past its cutoff:
+    the search depth is at least 1000, as for a metric without a cutoff."""
+    names = ["ndcg@100", "ndcg@10:judged", "ndcg@10", "map:judged", "map"]
+    got = [str(m) for m in sorted(parse_metrics(names))]
+    assert got == ["map", "map:judged", "ndcg@10", "ndcg@10:judged", "ndcg@100"]
+    assert parse_metrics(["ndcg@10", "ndcg@10:judged"]) == [
+        Metric("ndcg", 10),
+        Metric("ndcg", 10, True),
+    ]
+    assert search_depth(parse_metrics(["ndcg@10:judged"])) == DEFAULT_SEARCH_DEPTH
+    assert search_depth(parse_metrics(["ndcg@10", "bpref@10"])) == 10
+    assert search_depth(parse_metrics(["ndcg@10:judged"]), 200) == 200
+
+
+def test_condensed_rankings_keep_judged_documents_in_order() -> None:
+    """judged_only() moves each query's judged documents (grade 0 and negative included) to the
+    front in rank order, pads the rest, and counts only them as retrieved."""
+    ranked = np.array([[0, 1, 2, 3], [3, 2, -1, -1]])
+    # query 0 judges doc 1 (grade 2) and doc 3 (grade -1); query 1 judges doc 2 (grade 0)
+    j = build_judgments(
+        ranked, np.array([0, 0, 1]), np.array([1, 3, 2]), np.array([2, -1, 0]), n_docs=4
+    )
+    c = j.judged_only()
+    assert c.grades.tolist() == [[2, -1, 0, 0], [0, 0, 0, 0]]
+    assert c.judged.tolist() == [[True, True, False, False], [True, False, False, False]]
+    assert c.retrieved.tolist() == [2, 1] and j.retrieved.tolist() == [4, 2]
+    assert j.n_nonrelevant.tolist() == [1, 1] and c.n_relevant.tolist() == [1, 0]
+
+
+@given(retrieval_cases())
+@settings(max_examples=150, deadline=None)
+def test_a_judged_only_metric_is_never_below_its_plain_one(case: dict) -> None:
+    """Removing unjudged documents only moves judged ones up: every family's judged-only value,
+    with a cutoff or without, is at least its plain value (the README's claim)."""
+    j = case_judgments(case)
+    plain = [Metric(f, k) for f in REGISTRY for k in (1, 3, 5, None)]
+    got = compute([*plain, *(Metric(m.family, m.k, True) for m in plain)], j)
+    for m in plain:
+        assert np.all(got[f"{m}:judged"] >= got[str(m)] - 1e-12), m

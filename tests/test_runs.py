@@ -259,25 +259,31 @@ def test_python_retriever_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 # --- evalret score against trec_eval -----------------------------------------------------------
 
-METRICS = [
-    f"{m}@{k}" for m in ("ndcg", "recall", "precision", "map", "hit_rate") for k in (1, 5, 10, 100)
-] + ["ndcg", "recall", "precision", "map", "hit_rate", "mrr"]  # and over the whole ranking
+_PLAIN = [
+    f"{m}@{k}"
+    for m in ("ndcg", "recall", "precision", "map", "hit_rate", "mrr", "bpref")
+    for k in (1, 5, 10, 100)
+] + ["ndcg", "recall", "precision", "map", "hit_rate", "mrr", "bpref"]  # and the whole ranking
+METRICS = _PLAIN + [f"{m}:judged" for m in _PLAIN]  # and every one judged-only (trec_eval -J)
 
 
 def _graded_qrels_and_run(
     scifact: Path, tmp_path: Path
 ) -> tuple[Path, Path, dict[str, dict[str, int]]]:
-    """SciFact's test qrels as a TREC qrels file with grades 1 and 2 (deterministic), and a
-    deterministic run with many tied scores over judged and unjudged documents."""
+    """SciFact's test qrels as a TREC qrels file with grades 1 and 2 (deterministic) plus a few
+    judged non-relevant documents (grade 0) per query, and a deterministic run with many tied
+    scores over judged and unjudged documents."""
     golden = load_golden_set(parse_config(f"golden_set: {{path: {scifact}}}\n").golden_set)
     qrels: dict[str, dict[str, int]] = {}
+    rng = random.Random(13)
     with (tmp_path / "qrels.txt").open("w") as f:
-        for q in golden.query_ids:
+        for n, q in enumerate(golden.query_ids):
             for i, d in enumerate(golden.qrels[q]):
                 grade = 2 if (len(q) + i) % 2 == 0 else 1
                 qrels.setdefault(q, {})[d] = grade
-                f.write(f"{q} 0 {d} {grade}\n")
-    rng = random.Random(13)
+            for d in rng.sample(golden.doc_ids, n % 7):  # 0 to 6 judged non-relevant
+                qrels[q].setdefault(d, 0)
+            f.writelines(f"{q} 0 {d} {grade}\n" for d, grade in qrels[q].items())
     with (tmp_path / "sys.trec").open("w") as f:
         for q in golden.query_ids[::-1]:  # not in qrels order; one query left out below
             if q == golden.query_ids[0]:

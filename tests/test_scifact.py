@@ -25,6 +25,7 @@ def scifact(scifact_path: Path) -> Evaluation:
     cfg = load_config(REPO / "configs" / "scifact.yaml")
     assert cfg.golden_set.path == scifact_path
     every_metric = [f"{family}@{k}" for family in REGISTRY for k in (1, 3, 5, 10, 20, 100)]
+    every_metric += [f"{family}@10:judged" for family in REGISTRY]  # judged-only (trec_eval -J)
     return run_evaluation(cfg.model_copy(update={"metrics": every_metric}))
 
 
@@ -55,7 +56,7 @@ def test_every_metric_agrees_with_trec_eval_per_query(scifact: Evaluation, index
     qrels = {q: g.qrels[q] for q in g.query_ids}
     per_query = scifact.report.indexes[index].per_query
     metrics = parse_metrics(per_query)
-    assert len(metrics) == 6 * 6
+    assert len(metrics) == len(REGISTRY) * 7
     for metric in metrics:
         theirs = trec_eval_values(qrels, ranked, metric)
         for i, q in enumerate(scifact.report.query_ids):

@@ -280,6 +280,41 @@ def test_settings_are_escaped_on_the_page_and_in_the_terminal() -> None:
     assert "[bold]x[/]" in text and "\x1b" not in text
 
 
+def test_judged_only_metrics_do_not_break_the_recall_columns() -> None:
+    """A sweep whose quality metric is ``ndcg@10:judged`` and whose points hold
+    ``recall@10:judged`` renders: the recall columns are the plain recall@k, in cutoff order
+    (recall@5 before recall@100), and the judged-only quality metric heads its column."""
+    from rich.console import Console
+
+    from evalret.data.schema import MetricValue
+    from evalret.data.sweep import SweepIndex, SweepPoint
+    from evalret.report.sweep_view import sweep_html, sweep_table
+
+    value = MetricValue(value=0.5, ci_low=0.4, ci_high=0.6)
+    names = ["ndcg@10:judged", "recall@10:judged", "recall@100", "recall@5"]
+    index = SweepIndex(params={"type": "exact"}, metrics=dict.fromkeys(names, value))
+    report = SweepReport(
+        evalret_version="0",
+        config="c.yaml",
+        axes={"indexes.hnsw.ef_search": [16]},
+        quality_metric="ndcg@10:judged",
+        n_queries=1,
+        n_documents=10,
+        repeats=1,
+        machine={"cpu_count": 1},
+        timing={"latency": "x"},
+        points=[SweepPoint(id=0, settings={}, dim=4, indexes={"exact": index}, fingerprint="f")],
+        pareto_latency=[],
+        pareto_memory=[],
+    )
+    assert "ndcg@10:judged" in sweep_html(report)
+    console = Console(width=400, record=True, force_terminal=False)
+    console.print(sweep_table(report))
+    header = console.export_text().splitlines()[2]
+    assert header.index("ndcg@10:judged") < header.index("recall@5") < header.index("recall@100")
+    assert "recall@10:judged" not in header
+
+
 # --- the demo -------------------------------------------------------------------------------------
 
 

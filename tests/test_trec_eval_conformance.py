@@ -16,41 +16,22 @@ import pytest
 import pytrec_eval
 from hypothesis import given, settings
 
-from evalret.core.metrics import REGISTRY, Metric, build_judgments, compute, search_depth
+from evalret.core.metrics import (
+    REGISTRY,
+    Metric,
+    build_judgments,
+    compute,
+    parse_metric,
+    search_depth,
+)
 from evalret.core.ranking import apply_tie_rule, id_rank
+from helpers import trec_eval_values
 from strategies import graded_runs
 
 CUTOFFS = (1, 2, 3, 5, 10, 30, 500)  # 30 and 500 exceed every corpus drawn below
 UNCUT = [Metric(f) for f in REGISTRY]  # every family over the whole ranking
-
-
-def trec_eval_values(
-    qrels: dict[str, dict[str, int]],
-    ranked: dict[str, list[tuple[str, float]]],
-    metric: Metric,
-    relevance_level: int = 1,
-) -> dict[str, float]:
-    """trec_eval's per-query value of ``metric`` for runs given in rank order: the measure its
-    family declares (``Family.trec_eval``, the one place the mapping is written), on each run
-    cut at depth k when that measure takes no cutoff (MRR@k), 1 where a ``positive`` family's
-    uncut measure is above 0 (hit rate).
-
-    Grades below -1 are passed as -1: pytrec-eval-terrier 0.5.11 corrupts its heap on grades
-    <= -2 (segmentation faults a few evaluations later); for the measures here every negative
-    grade means the same, judged non-relevant with gain 0.
-    """
-    qrels = {q: {d: max(g, -1) for d, g in j.items()} for q, j in qrels.items()}
-    trec = REGISTRY[metric.family].trec_eval
-    measure = trec.measure(metric.k)
-    if trec.cut_run and metric.k is not None:
-        ranked = {q: r[: metric.k] for q, r in ranked.items()}
-    run = {q: (dict(r) or {"__none__": 0.0}) for q, r in ranked.items()}
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=relevance_level)
-    got = evaluator.evaluate(run)
-    key = measure.replace(".", "_")  # pytrec_eval's key for the measure: ndcg_cut.10 -> ndcg_cut_10
-    if trec.positive and metric.k is None:
-        return {q: float(got[q][key] > 0) for q in ranked}
-    return {q: got[q][key] for q in ranked}
+# every family judged-only (trec_eval -J), with each cutoff and without one
+JUDGED = [Metric(f, k, judged=True) for f in REGISTRY for k in (*CUTOFFS, None)]
 
 
 def compare_with_trec_eval(
@@ -185,6 +166,103 @@ def test_ndcg_ignores_the_relevance_level_like_trec_eval() -> None:
     assert j.n_relevant.tolist() == [1, 0]
 
 
+@pytest.mark.parametrize("mode", ["exclude", "zero"])
+@pytest.mark.parametrize("level", [1, 2])
+@given(case=graded_runs(min_grade=-2, without_relevant=True))
+@settings(max_examples=100, deadline=None)
+def test_every_judged_only_metric_matches_trec_eval_minus_j(
+    level: int, mode: str, case: tuple
+) -> None:
+    """Every family's judged-only variant, with every cutoff and without one, equals trec_eval
+    -J per query at -l 1 and 2, in both query-set modes, on graded runs with ties, grade-0 and
+    negative judgments and unjudged documents (their plain versions beside them)."""
+    doc_ids, qrels, run = case
+    keep = evaluated(qrels, level, mode)
+    if not keep:
+        return  # nothing to evaluate: the pipeline refuses it (test_cli)
+    compare_with_trec_eval(
+        doc_ids,
+        {q: qrels[q] for q in keep},
+        {q: run[q] for q in keep},
+        [*JUDGED, *UNCUT, Metric("ndcg", 3), Metric("bpref", 3)],
+        relevance_level=level,
+    )
+
+
+def _hand_case() -> tuple[list[str], dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """One query ranking u1 (unjudged), r1 (grade 1), n1 (grade 0), u2 (unjudged), r2 (grade
+    2); r3 (grade 1) and n2 (grade 0) are judged but not retrieved: R = 3, N = 2."""
+    doc_ids = ["u1", "r1", "n1", "u2", "r2", "r3", "n2"]
+    qrels = {"q": {"r1": 1, "n1": 0, "r2": 2, "r3": 1, "n2": 0}}
+    run = {"q": {"u1": 0.9, "r1": 0.8, "n1": 0.7, "u2": 0.6, "r2": 0.5}}
+    return doc_ids, qrels, run
+
+
+def test_judged_only_differs_from_the_plain_metric_by_hand() -> None:
+    """On the hand case the judged-only metrics score the condensed ranking r1, n1, r2 and
+    differ from the plain ones (which count u1 and u2 as misses); bpref, which skips unjudged
+    documents by definition, is the same either way. trec_eval (-J) agrees with every value."""
+    doc_ids, qrels, run = _hand_case()
+    ranked = np.array([[0, 1, 2, 3, 4]])
+    j = build_judgments(
+        ranked, np.zeros(5), np.array([1, 2, 4, 5, 6]), np.array([1, 0, 2, 1, 0]), 7
+    )
+    names = ["ndcg@2", "map", "mrr@1", "precision", "precision@2", "bpref", "bpref@2"]
+    metrics = [m for n in names for m in (parse_metric(n), parse_metric(f"{n}:judged"))]
+    got = {name: float(v[0]) for name, v in compute(metrics, j).items()}
+    idcg2 = 2 + 1 / np.log2(3)  # ideal grades 2, 1, 1 cut at 2
+    expected = {
+        "ndcg@2": (1 / np.log2(3)) / idcg2,  # r1 at rank 2
+        "ndcg@2:judged": 1 / idcg2,  # r1 at rank 1
+        "map": (1 / 2 + 2 / 5) / 3,  # r1 at 2, r2 at 5
+        "map:judged": (1 + 2 / 3) / 3,  # r1 at 1, r2 at 3
+        "mrr@1": 0.0,
+        "mrr@1:judged": 1.0,
+        "precision": 2 / 5,
+        "precision:judged": 2 / 3,
+        "precision@2": 1 / 2,
+        "precision@2:judged": 1 / 2,
+        # r1: no judged non-relevant above, 1; r2: one above, 1 - min(1, 3) / min(2, 3)
+        "bpref": (1 + (1 - 1 / 2)) / 3,
+        "bpref:judged": (1 + (1 - 1 / 2)) / 3,
+        "bpref@2": 1 / 3,  # u1, r1: r1 only
+        "bpref@2:judged": 1 / 3,  # r1, n1: r1 only
+    }
+    assert got == pytest.approx(expected, abs=1e-12)
+    assert got["ndcg@2:judged"] > got["ndcg@2"] and got["map:judged"] > got["map"]
+    compare_with_trec_eval(doc_ids, qrels, run, metrics)
+
+
+def test_judged_only_equals_plain_when_everything_retrieved_is_judged() -> None:
+    """Without an unjudged document in the rankings, a judged-only metric is its plain one."""
+    doc_ids, qrels, run = _hand_case()
+    run = {"q": {d: s for d, s in run["q"].items() if d in qrels["q"]}}
+    metrics = [
+        Metric(f, k, judged) for f in REGISTRY for k in (1, 3, None) for judged in (False, True)
+    ]
+    ranked = np.array([[1, 2, 4]])
+    j = build_judgments(
+        ranked, np.zeros(5), np.array([1, 2, 4, 5, 6]), np.array([1, 0, 2, 1, 0]), 7
+    )
+    got = compute(metrics, j)
+    for m in metrics:
+        assert got[str(m)] == pytest.approx(got[str(Metric(m.family, m.k))]), m
+    compare_with_trec_eval(doc_ids, qrels, run, metrics)
+
+
+def test_a_query_with_no_judged_document_retrieved_scores_zero_judged_only() -> None:
+    """A ranking of unjudged documents only is empty once condensed: every judged-only metric
+    is 0 for it, as trec_eval -J gives (num_ret 0)."""
+    doc_ids, qrels, run = _hand_case()
+    run = {"q": {"u1": 0.9, "u2": 0.5}}
+    j = build_judgments(
+        np.array([[0, 3]]), np.zeros(5), np.array([1, 2, 4, 5, 6]), np.array([1, 0, 2, 1, 0]), 7
+    )
+    got = compute(JUDGED, j)
+    assert all(v[0] == 0.0 for v in got.values()) and j.judged_only().retrieved.tolist() == [0]
+    compare_with_trec_eval(doc_ids, qrels, run, JUDGED)
+
+
 def _readme_metric_rows() -> dict[str, str]:
     """The README's metrics table: metric name (``ndcg@k``, ``ndcg``) -> its trec_eval column."""
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
@@ -197,7 +275,8 @@ def test_every_family_declares_trec_eval_measures_the_readme_names() -> None:
     """Each family's ``trec_eval`` data names measures pytrec_eval knows, and the README's metrics
     table gives the same measure in the family's rows, with a cutoff and without one."""
     rows = _readme_metric_rows()
-    assert set(rows) == {n for f in REGISTRY for n in (f"{f}@k", f)}
+    assert set(rows) == {n for f in REGISTRY for n in (f"{f}@k", f)} | {"<metric>:judged"}
+    assert rows["<metric>:judged"].startswith("the metric's measure with `-J`")
     for name, family in REGISTRY.items():
         trec = family.trec_eval
         assert {trec.cut, trec.uncut} <= pytrec_eval.supported_measures, name

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from evalret.core.digest import json_digest
+from evalret.core.metrics import is_plain_cut, parse_metric
 from evalret.core.pareto import pareto_front
 from evalret.data.atomic import atomic_write_text, check_writable_dir
 from evalret.data.config import Config, load_config
@@ -206,7 +207,9 @@ def _point(
     indexes = {}
     for name, result in report.indexes.items():
         metrics = result.slices["all"].metrics
-        kept = {m: v for m, v in metrics.items() if m == q or m.startswith("recall@")}
+        kept = {
+            m: v for m, v in metrics.items() if m == q or is_plain_cut(parse_metric(m), "recall")
+        }
         section = ann.get(name)
         indexes[name] = SweepIndex(
             params=result.params,

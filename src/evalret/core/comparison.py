@@ -196,11 +196,11 @@ def direction(m: MetricChange | None, c: Criteria) -> str:
 
 def _first(metrics: Mapping[str, MetricChange], family: str) -> tuple[str, MetricChange] | None:
     """The metric of ``family`` a diagnosis reads: the shallowest cutoff of at least 10, else
-    the shallowest; the whole ranking (no cutoff) counts as the deepest. None when the family is
-    not computed."""
-    names = sorted(
-        (parse_metric(n).depth_key, n) for n in metrics if parse_metric(n).family == family
-    )
+    the shallowest; the whole ranking (no cutoff) counts as the deepest; a judged-only variant
+    only when the family has no plain metric. None when the family is not computed."""
+    parsed = {n: parse_metric(n) for n in metrics}
+    ranked = sorted((m.judged, m.depth_key, n) for n, m in parsed.items() if m.family == family)
+    names = [(k, n) for judged, k, n in ranked if judged == ranked[0][0]]
     preferred = [n for k, n in names if k >= 10] or [n for _, n in names]
     return (preferred[0], metrics[preferred[0]]) if preferred else None
 

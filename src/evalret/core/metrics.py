@@ -26,9 +26,22 @@ Conventions shared by every metric (they match trec_eval run with ``-l relevance
   rankings go, so evalret's own indexes search ``search_depth`` deep (``DEFAULT_SEARCH_DEPTH``,
   trec_eval's usual 1000, when a metric has no cutoff and no depth is configured).
 
+* ``bpref`` (Buckley & Voorhees 2004, trec_eval's definition) reads judged documents only: each
+  relevant document retrieved scores 1 - min(n, R) / min(N, R), n the judged non-relevant
+  documents ranked above it, N the query's judged non-relevant documents (grade below the level),
+  summed and divided by R. Unjudged documents play no part.
+* A judged-only variant of every family (``ndcg@10:judged``, ``map:judged``; Sakai 2007's
+  "condensed list", trec_eval ``-J``) drops the unjudged documents from each ranking *before*
+  cutting it at k, then scores what is left as usual. It looks past rank k for judged documents,
+  so its value depends on how deep the rankings go, as a metric without a cutoff does.
+* A negative grade is a judgment (judged non-relevant, gain 0) everywhere in evalret. trec_eval
+  reads a negative grade as "pooled but not judged", which only bpref and ``-J`` tell apart from
+  grade 0: evalret equals trec_eval given the same qrels with negative grades written as 0.
+
 Each family declares, as data, the trec_eval measure it equals with a cutoff and without one
-(``Family.trec_eval``, a ``TrecEval``); the conformance tests read it from there and compare every
-family with trec_eval per query, so the mapping is written once.
+(``Family.trec_eval``, a ``TrecEval``); ``trec_eval_reference`` turns a metric into the exact
+trec_eval call (measure, ``-J``, run cut) it equals. The conformance tests read it from there and
+compare every family and variant with trec_eval per query, so the mapping is written once.
 """
 
 from __future__ import annotations
@@ -36,7 +49,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import total_ordering
 from typing import Literal
 
@@ -55,28 +68,44 @@ MAX_CUTOFF = 10**9  # far beyond any collection: larger cutoffs are refused as t
 DEFAULT_SEARCH_DEPTH = 1000
 
 
+JUDGED_SUFFIX = "judged"  # ndcg@10:judged, map:judged: the judged-only (condensed list) variant
+
+
 @total_ordering
 @dataclass(frozen=True)
 class Metric:
     """A metric family at a cutoff, e.g. ``Metric("ndcg", 10)`` written ``ndcg@10``, or over the
-    whole ranking, ``Metric("ndcg")`` written ``ndcg`` (``k`` is None). Ordered by family, then
-    cutoff, the whole ranking last."""
+    whole ranking, ``Metric("ndcg")`` written ``ndcg`` (``k`` is None); with ``judged`` the
+    family scores each ranking with its unjudged documents removed first, written
+    ``ndcg@10:judged``. Ordered by family, then cutoff (the whole ranking last), then judged."""
 
     family: str
     k: int | None = None
+    judged: bool = False
 
     def __str__(self) -> str:
-        return self.family if self.k is None else f"{self.family}@{self.k}"
+        name = self.family if self.k is None else f"{self.family}@{self.k}"
+        return f"{name}:{JUDGED_SUFFIX}" if self.judged else name
 
     @property
     def depth_key(self) -> float:
         """The cutoff, or infinity for the whole ranking: sorts metrics from shallow to deep."""
         return math.inf if self.k is None else float(self.k)
 
+    @property
+    def reads_whole_ranking(self) -> bool:
+        """Whether the value depends on how deep the ranking goes: no cutoff, or judged-only
+        (which looks past rank k for the first k judged documents)."""
+        return self.k is None or self.judged
+
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Metric):
             return NotImplemented
-        return (self.family, self.depth_key) < (other.family, other.depth_key)
+        return (self.family, self.depth_key, self.judged) < (
+            other.family,
+            other.depth_key,
+            other.judged,
+        )
 
 
 @dataclass(frozen=True)
@@ -88,6 +117,8 @@ class RankedJudgments:
     ideal: int [Q, width], the query's positive judged grades sorted descending, zero-padded; width
       is at least depth and holds every positive grade of the query, so nDCG@k is right for any k.
     n_relevant: int [Q], number of judged documents with grade >= relevance_level (``R``).
+    n_nonrelevant: int [Q], number of judged documents with a lower grade, negative included
+      (bpref's ``N``), retrieved or not.
     relevance_level: the grade from which a document counts as relevant (trec_eval's ``-l``).
     n_retrieved: int [Q], ranks that hold a document (trec_eval's ``num_ret``, what ``precision``
       without a cutoff divides by); None when every rank of every query holds one.
@@ -97,6 +128,7 @@ class RankedJudgments:
     judged: np.ndarray
     ideal: np.ndarray
     n_relevant: np.ndarray
+    n_nonrelevant: np.ndarray
     relevance_level: int = DEFAULT_RELEVANCE_LEVEL
     n_retrieved: np.ndarray | None = None
 
@@ -114,6 +146,16 @@ class RankedJudgments:
     @property
     def relevant(self) -> np.ndarray:
         return is_relevant(self.grades, self.relevance_level)
+
+    def judged_only(self) -> RankedJudgments:
+        """The condensed rankings (trec_eval ``-J``): each query's judged documents moved to the
+        front in their rank order, the unjudged ones dropped (the freed ranks become padding,
+        so ``retrieved`` counts judged documents only). R, N and the ideal are unchanged."""
+        order = np.argsort(~self.judged, axis=1, kind="stable")
+        judged = np.take_along_axis(self.judged, order, axis=1)
+        grades = np.where(judged, np.take_along_axis(self.grades, order, axis=1), 0)
+        n_judged = self.judged.sum(axis=1).astype(np.int64)
+        return replace(self, grades=grades, judged=judged, n_retrieved=n_judged)
 
 
 def _discounts(k: int) -> np.ndarray:
@@ -198,6 +240,25 @@ def hit_rate(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.nda
     return np.asarray(j.relevant[:, :k].any(axis=1), dtype=np.float64)
 
 
+def bpref(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
+    """bpref (Buckley & Voorhees 2004) as trec_eval computes it: for each relevant document
+    retrieved within the top k, 1 - min(n, R) / min(N, R), with n the judged non-relevant
+    documents ranked above it (a term of 1 when n is 0), summed and divided by R. N is the
+    number of the query's judged non-relevant documents (grade below the relevance level,
+    retrieved or not). Unjudged documents are skipped, so bpref never counts them against a
+    ranking. Without a cutoff, over the whole ranking; with one, trec_eval's bpref on the run cut
+    at k (trec_eval has no ``bpref`` cutoff).
+    """
+    rel = j.relevant[:, :k]
+    nonrel = j.judged[:, :k] & ~rel
+    above = np.cumsum(nonrel, axis=1).astype(np.float64)  # at a relevant rank: those above it
+    r = j.n_relevant.astype(np.float64)[:, None]
+    pairs = np.minimum(j.n_nonrelevant.astype(np.float64)[:, None], r)  # min(N, R)
+    wrong = _safe_divide(np.minimum(above, r), np.broadcast_to(pairs, above.shape))
+    terms = np.where(above > 0, 1.0 - wrong, 1.0)
+    return _safe_divide((terms * rel).sum(axis=1), j.n_relevant.astype(np.float64))
+
+
 def judged_at(judgments: RankedJudgments, cutoffs: list[int]) -> dict[str, np.ndarray]:
     """Per query, the share of the top k ranks holding a judged document (any grade), k for
     every cutoff: unjudged documents count as misses in every metric, so a low judged@k warns
@@ -219,6 +280,7 @@ class TrecEval:
     uncut: the measure over the whole ranking, the family written without a cutoff.
     positive: the family is 1 where ``uncut`` is above 0 and 0 elsewhere (hit rate is
       ``num_rel_ret > 0``: trec_eval has no uncut ``success``).
+    A judged-only metric (``:judged``) is the same measure with trec_eval's ``-J``.
     """
 
     cut: str
@@ -257,7 +319,36 @@ FAMILIES = (
         TrecEval("success", "num_rel_ret", positive=True),
         ("success", "hit", "hits"),
     ),
+    Family("bpref", bpref, TrecEval("bpref", "bpref", cut_run=True)),
 )
+
+
+@dataclass(frozen=True)
+class TrecEvalReference:
+    """The trec_eval computation one metric equals per query (what the conformance tests run).
+
+    measure: the measure's name (``ndcg_cut.10``; pytrec_eval's result key swaps ``.`` for
+      ``_``). judged_only: with trec_eval's ``-J`` (pytrec_eval ``judged_docs_only_flag``).
+    run_depth: cut each run after this many documents first (judged documents only, with
+      ``judged_only``); None: the whole run. positive: the metric is 1 where the measure is above
+      0, else 0. Qrels go to trec_eval with negative grades written as 0 (see the module doc).
+    """
+
+    measure: str
+    judged_only: bool = False
+    run_depth: int | None = None
+    positive: bool = False
+
+
+def trec_eval_reference(metric: Metric) -> TrecEvalReference:
+    """How trec_eval computes ``metric``, read from its family's ``TrecEval`` data."""
+    trec = REGISTRY[metric.family].trec_eval
+    return TrecEvalReference(
+        measure=trec.measure(metric.k),
+        judged_only=metric.judged,
+        run_depth=metric.k if trec.cut_run else None,
+        positive=trec.positive and metric.k is None,
+    )
 
 
 def alias_table(families: Iterable[Family]) -> dict[str, str]:
@@ -279,23 +370,30 @@ def alias_table(families: Iterable[Family]) -> dict[str, str]:
 
 _ALIASES = alias_table(FAMILIES)  # checked first: no family may shadow another's name
 REGISTRY: Mapping[str, Family] = {f.name: f for f in FAMILIES}
-_NAME_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:@\s*(\d+)\s*)?$")
+_NAME_RE = re.compile(
+    rf"^\s*([A-Za-z_]+)\s*(?:@\s*(\d+)\s*)?(:\s*{JUDGED_SUFFIX}\s*)?$", re.IGNORECASE
+)
 
 
 def known_metrics() -> str:
     """Human-readable list of the metric names the registry accepts."""
-    return ", ".join(f"{name}@k" for name in REGISTRY) + " (k >= 1; without @k: the whole ranking)"
+    return ", ".join(f"{name}@k" for name in REGISTRY) + (
+        f" (k >= 1; without @k: the whole ranking; :{JUDGED_SUFFIX} after either: unjudged "
+        "documents dropped first)"
+    )
 
 
 def parse_metric(name: str) -> Metric:
     """Parse ``ndcg@10`` into a Metric; case-insensitive, with aliases (``P@5``, ``success@1``).
-    A name without ``@k`` (``map``, ``RR``) is the metric over the whole ranking."""
+    A name without ``@k`` (``map``, ``RR``) is the metric over the whole ranking; a trailing
+    ``:judged`` (``ndcg@10:judged``, ``map:judged``) its judged-only variant."""
     m = _NAME_RE.match(name)
     family = _ALIASES.get(m.group(1).lower()) if m else None
     if m is None or family is None:
         raise MetricError(f"unknown metric {name!r}; known metrics: {known_metrics()}")
+    judged = m.group(3) is not None
     if m.group(2) is None:
-        return Metric(family)
+        return Metric(family, judged=judged)
     k = int(m.group(2))
     if k < 1:
         raise MetricError(f"metric {name!r}: the cutoff k must be at least 1")
@@ -304,7 +402,7 @@ def parse_metric(name: str) -> Metric:
             f"metric {name!r}: the cutoff k must be at most {MAX_CUTOFF:,} (rankings are cut at "
             "the corpus size anyway)"
         )
-    return Metric(family, k)
+    return Metric(family, k, judged)
 
 
 def parse_metrics(names: Iterable[str]) -> list[Metric]:
@@ -326,8 +424,8 @@ def parse_metrics(names: Iterable[str]) -> list[Metric]:
 
 def search_depth(metrics: Iterable[Metric], configured: int | None = None) -> int:
     """How deep rankings must go for ``metrics``: ``configured`` when given, else the largest
-    cutoff, or at least DEFAULT_SEARCH_DEPTH when a metric scores the whole ranking. Callers cap
-    it at the corpus size (a ranking cannot be longer)."""
+    cutoff, or at least DEFAULT_SEARCH_DEPTH when a metric reads the whole ranking (no cutoff,
+    or judged-only). Callers cap it at the corpus size (a ranking cannot be longer)."""
     metrics = list(metrics)
     if configured is not None:
         return configured
@@ -335,9 +433,17 @@ def search_depth(metrics: Iterable[Metric], configured: int | None = None) -> in
     return max(deepest, DEFAULT_SEARCH_DEPTH) if has_uncut(metrics) else deepest
 
 
+def is_plain_cut(metric: Metric, family: str) -> bool:
+    """Whether ``metric`` is ``family`` at a cutoff and not judged-only (``recall@10``, not
+    ``recall`` or ``recall@10:judged``): how the views pick a family's columns, by the registry's
+    parse and never by the spelling of a name."""
+    return metric.family == family and metric.k is not None and not metric.judged
+
+
 def has_uncut(metrics: Iterable[Metric]) -> bool:
-    """Whether any of ``metrics`` scores the whole ranking (has no cutoff)."""
-    return any(m.k is None for m in metrics)
+    """Whether any of ``metrics`` reads the whole ranking: has no cutoff, or is judged-only (it
+    looks past rank k for judged documents), so its value depends on the search depth."""
+    return any(m.reads_whole_ranking for m in metrics)
 
 
 def cutoffs(metrics: Iterable[Metric]) -> list[int]:
@@ -352,9 +458,15 @@ def compute(
 
     A cutoff beyond the rankings' depth treats the missing ranks as non-relevant: right when the
     rankings hold every document the system returns (the pipeline searches min(k, corpus size)).
-    A metric without a cutoff scores all of each ranking (its ``n_retrieved`` documents).
+    A metric without a cutoff scores all of each ranking (its ``n_retrieved`` documents). A
+    judged-only metric scores the condensed rankings (``RankedJudgments.judged_only``), built
+    once for all of them.
     """
-    return {str(m): REGISTRY[m.family].fn(judgments, m.k, gain) for m in metrics}
+    condensed = judgments.judged_only() if any(m.judged for m in metrics) else judgments
+    return {
+        str(m): REGISTRY[m.family].fn(condensed if m.judged else judgments, m.k, gain)
+        for m in metrics
+    }
 
 
 def build_judgments(
@@ -393,11 +505,13 @@ def build_judgments(
     judged, grades = judged.reshape(n_queries, depth), grades.reshape(n_queries, depth)
 
     ideal, n_relevant = _ideal(qrel_query, qrel_grade, n_queries, depth, relevance_level)
+    judged_per_query = np.bincount(qrel_query.astype(np.int64), minlength=n_queries)
     return RankedJudgments(
         grades=grades,
         judged=judged,
         ideal=ideal,
         n_relevant=n_relevant,
+        n_nonrelevant=judged_per_query[:n_queries].astype(np.int64) - n_relevant,
         relevance_level=relevance_level,
         n_retrieved=(ranked >= 0).sum(axis=1).astype(np.int64),
     )

@@ -1024,7 +1024,8 @@ class Config(_Strict):
         ge=1,
         le=MAX_CUTOFF,
         description="ranks searched per query (the whole ranking of uncut metrics); default: "
-        "the largest cutoff, or 1000 when a metric has no cutoff; capped at the corpus size",
+        "the largest cutoff, or 1000 when a metric has no cutoff or is :judged; capped at the "
+        "corpus size",
     )
     ndcg_gain: Literal["linear", "exponential"] = "linear"
     relevance_level: int = Field(

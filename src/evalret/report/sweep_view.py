@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from evalret.core.metrics import is_plain_cut, parse_metrics
 from evalret.data.sweep import SweepIndex, SweepPoint, SweepReport
 from evalret.report.escape import markup_safe
 from evalret.report.html.document import Section, page
@@ -28,8 +29,10 @@ def settings_text(point: SweepPoint) -> str:
 
 
 def _recall_keys(report: SweepReport) -> list[str]:
+    """The points' plain recall@k metrics, shallowest first (names parsed by the registry: a
+    judged-only ``recall@10:judged`` is not one)."""
     keys = {m for p in report.points for i in p.indexes.values() for m in i.metrics}
-    return sorted((m for m in keys if m.startswith("recall@")), key=lambda m: int(m.split("@")[1]))
+    return [str(m) for m in sorted(parse_metrics(keys)) if is_plain_cut(m, "recall")]
 
 
 def _ann_key(report: SweepReport) -> str | None:
