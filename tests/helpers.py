@@ -221,15 +221,22 @@ def trec_eval_values(
     takes no cutoff (MRR@k, bpref@k; for a judged-only one, cut after its k-th judged document),
     1 where a ``positive`` measure is above 0 (hit rate).
 
-    Negative grades are passed as 0: evalret reads a negative grade as judged non-relevant,
-    trec_eval as "pooled but not judged", and only bpref and ``-J`` tell that from 0 (and
-    pytrec-eval-terrier 0.5.11 corrupts its heap on grades <= -2).
+    Negative grades are left out of the qrels passed: trec_eval reads a negative grade as
+    "pooled but not judged" (form_res_rels.c: RELVALUE_UNJUDGED), which every measure used here
+    treats as it treats a document missing from the qrels (non-relevant, not judged, removed by
+    -J, outside bpref's N); and pytrec-eval-terrier 0.5.11 corrupts its heap on negative grades
+    (later calls hang). A query left with no grade keeps a placeholder grade 0 on a document that
+    is never retrieved, so that trec_eval still scores it (0 on every measure: it has no
+    relevant document).
     """
     import pytrec_eval
 
     from evalret.core.metrics import trec_eval_reference
 
-    qrels = {q: {d: max(g, 0) for d, g in j.items()} for q, j in qrels.items()}
+    qrels = {
+        q: {d: g for d, g in j.items() if g >= 0} or {"__never_retrieved__": 0}
+        for q, j in qrels.items()
+    }
     ref = trec_eval_reference(metric)
     if ref.run_depth is not None:
         ranked = {q: _cut_run(r, qrels.get(q, {}), ref) for q, r in ranked.items()}
@@ -248,12 +255,13 @@ def trec_eval_values(
 
 def _cut_run(ranking: list[tuple[str, float]], judged: dict[str, int], ref: Any) -> list:
     """``ranking`` cut after its ``ref.run_depth``-th document, counting judged documents only
-    when ``ref.judged_only`` (so that -J sees exactly the first k judged ones)."""
+    when ``ref.judged_only`` (so that -J sees exactly the first k judged ones; a negative grade
+    is trec_eval's "pooled but not judged")."""
     if not ref.judged_only:
         return ranking[: ref.run_depth]
     seen = 0
     for i, (doc, _) in enumerate(ranking):
-        seen += doc in judged
+        seen += judged.get(doc, -1) >= 0
         if seen == ref.run_depth:
             return ranking[: i + 1]
     return ranking

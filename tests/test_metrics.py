@@ -337,15 +337,20 @@ def test_judged_only_metrics_sort_after_their_plain_version_and_read_the_whole_r
 
 
 def test_condensed_rankings_keep_judged_documents_in_order() -> None:
-    """judged_only() moves each query's judged documents (grade 0 and negative included) to the
-    front in rank order, pads the rest, and counts only them as retrieved."""
+    """judged_only() moves each query's judged documents (grade 0 included) to the front in rank
+    order, pads the rest, and counts only them as retrieved; a negative grade is trec_eval's
+    "pooled but not judged": left out like an unjudged document, and not in bpref's N."""
     ranked = np.array([[0, 1, 2, 3], [3, 2, -1, -1]])
-    # query 0 judges doc 1 (grade 2) and doc 3 (grade -1); query 1 judges doc 2 (grade 0)
+    # query 0 judges doc 1 (grade 2), doc 3 (grade -1) and doc 0 (grade 0); query 1 doc 2 (0)
     j = build_judgments(
-        ranked, np.array([0, 0, 1]), np.array([1, 3, 2]), np.array([2, -1, 0]), n_docs=4
+        ranked,
+        np.array([0, 0, 0, 1]),
+        np.array([1, 3, 0, 2]),
+        np.array([2, -1, 0, 0]),
+        n_docs=4,
     )
     c = j.judged_only()
-    assert c.grades.tolist() == [[2, -1, 0, 0], [0, 0, 0, 0]]
+    assert c.grades.tolist() == [[0, 2, 0, 0], [0, 0, 0, 0]]
     assert c.judged.tolist() == [[True, True, False, False], [True, False, False, False]]
     assert c.retrieved.tolist() == [2, 1] and j.retrieved.tolist() == [4, 2]
     assert j.n_nonrelevant.tolist() == [1, 1] and c.n_relevant.tolist() == [1, 0]

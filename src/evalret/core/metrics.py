@@ -55,7 +55,7 @@ from typing import Literal
 
 import numpy as np
 
-from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_relevant
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_judged, is_relevant
 from evalret.errors import MetricError, Problem
 
 Gain = Literal["linear", "exponential"]
@@ -113,11 +113,12 @@ class RankedJudgments:
     """What the metrics need to know about each query's ranking, as aligned arrays.
 
     grades: int [Q, depth], judged grade of the document at each rank (0 if unjudged or padding).
-    judged: bool [Q, depth], whether that document carries any judgment (grade <= 0 included).
+    judged: bool [Q, depth], whether that document is judged: in the qrels with a grade >= 0 (a
+      negative grade is trec_eval's "pooled but not judged").
     ideal: int [Q, width], the query's positive judged grades sorted descending, zero-padded; width
       is at least depth and holds every positive grade of the query, so nDCG@k is right for any k.
     n_relevant: int [Q], number of judged documents with grade >= relevance_level (``R``).
-    n_nonrelevant: int [Q], number of judged documents with a lower grade, negative included
+    n_nonrelevant: int [Q], number of judged documents with a lower grade, 0 <= grade < level
       (bpref's ``N``), retrieved or not.
     relevance_level: the grade from which a document counts as relevant (trec_eval's ``-l``).
     n_retrieved: int [Q], ranks that hold a document (trec_eval's ``num_ret``, what ``precision``
@@ -481,8 +482,10 @@ def build_judgments(
 
     ranked: int [Q, depth], document indices per query in rank order, -1 where none was retrieved.
     qrel_query, qrel_doc, qrel_grade: the judgments as parallel arrays of (query index, document
-    index, grade; negative grades are judged non-relevant); each (query, document) pair at most
-    once. relevance_level: the grade from which a document is relevant (trec_eval's ``-l``).
+    index, grade); each (query, document) pair at most once. A negative grade is trec_eval's
+    "pooled but not judged": non-relevant in every metric, unjudged in judged@k, bpref and the
+    judged-only metrics. relevance_level: the grade from which a document is relevant
+    (trec_eval's ``-l``).
     """
     ranked = np.asarray(ranked, dtype=np.int64)
     n_queries, depth = ranked.shape
@@ -500,12 +503,14 @@ def build_judgments(
     hit = keys[pos] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
     judged = np.zeros(n_queries * depth, dtype=bool)
     grades = np.zeros(n_queries * depth, dtype=np.int64)
-    judged[candidates[hit]] = True
+    judged[candidates[hit]] = is_judged(grades_sorted[pos[hit]])  # negative: pooled, unjudged
     grades[candidates[hit]] = grades_sorted[pos[hit]]
     judged, grades = judged.reshape(n_queries, depth), grades.reshape(n_queries, depth)
 
     ideal, n_relevant = _ideal(qrel_query, qrel_grade, n_queries, depth, relevance_level)
-    judged_per_query = np.bincount(qrel_query.astype(np.int64), minlength=n_queries)
+    judged_per_query = np.bincount(
+        qrel_query.astype(np.int64)[is_judged(qrel_grade)], minlength=n_queries
+    )
     return RankedJudgments(
         grades=grades,
         judged=judged,

@@ -24,3 +24,14 @@ def is_relevant(grade: int | np.ndarray, level: int) -> bool | np.ndarray:
     """Whether ``grade`` is relevant at relevance ``level``: grade >= level, for one grade or
     elementwise for an array of grades. A lower grade (0, negative) is judged non-relevant."""
     return grade >= level
+
+
+@overload
+def is_judged(grade: int) -> bool: ...
+@overload
+def is_judged(grade: np.ndarray) -> np.ndarray: ...
+def is_judged(grade: int | np.ndarray) -> bool | np.ndarray:
+    """Whether a grade in the qrels is a judgment: a negative grade is trec_eval's "pooled but
+    not judged" (non-relevant in every metric, unjudged in judged@k, bpref and -J); for one
+    grade or elementwise."""
+    return grade >= 0

@@ -26,8 +26,10 @@ included) and ``llm_sources`` (the judge behind each of them). A set that record
 reads, and fingerprints, exactly as before.
 
 Qrels files (TREC and BEIR) are read as trec_eval reads them: blank lines and lines starting with
-``#`` are skipped, negative grades are judged non-relevant, and a decimal grade (``1.7``, ``-0.5``)
-is truncated toward zero. Every reader refuses a grade beyond +-MAX_GRADE (file:line).
+``#`` are skipped, a negative grade is "pooled but not judged" (non-relevant, and unjudged in
+judged@k, bpref and the judged-only metrics: core.relevance.is_judged), and a decimal grade
+(``1.7``, ``-0.5``) is truncated toward zero. Every reader refuses a grade beyond +-MAX_GRADE
+(file:line).
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ class GoldenSet:
     doc_texts: list[str]  # what is embedded: (title + " " + text).strip()
     query_ids: list[str]  # the queries to evaluate
     query_texts: list[str]
-    # query id -> {doc id: grade}; a grade below relevance_level (0, negative) = judged non-relevant
+    # query id -> {doc id: grade}; a grade below relevance_level is non-relevant (0: judged; a
+    # negative grade: pooled but not judged, as in trec_eval: core.relevance.is_judged)
     qrels: dict[str, dict[str, int]]
     tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
     frequency: dict[str, int] = field(default_factory=dict)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from evalret.core.ranking import SearchResult
+from evalret.core.relevance import is_judged
 from evalret.data.config import Config, JudgeConfig
 from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import Scale, parse_scale
@@ -413,7 +414,8 @@ def _unjudged_pairs(golden: GoldenSet, rankings: Mapping[str, SearchResult], k: 
         judged = golden.qrels.get(qid, {})
         for name, ranking in rankings.items():
             for rank, doc in enumerate(ranking.names(qi, golden.doc_ids, k), start=1):
-                if doc in judged or (qid, doc) in seen or doc not in golden.doc_index:
+                known = doc in golden.doc_index and (qid, doc) not in seen
+                if is_judged(judged.get(doc, -1)) or not known:
                     continue
                 seen.add((qid, doc))
                 text = golden.doc_texts[golden.doc_index[doc]]
