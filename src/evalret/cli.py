@@ -512,7 +512,8 @@ def judge(
 ) -> ExitCode:
     """Grade (query, document) pairs with an LLM (the config's judge: section): a pool's pairs,
     or the unjudged top k of a run (--from-report); writes annotation JSONL for `evalret
-    judgments merge`. Exit 1 when --calibrate finds kappa below judge.min_kappa."""
+    judgments merge`. Exit 1 when --calibrate finds kappa below judge.min_kappa; exit 3 when a
+    request failed for good (the labels got are written and cached: a rerun asks the rest)."""
     from dataclasses import asdict
 
     from evalret.commands.judge import JudgeRequest, judge_command
@@ -533,7 +534,9 @@ def judge(
     )
     outcome = judge_command(request, bars(progress))
     console.print(render_judge(asdict(outcome)), highlight=False, soft_wrap=True)
-    return ExitCode.REGRESSION if outcome.refused is not None else ExitCode.OK
+    if outcome.refused is not None:
+        return ExitCode.REGRESSION
+    return ExitCode.INTERNAL if outcome.failed else ExitCode.OK
 
 
 @_command(app)
