@@ -328,6 +328,14 @@ def test_worse_model_setting_exits_1_and_names_the_failures(worse_run: DemoRun) 
     assert code == 1, output
     lines = output.splitlines()
     assert lines[0].startswith("GATE FAILED: ") and len(lines) <= 60, output
+    # 32 dimensions also push unjudged documents into the top 10: on some slices the drop checks
+    # are inconclusive, which under policy warn (the default) do not block and are not counted
+    # among the failed (they once read "N inconclusive, policy fail")
+    gate = json.loads((out / "report.json").read_text())["gate"]
+    warned = [c for c in gate["checks"] if c.get("status") == "inconclusive"]
+    assert warned and all(c["passed"] for c in warned)
+    assert f"; {len(warned)} more inconclusive (policy warn, not blocking)" in lines[0]
+    assert "policy fail" not in output
     assert "exact/all/recall@10 max_drop 0.01" in output
     assert "changed: model.truncate_dim: None -> 32" in output
     md = (out / "report.md").read_text()

@@ -337,13 +337,19 @@ def test_failing_gate_page_in_chromium(runs: Runs, browser: Any) -> None:
 
 def test_compare_page_in_chromium(runs: Runs, browser: Any) -> None:
     """`evalret compare` writes report.html: verdict, B - A per slice with intervals, A beside
-    B, per-query changes with the biggest losses and gains; it prints to PDF."""
+    B, per-query changes with the biggest losses and gains, judged@k of A and B with B's most
+    frequent unjudged documents; it prints to PDF."""
     comparison = CompareReport.model_validate_json((runs.compare / "compare.json").read_text())
     loaded = open_page(browser, runs.compare / "report.html", "report-compare")
     assert_clean(loaded)
     dom = loaded.dom
     assert dom["verdictState"] == "fail" and dom["verdict"] == "✖ NOT A CANDIDATE"
-    assert dom["sections"] == ["verdict", "changes", "metrics", "per-query", "curves", "settings"]
+    assert dom["sections"] == [
+        *("verdict", "changes", "metrics", "per-query", "curves", "judged", "settings")
+    ]
+    if comparison.unjudged is not None and comparison.unjudged.documents:
+        assert "most frequent unjudged documents" in dom["text"]
+        assert comparison.unjudged.documents[0].id in dom["text"]
     n_deltas = sum(
         len(slices) * len(next(iter(slices.values())).metrics)
         for slices in comparison.indexes.values()

@@ -192,7 +192,7 @@ def test_policy_fail_fails_the_gate(demo: Demo) -> None:
     assert report["gate"]["unjudged"] == {"max_drop": 0.1, "policy": "fail"}
     assert all(c["status"] == "inconclusive" and not c["passed"] for c in drop_checks(report))
     terminal = flat(output)
-    assert "GATE FAILED: 20 of 20 checks failed (20 inconclusive, policy fail)" in terminal
+    assert "GATE FAILED: 20 of 20 checks failed (20 of them inconclusive, policy fail)" in terminal
     assert flat(command(out)) in terminal
     assert "fails: policy fail" in (out / "report.md").read_text()
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")

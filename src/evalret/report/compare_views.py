@@ -18,7 +18,7 @@ from evalret.report.escape import markdown, markdown_code, terminal
 from evalret.report.numbers import PLAIN, number
 from evalret.report.views import compare_rows, judged_rows, snippet
 
-UNJUDGED_SHOWN = 5  # B's unjudged documents in the short terminal summary
+UNJUDGED_SHOWN = 3  # B's unjudged documents on the short terminal summary's line
 
 VERDICT_STYLE = {"candidate": "bold green", "not a candidate": "bold red", "no difference": "bold"}
 
@@ -90,13 +90,12 @@ def judged_table(report: CompareReport, index: str) -> Table | None:
     return t
 
 
-def unjudged_docs_parts(report: CompareReport, limit: int | None = None) -> list[RenderableType]:
-    """B's most frequent unjudged documents (the first ``limit``): id, how many of B's top-k
-    lists hold it, the start of its text; nothing when none were listed."""
+def unjudged_docs_parts(report: CompareReport) -> list[RenderableType]:
+    """B's most frequent unjudged documents: id, how many of B's top-k lists hold it, the start
+    of its text; nothing when none were listed."""
     u = report.unjudged
     if u is None or not u.documents:
         return []
-    docs = u.documents[:limit] if limit is not None else u.documents
     parts: list[RenderableType] = [
         Text(
             f"B's most frequent unjudged documents ({terminal(u.index)}, top {u.k} of "
@@ -109,9 +108,25 @@ def unjudged_docs_parts(report: CompareReport, limit: int | None = None) -> list
             f"  {terminal(d.id)}  in {d.lists} list{'s' if d.lists != 1 else ''}  "
             f"{terminal(snippet(d))}"
         )
-        for d in docs
+        for d in u.documents
     ]
     return parts
+
+
+def unjudged_docs_line(report: CompareReport, limit: int) -> Text | None:
+    """B's ``limit`` most frequent unjudged documents on one line, without their texts (the
+    short summary; compare.md, report.html and --verbose list them with a snippet)."""
+    u = report.unjudged
+    if u is None or not u.documents:
+        return None
+    docs = ", ".join(
+        f"{terminal(d.id)} in {d.lists} list{'s' if d.lists != 1 else ''}"
+        for d in u.documents[:limit]
+    )
+    return Text(
+        f"B's most frequent unjudged documents ({terminal(u.index)}, top {u.k}): {docs}"
+        + (" (more: compare.md)" if len(u.documents) > limit else "")
+    )
 
 
 def render_compare(report: CompareReport, written: list[str]) -> Group:

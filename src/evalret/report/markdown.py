@@ -84,8 +84,7 @@ def verdict_heading(gate: GateSection) -> str:
             f"## evalret gate: ⚠️ inconclusive ({len(inconclusive)} of {n} checks cannot tell: "
             "too much of the new top k was never judged)"
         )
-    among = f", {len(inconclusive)} inconclusive under policy fail" if inconclusive else ""
-    return f"## evalret gate: ❌ fail ({len(failed)} of {n} checks failed{among})"
+    return f"## evalret gate: ❌ fail ({len(failed)} of {n} checks failed){summary.failed_note}"
 
 
 def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:

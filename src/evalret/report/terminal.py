@@ -232,9 +232,9 @@ def verdict_text(gate: GateSection) -> Text:
             "(too much of the new top k was never judged; policy warn, not blocking)",
             style="bold yellow",
         )
-    among = f" ({n_inconclusive} inconclusive, policy fail)" if n_inconclusive else ""
     return Text(
-        f"GATE FAILED: {len(summary.failed)} of {summary.n_checks} checks failed{among}",
+        f"GATE FAILED: {len(summary.failed)} of {summary.n_checks} checks failed"
+        + summary.failed_note,
         style="bold red",
     )
 

@@ -22,7 +22,7 @@ from evalret.report.compare_views import (
     UNJUDGED_SHOWN,
     VERDICT_STYLE,
     render_compare,
-    unjudged_docs_parts,
+    unjudged_docs_line,
 )
 from evalret.report.escape import terminal
 from evalret.report.numbers import PLAIN, number
@@ -390,9 +390,9 @@ def brief_compare(report: CompareReport, written: list[str]) -> Group:
         parts.append(judged)
     parts += [Text(""), *compare_moved_parts(report)]
     parts += [Text(f"note: {terminal(n)}", style="yellow") for n in report.notes]
-    unjudged = unjudged_docs_parts(report, UNJUDGED_SHOWN)
-    if unjudged:
-        parts += [Text(""), *unjudged]
+    unjudged = unjudged_docs_line(report, UNJUDGED_SHOWN)
+    if unjudged is not None:
+        parts += [Text(""), unjudged]
     examples = _examples_parts(report)
     if examples:
         parts += [Text(""), *examples]

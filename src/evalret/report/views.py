@@ -115,6 +115,17 @@ class GateSummary:
         return not self.failed and bool(self.inconclusive)
 
     @property
+    def failed_note(self) -> str:
+        """What a failed gate's count leaves out: how many of the failed checks are inconclusive
+        (policy fail) or how many more are (policy warn, not blocking); "" when none."""
+        blocking = sum(c.outcome == "inconclusive" for c in self.failed)
+        beside = len(self.inconclusive) - blocking
+        among = f" ({blocking} of them inconclusive, policy fail)" if blocking else ""
+        return among + (
+            f"; {beside} more inconclusive (policy warn, not blocking)" if beside else ""
+        )
+
+    @property
     def inconclusive_sentence(self) -> str:
         """Why some checks could not tell, and what that does to the exit code."""
         n = len(self.inconclusive)
