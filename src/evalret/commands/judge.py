@@ -123,9 +123,8 @@ def _report_pairs(req: JudgeRequest, golden: GoldenSet) -> tuple[list[jp.Pair], 
     pairs, skipped = [], 0
     label = f"{req.from_report.parent.name or 'report'}:{index}"
     for qid, top in zip(report.query_ids, report.indexes[index].top_ids, strict=True):
-        judged = golden.qrels.get(qid, {})
         for rank, doc in enumerate(top[: req.k], start=1):
-            if doc in judged or qid not in query_text:
+            if golden.is_judged(qid, doc) or qid not in query_text:
                 continue
             if doc not in golden.doc_index:
                 skipped += 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_judged, is_relevant
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_relevant
 from evalret.data.goldenset import GoldenSet
 from evalret.data.schema import (
     TOP_KEPT,
@@ -81,9 +81,8 @@ def unjudged_documents(
     texts = dict(zip(golden.doc_ids, golden.doc_texts, strict=True))
     counts: dict[str, int] = {}
     for q, ids in zip(report.query_ids, report.indexes[index].top_ids, strict=True):
-        judged = golden.qrels.get(q, {})
         for d in dict.fromkeys(ids[:k]):
-            if not is_judged(judged.get(d, -1)):
+            if not golden.is_judged(q, d):
                 counts[d] = counts.get(d, 0) + 1
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
     return UnjudgedDocs(

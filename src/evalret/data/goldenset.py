@@ -56,7 +56,7 @@ from evalret.core.provenance import (
     human_view,
     is_llm,
 )
-from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_relevant
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_judged, is_relevant
 from evalret.data.config import (
     GoldenSetConfig,
     Labels,
@@ -103,6 +103,11 @@ class GoldenSet:
     @cached_property
     def doc_index(self) -> dict[str, int]:
         return {d: i for i, d in enumerate(self.doc_ids)}
+
+    def is_judged(self, query_id: str, doc_id: str) -> bool:
+        """Whether the pair carries a judgment: a negative grade is trec_eval's "pooled but not
+        judged" (core.relevance.is_judged), a pair without a grade is unjudged."""
+        return is_judged(self.qrels.get(query_id, {}).get(doc_id, -1))
 
     def n_relevant(self, query_id: str) -> int:
         """Judged documents of the query with grade >= the relevance level."""

@@ -35,8 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from evalret.core.ranking import SearchResult
-from evalret.core.relevance import is_judged
-from evalret.data.config import Config, JudgeConfig
+from evalret.data.config import DENSE_INDEXES, Config, JudgeConfig
 from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import Scale, parse_scale
 from evalret.data.paths import Input
@@ -411,11 +410,10 @@ def _unjudged_pairs(golden: GoldenSet, rankings: Mapping[str, SearchResult], k: 
     seen: set[tuple[str, str]] = set()
     pairs: list[Pair] = []
     for qi, qid in enumerate(golden.query_ids):
-        judged = golden.qrels.get(qid, {})
         for name, ranking in rankings.items():
             for rank, doc in enumerate(ranking.names(qi, golden.doc_ids, k), start=1):
                 known = doc in golden.doc_index and (qid, doc) not in seen
-                if is_judged(judged.get(doc, -1)) or not known:
+                if golden.is_judged(qid, doc) or not known:
                     continue
                 seen.add((qid, doc))
                 text = golden.doc_texts[golden.doc_index[doc]]
@@ -461,8 +459,6 @@ def judge_run(
     """`run --judge`: the unjudged pairs of each gated index's top k graded by the judge (or,
     cache only, those the cache has); returns what adds those labels to a golden set's
     judgments (``with_labels``), and what was done, for the report's ``judge`` section."""
-    from evalret.data.config import DENSE_INDEXES
-
     judge = config.judge
     if judge is None:
         raise ConfigError("run --judge needs a judge: section in the config (see the README)")
