@@ -69,16 +69,55 @@ _C_NUMBER = re.compile(
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunFile:
-    """What a run file holds: per query (in the file's order) its best ``depth`` documents
-    under the tie rule, as (docno, score) pairs; the file's SHA-256 and line count; and how many
-    TREC scores were not wholly a number (read by their leading number, as ``atof`` does)."""
+    """What a run file holds, as columns: per query (``query_ids``, in the order the file first
+    names them) its best ``depth`` documents under the tie rule, rows ``offsets[i]`` to
+    ``offsets[i + 1]`` of ``docs`` (indices into ``doc_ids``) and ``scores``, best first; the
+    file's SHA-256 and line count; and how many TREC scores were not wholly a number (read by
+    their leading number, as ``atof`` does). ``doc_ids`` holds each document once, in no
+    particular order."""
 
-    rankings: dict[str, list[tuple[str, float]]]
+    query_ids: list[str]
+    doc_ids: list[str]
+    offsets: np.ndarray  # int64 [len(query_ids) + 1]
+    docs: np.ndarray  # int64 [rows]
+    scores: np.ndarray  # float64 [rows]
     sha256: str
     n_lines: int
     scores_partial: int = 0
+
+    @property
+    def rankings(self) -> dict[str, list[tuple[str, float]]]:
+        """Query id -> its (docno, score) pairs, best first: the columns as Python objects (for
+        tests and small runs; the pipeline reads the columns)."""
+        docs, scores = self.docs.tolist(), self.scores.tolist()
+        names = self.doc_ids
+        return {
+            qid: [(names[d], s) for d, s in zip(docs[a:b], scores[a:b], strict=True)]
+            for qid, a, b in zip(
+                self.query_ids, self.offsets[:-1].tolist(), self.offsets[1:].tolist(), strict=True
+            )
+        }
+
+
+def columns(
+    rankings: dict[str, list[tuple[str, float]]],
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """``rankings`` (query id -> (docno, score) pairs, best first) as RunFile's columns:
+    doc_ids, offsets, docs and scores."""
+    index: dict[str, int] = {}
+    docs = [index.setdefault(d, len(index)) for row in rankings.values() for d, _ in row]
+    scores = [s for row in rankings.values() for _, s in row]
+    sizes = [len(row) for row in rankings.values()]
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return (
+        list(index),
+        offsets,
+        np.asarray(docs, dtype=np.int64),
+        np.asarray(scores, dtype=np.float64),
+    )
 
 
 _Record = tuple[str, str, float, int]  # one (query, document, score) of the file, at its line
@@ -313,8 +352,13 @@ def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
     rankings = top.rankings()
     if fmt == "jsonl":  # every query given, in the file's order, one with no results too
         rankings = {qid: rankings.get(qid, []) for qid in source.queries}
+    doc_ids, offsets, docs, scores = columns(rankings)
     return RunFile(
-        rankings=rankings,
+        query_ids=list(rankings),
+        doc_ids=doc_ids,
+        offsets=offsets,
+        docs=docs,
+        scores=scores,
         sha256=source.digest.hexdigest(),
         n_lines=source.n_lines,
         scores_partial=source.scores_partial,
