@@ -481,15 +481,20 @@ class RunIndexConfig(TypedIndexBase):
     type: Literal["run"]
     path: UsablePath
     format: Literal["trec", "jsonl"] | None = Field(
-        None, description="default: jsonl for a .jsonl or .json file, else trec"
+        None,
+        description="default: jsonl for a .jsonl or .json file (gzipped or not), else trec; "
+        "a file that starts as gzip does is read through gzip",
     )
 
     @property
     def file_format(self) -> Literal["trec", "jsonl"]:
-        """The format given, else the one the file's suffix says."""
+        """The format given, else the one the file's suffix says (before a ``.gz``)."""
         if self.format is not None:
             return self.format
-        return "jsonl" if self.path.suffix.lower() in (".jsonl", ".json") else "trec"
+        suffixes = [s.lower() for s in self.path.suffixes]
+        if suffixes[-1:] == [".gz"]:
+            suffixes.pop()
+        return "jsonl" if suffixes[-1:] in ([".jsonl"], [".json"]) else "trec"
 
     def resolve_paths(self, base: Path) -> RunIndexConfig:
         """A copy whose relative ``path`` is made absolute against ``base``."""

@@ -38,18 +38,23 @@ through the file a second time to name the line (or to find it was a hash collis
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import heapq
+import io
 import math
 import re
+import zlib
 from array import array
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
+from evalret.data.runcolumns import read_trec_columns
 from evalret.data.textfile import BOM, TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
 
@@ -58,6 +63,9 @@ RunFormat = Literal["trec", "jsonl"]
 # the longest line read, newline included: a TREC line is six short columns; a JSONL line holds a
 # query's whole ranking (100,000 results of ~60 bytes fit)
 MAX_LINE_BYTES: dict[str, int] = {"trec": 1 << 20, "jsonl": 64 << 20}
+
+CHUNK = 16 << 20  # the columnar reader's block of the file
+GZIP_MAGIC = b"\x1f\x8b"  # a run file starting with these bytes is read through gzip
 
 # what C's strtod takes as a number at the start of a text (case-insensitive): hexadecimal,
 # decimal, inf / infinity, nan with an optional (chars) tail
@@ -148,6 +156,22 @@ def c_atof(text: bytes) -> tuple[float, bool]:
     return value, match.end() == len(text)
 
 
+class _Hashed(io.RawIOBase):
+    """A binary file whose every byte read also goes into a digest."""
+
+    def __init__(self, raw: BinaryIO, digest: Any) -> None:
+        self.raw, self.digest = raw, digest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self.raw.readinto(buffer)
+        if n:
+            self.digest.update(memoryview(buffer)[:n])
+        return n
+
+
 class _File:
     """A run file being read: its path, format and digest, and where problems are."""
 
@@ -166,24 +190,42 @@ class _File:
         )
 
     def lines(self) -> Iterator[tuple[int, bytes]]:
-        """(1-based line number, the line's bytes) of the file, each hashed into the digest; a
-        line over the bound is refused before it is read whole."""
+        """(1-based line number, the line's bytes) of the file; a line over the bound is refused
+        before it is read whole."""
+        with self.reading() as f:
+            number = 0
+            while data := f.readline(self.limit + 1):
+                number += 1
+                if len(data) > self.limit:
+                    raise self.problem(
+                        f"line longer than {self.limit} bytes (the bound for a "
+                        f"{self.fmt} run file)",
+                        number,
+                    )
+                self.n_lines = number
+                yield number, data.removeprefix(BOM) if number == 1 else data
+
+    def chunks(self) -> Iterator[bytes]:
+        """The file's bytes (decompressed, the byte-order mark dropped) in blocks of CHUNK."""
+        with self.reading() as f:
+            first = True
+            while data := f.read(CHUNK):
+                yield data.removeprefix(BOM) if first else data
+                first = False
+
+    @contextmanager
+    def reading(self) -> Iterator[BinaryIO]:
+        """The file opened for reading, gunzipped when it starts as gzip does, every byte read
+        from disk hashed into the digest; InputError when it cannot be read."""
         try:
-            with self.path.open("rb") as f:
-                number = 0
-                while data := f.readline(self.limit + 1):
-                    number += 1
-                    if len(data) > self.limit:
-                        raise self.problem(
-                            f"line longer than {self.limit} bytes (the bound for a "
-                            f"{self.fmt} run file)",
-                            number,
-                        )
-                    self.digest.update(data)
-                    self.n_lines = number
-                    yield number, data.removeprefix(BOM) if number == 1 else data
-        except OSError as e:
-            raise InputError(f"cannot read run file {self.path}: {e.strerror or e}") from None
+            with self.path.open("rb") as raw:
+                hashed = _Hashed(raw, self.digest)
+                gz = raw.peek(2)[:2] == GZIP_MAGIC
+                f: BinaryIO = gzip.GzipFile(fileobj=hashed) if gz else io.BufferedReader(hashed)
+                yield f
+        except (OSError, EOFError, zlib.error) as e:
+            reason = getattr(e, "strerror", None) or e
+            raise InputError(f"cannot read run file {self.path}: {reason}") from None
 
     def records(self) -> Iterator[_Record]:
         """Every (query, document, score) of the file, in the file's order."""
@@ -334,8 +376,29 @@ def _refuse_repeats(source: _File, suspects: set[int]) -> None:
 
 
 def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
-    """The run file at ``path``, each query's best ``depth`` documents kept; InputError naming
-    file and line for anything trec_eval would not read (see the module docstring)."""
+    """The run file at ``path`` (gzipped or not), each query's best ``depth`` documents kept;
+    InputError naming file and line for anything trec_eval would not read (see the module
+    docstring). A TREC file goes through the columnar reader (``data.runcolumns``) first, which
+    answers only where it reads the file as trec_eval does; the line reader here is the
+    reference, and reads every other file."""
+    if fmt == "trec":
+        source = _File(path, fmt)
+        fast = read_trec_columns(source.chunks(), depth, source.limit)
+        if fast is not None:
+            return RunFile(
+                query_ids=fast.query_ids,
+                doc_ids=fast.doc_ids,
+                offsets=fast.offsets,
+                docs=fast.docs,
+                scores=fast.scores,
+                sha256=source.digest.hexdigest(),
+                n_lines=fast.n_lines,
+            )
+    return read_run_lines(path, fmt, depth)
+
+
+def read_run_lines(path: Path, fmt: RunFormat, depth: int) -> RunFile:
+    """``read_run`` by the line reader alone: the reference the columnar reader must equal."""
     source = _File(path, fmt)
     top = _Top(depth)
     add = top.add

@@ -1,0 +1,186 @@
+"""The columnar TREC run reader: the fast path of ``data.runfile.read_run``.
+
+It reads a TREC run with pyarrow's CSV parser (columns split on one space, ids interned into
+integer codes, scores parsed in C++), then orders every query with one stable sort. That parser
+is stricter than trec_eval's reader, and the reader below only answers when it can prove the two
+read the file the same way; otherwise it answers None and ``data.runfile``'s line reader, the
+reference, reads the file and names the line of any problem. The proof, per block of the file:
+
+- no byte trec_eval splits on other than a single space between columns and ``\\n`` (or
+  ``\\r\\n``) at line ends: no tab, vertical tab, form feed or lone carriage return, no two spaces
+  in a row, no space at the start or end of a line; then pyarrow's six fields per line are
+  exactly trec_eval's six columns (a line with more or fewer fails the parse);
+- no NUL byte, no comment line (``#`` first), no line over the reader's bound;
+- every score is a whole number to pyarrow: its parser accepts a subset of what C's ``strtod``
+  reads whole (decimal, exponent, inf, nan; not hexadecimal), each correctly rounded as strtod
+  rounds it, and a NaN score is left to the reference, which refuses it;
+- ids are UTF-8 (checked once per distinct id), and no (query, document) pair repeats (checked
+  over every line with one sort of integer keys; the reference names the repeated line).
+
+Order: a query's documents by score descending (``-0.0`` equal to ``0.0``, as C compares them),
+then docno descending in byte order, the queries in the order the file first names them. When
+the file already lists each query contiguously by descending score, as trec_eval-style runs do,
+one stable sort of (group, docno) keys only breaks the ties; any other order takes a full
+lexicographic sort. Memory holds the columns of every line (about 30 bytes a line), never the
+file: blocks are read one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+_NAMES = ["qid", "q0", "docno", "rank", "score", "tag"]
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A run read as columns (see ``data.runfile.RunFile``, which this becomes)."""
+
+    query_ids: list[str]
+    doc_ids: list[str]
+    offsets: np.ndarray
+    docs: np.ndarray
+    scores: np.ndarray
+    n_lines: int
+
+
+class _Blocks:
+    """Whole lines of the file in blocks; ``plain`` turns False, and the blocks stop, at the
+    first one that is not plain (see the module doc)."""
+
+    def __init__(self, chunks: Iterable[bytes], limit: int) -> None:
+        self.chunks, self.limit = chunks, limit
+        self.n_lines = 0
+        self.plain = True
+
+    def __iter__(self) -> Iterator[bytes]:
+        carry = b""
+        for chunk in self.chunks:
+            data = carry + chunk
+            end = data.rfind(b"\n") + 1
+            block, carry = data[:end], data[end:]
+            if len(carry) > self.limit:
+                self.plain = False
+            if not self._plain(block):
+                return
+            if block:
+                yield block
+        if carry and self._plain(carry):
+            self.n_lines += 1  # the last line, without a newline
+            yield carry
+
+    def _plain(self, block: bytes) -> bool:
+        """Whether ``block`` has no byte that trec_eval splits on where pyarrow does not: no
+        NUL, tab, vertical tab or form feed, and no carriage return but before a newline. (Two
+        spaces in a row, or one at a line's start or end, make an empty field: see
+        ``_fields_plain``.)"""
+        self.plain = self.plain and not (
+            any(byte in block for byte in (b"\0", b"\t", b"\x0b", b"\x0c"))
+            or (b"\r" in block and block.count(b"\r") != block.count(b"\r\n"))
+        )
+        if self.plain:
+            ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+            self.n_lines += len(ends)
+            self.plain = int(np.diff(ends, prepend=-1).max(initial=0)) <= self.limit
+        return self.plain
+
+
+def _fields_plain(table: Any, pc: Any) -> bool:
+    """Whether no field of ``table`` (every column a binary one but the score, which pyarrow
+    parsed whole) is empty, and none starts a comment line."""
+    for name in table.column_names:
+        if name != "score" and pc.min(pc.binary_length(table.column(name))).as_py() == 0:
+            return False
+    return not pc.any(pc.starts_with(table.column("qid"), "#")).as_py()
+
+
+def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Columns | None:
+    """The run in ``chunks`` (the file's bytes in order, any split), each query's best
+    ``depth`` documents kept; None when the file is not one this reader proves it reads as
+    trec_eval does (the caller then reads it line by line)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as csv
+
+    options = {
+        "read_options": csv.ReadOptions(column_names=_NAMES, block_size=4 << 20),
+        "parse_options": csv.ParseOptions(
+            delimiter=" ", quote_char=False, escape_char=False, double_quote=False
+        ),
+        "convert_options": csv.ConvertOptions(
+            column_types={name: pa.binary() for name in _NAMES} | {"score": pa.float64()},
+            null_values=[],
+            strings_can_be_null=False,
+        ),
+    }
+    blocks = _Blocks(chunks, limit)
+    tables = []
+    try:
+        for block in blocks:
+            table = csv.read_csv(pa.py_buffer(block), **options)
+            if not _fields_plain(table, pc):
+                return None
+            tables.append(table.select(["qid", "docno", "score"]))
+    except pa.ArrowInvalid:
+        return None
+    if not blocks.plain or not sum(t.num_rows for t in tables):
+        return None
+    table = pa.concat_tables(tables)
+    scores = table.column("score").to_numpy()
+    if np.isnan(scores).any():
+        return None
+    query, doc = (pc.dictionary_encode(table.column(c)) for c in ("qid", "docno"))
+    try:
+        query_ids = query.chunk(0).dictionary.cast(pa.string()).to_pylist()
+        doc_names = doc.chunk(0).dictionary
+        doc_ids = doc_names.cast(pa.string()).to_pylist()
+    except pa.ArrowInvalid:  # an id that is not UTF-8: the reference names its line
+        return None
+    q = np.concatenate([c.indices.to_numpy() for c in query.chunks]).astype(np.int64)
+    d = np.concatenate([c.indices.to_numpy() for c in doc.chunks]).astype(np.int64)
+    if _repeats(q, d, len(doc_ids)):
+        return None
+    order = _tie_rule_order(q, scores, d, lambda: _byte_ranks(doc_names, pc))
+    q, d, scores = q[order], d[order], scores[order]
+    offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
+    keep = np.arange(len(q)) - offsets[q] < depth
+    if not keep.all():
+        q, d, scores = q[keep], d[keep], scores[keep]
+        offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
+    return Columns(query_ids, doc_ids, offsets.astype(np.int64), d, scores, blocks.n_lines)
+
+
+def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
+    """Whether some (query, document) pair is on two lines."""
+    keys = np.sort(q * n_docs + d)
+    return bool((keys[1:] == keys[:-1]).any())
+
+
+def _byte_ranks(names: Any, pc: Any) -> np.ndarray:
+    """Each distinct docno's rank in byte order (pyarrow sorts binary values as memcmp)."""
+    order = pc.array_sort_indices(names).to_numpy()
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = np.arange(len(order))
+    return ranks
+
+
+def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any) -> np.ndarray:
+    """The rows in tie-rule order: query (codes are in first-appearance order), score
+    descending, docno descending; ``ranks()`` gives the docnos' byte-order ranks, asked for only
+    when two rows of one query tie on score."""
+    level = scores + 0.0  # -0.0 ties with 0.0, as C's comparisons have it
+    same_query = q[1:] == q[:-1]
+    contiguous = int(np.count_nonzero(~same_query)) + 1 == int(q.max(initial=0)) + 1
+    if contiguous and bool(np.all((level[1:] <= level[:-1]) | ~same_query)):
+        new_group = ~same_query | (level[1:] != level[:-1])
+        if new_group.all():
+            return np.arange(len(q))  # already in order, no tie to break
+        group = np.concatenate(([0], np.cumsum(new_group)))
+        doc_rank = ranks()[d]
+        return np.argsort(group * (int(doc_rank.max()) + 1) - doc_rank, kind="stable")
+    doc_rank = ranks()[d]
+    return np.lexsort((-doc_rank, -level, q))

@@ -1,0 +1,160 @@
+"""The columnar TREC reader (data.runcolumns) against the line reader it must equal.
+
+``read_run`` answers from the columnar reader when that reader proves it reads the file as
+trec_eval does, else from the line reader (``read_run_lines``, the reference, itself checked
+against trec_eval's C reader in test_fuzz_readers). Here: on any file, ``read_run`` equals the
+line reader, result for result and refusal for refusal; the columnar reader does answer for the
+plain files that are the common case, and declines each feature it cannot prove; a gzipped run
+reads as its content and hashes as its bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalret.data.runcolumns import read_trec_columns
+from evalret.data.runfile import MAX_LINE_BYTES, RunFile, read_run, read_run_lines
+from evalret.errors import InputError
+from test_fuzz_readers import FUZZ, run_bytes
+
+LIMIT = MAX_LINE_BYTES["trec"]
+
+
+def _outcome(path: Path, depth: int, reader: object) -> object:
+    """What ``reader`` makes of the file: its RunFile as plain values, or its refusal."""
+    try:
+        run: RunFile = reader(path, "trec", depth)  # type: ignore[operator]
+    except InputError as e:
+        return ("refused", e.summary, [(p.message, p.line, p.code) for p in e.problems])
+    return (run.rankings, list(run.rankings), run.sha256, run.n_lines, run.scores_partial)
+
+
+def _columns(data: bytes, depth: int = 1000, split: int | None = None) -> object:
+    """The columnar reader on ``data`` given in two chunks cut at ``split``."""
+    cut = len(data) // 2 if split is None else split
+    return read_trec_columns([data[:cut], data[cut:]], depth, LIMIT)
+
+
+@st.composite
+def plain_run(draw: st.DrawFn) -> bytes:
+    """A run as trec_eval-style tools write it: single spaces, many tied scores (-0.0 among
+    them), queries in any order, sometimes interleaved, sometimes CRLF."""
+    qids = draw(st.lists(st.sampled_from(["q1", "q2", "q10", "é"]), min_size=1, max_size=3))
+    lines = []
+    for qid in dict.fromkeys(qids):
+        docs = draw(st.lists(st.sampled_from(["a", "b", "B", "ab", "d10", "d9", "é"]), unique=True))
+        for rank, doc in enumerate(docs, 1):
+            score = draw(st.sampled_from(["1", "0.5", "0.50", "-0", "0", "2e-1", ".5", "inf"]))
+            lines.append(f"{qid} Q0 {doc} {rank} {score} tag")
+    if draw(st.booleans()):
+        lines = draw(st.permutations(lines))
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    data = "".join(line + end for line in lines).encode()
+    return data[: -len(end)] if data and draw(st.booleans()) else data
+
+
+@FUZZ
+@given(data=run_bytes(), depth=st.integers(1, 4), gz=st.booleans())
+def test_read_run_equals_the_line_reader_on_any_file(data: bytes, depth: int, gz: bool) -> None:
+    """Whatever the bytes (trec_eval's tolerated variations and hostile ones), read_run gives
+    what the line reader gives: the same rankings, digest and counts, or the same refusal."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.trec"
+        path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
+        assert _outcome(path, depth, read_run) == _outcome(path, depth, read_run_lines)
+
+
+@FUZZ
+@given(data=plain_run(), depth=st.integers(1, 8), split=st.integers(0, 400))
+def test_the_columnar_reader_answers_for_plain_runs(data: bytes, depth: int, split: int) -> None:
+    """A plain run is read by the columnar reader, wherever the chunks split it, and equals
+    the line reader's reading: ties (-0.0 with 0.0) broken by docno descending in byte order."""
+    got = _columns(data, depth, min(split, len(data)))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.trec"
+        path.write_bytes(data)
+        want = read_run_lines(path, "trec", depth) if data.strip() else None
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    rankings = RunFile(
+        got.query_ids, got.doc_ids, got.offsets, got.docs, got.scores, "", got.n_lines
+    ).rankings
+    assert rankings == want.rankings and list(rankings) == list(want.rankings)
+    assert got.n_lines == want.n_lines
+
+
+def test_ties_and_negative_zero_follow_the_tie_rule() -> None:
+    """Equal scores (0.0 and -0.0 are equal in C) go docno descending, in byte order."""
+    data = b"q Q0 a 1 0 t\nq Q0 b 2 -0 t\nq Q0 B 3 0.0 t\nq Q0 c 4 1 t\n"
+    got = _columns(data)
+    assert got is not None
+    names = [got.doc_ids[d] for d in got.docs]
+    assert names == ["c", "b", "a", "B"]
+    assert [str(s) for s in got.scores] == ["1.0", "-0.0", "0.0", "0.0"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"q Q0 a 1 1 t\tx\n",  # a tab: trec_eval splits on it
+        b"q Q0  a 1 1 t\n",  # two spaces: an empty field to pyarrow
+        b" q Q0 a 1 1 t\n",  # a leading space
+        b"q Q0 a 1 1 t \n",  # a trailing space
+        b"# comment a b c d\nq Q0 a 1 1 t\n",  # a comment line
+        b"q Q0 a 1 1 t\rq Q0 b 2 1 t\n",  # a carriage return inside a line
+        b"q Q0 a 1 0x1p0 t\n",  # hexadecimal: strtod reads it, pyarrow does not
+        b"q Q0 a 1 1_0 t\n",  # read in part by atof
+        b"q Q0 a 1 nan t\n",  # NaN: refused by the line reader
+        b"q Q0 a 1 1 t\nq Q0 a 2 0 t\n",  # a repeated document
+        b"q Q0 \xff 1 1 t\n",  # not UTF-8
+        b"q Q0 a 1 1 t extra\n",  # a seventh column: trec_eval ignores it
+        b"q Q0 a 1 1 t\0\n",  # NUL
+        b"\n\n",  # no ranking line
+    ],
+)
+def test_the_columnar_reader_declines_what_it_cannot_prove(data: bytes) -> None:
+    """Each feature outside the plain form sends the file to the line reader."""
+    assert _columns(data) is None
+
+
+def test_an_over_long_line_is_left_to_the_line_reader() -> None:
+    """A line past the reader's bound declines, at the end of the file or inside it."""
+    long = b"q Q0 a 1 1 " + b"t" * LIMIT + b"\n"
+    assert _columns(long) is None
+    assert _columns(b"q Q0 b 1 1 t\n" + long + b"q Q0 c 1 1 t\n") is None
+
+
+def test_a_gzipped_run_reads_as_its_content_and_hashes_as_its_bytes(tmp_path: Path) -> None:
+    """``.gz`` or not, a run starting with gzip's magic bytes is read through gzip (by both
+    readers); its digest is of the file on disk."""
+    rng = np.random.default_rng(0)
+    lines = [
+        f"q{q} Q0 d{d} 1 {rng.integers(0, 5) / 4} t\n"
+        for q in range(5)
+        for d in rng.choice(50, 20, replace=False)
+    ]
+    data = "".join(lines).encode()
+    plain, packed = tmp_path / "r.trec", tmp_path / "r.trec.gz"
+    plain.write_bytes(data)
+    packed.write_bytes(gzip.compress(data, mtime=0))
+    got, want = read_run(packed, "trec", 7), read_run(plain, "trec", 7)
+    assert got.rankings == want.rankings == read_run_lines(packed, "trec", 7).rankings
+    assert got.sha256 == hashlib.sha256(packed.read_bytes()).hexdigest() != want.sha256
+
+
+def test_a_corrupt_gzip_file_is_an_input_error(tmp_path: Path) -> None:
+    """A file that starts as gzip but is not one is refused with the file named."""
+    path = tmp_path / "r.trec.gz"
+    path.write_bytes(gzip.compress(b"q Q0 a 1 1 t\n" * 100)[:30])
+    with pytest.raises(InputError, match=str(path)):
+        read_run(path, "trec", 10)
