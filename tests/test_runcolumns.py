@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalret.data.runcolumns import read_trec_columns
+from evalret.data.runcolumns import _SPACE_OR_EMPTY, read_jsonl_columns, read_trec_columns
 from evalret.data.runfile import MAX_LINE_BYTES, RunFile, read_run, read_run_lines
 from evalret.errors import InputError
 from test_fuzz_readers import FUZZ, run_bytes
@@ -28,10 +28,10 @@ from test_fuzz_readers import FUZZ, run_bytes
 LIMIT = MAX_LINE_BYTES["trec"]
 
 
-def _outcome(path: Path, depth: int, reader: object) -> object:
+def _outcome(path: Path, depth: int, reader: object, fmt: str = "trec") -> object:
     """What ``reader`` makes of the file: its RunFile as plain values, or its refusal."""
     try:
-        run: RunFile = reader(path, "trec", depth)  # type: ignore[operator]
+        run: RunFile = reader(path, fmt, depth)  # type: ignore[operator]
     except InputError as e:
         return ("refused", e.summary, [(p.message, p.line, p.code) for p in e.problems])
     return (run.rankings, list(run.rankings), run.sha256, run.n_lines, run.scores_partial)
@@ -158,3 +158,85 @@ def test_a_corrupt_gzip_file_is_an_input_error(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(b"q Q0 a 1 1 t\n" * 100)[:30])
     with pytest.raises(InputError, match=str(path)):
         read_run(path, "trec", 10)
+
+
+JSONL_LINES = [
+    '{"query_id": "q1", "results": [{"doc_id": "a", "score": 1}, {"doc_id": "b", "score": 1.0}]}',
+    '{"query_id": "q2", "results": [{"doc_id": "b", "score": -0.0}, {"doc_id": "a", "score": 0}]}',
+    '{"query_id": "q3", "results": []}',
+    '  {"results": [{"score": 2e-1, "doc_id": "é"}], "query_id": "q4"}  ',
+    '{"query_id": "q1", "results": [{"doc_id": "c", "score": 3}]}',  # q1 again
+    '{"query_id": "q5", "results": [{"doc_id": "a", "score": 1}, {"doc_id": "a", "score": 2}]}',
+    '{"query_id": "q6", "results": [{"doc_id": "a", "score": NaN}]}',
+    '{"query_id": "q6", "results": [{"doc_id": "a", "score": 1e400}]}',
+    '{"query_id": "q6", "results": [{"doc_id": "a", "score": true}]}',
+    '{"query_id": "q6", "results": [{"doc_id": "a", "score": "1"}]}',
+    '{"query_id": "q6", "results": [{"doc_id": "a"}]}',
+    '{"query_id": "q6", "results": [{"doc_id": "a", "score": 1, "extra": 1}]}',
+    '{"query_id": "q6", "results": [{"doc_id": "a", "doc_id": "b", "score": 1}]}',
+    '{"query_id": "q6", "results": [{"doc\\u005fid": "a", "doc_id": "b", "score": 1}]}',
+    '{"query_id": "q6", "results": [{"doc_id": "\\ud800", "score": 1}]}',
+    '{"query_id": "q 7", "results": []}',
+    '{"query_id": "", "results": []}',
+    '{"query_id": "q8", "results": [{"doc_id": "a\\u00a0b", "score": 1}]}',
+    '{"query_id": "q8", "results": [{"doc_id": "a\u2003b", "score": 1}]}',
+    '{"query_id": "q9", "results": null}',
+    '{"query_id": "q9"}',
+    '{"query_id": 9, "results": []}',
+    '{"query_id": "q10", "results": []}{"query_id": "q11", "results": []}',
+    "[1, 2]",
+    '{"query_id": "q12", "results": [{"doc_id": "a", "score": 12345678901234567890123}]}',
+    '{"query_id": "q13", "results": [{"doc_id": "a", "score": 1}],}',
+    "",
+    "   ",
+    "\t",
+    "\u00a0",
+]
+
+
+@st.composite
+def jsonl_bytes(draw: st.DrawFn) -> bytes:
+    lines = draw(st.lists(st.sampled_from(JSONL_LINES), max_size=6))
+    ends = [draw(st.sampled_from(["\n", "\r\n"])) for _ in lines]
+    data = "".join(line + end for line, end in zip(lines, ends, strict=True)).encode()
+    if draw(st.booleans()):
+        data = data.replace(b'"a"', b'"\xff"', 1)  # not UTF-8
+    return data[:-1] if data and draw(st.booleans()) else data
+
+
+@FUZZ
+@given(data=jsonl_bytes(), depth=st.integers(1, 3), gz=st.booleans())
+def test_read_run_equals_the_line_reader_on_any_jsonl(data: bytes, depth: int, gz: bool) -> None:
+    """A JSONL run of valid and hostile lines: read_run gives what the line reader gives."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.jsonl"
+        path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
+        got = _outcome(path, depth, read_run, "jsonl")
+        assert got == _outcome(path, depth, read_run_lines, "jsonl")
+
+
+def test_the_columnar_jsonl_reader_answers_for_a_plain_run() -> None:
+    """A JSONL run written as json.dumps writes ASCII ids is read by the columnar reader,
+    queries without results kept, ties broken by the tie rule."""
+    lines = [JSONL_LINES[0], JSONL_LINES[2], JSONL_LINES[1]]
+    data = "\n".join(lines).encode()
+    got = read_jsonl_columns([data], 10, MAX_LINE_BYTES["jsonl"])
+    assert got is not None
+    assert got.query_ids == ["q1", "q3", "q2"]
+    assert got.offsets.tolist() == [0, 2, 2, 4]
+    assert [got.doc_ids[d] for d in got.docs] == ["b", "a", "b", "a"]
+
+
+def test_the_id_pattern_is_what_str_split_splits_on() -> None:
+    """The columnar JSONL reader refuses an id with a character str.isspace() names, as the
+    line reader (``id.split() != [id]``) does, and no other."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    spaces = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    others = [chr(c) for c in range(1, 0x3100) if not chr(c).isspace() and not 0xD800 <= c < 0xE000]
+    assert all(
+        pc.match_substring_regex(pa.array([f"a{c}b" for c in spaces]), _SPACE_OR_EMPTY).to_pylist()
+    )
+    assert not pc.any(pc.match_substring_regex(pa.array(others), _SPACE_OR_EMPTY)).as_py()
+    assert pc.match_substring_regex(pa.array([""]), _SPACE_OR_EMPTY).to_pylist() == [True]

@@ -27,7 +27,7 @@ file: blocks are read one at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,12 +48,44 @@ class Columns:
     n_lines: int
 
 
+def _trec_bytes(block: bytes) -> bool:
+    """Whether ``block`` has no byte that trec_eval splits on where pyarrow's CSV parser does
+    not: no NUL, tab, vertical tab or form feed, and no carriage return but before a newline.
+    (Two spaces in a row, or one at a line's start or end, make an empty field: see
+    ``_fields_plain``.)"""
+    return not (
+        any(byte in block for byte in (b"\0", b"\t", b"\x0b", b"\x0c"))
+        or (b"\r" in block and block.count(b"\r") != block.count(b"\r\n"))
+    )
+
+
+def _jsonl_bytes(block: bytes) -> bool:
+    """Whether ``block`` has no backslash, no control byte but JSON's whitespace, and no
+    carriage return but before a newline."""
+    b = np.frombuffer(block, dtype=np.uint8)
+    n_cr = block.count(b"\r")
+    return not (
+        b"\\" in block
+        or int(np.count_nonzero(b < 32)) != block.count(b"\n") + n_cr + block.count(b"\t")
+        or (n_cr > 0 and n_cr != block.count(b"\r\n"))
+    )
+
+
+# what str.split() splits on (str.isspace; tests check the list), or an empty id
+_SPACE_OR_EMPTY = (
+    r"^$|[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
+    r"\x{202f}\x{205f}\x{3000}]"
+)
+
+
 class _Blocks:
     """Whole lines of the file in blocks; ``plain`` turns False, and the blocks stop, at the
-    first one that is not plain (see the module doc)."""
+    first one that is not plain: ``bytes_plain`` says no, or a line is over ``limit``."""
 
-    def __init__(self, chunks: Iterable[bytes], limit: int) -> None:
-        self.chunks, self.limit = chunks, limit
+    def __init__(
+        self, chunks: Iterable[bytes], limit: int, bytes_plain: Callable[[bytes], bool]
+    ) -> None:
+        self.chunks, self.limit, self.bytes_plain = chunks, limit, bytes_plain
         self.n_lines = 0
         self.plain = True
 
@@ -74,15 +106,8 @@ class _Blocks:
             yield carry
 
     def _plain(self, block: bytes) -> bool:
-        """Whether ``block`` has no byte that trec_eval splits on where pyarrow does not: no
-        NUL, tab, vertical tab or form feed, and no carriage return but before a newline. (Two
-        spaces in a row, or one at a line's start or end, make an empty field: see
-        ``_fields_plain``.)"""
-        self.plain = self.plain and not (
-            any(byte in block for byte in (b"\0", b"\t", b"\x0b", b"\x0c"))
-            or (b"\r" in block and block.count(b"\r") != block.count(b"\r\n"))
-        )
-        if self.plain:
+        self.plain = self.plain and self.bytes_plain(block)
+        if self.plain and block:
             ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
             self.n_lines += len(ends)
             self.plain = int(np.diff(ends, prepend=-1).max(initial=0)) <= self.limit
@@ -99,7 +124,7 @@ def _fields_plain(table: Any, pc: Any) -> bool:
 
 
 def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Columns | None:
-    """The run in ``chunks`` (the file's bytes in order, any split), each query's best
+    """The TREC run in ``chunks`` (the file's bytes in order, any split), each query's best
     ``depth`` documents kept; None when the file is not one this reader proves it reads as
     trec_eval does (the caller then reads it line by line)."""
     import pyarrow as pa
@@ -117,7 +142,7 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
             strings_can_be_null=False,
         ),
     }
-    blocks = _Blocks(chunks, limit)
+    blocks = _Blocks(chunks, limit, _trec_bytes)
     tables = []
     try:
         for block in blocks:
@@ -130,18 +155,88 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
     if not blocks.plain or not sum(t.num_rows for t in tables):
         return None
     table = pa.concat_tables(tables)
-    scores = table.column("score").to_numpy()
-    if np.isnan(scores).any():
-        return None
-    query, doc = (pc.dictionary_encode(table.column(c)) for c in ("qid", "docno"))
+    rows = np.arange(table.num_rows)
+    return _finish(
+        table.column("qid"),
+        rows,
+        table.column("docno"),
+        table.column("score"),
+        depth,
+        blocks.n_lines,
+    )
+
+
+def read_jsonl_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Columns | None:
+    """The JSONL run in ``chunks``, as ``read_trec_columns`` reads a TREC one; None when the
+    file is not one this reader proves it reads as ``data.runfile``'s line reader does: one
+    object per non-blank line holding ``query_id`` and ``results`` and nothing else, each result
+    a ``doc_id`` and a number ``score``; no backslash (so no escape can hide a repeated key or a
+    lone surrogate) and no control byte; ids of one word; no query on two lines."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    result = pa.struct([("doc_id", pa.string()), ("score", pa.float64())])
+    schema = pa.schema([("query_id", pa.string()), ("results", pa.list_(result))])
+    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    blocks = _Blocks(chunks, limit, _jsonl_bytes)
+    tables = []
     try:
-        query_ids = query.chunk(0).dictionary.cast(pa.string()).to_pylist()
-        doc_names = doc.chunk(0).dictionary
-        doc_ids = doc_names.cast(pa.string()).to_pylist()
-    except pa.ArrowInvalid:  # an id that is not UTF-8: the reference names its line
+        for block in blocks:
+            table = pj.read_json(pa.py_buffer(block), parse_options=parse)
+            objects = sum(1 for line in block.split(b"\n") if line.strip(b" \t\r"))
+            if table.num_rows != objects or table.column("results").null_count:
+                return None
+            tables.append(table)
+    except pa.ArrowInvalid:
         return None
-    q = np.concatenate([c.indices.to_numpy() for c in query.chunks]).astype(np.int64)
-    d = np.concatenate([c.indices.to_numpy() for c in doc.chunks]).astype(np.int64)
+    if not blocks.plain or not sum(t.num_rows for t in tables):
+        return None
+    table = pa.concat_tables(tables)
+    results = pa.concat_arrays(table.column("results").chunks)
+    flat = pc.list_flatten(results)
+    rows = pc.list_parent_indices(results).to_numpy().astype(np.int64)
+    docs, scores = flat.field("doc_id"), flat.field("score")
+    queries = table.column("query_id").combine_chunks()
+    if queries.null_count or docs.null_count or scores.null_count:
+        return None
+    return _finish(queries, rows, docs, scores, depth, blocks.n_lines, jsonl=True)
+
+
+def _finish(
+    queries: Any,
+    rows: np.ndarray,
+    docs: Any,
+    scores_column: Any,
+    depth: int,
+    n_lines: int,
+    jsonl: bool = False,
+) -> Columns | None:
+    """Columns from the parsed file: ``queries`` named per line (TREC: per row; JSONL: per
+    query, each once), ``rows`` the line of each (document, score) row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    scores = np.asarray(scores_column.to_numpy(), dtype=np.float64)
+    if np.isnan(scores).any() or (jsonl and not np.isfinite(scores).all()):
+        return None
+    query, doc = pc.dictionary_encode(queries), pc.dictionary_encode(docs)
+    query_names, doc_names = (_dictionary(c) for c in (query, doc))
+    if jsonl and (
+        len(query_names) != len(queries)  # a query on two lines
+        or any(
+            pc.any(pc.match_substring_regex(n, _SPACE_OR_EMPTY)).as_py()
+            for n in (query_names, doc_names)
+        )
+    ):
+        return None  # the reference names the line
+    try:  # ids not UTF-8: the reference names the line
+        query_ids = query_names.cast(pa.string()).to_pylist()
+        doc_ids = doc_names.cast(pa.string()).to_pylist()
+    except pa.ArrowInvalid:
+        return None
+    q = _codes(query)[rows]
+    d = _codes(doc)
     if _repeats(q, d, len(doc_ids)):
         return None
     order = _tie_rule_order(q, scores, d, lambda: _byte_ranks(doc_names, pc))
@@ -151,7 +246,18 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
     if not keep.all():
         q, d, scores = q[keep], d[keep], scores[keep]
         offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
-    return Columns(query_ids, doc_ids, offsets.astype(np.int64), d, scores, blocks.n_lines)
+    return Columns(query_ids, doc_ids, offsets.astype(np.int64), d, scores, n_lines)
+
+
+def _dictionary(encoded: Any) -> Any:
+    """The distinct values of a dictionary-encoded array or chunked array."""
+    return (encoded.chunk(0) if hasattr(encoded, "chunk") else encoded).dictionary
+
+
+def _codes(encoded: Any) -> np.ndarray:
+    """The int64 codes of a dictionary-encoded array or chunked array."""
+    chunks = encoded.chunks if hasattr(encoded, "chunks") else [encoded]
+    return np.concatenate([c.indices.to_numpy() for c in chunks]).astype(np.int64)
 
 
 def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
@@ -174,7 +280,8 @@ def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any
     when two rows of one query tie on score."""
     level = scores + 0.0  # -0.0 ties with 0.0, as C's comparisons have it
     same_query = q[1:] == q[:-1]
-    contiguous = int(np.count_nonzero(~same_query)) + 1 == int(q.max(initial=0)) + 1
+    heads = q[np.concatenate(([True], ~same_query))]  # the query of each run of rows
+    contiguous = len(np.unique(heads)) == len(heads)
     if contiguous and bool(np.all((level[1:] <= level[:-1]) | ~same_query)):
         new_group = ~same_query | (level[1:] != level[:-1])
         if new_group.all():
@@ -182,5 +289,11 @@ def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any
         group = np.concatenate(([0], np.cumsum(new_group)))
         doc_rank = ranks()[d]
         return np.argsort(group * (int(doc_rank.max()) + 1) - doc_rank, kind="stable")
+    # any other order: one sort of (query, score's rank, docno's rank descending) keys
+    _, level_rank = np.unique(-level, return_inverse=True)
+    n_levels, n_docs = int(level_rank.max()) + 1, int(d.max()) + 1
     doc_rank = ranks()[d]
-    return np.lexsort((-doc_rank, -level, q))
+    if (int(q.max()) + 1) * n_levels * n_docs >= 1 << 62:  # too many for one int64 key
+        return np.lexsort((-doc_rank, -level, q))
+    key = (q * n_levels + level_rank.reshape(-1)) * n_docs + (n_docs - 1 - doc_rank)
+    return np.argsort(key)

@@ -54,7 +54,7 @@ from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
-from evalret.data.runcolumns import read_trec_columns
+from evalret.data.runcolumns import read_jsonl_columns, read_trec_columns
 from evalret.data.textfile import BOM, TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
 
@@ -378,22 +378,22 @@ def _refuse_repeats(source: _File, suspects: set[int]) -> None:
 def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
     """The run file at ``path`` (gzipped or not), each query's best ``depth`` documents kept;
     InputError naming file and line for anything trec_eval would not read (see the module
-    docstring). A TREC file goes through the columnar reader (``data.runcolumns``) first, which
-    answers only where it reads the file as trec_eval does; the line reader here is the
-    reference, and reads every other file."""
-    if fmt == "trec":
-        source = _File(path, fmt)
-        fast = read_trec_columns(source.chunks(), depth, source.limit)
-        if fast is not None:
-            return RunFile(
-                query_ids=fast.query_ids,
-                doc_ids=fast.doc_ids,
-                offsets=fast.offsets,
-                docs=fast.docs,
-                scores=fast.scores,
-                sha256=source.digest.hexdigest(),
-                n_lines=fast.n_lines,
-            )
+    docstring). The columnar readers (``data.runcolumns``) read the file first, and answer only
+    where they read it as the line reader does; the line reader here is the reference, and
+    reads every other file (and names the line of any problem)."""
+    source = _File(path, fmt)
+    read_columns = read_trec_columns if fmt == "trec" else read_jsonl_columns
+    fast = read_columns(source.chunks(), depth, source.limit)
+    if fast is not None:
+        return RunFile(
+            query_ids=fast.query_ids,
+            doc_ids=fast.doc_ids,
+            offsets=fast.offsets,
+            docs=fast.docs,
+            scores=fast.scores,
+            sha256=source.digest.hexdigest(),
+            n_lines=fast.n_lines,
+        )
     return read_run_lines(path, fmt, depth)
 
 
