@@ -50,7 +50,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -159,14 +159,14 @@ def c_atof(text: bytes) -> tuple[float, bool]:
 class _Hashed(io.RawIOBase):
     """A binary file whose every byte read also goes into a digest."""
 
-    def __init__(self, raw: BinaryIO, digest: Any) -> None:
+    def __init__(self, raw: io.BufferedReader, digest: Any) -> None:
         self.raw, self.digest = raw, digest
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        n = self.raw.readinto(buffer)
+        n: int = self.raw.readinto(buffer)
         if n:
             self.digest.update(memoryview(buffer)[:n])
         return n
@@ -214,14 +214,14 @@ class _File:
                 first = False
 
     @contextmanager
-    def reading(self) -> Iterator[BinaryIO]:
+    def reading(self) -> Iterator[io.BufferedIOBase]:
         """The file opened for reading, gunzipped when it starts as gzip does, every byte read
         from disk hashed into the digest; InputError when it cannot be read."""
         try:
             with self.path.open("rb") as raw:
                 hashed = _Hashed(raw, self.digest)
                 gz = raw.peek(2)[:2] == GZIP_MAGIC
-                f: BinaryIO = gzip.GzipFile(fileobj=hashed) if gz else io.BufferedReader(hashed)
+                f = gzip.GzipFile(fileobj=hashed) if gz else io.BufferedReader(hashed)
                 yield f
         except (OSError, EOFError, zlib.error) as e:
             reason = getattr(e, "strerror", None) or e
