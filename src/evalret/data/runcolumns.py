@@ -27,6 +27,8 @@ file: blocks are read one at a time.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -132,7 +134,7 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
     import pyarrow.csv as csv
 
     options = {
-        "read_options": csv.ReadOptions(column_names=_NAMES, block_size=4 << 20),
+        "read_options": csv.ReadOptions(column_names=_NAMES, block_size=1 << 20),
         "parse_options": csv.ParseOptions(
             delimiter=" ", quote_char=False, escape_char=False, double_quote=False
         ),
@@ -144,9 +146,10 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
     }
     blocks = _Blocks(chunks, limit, _trec_bytes)
     tables = []
+    pool = pa.system_memory_pool()  # gives freed memory back: the peak stays near what is kept
     try:
         for block in blocks:
-            table = csv.read_csv(pa.py_buffer(block), **options)
+            table = csv.read_csv(pa.py_buffer(block), **options, memory_pool=pool)
             if not _fields_plain(table, pc):
                 return None
             tables.append(table.select(["qid", "docno", "score"]))
@@ -155,15 +158,9 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
     if not blocks.plain or not sum(t.num_rows for t in tables):
         return None
     table = pa.concat_tables(tables)
-    rows = np.arange(table.num_rows)
-    return _finish(
-        table.column("qid"),
-        rows,
-        table.column("docno"),
-        table.column("score"),
-        depth,
-        blocks.n_lines,
-    )
+    parts = [table.column("qid"), table.column("docno"), table.column("score")]
+    del table, tables
+    return _finish(parts, None, depth, blocks.n_lines)
 
 
 def read_jsonl_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Columns | None:
@@ -181,9 +178,10 @@ def read_jsonl_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Colum
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     blocks = _Blocks(chunks, limit, _jsonl_bytes)
     tables = []
+    pool = pa.system_memory_pool()
     try:
         for block in blocks:
-            table = pj.read_json(pa.py_buffer(block), parse_options=parse)
+            table = pj.read_json(pa.py_buffer(block), parse_options=parse, memory_pool=pool)
             objects = sum(1 for line in block.split(b"\n") if line.strip(b" \t\r"))
             if table.num_rows != objects or table.column("results").null_count:
                 return None
@@ -200,30 +198,36 @@ def read_jsonl_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Colum
     queries = table.column("query_id").combine_chunks()
     if queries.null_count or docs.null_count or scores.null_count:
         return None
-    return _finish(queries, rows, docs, scores, depth, blocks.n_lines, jsonl=True)
+    parts = [queries, docs, scores]
+    del table, tables, results, flat, queries, docs, scores
+    return _finish(parts, rows, depth, blocks.n_lines, jsonl=True)
 
 
 def _finish(
-    queries: Any,
-    rows: np.ndarray,
-    docs: Any,
-    scores_column: Any,
-    depth: int,
-    n_lines: int,
-    jsonl: bool = False,
+    parts: list[Any], rows: np.ndarray | None, depth: int, n_lines: int, jsonl: bool = False
 ) -> Columns | None:
-    """Columns from the parsed file: ``queries`` named per line (TREC: per row; JSONL: per
-    query, each once), ``rows`` the line of each (document, score) row."""
+    """Columns from the parsed file: ``parts`` holds its queries, documents and scores, the
+    only reference to them (emptied here, so their memory goes as soon as they are encoded).
+    The queries are named per line: TREC per row (``rows`` None), JSONL per query, each once,
+    ``rows`` the line of each (document, score) row."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    scores = np.asarray(scores_column.to_numpy(), dtype=np.float64)
+    pool = pa.system_memory_pool()
+    queries, docs, scores_column = parts
+    parts.clear()
+    scores = np.array(scores_column.to_numpy(), dtype=np.float64)
+    del scores_column
     if np.isnan(scores).any() or (jsonl and not np.isfinite(scores).all()):
         return None
-    query, doc = pc.dictionary_encode(queries), pc.dictionary_encode(docs)
+    query = pc.dictionary_encode(queries, memory_pool=pool)
+    doc = pc.dictionary_encode(docs, memory_pool=pool)
+    n_query_lines = len(queries)
+    del queries, docs
+    _give_back(pool)
     query_names, doc_names = (_dictionary(c) for c in (query, doc))
     if jsonl and (
-        len(query_names) != len(queries)  # a query on two lines
+        len(query_names) != n_query_lines  # a query on two lines
         or any(
             pc.any(pc.match_substring_regex(n, _SPACE_OR_EMPTY)).as_py()
             for n in (query_names, doc_names)
@@ -235,8 +239,10 @@ def _finish(
         doc_ids = doc_names.cast(pa.string()).to_pylist()
     except pa.ArrowInvalid:
         return None
-    q = _codes(query)[rows]
+    q = _codes(query) if rows is None else _codes(query)[rows]
     d = _codes(doc)
+    del query, doc
+    _give_back(pool)
     if _repeats(q, d, len(doc_ids)):
         return None
     order = _tie_rule_order(q, scores, d, lambda: _byte_ranks(doc_names, pc))
@@ -246,7 +252,17 @@ def _finish(
     if not keep.all():
         q, d, scores = q[keep], d[keep], scores[keep]
         offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
-    return Columns(query_ids, doc_ids, offsets.astype(np.int64), d, scores, n_lines)
+    return Columns(
+        query_ids, doc_ids, offsets.astype(np.int64), d.astype(np.int64), scores, n_lines
+    )
+
+
+def _give_back(pool: Any) -> None:
+    """Return freed memory to the system: pyarrow's pool, and glibc's heap (whose growing mmap
+    threshold keeps freed arrays of a few MB; ``malloc_trim``, where there is one)."""
+    pool.release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _dictionary(encoded: Any) -> Any:
@@ -255,22 +271,23 @@ def _dictionary(encoded: Any) -> Any:
 
 
 def _codes(encoded: Any) -> np.ndarray:
-    """The int64 codes of a dictionary-encoded array or chunked array."""
+    """The int32 codes of a dictionary-encoded array or chunked array."""
     chunks = encoded.chunks if hasattr(encoded, "chunks") else [encoded]
-    return np.concatenate([c.indices.to_numpy() for c in chunks]).astype(np.int64)
+    return np.concatenate([c.indices.to_numpy() for c in chunks]).astype(np.int32, copy=False)
 
 
 def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
     """Whether some (query, document) pair is on two lines."""
-    keys = np.sort(q * n_docs + d)
+    keys = q.astype(np.int64) * n_docs + d
+    keys.sort()
     return bool((keys[1:] == keys[:-1]).any())
 
 
 def _byte_ranks(names: Any, pc: Any) -> np.ndarray:
     """Each distinct docno's rank in byte order (pyarrow sorts binary values as memcmp)."""
     order = pc.array_sort_indices(names).to_numpy()
-    ranks = np.empty(len(order), dtype=np.int64)
-    ranks[order] = np.arange(len(order))
+    ranks = np.empty(len(order), dtype=np.int32)
+    ranks[order] = np.arange(len(order), dtype=np.int32)
     return ranks
 
 
@@ -287,13 +304,15 @@ def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any
         if new_group.all():
             return np.arange(len(q))  # already in order, no tie to break
         group = np.concatenate(([0], np.cumsum(new_group)))
-        doc_rank = ranks()[d]
-        return np.argsort(group * (int(doc_rank.max()) + 1) - doc_rank, kind="stable")
+        group *= int(d.max()) + 1
+        group -= ranks()[d]
+        return np.argsort(group, kind="stable")
     # any other order: one sort of (query, score's rank, docno's rank descending) keys
     _, level_rank = np.unique(-level, return_inverse=True)
     n_levels, n_docs = int(level_rank.max()) + 1, int(d.max()) + 1
     doc_rank = ranks()[d]
     if (int(q.max()) + 1) * n_levels * n_docs >= 1 << 62:  # too many for one int64 key
         return np.lexsort((-doc_rank, -level, q))
-    key = (q * n_levels + level_rank.reshape(-1)) * n_docs + (n_docs - 1 - doc_rank)
+    key = (q.astype(np.int64) * n_levels + level_rank.reshape(-1)) * n_docs
+    key += n_docs - 1 - doc_rank
     return np.argsort(key)
