@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,7 +135,7 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
     import pyarrow.csv as csv
 
     options = {
-        "read_options": csv.ReadOptions(column_names=_NAMES, block_size=1 << 20),
+        "read_options": csv.ReadOptions(column_names=_NAMES, block_size=2 << 20),
         "parse_options": csv.ParseOptions(
             delimiter=" ", quote_char=False, escape_char=False, double_quote=False
         ),
@@ -234,18 +235,20 @@ def _finish(
         )
     ):
         return None  # the reference names the line
-    try:  # ids not UTF-8: the reference names the line
-        query_ids = query_names.cast(pa.string()).to_pylist()
-        doc_ids = doc_names.cast(pa.string()).to_pylist()
-    except pa.ArrowInvalid:
-        return None
-    q = _codes(query) if rows is None else _codes(query)[rows]
-    d = _codes(doc)
-    del query, doc
-    _give_back(pool)
-    if _repeats(q, d, len(doc_ids)):
-        return None
-    order = _tie_rule_order(q, scores, d, lambda: _byte_ranks(doc_names, pc))
+    with ThreadPoolExecutor(1) as sorting:  # the docnos' byte order, sorted beside the rest
+        ranks = sorting.submit(_byte_ranks, doc_names, pc)
+        try:  # ids not UTF-8: the reference names the line
+            query_ids = query_names.cast(pa.string()).to_pylist()
+            doc_ids = doc_names.cast(pa.string()).to_pylist()
+        except pa.ArrowInvalid:
+            return None
+        q = _codes(query) if rows is None else _codes(query)[rows]
+        d = _codes(doc)
+        del query, doc
+        _give_back(pool)
+        if _repeats(q, d, len(doc_ids)):
+            return None
+        order = _tie_rule_order(q, scores, d, ranks.result)
     q, d, scores = q[order], d[order], scores[order]
     offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
     keep = np.arange(len(q)) - offsets[q] < depth
@@ -293,7 +296,7 @@ def _byte_ranks(names: Any, pc: Any) -> np.ndarray:
 
 def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any) -> np.ndarray:
     """The rows in tie-rule order: query (codes are in first-appearance order), score
-    descending, docno descending; ``ranks()`` gives the docnos' byte-order ranks, asked for only
+    descending, docno descending; ``ranks()`` gives the docnos' byte-order ranks, read only
     when two rows of one query tie on score."""
     level = scores + 0.0  # -0.0 ties with 0.0, as C's comparisons have it
     same_query = q[1:] == q[:-1]
