@@ -4,6 +4,8 @@ trec_eval (pytrec_eval) per query."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import random
 import textwrap
@@ -501,3 +503,35 @@ def test_score_on_a_reformatted_run_equals_trec_eval(scifact_path: Path, tmp_pat
     assert report.indexes["odd"].params["scores_partial"] == 1
     md = (tmp_path / "out" / "report.md").read_text()
     assert "odd: 1 TREC scores not wholly a number" in md
+
+
+@pytest.mark.parametrize("fmt", ["trec", "jsonl"])
+def test_score_reads_a_gzipped_run_as_its_content(tmp_path: Path, fmt: str) -> None:
+    """``run.trec.gz`` / ``run.jsonl.gz``: the format from the suffix before ``.gz``, the index
+    named ``run``, the metrics those of the plain file, the digest that of the file on disk."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 2\n")
+    if fmt == "trec":
+        text = "q1 Q0 b 1 0.9 t\nq1 Q0 a 2 0.5 t\nq2 Q0 c 1 0.1 t\n"
+    else:
+        rows = {"q1": [("b", 0.9), ("a", 0.5)], "q2": [("c", 0.1)]}
+        text = "".join(
+            json.dumps({"query_id": q, "results": [{"doc_id": d, "score": s} for d, s in r]}) + "\n"
+            for q, r in rows.items()
+        )
+    plain, packed = tmp_path / f"plain.{fmt}", tmp_path / f"run.{fmt}.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode(), mtime=0))
+    reports = {}
+    for run in (plain, packed):
+        out = tmp_path / run.name.replace(".", "_")
+        result = runner.invoke(
+            app, ["score", str(qrels), str(run), "-m", "ndcg@10", "-m", "map", "--out", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        reports[run] = json.loads((out / "report.json").read_text())
+    got, want = reports[packed]["indexes"], reports[plain]["indexes"]
+    assert list(got) == ["run"] and list(want) == ["plain"]
+    assert got["run"]["per_query"] == want["plain"]["per_query"]
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()
+    assert got["run"]["params"]["sha256"] == digest

@@ -46,14 +46,15 @@ def utf8_path(path: Path, role: str) -> Path:
 
 
 def run_indexes(runs: Sequence[str]) -> dict[str, Path]:
-    """Index name -> run file, from ``PATH`` (named after the file's stem) or ``NAME=PATH``;
-    InputError for a name that is not an index name or is given twice."""
+    """Index name -> run file, from ``PATH`` (named after the file's stem, a ``.gz`` dropped
+    first) or ``NAME=PATH``; InputError for a name that is not an index name or is given
+    twice."""
     out: dict[str, Path] = {}
     for arg in runs:
         utf8_path(Path(arg), "run")
         name, sep, path = arg.partition("=")
         if not sep or not INDEX_NAME.fullmatch(name):
-            name, path = Path(arg).stem, arg
+            name, path = Path(arg.removesuffix(".gz")).stem, arg
         if not INDEX_NAME.fullmatch(name):
             raise InputError(
                 f"run {arg!r}: {name!r} is not an index name (letters, digits, '_', '.', '-'): "
