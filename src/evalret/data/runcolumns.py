@@ -154,6 +154,8 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
             if not _fields_plain(table, pc):
                 return None
             tables.append(table.select(["qid", "docno", "score"]))
+            del table
+            _give_back(pool)  # the other columns' memory, before the next block
     except pa.ArrowInvalid:
         return None
     if not blocks.plain or not sum(t.num_rows for t in tables):
@@ -217,7 +219,7 @@ def _finish(
     pool = pa.system_memory_pool()
     queries, docs, scores_column = parts
     parts.clear()
-    scores = np.array(scores_column.to_numpy(), dtype=np.float64)
+    scores = np.asarray(scores_column.to_numpy(), dtype=np.float64)
     del scores_column
     if np.isnan(scores).any() or (jsonl and not np.isfinite(scores).all()):
         return None
@@ -255,9 +257,7 @@ def _finish(
     if not keep.all():
         q, d, scores = q[keep], d[keep], scores[keep]
         offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
-    return Columns(
-        query_ids, doc_ids, offsets.astype(np.int64), d.astype(np.int64), scores, n_lines
-    )
+    return Columns(query_ids, doc_ids, offsets.astype(np.int64), d, scores, n_lines)
 
 
 def _give_back(pool: Any) -> None:
@@ -297,25 +297,32 @@ def _byte_ranks(names: Any, pc: Any) -> np.ndarray:
 def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any) -> np.ndarray:
     """The rows in tie-rule order: query (codes are in first-appearance order), score
     descending, docno descending; ``ranks()`` gives the docnos' byte-order ranks, read only
-    when two rows of one query tie on score."""
-    level = scores + 0.0  # -0.0 ties with 0.0, as C's comparisons have it
+    when two rows of one query tie on score. Scores compare as C compares them (``-0.0`` equals
+    ``0.0``): numpy's comparisons and sorts do the same."""
     same_query = q[1:] == q[:-1]
     heads = q[np.concatenate(([True], ~same_query))]  # the query of each run of rows
-    contiguous = len(np.unique(heads)) == len(heads)
-    if contiguous and bool(np.all((level[1:] <= level[:-1]) | ~same_query)):
-        new_group = ~same_query | (level[1:] != level[:-1])
+    if len(np.unique(heads)) == len(heads) and bool(
+        np.all((scores[1:] <= scores[:-1]) | ~same_query)
+    ):  # each query's rows together, by descending score: only ties to break
+        new_group = ~same_query
+        new_group |= scores[1:] != scores[:-1]
         if new_group.all():
-            return np.arange(len(q))  # already in order, no tie to break
-        group = np.concatenate(([0], np.cumsum(new_group)))
+            return np.arange(len(q))  # already in order
+        group = np.zeros(len(q), dtype=np.int64)
+        np.cumsum(new_group, out=group[1:])
+        del new_group, same_query
         group *= int(d.max()) + 1
         group -= ranks()[d]
         return np.argsort(group, kind="stable")
     # any other order: one sort of (query, score's rank, docno's rank descending) keys
-    _, level_rank = np.unique(-level, return_inverse=True)
+    _, level_rank = np.unique(-scores, return_inverse=True)
     n_levels, n_docs = int(level_rank.max()) + 1, int(d.max()) + 1
     doc_rank = ranks()[d]
     if (int(q.max()) + 1) * n_levels * n_docs >= 1 << 62:  # too many for one int64 key
-        return np.lexsort((-doc_rank, -level, q))
-    key = (q.astype(np.int64) * n_levels + level_rank.reshape(-1)) * n_docs
+        return np.lexsort((-doc_rank, -scores, q))
+    key = q.astype(np.int64)
+    key *= n_levels
+    key += level_rank.reshape(-1)
+    key *= n_docs
     key += n_docs - 1 - doc_rank
     return np.argsort(key)

@@ -89,7 +89,7 @@ class RunFile:
     query_ids: list[str]
     doc_ids: list[str]
     offsets: np.ndarray  # int64 [len(query_ids) + 1]
-    docs: np.ndarray  # int64 [rows]
+    docs: np.ndarray  # int32 or int64 [rows]
     scores: np.ndarray  # float64 [rows]
     sha256: str
     n_lines: int
