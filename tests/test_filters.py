@@ -287,6 +287,7 @@ def test_filtered_exact_and_hnsw_search_only_eligible_documents() -> None:
     meta = [{"t": "a" if i % 50 == 0 else "b" if i % 3 == 0 else "c"} for i in range(500)]
     columns = MetadataColumns(meta)
     filters = [parse_filter({"t": "a"}), None, parse_filter({"t": {"$ne": "c"}})] * 4
+    filters[-1] = parse_filter({"t": "none"})  # keeps nothing: an empty ranking
     e = eligibility(filters, columns)
     rank = id_rank([f"d{i:03d}" for i in range(500)])
     got = filtered_exact(docs, queries, 20, rank, e)
@@ -294,7 +295,7 @@ def test_filtered_exact_and_hnsw_search_only_eligible_documents() -> None:
         mask = e.mask(qi)
         keep = np.arange(500) if mask is None else np.flatnonzero(mask)
         alone = exact_search(docs[keep], queries[qi : qi + 1], 20, rank[keep])
-        expected = np.where(alone.ids[0] >= 0, keep[np.maximum(alone.ids[0], 0)], -1)
+        expected = np.array([keep[d] if d >= 0 else -1 for d in alone.ids[0]])
         assert got.ids[qi].tolist() == expected.tolist()
         assert (got.ids[qi] >= 0).sum() == min(20, len(keep))
     index = build_hnsw(docs, HnswIndexConfig(m=16, ef_construction=200, ef_search=600, threads=1))

@@ -52,6 +52,8 @@ def filtered_exact(
         if mask is None:
             return exact_search(vectors, queries[rows], depth, rank)
         keep = np.flatnonzero(mask)
+        if len(keep) == 0:  # a filter that keeps nothing: nothing to rank
+            return empty_result(len(rows), depth)
         found = exact_search(vectors[keep], queries[rows], depth, rank[keep])
         ids = np.where(found.ids >= 0, keep[np.maximum(found.ids, 0)], -1)
         return SearchResult(ids=ids, scores=found.scores)

@@ -464,6 +464,9 @@ def _retrieve(
         has_vectors=e.opened is not None,
         eligibility=(eligible := golden.eligibility()),
         filters=[golden.filters.get(q) for q in golden.query_ids] if eligible is not None else (),
+        doc_metadata=(
+            [golden.doc_metadata.get(d) for d in golden.doc_ids] if eligible is not None else ()
+        ),
     )
     rankings: dict[str, SearchResult] = {}
     for r in enabled:  # a ranking that may hold documents the corpus lacks may go past its size

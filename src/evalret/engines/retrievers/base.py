@@ -44,6 +44,7 @@ class SearchJob:
     # query's filter (None: unfiltered); None / () when no query has a filter
     eligibility: Eligibility | None = None
     filters: Sequence[Filter | None] = ()
+    doc_metadata: Sequence[Mapping[str, Any] | None] = ()  # aligned with doc_ids, when filtered
 
 
 class Retriever(Protocol):
