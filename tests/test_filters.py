@@ -208,7 +208,9 @@ def test_native_reader_refuses_a_bad_filter_at_its_line(tmp_path: Path) -> None:
 def test_beir_reader_takes_metadata_and_filters(tmp_path: Path) -> None:
     """BEIR: ``metadata`` objects in corpus.jsonl, ``filter`` in queries.jsonl; a bad filter is
     refused at its line, as in the native format."""
-    _write(tmp_path, "corpus.jsonl", [{"_id": d["id"], "text": d["text"], **d} for d in NATIVE_DOCS])
+    _write(
+        tmp_path, "corpus.jsonl", [{"_id": d["id"], "text": d["text"], **d} for d in NATIVE_DOCS]
+    )
     qrels = tmp_path / "qrels"
     qrels.mkdir()
     (qrels / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n1\td4\t1\n2\td5\t1\n")
@@ -360,7 +362,9 @@ def test_one_query_computed_by_hand(tmp_path: Path, plugin: Any) -> None:
         assert values["recall@10"] == pytest.approx(1.0)
         assert values["ndcg@10"] == pytest.approx(1 / np.log2(3))
         assert values["precision@2"] == pytest.approx(0.5)
-        assert result.params["filters"] == ("evalret" if passed is None else "callable, then evalret")
+        assert result.params["filters"] == (
+            "evalret" if passed is None else "callable, then evalret"
+        )
 
 
 def test_bm25_exact_and_hybrid_keep_to_the_filter(tmp_path: Path) -> None:
@@ -410,7 +414,12 @@ def filtered_set(directory: Path, n_docs: int = 3000, per_tenant: int = 30) -> P
             relevant = {target["id"]: 2, rng.choice(other)["id"]: 1}
             text = " ".join(target["text"].split()[:3])
             queries.append(
-                {"id": f"q-{name}-{j}", "text": text, "relevant": relevant, "filter": {"tenant": name}}
+                {
+                    "id": f"q-{name}-{j}",
+                    "text": text,
+                    "relevant": relevant,
+                    "filter": {"tenant": name},
+                }
             )
     _write(directory, "corpus.jsonl", docs)
     _write(directory, "queries.jsonl", queries)

@@ -121,7 +121,9 @@ def _operator(key: str, op: str, operand: Any, where: str) -> Condition:
     items = [_scalar(v, f"{at}[{i}]", "each value") for i, v in enumerate(operand)]
     kinds = {k for _, k in items}
     if len(kinds) > 1:
-        raise FilterError(f"{at}: the values of {op} are of one type, not {', '.join(sorted(kinds))}")
+        raise FilterError(
+            f"{at}: the values of {op} are of one type, not {', '.join(sorted(kinds))}"
+        )
     return Condition(key, op, tuple(v for v, _ in items), kinds.pop())
 
 
@@ -168,7 +170,7 @@ def parse_filter(obj: Any, where: str = "filter") -> Filter:
                     f"{where}.{key}: {key} takes a non-empty list of filters, not {_shown(spec)}"
                 )
             sub = tuple(parse_filter(s, f"{where}.{key}[{i}]") for i, s in enumerate(spec))
-            parts.append(Logical(key, sub))  # type: ignore[arg-type]  # key is one of LOGICAL
+            parts.append(Logical("$and" if key == "$and" else "$or", sub))
         else:
             parts.extend(_field(key, spec, where))
     return parts[0] if len(parts) == 1 else Logical("$and", tuple(parts))
@@ -203,9 +205,12 @@ class _Column:
     vocabulary: dict[str, int] = field(default_factory=dict)
 
     def present(self, kind: ValueType) -> np.ndarray:
+        out: np.ndarray
         if kind == "number":
-            return ~np.isnan(self.numbers)
-        return (self.strings if kind == "string" else self.booleans) >= 0
+            out = ~np.isnan(self.numbers)
+        else:
+            out = (self.strings if kind == "string" else self.booleans) >= 0
+        return out
 
     def codes(self, kind: ValueType, values: Sequence[Scalar]) -> tuple[np.ndarray, np.ndarray]:
         """(the column of ``kind``, ``values`` in that column's coding; -2: no document has it)."""
@@ -250,25 +255,26 @@ class MetadataColumns:
         """Which documents the filter keeps (bool [n_docs])."""
         if isinstance(f, Logical):
             masks = [self.mask(p) for p in f.parts]
-            return np.logical_and.reduce(masks) if f.op == "$and" else np.logical_or.reduce(masks)
+            combine = np.logical_and if f.op == "$and" else np.logical_or
+            out: np.ndarray = combine.reduce(masks)
+            return out
         return self._condition(f)
 
     def _condition(self, c: Condition) -> np.ndarray:
         col = self.column(c.key)
         values = c.value if isinstance(c.value, tuple) else (c.value,)
         data, coded = col.codes(c.type, values)
+        out: np.ndarray
         if c.op in MEMBERSHIP or c.op in EQUALITY:
             hit = np.isin(data, coded)
-            return hit if c.op in ("$eq", "$in") else col.present(c.type) & ~hit
-        bound = coded[0]
+            out = hit if c.op in ("$eq", "$in") else col.present(c.type) & ~hit
+            return out
+        compare = {"$gt": np.greater, "$gte": np.greater_equal, "$lt": np.less}.get(
+            c.op, np.less_equal
+        )
         with np.errstate(invalid="ignore"):  # NaN (no number) compares False
-            if c.op == "$gt":
-                return data > bound
-            if c.op == "$gte":
-                return data >= bound
-            if c.op == "$lt":
-                return data < bound
-            return data <= bound
+            out = compare(data, coded[0])
+        return out
 
 
 @dataclass(frozen=True)
@@ -295,7 +301,8 @@ class Eligibility:
     def selectivity(self) -> np.ndarray:
         """Per query, the fraction of the corpus eligible (1.0 without a filter)."""
         counts = np.array([m.sum() for m in self.masks] + [self.n_docs], dtype=np.float64)
-        return counts[self.of_query] / max(self.n_docs, 1)
+        out: np.ndarray = counts[self.of_query] / max(self.n_docs, 1)
+        return out
 
 
 def eligibility(filters: Sequence[Filter | None], columns: MetadataColumns) -> Eligibility:

@@ -33,7 +33,10 @@ def by_filter(n_queries: int, depth: int, eligible: Eligibility, one: GroupSearc
     for rows, mask in eligible.groups():
         found = one(rows, mask)
         width = min(depth, found.ids.shape[1])
-        out.ids[rows, :width], out.scores[rows, :width] = found.ids[:, :width], found.scores[:, :width]
+        out.ids[rows, :width], out.scores[rows, :width] = (
+            found.ids[:, :width],
+            found.scores[:, :width],
+        )
     return out
 
 
@@ -66,16 +69,19 @@ def search_params(index: Any, selector: Any, fetch: int) -> Any:
     efSearch (raised to ``fetch``), IVF its nprobe."""
     import faiss
 
-    inner = getattr(faiss, "downcast_index", lambda i: i)(index)
+    lib: Any = faiss  # its stubs lack the parameter classes' keywords
+    inner = lib.downcast_index(index)
     hnsw = getattr(inner, "hnsw", None)
     if hnsw is not None:
-        return faiss.SearchParametersHNSW(sel=selector, efSearch=max(hnsw.efSearch, fetch))
+        return lib.SearchParametersHNSW(sel=selector, efSearch=max(hnsw.efSearch, fetch))
     if hasattr(inner, "nprobe"):
-        return faiss.SearchParametersIVF(sel=selector, nprobe=inner.nprobe)
-    return faiss.SearchParameters(sel=selector)
+        return lib.SearchParametersIVF(sel=selector, nprobe=inner.nprobe)
+    return lib.SearchParameters(sel=selector)
 
 
-def _selected_search(index: Any, queries: np.ndarray, depth: int, rank: np.ndarray, mask: np.ndarray) -> SearchResult:
+def _selected_search(
+    index: Any, queries: np.ndarray, depth: int, rank: np.ndarray, mask: np.ndarray
+) -> SearchResult:
     """Top ``depth`` of ``mask``'s documents per query from ``index``, through an ID selector;
     the fetch widens while a tie straddles the cut, as in ``faiss_index.search``."""
     import faiss

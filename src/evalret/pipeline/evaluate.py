@@ -58,10 +58,10 @@ from evalret.data.schema import (
     LexicalSection,
     LexicalSlice,
     MetricCurves,
-    SelectivityBucket,
     MetricValue,
     ReaderWarning,
     RunReport,
+    SelectivityBucket,
     SliceInfo,
     SliceResult,
 )

@@ -1,5 +1,6 @@
-"""Exact inner-product search over every (eligible) document vector: faiss's flat inner-product kernel (what
-faiss.IndexFlatIP runs) over the document matrix in place, in row blocks (no second copy)."""
+"""Exact inner-product search over every (eligible) document vector: faiss's flat
+inner-product kernel (what faiss.IndexFlatIP runs) over the document matrix in place, in row
+blocks (no second copy)."""
 
 from __future__ import annotations
 

@@ -236,9 +236,9 @@ def _load_scratch(
     dim = sql.SQL(str(int(vectors.shape[1])))
     meta = sql.SQL(", meta jsonb NOT NULL" if metadata else "")
     conn.execute(
-        sql.SQL("CREATE UNLOGGED TABLE {} (i int4 NOT NULL, embedding vector({}) NOT NULL{})").format(
-            table, dim, meta
-        )
+        sql.SQL(
+            "CREATE UNLOGGED TABLE {} (i int4 NOT NULL, embedding vector({}) NOT NULL{})"
+        ).format(table, dim, meta)
     )
     columns = sql.SQL("i, embedding, meta" if metadata else "i, embedding")
     copy_sql = sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(table, columns)
@@ -609,7 +609,9 @@ class PgvectorRetriever(BaseRetriever):
             tick = job.progress(f"Searching {self.name} (pgvector)", len(job.query_vectors))
             ef = self.settings.ef_search
             if job.eligibility is None:
-                return _search(conn, source, job.query_vectors, job.depth, job.rank, ef, mapper, tick)
+                return _search(
+                    conn, source, job.query_vectors, job.depth, job.rank, ef, mapper, tick
+                )
             column = self._metadata_column(source)
 
             def one(rows: np.ndarray, _mask: np.ndarray | None) -> SearchResult:

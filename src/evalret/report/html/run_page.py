@@ -23,6 +23,7 @@ from evalret.report.common import (
     warning_lines,
     without_relevant_note,
 )
+from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
 from evalret.report.html.document import (
     Section,
     changes_list,
@@ -45,7 +46,6 @@ from evalret.report.html.shared import (
     metric_bars,
     query_card,
 )
-from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
 from evalret.report.numbers import HTML
 from evalret.report.pagedata import RunQueries, ScoreSpread
 from evalret.report.svg import (
