@@ -473,3 +473,23 @@ def test_a_run_without_filters_reports_no_selectivity(tmp_path: Path) -> None:
     ev = run_evaluation(_config(make_set(tmp_path / "set")), embedder=HashEmbedder())
     assert ev.report.ann is not None
     assert "selectivity" not in ev.report.ann.model_dump()
+
+
+def test_run_judge_grades_no_document_outside_the_filter(tmp_path: Path) -> None:
+    """`run --judge` asks the LLM judge only about eligible documents: a run file's document
+    that the query's filter excludes is not graded (its label would count)."""
+    from evalret.core.ranking import SearchResult
+    from evalret.pipeline.judge import _unjudged_pairs
+
+    golden = load_golden_set(
+        GoldenSetConfig(
+            path=_native(
+                tmp_path,
+                [{"id": "q1", "text": "a", "relevant": {"d1": 1}, "filter": {"lang": "en"}}],
+            )
+        )
+    )
+    assert golden.is_eligible("q1", "d2") and not golden.is_eligible("q1", "d4")
+    ranked = SearchResult(ids=np.array([[3, 1, 0, 4]]), scores=np.array([[4.0, 3.0, 2.0, 1.0]]))
+    pairs = _unjudged_pairs(golden, {"run": ranked}, 10)
+    assert [p.doc_id for p in pairs] == ["d2"]  # d4, d5: French; d1: judged

@@ -182,6 +182,21 @@ class GoldenSet:
             filters={q: self.filters[q] for q in query_ids if q in self.filters},
         )
 
+    @cached_property
+    def _eligible_masks(self) -> dict[str, np.ndarray]:
+        found = self.eligibility()
+        if found is None:
+            return {}
+        masks = ((q, found.mask(qi)) for qi, q in enumerate(self.query_ids))
+        return {q: m for q, m in masks if m is not None}
+
+    def is_eligible(self, query_id: str, doc_id: str) -> bool:
+        """Whether the query's filter keeps the document: always without a filter, and for a
+        document the corpus lacks (it is unjudged anyway)."""
+        mask = self._eligible_masks.get(query_id)
+        i = self.doc_index.get(doc_id)
+        return mask is None or i is None or bool(mask[i])
+
     def eligibility(self) -> Eligibility | None:
         """Which documents each query may retrieve (None when no query has a filter), over
         ``doc_ids`` as they are (a sample's too)."""
