@@ -493,3 +493,28 @@ def test_run_judge_grades_no_document_outside_the_filter(tmp_path: Path) -> None
     ranked = SearchResult(ids=np.array([[3, 1, 0, 4]]), scores=np.array([[4.0, 3.0, 2.0, 1.0]]))
     pairs = _unjudged_pairs(golden, {"run": ranked}, 10)
     assert [p.doc_id for p in pairs] == ["d2"]  # d4, d5: French; d1: judged
+
+
+@pytest.mark.parametrize("factory", ["IVF8,Flat", "PCA8,IVF8,Flat", "HNSW8,SQ8", "Flat"])
+def test_factory_indexes_search_through_the_selector(factory: str) -> None:
+    """Any faiss index gets the selector in parameters of its kind (IVF behind a transform
+    too): only eligible documents come back, and an IVF index probing every list (or a flat
+    one) ranks as filtered exact search."""
+    import faiss
+
+    docs, queries = _vectors(400, 16, 2), _vectors(6, 16, 3)
+    meta = [{"t": "a" if i % 20 == 0 else "b"} for i in range(400)]
+    e = eligibility([parse_filter({"t": "a"}), None] * 3, MetadataColumns(meta))
+    index = faiss.index_factory(16, factory, faiss.METRIC_INNER_PRODUCT)
+    index.train(docs)
+    index.add(docs)
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is not None:
+        ivf.nprobe = ivf.nlist
+    rank = id_rank([f"d{i:03d}" for i in range(400)])
+    got = filtered_index_search(index, queries, 10, rank, e)
+    for qi in range(0, 6, 2):
+        assert {int(d) for d in got.ids[qi] if d >= 0} <= set(range(0, 400, 20))
+    if factory in ("IVF8,Flat", "Flat"):
+        exact = filtered_exact(docs, queries, 10, rank, e)
+        assert got.ids.tolist() == exact.ids.tolist()

@@ -66,7 +66,8 @@ def filtered_exact(
 
 def search_params(index: Any, selector: Any, fetch: int) -> Any:
     """The faiss ``SearchParameters`` of ``index``'s kind carrying ``selector``: HNSW keeps its
-    efSearch (raised to ``fetch``), IVF its nprobe."""
+    efSearch (raised to ``fetch``), an IVF index (behind a transform too: ``PCA8,IVF16,Flat``)
+    its nprobe; any other index the plain parameters."""
     import faiss
 
     lib: Any = faiss  # its stubs lack the parameter classes' keywords
@@ -74,8 +75,9 @@ def search_params(index: Any, selector: Any, fetch: int) -> Any:
     hnsw = getattr(inner, "hnsw", None)
     if hnsw is not None:
         return lib.SearchParametersHNSW(sel=selector, efSearch=max(hnsw.efSearch, fetch))
-    if hasattr(inner, "nprobe"):
-        return lib.SearchParametersIVF(sel=selector, nprobe=inner.nprobe)
+    ivf = lib.try_extract_index_ivf(inner)
+    if ivf is not None:
+        return lib.SearchParametersIVF(sel=selector, nprobe=ivf.nprobe)
     return lib.SearchParameters(sel=selector)
 
 
