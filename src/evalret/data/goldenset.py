@@ -685,6 +685,7 @@ class GoldenSetScan(_Reader):
                 "unfilterable-metadata",
             )
         doc_ids = list(self.docs)
+        position = {d: i for i, d in enumerate(doc_ids)}  # every judged document is one of them
         columns = MetadataColumns([self.doc_metadata.get(d) for d in doc_ids])
         wanted = [q for q in evaluate if q in self.filters]
         kept = eligibility([self.filters[q] for q in wanted], columns)
@@ -695,8 +696,7 @@ class GoldenSetScan(_Reader):
             path, line = self.filter_where[q]
             if not mask.any():
                 self.warn(f"query {q!r}: its filter keeps no document", path, line, "empty-filter")
-            allowed = {doc_ids[i] for i in np.flatnonzero(mask)}
-            for d in [d for d in self.qrels.get(q, {}) if d not in allowed]:
+            for d in [d for d in self.qrels.get(q, {}) if not mask[position[d]]]:
                 del self.qrels[q][d]
                 self.sources.get(q, {}).pop(d, None)
                 self.llm_grades.get(q, {}).pop(d, None)
