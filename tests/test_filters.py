@@ -64,15 +64,15 @@ def _reference(f: Any, meta: dict[str, Any] | None) -> bool:
     def kind(v: Any) -> str:
         return "boolean" if isinstance(v, bool) else "string" if isinstance(v, str) else "number"
 
+    if op in ("$ne", "$nin"):  # the complements of $eq and $in
+        return not _reference({key: {"$eq" if op == "$ne" else "$in": operand}}, meta)
     want = kind(operand[0] if isinstance(operand, list) else operand)
     if key not in meta or kind(meta[key]) != want:
-        return False  # missing key or another type: no condition matches, $ne / $nin included
+        return False  # missing key or another type: $eq, $in and the ranges do not match
     v = meta[key]
     return {
         "$eq": lambda: v == operand,
-        "$ne": lambda: v != operand,
         "$in": lambda: v in operand,
-        "$nin": lambda: v not in operand,
         "$gt": lambda: v > operand,
         "$gte": lambda: v >= operand,
         "$lt": lambda: v < operand,
@@ -94,14 +94,18 @@ FILTERS = [
     {"$and": [{"lang": {"$ne": "de"}}, {"year": {"$gt": 2000}}]},
     {"lang": "en", "year": {"$gt": 2000}},
     {"missing": {"$ne": 1}},
+    {"missing": 1},
+    {"year": {"$nin": [2020, 2021]}},
+    {"open": {"$nin": [True]}},
 ]
 
 
 @pytest.mark.parametrize("raw", FILTERS, ids=[json.dumps(f) for f in FILTERS])
 def test_masks_follow_the_documented_semantics(raw: dict[str, Any]) -> None:
     """The vectorised mask equals the per-document reading: a missing key or a value of another
-    type matches nothing ($ne and $nin included), numbers compare as numbers (2021 == 2021.0),
-    a boolean is not a number, several keys or operators all hold."""
+    type matches no $eq, $in or range, and every $ne and $nin (their complements), numbers
+    compare as numbers (2021 == 2021.0), a boolean is not a number, several keys or operators
+    all hold."""
     columns = MetadataColumns(DOCS)
     got = columns.mask(parse_filter(raw)).tolist()
     explicit = canonical(parse_filter(raw))
@@ -109,11 +113,11 @@ def test_masks_follow_the_documented_semantics(raw: dict[str, Any]) -> None:
 
 
 def test_semantics_by_hand() -> None:
-    """Three readings written out: $ne skips the documents without the key; a string year is
-    not compared with numbers; true does not equal 1."""
+    """Three readings written out: $ne keeps the documents without the key (Chroma's current
+    rule); a string year is not compared with numbers; true does not equal 1."""
     columns = MetadataColumns(DOCS)
     assert columns.mask(parse_filter({"lang": {"$ne": "en"}})).tolist() == [
-        False, True, False, False, False, True,
+        False, True, False, True, True, True,
     ]  # fmt: skip
     assert np.flatnonzero(columns.mask(parse_filter({"year": {"$gte": 2020}}))).tolist() == [
         0,

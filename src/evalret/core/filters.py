@@ -14,12 +14,15 @@ Document metadata values are strings, numbers or booleans. Numbers compare as nu
 ``1.0``), in float64: an integer beyond +-2**53, which float64 cannot hold exactly, is refused in a
 filter and not filterable in metadata. A boolean is not a number (``true`` does not equal ``1``).
 
-Edge semantics (Chroma's, whose metadata columns are typed): a condition only ever matches a
-document whose metadata holds the key with a value of the operand's type. A document without the
-key, or with a value of another type, matches no condition on that key, ``$ne`` and ``$nin``
-included: ``{"lang": {"$ne": "en"}}`` keeps the documents that have a ``lang`` other than
-``"en"``, not those without one (write ``$or`` with another condition to take them in). Pinecone
-documents no rule for a missing key; Chroma's is the one followed here.
+Edge semantics, as Chroma's current metadata filter has them (its SQLite segment keeps one typed
+value column per type and compiles ``$ne`` / ``$nin`` to "not among the documents whose value
+equals"): ``$eq``, ``$in`` and the ranges match only a document whose metadata holds the key with
+a value of the operand's type (a number for a range); a document without the key, or with a value
+of another type, matches none of them. ``$ne`` and ``$nin`` are their complements: they match
+every document ``$eq`` / ``$in`` would not, those without the key and those with a value of
+another type included (``{"lang": {"$ne": "en"}}`` keeps documents without a ``lang``), as
+MongoDB, whose operators Pinecone's filters follow, reads them. Older Chroma releases left
+documents without the key out of ``$ne``; Pinecone documents no rule for a missing key.
 """
 
 from __future__ import annotations
@@ -204,14 +207,6 @@ class _Column:
     booleans: np.ndarray  # int8: 0 / 1, -1 where no boolean
     vocabulary: dict[str, int] = field(default_factory=dict)
 
-    def present(self, kind: ValueType) -> np.ndarray:
-        out: np.ndarray
-        if kind == "number":
-            out = ~np.isnan(self.numbers)
-        else:
-            out = (self.strings if kind == "string" else self.booleans) >= 0
-        return out
-
     def codes(self, kind: ValueType, values: Sequence[Scalar]) -> tuple[np.ndarray, np.ndarray]:
         """(the column of ``kind``, ``values`` in that column's coding; -2: no document has it)."""
         if kind == "number":
@@ -267,7 +262,7 @@ class MetadataColumns:
         out: np.ndarray
         if c.op in MEMBERSHIP or c.op in EQUALITY:
             hit = np.isin(data, coded)
-            out = hit if c.op in ("$eq", "$in") else col.present(c.type) & ~hit
+            out = hit if c.op in ("$eq", "$in") else ~hit  # $ne / $nin: the complement
             return out
         compare = {"$gt": np.greater, "$gte": np.greater_equal, "$lt": np.less}.get(
             c.op, np.less_equal

@@ -31,8 +31,9 @@ rows past the depth are fetched and the fetch widens while a tie straddles the c
 ``ef_search`` rows), up to pgvector's limit of 1000.
 
 Filtered queries (``core/filters.py``): each filter is compiled to a ``WHERE`` over a jsonb
-column of metadata (``where_sql``, with the semantics of ``core/filters.py``: a condition matches
-only a row whose metadata has the key with a value of the operand's type, ``jsonb_typeof``), and
+column of metadata (``where_sql``, with the semantics of ``core/filters.py``: ``jsonb_typeof``
+keeps ``$eq``, ``$in`` and the ranges to values of the operand's type; ``$ne`` and ``$nin`` are
+their complements), and
 the queries of one filter are searched together. In scratch mode the scratch table gets a ``meta``
 jsonb column holding each document's metadata; in table mode the table's ``metadata_column`` is
 read. As in any pgvector HNSW search with a ``WHERE``, the scan filters the ``ef_search``
@@ -263,8 +264,9 @@ _COMPARE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
 def _condition_sql(c: Condition, column: Any) -> Any:
-    """One condition over the jsonb ``column``, true or false (never NULL): it holds only for a
-    row whose metadata has the key with a value of the operand's type (core/filters.py)."""
+    """One condition over the jsonb ``column``, true or false (never NULL), as core/filters.py
+    reads it: ``$eq``, ``$in`` and the ranges hold only for a row whose metadata has the key with
+    a value of the operand's type; ``$ne`` and ``$nin`` are their complements."""
     from psycopg import sql
 
     value = sql.SQL("({} -> {})").format(column, sql.Literal(c.key))
@@ -279,9 +281,8 @@ def _condition_sql(c: Condition, column: Any) -> Any:
             sql.SQL(", ").join(sql.Literal(json.dumps(v)) for v in items)
         )
         test = sql.SQL("{} = ANY({})").format(value, array)
-        if c.op in ("$ne", "$nin"):
-            test = sql.SQL("NOT ({})").format(test)
-    return sql.SQL("(CASE WHEN {} THEN coalesce({}, false) ELSE false END)").format(typed, test)
+    held = sql.SQL("(CASE WHEN {} THEN coalesce({}, false) ELSE false END)").format(typed, test)
+    return sql.SQL("(NOT {})").format(held) if c.op in ("$ne", "$nin") else held
 
 
 def where_sql(f: Filter, column: Any) -> Any:
