@@ -612,3 +612,79 @@ def test_table_of_chunks_ranks_each_document_once_and_says_what_it_skipped(
     markdown = render_markdown(ev.report).replace("\\", "")  # markdown escapes the brackets
     for line in shown:
         assert line in terminal and line in markdown, line
+
+
+# --- filtered queries (#27) --------------------------------------------------------------------
+
+
+def _filtered_job(docs: np.ndarray, queries: np.ndarray, depth: int, raw: list[Any]) -> SearchJob:
+    """A job over ``docs`` whose metadata cycles through test_filters.DOCS, each query with the
+    filter of ``raw`` at its position (None: none)."""
+    from evalret.core.filters import MetadataColumns, eligibility, parse_filter
+    from test_filters import DOCS
+
+    metadata = [DOCS[i % len(DOCS)] for i in range(len(docs))]
+    filters = [None if f is None else parse_filter(f) for f in raw]
+    job = _job(docs, queries, depth)
+    return replace(
+        job,
+        eligibility=eligibility(filters, MetadataColumns(metadata)),
+        filters=filters,
+        doc_metadata=metadata,
+    )
+
+
+@pytest.mark.usefixtures("dsn")
+def test_filtered_scratch_search_keeps_to_core_semantics() -> None:
+    """Each filter of test_filters, compiled to a WHERE on the scratch table's jsonb column,
+    keeps exactly the documents core/filters.py keeps (ef_search past the corpus, depth the
+    whole corpus: every eligible document comes back), and ranks them as filtered exact search."""
+    from evalret.engines.filtered import filtered_exact
+    from test_filters import FILTERS
+
+    docs = _random(60, 8, 3)
+    raw: list[Any] = [*FILTERS, None]
+    queries = _random(len(raw), 8, 4)
+    job = _filtered_job(docs, queries, 60, raw)
+    retriever = _retriever(ef_search=1000, m=16, ef_construction=200)
+    got = retriever.retrieve(job)
+    assert job.eligibility is not None
+    for qi in range(len(raw)):
+        mask = job.eligibility.mask(qi)
+        expected = set(range(60)) if mask is None else set(np.flatnonzero(mask).tolist())
+        assert {int(d) for d in got.ids[qi] if d >= 0} == expected, raw[qi]
+    exact = filtered_exact(docs, queries, 10, job.rank, job.eligibility)
+    assert got.ids[:, :10].tolist() == exact.ids.tolist()
+
+
+def test_filtered_table_search_reads_the_metadata_column(server: str, dsn: str) -> None:
+    """Table mode: the filter becomes a WHERE on the table's ``metadata_column`` (jsonb); only
+    rows whose metadata the filter keeps come back, ranked as filtered exact search, and the
+    params name the column."""
+    from pgvector.psycopg import register_vector
+
+    from evalret.engines.filtered import filtered_exact
+
+    docs, queries = _random(60, 8, 5), _random(4, 8, 6)
+    job = _filtered_job(docs, queries, 10, [{"lang": "fr"}, None, {"year": {"$lt": 2021}}, None])
+    with psycopg.connect(server, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("CREATE TABLE tagged (key text, emb vector(8), attrs jsonb)")
+        with conn.cursor() as cur:
+            for key, vector, meta in zip(job.doc_ids, docs, job.doc_metadata, strict=True):
+                cur.execute(
+                    "INSERT INTO tagged VALUES (%s, %s, %s)", (key, vector, json.dumps(meta or {}))
+                )
+        conn.execute("CREATE INDEX ON tagged USING hnsw (emb vector_ip_ops)")
+    try:
+        retriever = _retriever(
+            table="public.tagged", id_column="key", vector_column="emb", metadata_column="attrs",
+            ef_search=1000,
+        )  # fmt: skip
+        got = retriever.retrieve(job)
+        exact = filtered_exact(docs, queries, 10, job.rank, job.eligibility)
+        assert got.ids.tolist() == exact.ids.tolist()
+        assert retriever.params()["metadata_column"] == "attrs"
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute("DROP TABLE tagged")

@@ -12,12 +12,15 @@ meaning allows, text the output must name, and any check of its own. The common 
   or warns "GATE PASSED", raises lazily, answers an overflowing, string or boolean score, hangs
   (then SIGTERM or SIGINT), or is killed with earlier outputs in place;
 - config: a duplicate ``gate:`` key, a boolean or quoted number where a number is expected;
+- golden set: a query filter with an unknown operator, a range on a string, a mixed ``$in``
+  list, a filter that is not an object, nested metadata, an empty ``$or`` (refused at its line);
 - HTTP: an OpenAI-compatible server that redirects to another origin, drips its answer, echoes
   the key, or a base_url carrying the credential; the key is always in the environment.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -350,6 +353,42 @@ def set_situations(row: Row) -> Iterator[Situation]:
         yield Situation(f"{out.role}-is-golden-set-by-set", _golden_by_set(out), frozenset({2}))
 
 
+# --- golden-set inputs -------------------------------------------------------------------------
+
+# hostile query filters (#27): each is refused at its line, exit 2, naming what is wrong
+BAD_FILTERS = {
+    "unknown-operator": ({"section": {"$regex": "inst.*"}}, "$regex"),
+    "range-on-a-string": ({"section": {"$gt": "a"}}, "$gt compares numbers"),
+    "mixed-in-list": ({"section": {"$in": ["errors", 1]}}, "one type"),
+    "not-an-object": ("section=errors", "a filter is an object"),
+    "nested-metadata": ({"section": {"name": "errors"}}, "is not an operator"),
+    "empty-or": ({"$or": []}, "non-empty list"),
+}
+
+
+def _bad_filter(raw: object, names: str) -> Callable[[Case], None]:
+    """The golden set's first query gets the filter ``raw``: refused at queries.jsonl:1."""
+
+    def prepare(case: Case) -> None:
+        queries = case.paths[GOLDEN.role] / "queries.jsonl"
+        first, *rest = queries.read_text().splitlines(keepends=True)
+        record = json.loads(first)
+        record["filter"] = raw
+        queries.write_text(json.dumps(record) + "\n" + "".join(rest))
+        case.must_name += ["queries.jsonl:1", names]
+        _normal(case)
+
+    return prepare
+
+
+def golden_situations(row: Row) -> Iterator[Situation]:
+    """Every command that reads the config's golden set refuses a bad filter at its line."""
+    if row.config is None or GOLDEN not in row.inputs:
+        return
+    for name, (raw, names) in BAD_FILTERS.items():
+        yield Situation(f"filter-{name}", _bad_filter(raw, names), frozenset({2}))
+
+
 # --- HTTP ------------------------------------------------------------------------------------
 
 
@@ -419,7 +458,13 @@ def http_situations(row: Row) -> Iterator[Situation]:
 
 def situations(row: Row) -> list[Situation]:
     found = [Situation("normal", _normal)]
-    families = (path_situations, plugin_situations, config_situations, set_situations)
+    families = (
+        path_situations,
+        plugin_situations,
+        config_situations,
+        set_situations,
+        golden_situations,
+    )
     for family in (*families, http_situations):
         found += list(family(row))
     if row.serves:  # a server is always a process, stopped by the harness

@@ -532,6 +532,8 @@ class PgvectorIndexConfig(TypedIndexBase):
     table: str | None = Field(None, description="an existing table (read-only); null: scratch")
     id_column: SqlName = "id"
     vector_column: SqlName = "embedding"
+    # filtered queries (table mode): the jsonb column holding each row's metadata
+    metadata_column: SqlName = "metadata"
 
     @field_validator("dsn_env")
     @classmethod

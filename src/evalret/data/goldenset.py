@@ -47,6 +47,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from evalret.core.filters import (
+    Eligibility,
+    Filter,
+    FilterError,
+    MetadataColumns,
+    Scalar,
+    canonical,
+    eligibility,
+    parse_filter,
+    value_type,
+)
 from evalret.core.metrics import MAX_GRADE
 from evalret.core.provenance import (
     HUMAN_PREFIX,
@@ -99,6 +110,10 @@ class GoldenSet:
     llm_qrels: dict[str, dict[str, int]] = field(default_factory=dict)
     # the source (llm:<model>@<hash>) of each grade in llm_qrels, where the files record it
     llm_sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    # filtered search (core/filters.py): document id -> its filterable metadata, and query id ->
+    # its filter (qrels already hold only the documents a query's filter keeps)
+    doc_metadata: dict[str, dict[str, Scalar]] = field(default_factory=dict)
+    filters: dict[str, Filter] = field(default_factory=dict)
 
     @cached_property
     def doc_index(self) -> dict[str, int]:
@@ -163,7 +178,32 @@ class GoldenSet:
             sources={q: self.sources[q] for q in query_ids if q in self.sources},
             llm_qrels={q: self.llm_qrels[q] for q in query_ids if q in self.llm_qrels},
             llm_sources={q: self.llm_sources[q] for q in query_ids if q in self.llm_sources},
+            doc_metadata=self.doc_metadata,
+            filters={q: self.filters[q] for q in query_ids if q in self.filters},
         )
+
+    @cached_property
+    def _eligible_masks(self) -> dict[str, np.ndarray]:
+        found = self.eligibility()
+        if found is None:
+            return {}
+        masks = ((q, found.mask(qi)) for qi, q in enumerate(self.query_ids))
+        return {q: m for q, m in masks if m is not None}
+
+    def is_eligible(self, query_id: str, doc_id: str) -> bool:
+        """Whether the query's filter keeps the document: always without a filter, and for a
+        document the corpus lacks (it is unjudged anyway)."""
+        mask = self._eligible_masks.get(query_id)
+        i = self.doc_index.get(doc_id)
+        return mask is None or i is None or bool(mask[i])
+
+    def eligibility(self) -> Eligibility | None:
+        """Which documents each query may retrieve (None when no query has a filter), over
+        ``doc_ids`` as they are (a sample's too)."""
+        if not self.filters:
+            return None
+        columns = MetadataColumns([self.doc_metadata.get(d) for d in self.doc_ids])
+        return eligibility([self.filters.get(q) for q in self.query_ids], columns)
 
     def with_labels(self, labels: Labels) -> GoldenSet:
         """The set as a run under ``gate.labels`` sees it: itself for ``all``; for ``human``, its
@@ -230,15 +270,21 @@ class GoldenSet:
             provenance = self._provenance_record(q)
             if provenance is not None:
                 record.append(provenance)
+            if q in self.filters:  # only then: a set without filters keeps its fingerprints
+                record.append({"filter": canonical(self.filters[q])})
             out[q] = hashlib.sha256(_canonical(record)).hexdigest()[:16]
         return out
 
     @cached_property
     def fingerprint(self) -> str:
         """sha256 of the content that decides the metrics: corpus, queries, judgments, tags,
-        frequencies; file order and formatting do not count."""
+        frequencies, and with filters the queries' filters and the documents' metadata; file
+        order and formatting do not count."""
         h = hashlib.sha256(b"evalret-golden-set-1\n")
         h.update(self.corpus_fingerprint.encode())
+        if self.filters:  # metadata decides the metrics only through filters
+            for d, meta in sorted(self.doc_metadata.items()):
+                h.update(_canonical(["m", d, sorted(meta.items())]))
         for q, digest in sorted(self.query_fingerprints.items()):
             h.update(_canonical([q, digest]))
         return h.hexdigest()
@@ -306,6 +352,7 @@ class _NativeQuery(BaseModel):
     tags: list[str] = []
     frequency: Int64 | None = Field(None, ge=0)
     metadata: dict[str, Any] = {}
+    filter: Any = None  # read by core.filters.parse_filter, with the line
     sources: dict[str, str] = {}  # doc id -> source of its grade in relevant
     llm_relevant: dict[str, _LlmGrade] = {}
 
@@ -328,12 +375,14 @@ class _BeirDoc(BaseModel):
     id: str = Field(alias="_id", min_length=1)
     text: str = ""
     title: str = ""
+    metadata: Any = None  # an object: its filterable values (add_metadata)
 
 
 class _BeirQuery(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
     id: str = Field(alias="_id", min_length=1)
     text: str  # metadata (and anything else) is ignored: it is never embedded
+    filter: Any = None  # read by core.filters.parse_filter, with the line
 
 
 def _first_pydantic_problem(e: ValidationError) -> str:
@@ -431,6 +480,12 @@ class GoldenSetScan(_Reader):
         self.sources: dict[str, dict[str, str]] = {}
         self.llm_grades: dict[str, dict[str, tuple[int, str]]] = {}
         self.provenance_where: list[tuple[str, str, Path, int, bool]] = []  # (.., is LLM grade)
+        # filtered search: documents' filterable metadata, queries' filters, and the lines of
+        # metadata values no filter can read (warned about when a query filters)
+        self.doc_metadata: dict[str, dict[str, Scalar]] = {}
+        self.filters: dict[str, Filter] = {}
+        self.filter_where: dict[str, Where] = {}
+        self.unfilterable: dict[Path, list[int]] = {}
 
     def check_id(self, kind: str, value: str, path: Path, line: int) -> None:
         """Refuse an id with whitespace or a control character: run files cannot hold it."""
@@ -463,6 +518,35 @@ class GoldenSetScan(_Reader):
             )
         self.docs[doc_id] = text
         self.doc_where[doc_id] = (path, line)
+
+    def add_metadata(self, doc_id: str, metadata: Any, path: Path, line: int) -> None:
+        """A document's metadata (read after ``add_doc``): its string, number and boolean values
+        are kept for filters; any other value (null, a list, an object, an integer beyond
+        +-2**53), or metadata that is not an object, is left out, its line noted."""
+        if metadata is None or doc_id not in self.docs or self.doc_where[doc_id] != (path, line):
+            return
+        if not isinstance(metadata, dict):
+            self.unfilterable.setdefault(path, []).append(line)
+            return
+        kept: dict[str, Scalar] = {}
+        for key, value in metadata.items():
+            kind = value_type(value)
+            if kind is None:
+                self.unfilterable.setdefault(path, []).append(line)
+            else:
+                kept[key] = float(value) if kind == "number" else value
+        if kept:
+            self.doc_metadata[doc_id] = kept
+
+    def add_filter(self, query_id: str, raw: Any, path: Path, line: int) -> None:
+        """A query's filter, parsed strictly (core.filters): a problem at its line when it
+        cannot be read."""
+        try:
+            self.filters[query_id] = parse_filter(raw)
+        except FilterError as e:
+            self.problem(str(e), path, line, code="invalid-filter")
+            return
+        self.filter_where[query_id] = (path, line)
 
     def add_query(self, query_id: str, text: str, path: Path, line: int) -> bool:
         self.check_id("query", query_id, path, line)
@@ -586,6 +670,48 @@ class GoldenSetScan(_Reader):
                     code="llm-grade-of-llm-judgment",
                 )
 
+    def _apply_filters(self, evaluate: list[str]) -> None:
+        """Restrict each filtered query's judgments to the documents its filter keeps: a
+        document outside the filter is no answer to the query, so it counts neither as relevant
+        nor as judged (and a ranking that returns it gains nothing). Warned with the lines."""
+        if not self.filters or self.problems:
+            return
+        for path, lines in self.unfilterable.items():
+            self.warn(
+                "metadata values that are not a string, a number or a boolean (or not in an "
+                f"object) are not filterable: left out at lines {_lines_listed(lines)}",
+                path,
+                lines[0],
+                "unfilterable-metadata",
+            )
+        doc_ids = list(self.docs)
+        position = {d: i for i, d in enumerate(doc_ids)}  # every judged document is one of them
+        columns = MetadataColumns([self.doc_metadata.get(d) for d in doc_ids])
+        wanted = [q for q in evaluate if q in self.filters]
+        kept = eligibility([self.filters[q] for q in wanted], columns)
+        outside: dict[Path, list[int]] = {}
+        for qi, q in enumerate(wanted):
+            mask = kept.mask(qi)
+            assert mask is not None
+            path, line = self.filter_where[q]
+            if not mask.any():
+                self.warn(f"query {q!r}: its filter keeps no document", path, line, "empty-filter")
+            for d in [d for d in self.qrels.get(q, {}) if not mask[position[d]]]:
+                del self.qrels[q][d]
+                self.sources.get(q, {}).pop(d, None)
+                self.llm_grades.get(q, {}).pop(d, None)
+        for q, d, path, line in self.qrel_where:
+            if q in self.filters and d not in self.qrels.get(q, {}):
+                outside.setdefault(path, []).append(line)
+        for path, lines in outside.items():
+            self.warn(
+                f"{len(lines)} judgment(s) name a document outside their query's filter: they "
+                f"do not count (neither relevant nor judged), at lines {_lines_listed(lines)}",
+                path,
+                lines[0],
+                "judgment-outside-filter",
+            )
+
     def _check_references(self) -> None:
         for query_id, doc_id, path, line in self.qrel_where:
             if doc_id not in self.docs:
@@ -623,6 +749,7 @@ class GoldenSetScan(_Reader):
         self.source, self.format, self.evaluate = source, fmt, evaluate
         self._check_references()
         self._check_provenance()
+        self._apply_filters(evaluate)
         if not self.docs and not self.problems:
             self.problem("the corpus is empty", code="empty-corpus")
         if not evaluate and not self.problems:
@@ -647,6 +774,8 @@ class GoldenSetScan(_Reader):
             relevance_level=self.relevance_level,
             warnings=tuple(self.warnings),
             **self._provenance(evaluate),
+            doc_metadata=self.doc_metadata if self.filters else {},
+            filters={q: self.filters[q] for q in evaluate if q in self.filters},
         )
 
     def _provenance(self, evaluate: list[str]) -> dict[str, Any]:
@@ -674,6 +803,7 @@ def scan_native(directory: Path, relevance_level: int = DEFAULT_RELEVANCE_LEVEL)
     corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
     for n, doc in b.jsonl(corpus, _NativeDoc):
         b.add_doc(doc.id, _doc_text(doc.title, doc.text), corpus, n)
+        b.add_metadata(doc.id, doc.metadata, corpus, n)
     order: list[str] = []
     for n, q in b.jsonl(queries, _NativeQuery):
         if not b.add_query(q.id, q.text, queries, n):
@@ -695,6 +825,8 @@ def scan_native(directory: Path, relevance_level: int = DEFAULT_RELEVANCE_LEVEL)
             b.tags[q.id] = tuple(dict.fromkeys(q.tags))
         if q.frequency is not None:
             b.frequency[q.id] = q.frequency
+        if "filter" in q.model_fields_set:
+            b.add_filter(q.id, q.filter, queries, n)
         for doc_id, source in q.sources.items():
             b.add_source(q.id, doc_id, source, queries, n)
         for doc_id, llm in q.llm_relevant.items():
@@ -768,8 +900,10 @@ def scan_beir(
         )
     for n, doc in b.jsonl(corpus, _BeirDoc):
         b.add_doc(doc.id, _doc_text(doc.title, doc.text), corpus, n)
+        b.add_metadata(doc.id, doc.metadata, corpus, n)
     for n, q in b.jsonl(queries, _BeirQuery):
-        b.add_query(q.id, q.text, queries, n)
+        if b.add_query(q.id, q.text, queries, n) and "filter" in q.model_fields_set:
+            b.add_filter(q.id, q.filter, queries, n)
     judged = _read_qrels_rows(b, qrels, columns=3, header=True)
     read_sources_file(b, directory / SOURCES_FILE, other_splits=True)
     return b.finish(str(directory), "beir", [q for q in judged if q in b.queries])
@@ -802,7 +936,8 @@ def _tsv_pairs(b: GoldenSetScan, path: Path, id_name: str) -> Iterator[tuple[int
 def _read_trec_queries(b: GoldenSetScan, path: Path) -> None:
     if path.suffix == ".jsonl":
         for n, q in b.jsonl(path, _BeirQuery):
-            b.add_query(q.id, q.text, path, n)
+            if b.add_query(q.id, q.text, path, n) and "filter" in q.model_fields_set:
+                b.add_filter(q.id, q.filter, path, n)
     else:
         for n, query_id, text in _tsv_pairs(b, path, "query_id"):
             b.add_query(query_id, text, path, n)
@@ -812,6 +947,7 @@ def _read_trec_corpus(b: GoldenSetScan, path: Path) -> None:
     if path.suffix == ".jsonl":
         for n, doc in b.jsonl(path, _BeirDoc):
             b.add_doc(doc.id, _doc_text(doc.title, doc.text), path, n)
+            b.add_metadata(doc.id, doc.metadata, path, n)
     else:
         for n, doc_id, text in _tsv_pairs(b, path, "doc_id"):
             b.add_doc(doc_id, text, path, n)

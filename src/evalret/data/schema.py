@@ -124,10 +124,20 @@ class AnnSlice(_Model):
     metric_deltas: dict[str, float | None]  # ann - exact, per metric
 
 
-class AnnSection(_Model):
+class SelectivityBucket(_Model):
+    """The filtered queries whose filter leaves a share of the corpus eligible in one range."""
+
+    n_queries: int
+    recall: dict[str, float | None]  # "recall@k" against filtered exact search, mean (None: none)
+
+
+class AnnSection(_Sparse):
     index: str
     reference: str
     slices: dict[str, AnnSlice]
+    # with filtered queries only: recall by selectivity bucket ("<1%", "1-10%", "10-50%",
+    # ">=50%" of the corpus eligible; a query without a filter counts as 100%)
+    selectivity: dict[str, SelectivityBucket] | None = None
 
 
 class LexicalSlice(_Model):

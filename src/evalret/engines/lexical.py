@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from evalret.core.filters import Eligibility
 from evalret.core.ranking import SearchResult, empty_result, top_candidates
 from evalret.data.config import Bm25IndexConfig
 from evalret.errors import ConfigError
@@ -48,8 +49,10 @@ def bm25_search(
     depth: int,
     rank: np.ndarray,
     progress: Callable[[int], None] | None = None,
+    eligible: Eligibility | None = None,
 ) -> SearchResult:
-    """Top ``depth`` documents per query by BM25 (documents with a positive score only)."""
+    """Top ``depth`` documents per query by BM25 (documents with a positive score only; with
+    ``eligible``, only those the query's filter keeps)."""
     import bm25s
 
     tokenizer = _tokenizer(cfg)
@@ -66,7 +69,8 @@ def bm25_search(
         known = [t for t in tokens if t != 0 and t in vocab]
         if known:
             row = np.asarray(retriever.get_scores(known), dtype=np.float64)  # as computed
-            matched = np.flatnonzero(row > 0)
+            mask = eligible.mask(qi) if eligible is not None else None
+            matched = np.flatnonzero((row > 0) if mask is None else (row > 0) & mask)
             out.ids[qi], out.scores[qi] = top_candidates(matched, row[matched], depth, rank)
         if progress is not None:
             progress(1)

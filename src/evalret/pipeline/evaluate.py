@@ -20,6 +20,7 @@ import numpy as np
 
 from evalret.core.curves import metric_curves
 from evalret.core.digest import json_digest
+from evalret.core.filters import BUCKETS, Eligibility, selectivity_bucket
 from evalret.core.metrics import (
     Metric,
     build_judgments,
@@ -60,6 +61,7 @@ from evalret.data.schema import (
     MetricValue,
     ReaderWarning,
     RunReport,
+    SelectivityBucket,
     SliceInfo,
     SliceResult,
 )
@@ -193,9 +195,11 @@ def _ann_section(
     per_query: dict[str, dict[str, np.ndarray]],
     ks: list[int],
     slices: list[Slice],
+    eligible: Eligibility | None = None,
 ) -> AnnSection:
     """The approximate index ``name`` against exact search: recall of the exact top k and the
-    change in every metric, per slice."""
+    change in every metric, per slice; with filtered queries, recall by selectivity bucket
+    (against filtered exact search: both searched the eligible documents)."""
     exact = PRIMARY_INDEX
     recall = {f"recall@{k}": topk_overlap(rankings[name].ids, rankings[exact].ids, k) for k in ks}
     deltas = {m: per_query[name][m] - per_query[exact][m] for m in per_query[exact]}
@@ -214,7 +218,23 @@ def _ann_section(
             )
             for s in slices
         },
+        **({"selectivity": _selectivity(recall, eligible)} if eligible is not None else {}),
     )
+
+
+def _selectivity(
+    recall: dict[str, np.ndarray], eligible: Eligibility
+) -> dict[str, SelectivityBucket]:
+    """Mean recall@k per selectivity bucket (core.filters.BUCKETS), every bucket listed."""
+    names = np.array([selectivity_bucket(f) for f in eligible.selectivity()])
+    out = {}
+    for bucket, _, _ in BUCKETS:
+        mask = names == bucket
+        out[bucket] = SelectivityBucket(
+            n_queries=int(mask.sum()),
+            recall={k: float(v[mask].mean()) if mask.any() else None for k, v in recall.items()},
+        )
+    return out
 
 
 def _intrinsic_section(
@@ -331,6 +351,7 @@ class _Retrieved:
     cache_notes: dict[str, str]
     depth: int
     approximate: list[str]  # the approximate indexes, measured against exact search
+    eligibility: Eligibility | None = None  # with filtered queries: what each may retrieve
 
 
 @dataclass(frozen=True)
@@ -441,6 +462,11 @@ def _retrieve(
         cache_warnings=cached.warnings if cached is not None else None,
         query_ids=golden.query_ids,
         has_vectors=e.opened is not None,
+        eligibility=(eligible := golden.eligibility()),
+        filters=[golden.filters.get(q) for q in golden.query_ids] if eligible is not None else (),
+        doc_metadata=(
+            [golden.doc_metadata.get(d) for d in golden.doc_ids] if eligible is not None else ()
+        ),
     )
     rankings: dict[str, SearchResult] = {}
     for r in enabled:  # a ranking that may hold documents the corpus lacks may go past its size
@@ -453,6 +479,7 @@ def _retrieve(
         cache_notes={k: v for r in retrievers for k, v in r.cache_notes().items()},
         depth=rank_depth,
         approximate=[r.name for r in enabled if r.approximate],
+        eligibility=eligible,
     )
 
 
@@ -492,7 +519,7 @@ def _score(
         indexes = add_beyond(indexes, rankings, slices, n_docs=n_docs, k=k, depth=retrieved.depth)
         ks = ann_cutoffs(metrics, config.gate.ann_k, retrieved.depth)
         ann = {
-            name: _ann_section(name, rankings, per_query, ks, slices)
+            name: _ann_section(name, rankings, per_query, ks, slices, retrieved.eligibility)
             for name in retrieved.approximate
             if PRIMARY_INDEX in rankings
         }

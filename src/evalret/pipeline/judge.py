@@ -406,14 +406,15 @@ class RunJudging:
 
 
 def _unjudged_pairs(golden: GoldenSet, rankings: Mapping[str, SearchResult], k: int) -> list[Pair]:
-    """The unjudged (query, document) pairs of the rankings' top k, each once, in query order."""
+    """The unjudged (query, document) pairs of the rankings' top k, each once, in query order;
+    a document the query's filter excludes is no answer to it, and is not graded."""
     seen: set[tuple[str, str]] = set()
     pairs: list[Pair] = []
     for qi, qid in enumerate(golden.query_ids):
         for name, ranking in rankings.items():
             for rank, doc in enumerate(ranking.names(qi, golden.doc_ids, k), start=1):
                 known = doc in golden.doc_index and (qid, doc) not in seen
-                if golden.is_judged(qid, doc) or not known:
+                if golden.is_judged(qid, doc) or not known or not golden.is_eligible(qid, doc):
                     continue
                 seen.add((qid, doc))
                 text = golden.doc_texts[golden.doc_index[doc]]

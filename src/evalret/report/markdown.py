@@ -22,6 +22,7 @@ from evalret.report.common import (
     without_relevant_note,
 )
 from evalret.report.escape import markdown, markdown_code
+from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
 from evalret.report.judge_view import run_judge_text
 from evalret.report.numbers import TYPOGRAPHIC, number
 from evalret.report.views import (
@@ -222,6 +223,28 @@ def _lexical_lines(report: RunReport) -> list[str]:
     return lines
 
 
+def _selectivity_lines(report: RunReport) -> list[str]:
+    """Filtered queries: each approximate index's recall by selectivity bucket."""
+    lines: list[str] = []
+    for ann in report.ann_sections():
+        ks, rows = selectivity_rows(ann, TYPOGRAPHIC)
+        if not ks:
+            continue
+        lines += [
+            "",
+            f"### {markdown(ann.index)} by filter selectivity",
+            "",
+            f"{SELECTIVITY_MEANING[0].upper()}{SELECTIVITY_MEANING[1:]}.",
+            "",
+            "| share eligible | n | " + " | ".join(ks) + " |",
+            "|" + " --- |" * (len(ks) + 2),
+        ]
+        lines += [
+            f"| {markdown(r.bucket)} | {r.n_queries} | " + " | ".join(r.cells) + " |" for r in rows
+        ]
+    return lines
+
+
 def _beyond_lines(report: RunReport) -> list[str]:
     """Coverage and Gini of every index's top k, per slice (not gated)."""
     view = beyond_table(report, TYPOGRAPHIC)
@@ -309,6 +332,7 @@ def render_markdown(report: RunReport, report_json: str = "report.json") -> str:
     lines += _labels_lines(report)
     lines += _metrics_lines(report)
     lines += _lexical_lines(report)
+    lines += _selectivity_lines(report)
     lines += _beyond_lines(report)
     lines += _intrinsic_lines(report)
     return "\n".join(lines) + "\n"

@@ -26,6 +26,7 @@ from evalret.report.common import (
     without_relevant_note,
 )
 from evalret.report.escape import terminal
+from evalret.report.filter_view import selectivity_line
 from evalret.report.numbers import PLAIN, number
 from evalret.report.views import (
     backend_line,
@@ -363,6 +364,8 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     for extra in (*map(ann_table, report.ann_sections()), lexical_table(report)):
         if extra is not None:
             parts += [Text(""), extra]
+    lines = (selectivity_line(ann, PLAIN) for ann in report.ann_sections())
+    parts += [Text(terminal(line)) for line in lines if line is not None]
     parts += beyond_parts(report)
     health = intrinsic_table(report)
     if health is not None:

@@ -25,6 +25,7 @@ from evalret.report.compare_views import (
     unjudged_docs_line,
 )
 from evalret.report.escape import terminal
+from evalret.report.filter_view import selectivity_line
 from evalret.report.numbers import PLAIN, number
 from evalret.report.terminal import (
     UNRELIABLE_NOTE,
@@ -177,6 +178,12 @@ def ann_line(ann: AnnSection) -> Text:
     )
 
 
+def selectivity_lines(report: RunReport) -> list[Text]:
+    """Per approximate index of a run with filtered queries: its recall by selectivity."""
+    lines = (selectivity_line(ann, PLAIN) for ann in report.ann_sections())
+    return [Text(terminal(line)) for line in lines if line is not None]
+
+
 def health_line(report: RunReport) -> Text | None:
     """One line: collapsed (with why), failed health checks, or ok."""
     section = report.intrinsic
@@ -247,7 +254,7 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
         parts += [Text(""), *checks_parts(report.gate)]
         parts += unjudged_parts(report.gate, report_json_of(written))
         parts += caveat_lines(report.gate)
-    tail = [*map(ann_line, report.ann_sections()), health_line(report)]
+    tail = [*map(ann_line, report.ann_sections()), *selectivity_lines(report), health_line(report)]
     parts += [Text(""), *(t for t in tail if t is not None)]
     if written:
         parts += files_lines(written)

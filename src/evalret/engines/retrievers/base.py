@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evalret.core.filters import Eligibility, Filter
 from evalret.core.ranking import SearchResult
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]  # (label, total) -> tick(n)
@@ -39,6 +40,11 @@ class SearchJob:
     cache_warnings: list[str] | None = None  # where to say what could not be kept
     query_ids: Sequence[str] = ()  # the queries' ids, aligned with query_texts
     has_vectors: bool = True  # False: nothing was embedded (no enabled retriever needs vectors)
+    # filtered search (core/filters.py): which documents each query may retrieve, and each
+    # query's filter (None: unfiltered); None / () when no query has a filter
+    eligibility: Eligibility | None = None
+    filters: Sequence[Filter | None] = ()
+    doc_metadata: Sequence[Mapping[str, Any] | None] = ()  # aligned with doc_ids, when filtered
 
 
 class Retriever(Protocol):

@@ -32,4 +32,5 @@ class Bm25Retriever(BaseRetriever):
                 job.depth,
                 job.rank,
                 job.progress("BM25 search", len(job.query_texts)),
+                job.eligibility,
             )

@@ -1,5 +1,6 @@
-"""Exact inner-product search over every document vector: faiss's flat inner-product kernel (what
-faiss.IndexFlatIP runs) over the document matrix in place, in row blocks (no second copy)."""
+"""Exact inner-product search over every (eligible) document vector: faiss's flat
+inner-product kernel (what faiss.IndexFlatIP runs) over the document matrix in place, in row
+blocks (no second copy)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config
-from evalret.engines.faiss_index import exact_search
+from evalret.engines.filtered import filtered_exact
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 
 
@@ -24,4 +25,6 @@ class ExactRetriever(BaseRetriever):
 
     def retrieve(self, job: SearchJob) -> SearchResult:
         with job.timed("search_exact"):
-            return exact_search(job.doc_vectors, job.query_vectors, job.depth, job.rank)
+            return filtered_exact(
+                job.doc_vectors, job.query_vectors, job.depth, job.rank, job.eligibility
+            )

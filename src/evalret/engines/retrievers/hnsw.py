@@ -7,7 +7,8 @@ from typing import Any
 
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config
-from evalret.engines.faiss_index import cached_hnsw, hnsw_threads, search
+from evalret.engines.faiss_index import cached_hnsw, hnsw_threads
+from evalret.engines.filtered import filtered_index_search
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 
 
@@ -49,4 +50,6 @@ class HnswRetriever(BaseRetriever):
                 job.cache_warnings,
             )
         with job.timed("search_hnsw"):
-            return search(index, job.query_vectors, job.depth, job.rank)
+            return filtered_index_search(
+                index, job.query_vectors, job.depth, job.rank, job.eligibility
+            )

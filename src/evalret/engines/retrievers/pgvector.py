@@ -30,6 +30,15 @@ rows past the depth are fetched and the fetch widens while a tie straddles the c
 ``hnsw.ef_search`` is raised to the fetch when it is smaller (an HNSW scan returns at most
 ``ef_search`` rows), up to pgvector's limit of 1000.
 
+Filtered queries (``core/filters.py``): each filter is compiled to a ``WHERE`` over a jsonb
+column of metadata (``where_sql``, with the semantics of ``core/filters.py``: ``jsonb_typeof``
+keeps ``$eq``, ``$in`` and the ranges to values of the operand's type; ``$ne`` and ``$nin`` are
+their complements), and
+the queries of one filter are searched together. In scratch mode the scratch table gets a ``meta``
+jsonb column holding each document's metadata; in table mode the table's ``metadata_column`` is
+read. As in any pgvector HNSW search with a ``WHERE``, the scan filters the ``ef_search``
+candidates it finds, so a selective filter may leave a query short (counted as ``queries_short``).
+
 pgvector draws each node's HNSW level at random, seeded per server process, so two builds of the
 same vectors may rank a few documents differently; the index is built without parallel workers to
 remove thread timing from it. The DSN comes from the environment variable ``dsn_env`` and is never
@@ -41,19 +50,22 @@ psycopg and pgvector are imported inside the functions that use them (extra ``ev
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
 import secrets
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
 import numpy as np
 
+from evalret.core.filters import Condition, Filter, Logical
 from evalret.core.ranking import SearchResult, empty_result, top_candidates
 from evalret.data.config import Config, PgvectorIndexConfig, dsn_problem
+from evalret.engines.filtered import by_filter
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 from evalret.errors import ConfigError, EvalretError, ExitCode
 
@@ -205,32 +217,83 @@ class _Source:
     vector: Any
     metric: str
     limit: int  # the most rows one query can get back
+    where: Any = None  # psycopg.sql.Composable: the rows a filtered query may get (None: all)
 
 
 def _load_scratch(
-    conn: Any, vectors: np.ndarray, settings: PgvectorIndexConfig, tick: Callable[[int], None]
+    conn: Any,
+    vectors: np.ndarray,
+    settings: PgvectorIndexConfig,
+    tick: Callable[[int], None],
+    metadata: Sequence[Any] = (),
 ) -> Any:
     """Create the scratch table, COPY the vectors in (binary, in batches, ``tick`` per batch)
-    and build the HNSW index; returns the table's identifier."""
+    and, with ``metadata`` (one entry per vector), each document's metadata in a ``meta`` jsonb
+    column; returns the table's identifier."""
     from psycopg import sql
+    from psycopg.types.json import Jsonb
 
     table = sql.Identifier(f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}")
     dim = sql.SQL(str(int(vectors.shape[1])))
+    meta = sql.SQL(", meta jsonb NOT NULL" if metadata else "")
     conn.execute(
-        sql.SQL("CREATE UNLOGGED TABLE {} (i int4 NOT NULL, embedding vector({}) NOT NULL)").format(
-            table, dim
-        )
+        sql.SQL(
+            "CREATE UNLOGGED TABLE {} (i int4 NOT NULL, embedding vector({}) NOT NULL{})"
+        ).format(table, dim, meta)
     )
-    copy_sql = sql.SQL("COPY {} (i, embedding) FROM STDIN WITH (FORMAT BINARY)").format(table)
+    columns = sql.SQL("i, embedding, meta" if metadata else "i, embedding")
+    copy_sql = sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(table, columns)
     with conn.cursor() as cur:
         for start in range(0, len(vectors), COPY_BATCH):
             chunk = np.ascontiguousarray(vectors[start : start + COPY_BATCH], dtype=np.float32)
             with cur.copy(copy_sql) as copy:
-                copy.set_types(["int4", "vector"])
-                for i, vector in enumerate(chunk, start):
-                    copy.write_row((i, vector))
+                if metadata:
+                    copy.set_types(["int4", "vector", "jsonb"])
+                    for i, vector in enumerate(chunk, start):
+                        copy.write_row((i, vector, Jsonb(metadata[i] or {})))
+                else:
+                    copy.set_types(["int4", "vector"])
+                    for i, vector in enumerate(chunk, start):
+                        copy.write_row((i, vector))
             tick(len(chunk))
     return table
+
+
+_JSON_TYPE = {"string": "string", "number": "number", "boolean": "boolean"}
+_COMPARE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _condition_sql(c: Condition, column: Any) -> Any:
+    """One condition over the jsonb ``column``, true or false (never NULL), as core/filters.py
+    reads it: ``$eq``, ``$in`` and the ranges hold only for a row whose metadata has the key with
+    a value of the operand's type; ``$ne`` and ``$nin`` are their complements."""
+    from psycopg import sql
+
+    value = sql.SQL("({} -> {})").format(column, sql.Literal(c.key))
+    typed = sql.SQL("jsonb_typeof({}) = {}").format(value, sql.Literal(_JSON_TYPE[c.type]))
+    if c.op in _COMPARE:
+        test = sql.SQL("{}::numeric {} {}").format(
+            value, sql.SQL(_COMPARE[c.op]), sql.Literal(str(c.value))
+        )
+    else:
+        items = c.value if isinstance(c.value, tuple) else (c.value,)
+        array = sql.SQL("ARRAY[{}]::jsonb[]").format(
+            sql.SQL(", ").join(sql.Literal(json.dumps(v)) for v in items)
+        )
+        test = sql.SQL("{} = ANY({})").format(value, array)
+    held = sql.SQL("(CASE WHEN {} THEN coalesce({}, false) ELSE false END)").format(typed, test)
+    return sql.SQL("(NOT {})").format(held) if c.op in ("$ne", "$nin") else held
+
+
+def where_sql(f: Filter, column: Any) -> Any:
+    """The filter as a SQL condition over the jsonb metadata ``column`` (psycopg.sql, every
+    value a quoted literal)."""
+    from psycopg import sql
+
+    if isinstance(f, Logical):
+        joiner = sql.SQL(" AND " if f.op == "$and" else " OR ")
+        return sql.SQL("({})").format(joiner.join(where_sql(p, column) for p in f.parts))
+    return _condition_sql(f, column)
 
 
 def _build_hnsw(conn: Any, table: Any, settings: PgvectorIndexConfig) -> None:
@@ -255,11 +318,12 @@ def _query_sql(source: _Source) -> Any:
     from psycopg import sql
 
     op = sql.SQL(OPERATORS[source.metric][0])
+    where = sql.SQL("") if source.where is None else sql.SQL(" WHERE {}").format(source.where)
     return sql.SQL(
         "SELECT q.n, d.id, d.dist FROM unnest(%s::int4[], %s::vector[]) AS q(n, v)"
-        " CROSS JOIN LATERAL (SELECT {id} AS id, {vec} {op} q.v AS dist FROM {rel}"
+        " CROSS JOIN LATERAL (SELECT {id} AS id, {vec} {op} q.v AS dist FROM {rel}{where}"
         " ORDER BY {vec} {op} q.v LIMIT %s) AS d"
-    ).format(id=source.id_expr, vec=source.vector, op=op, rel=source.relation)
+    ).format(id=source.id_expr, vec=source.vector, op=op, rel=source.relation, where=where)
 
 
 Hits = list[tuple[Any, float]]  # (id as stored, distance), nearest first
@@ -471,6 +535,8 @@ class PgvectorRetriever(BaseRetriever):
             "table": s.table,
             "id_column": s.id_column,
             "vector_column": s.vector_column,
+            # only when a query filtered: an unfiltered run's fingerprint is what it was
+            **({"metadata_column": s.metadata_column} if self.notes.get("filtered") else {}),
             **{k: v for k, v in counts.items() if v},
         }
 
@@ -508,6 +574,7 @@ class PgvectorRetriever(BaseRetriever):
         with open_session(self.settings, self.name, read_only=self.settings.table is not None) as c:
             version = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             self.notes = {"mode": "table" if self.settings.table else "scratch"}
+            self.notes["filtered"] = job.eligibility is not None
             self.notes["pgvector_version"] = version.fetchone()[0]
             if self.settings.table is None:
                 return self._scratch(c, job)
@@ -517,7 +584,8 @@ class PgvectorRetriever(BaseRetriever):
         """Load, index and search the scratch table (rolled back by the session)."""
         with job.timed(f"load_{self.name}"):
             tick = job.progress(f"Loading {self.name} (pgvector)", len(job.doc_vectors))
-            table = _load_scratch(conn, job.doc_vectors, self.settings, tick)
+            metadata = job.doc_metadata if job.eligibility is not None else ()
+            table = _load_scratch(conn, job.doc_vectors, self.settings, tick, metadata)
         with job.timed(f"build_{self.name}"):
             _build_hnsw(conn, table, self.settings)
         conn.execute("SET LOCAL enable_seqscan = off")
@@ -536,13 +604,33 @@ class PgvectorRetriever(BaseRetriever):
         return result
 
     def _search(self, conn: Any, source: _Source, job: SearchJob, mapper: _Mapper) -> SearchResult:
-        """Every query of ``job`` against ``source``, timed and with a progress bar."""
+        """Every query of ``job`` against ``source``, timed and with a progress bar; with
+        filtered queries, the queries of each filter together, under its ``WHERE``."""
         with job.timed(f"search_{self.name}"):
             tick = job.progress(f"Searching {self.name} (pgvector)", len(job.query_vectors))
-            return _search(
-                conn, source, job.query_vectors, job.depth, job.rank, self.settings.ef_search,
-                mapper, tick,
-            )  # fmt: skip
+            ef = self.settings.ef_search
+            if job.eligibility is None:
+                return _search(
+                    conn, source, job.query_vectors, job.depth, job.rank, ef, mapper, tick
+                )
+            column = self._metadata_column(source)
+
+            def one(rows: np.ndarray, _mask: np.ndarray | None) -> SearchResult:
+                f = job.filters[int(rows[0])]
+                where = None if f is None else where_sql(f, column)
+                sub = replace(source, where=where)
+                queries = job.query_vectors[rows]
+                return _search(conn, sub, queries, job.depth, job.rank, ef, mapper, tick)
+
+            return by_filter(len(job.query_vectors), job.depth, job.eligibility, one)
+
+    def _metadata_column(self, source: _Source) -> Any:
+        """The jsonb column of metadata: the scratch table's ``meta``, or the table's
+        ``metadata_column``."""
+        from psycopg import sql
+
+        name = "meta" if self.settings.table is None else self.settings.metadata_column
+        return sql.Identifier(name)
 
     def _table(self, conn: Any, job: SearchJob) -> SearchResult:
         """Search the existing table read-only, mapping its ids onto the golden set's."""

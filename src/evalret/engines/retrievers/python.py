@@ -5,6 +5,14 @@ The function is called once per run::
     fn(query_ids: list[str], query_texts: list[str], query_vectors: numpy.ndarray | None,
        depth: int) -> Sequence[Sequence[tuple[str, float]]]
 
+A function that also takes a ``filters`` keyword (a parameter of that name, or ``**kwargs``) is
+called with ``filters=`` one entry per query when the golden set filters its queries: the
+query's filter as a JSON object in the operator form (``core/filters.py``, written out: every
+condition as ``{key: {op: operand}}``, numbers as floats), or None for a query without one. A
+function without it is called as before. Either way, evalret then drops every corpus document a
+query's filter excludes from that query's answer (a document the corpus lacks is kept), so only
+eligible documents count.
+
 ``query_vectors`` is the float32 [n_queries, dim] matrix of the configured model when the run
 embeds (a dense index is enabled), else None. It returns one entry per query, in the order of
 ``query_ids``: that query's (document id, score) pairs, any number, in any order. evalret orders
@@ -23,12 +31,14 @@ any code; what the function prints goes to stderr marked ``[plugin pkg.module:fn
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from evalret.core.filters import canonical
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, PythonIndexConfig
 from evalret.engines.plugins import import_callable, materialised, plugin_call
@@ -64,8 +74,11 @@ def _score(spec: str, qid: str, doc: str, score: Any) -> float:
     return value
 
 
-def _ranked_query(spec: str, qid: str, pairs: Any, depth: int) -> list[tuple[str, float]]:
-    """One query's (document id, score) pairs in tie-rule order, the first ``depth``."""
+def _ranked_query(
+    spec: str, qid: str, pairs: Any, depth: int, excluded: Callable[[str], bool] | None = None
+) -> list[tuple[str, float]]:
+    """One query's (document id, score) pairs in tie-rule order, the first ``depth``, without
+    the documents ``excluded`` names (those its filter leaves out)."""
     seen: set[str] = set()
     out: list[tuple[float, str]] = []
     for pair in pairs:
@@ -76,7 +89,8 @@ def _ranked_query(spec: str, qid: str, pairs: Any, depth: int) -> list[tuple[str
         if doc in seen:
             raise PluginError(f"{spec} returned document {doc!r} twice for query {qid!r}")
         seen.add(doc)
-        out.append((value, doc))
+        if excluded is None or not excluded(doc):
+            out.append((value, doc))
     out.sort(reverse=True)
     return [(doc, value) for value, doc in out[:depth]]
 
@@ -84,9 +98,41 @@ def _ranked_query(spec: str, qid: str, pairs: Any, depth: int) -> list[tuple[str
 def _answer(function: Callable[..., Any], job: SearchJob, vectors: Any) -> list[Any]:
     """The function's answer with every lazy part run: rows and pairs listed (a generator
     raising half-way raises here, inside the caller's guard)."""
-    answer = function(list(job.query_ids), list(job.query_texts), vectors, job.depth)
+    extra: dict[str, Any] = {}
+    if job.filters and takes_filters(function):
+        extra["filters"] = [None if f is None else canonical(f) for f in job.filters]
+    answer = function(list(job.query_ids), list(job.query_texts), vectors, job.depth, **extra)
     rows = [materialised(row) for row in answer]
     return [[materialised(pair) for pair in row] if isinstance(row, list) else row for row in rows]
+
+
+def takes_filters(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` takes a ``filters`` keyword (by name, or through ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): called as before
+        return False
+    return any(
+        p.kind is p.VAR_KEYWORD
+        or (p.name == "filters" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        for p in parameters
+    )
+
+
+def _exclusions(job: SearchJob) -> Callable[[int], Callable[[str], bool] | None]:
+    """Per query position, what its filter excludes (a corpus document id test), or None."""
+    eligible = job.eligibility
+    if eligible is None:
+        return lambda _qi: None
+    index = {d: i for i, d in enumerate(job.doc_ids)}
+
+    def of(qi: int) -> Callable[[str], bool] | None:
+        mask = eligible.mask(qi)
+        if mask is None:
+            return None
+        return lambda doc: doc in index and not mask[index[doc]]
+
+    return of
 
 
 class PythonRetriever(BaseRetriever):
@@ -101,9 +147,12 @@ class PythonRetriever(BaseRetriever):
         self.enabled = settings.enabled
         self.function = load_callable(name, settings.callable) if settings.enabled else None
         self.alignment: Alignment | None = None
+        self.filters_to: str | None = None  # who applied the filters, once searched
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "python", "callable": self.settings.callable}
+        if self.filters_to is not None:  # only with filtered queries: fingerprints stay
+            out["filters"] = self.filters_to
         if self.alignment is not None:
             out.update(self.alignment.params())
         return out
@@ -128,10 +177,14 @@ class PythonRetriever(BaseRetriever):
         spec = self.settings.callable
         with job.timed(f"search_{self.name}"):
             rows = self._call(job)
+            if job.eligibility is not None:
+                passed = self.function is not None and takes_filters(self.function)
+                self.filters_to = "callable, then evalret" if passed else "evalret"
+            excluded = _exclusions(job)
             ranked = {}
-            for qid, pairs in zip(job.query_ids, rows, strict=True):
+            for qi, (qid, pairs) in enumerate(zip(job.query_ids, rows, strict=True)):
                 try:
-                    ranked[qid] = _ranked_query(spec, qid, pairs, job.depth)
+                    ranked[qid] = _ranked_query(spec, qid, pairs, job.depth, excluded(qi))
                 except (TypeError, ValueError) as e:
                     raise PluginError(
                         f"{spec} returned an unusable ranking for query {qid!r}: {e} (expected "

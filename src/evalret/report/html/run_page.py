@@ -23,6 +23,7 @@ from evalret.report.common import (
     warning_lines,
     without_relevant_note,
 )
+from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
 from evalret.report.html.document import (
     Section,
     changes_list,
@@ -377,7 +378,18 @@ def _ann_block(ann: AnnSection, floor: GateCheck | None) -> str:
         + _ann_loss_chart(ann)
         + "</div>"
         + _ann_table(ann)
+        + _selectivity_table(ann)
     )
+
+
+def _selectivity_table(ann: AnnSection) -> str:
+    """With filtered queries: recall by the share of the corpus each query's filter keeps."""
+    ks, rows = selectivity_rows(ann, HTML)
+    if not ks:
+        return ""
+    head = ["share eligible", "n", *(esc(k) for k in ks)]
+    body = [[esc(r.bucket), str(r.n_queries), *r.cells] for r in rows]
+    return f"<p>By filter selectivity: {esc(SELECTIVITY_MEANING)}.</p>" + data_table(head, body)
 
 
 TEXTS_UNKNOWN = '<p class="muted">Query and document texts: golden set not available.</p>'
