@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,7 @@ from evalret.data.schema import (
     MetricCurves,
     MetricValue,
     ReaderWarning,
+    RerankSection,
     RunReport,
     SliceInfo,
     SliceResult,
@@ -73,6 +74,7 @@ from evalret.pipeline.gate import check_gate_slices, run_gate
 from evalret.pipeline.intervals import LabelScores, label_scores, slice_interval
 from evalret.pipeline.judge import RunJudging, judge_run
 from evalret.pipeline.plan import Selection, needs_vectors, select
+from evalret.pipeline.rerank_report import Stage, rerank_section, rerank_stages
 from evalret.pipeline.sample import Sampled, check_sample_baseline
 from evalret.version import __version__
 
@@ -331,6 +333,7 @@ class _Retrieved:
     cache_notes: dict[str, str]
     depth: int
     approximate: list[str]  # the approximate indexes, measured against exact search
+    stages: list[Stage] = field(default_factory=list)  # the rerank indexes' first stages
 
 
 @dataclass(frozen=True)
@@ -340,6 +343,7 @@ class _Scored:
     indexes: dict[str, IndexResult]
     ann: dict[str, AnnSection]  # approximate index -> its comparison with exact search
     lexical: LexicalSection | None
+    rerank: dict[str, RerankSection] = field(default_factory=dict)
 
 
 def _load(
@@ -453,6 +457,7 @@ def _retrieve(
         cache_notes={k: v for r in retrievers for k, v in r.cache_notes().items()},
         depth=rank_depth,
         approximate=[r.name for r in enabled if r.approximate],
+        stages=rerank_stages(enabled, rankings, n_docs),
     )
 
 
@@ -497,7 +502,11 @@ def _score(
             if PRIMARY_INDEX in rankings
         }
         lexical = _lexical_section(per_query, slices, config.indexes.hybrid.dense)
-    return _Scored(indexes=indexes, ann=ann, lexical=lexical)
+        rerank = {
+            st.index: rerank_section(st, per_query, golden, slices, config, retrieved.depth)
+            for st in retrieved.stages
+        }
+    return _Scored(indexes=indexes, ann=ann, lexical=lexical, rerank=rerank)
 
 
 def _labels_section(
@@ -667,6 +676,7 @@ def _assemble(
         ann=scored.ann.get("hnsw"),
         ann_others={k: v for k, v in scored.ann.items() if k != "hnsw"},
         lexical=scored.lexical,
+        rerank=scored.rerank,
         intrinsic=intrinsic,
         timings={},
         sample=loaded.sampled.section if loaded.sampled is not None else None,

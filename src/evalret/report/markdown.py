@@ -24,6 +24,7 @@ from evalret.report.common import (
 from evalret.report.escape import markdown, markdown_code
 from evalret.report.judge_view import run_judge_text
 from evalret.report.numbers import TYPOGRAPHIC, number
+from evalret.report.rerank_view import rerank_markdown
 from evalret.report.views import (
     backend_line,
     check_rows,
@@ -309,6 +310,7 @@ def render_markdown(report: RunReport, report_json: str = "report.json") -> str:
     lines += _labels_lines(report)
     lines += _metrics_lines(report)
     lines += _lexical_lines(report)
+    lines += rerank_markdown(report, TYPOGRAPHIC, markdown)
     lines += _beyond_lines(report)
     lines += _intrinsic_lines(report)
     return "\n".join(lines) + "\n"

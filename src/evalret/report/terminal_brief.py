@@ -26,6 +26,7 @@ from evalret.report.compare_views import (
 )
 from evalret.report.escape import terminal
 from evalret.report.numbers import PLAIN, number
+from evalret.report.rerank_view import rerank_line
 from evalret.report.terminal import (
     UNRELIABLE_NOTE,
     caveat_lines,
@@ -177,6 +178,11 @@ def ann_line(ann: AnnSection) -> Text:
     )
 
 
+def rerank_lines(report: RunReport) -> list[Text]:
+    """One line per rerank index: its ceiling, oracle and the change of each stage."""
+    return [Text(terminal(rerank_line(report, s, PLAIN))) for s in report.rerank.values()]
+
+
 def health_line(report: RunReport) -> Text | None:
     """One line: collapsed (with why), failed health checks, or ok."""
     section = report.intrinsic
@@ -247,7 +253,7 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
         parts += [Text(""), *checks_parts(report.gate)]
         parts += unjudged_parts(report.gate, report_json_of(written))
         parts += caveat_lines(report.gate)
-    tail = [*map(ann_line, report.ann_sections()), health_line(report)]
+    tail = [*map(ann_line, report.ann_sections()), *rerank_lines(report), health_line(report)]
     parts += [Text(""), *(t for t in tail if t is not None)]
     if written:
         parts += files_lines(written)
