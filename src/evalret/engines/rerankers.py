@@ -49,6 +49,7 @@ from evalret.engines.plugins import import_callable, materialised, plugin_call
 from evalret.errors import EvalretError, ModelError, PluginError
 
 CACHE_FILE = Path("rerank") / "scores.sqlite"
+RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}  # the openai client's raw answer (its retries)
 Query = tuple[str, list[str]]  # a query's text and the texts of the documents to score
 
 
@@ -250,7 +251,9 @@ class HttpReranker:
             "top_n": len(documents),
         }
         try:
-            raw = await client.with_raw_response.post("/rerank", body=body, cast_to=object)
+            raw = await client.post(
+                "/rerank", body=body, cast_to=object, options={"headers": RAW_RESPONSE}
+            )
         except openai.APIStatusError as e:
             raise ModelError(self._status_message(e.status_code, e.body, e.message)) from None
         except openai.APIConnectionError as e:

@@ -46,8 +46,8 @@ from evalret.report.html.shared import (
     query_card,
 )
 from evalret.report.numbers import HTML
-from evalret.report.rerank_view import COLUMNS, MEANING, rerank_table
 from evalret.report.pagedata import RunQueries, ScoreSpread
+from evalret.report.rerank_view import COLUMNS, MEANING, rerank_table
 from evalret.report.svg import (
     BLUE,
     GREY,
