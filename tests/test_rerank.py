@@ -420,3 +420,25 @@ def test_cross_encoder_reranks_offline_and_is_cached(
     monkeypatch.setattr(rerankers.CrossEncoderReranker, "model", property(no_model))
     again = run_evaluation(cfg)
     assert again.report.indexes["rr"].top_ids == ev.report.indexes["rr"].top_ids
+
+
+def test_dry_run_says_what_the_http_reranker_would_ask_and_sends_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --dry-run` names each rerank index and the most it would ask; no request is sent
+    and no key is needed."""
+    monkeypatch.delenv("EVALRET_TEST_RERANK_KEY", raising=False)
+    with RerankServer() as server:
+        golden = make_set(tmp_path / "set")
+        config = tmp_path / "c.yaml"
+        config.write_text(
+            f"golden_set: {{path: {golden}}}\nmetrics: {json.dumps(METRICS)}\n"
+            f"cache: {{dir: {tmp_path / 'cache'}}}\n"
+            "indexes:\n" + textwrap.indent(BM25_ONLY + _http_rerank(server), "  ")
+        )
+        code, out = invoke("run", "--config", str(config), "--dry-run")
+        assert code == 0, out
+        line = " ".join(out.split())
+        assert "rerank index rr of bm25 (top 8): up to 192 (query, document) pairs of 24" in line
+        assert f"at most 24 requests to {server.base_url}/rerank" in line
+        assert server.state.requests == 0

@@ -799,3 +799,5 @@ class EmbeddingPlan(_Model):
     price_per_million_tokens: float | None
     document: PlannedKind
     query: PlannedKind
+    # one line per enabled rerank index: what it would ask (nothing is sent in a dry run)
+    rerank: list[str] = []
