@@ -149,6 +149,9 @@ class PythonReranker:
 
     def score(self, queries: Sequence[Query]) -> Iterator[tuple[int, list[float]]]:
         for i, (query, documents) in enumerate(queries):
+            if not documents:  # a query without candidates: nothing to ask
+                yield i, []
+                continue
             with plugin_call(self.spec):
                 answer = materialised(self.function(query, list(documents)))
             if isinstance(answer, np.ndarray):
