@@ -332,8 +332,8 @@ class _Retrieved:
     params: dict[str, dict[str, Any]]
     cache_notes: dict[str, str]
     depth: int
+    stages: list[Stage]  # the rerank indexes' first stages
     approximate: list[str]  # the approximate indexes, measured against exact search
-    stages: list[Stage] = field(default_factory=list)  # the rerank indexes' first stages
 
 
 @dataclass(frozen=True)
@@ -455,9 +455,9 @@ def _retrieve(
         rankings={name: ranking.padded(rank_depth) for name, ranking in rankings.items()},
         params={r.name: r.params() for r in enabled},
         cache_notes={k: v for r in retrievers for k, v in r.cache_notes().items()},
+        stages=rerank_stages(enabled, rankings, n_docs),
         depth=rank_depth,
         approximate=[r.name for r in enabled if r.approximate],
-        stages=rerank_stages(enabled, rankings, n_docs),
     )
 
 

@@ -309,8 +309,8 @@ def render_markdown(report: RunReport, report_json: str = "report.json") -> str:
         lines += [f"- {markdown(line)}" for line in warning_lines(g)]
     lines += _labels_lines(report)
     lines += _metrics_lines(report)
-    lines += _lexical_lines(report)
     lines += rerank_markdown(report, TYPOGRAPHIC, markdown)
+    lines += _lexical_lines(report)
     lines += _beyond_lines(report)
     lines += _intrinsic_lines(report)
     return "\n".join(lines) + "\n"

@@ -178,11 +178,6 @@ def ann_line(ann: AnnSection) -> Text:
     )
 
 
-def rerank_lines(report: RunReport) -> list[Text]:
-    """One line per rerank index: its ceiling, oracle and the change of each stage."""
-    return [Text(terminal(rerank_line(report, s, PLAIN))) for s in report.rerank.values()]
-
-
 def health_line(report: RunReport) -> Text | None:
     """One line: collapsed (with why), failed health checks, or ok."""
     section = report.intrinsic
@@ -236,6 +231,11 @@ def _unreliable_line(report: RunReport) -> Text | None:
     return Text(f"! {n} slices have {UNRELIABLE_NOTE}", style="yellow")
 
 
+def rerank_lines(report: RunReport) -> list[Text]:
+    """One line per rerank index: its ceiling, oracle and the change of each stage."""
+    return [Text(terminal(rerank_line(report, s, PLAIN))) for s in report.rerank.values()]
+
+
 def brief_run(report: RunReport, written: list[Path]) -> Group:
     """The short summary of a run: verdict first, at most about 40 lines for the demo."""
     parts: list[RenderableType] = []
@@ -246,6 +246,7 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
     parts += context_parts(report)
     parts += [Text(""), headline_table(report), *interval_parts(report)]
     parts += labels_parts(report, headline_metrics(report, next(iter(report.indexes))))
+    parts += rerank_lines(report)
     unreliable = _unreliable_line(report)
     if unreliable is not None:
         parts.append(unreliable)
@@ -253,7 +254,7 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
         parts += [Text(""), *checks_parts(report.gate)]
         parts += unjudged_parts(report.gate, report_json_of(written))
         parts += caveat_lines(report.gate)
-    tail = [*map(ann_line, report.ann_sections()), *rerank_lines(report), health_line(report)]
+    tail = [*map(ann_line, report.ann_sections()), health_line(report)]
     parts += [Text(""), *(t for t in tail if t is not None)]
     if written:
         parts += files_lines(written)
