@@ -15,6 +15,7 @@ import pytest
 
 from evalret.core.metrics import parse_metrics
 from evalret.data.config import Config, parse_config
+from evalret.data.schema import RunReport
 from evalret.errors import ConfigError, ModelError, PluginError
 from evalret.pipeline.evaluate import Evaluation, run_evaluation
 from helpers import HashEmbedder, invoke, make_set, trec_eval_values
@@ -190,6 +191,7 @@ def test_python_reranker_orders_the_candidates_and_the_report_attributes_each_st
         assert s.headroom[name] == pytest.approx(s.oracle[name] - rerank, abs=1e-12)
         assert s.oracle[name] >= rerank - 1e-12 and s.ideal[name] >= s.oracle[name] - 1e-12
     assert set(section.slices) == set(report.slices)
+    assert RunReport.model_validate_json(report.model_dump_json()).rerank == report.rerank
     params = report.indexes["rr"].params
     assert params == {
         "type": "rerank",
@@ -211,8 +213,30 @@ def test_rerank_of_a_typed_index_declared_after_it_runs_after_it(
     pools = _candidates(ev, "p", 30)  # the first stage's ranking as reported is cut to 20
     assert all(len(p) == 20 for p in pools)
     assert ev.report.rerank["rr"].k == 30
+    ceiling = ev.report.rerank["rr"].slices["all"].ceiling
+    assert ceiling is not None
+    assert ceiling >= ev.report.indexes["p"].slices["all"].metrics["recall@20"].value
     top = ev.report.indexes["rr"].top_ids[0]
     assert len(top) == 10 and set(top) <= {f"d{j}" for j in range(60)}
+
+
+def test_a_rerank_of_a_rerank_runs_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chain declared backwards (rr2 of rr of bm25) runs in stage order; rr2 reranks rr's
+    top 5 with the same function, so it keeps rr's order."""
+    _plugin(tmp_path, monkeypatch)
+    chain = (
+        "rr2: {type: rerank, of: rr, k: 5, reranker: {provider: python, "
+        "callable: 'evalret_rerank_test:score'}}\n"
+    )
+    ev = run_evaluation(_config(tmp_path, BM25_ONLY + chain + _python_rerank()))
+    assert list(ev.report.indexes) == ["bm25", "rr", "rr2"]
+    assert ev.report.rerank["rr2"].first_stage == "rr"
+    for rr, rr2 in zip(
+        ev.report.indexes["rr"].top_ids, ev.report.indexes["rr2"].top_ids, strict=True
+    ):
+        assert rr2 == rr[:5]
 
 
 def test_python_reranker_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
