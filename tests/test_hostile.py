@@ -65,9 +65,16 @@ def write_golden_set(directory: Path) -> None:
         (directory / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+def rerank_by_length(query: str, documents: list[str]) -> list[float]:
+    """The rerank index's reranker: the shorter document first (its hostile slices are shown)."""
+    return [-float(len(d)) for d in documents]
+
+
 def write_config(path: Path, extra: str = "") -> Path:
     path.write_text(
         "golden_set: {path: gs}\n"
+        "indexes:\n  rr: {type: rerank, of: exact, k: 5, reranker: {provider: python, "
+        "callable: 'test_hostile:rerank_by_length'}}\n"
         "metrics: [ndcg@10, recall@10]\n"
         "bootstrap: {samples: 100}\n"
         f"slices:\n  custom: [{{name: {json.dumps('custom' + SCRIPT + CLEAR)}, tag: "
@@ -163,6 +170,7 @@ def test_run_report_md_is_inert(hostile: HostileRuns) -> None:
         assert re.fullmatch(r"<!-- evalret-run: [0-9a-f-]{36} -->", run_line), run_line
         assert_markdown_inert(comment)
     assert "### Biggest per-query losses" in (hostile.gated_out / "comment.md").read_text()
+    assert "### Rerank rr of exact (top 5)" in (hostile.base_out / "report.md").read_text()
 
 
 def test_run_junit_is_well_formed(hostile: HostileRuns) -> None:
@@ -180,6 +188,7 @@ def test_run_html_and_trec_files(hostile: HostileRuns) -> None:
         assert "<script" not in html.lower() and "<img" not in html.lower()
         assert "<svg/" not in html and 'href="javascript' not in html
         assert "&lt;script&gt;" in html
+        assert 'id="rerank"' in html
         assert_terminal_clean(html)
         for run_file in out.glob("run.*.trec"):
             lines = run_file.read_text().splitlines()

@@ -1,13 +1,14 @@
 """The source of ``inv_plugin.py``, the plug-in module every harness world holds: a hashing
-encoder (``make_encoder``, provider python) and a Python retriever (``search``, an index of type
-python), both deterministic and cheap, so that `run`, `embed`, `sweep`, `pool`, `leakage` and
-`hook` need no real model.
+encoder (``make_encoder``, provider python), a Python retriever (``search``, an index of type
+python) and a Python reranker (``rerank``, of a rerank index over ``search``), all
+deterministic and cheap, so that `run`, `embed`, `sweep`, `pool`, `leakage` and `hook` need no
+real model.
 
 What they do is chosen per case by the environment, read at call time (and at import for
 ``exit-at-import``): ``INV_PLUGIN_MODE`` names a misbehaviour and ``INV_PLUGIN_TARGET`` where it
-happens (import, factory, identity, encode, search); ``INV_PLUGIN_READY`` is a file the plug-in
-creates just before it hangs, so that a test knows when to send its signal. The hashing is the
-same as ``inv_http.embed_texts`` so that an HTTP model scores as the Python one.
+happens (import, factory, identity, encode, search, rerank); ``INV_PLUGIN_READY`` is a file the
+plug-in creates just before it hangs, so that a test knows when to send its signal. The hashing is
+the same as ``inv_http.embed_texts`` so that an HTTP model scores as the Python one.
 """
 
 SOURCE = r'''
@@ -119,6 +120,29 @@ def search(query_ids, query_texts, query_vectors, depth):
     if mode == "bool-score":
         return [[(doc, True) for doc, _ in one] for one in ranked]
     return ranked
+
+
+def rerank(query, documents):
+    _misbehave("rerank")
+    words = set(query.lower().split())
+    scores = [float(len(words & set(d.lower().split()))) for d in documents]
+    if os.environ.get("INV_PLUGIN_TARGET") != "rerank":
+        return scores
+    mode = os.environ.get("INV_PLUGIN_MODE", "ok")
+    if mode == "lazy-raise":
+        def lazy():
+            yield scores[0]
+            raise RuntimeError("plug-in exploded lazily")
+        return lazy()
+    if mode == "overflow":
+        return [10**400 for _ in scores]
+    if mode == "str-score":
+        return [str(s) for s in scores]
+    if mode == "bool-score":
+        return [True for _ in scores]
+    if mode == "short":
+        return scores[:-1]
+    return scores
 
 
 _misbehave("import")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from inv_case import Case, Outcome
 from inv_http import serve
 from inv_table import GOLDEN, ROWS, Item, Row
-from inv_world import ENCODER, RETRIEVER, SECRET, SECRET_ENV, config_text, gate_line
+from inv_world import ENCODER, RERANKER, RETRIEVER, SECRET, SECRET_ENV, config_text, gate_line
 
 Check = Callable[[Case, Outcome], None]
 
@@ -221,6 +221,12 @@ def plugin_situations(row: Row) -> Iterator[Situation]:
         )
         yield Situation(
             "warn-in-retriever", _plugin("search", "warn", None), checks=(_stdout_clean,)
+        )
+    if "reranker" in row.plugins:
+        for mode in (*ENDINGS, *RETRIEVER_ANSWERS, "short"):
+            yield Situation(f"{mode}-in-reranker", _plugin("rerank", mode, RERANKER), three)
+        yield Situation(
+            "warn-in-reranker", _plugin("rerank", "warn", None), checks=(_stdout_clean,)
         )
     yield from _process_situations(row)
 

@@ -60,6 +60,7 @@ CONFIG_BASELINE = Item("baseline", "baseline.json", in_argv=False)
 SAVED = Item("saved-report", "saved/report.json")
 RUN_PRODUCTS = ("report.json", "report.md", "report.html", "junit.xml", "run.exact.trec")
 BOTH = frozenset({"encoder", "retriever"})
+EVERY_PLUGIN = BOTH | {"reranker"}  # a whole run: the rerank index's Python reranker too
 ENCODER = frozenset({"encoder"})
 
 ROWS: tuple[Row, ...] = (
@@ -84,7 +85,7 @@ ROWS: tuple[Row, ...] = (
         ),
         report=("out", "report.json"),
         config="config",
-        plugins=BOTH,
+        plugins=EVERY_PLUGIN,
         embeds=True,
         run_report=True,
         # saving over the baseline gated against is how a baseline is refreshed, on purpose
@@ -172,7 +173,7 @@ ROWS: tuple[Row, ...] = (
         outputs=(Item("out", "out", dir=True, products=RUN_PRODUCTS),),
         report=("out", "report.json"),
         config="config",
-        plugins=BOTH,
+        plugins=EVERY_PLUGIN,
         embeds=True,
         run_report=True,
     ),

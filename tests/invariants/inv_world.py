@@ -27,6 +27,7 @@ from evalret.cli import app
 PLUGIN = "inv_plugin"
 ENCODER = f"{PLUGIN}:make_encoder"
 RETRIEVER = f"{PLUGIN}:search"
+RERANKER = f"{PLUGIN}:rerank"
 SECRET_ENV = "INV_API_KEY"
 # characters a URL, a header and base64 each treat differently, so every echoed form differs
 SECRET = "sk-inv/S3cr3t+key=42&x"
@@ -42,6 +43,8 @@ indexes:
   bm25: {{enabled: false}}
   hybrid: {{enabled: false}}
   service: {{type: python, callable: "{retriever}"}}
+  reranked:
+    {{type: rerank, of: service, k: 20, reranker: {{provider: python, callable: "{reranker}"}}}}
 metrics: [ndcg@10, mrr@10, recall@10]
 bootstrap: {{samples: 100}}
 health: {{enabled: false}}
@@ -65,7 +68,7 @@ PYTHON_MODEL = f'  provider: python\n  callable: "{ENCODER}"\n  name: hash-32'
 
 def config_text(model: str = PYTHON_MODEL, retriever: str = RETRIEVER) -> str:
     """The world's config with ``model`` (the YAML body of the model: block)."""
-    return CONFIG_HEAD.format(model=model, retriever=retriever) + GATE_BLOCK
+    return CONFIG_HEAD.format(model=model, retriever=retriever, reranker=RERANKER) + GATE_BLOCK
 
 
 def gate_line() -> int:

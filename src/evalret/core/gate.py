@@ -9,6 +9,8 @@ Checks, for every gated index, slice and metric with a threshold:
 * ``max_drop``: fails when baseline - current exceeds the allowed absolute drop;
 * ``max_drop_pct``: fails when (baseline - current) / baseline * 100 exceeds the allowed percentage;
 * ``ann_min_recall``: fails when HNSW keeps less than the floor of the exact top-k (slice ``all``);
+* ``rerank_min_recall``: fails when a rerank index's first stage puts less than the floor of the
+  relevant documents among its k candidates (recall@k, slice ``all``);
 * ``health_min`` / ``health_max``: an intrinsic-health figure of the document or query vectors
   outside its bounds (by default: a collapsed embedding fails).
 
@@ -56,7 +58,15 @@ from evalret.core.stats import (
 EPS = 1e-12  # float noise: a drop equal to its threshold passes
 Scores = Mapping[str, Mapping[str, np.ndarray]]  # index -> metric -> per-query values
 Paired = dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]  # rule key -> (current, base)
-CheckKind = Literal["min", "max_drop", "max_drop_pct", "ann_min_recall", "health_min", "health_max"]
+CheckKind = Literal[
+    "min",
+    "max_drop",
+    "max_drop_pct",
+    "ann_min_recall",
+    "rerank_min_recall",
+    "health_min",
+    "health_max",
+]
 # pass: every check passed; inconclusive: none failed, some could not tell (policy warn)
 GateVerdict = Literal["pass", "fail", "inconclusive"]
 CheckStatus = Literal["pass", "fail", "inconclusive"]
@@ -339,6 +349,31 @@ def _ann_check(ann_recall: float, ann_min_recall: float, ann_k: int, n_all: int)
         ann_min_recall,
         ann_recall,
         n_all,
+        passed,
+        message,
+    )
+
+
+def ceiling_check(
+    index: str, first_stage: str, k: int, recall: float, floor: float, n: int
+) -> Check:
+    """The floor on a rerank index's candidate ceiling (its first stage's recall@k, slice
+    ``all``): one check per rerank index."""
+    passed = _finite(recall) and recall >= floor - EPS
+    message = (
+        f"{first_stage} puts {_fmt(recall)} of the relevant documents in {index}'s top-{k}"
+        + (
+            f" candidates{'' if passed else ', below'} the floor {floor:g}"
+            if _finite(recall)
+            else f": {NOT_FINITE}"
+        )
+    )
+    return _bound_check(
+        f"{index}/all/candidate_recall@{k} min {floor:g}",
+        (index, "all", f"candidate_recall@{k}", "rerank_min_recall"),
+        floor,
+        recall,
+        n,
         passed,
         message,
     )

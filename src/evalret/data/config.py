@@ -568,9 +568,93 @@ class PgvectorIndexConfig(TypedIndexBase):
         return self
 
 
+class CrossEncoderRerankerConfig(_Strict):
+    """A local sentence-transformers CrossEncoder directory, loaded offline (never fetched)."""
+
+    provider: Literal["cross-encoder"]
+    path: UsablePath = Field(description="a local directory holding a CrossEncoder")
+    batch_size: int = Field(32, ge=1, le=4096, description="(query, document) pairs per batch")
+    max_length: int | None = Field(None, ge=1, description="tokens per pair; default: the model's")
+
+
+class PythonRerankerConfig(_Strict):
+    """``fn(query: str, documents: list[str]) -> one score per document``, called per query."""
+
+    provider: Literal["python"]
+    callable: str = Field(
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description='"pkg.module:function"'
+    )
+
+
+class HttpRerankerConfig(_Strict):
+    """``POST {base_url}/rerank`` as Cohere, Jina, Voyage and infinity answer it."""
+
+    provider: Literal["http"]
+    base_url: str = Field(pattern=r"^https?://[^\s]+$", description="its /rerank is called")
+    model: str = Field(min_length=1, description="the reranker model the endpoint serves")
+    api_key_env: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="the environment variable holding the key (null: no key, a local server)",
+    )
+    concurrency: int = Field(4, ge=1, le=64, description="requests in flight")
+    max_retries: int = Field(6, ge=0, le=20, description="retries of a 429, 5xx or timeout")
+    timeout: float = Field(60.0, gt=0, le=3600, description="seconds a request may take")
+
+    @field_validator("base_url")
+    @classmethod
+    def _safe_base_url(cls, value: str) -> str:
+        return checked_base_url(value)
+
+
+RerankerConfig = Annotated[
+    CrossEncoderRerankerConfig | PythonRerankerConfig | HttpRerankerConfig,
+    Field(discriminator="provider"),
+]
+
+
+class RerankIndexConfig(TypedIndexBase):
+    """The first ``k`` documents of index ``of`` reordered by a reranker
+    (engines/retrievers/rerank.py); ``of`` runs first."""
+
+    type: Literal["rerank"]
+    of: str = Field(description="the first stage: another index of this config")
+    k: int = Field(100, ge=1, le=MAX_CUTOFF, description="candidates reranked per query")
+    reranker: RerankerConfig
+
+    def resolve_paths(self, base: Path) -> RerankIndexConfig:
+        """A copy whose relative cross-encoder ``path`` is made absolute against ``base``."""
+        r = self.reranker
+        if not isinstance(r, CrossEncoderRerankerConfig) or r.path.is_absolute():
+            return self
+        return self.model_copy(
+            update={"reranker": r.model_copy(update={"path": (base / r.path).resolve()})}
+        )
+
+
+def rerank_problem(name: str, indexes: dict[str, Any], enabled: set[str]) -> AtKey | None:
+    """Why the rerank index ``name`` cannot run after its first stage: an unknown or disabled
+    ``of``, or a chain of ``of`` that comes back to it (a cycle); None when it can."""
+    seen, at = [name], indexes[name]
+    while isinstance(at, RerankIndexConfig):
+        if at.of not in indexes:
+            if at is indexes[name]:
+                known = ", ".join(sorted(indexes))
+                return AtKey(f"unknown index {at.of!r}: one of {known}", (name, "of"))
+            return None  # another index's error
+        if at.of in seen:
+            chain = " -> ".join([*seen[seen.index(at.of) :], at.of])
+            return AtKey(f"the first stages form a cycle: {chain}", (name, "of"))
+        seen.append(at.of)
+        at = indexes[at.of]
+    if indexes[name].enabled and seen[1] not in enabled:
+        return AtKey(f"the first stage {seen[1]!r} is disabled: enable it", (name, "of"))
+    return None
+
+
 # the typed indexes, told apart by ``type``: a new kind is one more member here (or, from outside
 # evalret, engines.retrievers.register_retriever_type)
-_INDEX_MEMBERS = RunIndexConfig | PythonIndexConfig | PgvectorIndexConfig
+_INDEX_MEMBERS = RunIndexConfig | PythonIndexConfig | PgvectorIndexConfig | RerankIndexConfig
 INDEX_CONFIGS: dict[str, type[TypedIndexBase]] = members_by_tag(_INDEX_MEMBERS, "type")
 TypedIndexConfig = Annotated[_INDEX_MEMBERS, RegisteredUnion(INDEX_CONFIGS, "type", None)]
 
@@ -630,6 +714,7 @@ class IndexesConfig(_Strict):
                     "letter or digit, at most 64 characters",
                     (name,),
                 )
+        self._rerank_stages()
         typed = any(t.enabled for t in self.typed.values())
         if not (self.exact.enabled or self.hnsw.enabled or typed):
             raise ValueError(
@@ -643,6 +728,16 @@ class IndexesConfig(_Strict):
                 "choose the other dense index"
             )
         return self
+
+    def _rerank_stages(self) -> None:
+        """Every rerank index's first stage exists, is enabled, and leads to no cycle."""
+        indexes: dict[str, Any] = {n: getattr(self, n) for n in IndexesConfig.model_fields}
+        indexes.update(self.typed)
+        enabled = {n for n, t in indexes.items() if t.enabled}
+        for name, t in self.typed.items():
+            problem = rerank_problem(name, indexes, enabled) if t.type == "rerank" else None
+            if problem is not None:
+                raise problem
 
 
 # the built-in indexes: the fixed keys of ``indexes`` (each one a retriever of
@@ -829,6 +924,12 @@ class GateConfig(_Strict):
     )
     ann_min_recall: float | None = Field(0.95, ge=0, le=1, description="HNSW recall@k floor")
     ann_k: int = Field(10, ge=1)
+    rerank_min_recall: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="floor on every rerank index's candidate ceiling (its first stage's recall@k)",
+    )
     labels: Labels = Field(
         "all",
         description="the labels the run's metrics and the gate use: all, or human (an LLM "
@@ -843,6 +944,14 @@ class GateConfig(_Strict):
         default_factory=lambda: {"collapsed": HealthThreshold(max=0)},
         description="intrinsic-health figure -> {min, max}; default: fail a collapsed embedding",
     )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``rerank_min_recall`` only when set: reports of configs without it read as before."""
+        data: dict[str, Any] = handler(self)
+        if self.rerank_min_recall is None:
+            data.pop("rerank_min_recall", None)
+        return data
 
     @field_validator("health")
     @classmethod

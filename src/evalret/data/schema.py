@@ -155,6 +155,27 @@ class LexicalSection(_Model):
     slices: dict[str, LexicalSlice]
 
 
+class RerankSlice(_Model):
+    """A rerank index beside its first stage in one slice (pipeline/rerank_report.py)."""
+
+    n_queries: int
+    ceiling: float | None  # the first stage's recall@k: the most a reranker can find
+    oracle: dict[str, float | None]  # the candidates in ideal order, per metric
+    ideal: dict[str, float | None]  # the corpus's judged documents in ideal order
+    stage1: dict[str, float | None]  # first stage - ideal
+    stage2: dict[str, float | None]  # rerank - first stage
+    headroom: dict[str, float | None]  # oracle - rerank
+
+
+class RerankSection(_Model):
+    """A rerank index's first stage, its k, and the comparison per slice."""
+
+    index: str
+    first_stage: str
+    k: int
+    slices: dict[str, RerankSlice]
+
+
 class IntrinsicSection(_Model):
     """Label-free health of the vectors (evalret.core.health): figures for documents and queries."""
 
@@ -482,6 +503,8 @@ class RunReport(_Model):
     # `run --judge`: the LLM judge's labels this run was scored with (their source, the indexes
     # and top k judged, pairs labelled, cached, asked, left unjudged); absent without --judge
     judge: dict[str, Any] | None = None
+    # every rerank index beside its first stage, by index name; absent when there is none
+    rerank: dict[str, RerankSection] = {}
 
     @model_serializer(mode="wrap")
     def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -500,6 +523,8 @@ class RunReport(_Model):
             data.pop("labels", None)
         if self.judge is None:
             data.pop("judge", None)
+        if not self.rerank:
+            data.pop("rerank", None)
         return data
 
     def ann_sections(self) -> list[AnnSection]:
@@ -784,3 +809,5 @@ class EmbeddingPlan(_Model):
     price_per_million_tokens: float | None
     document: PlannedKind
     query: PlannedKind
+    # one line per enabled rerank index: what it would ask (nothing is sent in a dry run)
+    rerank: list[str] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,7 @@ from evalret.data.schema import (
     MetricCurves,
     MetricValue,
     ReaderWarning,
+    RerankSection,
     RunReport,
     SelectivityBucket,
     SliceInfo,
@@ -75,6 +76,7 @@ from evalret.pipeline.gate import check_gate_slices, run_gate
 from evalret.pipeline.intervals import LabelScores, label_scores, slice_interval
 from evalret.pipeline.judge import RunJudging, judge_run
 from evalret.pipeline.plan import Selection, needs_vectors, select
+from evalret.pipeline.rerank_report import Stage, rerank_section, rerank_stages
 from evalret.pipeline.sample import Sampled, check_sample_baseline
 from evalret.version import __version__
 
@@ -350,6 +352,7 @@ class _Retrieved:
     params: dict[str, dict[str, Any]]
     cache_notes: dict[str, str]
     depth: int
+    stages: list[Stage]  # the rerank indexes' first stages
     approximate: list[str]  # the approximate indexes, measured against exact search
     eligibility: Eligibility | None = None  # with filtered queries: what each may retrieve
 
@@ -361,6 +364,7 @@ class _Scored:
     indexes: dict[str, IndexResult]
     ann: dict[str, AnnSection]  # approximate index -> its comparison with exact search
     lexical: LexicalSection | None
+    rerank: dict[str, RerankSection] = field(default_factory=dict)
 
 
 def _load(
@@ -477,6 +481,7 @@ def _retrieve(
         rankings={name: ranking.padded(rank_depth) for name, ranking in rankings.items()},
         params={r.name: r.params() for r in enabled},
         cache_notes={k: v for r in retrievers for k, v in r.cache_notes().items()},
+        stages=rerank_stages(enabled, rankings, n_docs),
         depth=rank_depth,
         approximate=[r.name for r in enabled if r.approximate],
         eligibility=eligible,
@@ -524,7 +529,11 @@ def _score(
             if PRIMARY_INDEX in rankings
         }
         lexical = _lexical_section(per_query, slices, config.indexes.hybrid.dense)
-    return _Scored(indexes=indexes, ann=ann, lexical=lexical)
+        rerank = {
+            st.index: rerank_section(st, per_query, golden, slices, config, retrieved.depth)
+            for st in retrieved.stages
+        }
+    return _Scored(indexes=indexes, ann=ann, lexical=lexical, rerank=rerank)
 
 
 def _labels_section(
@@ -694,6 +703,7 @@ def _assemble(
         ann=scored.ann.get("hnsw"),
         ann_others={k: v for k, v in scored.ann.items() if k != "hnsw"},
         lexical=scored.lexical,
+        rerank=scored.rerank,
         intrinsic=intrinsic,
         timings={},
         sample=loaded.sampled.section if loaded.sampled is not None else None,

@@ -15,6 +15,7 @@ from evalret.core.gate import (
     JudgedFigures,
     JudgedSides,
     Rule,
+    ceiling_check,
     evaluate_gate,
     gate_verdict,
     health_checks,
@@ -104,7 +105,28 @@ def _gate_checks(
         i = current.intrinsic
         health = {key: t.to_core() for key, t in gate.health.items()}
         checks += health_checks({"documents": i.documents, "queries": i.queries}, health)
-    return checks
+    return checks + _ceiling_checks(current, gate.rerank_min_recall)
+
+
+def _ceiling_checks(current: RunReport, floor: float | None) -> list[Check]:
+    """``gate.rerank_min_recall`` on every rerank index of the run (slice ``all``)."""
+    if floor is None:
+        return []
+    out = []
+    for section in current.rerank.values():
+        all_ = section.slices.get("all")
+        if all_ is not None and all_.ceiling is not None:
+            out.append(
+                ceiling_check(
+                    section.index,
+                    section.first_stage,
+                    section.k,
+                    all_.ceiling,
+                    floor,
+                    all_.n_queries,
+                )
+            )
+    return out
 
 
 def judged_figures(report: RunReport) -> JudgedFigures:

@@ -28,12 +28,19 @@ from pathlib import Path
 import numpy as np
 
 from evalret.core.slices import Slice
-from evalret.data.config import Config, ModelConfig
+from evalret.data.config import (
+    Config,
+    HttpRerankerConfig,
+    ModelConfig,
+    PythonRerankerConfig,
+    RerankIndexConfig,
+)
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.data.overrides import Override
 from evalret.data.schema import EmbeddingPlan, PlannedKind
 from evalret.engines.cache import CachedEmbedder
 from evalret.engines.embedders import capabilities, open_embedder
+from evalret.engines.openai_api import endpoint_of
 from evalret.engines.retrievers import Retriever, make_retrievers
 from evalret.engines.st_embedder import Embedder, Kind
 from evalret.engines.tokens import ESTIMATE, TokenCounter, estimate_tokens, token_counter
@@ -167,4 +174,31 @@ def dry_run(
         price_per_million_tokens=cfg.model.price,
         document=planned["document"],
         query=planned["query"],
+        rerank=_rerank_plan(cfg, len(kinds["query"])),
     )
+
+
+def _rerank_plan(cfg: Config, n_queries: int) -> list[str]:
+    """What each enabled rerank index would ask: a line each (its candidates are known only
+    once its first stage has run, so the figures are upper bounds)."""
+    stages = {
+        n: t for n, t in cfg.indexes.typed.items() if isinstance(t, RerankIndexConfig) and t.enabled
+    }
+    if not stages:
+        return []
+    if not n_queries:  # nothing embedded: count the evaluated queries
+        full = load_golden_set(cfg.golden_set, cfg.relevance_level)
+        n_queries = len(select(cfg, full.with_labels(cfg.gate.labels)).golden.query_ids)
+    out = []
+    for name, t in stages.items():
+        r = t.reranker
+        pairs = f"up to {n_queries * t.k} (query, document) pairs of {n_queries} queries"
+        if isinstance(r, HttpRerankerConfig):
+            what = f"{pairs}, at most {n_queries} requests to {endpoint_of(r.base_url)}/rerank"
+        elif isinstance(r, PythonRerankerConfig):
+            what = f"{pairs}, {n_queries} calls of {r.callable}"
+        else:
+            what = f"{pairs}, scored by the CrossEncoder {r.path}"
+        cached = "" if r.provider == "python" else "; fewer where the score cache holds them"
+        out.append(f"rerank index {name} of {t.of} (top {t.k}): {what}{cached}")
+    return out

@@ -25,6 +25,7 @@ from evalret.report.escape import markdown, markdown_code
 from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
 from evalret.report.judge_view import run_judge_text
 from evalret.report.numbers import TYPOGRAPHIC, number
+from evalret.report.rerank_view import rerank_markdown
 from evalret.report.views import (
     backend_line,
     check_rows,
@@ -331,6 +332,7 @@ def render_markdown(report: RunReport, report_json: str = "report.json") -> str:
         lines += [f"- {markdown(line)}" for line in warning_lines(g)]
     lines += _labels_lines(report)
     lines += _metrics_lines(report)
+    lines += rerank_markdown(report, TYPOGRAPHIC, markdown)
     lines += _lexical_lines(report)
     lines += _selectivity_lines(report)
     lines += _beyond_lines(report)

@@ -43,6 +43,8 @@ def print_plan(console: Console, plan: EmbeddingPlan) -> None:
     cache = plan.cache if plan.cache is not None else "off"
     console.print(Text(terminal(f"embedding cache: {cache}"), style="dim"))
     console.print(plan_table(plan))
+    for line in plan.rerank:
+        console.print(Text(terminal(line)))
     tokens = f"tokens: {plan.tokenizer}"
     if plan.tokenizer_note:
         tokens += f" ({plan.tokenizer_note})"

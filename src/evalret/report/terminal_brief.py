@@ -27,6 +27,7 @@ from evalret.report.compare_views import (
 from evalret.report.escape import terminal
 from evalret.report.filter_view import selectivity_line
 from evalret.report.numbers import PLAIN, number
+from evalret.report.rerank_view import rerank_line
 from evalret.report.terminal import (
     UNRELIABLE_NOTE,
     caveat_lines,
@@ -237,6 +238,11 @@ def _unreliable_line(report: RunReport) -> Text | None:
     return Text(f"! {n} slices have {UNRELIABLE_NOTE}", style="yellow")
 
 
+def rerank_lines(report: RunReport) -> list[Text]:
+    """One line per rerank index: its ceiling, oracle and the change of each stage."""
+    return [Text(terminal(rerank_line(report, s, PLAIN))) for s in report.rerank.values()]
+
+
 def brief_run(report: RunReport, written: list[Path]) -> Group:
     """The short summary of a run: verdict first, at most about 40 lines for the demo."""
     parts: list[RenderableType] = []
@@ -247,6 +253,7 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
     parts += context_parts(report)
     parts += [Text(""), headline_table(report), *interval_parts(report)]
     parts += labels_parts(report, headline_metrics(report, next(iter(report.indexes))))
+    parts += rerank_lines(report)
     unreliable = _unreliable_line(report)
     if unreliable is not None:
         parts.append(unreliable)

@@ -30,6 +30,7 @@ LIMITS = {
     "max_drop": "drop ≤ {:g}",
     "max_drop_pct": "drop ≤ {:g}%",
     "ann_min_recall": "≥ {:g}",
+    "rerank_min_recall": "≥ {:g}",
     "health_min": "≥ {:g}",
     "health_max": "≤ {:g}",
 }

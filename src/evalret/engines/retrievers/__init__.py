@@ -9,7 +9,8 @@ registry and needs no change.
 factory ``(name, settings, config) -> Retriever``; one retriever is built per typed entry, after
 the built-in ones, in the config's order. A new type is one module in this package, one line
 here and one member of ``data.config.TypedIndexConfig``; from outside evalret,
-``register_retriever_type`` does the last two.
+``register_retriever_type`` does the last two. A typed index that reads another's ranking (a
+rerank stage's ``of``) is built, and so runs, after it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from evalret.engines.retrievers.hnsw import HnswRetriever
 from evalret.engines.retrievers.hybrid import HybridRetriever
 from evalret.engines.retrievers.pgvector import PgvectorRetriever
 from evalret.engines.retrievers.python import PythonRetriever
+from evalret.engines.retrievers.rerank import RerankRetriever
 from evalret.engines.retrievers.run import RunRetriever
 from evalret.errors import ConfigError
 
@@ -63,6 +65,7 @@ RETRIEVER_TYPES: dict[str, TypedRetrieverFactory] = {
     "run": RunRetriever,
     "python": PythonRetriever,
     "pgvector": PgvectorRetriever,
+    "rerank": RerankRetriever,
 }
 
 
@@ -102,9 +105,26 @@ def make_retrievers(config: Config) -> list[Retriever]:
     if unbuilt:
         raise ConfigError(f"indexes.{unbuilt[0]}: no retriever is registered for this index")
     builtin = [make_retriever(name, config) for name in RETRIEVERS]
-    return builtin + [
-        _typed(name, settings, config) for name, settings in config.indexes.typed.items()
-    ]
+    typed = config.indexes.typed
+    return builtin + [_typed(name, typed[name], config) for name in _stage_order(typed)]
+
+
+def _stage_order(typed: dict[str, Any]) -> list[str]:
+    """The typed indexes in the config's order, except that one with a first stage (a rerank
+    index's ``of``) comes after it (the config refuses a cycle)."""
+    out: list[str] = []
+
+    def place(name: str) -> None:
+        if name in out:
+            return
+        first = getattr(typed[name], "of", None)
+        if isinstance(first, str) and first in typed:
+            place(first)
+        out.append(name)
+
+    for name in typed:
+        place(name)
+    return out
 
 
 def _typed(name: str, settings: Any, config: Config) -> Retriever:

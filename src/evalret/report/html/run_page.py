@@ -48,6 +48,7 @@ from evalret.report.html.shared import (
 )
 from evalret.report.numbers import HTML
 from evalret.report.pagedata import RunQueries, ScoreSpread
+from evalret.report.rerank_view import COLUMNS, MEANING, rerank_table
 from evalret.report.svg import (
     BLUE,
     GREY,
@@ -657,6 +658,21 @@ def sample_section(p: RunPage) -> Section | None:
     return Section("sample", "Sample", body)
 
 
+def rerank_section(p: RunPage) -> Section | None:
+    """Each rerank index beside its first stage: ceiling, oracle, each stage's change."""
+    if not p.report.rerank:
+        return None
+    blocks = []
+    for section in p.report.rerank.values():
+        table = rerank_table(p.report, section, HTML)
+        blocks.append(
+            f"<h3>{esc(section.index)} of {esc(section.first_stage)} (top {section.k}) on "
+            f"{esc(table.metric)}</h3><p>{esc(MEANING.format(k=section.k))}.</p>"
+            + data_table(list(COLUMNS), [[esc(c) for c in row] for row in table.rows])
+        )
+    return Section("rerank", "Rerank stages against their first stage", "".join(blocks))
+
+
 RunSection = Callable[[RunPage], Section | None]
 # The run page, in order. A new section is a function (RunPage) -> Section | None added here.
 RUN_SECTIONS: list[RunSection] = [
@@ -664,6 +680,7 @@ RUN_SECTIONS: list[RunSection] = [
     metrics_section,
     sample_section,
     ann_section,
+    rerank_section,
     lexical_section,
     per_query_section,
     curves_section,
