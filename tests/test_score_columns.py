@@ -187,7 +187,12 @@ def test_trec_run_in_blocks_is_byte_identical(monkeypatch: pytest.MonkeyPatch) -
     ids = rng.integers(0, 520, size=(300, 50))
     ids[::7, 30:] = -1
     extra = tuple(f"x{i}" for i in range(20))
-    for scores in (np.round(rng.normal(size=(300, 50)), 1), rng.normal(size=(300, 50))):
+    with_nul = tuple(f"x\0{i}" for i in range(20))  # a Python retriever's name may hold one
+    for scores, names in (
+        (np.round(rng.normal(size=(300, 50)), 1), extra),
+        (rng.normal(size=(300, 50)), extra),
+        (rng.normal(size=(300, 50)), with_nul),
+    ):
         scores[0, :4] = [-0.0, 0.0, 1e-310, -np.inf]
-        ranking = SearchResult(ids=ids, scores=scores, extra_docs=extra)
+        ranking = SearchResult(ids=ids, scores=scores, extra_docs=names)
         assert trec_run(golden, ranking, "t") == line_by_line_trec_run(golden, ranking, "t")

@@ -5,9 +5,10 @@ character (data.goldenset), so every id is one column. Scores are written with `
 they read back exactly.
 
 A run file may hold millions of lines, so it is written column-wise: every distinct text (a query
-prefix, a document name, a rank, a score, the tag) is encoded once into one byte buffer, and each
-line is gathered from it by numpy, a block of lines at a time. A score's text is Python's ``repr``
-of the float (made by ``repr`` of a list, one C loop), for each distinct score when many repeat.
+prefix, a document name, a rank, a score, the tag) is encoded once, and a block of lines is laid
+out by numpy as a byte matrix, one column after another, its padding then dropped. A score's text
+is Python's ``repr`` of the float (made by ``repr`` of a list, one C loop), made once per distinct
+score when many repeat.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
     used[docs] = True
     names_used = np.flatnonzero(used)
     slot = np.cumsum(used) - 1  # document id -> its place among the used names
-    names = [ranking.doc_name(d, golden.doc_ids) for d in names_used.tolist()]
+    names = _names(names_used, golden.doc_ids, ranking.extra_docs)
     score_texts, score_index = _score_texts(scores)
     columns = [
         ([f"{q} Q0 " for q in golden.query_ids[:n_rows]], rows),
@@ -67,39 +68,47 @@ def _reprs(values: np.ndarray) -> list[str]:
     return repr(values.tolist())[1:-1].split(", ") if len(values) else []
 
 
-def _encoded(texts: Sequence[str]) -> tuple[bytes, np.ndarray]:
-    """``texts`` as one UTF-8 buffer and each text's byte length."""
+def _names(used: np.ndarray, doc_ids: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """The names of the documents ``used`` (ascending ids): corpus ids, then extra documents."""
+    split = int(np.searchsorted(used, len(doc_ids)))
+    corpus, beyond = used[:split].tolist(), (used[split:] - len(doc_ids)).tolist()
+    return [*map(doc_ids.__getitem__, corpus), *map(extra.__getitem__, beyond)]
+
+
+def _fixed(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``texts`` UTF-8 encoded as a numpy bytes array (fixed width, NUL-padded), each text's
+    byte length, and whether some text holds a NUL itself."""
     joined = "".join(texts)
     if joined.isascii():
-        return joined.encode("ascii"), np.fromiter(map(len, texts), np.int64, len(texts))
-    encoded = [t.encode("utf-8") for t in texts]
-    return b"".join(encoded), np.fromiter(map(len, encoded), np.int64, len(encoded))
+        raw: Sequence[str | bytes] = texts
+    else:
+        raw = [t.encode("utf-8") for t in texts]
+    table = np.array(raw, dtype=np.bytes_) if len(raw) else np.zeros(0, dtype="S1")
+    return table, np.fromiter(map(len, raw), np.int64, len(raw)), "\0" in joined
 
 
 def _gather(columns: Sequence[tuple[Sequence[str], np.ndarray]]) -> bytes:
     """The bytes of every line: line i is, column after column, the text ``index[i]`` of that
-    column's ``texts``. The distinct texts go into one buffer; each block of lines is gathered
-    from it with one fancy index."""
-    buffers, starts, lengths = [], [], []
-    base = 0
-    for texts, index in columns:
-        data, sizes = _encoded(texts)
-        offsets = np.cumsum(sizes) - sizes + base
-        buffers.append(data)
-        starts.append(offsets[index])
-        lengths.append(sizes[index])
-        base += len(data)
-    source = np.frombuffer(b"".join(buffers), dtype=np.uint8)
-    start = np.stack(starts, axis=1)  # [lines, columns]
-    length = np.stack(lengths, axis=1)
-    line_bytes = length.sum(axis=1)
-    per_block = max(1, int(BLOCK_BYTES // max(1, int(line_bytes.max()))))
+    column's ``texts``. A block of lines is laid out as a byte matrix (each column at the width of
+    its longest text, NUL-padded), and the padding dropped: with ``bytes.replace`` when no text
+    holds a NUL (ids never do: the readers refuse control characters), else by a mask."""
+    fixed = [(*_fixed(texts), index) for texts, index in columns]
+    nul = any(has_nul for _, _, has_nul, _ in fixed)
+    width = sum(table.dtype.itemsize for table, _, _, _ in fixed)
+    n_lines = len(columns[0][1])
+    per_block = max(1, BLOCK_BYTES // width)
     out = []
-    for a in range(0, len(start), per_block):
-        size = length[a : a + per_block].reshape(-1)
-        begin = start[a : a + per_block].reshape(-1)
-        total = int(size.sum())
-        position = np.cumsum(size) - size  # where each piece goes in the block
-        step = np.repeat(begin - position, size)
-        out.append(source[step + np.arange(total, dtype=np.int64)].tobytes())
+    for a in range(0, n_lines, per_block):
+        parts, masks = [], []
+        for table, sizes, _, index in fixed:
+            rows = index[a : a + per_block]
+            w = table.dtype.itemsize
+            parts.append(table[rows].view(np.uint8).reshape(len(rows), w))
+            if nul:
+                masks.append(np.arange(w) < sizes[rows][:, None])
+        matrix = np.concatenate(parts, axis=1)
+        if nul:
+            out.append(matrix[np.concatenate(masks, axis=1)].tobytes())
+        else:
+            out.append(matrix.tobytes().replace(b"\0", b""))
     return b"".join(out)
