@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Protocol
 
 import numpy as np
@@ -127,18 +128,20 @@ def columns_search_result(
     """``run``'s rankings as one row per query of ``query_ids``, the first ``depth`` ranks; the
     documents the corpus lacks as extra ids, numbered in the order they are first met."""
     index = {d: i for i, d in enumerate(doc_ids)}
-    get = index.get
-    corpus = np.fromiter((get(d, -1) for d in run.doc_ids), np.int64, len(run.doc_ids))
+    n_run = len(run.doc_ids)
+    corpus = np.fromiter(map(index.get, run.doc_ids, repeat(-1)), np.int64, n_run)
     row, rank, source, missing = _rows(run, query_ids, depth)
     docs = np.asarray(run.docs, dtype=np.int64)[source]
     ids = corpus[docs]
     unknown = ids < 0
-    codes = docs[unknown]  # the run's index of each unknown document kept, in order met
-    distinct, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # distinct unknown documents in the order first met
-    number = np.empty(len(order), dtype=np.int64)
+    codes = docs[unknown]  # the run's index of each unknown document kept, in the order met
+    first = np.full(n_run, len(codes), dtype=np.int64)  # where each is first met
+    np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
+    met = np.flatnonzero(first < len(codes))
+    order = met[np.argsort(first[met])]  # the distinct unknown documents, in the order first met
+    number = np.zeros(n_run, dtype=np.int64)
     number[order] = np.arange(len(order), dtype=np.int64)
-    ids[unknown] = len(doc_ids) + number[inverse.reshape(-1)]
+    ids[unknown] = len(doc_ids) + number[codes]
     out = empty_result(len(query_ids), depth)
     out.ids[row, rank] = ids
     out.scores[row, rank] = np.asarray(run.scores, dtype=np.float64)[source]
@@ -148,5 +151,5 @@ def columns_search_result(
         queries_unknown=sum(1 for q in run.query_ids if q not in evaluated),
         documents_unknown=int(unknown.sum()),
     )
-    extra = tuple(run.doc_ids[c] for c in distinct[order].tolist())
+    extra = tuple(map(run.doc_ids.__getitem__, order.tolist()))
     return SearchResult(ids=out.ids, scores=out.scores, extra_docs=extra), alignment
