@@ -64,7 +64,7 @@ def _score_texts(scores: np.ndarray) -> tuple[list[str], np.ndarray]:
 
 
 def _reprs(values: np.ndarray) -> list[str]:
-    """``repr`` of each float of ``values`` (the repr of a list is its items' reprs, ", "-joined)."""
+    """``repr`` of each float of ``values`` (a list's repr is its items' reprs, ", "-joined)."""
     return repr(values.tolist())[1:-1].split(", ") if len(values) else []
 
 
