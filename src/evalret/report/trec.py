@@ -14,8 +14,10 @@ score when many repeat.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from evalret.core.ranking import SearchResult
 from evalret.data.goldenset import GoldenSet
@@ -40,32 +42,85 @@ def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
     names_used = np.flatnonzero(used)
     slot = np.cumsum(used) - 1  # document id -> its place among the used names
     names = _names(names_used, golden.doc_ids, ranking.extra_docs)
-    score_texts, score_index = _score_texts(scores)
     columns = [
-        ([f"{q} Q0 " for q in golden.query_ids[:n_rows]], rows),
-        (names, slot[docs]),
-        ([f" {r} " for r in range(1, ids.shape[1] + 1)], ranks),
-        (score_texts, score_index),
-        ([f" {tag}\n"], np.zeros(len(rows), dtype=np.int64)),
+        _table([f"{q} Q0 " for q in golden.query_ids[:n_rows]], rows),
+        _table(names, slot[docs]),
+        _table([f" {r} " for r in range(1, ids.shape[1] + 1)], ranks),
+        _scores(scores),
+        _table([f" {tag}\n"], np.zeros(len(rows), dtype=np.int64)),
     ]
     return _gather(columns).decode("utf-8")
 
 
-def _score_texts(scores: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """Each score's ``repr`` as (texts, the index of each score's text): one text per distinct
-    float (told apart by its bits, so -0.0 is not 0.0) when a sample shows many repeats, else
-    one per score."""
+@dataclass(frozen=True)
+class _Table:
+    """A column of few distinct texts: each encoded once in a fixed-width (NUL-padded) numpy bytes
+    array, line i showing text ``index[i]``."""
+
+    table: np.ndarray  # S<width>
+    sizes: np.ndarray  # each text's length in bytes
+    index: np.ndarray
+    nul: bool  # whether a text holds a NUL itself
+
+    @property
+    def width(self) -> int:
+        return int(self.table.dtype.itemsize)
+
+    def block(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Lines a to b: their bytes (uint8 [lines, width], NUL-padded) and lengths."""
+        rows = self.index[a:b]
+        return self.table[rows].view(np.uint8).reshape(len(rows), self.width), self.sizes[rows]
+
+
+@dataclass(frozen=True)
+class _Packed:
+    """A column of one text per line (mostly distinct scores), kept packed in one buffer."""
+
+    data: np.ndarray  # uint8, the texts one after another, then ``width`` NUL bytes
+    starts: np.ndarray
+    sizes: np.ndarray
+    nul: bool = False
+
+    @property
+    def width(self) -> int:
+        return int(self.sizes.max(initial=1))
+
+    def block(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Lines a to b: their bytes (uint8 [lines, width], NUL-padded) and lengths: a window
+        of the buffer from each text's start (one contiguous copy per line), cut at its end."""
+        width = self.width
+        part = sliding_window_view(self.data, width)[self.starts[a:b]]
+        sizes = self.sizes[a:b]
+        part[np.arange(width) >= sizes[:, None]] = 0
+        return part, sizes
+
+
+def _table(texts: Sequence[str], index: np.ndarray) -> _Table:
+    """``texts`` UTF-8 encoded as a ``_Table`` column."""
+    joined = "".join(texts)
+    raw: Sequence[str | bytes] = texts if joined.isascii() else [t.encode("utf-8") for t in texts]
+    table = np.array(raw, dtype=np.bytes_) if len(raw) else np.zeros(0, dtype="S1")
+    sizes = np.fromiter(map(len, raw), np.int64, len(raw))
+    return _Table(table, sizes, index, "\0" in joined)
+
+
+def _scores(scores: np.ndarray) -> _Table | _Packed:
+    """The score column: each score's ``repr``, made once per distinct float (told apart by its
+    bits, so -0.0 is not 0.0) when a sample shows many repeats; else made for every score by one
+    ``repr`` of their list, whose items are ", "-separated (no repr holds a comma), and kept
+    packed."""
     step = max(1, len(scores) // _SAMPLE)
     sample = scores[::step].view(np.int64)
-    if len(np.unique(sample)) * 2 > len(sample):  # mostly distinct: format each
-        return _reprs(scores), np.arange(len(scores), dtype=np.int64)
-    distinct, index = np.unique(scores.view(np.int64), return_inverse=True)
-    return _reprs(distinct.view(np.float64)), index.reshape(-1)
-
-
-def _reprs(values: np.ndarray) -> list[str]:
-    """``repr`` of each float of ``values`` (a list's repr is its items' reprs, ", "-joined)."""
-    return repr(values.tolist())[1:-1].split(", ") if len(values) else []
+    if len(np.unique(sample)) * 2 <= len(sample):  # many repeats
+        distinct, index = np.unique(scores.view(np.int64), return_inverse=True)
+        texts = repr(distinct.view(np.float64).tolist())[1:-1].split(", ")
+        return _table(texts, index.reshape(-1))
+    data = np.frombuffer(repr(scores.tolist())[1:-1].encode("ascii"), dtype=np.uint8)
+    commas = np.flatnonzero(data == ord(","))
+    starts = np.concatenate([[0], commas + 2])
+    sizes = np.concatenate([commas, [len(data)]]) - starts
+    padded = np.concatenate([data, np.zeros(int(sizes.max()), dtype=np.uint8)])
+    return _Packed(padded, starts, sizes)
 
 
 def _names(used: np.ndarray, doc_ids: Sequence[str], extra: Sequence[str]) -> list[str]:
@@ -75,37 +130,22 @@ def _names(used: np.ndarray, doc_ids: Sequence[str], extra: Sequence[str]) -> li
     return [*map(doc_ids.__getitem__, corpus), *map(extra.__getitem__, beyond)]
 
 
-def _fixed(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``texts`` UTF-8 encoded as a numpy bytes array (fixed width, NUL-padded), each text's
-    byte length, and whether some text holds a NUL itself."""
-    joined = "".join(texts)
-    if joined.isascii():
-        raw: Sequence[str | bytes] = texts
-    else:
-        raw = [t.encode("utf-8") for t in texts]
-    table = np.array(raw, dtype=np.bytes_) if len(raw) else np.zeros(0, dtype="S1")
-    return table, np.fromiter(map(len, raw), np.int64, len(raw)), "\0" in joined
-
-
-def _gather(columns: Sequence[tuple[Sequence[str], np.ndarray]]) -> bytes:
-    """The bytes of every line: line i is, column after column, the text ``index[i]`` of that
-    column's ``texts``. A block of lines is laid out as a byte matrix (each column at the width of
-    its longest text, NUL-padded), and the padding dropped: with ``bytes.replace`` when no text
-    holds a NUL (ids never do: the readers refuse control characters), else by a mask."""
-    fixed = [(*_fixed(texts), index) for texts, index in columns]
-    nul = any(has_nul for _, _, has_nul, _ in fixed)
-    width = sum(table.dtype.itemsize for table, _, _, _ in fixed)
-    n_lines = len(columns[0][1])
-    per_block = max(1, BLOCK_BYTES // width)
+def _gather(columns: Sequence[_Table | _Packed]) -> bytes:
+    """The bytes of every line: its texts, column after column. A block of lines is laid out as
+    a byte matrix (each column at the width of its longest text, NUL-padded), and the padding
+    dropped: with ``bytes.replace`` when no text holds a NUL (ids never do: the readers refuse
+    control characters), else by a mask."""
+    nul = any(c.nul for c in columns)
+    n_lines = len(columns[0].index) if isinstance(columns[0], _Table) else len(columns[0].sizes)
+    per_block = max(1, BLOCK_BYTES // sum(c.width for c in columns))
     out = []
     for a in range(0, n_lines, per_block):
         parts, masks = [], []
-        for table, sizes, _, index in fixed:
-            rows = index[a : a + per_block]
-            w = table.dtype.itemsize
-            parts.append(table[rows].view(np.uint8).reshape(len(rows), w))
+        for column in columns:
+            part, sizes = column.block(a, a + per_block)
+            parts.append(part)
             if nul:
-                masks.append(np.arange(w) < sizes[rows][:, None])
+                masks.append(np.arange(part.shape[1]) < sizes[:, None])
         matrix = np.concatenate(parts, axis=1)
         if nul:
             out.append(matrix[np.concatenate(masks, axis=1)].tobytes())
