@@ -112,9 +112,12 @@ def _scores(scores: np.ndarray) -> _Table | _Packed:
     step = max(1, len(scores) // _SAMPLE)
     sample = scores[::step].view(np.int64)
     if len(np.unique(sample)) * 2 <= len(sample):  # many repeats
-        distinct, index = np.unique(scores.view(np.int64), return_inverse=True)
+        bits = scores.view(np.int64)
+        starts = np.ones(len(bits), dtype=bool)  # a run of equal scores starts (rows are sorted)
+        starts[1:] = bits[1:] != bits[:-1]
+        distinct, index = np.unique(bits[starts], return_inverse=True)
         texts = repr(distinct.view(np.float64).tolist())[1:-1].split(", ")
-        return _table(texts, index.reshape(-1))
+        return _table(texts, index.reshape(-1)[np.cumsum(starts) - 1])
     data = np.frombuffer(repr(scores.tolist())[1:-1].encode("ascii"), dtype=np.uint8)
     commas = np.flatnonzero(data == ord(","))
     starts = np.concatenate([[0], commas + 2])
