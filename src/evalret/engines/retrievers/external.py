@@ -103,7 +103,7 @@ def _rows(
     ``run``'s columns (the evaluated queries in order, each its first ``depth`` ranks); and how
     many evaluated queries ``run`` lacks."""
     position = {q: i for i, q in enumerate(run.query_ids)}
-    source = np.fromiter((position.get(q, -1) for q in query_ids), np.int64, len(query_ids))
+    source = np.fromiter(map(position.get, query_ids, repeat(-1)), np.int64, len(query_ids))
     present = np.flatnonzero(source >= 0)
     offsets = np.asarray(run.offsets, dtype=np.int64)
     starts = offsets[source[present]]
