@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,19 +66,19 @@ from evalret.data.schema import (
     SliceInfo,
     SliceResult,
 )
-from evalret.engines.backends import describe_backend
-from evalret.engines.embedders import OpenedEmbedder, api_use, backend_check
-from evalret.engines.ray_engine import embedding_engine, engine_report, local_backend
 from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, make_retrievers
-from evalret.engines.st_embedder import Embedder
 from evalret.pipeline.beyond import add_beyond
 from evalret.pipeline.gate import check_gate_slices, run_gate
 from evalret.pipeline.intervals import LabelScores, label_scores, slice_interval
-from evalret.pipeline.judge import RunJudging, judge_run
 from evalret.pipeline.plan import Selection, needs_vectors, select
 from evalret.pipeline.rerank_report import Stage, rerank_section, rerank_stages
 from evalret.pipeline.sample import Sampled, check_sample_baseline
 from evalret.version import __version__
+
+if TYPE_CHECKING:  # the embedding engines and the judge are imported when a run uses them
+    from evalret.engines.embedders import OpenedEmbedder
+    from evalret.engines.st_embedder import Embedder
+    from evalret.pipeline.judge import RunJudging
 
 # how queries without a relevant document count, as written in the fingerprint (the exclude
 # wording predates the setting: baselines written before it stay comparable)
@@ -402,6 +402,9 @@ def _embed(
         empty = np.zeros((len(golden.doc_ids), 0), dtype=np.float32)
         queries = np.zeros((len(golden.query_ids), 0), dtype=np.float32)
         return _Embedded(docs=empty, queries=queries, opened=None, agreement=None)
+    from evalret.engines.embedders import backend_check
+    from evalret.engines.ray_engine import embedding_engine
+
     texts = selection.texts(retrievers)
     documents, query_texts = texts["document"], texts["query"]
     # the engine (a Ray runtime this run started) is let go once both kinds are embedded
@@ -644,6 +647,10 @@ def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict
             "n_queries": int(e.queries.shape[0]),
             "document_text": NOT_EMBEDDED,
         }
+    from evalret.engines.backends import describe_backend
+    from evalret.engines.embedders import api_use
+    from evalret.engines.ray_engine import engine_report, local_backend
+
     cached = e.opened.cached
     return {
         "dim": int(e.docs.shape[1]),
@@ -743,6 +750,8 @@ def run_evaluation(
     )
     judged, labelled = None, loaded.read
     if judging is not None:
+        from evalret.pipeline.judge import judge_run
+
         with timer("judge"):
             add, judged = judge_run(config, loaded.golden, retrieved.rankings, judging, progress)
         labelled = add(loaded.read)  # the judge's labels beside the files' (fingerprint: read)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,14 +39,14 @@ from evalret.data.config import (
 from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.data.overrides import Override
 from evalret.data.schema import EmbeddingPlan, PlannedKind
-from evalret.engines.cache import CachedEmbedder
-from evalret.engines.embedders import capabilities, open_embedder
-from evalret.engines.openai_api import endpoint_of
 from evalret.engines.retrievers import Retriever, make_retrievers
-from evalret.engines.st_embedder import Embedder, Kind
-from evalret.engines.tokens import ESTIMATE, TokenCounter, estimate_tokens, token_counter
 from evalret.pipeline.configs import run_config
 from evalret.pipeline.sample import Sampled, draw_sample, with_sample
+
+if TYPE_CHECKING:  # the embedders are imported by the dry run that opens one (not by a run)
+    from evalret.engines.cache import CachedEmbedder
+    from evalret.engines.st_embedder import Embedder, Kind
+    from evalret.engines.tokens import TokenCounter
 
 KINDS: tuple[Kind, ...] = ("document", "query")
 Timed = Callable[[str], AbstractContextManager[None]]
@@ -129,6 +130,8 @@ def _plan_kind(
     cached: np.ndarray,
     counter: TokenCounter,
 ) -> PlannedKind:
+    from evalret.engines.embedders import capabilities
+
     todo = [t for t, hit in zip(texts, cached, strict=True) if not hit]
     fed = _fed(backend, model, todo, kind)
     price = model.price
@@ -154,6 +157,9 @@ def dry_run(
     """What `evalret run` on ``config`` (with `--sample` ``sample`` and the `--set` settings
     ``overrides``) would embed: per kind, the texts, how many the cache holds, the rest and their
     tokens and cost. Reads the golden set and the cache only."""
+    from evalret.engines.embedders import capabilities, open_embedder
+    from evalret.engines.tokens import ESTIMATE, TokenCounter, estimate_tokens, token_counter
+
     cfg = with_sample(run_config(config, no_cache, overrides), sample)
     kinds = texts_to_embed(cfg)
     opened = open_embedder(cfg.model, cfg.cache)
@@ -194,6 +200,8 @@ def _rerank_plan(cfg: Config, n_queries: int) -> list[str]:
         r = t.reranker
         pairs = f"up to {n_queries * t.k} (query, document) pairs of {n_queries} queries"
         if isinstance(r, HttpRerankerConfig):
+            from evalret.engines.openai_api import endpoint_of
+
             what = f"{pairs}, at most {n_queries} requests to {endpoint_of(r.base_url)}/rerank"
         elif isinstance(r, PythonRerankerConfig):
             what = f"{pairs}, {n_queries} calls of {r.callable}"

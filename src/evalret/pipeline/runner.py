@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalret.data.atomic import check_writable_dir, check_writable_file
 from evalret.data.baseline import baseline_for_run, save_baseline
@@ -21,9 +22,11 @@ from evalret.data.paths import (
 from evalret.errors import ExitCode
 from evalret.pipeline.configs import step_summary
 from evalret.pipeline.evaluate import Evaluation, run_evaluation
-from evalret.pipeline.judge import RunJudging
 from evalret.pipeline.outputs import new_run_id, report_names, write_outputs
 from evalret.pipeline.progress import ProgressBars, no_bars
+
+if TYPE_CHECKING:
+    from evalret.pipeline.judge import RunJudging
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,28 @@
 """Rankings made outside evalret (a run file, a Python function) as a ``SearchResult``.
 
 Documents are named by strings; a name the corpus does not have gets an id past the corpus end
-(``core.ranking``: ``extra_docs``). What did not line up with the golden set is counted: queries
-of the golden set the ranking does not have (they score 0: an empty ranking), queries it has that
-the evaluated golden set does not (ignored, a warning), and retrieved documents the corpus does
-not have (unjudged).
+(``core.ranking``: ``extra_docs``), numbered in the order they are first met (the evaluated
+queries in order, each from its best rank down). What did not line up with the golden set is
+counted: queries of the golden set the ranking does not have (they score 0: an empty ranking),
+queries it has that the evaluated golden set does not (ignored, a warning), and retrieved
+documents the corpus does not have (unjudged).
+
+The rankings come as columns (``RankedColumns``: a run file's ``data.runfile.RunFile`` is one):
+each distinct document name is looked up in the corpus once, queries are aligned by a dict, and
+the ``[queries, depth]`` arrays are filled by numpy, never row by row in Python.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from typing import Protocol
+
+import numpy as np
 
 from evalret.core.ranking import SearchResult, empty_result
+from evalret.data.runfile import columns
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,33 @@ class Alignment:
         return out
 
 
+class RankedColumns(Protocol):
+    """Rankings as columns: query ``query_ids[i]`` holds rows ``offsets[i]`` to
+    ``offsets[i + 1]`` of ``docs`` (indices into ``doc_ids``) and ``scores``, best first."""
+
+    @property
+    def query_ids(self) -> list[str]: ...
+    @property
+    def doc_ids(self) -> list[str]: ...
+    @property
+    def offsets(self) -> np.ndarray: ...
+    @property
+    def docs(self) -> np.ndarray: ...
+    @property
+    def scores(self) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Columns:
+    """``RankedColumns`` made here (from a mapping: ``to_search_result``)."""
+
+    query_ids: list[str]
+    doc_ids: list[str]
+    offsets: np.ndarray
+    docs: np.ndarray
+    scores: np.ndarray
+
+
 def to_search_result(
     ranked: Mapping[str, Sequence[tuple[str, float]]],
     query_ids: Sequence[str],
@@ -53,26 +90,66 @@ def to_search_result(
 ) -> tuple[SearchResult, Alignment]:
     """``ranked`` (query id -> (document name, score) pairs, already in tie-rule order) as one
     row per query of ``query_ids``, the first ``depth`` ranks; unknown documents as extra ids."""
+    names, offsets, docs, scores = columns({q: list(row) for q, row in ranked.items()})
+    return columns_search_result(
+        Columns(list(ranked), names, offsets, docs, scores), query_ids, doc_ids, depth
+    )
+
+
+def _rows(
+    run: RankedColumns, query_ids: Sequence[str], depth: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Where each kept (query, rank) comes from: its row in the result, its rank and its row in
+    ``run``'s columns (the evaluated queries in order, each its first ``depth`` ranks); and how
+    many evaluated queries ``run`` lacks."""
+    position = {q: i for i, q in enumerate(run.query_ids)}
+    source = np.fromiter(map(position.get, query_ids, repeat(-1)), np.int64, len(query_ids))
+    present = np.flatnonzero(source >= 0)
+    offsets = np.asarray(run.offsets, dtype=np.int64)
+    starts = offsets[source[present]]
+    lengths = np.minimum(offsets[source[present] + 1] - starts, depth)
+    total = int(lengths.sum())
+    first = np.cumsum(lengths) - lengths  # where each query's ranks begin in the flat order
+    rank = np.arange(total, dtype=np.int64) - np.repeat(first, lengths)
+    return (
+        np.repeat(present, lengths),
+        rank,
+        np.repeat(starts, lengths) + rank,
+        len(query_ids) - len(present),
+    )
+
+
+def columns_search_result(
+    run: RankedColumns,
+    query_ids: Sequence[str],
+    doc_ids: Sequence[str],
+    depth: int,
+) -> tuple[SearchResult, Alignment]:
+    """``run``'s rankings as one row per query of ``query_ids``, the first ``depth`` ranks; the
+    documents the corpus lacks as extra ids, numbered in the order they are first met."""
     index = {d: i for i, d in enumerate(doc_ids)}
-    extra: dict[str, int] = {}
+    n_run = len(run.doc_ids)
+    corpus = np.fromiter(map(index.get, run.doc_ids, repeat(-1)), np.int64, n_run)
+    row, rank, source, missing = _rows(run, query_ids, depth)
+    docs = np.asarray(run.docs, dtype=np.int64)[source]
+    ids = corpus[docs]
+    unknown = ids < 0
+    codes = docs[unknown]  # the run's index of each unknown document kept, in the order met
+    first = np.full(n_run, len(codes), dtype=np.int64)  # where each is first met
+    np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
+    met = np.flatnonzero(first < len(codes))
+    order = met[np.argsort(first[met])]  # the distinct unknown documents, in the order first met
+    number = np.zeros(n_run, dtype=np.int64)
+    number[order] = np.arange(len(order), dtype=np.int64)
+    ids[unknown] = len(doc_ids) + number[codes]
     out = empty_result(len(query_ids), depth)
-    missing = unknown_docs = 0
-    for qi, qid in enumerate(query_ids):
-        row = ranked.get(qid)
-        if row is None:
-            missing += 1
-            continue
-        for r, (doc, score) in enumerate(row[:depth]):
-            di = index.get(doc)
-            if di is None:
-                unknown_docs += 1
-                di = extra.setdefault(doc, len(doc_ids) + len(extra))
-            out.ids[qi, r], out.scores[qi, r] = di, score
+    out.ids[row, rank] = ids
+    out.scores[row, rank] = np.asarray(run.scores, dtype=np.float64)[source]
     evaluated = set(query_ids)
     alignment = Alignment(
         queries_missing=missing,
-        queries_unknown=sum(1 for q in ranked if q not in evaluated),
-        documents_unknown=unknown_docs,
+        queries_unknown=sum(1 for q in run.query_ids if q not in evaluated),
+        documents_unknown=int(unknown.sum()),
     )
-    result = SearchResult(ids=out.ids, scores=out.scores, extra_docs=tuple(extra))
-    return result, alignment
+    extra = tuple(map(run.doc_ids.__getitem__, order.tolist()))
+    return SearchResult(ids=out.ids, scores=out.scores, extra_docs=extra), alignment

@@ -10,7 +10,7 @@ from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, RunIndexConfig
 from evalret.data.runfile import read_run
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
-from evalret.engines.retrievers.external import Alignment, to_search_result
+from evalret.engines.retrievers.external import Alignment, columns_search_result
 
 
 class RunRetriever(BaseRetriever):
@@ -45,8 +45,8 @@ class RunRetriever(BaseRetriever):
     def retrieve(self, job: SearchJob) -> SearchResult:
         with job.timed(f"read_{self.name}"):
             run = read_run(self.settings.path, self.settings.file_format, job.depth)
-            result, self.alignment = to_search_result(
-                run.rankings, job.query_ids, job.doc_ids, job.depth
+            result, self.alignment = columns_search_result(
+                run, job.query_ids, job.doc_ids, job.depth
             )
         self.sha256, self.scores_partial = run.sha256, run.scores_partial
         return result

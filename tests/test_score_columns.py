@@ -1,0 +1,198 @@
+"""`evalret score`'s column-wise paths give what the row-by-row code they replaced gave.
+
+Both references below are the earlier implementations, kept here verbatim in substance: a run's
+rankings mapped to a SearchResult one (query, rank) at a time, and the TREC run file written one
+f-string line at a time. Random data covers what the vectorised code must get right: documents
+the corpus lacks (their extra ids numbered in the order first met), queries missing from the run
+and queries the golden set does not evaluate, depth cuts, ties, -0.0, tiny and huge floats,
+infinities, empty ranks (-1) and extra documents.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pytest
+
+from evalret.core.ranking import SearchResult, empty_result
+from evalret.data.goldenset import GoldenSet
+from evalret.data.runfile import RunFile, columns
+from evalret.engines.retrievers.external import (
+    Alignment,
+    columns_search_result,
+    to_search_result,
+)
+from evalret.report.trec import trec_run
+
+
+def mapping_search_result(
+    ranked: Mapping[str, Sequence[tuple[str, float]]],
+    query_ids: Sequence[str],
+    doc_ids: Sequence[str],
+    depth: int,
+) -> tuple[SearchResult, Alignment]:
+    """The row-by-row mapping path (before #26)."""
+    index = {d: i for i, d in enumerate(doc_ids)}
+    extra: dict[str, int] = {}
+    out = empty_result(len(query_ids), depth)
+    missing = unknown_docs = 0
+    for qi, qid in enumerate(query_ids):
+        row = ranked.get(qid)
+        if row is None:
+            missing += 1
+            continue
+        for r, (doc, score) in enumerate(row[:depth]):
+            di = index.get(doc)
+            if di is None:
+                unknown_docs += 1
+                di = extra.setdefault(doc, len(doc_ids) + len(extra))
+            out.ids[qi, r], out.scores[qi, r] = di, score
+    evaluated = set(query_ids)
+    alignment = Alignment(
+        queries_missing=missing,
+        queries_unknown=sum(1 for q in ranked if q not in evaluated),
+        documents_unknown=unknown_docs,
+    )
+    return SearchResult(ids=out.ids, scores=out.scores, extra_docs=tuple(extra)), alignment
+
+
+def line_by_line_trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
+    """The f-string writer (before #26)."""
+    lines = []
+    for qi, query_id in enumerate(golden.query_ids):
+        for rank, (di, score) in enumerate(zip(ranking.ids[qi], ranking.scores[qi], strict=True)):
+            if di < 0:
+                break
+            name = ranking.doc_name(di, golden.doc_ids)
+            lines.append(f"{query_id} Q0 {name} {rank + 1} {float(score)!r} {tag}")
+    return "\n".join(lines) + "\n"
+
+
+def _random_run(rng: random.Random) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
+    """Rankings over corpus documents and unknown ones (best first, each document once per
+    query), and the evaluated queries (some not ranked; some ranked queries not among them)."""
+    corpus = [f"d{i}" for i in range(rng.randint(1, 40))]
+    unknown = [f"x{i}" for i in range(rng.randint(0, 30))]
+    queries = [f"q{i}" for i in range(rng.randint(1, 25))]
+    ranked = {}
+    for q in rng.sample([*queries, "u1", "u2", "u3"], rng.randint(0, len(queries) + 3)):
+        docs = rng.sample(corpus + unknown, rng.randint(0, min(30, len(corpus) + len(unknown))))
+        ranked[q] = [(d, rng.choice([0.5, 1.0, rng.random()])) for d in docs]
+    return ranked, queries
+
+
+def _as_run_file(ranked: dict[str, list[tuple[str, float]]]) -> RunFile:
+    doc_ids, offsets, docs, scores = columns(ranked)
+    return RunFile(list(ranked), doc_ids, offsets, docs, scores, sha256="", n_lines=0)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_columns_search_result_matches_the_mapping_path(seed: int) -> None:
+    rng = random.Random(seed)
+    ranked, queries = _random_run(rng)
+    corpus = [f"d{i}" for i in range(40)][: rng.randint(1, 40)]
+    depth = rng.randint(1, 35)
+    want, want_alignment = mapping_search_result(ranked, queries, corpus, depth)
+    for got, alignment in (
+        columns_search_result(_as_run_file(ranked), queries, corpus, depth),
+        to_search_result(ranked, queries, corpus, depth),  # the Python retriever's entry
+    ):
+        np.testing.assert_array_equal(got.ids, want.ids)
+        np.testing.assert_array_equal(got.scores, want.scores)
+        assert got.ids.dtype == want.ids.dtype and got.scores.dtype == want.scores.dtype
+        assert got.extra_docs == want.extra_docs
+        assert alignment == want_alignment
+
+
+def _golden(doc_ids: list[str], query_ids: list[str]) -> GoldenSet:
+    return GoldenSet(
+        source="t",
+        format="trec",
+        doc_ids=doc_ids,
+        doc_texts=[""] * len(doc_ids),
+        query_ids=query_ids,
+        query_texts=[""] * len(query_ids),
+        qrels={},
+    )
+
+
+_ODD_SCORES = [
+    0.0,
+    -0.0,
+    1e-300,
+    -5e-324,
+    1e300,
+    1.7976931348623157e308,
+    np.inf,
+    -np.inf,
+    1e16,
+    1e-5,
+    1e-4,
+    2.5e15,
+    0.1,
+    1 / 3,
+    3.0,
+    -2.0,
+    123456789.125,
+]
+
+
+def _random_ranking(rng: np.random.Generator, n_docs: int, n_queries: int) -> SearchResult:
+    depth = int(rng.integers(0, 12))
+    n_extra = int(rng.integers(0, 6))
+    ids = rng.integers(0, n_docs + n_extra, size=(n_queries, depth)) if n_docs + n_extra else None
+    if ids is None:
+        ids = np.full((n_queries, depth), -1, dtype=np.int64)
+    kind = rng.integers(0, 3)
+    if kind == 0:  # ties and the odd floats
+        scores = rng.choice(np.array(_ODD_SCORES), size=(n_queries, depth))
+    elif kind == 1:  # mostly distinct
+        scores = rng.normal(size=(n_queries, depth)) * 10.0 ** rng.integers(-8, 8)
+    else:  # float32 scores promoted, as a dense index makes them
+        scores = rng.normal(size=(n_queries, depth)).astype(np.float32).astype(np.float64)
+    for q in range(n_queries):  # -1 padding past a random length, and a stray -1 sometimes
+        cut = int(rng.integers(0, depth + 1))
+        ids[q, cut:] = -1
+        if depth and rng.random() < 0.1:
+            ids[q, int(rng.integers(0, depth))] = -1
+    extra = tuple(f"extra-{i}" for i in range(n_extra))
+    return SearchResult(ids=ids.astype(np.int64), scores=scores, extra_docs=extra)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_trec_run_is_byte_identical_to_the_line_by_line_writer(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_docs = int(rng.integers(0, 30))
+    doc_ids = [f"doc-{i}" if i % 7 else f"dé{i}" for i in range(n_docs)]  # some non-ASCII
+    query_ids = [f"q{i}" if i % 5 else f"qü{i}" for i in range(int(rng.integers(0, 9)))]
+    ranking = _random_ranking(rng, n_docs, len(query_ids))
+    golden = _golden(doc_ids, query_ids)
+    assert trec_run(golden, ranking, "evalret-x") == line_by_line_trec_run(
+        golden, ranking, "evalret-x"
+    )
+
+
+def test_trec_run_in_blocks_is_byte_identical(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many lines gathered in many blocks, and a sample of repeated scores (the distinct-score
+    path) beside one of distinct scores."""
+    import evalret.report.trec as trec
+
+    monkeypatch.setattr(trec, "BLOCK_BYTES", 1000)
+    rng = np.random.default_rng(7)
+    doc_ids = [f"d{i}" for i in range(500)]
+    query_ids = [f"q{i}" for i in range(300)]
+    golden = _golden(doc_ids, query_ids)
+    ids = rng.integers(0, 520, size=(300, 50))
+    ids[::7, 30:] = -1
+    extra = tuple(f"x{i}" for i in range(20))
+    with_nul = tuple(f"x\0{i}" for i in range(20))  # a Python retriever's name may hold one
+    for scores, names in (
+        (np.round(rng.normal(size=(300, 50)), 1), extra),
+        (rng.normal(size=(300, 50)), extra),
+        (rng.normal(size=(300, 50)), with_nul),
+    ):
+        scores[0, :4] = [-0.0, 0.0, 1e-310, -np.inf]
+        ranking = SearchResult(ids=ids, scores=scores, extra_docs=names)
+        assert trec_run(golden, ranking, "t") == line_by_line_trec_run(golden, ranking, "t")

@@ -1,0 +1,67 @@
+"""`evalret score` imports only what scoring a run file needs: no model, index, HTTP client or
+judge machinery (they cost seconds of start-up, and score uses none of them). A fresh interpreter
+runs the command on a tiny qrels file and run, then names the heavy top-level modules that ended
+up loaded. No timing is asserted (the benchmarks measure time)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+# what a run that embeds, searches an index, calls an API or judges may import; score does none
+HEAVY = (
+    "torch",
+    "faiss",
+    "sentence_transformers",
+    "transformers",
+    "tokenizers",
+    "safetensors",
+    "huggingface_hub",
+    "onnxruntime",
+    "openvino",
+    "sklearn",
+    "ray",
+    "openai",
+    "httpx",
+    "httpx2",
+    "psycopg",
+    "bm25s",
+    "Stemmer",
+    "numba",
+    "pandas",
+    "asyncio",
+    "ssl",
+    "sqlite3",
+)
+
+CODE = """
+import json, sys
+from evalret.cli import main
+sys.argv = ["evalret", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"code": code, "loaded": sorted(m for m in HEAVY if m in sys.modules)}))
+"""
+
+
+def test_score_imports_nothing_heavy(tmp_path: Path) -> None:
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n")
+    run.write_text("q1 Q0 d1 1 2.5 t\nq1 Q0 d9 2 1.0 t\nq2 Q0 d2 1 0.5 t\n")
+    args = [str(qrels), str(run), "--no-progress", "--out", str(tmp_path / "out")]
+    done = subprocess.run(
+        [sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{CODE}", "score", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["code"] == 0, done.stdout
+    assert (tmp_path / "out" / "run.run.trec").read_text().startswith("q1 Q0 d1 1 2.5 evalret-run")
+    assert result["loaded"] == []
