@@ -196,7 +196,7 @@ def read_jsonl_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Colum
     table = pa.concat_tables(tables)
     results = pa.concat_arrays(table.column("results").chunks)
     flat = pc.list_flatten(results)
-    rows = pc.list_parent_indices(results).to_numpy().astype(np.int64)
+    rows = _numpy(pc.list_parent_indices(results)).astype(np.int64)
     docs, scores = flat.field("doc_id"), flat.field("score")
     queries = table.column("query_id").combine_chunks()
     if queries.null_count or docs.null_count or scores.null_count:
@@ -219,7 +219,9 @@ def _finish(
     pool = pa.system_memory_pool()
     queries, docs, scores_column = parts
     parts.clear()
-    scores = np.asarray(scores_column.to_numpy(), dtype=np.float64)
+    chunks = scores_column.chunks if hasattr(scores_column, "chunks") else [scores_column]
+    scores = np.concatenate([_numpy(c) for c in chunks]).astype(np.float64, copy=False)
+    del chunks
     del scores_column
     if np.isnan(scores).any() or (jsonl and not np.isfinite(scores).all()):
         return None
@@ -268,6 +270,19 @@ def _give_back(pool: Any) -> None:
         ctypes.CDLL(None).malloc_trim(0)
 
 
+_NUMPY = {"double": np.float64, "int32": np.int32, "int64": np.int64, "uint64": np.uint64}
+
+
+def _numpy(array: Any) -> np.ndarray:
+    """A pyarrow array of numbers without nulls as numpy, read from its buffer (pyarrow's own
+    ``to_numpy`` imports pandas, a good part of a second at start-up)."""
+    dtype = np.dtype(_NUMPY[str(array.type)])
+    if not len(array):
+        return np.empty(0, dtype=dtype)
+    offset = array.offset * dtype.itemsize
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=offset)
+
+
 def _dictionary(encoded: Any) -> Any:
     """The distinct values of a dictionary-encoded array or chunked array."""
     return (encoded.chunk(0) if hasattr(encoded, "chunk") else encoded).dictionary
@@ -276,7 +291,7 @@ def _dictionary(encoded: Any) -> Any:
 def _codes(encoded: Any) -> np.ndarray:
     """The int32 codes of a dictionary-encoded array or chunked array."""
     chunks = encoded.chunks if hasattr(encoded, "chunks") else [encoded]
-    return np.concatenate([c.indices.to_numpy() for c in chunks]).astype(np.int32, copy=False)
+    return np.concatenate([_numpy(c.indices) for c in chunks]).astype(np.int32, copy=False)
 
 
 def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
@@ -288,7 +303,7 @@ def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
 
 def _byte_ranks(names: Any, pc: Any) -> np.ndarray:
     """Each distinct docno's rank in byte order (pyarrow sorts binary values as memcmp)."""
-    order = pc.array_sort_indices(names).to_numpy()
+    order = _numpy(pc.array_sort_indices(names))
     ranks = np.empty(len(order), dtype=np.int32)
     ranks[order] = np.arange(len(order), dtype=np.int32)
     return ranks

@@ -17,7 +17,6 @@ import numpy as np
 
 from evalret.core.ranking import SearchResult, empty_result, top_candidates
 from evalret.data.config import Config, RerankIndexConfig
-from evalret.engines.rerankers import ScoreCache, make_reranker, scores_for
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 
 
@@ -37,6 +36,9 @@ class RerankRetriever(BaseRetriever):
         self.settings = settings
         self.enabled = settings.enabled
         self.stage = (settings.of, settings.k)  # pipeline/rerank_report.py reads it
+        # the rerankers' HTTP, SQLite and model code loads only when a rerank index is configured
+        from evalret.engines.rerankers import ScoreCache, make_reranker
+
         key = f"indexes.{name}.reranker"
         self.reranker = make_reranker(key, settings.reranker) if settings.enabled else None
         self.cache = ScoreCache.of(config.cache)
@@ -65,6 +67,8 @@ class RerankRetriever(BaseRetriever):
             (text, [job.doc_texts[d] for d in pool.tolist()])
             for text, pool in zip(job.query_texts, pools, strict=True)
         ]
+        from evalret.engines.rerankers import scores_for
+
         with job.timed(f"rerank_{self.name}"):
             scored = scores_for(self.reranker, self.cache, queries)
         if self.reranker.cached:
