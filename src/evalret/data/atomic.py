@@ -28,7 +28,7 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
 from typing import BinaryIO
@@ -189,6 +189,26 @@ def atomic_write_text(path: Path, text: str, what: str = "") -> None:
         else:
             data = _encoded(text)
             atomic_write(target, lambda f: f.write(data))
+    except OSError as e:
+        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+
+
+def atomic_write_blocks(path: Path, blocks: Iterable[bytes], what: str = "") -> None:
+    """``atomic_write_text`` for a text given as UTF-8 blocks (a run file of millions of lines
+    is never held whole)."""
+    target, in_place = write_target(path, what)
+    newline = os.linesep.encode("ascii")
+
+    def write(f: BinaryIO) -> None:
+        for block in blocks:
+            f.write(block if newline == b"\n" else block.replace(b"\n", newline))
+
+    try:
+        if in_place:
+            with open(target, "wb") as f:
+                write(f)
+        else:
+            atomic_write(target, write)
     except OSError as e:
         raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
 

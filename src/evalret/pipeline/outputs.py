@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-from evalret.data.atomic import append_text, atomic_write_text
+from evalret.data.atomic import append_text, atomic_write_blocks, atomic_write_text
 from evalret.errors import InputError
 from evalret.pipeline.comment import baseline_losses, reports_link
 from evalret.pipeline.evaluate import Evaluation
@@ -19,7 +19,7 @@ from evalret.pipeline.pages import render_run_html
 from evalret.report.comment import render_comment
 from evalret.report.junit import render_junit
 from evalret.report.markdown import render_markdown
-from evalret.report.trec import trec_run
+from evalret.report.trec import trec_run_blocks
 
 RUN_TAG = "evalret"
 # the files of a run's report set, besides one run.<index>.trec per index (junit.xml: with a gate)
@@ -83,11 +83,15 @@ def write_outputs(
     }
     if report.gate is not None:
         outputs["junit.xml"] = render_junit(report.gate, str(report_path))
-    for name, ranking in evaluation.rankings.items():
-        outputs[f"run.{name}.trec"] = trec_run(evaluation.golden_set, ranking, f"{RUN_TAG}-{name}")
     for name, text in outputs.items():
         atomic_write_text(out_dir / name, text)
         written.append(out_dir / name)
+    for index, ranking in evaluation.rankings.items():  # written block by block
+        path = out_dir / f"run.{index}.trec"
+        atomic_write_blocks(
+            path, trec_run_blocks(evaluation.golden_set, ranking, f"{RUN_TAG}-{index}")
+        )
+        written.append(path)
     if step_summary is not None:
         append_text(step_summary, markdown + "\n", "step summary")
     return written

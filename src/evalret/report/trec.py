@@ -13,7 +13,7 @@ score when many repeat.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,12 +29,19 @@ _SAMPLE = 4096  # scores looked at to guess whether formatting each distinct one
 def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
     """TREC run lines ``qid Q0 docno rank score tag``; scores printed so they read back exactly.
     Each query's ranks up to its first empty one (a negative id) are written."""
+    return b"".join(trec_run_blocks(golden, ranking, tag)).decode("utf-8")
+
+
+def trec_run_blocks(golden: GoldenSet, ranking: SearchResult, tag: str) -> Iterator[bytes]:
+    """``trec_run``'s text as UTF-8 bytes, in blocks of about BLOCK_BYTES (a file is written
+    from them without the whole text in memory)."""
     n_rows = min(len(golden.query_ids), len(ranking.ids))
     ids = ranking.ids[:n_rows]
     kept = np.logical_and.accumulate(ids >= 0, axis=1) if ids.size else ids >= 0
     rows, ranks = np.nonzero(kept)  # query by query, best rank first
     if not len(rows):
-        return "\n"
+        yield b"\n"
+        return
     docs = ids[rows, ranks]
     scores = np.ascontiguousarray(ranking.scores[:n_rows][rows, ranks], dtype=np.float64)
     used = np.zeros(int(docs.max()) + 1, dtype=bool)
@@ -49,7 +56,7 @@ def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
         _scores(scores),
         _table([f" {tag}\n"], np.zeros(len(rows), dtype=np.int64)),
     ]
-    return _gather(columns).decode("utf-8")
+    yield from _gather(columns)
 
 
 @dataclass(frozen=True)
@@ -133,15 +140,15 @@ def _names(used: np.ndarray, doc_ids: Sequence[str], extra: Sequence[str]) -> li
     return [*map(doc_ids.__getitem__, corpus), *map(extra.__getitem__, beyond)]
 
 
-def _gather(columns: Sequence[_Table | _Packed]) -> bytes:
-    """The bytes of every line: its texts, column after column. A block of lines is laid out as
+def _gather(columns: Sequence[_Table | _Packed]) -> Iterator[bytes]:
+    """The bytes of every line, block by block: its texts, column after column. A block of
+    lines is laid out as
     a byte matrix (each column at the width of its longest text, NUL-padded), and the padding
     dropped: with ``bytes.replace`` when no text holds a NUL (ids never do: the readers refuse
     control characters), else by a mask."""
     nul = any(c.nul for c in columns)
     n_lines = len(columns[0].index) if isinstance(columns[0], _Table) else len(columns[0].sizes)
     per_block = max(1, BLOCK_BYTES // sum(c.width for c in columns))
-    out = []
     for a in range(0, n_lines, per_block):
         parts, masks = [], []
         for column in columns:
@@ -151,7 +158,6 @@ def _gather(columns: Sequence[_Table | _Packed]) -> bytes:
                 masks.append(np.arange(part.shape[1]) < sizes[:, None])
         matrix = np.concatenate(parts, axis=1)
         if nul:
-            out.append(matrix[np.concatenate(masks, axis=1)].tobytes())
+            yield matrix[np.concatenate(masks, axis=1)].tobytes()
         else:
-            out.append(matrix.tobytes().replace(b"\0", b""))
-    return b"".join(out)
+            yield matrix.tobytes().replace(b"\0", b"")
