@@ -39,6 +39,7 @@ def trec_run_blocks(golden: GoldenSet, ranking: SearchResult, tag: str) -> Itera
     ids = ranking.ids[:n_rows]
     kept = np.logical_and.accumulate(ids >= 0, axis=1) if ids.size else ids >= 0
     rows, ranks = np.nonzero(kept)  # query by query, best rank first
+    del kept
     if not len(rows):
         yield b"\n"
         return
@@ -47,14 +48,18 @@ def trec_run_blocks(golden: GoldenSet, ranking: SearchResult, tag: str) -> Itera
     used = np.zeros(int(docs.max()) + 1, dtype=bool)
     used[docs] = True
     names_used = np.flatnonzero(used)
-    slot = np.cumsum(used) - 1  # document id -> its place among the used names
+    slot = (np.cumsum(used) - 1).astype(np.int32)  # document id -> its place among the names
     names = _names(names_used, golden.doc_ids, ranking.extra_docs)
-    columns = [
-        _table([f"{q} Q0 " for q in golden.query_ids[:n_rows]], rows),
+    # int32 line indexes (and one shared 0 for the tag): a 10M-line file's columns stay small
+    columns: list[_Table | _Packed] = [
+        _table([f"{q} Q0 " for q in golden.query_ids[:n_rows]], rows.astype(np.int32)),
         _table(names, slot[docs]),
-        _table([f" {r} " for r in range(1, ids.shape[1] + 1)], ranks),
+        _table([f" {r} " for r in range(1, ids.shape[1] + 1)], ranks.astype(np.int32)),
+    ]
+    del rows, ranks, docs, slot, used
+    columns += [
         _scores(scores),
-        _table([f" {tag}\n"], np.zeros(len(rows), dtype=np.int64)),
+        _table([f" {tag}\n"], np.broadcast_to(np.int32(0), (len(scores),))),
     ]
     yield from _gather(columns)
 
@@ -124,7 +129,7 @@ def _scores(scores: np.ndarray) -> _Table | _Packed:
         starts[1:] = bits[1:] != bits[:-1]
         distinct, index = np.unique(bits[starts], return_inverse=True)
         texts = repr(distinct.view(np.float64).tolist())[1:-1].split(", ")
-        return _table(texts, index.reshape(-1)[np.cumsum(starts) - 1])
+        return _table(texts, index.reshape(-1).astype(np.int32)[np.cumsum(starts) - 1])
     data = np.frombuffer(repr(scores.tolist())[1:-1].encode("ascii"), dtype=np.uint8)
     commas = np.flatnonzero(data == ord(","))
     starts = np.concatenate([[0], commas + 2])
