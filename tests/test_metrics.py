@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -227,7 +226,7 @@ def test_inserting_non_relevant_never_raises_a_metric(case: dict, data: st.DataO
     pos = data.draw(st.integers(0, j.depth - 1))
     grades = j.grades.copy()
     grades[q] = np.insert(grades[q], pos, 0)[: j.depth]
-    worse = dataclasses.replace(j, grades=grades)
+    worse = j.replace(grades=grades)
     metrics = [m for m in ALL if m.k <= j.depth]
     before, after = compute(metrics, j), compute(metrics, worse)
     for name in before:
