@@ -17,6 +17,7 @@ from evalret.core.metrics import (
     Metric,
     TrecEval,
     alias_table,
+    at_cutoffs,
     build_judgments,
     compute,
     cutoffs,
@@ -471,3 +472,30 @@ def test_metrics_read_the_same_from_judged_cells_and_from_dense_arrays(
         sparse_values, dense_values = compute(metrics, j, gain), compute(metrics, dense, gain)
         for name, v in sparse_values.items():
             np.testing.assert_allclose(v, dense_values[name], rtol=0, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("level", [1, 2])
+@given(case=shared_qrels(), ks=st.lists(st.integers(1, 12), min_size=1, max_size=6, unique=True))
+@settings(max_examples=100, deadline=None)
+def test_at_cutoffs_equals_each_cutoff_to_the_last_bit(
+    level: int, case: dict, ks: list[int]
+) -> None:
+    """The curves' one-pass recall and nDCG at many cutoffs equal the metric functions called
+    at each cutoff exactly (same sums in the same order), on sparse and on dense judgments."""
+    keys = list(case["pairs"])
+    j = build_judgments(
+        np.array(case["rankings"], dtype=np.int64),
+        np.array([q for q, _ in keys], dtype=np.int64),
+        np.array([d for _, d in keys], dtype=np.int64),
+        np.array(list(case["pairs"].values()), dtype=np.int64),
+        case["n_docs"],
+        relevance_level=level,
+    )
+    ks = sorted(ks)
+    for judgments in (j, j.replace()):
+        for family in ("recall", "ndcg", "map"):
+            for gain in ("linear", "exponential"):
+                got = at_cutoffs(judgments, family, ks, gain)
+                fn = REGISTRY[family].fn
+                want = np.column_stack([fn(judgments, k, gain) for k in ks])
+                assert np.array_equal(got, want), (family, gain)

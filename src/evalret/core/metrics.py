@@ -222,8 +222,9 @@ class RankedJudgments:
         self.n_relevant = n_relevant
         self.n_nonrelevant = n_nonrelevant
         self.relevance_level = relevance_level
-        self.n_retrieved = n_retrieved
+        self.__dict__["n_retrieved"] = n_retrieved
         self._cells: Cells | None = None
+        self._ranked = np.zeros((0, 0), dtype=np.int64)
         self.__dict__.update(grades=grades, judged=judged, ideal=ideal)
 
     @classmethod
@@ -233,15 +234,25 @@ class RankedJudgments:
         n_relevant: np.ndarray,
         n_nonrelevant: np.ndarray,
         relevance_level: int,
-        n_retrieved: np.ndarray | None,
+        ranked: np.ndarray,
     ) -> RankedJudgments:
+        """Judgments from the judged cells of ``ranked`` (document indices, -1 for none): the
+        dense arrays and ``n_retrieved`` are made from them when first read."""
         self = cls.__new__(cls)
         self.n_relevant = n_relevant
         self.n_nonrelevant = n_nonrelevant
         self.relevance_level = relevance_level
-        self.n_retrieved = n_retrieved
         self._cells = cells
+        self._ranked = ranked
         return self
+
+    @cached_property
+    def n_retrieved(self) -> np.ndarray | None:
+        """Read from the rankings (built from cells): None when every rank holds a document."""
+        ranked = self._ranked
+        if not ranked.size or ranked.min() >= 0:
+            return None
+        return (ranked.shape[1] - np.count_nonzero(ranked < 0, axis=1)).astype(np.int64)
 
     @cached_property
     def grades(self) -> np.ndarray:
@@ -438,6 +449,48 @@ def judged_at(judgments: RankedJudgments, cutoffs: list[int]) -> dict[str, np.nd
     that the scores understate the ranking."""
     judged = judgments.judged.cumsum(axis=1)
     return {f"judged@{k}": judged[:, min(k, judged.shape[1]) - 1] / k for k in cutoffs}
+
+
+def at_cutoffs(
+    j: RankedJudgments, family: str, ks: Sequence[int], gain: Gain = "linear"
+) -> np.ndarray:
+    """float64 [Q, len(ks)]: ``family`` at every cutoff of ``ks`` (ascending), column i equal to
+    the family's function at ks[i] to the last bit. Recall and nDCG (the curves' families) come
+    from one pass over the cells, with per-query running sums in rank order (the order the
+    function adds in); any other family calls its function once per cutoff."""
+    cutoffs = np.asarray(ks, dtype=np.int64)
+    if family == "recall":
+        counts = _counts_at(j.relevant_hits, cutoffs).astype(np.float64)
+        return _safe_divide(counts, j.n_relevant[:, None])
+    if family == "ndcg":
+        return _safe_divide(
+            _dcg_at(j.gain_hits, cutoffs, gain), _dcg_at(j.ideal_hits, cutoffs, gain)
+        )
+    fn = REGISTRY[family].fn
+    return np.column_stack([fn(j, int(k), gain) for k in cutoffs]).reshape(-1, len(cutoffs))
+
+
+def _counts_at(hits: Hits, ks: np.ndarray) -> np.ndarray:
+    """int [Q, K]: per query, its cells ranked within each cutoff."""
+    n = len(ks)
+    above = np.searchsorted(ks, hits.rank, side="right")  # the cutoffs a cell misses
+    counts = np.bincount(hits.query * (n + 1) + above, minlength=hits.n_queries * (n + 1))
+    return np.cumsum(counts.reshape(hits.n_queries, n + 1)[:, :n], axis=1)
+
+
+def _dcg_at(hits: Hits, ks: np.ndarray, gain: Gain) -> np.ndarray:
+    """float64 [Q, K]: DCG at each cutoff; each query's terms are summed in rank order, running
+    sums read at each cutoff's number of cells, as ``_dcg`` adds them."""
+    assert hits.values is not None
+    order = hits.order_in_query() - 1
+    width = int(order.max(initial=-1)) + 1
+    terms = np.zeros((hits.n_queries, max(width, 1)))
+    discounts = _discounts(int(hits.rank.max(initial=-1)) + 1)
+    terms[hits.query, order] = _gain(hits.values, gain) * discounts[hits.rank]
+    running = np.cumsum(terms, axis=1)
+    n = _counts_at(hits, ks)
+    rows = np.arange(hits.n_queries)[:, None]
+    return np.where(n > 0, running[rows, np.maximum(n - 1, 0)], 0.0)
 
 
 MetricFn = Callable[[RankedJudgments, int | None, Gain], np.ndarray]  # k None: whole ranking
@@ -677,15 +730,12 @@ def build_judgments(
         ideal=ideal,
         ideal_width=max(depth, int(ideal.rank.max(initial=-1)) + 1),
     )
-    n_retrieved = None  # every rank holds a document, unless one is -1
-    if ranked.size and ranked.min() < 0:
-        n_retrieved = (depth - np.count_nonzero(ranked < 0, axis=1)).astype(np.int64)
     return RankedJudgments.from_cells(
         cells,
         n_relevant=n_relevant,
         n_nonrelevant=n_judged - n_relevant,
         relevance_level=relevance_level,
-        n_retrieved=n_retrieved,
+        ranked=ranked,
     )
 
 
