@@ -252,7 +252,8 @@ class RankedJudgments:
         ranked = self._ranked
         if not ranked.size or ranked.min() >= 0:
             return None
-        return (ranked.shape[1] - np.count_nonzero(ranked < 0, axis=1)).astype(np.int64)
+        missing = np.count_nonzero(ranked < 0, axis=1)
+        return np.asarray(ranked.shape[1] - missing, dtype=np.int64)
 
     @cached_property
     def grades(self) -> np.ndarray:
@@ -769,12 +770,15 @@ def _lookup(
     owner = np.empty(n_docs + 1, dtype=np.int32 if len(q) < 2**31 else np.int64)
     positions = np.arange(len(q), dtype=owner.dtype)
     owner[d] = positions  # for a document judged several times, one of its judgments wins
-    shared = owner[d] != positions
-    among = shared.copy()  # every judgment of a document judged several times
-    among[owner[d[shared]]] = True
-    owner[d[shared]] = -1
+    shared = np.flatnonzero(owner[d] != positions)
+    among = np.zeros(0, dtype=bool)
+    if len(shared):
+        among = np.zeros(len(q), dtype=bool)  # every judgment of a document judged several times
+        among[shared] = True
+        among[owner[d[shared]]] = True
+        owner[d[shared]] = -1
     match = owner[docs].astype(np.int64)
-    several = np.flatnonzero(match < 0)
+    several = np.flatnonzero(match < 0) if len(shared) else shared
     cell_query = index // depth
     if len(several):
         match[several] = _join_sorted(q, d, among, cell_query[several], docs[several], n_docs)
