@@ -133,9 +133,9 @@ class Hits:
             return self
         cuts: dict[int, Hits] = self.__dict__.setdefault("_cuts", {})
         if k not in cuts:
-            keep = self.rank < k
-            values = None if self.values is None else self.values[keep]
-            cuts[k] = Hits(self.query[keep], self.rank[keep], values, self.n_queries)
+            keep = np.flatnonzero(self.rank < k)  # one scan, then gathers (a mask scans each)
+            values = None if self.values is None else self.values.take(keep)
+            cuts[k] = Hits(self.query.take(keep), self.rank.take(keep), values, self.n_queries)
         return cuts[k]
 
     def count(self) -> np.ndarray:
@@ -178,8 +178,9 @@ class Cells:
 
     def hits(self, keep: np.ndarray, with_values: bool = False) -> Hits:
         depth = max(self.shape[1], 1)
-        query, rank = np.divmod(self.index[keep], depth)
-        values = self.grades[keep] if with_values else None
+        keep = np.flatnonzero(keep)
+        query, rank = np.divmod(self.index.take(keep), depth)
+        values = self.grades.take(keep) if with_values else None
         return Hits(query, rank, values, self.shape[0])
 
     def dense(self, values: np.ndarray) -> np.ndarray:
@@ -785,7 +786,8 @@ def _lookup(
     found = q[match] == cell_query  # match -1 (no judgment) reads q[-1]: checked below
     if len(several):
         found[several] &= match[several] >= 0
-    return index[found], match[found]
+    found = np.flatnonzero(found)
+    return index.take(found), match.take(found)
 
 
 def _join_sorted(
@@ -825,13 +827,15 @@ def _ideal(
     if n_queries * span <= 4 * len(q) + 1024:
         counts = np.bincount(q * span + (top - g), minlength=n_queries * span)
         counts = counts.reshape(n_queries, span)
-        n_relevant = counts[:, : max(top - level + 1, 0)].sum(axis=1)
-        n_judged = counts[:, : max(top + 1, 0)].sum(axis=1)
+        column_grade = top - np.arange(span)
+        # per query: grades >= level, grades >= 0, grades > 0 (a matrix product sums the
+        # few columns far faster than three sums over a short axis)
+        which = np.column_stack([column_grade >= level, column_grade >= 0, column_grade > 0])
+        n_relevant, n_judged, per_query = (counts @ which.astype(np.int64)).T
         positive = counts[:, : max(top, 0)]  # grades top, top - 1, ..., 1
         width = positive.shape[1]
         packed = np.repeat(np.arange(n_queries * width, dtype=np.int64), positive.ravel())
         q, g = packed // max(width, 1), top - packed % max(width, 1)
-        per_query = positive.sum(axis=1)
     else:
         n_relevant = np.bincount(q[is_relevant(g, level)], minlength=n_queries)
         n_judged = np.bincount(q[is_judged(g)], minlength=n_queries)
