@@ -9,7 +9,8 @@ precision@10, map@100 and hit_rate@10.
 Timed, each as the best of several repetitions with ``time.perf_counter`` (garbage collection
 paused inside the timed region, as ``timeit`` does):
 
-* evalret: ``build_judgments`` + ``compute`` from numpy arrays, and ``compute`` alone;
+* evalret: ``build_judgments`` + ``compute`` from numpy arrays, and ``compute`` alone (on
+  judgments built, untimed, for each repetition);
 * pytrec_eval (the reference): building the ``RelevanceEvaluator`` objects and ``evaluate`` on
   dict inputs. ``recip_rank`` has no cutoff in trec_eval, so mrr@10 is a second evaluator run on
   the run cut at depth 10; both evaluators are inside the timed region. Converting the numpy
@@ -25,7 +26,9 @@ script exits with status 1 otherwise); for ranx and ir-measures the maximum abso
 from evalret is reported per metric.
 
 Run: ``.venv/bin/python benchmarks/bench_metrics.py [--queries N --depth D]``. ranx and
-ir-measures are optional: a tool that is not installed is reported as skipped.
+ir-measures are optional: a tool that is not installed is reported as skipped; with
+``--ranx-python PATH`` ranx runs under that interpreter instead, in subprocesses (warm: one
+process, timed after a first call; cold: as above), on the same data.
 """
 
 from __future__ import annotations
@@ -209,10 +212,17 @@ def run_evalret(data: Dataset, repeat: int) -> tuple[float, float, PerQuery]:
         return compute(metrics, judgments)
 
     t_total, values = best_of(total, repeat)
-    judgments = build_judgments(
-        data.ranked, data.qrel_query, data.qrel_doc, data.qrel_grade, data.n_docs
+    # compute alone, each time on judgments just built (untimed): the sparse views the metrics
+    # read are made once per RankedJudgments, so reusing one would time only the arithmetic
+    fresh = iter(
+        [
+            build_judgments(
+                data.ranked, data.qrel_query, data.qrel_doc, data.qrel_grade, data.n_docs
+            )
+            for _ in range(max(repeat, 1))
+        ]
     )
-    t_compute, _ = best_of(lambda: compute(metrics, judgments), repeat)
+    t_compute, _ = best_of(lambda: compute(metrics, next(fresh)), repeat)
     return t_total, t_compute, values
 
 
@@ -288,15 +298,8 @@ def ranx_cold_worker(args: argparse.Namespace) -> None:
 
 def run_ranx_cold(args: argparse.Namespace, cache_dir: str) -> dict[str, float]:
     """One fresh process with NUMBA_CACHE_DIR=cache_dir; returns the worker's timings."""
-    cmd = [
-        sys.executable,
-        os.path.abspath(__file__),
-        "--ranx-cold-worker",
-        f"--queries={args.queries}",
-        f"--depth={args.depth}",
-        f"--n-docs={args.n_docs}",
-        f"--seed={args.seed}",
-    ]
+    python = sys.executable if installed("ranx") else args.ranx_python
+    cmd = [python, os.path.abspath(__file__), "--ranx-cold-worker", *worker_args(args)]
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     report: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -316,6 +319,65 @@ def best_cold(args: argparse.Namespace) -> tuple[dict[str, float], dict[str, flo
         return {key: min(r[key] for r in reports) for key in reports[0]}
 
     return best(jit), best(cached)
+
+
+def ranx_warm_worker(args: argparse.Namespace) -> None:
+    """Runs under --ranx-python: the warm ranx timings and per-query values, as JSON."""
+    data = make_dataset(args.queries, args.depth, args.n_docs, args.seed)
+    qrels, run, _ = to_dicts(data)
+    times, values = run_ranx(qrels, run, data.n_queries, args.repeat)
+    report = {
+        "version": version("ranx"),
+        "times": [times.construct, times.warm, times.warm_default],
+        "values": {name: v.tolist() for name, v in values.items()},
+    }
+    print(json.dumps(report))
+
+
+def measure_ranx(
+    args: argparse.Namespace, qrels: Qrels, run: RunDict, n_queries: int
+) -> tuple[float, list[tuple[str, str, float]], PerQuery]:
+    """ranx's rows (warm in this process, or in --ranx-python's; cold in new processes) and
+    its per-query values."""
+    if installed("ranx"):
+        times, values = run_ranx(qrels, run, n_queries, args.repeat)
+    else:
+        done = subprocess.run(
+            [args.ranx_python, os.path.abspath(__file__), "--ranx-warm-worker", *worker_args(args)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"ranx {report['version']}: measured in {args.ranx_python}")
+        times = RanxTimes(*report["times"])
+        values = {name: np.asarray(v, dtype=np.float64) for name, v in report["values"].items()}
+    rows = [
+        ("ranx", "evaluate, warm (per-query arrays)", times.warm),
+        ("ranx", "evaluate, warm, default arguments", times.warm_default),
+        ("ranx", "Qrels + Run from dicts (warm)", times.construct),
+    ]
+    if not args.skip_cold:
+        jit, cached = best_cold(args)
+        rows += [
+            ("ranx", "evaluate, cold: new process, JIT compile", jit["first"]),
+            ("ranx", "evaluate, cold: new process, numba disk cache", cached["first"]),
+            ("ranx", "second evaluate in that new process", cached["second"]),
+            ("ranx", "Qrels + Run, new process, JIT compile", jit["construct"]),
+            ("ranx", "Qrels + Run, new process, numba disk cache", cached["construct"]),
+            ("ranx", "import ranx, new process", cached["import"]),
+        ]
+    return times.warm, rows, values
+
+
+def worker_args(args: argparse.Namespace) -> list[str]:
+    return [
+        f"--queries={args.queries}",
+        f"--depth={args.depth}",
+        f"--n-docs={args.n_docs}",
+        f"--seed={args.seed}",
+        f"--repeat={args.repeat}",
+    ]
 
 
 def run_ir_measures(
@@ -371,15 +433,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--depth", type=int, default=100, help="ranked documents per query")
     parser.add_argument("--n-docs", type=int, default=1_000_000, help="corpus size (doc ids)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data generator")
-    parser.add_argument("--repeat", type=int, default=7, help="repetitions: evalret, warm ranx")
+    parser.add_argument("--repeat", type=int, default=7, help="repetitions: warm ranx")
     parser.add_argument(
-        "--slow-repeat", type=int, default=3, help="repetitions: pytrec_eval, ir-measures"
+        "--evalret-repeat",
+        type=int,
+        default=30,
+        help="repetitions: evalret (each takes milliseconds; more of them, less of the noise of "
+        "a shared machine)",
+    )
+    parser.add_argument(
+        "--slow-repeat", type=int, default=5, help="repetitions: pytrec_eval, ir-measures"
     )
     parser.add_argument(
         "--cold-repeat", type=int, default=2, help="fresh processes per cold ranx measurement"
     )
     parser.add_argument("--skip-cold", action="store_true", help="skip the cold ranx processes")
+    parser.add_argument(
+        "--ranx-python",
+        help="a Python interpreter that has ranx (and numpy), when this one has not: ranx runs "
+        "there, in a subprocess, on the same data",
+    )
     parser.add_argument("--ranx-cold-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--ranx-warm-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.depth < MAX_CUTOFF:
         parser.error(f"--depth must be at least {MAX_CUTOFF} (the metrics cut at {MAX_CUTOFF})")
@@ -394,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="unsafe cast from uint64 to int64")
     if args.ranx_cold_worker:
         ranx_cold_worker(args)
+        return 0
+    if args.ranx_warm_worker:
+        ranx_warm_worker(args)
         return 0
 
     print(
@@ -421,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     rows: list[tuple[str, str, float]] = []
-    t_total, t_compute, ev = run_evalret(data, args.repeat)
+    t_total, t_compute, ev = run_evalret(data, args.evalret_repeat)
     t_pytrec, pt = run_pytrec_eval(qrels, run, run_cut, data.n_queries, args.slow_repeat)
     rows.append(("pytrec_eval (reference)", "2 RelevanceEvaluators + evaluate", t_pytrec))
     rows.append(("evalret", "build_judgments + compute", t_total))
@@ -432,23 +510,12 @@ def main(argv: list[str] | None = None) -> int:
     agreement.append(("pytrec_eval", pytrec_diff, n_differing(ev, pt)))
 
     t_ranx_warm: float | None = None
-    if installed("ranx"):
-        ranx_times, rx = run_ranx(qrels, run, data.n_queries, args.repeat)
-        t_ranx_warm = ranx_times.warm
-        rows.append(("ranx", "evaluate, warm (per-query arrays)", ranx_times.warm))
-        rows.append(("ranx", "evaluate, warm, default arguments", ranx_times.warm_default))
-        rows.append(("ranx", "Qrels + Run from dicts (warm)", ranx_times.construct))
-        if not args.skip_cold:
-            jit, cached = best_cold(args)
-            rows.append(("ranx", "evaluate, cold: new process, JIT compile", jit["first"]))
-            rows.append(("ranx", "evaluate, cold: new process, numba disk cache", cached["first"]))
-            rows.append(("ranx", "second evaluate in that new process", cached["second"]))
-            rows.append(("ranx", "Qrels + Run, new process, JIT compile", jit["construct"]))
-            rows.append(("ranx", "Qrels + Run, new process, numba disk cache", cached["construct"]))
-            rows.append(("ranx", "import ranx, new process", cached["import"]))
+    if installed("ranx") or args.ranx_python:
+        t_ranx_warm, ranx_rows, rx = measure_ranx(args, qrels, run, data.n_queries)
+        rows += ranx_rows
         agreement.append(("ranx", max_abs_diff(ev, rx), n_differing(ev, rx)))
     else:
-        print("ranx: not installed, skipped")
+        print("ranx: not installed, skipped (--ranx-python names an interpreter that has it)")
 
     if installed("ir_measures"):
         t_irm, im, providers = run_ir_measures(qrels, run, data.n_queries, args.slow_repeat)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -18,6 +17,7 @@ from evalret.core.metrics import (
     Metric,
     TrecEval,
     alias_table,
+    at_cutoffs,
     build_judgments,
     compute,
     cutoffs,
@@ -227,7 +227,7 @@ def test_inserting_non_relevant_never_raises_a_metric(case: dict, data: st.DataO
     pos = data.draw(st.integers(0, j.depth - 1))
     grades = j.grades.copy()
     grades[q] = np.insert(grades[q], pos, 0)[: j.depth]
-    worse = dataclasses.replace(j, grades=grades)
+    worse = j.replace(grades=grades)
     metrics = [m for m in ALL if m.k <= j.depth]
     before, after = compute(metrics, j), compute(metrics, worse)
     for name in before:
@@ -366,3 +366,136 @@ def test_a_judged_only_metric_is_never_below_its_plain_one(case: dict) -> None:
     got = compute([*plain, *(Metric(m.family, m.k, True) for m in plain)], j)
     for m in plain:
         assert np.all(got[f"{m}:judged"] >= got[str(m)] - 1e-12), m
+
+
+@st.composite
+def shared_qrels(draw: st.DrawFn) -> dict:
+    """Rankings (with -1 for no document and n_docs for one outside the corpus) and judgments
+    in which documents are often judged for several queries, grades in a range that is narrow
+    (counted) or wide (sorted)."""
+    n_docs = draw(st.integers(1, 12))
+    n_queries = draw(st.integers(1, 5))
+    depth = draw(st.integers(1, 8))
+    rankings = [
+        draw(st.lists(st.integers(-1, n_docs), min_size=depth, max_size=depth))
+        for _ in range(n_queries)
+    ]
+    top = draw(st.sampled_from([3, 1000]))
+    pairs = draw(
+        st.dictionaries(
+            st.tuples(st.integers(0, n_queries - 1), st.integers(0, n_docs - 1)),
+            st.integers(-2, top),
+            max_size=30,
+        )
+    )
+    return {"n_docs": n_docs, "rankings": rankings, "pairs": pairs}
+
+
+def brute_force(case: dict, level: int) -> dict[str, list]:
+    """What build_judgments must find, by dictionary lookups."""
+    pairs, n_queries = case["pairs"], len(case["rankings"])
+    grades = [[pairs.get((q, d), 0) for d in row] for q, row in enumerate(case["rankings"])]
+    judged = [[pairs.get((q, d), -1) >= 0 for d in row] for q, row in enumerate(case["rankings"])]
+    per_query = [[g for (qq, _), g in pairs.items() if qq == q] for q in range(n_queries)]
+    return {
+        "grades": grades,
+        "judged": judged,
+        "ideal": [sorted((g for g in gs if g > 0), reverse=True) for gs in per_query],
+        "n_relevant": [sum(g >= level for g in gs) for gs in per_query],
+        "n_nonrelevant": [sum(0 <= g < level for g in gs) for gs in per_query],
+        "retrieved": [sum(d >= 0 for d in row) for row in case["rankings"]],
+    }
+
+
+@pytest.mark.parametrize("level", [1, 2])
+@given(case=shared_qrels())
+@settings(max_examples=200, deadline=None)
+def test_build_judgments_equals_a_dictionary_lookup(level: int, case: dict) -> None:
+    """The document table (documents judged for one query) and the sort-merge join (documents
+    judged for several) find exactly the grades a dictionary lookup finds; the ideal orderings,
+    by counting narrow grade ranges or sorting wide ones, are the sorted positive grades."""
+    keys = list(case["pairs"])
+    j = build_judgments(
+        np.array(case["rankings"], dtype=np.int64),
+        np.array([q for q, _ in keys], dtype=np.int64),
+        np.array([d for _, d in keys], dtype=np.int64),
+        np.array(list(case["pairs"].values()), dtype=np.int64),
+        case["n_docs"],
+        relevance_level=level,
+    )
+    want = brute_force(case, level)
+    assert j.grades.tolist() == want["grades"] and j.judged.tolist() == want["judged"]
+    assert [row[row > 0].tolist() for row in j.ideal] == want["ideal"]
+    assert j.ideal.shape[1] >= j.depth
+    assert j.n_relevant.tolist() == want["n_relevant"]
+    assert j.n_nonrelevant.tolist() == want["n_nonrelevant"]
+    assert j.retrieved.tolist() == want["retrieved"]
+
+
+def test_build_judgments_a_document_judged_for_one_query_and_one_for_two() -> None:
+    """Document 1 is judged for query 0 only (the table names its judgment; query 1 ranking it
+    finds none), document 2 for both queries (the join tells the two apart)."""
+    j = build_judgments(
+        np.array([[1, 2, 3], [2, 1, -1]]),
+        np.array([0, 0, 1]),
+        np.array([1, 2, 2]),
+        np.array([3, 1, 2]),
+        4,
+    )
+    assert j.grades.tolist() == [[3, 1, 0], [2, 0, 0]]
+    assert j.judged.tolist() == [[True, True, False], [True, False, False]]
+    assert j.retrieved.tolist() == [3, 2]
+
+
+@pytest.mark.parametrize("level", [1, 2])
+@given(case=shared_qrels())
+@settings(max_examples=100, deadline=None)
+def test_metrics_read_the_same_from_judged_cells_and_from_dense_arrays(
+    level: int, case: dict
+) -> None:
+    """build_judgments keeps only the judged cells; the same judgments given as dense arrays
+    (as a caller may build them) score the same on every family, cut and uncut, judged-only."""
+    keys = list(case["pairs"])
+    j = build_judgments(
+        np.array(case["rankings"], dtype=np.int64),
+        np.array([q for q, _ in keys], dtype=np.int64),
+        np.array([d for _, d in keys], dtype=np.int64),
+        np.array(list(case["pairs"].values()), dtype=np.int64),
+        case["n_docs"],
+        relevance_level=level,
+    )
+    dense = j.replace()
+    metrics = [
+        Metric(f, k, judged) for f in REGISTRY for k in (1, 3, 20, None) for judged in (False, True)
+    ]
+    for gain in ("linear", "exponential"):
+        sparse_values, dense_values = compute(metrics, j, gain), compute(metrics, dense, gain)
+        for name, v in sparse_values.items():
+            np.testing.assert_allclose(v, dense_values[name], rtol=0, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("level", [1, 2])
+@given(case=shared_qrels(), ks=st.lists(st.integers(1, 12), min_size=1, max_size=6, unique=True))
+@settings(max_examples=100, deadline=None)
+def test_at_cutoffs_equals_each_cutoff_to_the_last_bit(
+    level: int, case: dict, ks: list[int]
+) -> None:
+    """The curves' one-pass recall and nDCG at many cutoffs equal the metric functions called
+    at each cutoff exactly (same sums in the same order), on sparse and on dense judgments."""
+    keys = list(case["pairs"])
+    j = build_judgments(
+        np.array(case["rankings"], dtype=np.int64),
+        np.array([q for q, _ in keys], dtype=np.int64),
+        np.array([d for _, d in keys], dtype=np.int64),
+        np.array(list(case["pairs"].values()), dtype=np.int64),
+        case["n_docs"],
+        relevance_level=level,
+    )
+    ks = sorted(ks)
+    for judgments in (j, j.replace()):
+        for family in ("recall", "ndcg", "map"):
+            for gain in ("linear", "exponential"):
+                got = at_cutoffs(judgments, family, ks, gain)
+                fn = REGISTRY[family].fn
+                want = np.column_stack([fn(judgments, k, gain) for k in ks])
+                assert np.array_equal(got, want), (family, gain)

@@ -11,6 +11,7 @@ from evalret.core.stats import (
     minimum_detectable_effect,
     paired_p_value,
     resamples_for,
+    row_quantiles,
     seed_for,
 )
 
@@ -178,3 +179,55 @@ def test_one_query_is_never_significant() -> None:
         paired_p_value(np.array([0.1, 0.2]), np.array([0.5, 0.6]), "t-test", alternative="less")
         == 0.0
     )
+
+
+def gathered_bootstrap(
+    values: np.ndarray, samples: int, confidence: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bootstrap as first written: one [b, n, m] gather per chunk, np.quantile."""
+    import evalret.core.stats as stats
+
+    n, m = values.shape
+    rng = np.random.default_rng(seed)
+    means = np.empty((samples, m))
+    step = max(1, stats.MAX_CELLS // (n * m))
+    for start in range(0, samples, step):
+        b = min(step, samples - start)
+        means[start : start + b] = values[rng.integers(0, n, size=(b, n))].mean(axis=1)
+    alpha = 1.0 - confidence
+    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
+    return low, high
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "cells"),
+    [(2, 1, None), (50, 1, None), (50, 2, None), (50, 2, 100), (300, 4, None), (300, 4, 1500)],
+)
+def test_bootstrap_equals_the_gathered_means_to_the_last_bit(
+    monkeypatch: pytest.MonkeyPatch, n: int, m: int, cells: int | None
+) -> None:
+    """The column-at-a-time sums and the partition quantiles give the intervals of the plain
+    [b, n, m] gather and np.quantile exactly (whole, in chunks, in chunks of one resample)."""
+    import evalret.core.stats as stats
+
+    if cells is not None:
+        monkeypatch.setattr(stats, "MAX_CELLS", cells)
+    values = np.random.default_rng(n + m).random((n, m))
+    for seed, confidence in ((0, 0.95), (5, 0.9), (9, 0.5)):
+        got = bootstrap_ci(values, 700, confidence, seed)
+        want = gathered_bootstrap(values, 700, confidence, seed)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_row_quantiles_equal_numpy_quantile_to_the_last_bit() -> None:
+    """np.quantile's linear method, ties, exact order statistics (p 0 and 1) and NaN included."""
+    rng = np.random.default_rng(4)
+    probs = [0.0, 0.025, 0.3, 0.5, 0.975, 1.0]
+    for n in (1, 2, 3, 10, 999, 1000):
+        for x in (rng.random((3, n)), np.round(rng.random((2, n)), 1)):
+            want = np.quantile(x, probs, axis=1)
+            got = row_quantiles(x, probs)
+            assert all(np.array_equal(w, g) for w, g in zip(want, got, strict=True))
+    x = np.array([[0.5, np.nan, 0.1], [0.2, 0.3, 0.4]])
+    got = row_quantiles(x, [0.1, 0.9])
+    assert np.isnan(got[0][0]) and np.array_equal(got[1][1:], np.quantile(x, 0.9, axis=1)[1:])

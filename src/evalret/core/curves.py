@@ -1,8 +1,9 @@
 """Metric@k curves: a metric family's mean at every cutoff up to the search depth, per slice.
 
 Pure: ranked judgments and slice masks in, numbers out. The values come from the same metric
-functions as every reported metric (``evalret.core.metrics.REGISTRY``), so a curve passes through
-the reported value at each configured cutoff.
+functions as every reported metric (``evalret.core.metrics.at_cutoffs``: the registry's
+functions, to the last bit), so a curve passes through the reported value at each configured
+cutoff.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from evalret.core.metrics import REGISTRY, Gain, RankedJudgments
+from evalret.core.metrics import Gain, RankedJudgments, at_cutoffs
 
 CURVE_FAMILIES = ("recall", "ndcg")
 DENSE_UP_TO = 100  # every cutoff 1..100; beyond, about 20 log-spaced cutoffs up to the depth
@@ -42,8 +43,7 @@ def metric_curves(
     ks = curve_cutoffs(depth)
     out: dict[str, dict[str, list[float | None]]] = {}
     for family in families:
-        fn = REGISTRY[family].fn
-        per_k = np.column_stack([fn(judgments, k, gain) for k in ks])  # [Q, len(ks)]
+        per_k = at_cutoffs(judgments, family, ks, gain)  # [Q, len(ks)]
         out[family] = {
             name: (
                 [round(float(v), DIGITS) for v in per_k[mask].mean(axis=0)]

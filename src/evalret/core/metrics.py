@@ -49,9 +49,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from functools import total_ordering
-from typing import Literal
+from dataclasses import dataclass
+from functools import cached_property, total_ordering
+from typing import Any, Literal
 
 import numpy as np
 
@@ -109,6 +109,86 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class Hits:
+    """Some cells of a [Q, depth] table, in row-major order (query, then rank): the sparse view
+    the metrics sum over. ``values``: the table's value at each cell (None when not needed)."""
+
+    query: np.ndarray  # int64 [n], ascending
+    rank: np.ndarray  # int64 [n], 0-based, ascending within a query
+    values: np.ndarray | None
+    n_queries: int
+
+    @classmethod
+    def of(cls, mask: np.ndarray, table: np.ndarray | None = None) -> Hits:
+        flat = np.flatnonzero(mask)
+        width = max(int(mask.shape[1]), 1)
+        values = None if table is None else table.ravel()[flat]
+        query, rank = np.divmod(flat, width)
+        return cls(query, rank, values, int(mask.shape[0]))
+
+    def cut(self, k: int | None) -> Hits:
+        """The cells within the top ``k`` ranks (all of them for None); made once per k, as
+        several metrics share a cutoff."""
+        if k is None or k > int(self.rank.max(initial=-1)):
+            return self
+        cuts: dict[int, Hits] = self.__dict__.setdefault("_cuts", {})
+        if k not in cuts:
+            keep = np.flatnonzero(self.rank < k)  # one scan, then gathers (a mask scans each)
+            values = None if self.values is None else self.values.take(keep)
+            cuts[k] = Hits(self.query.take(keep), self.rank.take(keep), values, self.n_queries)
+        return cuts[k]
+
+    def count(self) -> np.ndarray:
+        """float64 [Q], the cells per query (made once; read-only)."""
+        if "_count" not in self.__dict__:
+            count = np.bincount(self.query, minlength=self.n_queries).astype(np.float64)
+            count.flags.writeable = False
+            self.__dict__["_count"] = count
+        out: np.ndarray = self.__dict__["_count"]
+        return out
+
+    def total(self, weights: np.ndarray) -> np.ndarray:
+        """float64 [Q], the sum of ``weights`` (one per cell) per query."""
+        return np.bincount(self.query, weights=weights, minlength=self.n_queries)
+
+    def first(self) -> np.ndarray:
+        """Indices of each query's first cell (its best rank)."""
+        q = self.query
+        return np.flatnonzero(np.concatenate(([True], q[1:] != q[:-1]))) if len(q) else q
+
+    def order_in_query(self) -> np.ndarray:
+        """int64 [n], 1 for a query's first cell, 2 for its second, ..."""
+        starts = np.zeros(len(self.query), dtype=np.int64)
+        first = self.first()
+        starts[first] = first
+        return np.arange(1, len(self.query) + 1) - np.maximum.accumulate(starts)
+
+
+@dataclass(frozen=True)
+class Cells:
+    """The ranked cells that hold a document judged for their query, as build_judgments finds
+    them: flat indices into the [Q, depth] rankings, ascending, and each one's grade (negative:
+    pooled, unjudged). With the ideal grades as Hits, the metrics need nothing else."""
+
+    shape: tuple[int, int]
+    index: np.ndarray  # int64 [n], ascending
+    grades: np.ndarray  # int [n]
+    ideal: Hits
+    ideal_width: int
+
+    def hits(self, keep: np.ndarray, with_values: bool = False) -> Hits:
+        depth = max(self.shape[1], 1)
+        keep = np.flatnonzero(keep)
+        query, rank = np.divmod(self.index.take(keep), depth)
+        values = self.grades.take(keep) if with_values else None
+        return Hits(query, rank, values, self.shape[0])
+
+    def dense(self, values: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.shape[0] * self.shape[1], dtype=values.dtype)
+        out[self.index] = values
+        return out.reshape(self.shape)
+
+
 class RankedJudgments:
     """What the metrics need to know about each query's ranking, as aligned arrays.
 
@@ -123,30 +203,117 @@ class RankedJudgments:
     relevance_level: the grade from which a document counts as relevant (trec_eval's ``-l``).
     n_retrieved: int [Q], ranks that hold a document (trec_eval's ``num_ret``, what ``precision``
       without a cutoff divides by); None when every rank of every query holds one.
+
+    Built from those dense arrays, or (``from_cells``, what build_judgments does) from the few
+    ranked cells holding a judged document: the metrics read sparse views (``relevant_hits``,
+    ``gain_hits``, ``ideal_hits``), so they cost what the judged cells cost, and the dense
+    arrays are made only when something reads them. Every view is made once.
     """
 
-    grades: np.ndarray
-    judged: np.ndarray
-    ideal: np.ndarray
-    n_relevant: np.ndarray
-    n_nonrelevant: np.ndarray
-    relevance_level: int = DEFAULT_RELEVANCE_LEVEL
-    n_retrieved: np.ndarray | None = None
+    def __init__(
+        self,
+        grades: np.ndarray,
+        judged: np.ndarray,
+        ideal: np.ndarray,
+        n_relevant: np.ndarray,
+        n_nonrelevant: np.ndarray,
+        relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
+        n_retrieved: np.ndarray | None = None,
+    ) -> None:
+        self.n_relevant = n_relevant
+        self.n_nonrelevant = n_nonrelevant
+        self.relevance_level = relevance_level
+        self.__dict__["n_retrieved"] = n_retrieved
+        self._cells: Cells | None = None
+        self._ranked = np.zeros((0, 0), dtype=np.int64)
+        self.__dict__.update(grades=grades, judged=judged, ideal=ideal)
+
+    @classmethod
+    def from_cells(
+        cls,
+        cells: Cells,
+        n_relevant: np.ndarray,
+        n_nonrelevant: np.ndarray,
+        relevance_level: int,
+        ranked: np.ndarray,
+    ) -> RankedJudgments:
+        """Judgments from the judged cells of ``ranked`` (document indices, -1 for none): the
+        dense arrays and ``n_retrieved`` are made from them when first read."""
+        self = cls.__new__(cls)
+        self.n_relevant = n_relevant
+        self.n_nonrelevant = n_nonrelevant
+        self.relevance_level = relevance_level
+        self._cells = cells
+        self._ranked = ranked
+        return self
+
+    @cached_property
+    def n_retrieved(self) -> np.ndarray | None:
+        """Read from the rankings (built from cells): None when every rank holds a document."""
+        ranked = self._ranked
+        if not ranked.size or ranked.min() >= 0:
+            return None
+        missing = np.count_nonzero(ranked < 0, axis=1)
+        return np.asarray(ranked.shape[1] - missing, dtype=np.int64)
+
+    @cached_property
+    def grades(self) -> np.ndarray:
+        assert self._cells is not None
+        return self._cells.dense(self._cells.grades)
+
+    @cached_property
+    def judged(self) -> np.ndarray:
+        assert self._cells is not None
+        return self._cells.dense(is_judged(self._cells.grades))
+
+    @cached_property
+    def ideal(self) -> np.ndarray:
+        assert self._cells is not None
+        hits, width = self._cells.ideal, self._cells.ideal_width
+        assert hits.values is not None
+        out = np.zeros(hits.n_queries * width, dtype=hits.values.dtype)
+        out[hits.query * width + hits.rank] = hits.values
+        return out.reshape(hits.n_queries, width)
 
     @property
     def depth(self) -> int:
-        return int(self.grades.shape[1])
+        return int(self._cells.shape[1] if self._cells is not None else self.grades.shape[1])
 
     @property
     def retrieved(self) -> np.ndarray:
         """int [Q], the number of documents in each query's ranking."""
         if self.n_retrieved is not None:
             return self.n_retrieved
-        return np.full(self.grades.shape[0], self.depth, dtype=np.int64)
+        return np.full(len(self.n_relevant), self.depth, dtype=np.int64)
 
-    @property
+    @cached_property
     def relevant(self) -> np.ndarray:
+        """bool [Q, depth], computed once per RankedJudgments."""
         return is_relevant(self.grades, self.relevance_level)
+
+    @cached_property
+    def relevant_hits(self) -> Hits:
+        """The relevant ranks, as (query, rank) in rank order: the binary metrics read only
+        these, so their cost follows the number of relevant documents retrieved, not Q x depth."""
+        if self.relevance_level == 1:  # an integer grade >= 1 is a grade > 0: share the cells
+            return self.gain_hits
+        if self._cells is not None:
+            return self._cells.hits(is_relevant(self._cells.grades, self.relevance_level))
+        return Hits.of(self.relevant)
+
+    @cached_property
+    def gain_hits(self) -> Hits:
+        """The ranks whose grade is above 0 (the ones nDCG gains on), with their grades."""
+        if self._cells is not None:
+            return self._cells.hits(self._cells.grades > 0, with_values=True)
+        return Hits.of(self.grades > 0, self.grades)
+
+    @cached_property
+    def ideal_hits(self) -> Hits:
+        """The positive grades of ``ideal``, as ranks of the ideal ordering."""
+        if self._cells is not None:
+            return self._cells.ideal
+        return Hits.of(self.ideal > 0, self.ideal)
 
     def judged_only(self) -> RankedJudgments:
         """The condensed rankings (trec_eval ``-J``): each query's judged documents moved to the
@@ -156,7 +323,20 @@ class RankedJudgments:
         judged = np.take_along_axis(self.judged, order, axis=1)
         grades = np.where(judged, np.take_along_axis(self.grades, order, axis=1), 0)
         n_judged = self.judged.sum(axis=1).astype(np.int64)
-        return replace(self, grades=grades, judged=judged, n_retrieved=n_judged)
+        return self.replace(grades=grades, judged=judged, n_retrieved=n_judged)
+
+    def replace(self, **changes: Any) -> RankedJudgments:
+        """A copy with the named fields changed (dense: every array is made)."""
+        fields: dict[str, Any] = {
+            "grades": self.grades,
+            "judged": self.judged,
+            "ideal": self.ideal,
+            "n_relevant": self.n_relevant,
+            "n_nonrelevant": self.n_nonrelevant,
+            "relevance_level": self.relevance_level,
+            "n_retrieved": self.n_retrieved,
+        }
+        return RankedJudgments(**{**fields, **changes})
 
 
 def _discounts(k: int) -> np.ndarray:
@@ -176,9 +356,13 @@ def _gain(grades: np.ndarray, gain: Gain) -> np.ndarray:
     return g if gain == "linear" else np.asarray(np.exp2(g) - 1.0, dtype=np.float64)
 
 
-def _dcg(grades: np.ndarray, k: int | None, gain: Gain) -> np.ndarray:
-    g = _gain(grades[:, :k], gain)
-    return np.asarray(g @ _discounts(g.shape[1]), dtype=np.float64)
+def _dcg(hits: Hits, k: int | None, gain: Gain) -> np.ndarray:
+    # sum over the top k ranks of gain(grade) / log2(rank + 1), over the cells with a grade > 0
+    cut = hits.cut(k)
+    assert cut.values is not None
+    rank = cut.rank
+    discounts = _discounts(int(rank.max(initial=-1)) + 1)
+    return cut.total(_gain(cut.values, gain) * discounts[rank])
 
 
 def ndcg(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
@@ -190,7 +374,7 @@ def ndcg(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray
     Without a cutoff (``k=None``): DCG of the whole ranking over the IDCG of *all* the query's
     positive grades, never cut.
     """
-    return _safe_divide(_dcg(j.grades, k, gain), _dcg(j.ideal, k, gain))
+    return _safe_divide(_dcg(j.gain_hits, k, gain), _dcg(j.ideal_hits, k, gain))
 
 
 def mrr(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
@@ -198,15 +382,17 @@ def mrr(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
 
     Its mean over queries is MRR@k; without a cutoff, over the whole ranking.
     """
-    rel = j.relevant[:, :k]
-    first = rel.argmax(axis=1)
-    return np.where(rel.any(axis=1), 1.0 / (first + 1.0), 0.0)
+    hits = j.relevant_hits.cut(k)
+    first = hits.first()
+    out = np.zeros(hits.n_queries, dtype=np.float64)
+    out[hits.query[first]] = 1.0 / (hits.rank[first] + 1.0)
+    return out
 
 
 def recall(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
     """Recall@k = |relevant in top k| / R; without a cutoff, |relevant retrieved| / R over the
     whole ranking."""
-    return _safe_divide(j.relevant[:, :k].sum(axis=1).astype(np.float64), j.n_relevant)
+    return _safe_divide(j.relevant_hits.cut(k).count(), j.n_relevant)
 
 
 def precision(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
@@ -215,7 +401,7 @@ def precision(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.nd
     Without a cutoff: |relevant retrieved| / |retrieved| over the whole ranking, 0 when nothing
     was retrieved (set precision: trec_eval has no uncut ``P``).
     """
-    hits = j.relevant[:, :k].sum(axis=1).astype(np.float64)
+    hits = j.relevant_hits.cut(k).count()
     if k is None:
         return _safe_divide(hits, j.retrieved.astype(np.float64))
     return np.asarray(hits / float(k), dtype=np.float64)
@@ -227,9 +413,8 @@ def average_precision(j: RankedJudgments, k: int | None, gain: Gain = "linear") 
     The denominator is R, not min(k, R), as in trec_eval; MAP@k is the mean. Without a cutoff,
     the sum runs over the whole ranking.
     """
-    rel = j.relevant[:, :k]
-    prec_at_i = np.cumsum(rel, axis=1) / np.arange(1, rel.shape[1] + 1)
-    return _safe_divide((prec_at_i * rel).sum(axis=1), j.n_relevant)
+    hits = j.relevant_hits.cut(k)
+    return _safe_divide(hits.total(hits.order_in_query() / (hits.rank + 1)), j.n_relevant)
 
 
 def hit_rate(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
@@ -238,7 +423,7 @@ def hit_rate(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.nda
     Without a cutoff: 1 if any relevant document was retrieved at all (trec_eval has no uncut
     ``success``: it equals ``success`` at the run's depth).
     """
-    return np.asarray(j.relevant[:, :k].any(axis=1), dtype=np.float64)
+    return np.asarray(j.relevant_hits.cut(k).count() > 0, dtype=np.float64)
 
 
 def bpref(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
@@ -266,6 +451,48 @@ def judged_at(judgments: RankedJudgments, cutoffs: list[int]) -> dict[str, np.nd
     that the scores understate the ranking."""
     judged = judgments.judged.cumsum(axis=1)
     return {f"judged@{k}": judged[:, min(k, judged.shape[1]) - 1] / k for k in cutoffs}
+
+
+def at_cutoffs(
+    j: RankedJudgments, family: str, ks: Sequence[int], gain: Gain = "linear"
+) -> np.ndarray:
+    """float64 [Q, len(ks)]: ``family`` at every cutoff of ``ks`` (ascending), column i equal to
+    the family's function at ks[i] to the last bit. Recall and nDCG (the curves' families) come
+    from one pass over the cells, with per-query running sums in rank order (the order the
+    function adds in); any other family calls its function once per cutoff."""
+    cutoffs = np.asarray(ks, dtype=np.int64)
+    if family == "recall":
+        counts = _counts_at(j.relevant_hits, cutoffs).astype(np.float64)
+        return _safe_divide(counts, j.n_relevant[:, None])
+    if family == "ndcg":
+        return _safe_divide(
+            _dcg_at(j.gain_hits, cutoffs, gain), _dcg_at(j.ideal_hits, cutoffs, gain)
+        )
+    fn = REGISTRY[family].fn
+    return np.column_stack([fn(j, int(k), gain) for k in cutoffs]).reshape(-1, len(cutoffs))
+
+
+def _counts_at(hits: Hits, ks: np.ndarray) -> np.ndarray:
+    """int [Q, K]: per query, its cells ranked within each cutoff."""
+    n = len(ks)
+    above = np.searchsorted(ks, hits.rank, side="right")  # the cutoffs a cell misses
+    counts = np.bincount(hits.query * (n + 1) + above, minlength=hits.n_queries * (n + 1))
+    return np.cumsum(counts.reshape(hits.n_queries, n + 1)[:, :n], axis=1)
+
+
+def _dcg_at(hits: Hits, ks: np.ndarray, gain: Gain) -> np.ndarray:
+    """float64 [Q, K]: DCG at each cutoff; each query's terms are summed in rank order, running
+    sums read at each cutoff's number of cells, as ``_dcg`` adds them."""
+    assert hits.values is not None
+    order = hits.order_in_query() - 1
+    width = int(order.max(initial=-1)) + 1
+    terms = np.zeros((hits.n_queries, max(width, 1)))
+    discounts = _discounts(int(hits.rank.max(initial=-1)) + 1)
+    terms[hits.query, order] = _gain(hits.values, gain) * discounts[hits.rank]
+    running = np.cumsum(terms, axis=1)
+    n = _counts_at(hits, ks)
+    rows = np.arange(hits.n_queries)[:, None]
+    return np.where(n > 0, running[rows, np.maximum(n - 1, 0)], 0.0)
 
 
 MetricFn = Callable[[RankedJudgments, int | None, Gain], np.ndarray]  # k None: whole ranking
@@ -485,58 +712,137 @@ def build_judgments(
     index, grade); each (query, document) pair at most once. A negative grade is trec_eval's
     "pooled but not judged": non-relevant in every metric, unjudged in judged@k, bpref and the
     judged-only metrics. relevance_level: the grade from which a document is relevant
-    (trec_eval's ``-l``).
+    (trec_eval's ``-l``). Grades are held in the smallest integer type that fits them.
     """
-    ranked = np.asarray(ranked, dtype=np.int64)
+    ranked = np.asarray(ranked)
+    if ranked.dtype != np.int64:
+        ranked = ranked.astype(np.int64)
     n_queries, depth = ranked.shape
-    keys = qrel_query.astype(np.int64) * n_docs + qrel_doc.astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    keys, grades_sorted = keys[order], qrel_grade.astype(np.int64)[order]
+    q = np.asarray(qrel_query, dtype=np.int64)
+    d = np.asarray(qrel_doc, dtype=np.int64)
+    g = np.asarray(qrel_grade, dtype=np.int64)
+    grade_type = _grade_dtype(g)
 
-    # only ranked documents judged for some query can match: search just those entries
-    judged_somewhere = np.zeros(n_docs + 1, dtype=bool)
-    judged_somewhere[qrel_doc.astype(np.int64)] = True
-    flat = ranked.ravel()
-    candidates = np.flatnonzero(judged_somewhere[flat])  # -1 maps to the last (False) slot
-    wanted = candidates // depth * n_docs + flat[candidates]
-    pos = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
-    hit = keys[pos] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
-    judged = np.zeros(n_queries * depth, dtype=bool)
-    grades = np.zeros(n_queries * depth, dtype=np.int64)
-    judged[candidates[hit]] = is_judged(grades_sorted[pos[hit]])  # negative: pooled, unjudged
-    grades[candidates[hit]] = grades_sorted[pos[hit]]
-    judged, grades = judged.reshape(n_queries, depth), grades.reshape(n_queries, depth)
-
-    ideal, n_relevant = _ideal(qrel_query, qrel_grade, n_queries, depth, relevance_level)
-    judged_per_query = np.bincount(
-        qrel_query.astype(np.int64)[is_judged(qrel_grade)], minlength=n_queries
-    )
-    return RankedJudgments(
-        grades=grades,
-        judged=judged,
+    index, match = _lookup(ranked, q, d, n_docs)
+    ideal, n_relevant, n_judged = _ideal(q, g, n_queries, relevance_level, grade_type)
+    cells = Cells(
+        shape=(n_queries, depth),
+        index=index,
+        grades=g[match].astype(grade_type),
         ideal=ideal,
-        n_relevant=n_relevant,
-        n_nonrelevant=judged_per_query[:n_queries].astype(np.int64) - n_relevant,
-        relevance_level=relevance_level,
-        n_retrieved=(ranked >= 0).sum(axis=1).astype(np.int64),
+        ideal_width=max(depth, int(ideal.rank.max(initial=-1)) + 1),
     )
+    return RankedJudgments.from_cells(
+        cells,
+        n_relevant=n_relevant,
+        n_nonrelevant=n_judged - n_relevant,
+        relevance_level=relevance_level,
+        ranked=ranked,
+    )
+
+
+def _grade_dtype(grades: np.ndarray) -> type[np.signedinteger]:
+    """The smallest signed integer type holding every grade (and 0)."""
+    low, high = int(grades.min(initial=0)), int(grades.max(initial=0))
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return dtype
+    return np.int64
+
+
+def _lookup(
+    ranked: np.ndarray, q: np.ndarray, d: np.ndarray, n_docs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ranked cells (flat indices into ``ranked``, ascending) holding a document judged for
+    some query, and for each the index of its judgment for that cell's query, or -1.
+
+    A bitmap over the documents picks those cells with one gather per ranked cell; a table over
+    the documents then names each one's judgment when its document is judged for a single
+    query (the usual case), a check of that judgment's query settles the cell; the cells whose
+    document is judged for several queries are joined on sorted (query, document) keys.
+    """
+    depth = ranked.shape[1]
+    judged_somewhere = np.zeros(n_docs + 1, dtype=bool)  # the last slot stands for -1: no doc
+    judged_somewhere[d] = True
+    flat = ranked.ravel()
+    index = np.flatnonzero(judged_somewhere[flat])
+    docs = flat[index]
+    owner = np.empty(n_docs + 1, dtype=np.int32 if len(q) < 2**31 else np.int64)
+    positions = np.arange(len(q), dtype=owner.dtype)
+    owner[d] = positions  # for a document judged several times, one of its judgments wins
+    shared = np.flatnonzero(owner[d] != positions)
+    among = np.zeros(0, dtype=bool)
+    if len(shared):
+        among = np.zeros(len(q), dtype=bool)  # every judgment of a document judged several times
+        among[shared] = True
+        among[owner[d[shared]]] = True
+        owner[d[shared]] = -1
+    match = owner[docs].astype(np.int64)
+    several = np.flatnonzero(match < 0) if len(shared) else shared
+    cell_query = index // depth
+    if len(several):
+        match[several] = _join_sorted(q, d, among, cell_query[several], docs[several], n_docs)
+    found = q[match] == cell_query  # match -1 (no judgment) reads q[-1]: checked below
+    if len(several):
+        found[several] &= match[several] >= 0
+    found = np.flatnonzero(found)
+    return index.take(found), match.take(found)
+
+
+def _join_sorted(
+    q: np.ndarray,
+    d: np.ndarray,
+    among: np.ndarray,
+    want_query: np.ndarray,
+    want_doc: np.ndarray,
+    n_docs: int,
+) -> np.ndarray:
+    """For each wanted (query, document) pair, the index of its judgment among the judgments
+    ``among`` selects, or -1: a sort-merge join on the keys query * (n_docs + 1) + document."""
+    index = np.flatnonzero(among)
+    keys = q[index] * (n_docs + 1) + d[index]
+    order = np.argsort(keys, kind="stable")
+    keys, index = keys[order], index[order]
+    wanted = want_query * (n_docs + 1) + want_doc
+    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[pos] == wanted, index[pos], -1)
 
 
 def _ideal(
-    qrel_query: np.ndarray, qrel_grade: np.ndarray, n_queries: int, depth: int, level: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per query its positive grades sorted descending (at least ``depth`` wide, zero-padded),
-    and its number of grades >= ``level``."""
-    q = qrel_query.astype(np.int64)
-    g = qrel_grade.astype(np.int64)
-    n_relevant = np.bincount(q[is_relevant(g, level)], minlength=n_queries).astype(np.int64)
-    positive = g > 0
-    q, g = q[positive], g[positive]
-    width = max(depth, int(np.bincount(q, minlength=1).max(initial=0)))
-    ideal = np.zeros((n_queries, width), dtype=np.int64)
-    # sort (query asc, grade desc), then scatter each query's grades from column 0
-    order = np.lexsort((-g, q))
-    q, g = q[order], g[order]
-    rank_in_query = np.arange(len(q)) - np.searchsorted(q, q, side="left")
-    ideal[q, rank_in_query] = g
-    return ideal, n_relevant
+    q: np.ndarray,
+    g: np.ndarray,
+    n_queries: int,
+    level: int,
+    dtype: type[np.signedinteger] = np.int64,
+) -> tuple[Hits, np.ndarray, np.ndarray]:
+    """Per query its positive grades sorted descending, as Hits (query, rank in the ideal
+    ordering, grade); its number of grades >= ``level`` (R) and of grades >= 0 (judged).
+
+    With few distinct grades, one count per (query, grade) gives all three (the ideal
+    orderings are those counts repeated, no sort); otherwise one sort of the positive grades.
+    """
+    top, bottom = int(g.max(initial=0)), int(g.min(initial=0))
+    span = top - bottom + 1  # column c of a query's counts: grade top - c
+    if n_queries * span <= 4 * len(q) + 1024:
+        counts = np.bincount(q * span + (top - g), minlength=n_queries * span)
+        counts = counts.reshape(n_queries, span)
+        column_grade = top - np.arange(span)
+        # per query: grades >= level, grades >= 0, grades > 0 (a matrix product sums the
+        # few columns far faster than three sums over a short axis)
+        which = np.column_stack([column_grade >= level, column_grade >= 0, column_grade > 0])
+        n_relevant, n_judged, per_query = (counts @ which.astype(np.int64)).T
+        positive = counts[:, : max(top, 0)]  # grades top, top - 1, ..., 1
+        width = positive.shape[1]
+        packed = np.repeat(np.arange(n_queries * width, dtype=np.int64), positive.ravel())
+        q, g = packed // max(width, 1), top - packed % max(width, 1)
+    else:
+        n_relevant = np.bincount(q[is_relevant(g, level)], minlength=n_queries)
+        n_judged = np.bincount(q[is_judged(g)], minlength=n_queries)
+        keep = g > 0
+        packed = np.sort(q[keep] * (top + 1) + (top - g[keep]))
+        q, g = packed // (top + 1), top - packed % (top + 1)
+        per_query = np.bincount(q, minlength=n_queries)
+    starts = np.cumsum(per_query) - per_query
+    ideal = Hits(q, np.arange(len(q)) - starts[q], g.astype(dtype), n_queries)
+    return ideal, n_relevant.astype(np.int64), n_judged.astype(np.int64)
