@@ -128,6 +128,18 @@ class AnnSection(_Model):
     index: str
     reference: str
     slices: dict[str, AnnSlice]
+    # the approximate index's size: serialized bytes, and those per document; absent when the
+    # index does not tell (pgvector) and in reports of older versions
+    index_bytes: int | None = None
+    bytes_per_vector: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _size_absent_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in ("index_bytes", "bytes_per_vector"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class LexicalSlice(_Model):

@@ -331,6 +331,7 @@ class _Retrieved:
     cache_notes: dict[str, str]
     depth: int
     approximate: list[str]  # the approximate indexes, measured against exact search
+    sizes: dict[str, dict[str, float]]  # index -> its index_bytes and bytes_per_vector
 
 
 @dataclass(frozen=True)
@@ -453,7 +454,14 @@ def _retrieve(
         cache_notes={k: v for r in retrievers for k, v in r.cache_notes().items()},
         depth=rank_depth,
         approximate=[r.name for r in enabled if r.approximate],
+        sizes={r.name: size for r in enabled if (size := _index_size(r)) is not None},
     )
+
+
+def _index_size(r: Retriever) -> dict[str, float] | None:
+    """What ``r`` says of its index's size (a retriever from outside may not tell)."""
+    tell = getattr(r, "index_size", None)
+    return tell() if tell is not None else None
 
 
 def _score(
@@ -492,7 +500,9 @@ def _score(
         indexes = add_beyond(indexes, rankings, slices, n_docs=n_docs, k=k, depth=retrieved.depth)
         ks = ann_cutoffs(metrics, config.gate.ann_k, retrieved.depth)
         ann = {
-            name: _ann_section(name, rankings, per_query, ks, slices)
+            name: _ann_section(name, rankings, per_query, ks, slices).model_copy(
+                update=retrieved.sizes.get(name, {})
+            )
             for name in retrieved.approximate
             if PRIMARY_INDEX in rankings
         }
