@@ -14,13 +14,13 @@ building or reading back; search runs under evalret's tie rule (faiss_index.sear
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 
+from evalret.core.digest import json_digest
 from evalret.data.atomic import atomic_write
 from evalret.data.config import FAISS_CHECKS, FaissIndexConfig, faiss_error
 from evalret.engines.faiss_index import ADD_BATCH, HASH_ROWS
@@ -101,7 +101,8 @@ def build_factory_index(
 
 
 def factory_cache_key(vectors: np.ndarray, cfg: FaissIndexConfig) -> str:
-    """sha256 of the vectors and of every setting that shapes the built index."""
+    """sha256 of the settings' digest (core.digest.json_digest of every setting that shapes the
+    built index) and of the vectors, hashed in row blocks (no copy of the matrix)."""
     import faiss
 
     h = hashlib.sha256()
@@ -115,7 +116,7 @@ def factory_cache_key(vectors: np.ndarray, cfg: FaissIndexConfig) -> str:
         "faiss": faiss.__version__,
         "add_batch": ADD_BATCH,
     }
-    h.update(json.dumps(shape, sort_keys=True).encode())
+    h.update(json_digest(shape).encode())
     for start in range(0, len(vectors), HASH_ROWS):
         block = np.ascontiguousarray(vectors[start : start + HASH_ROWS], dtype=np.float32)
         h.update(block.tobytes())
