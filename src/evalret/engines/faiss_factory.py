@@ -33,10 +33,10 @@ def _parts(index: Any) -> Iterator[Any]:
     """``index`` and every index nested in it (a pre-transform's, an IVF's quantizer, ...)."""
     import faiss
 
-    index = faiss.downcast_index(index)
-    yield index
+    part = faiss.downcast_index(index)  # a view: ``index`` (held here) owns the C++ object
+    yield part
     for attr in _SUBINDEXES:
-        sub = getattr(index, attr, None)
+        sub = getattr(part, attr, None)
         if isinstance(sub, faiss.Index):
             yield from _parts(sub)
 
