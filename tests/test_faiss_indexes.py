@@ -222,3 +222,22 @@ def test_sweep_varies_factory_indexes_and_draws_them_against_bytes(
     assert report.pareto_memory
     page = (tmp_path / "sweep" / "sweep.html").read_text()
     assert "against index size" in page and "ivf" in page
+
+
+def test_the_terminal_says_each_approximate_index_and_its_size(
+    tmp_path: Path, encoder: None
+) -> None:
+    """`evalret run`'s ANN lines: the faiss index beside HNSW, each with its size."""
+    config = tmp_path / "c.yaml"
+    config.write_text(_yaml(tmp_path, f"  ivf: {IVF}\n"))
+    code, out = invoke("run", "-c", str(config), "--out", str(tmp_path / "out"), "--no-progress")
+    assert code == 0, out
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    lines = {
+        line.split(" against ")[0]: line for line in out.splitlines() if line.startswith("ANN ")
+    }
+    assert set(lines) == {"ANN hnsw", "ANN ivf"}
+    mib = report["ann_others"]["ivf"]["index_bytes"] / 2**20
+    per_vector = report["ann_others"]["ivf"]["bytes_per_vector"]
+    assert lines["ANN ivf"].endswith(f"; index {mib:.2f} MiB ({per_vector:,.0f} bytes a vector)")
+    assert "bytes a vector)" in lines["ANN hnsw"]

@@ -173,8 +173,15 @@ def ann_line(ann: AnnSection) -> Text:
         low = f"; lowest {first[0]}: {terminal(worst[0])} {number(worst[1], medium=PLAIN)}"
     return Text(
         f"ANN {terminal(ann.index)} against {terminal(ann.reference)} on {terminal(name)}: "
-        f"{recall}{change}{low}"
+        f"{recall}{change}{low}{_size(ann)}"
     )
+
+
+def _size(ann: AnnSection) -> str:
+    """The index size when the index told it ('; index 0.58 MiB (1,807 bytes a vector)')."""
+    if ann.index_bytes is None or ann.bytes_per_vector is None:
+        return ""
+    return f"; index {ann.index_bytes / 2**20:.2f} MiB ({ann.bytes_per_vector:,.0f} bytes a vector)"
 
 
 def health_line(report: RunReport) -> Text | None:
