@@ -24,7 +24,7 @@ from evalret.commands.sweep import sweep_command
 from evalret.core.ranking import topk_overlap
 from evalret.data.config import FaissIndexConfig, parse_config
 from evalret.data.sweep import SweepReport
-from evalret.engines.faiss_factory import build_factory_index, training_rows
+from evalret.engines.faiss_factory import build_factory_index, index_bytes, training_rows
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
 from helpers import invoke
@@ -241,3 +241,14 @@ def test_the_terminal_says_each_approximate_index_and_its_size(
     per_vector = report["ann_others"]["ivf"]["bytes_per_vector"]
     assert lines["ANN ivf"].endswith(f"; index {mib:.2f} MiB ({per_vector:,.0f} bytes a vector)")
     assert "bytes a vector)" in lines["ANN hnsw"]
+
+
+def test_index_bytes_are_the_serialized_length() -> None:
+    """Counted as faiss writes the index, equal to len(serialize_index) (binary: _binary)."""
+    x = np.random.default_rng(1).standard_normal((500, 16)).astype(np.float32)
+    graph = faiss.IndexHNSWFlat(16, 8)
+    graph.add(x)
+    codes = faiss.IndexBinaryFlat(64)
+    codes.add(np.packbits(x[:, :16] > 0, axis=1).repeat(4, axis=1))
+    assert index_bytes(graph) == len(faiss.serialize_index(graph))
+    assert index_bytes(codes) == len(faiss.serialize_index_binary(codes))

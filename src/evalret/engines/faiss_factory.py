@@ -180,12 +180,24 @@ def cached_factory_index(
 
 
 def index_bytes(index: Any) -> int:
-    """The index's size: its serialized length (faiss.serialize_index, or _binary)."""
+    """The index's size: the length of faiss's serialization of it (``serialize_index``, or
+    ``serialize_index_binary``), counted as faiss writes it, without a copy of the index."""
     import faiss
 
+    written = 0
+
+    def count(chunk: bytes) -> int:
+        nonlocal written
+        written += len(chunk)
+        return len(chunk)
+
+    writer = faiss.PyCallbackIOWriter(count)  # type: ignore[attr-defined]  # not in its stubs
     if isinstance(index, faiss.IndexBinary):
-        return len(faiss.serialize_index_binary(index))
-    return len(faiss.serialize_index(index))
+        faiss.write_index_binary(index, writer)
+    else:
+        faiss.write_index(index, writer)
+    del writer  # flushes what it buffered
+    return written
 
 
 CHECK_DIMS = (1680, 1536)  # 2^4*3*5*7 and 2^9*3: dimensions a factory string is tried at
