@@ -252,3 +252,18 @@ def test_index_bytes_are_the_serialized_length() -> None:
     codes.add(np.packbits(x[:, :16] > 0, axis=1).repeat(4, axis=1))
     assert index_bytes(graph) == len(faiss.serialize_index(graph))
     assert index_bytes(codes) == len(faiss.serialize_index_binary(codes))
+
+
+def test_an_unreadable_cached_index_is_rebuilt(tmp_path: Path, encoder: None) -> None:
+    """A truncated cache file is not trusted: the index is built again (status "rebuilt"), with
+    the same rankings, and stored whole."""
+    config = parse_config(_yaml(tmp_path, f"  ivf: {IVF}\n"), "c.yaml")
+    first = run_evaluation(config)
+    (path,) = (tmp_path / "cache" / "indexes").glob("faiss-*.faiss")
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    again = run_evaluation(config)
+    assert again.report.embedding.cache is not None
+    assert again.report.embedding.cache.model_extra == {"faiss.ivf": "rebuilt"}
+    assert np.array_equal(first.rankings["ivf"].ids, again.rankings["ivf"].ids)
+    assert path.read_bytes() == whole
