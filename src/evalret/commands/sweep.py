@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from evalret.core.digest import json_digest
 from evalret.core.metrics import is_plain_cut, parse_metric
 from evalret.core.pareto import pareto_front
 from evalret.data.atomic import atomic_write_text, check_writable_dir
-from evalret.data.config import Config, load_config
+from evalret.data.config import Config, FaissIndexConfig, QuantizedIndexConfig, load_config
 from evalret.data.overrides import (
     Axis,
     Override,
@@ -55,7 +55,8 @@ from evalret.pipeline.progress import ProgressBars, ProgressFactory, no_bars
 from evalret.version import __version__
 
 QUALITY = "ndcg@10"
-FAISS_INDEXES = ("exact", "hnsw")
+FAISS_INDEXES = ("exact", "hnsw")  # and every typed index of these settings:
+FAISS_TYPED = (FaissIndexConfig, QuantizedIndexConfig)
 SWEEP_FILES = ("sweep.json", "sweep.html")  # written into --out (cleared before it starts)
 TIMING = {
     "latency": "single-query latency: each query searched alone with faiss's index.search on one "
@@ -67,7 +68,10 @@ TIMING = {
     "tie handling after faiss is not timed",
     "build": "exact: faiss.IndexFlatIP add; hnsw: the graph built on indexes.hnsw.threads "
     "threads (once per model and graph setting), as the pipeline builds it",
-    "index_bytes": "len(faiss.serialize_index(index)): vectors plus graph links",
+    "index_bytes": "len(faiss.serialize_index(index)): vectors (or their codes) plus graph "
+    "links or inverted lists; a quantized index: its codes (binary: the IndexBinaryFlat)",
+    "quantized": "a quantized index is timed on its codes (binary: faiss.IndexBinaryFlat, "
+    "int8 / uint8: a flat inner-product index over them); its rescoring is not timed",
     "vector_bytes": "the document vectors as float32 (n_documents x dim x 4)",
     "warm_up": "one untimed batch search before the timed ones",
 }
@@ -177,7 +181,47 @@ def _costs(cfg: Config, ev: Evaluation, repeats: int, built: _Built) -> dict[str
     if "hnsw" in ev.report.indexes:
         index, build_s = _hnsw_index(cfg, docs, built)
         out["hnsw"] = _index_cost(measure(index, queries, depth, repeats), build_s, docs)
+    for name, settings in cfg.indexes.typed.items():
+        if name in ev.report.indexes and isinstance(settings, FAISS_TYPED):
+            index, query_input, build_s = _typed_index(cfg, name, settings, docs, queries, built)
+            cost = measure(index, query_input, depth, repeats)
+            ann = ev.report.ann_others.get(name)
+            if ann is not None and ann.index_bytes is not None:  # int8 codes: not the float index
+                cost = replace(cost, index_bytes=ann.index_bytes)
+            out[name] = _index_cost(cost, build_s, docs)
     return out
+
+
+def _typed_index(
+    cfg: Config,
+    name: str,
+    settings: FaissIndexConfig | QuantizedIndexConfig,
+    docs: np.ndarray,
+    queries: np.ndarray,
+    built: _Built,
+) -> tuple[Any, np.ndarray, float]:
+    """A typed faiss index (built once per model and build setting, its search parameters set at
+    each point) or a quantized index's codes, with the queries it is searched with."""
+    from evalret.engines.faiss_factory import build_factory_index, set_params
+    from evalret.engines.faiss_index import build_exact
+    from evalret.engines.quantize import BINARY, binary_index, quantize
+
+    shape = settings.model_dump(mode="json", exclude={"params", "enabled"})
+    key = json_digest({"model": cfg.model.model_dump(mode="json"), "typed": shape})
+    if key not in built.indexes:
+        start = time.perf_counter()
+        if isinstance(settings, FaissIndexConfig):
+            index: Any = build_factory_index(docs, settings, name)
+            codes = queries
+        else:
+            doc_codes, codes = quantize(docs, queries, settings.precision)
+            binary = settings.precision in BINARY
+            index = binary_index(doc_codes) if binary else build_exact(doc_codes.astype("f4"))
+        built.indexes[key] = ((index, codes), time.perf_counter() - start)
+    (index, codes), seconds = built.indexes[key]
+    if isinstance(settings, FaissIndexConfig):
+        set_params(index, settings)
+    return index, codes, seconds
 
 
 def _index_cost(c: SearchCost, build_s: float, docs: np.ndarray) -> IndexCost:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
@@ -652,9 +652,73 @@ def rerank_problem(name: str, indexes: dict[str, Any], enabled: set[str]) -> AtK
     return None
 
 
+def faiss_error(e: Exception) -> str:
+    """The reason in a faiss exception, without its C++ location."""
+    text = str(e).strip()
+    found = re.search(r"\.(?:cpp|h):\d+: (.*)", text, re.S)
+    return " ".join((found.group(1) if found else text).split())
+
+
+# (factory, params) -> None, or (the key below the index, why faiss refuses it): set by
+# engines.faiss_factory, as the data layer does not import faiss. Where the engines are loaded
+# (every command that searches) a bad factory string or parameter is refused when the config is
+# read; elsewhere when the index is built, naming the same key.
+FaissCheck = Callable[[str, dict[str, int | float]], tuple[tuple[str, ...], str] | None]
+FAISS_CHECKS: list[FaissCheck] = []
+
+
+class FaissIndexConfig(TypedIndexBase):
+    """Any faiss index-factory string over the document vectors (inner product), trained on a
+    seeded sample of them and searched with ``params`` (engines/faiss_factory.py)."""
+
+    type: Literal["faiss"]
+    factory: str = Field(min_length=1, description='a faiss index_factory string: "IVF256,PQ32"')
+    params: dict[str, int | float] = Field(
+        default_factory=dict,
+        description="search parameters set with faiss.ParameterSpace: {nprobe: 16, efSearch: 64}",
+    )
+    train_size: int | None = Field(
+        None, ge=1, description="documents sampled to train the index (null: all)"
+    )
+    seed: int = Field(0, ge=0, description="seed of the training sample and faiss's clustering")
+    threads: int | None = Field(
+        1, ge=1, description="threads building it: 1 = the same index every build; null = all"
+    )
+
+    @model_validator(mode="after")
+    def _faiss_builds_it(self) -> FaissIndexConfig:
+        for check in FAISS_CHECKS:
+            problem = check(self.factory, self.params)
+            if problem is not None:
+                raise AtKey(problem[1], problem[0])
+        return self
+
+
+class QuantizedIndexConfig(TypedIndexBase):
+    """The document and query vectors quantized as sentence-transformers' quantize_embeddings
+    does, searched over the codes, optionally rescored with the float vectors
+    (engines/quantize.py)."""
+
+    type: Literal["quantized"]
+    precision: Literal["float32", "int8", "uint8", "binary", "ubinary"] = Field(
+        description="int8 / uint8: ranges calibrated on the documents; binary / ubinary: sign "
+        "bits, searched by Hamming distance"
+    )
+    rescore: int | None = Field(
+        None, ge=1, description="rescore the top rescore x depth with the float vectors"
+    )
+
+
 # the typed indexes, told apart by ``type``: a new kind is one more member here (or, from outside
 # evalret, engines.retrievers.register_retriever_type)
-_INDEX_MEMBERS = RunIndexConfig | PythonIndexConfig | PgvectorIndexConfig | RerankIndexConfig
+_INDEX_MEMBERS = (
+    RunIndexConfig
+    | PythonIndexConfig
+    | PgvectorIndexConfig
+    | RerankIndexConfig
+    | FaissIndexConfig
+    | QuantizedIndexConfig
+)
 INDEX_CONFIGS: dict[str, type[TypedIndexBase]] = members_by_tag(_INDEX_MEMBERS, "type")
 TypedIndexConfig = Annotated[_INDEX_MEMBERS, RegisteredUnion(INDEX_CONFIGS, "type", None)]
 

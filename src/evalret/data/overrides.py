@@ -11,7 +11,8 @@ the command line; the file's own stay relative to the file. The settings are rec
 config (``Config.overrides``) and so in report.json.
 
 An axis is a dotted config path (``indexes.hnsw.ef_search``) and comma-separated values, each read
-as a YAML scalar (``16``, ``int8``, ``null``, ``true``). A point's config is the config file's
+as a YAML scalar (``16``, ``int8``, ``null``, ``true``); a comma inside a quoted value is part of
+it (``indexes.ivf.factory="IVF64,PQ16","HNSW32,SQ8"``). A point's config is the config file's
 YAML with the point's values set at their paths, validated by the config model exactly as the
 file is: a bad value or an unknown key is a ConfigError naming the ``--set`` it came from.
 
@@ -142,6 +143,21 @@ def command_overrides(
     return found
 
 
+def _split_values(values: str) -> list[str]:
+    """``V1,V2,...`` split at the commas outside quotes: a quoted YAML string may hold commas
+    (``"IVF64,PQ16","HNSW32,SQ8"``, two faiss factory strings)."""
+    out, start, quote = [], 0, ""
+    for i, c in enumerate(values):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c == ",":
+            out.append(values[start:i])
+            start = i + 1
+    return [*out, values[start:]]
+
+
 def parse_axis(text: str) -> Axis:
     """``KEY=V1,V2,...`` -> Axis; ConfigError when the key or a value is missing or malformed."""
     path, values = _key_and_values(text, "KEY=V1,V2,...", "indexes.hnsw.ef_search=16,32,64")
@@ -153,7 +169,7 @@ def parse_axis(text: str) -> Axis:
             "a sweep compares settings on one golden set and one metric definition; run one "
             "sweep per setting instead",
         )
-    parsed = tuple(_scalar(text, raw) for raw in values.split(","))
+    parsed = tuple(_scalar(text, raw) for raw in _split_values(values))
     if len(set(map(repr, parsed))) != len(parsed):
         raise _bad(text, "a value is repeated")
     return Axis(path=path, values=parsed, text=text)

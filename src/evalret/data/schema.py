@@ -138,6 +138,10 @@ class AnnSection(_Sparse):
     # with filtered queries only: recall by selectivity bucket ("<1%", "1-10%", "10-50%",
     # ">=50%" of the corpus eligible; a query without a filter counts as 100%)
     selectivity: dict[str, SelectivityBucket] | None = None
+    # the approximate index's size: serialized bytes, and those per document; absent when the
+    # index does not tell (pgvector) and in reports of older versions
+    index_bytes: int | None = None
+    bytes_per_vector: float | None = None
 
 
 class LexicalSlice(_Model):

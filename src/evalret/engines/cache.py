@@ -410,13 +410,13 @@ def check_cache_writable(namespace: Path) -> None:
 
 
 # the names evalret gives what it keeps in a cache directory (a namespace or an exported model:
-# a 32-hex digest; a graph: hnsw-<key>.faiss), with their set-aside and temporary forms: `cache
-# clear` and `prune` touch nothing else, so a --dir that is not a cache (a project's root, with
-# folders of its own named embeddings/ or models/) loses nothing
+# a 32-hex digest; an index: hnsw-<key>.faiss or faiss-<key>.faiss), with their set-aside and
+# temporary forms: `cache clear` and `prune` touch nothing else, so a --dir that is not a cache
+# (a project's root, with folders of its own named embeddings/ or models/) loses nothing
 _NAMESPACE = re.compile(r"[0-9a-f]{32}")
 _OWN = {
     "models": re.compile(r"\.?[0-9a-f]{32}(\..*)?"),
-    "indexes": re.compile(r"\.?hnsw-[0-9a-f]+\.faiss(\..*)?"),
+    "indexes": re.compile(r"\.?(hnsw|faiss)-[0-9a-f]+\.faiss(\..*)?"),
 }
 
 

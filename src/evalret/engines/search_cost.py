@@ -57,7 +57,7 @@ def _distances(index: Any, queries: np.ndarray, fetch: int) -> float:
     import faiss
 
     if getattr(index, "hnsw", None) is None:
-        return float(index.ntotal)
+        return float(index.ntotal)  # a flat index; for an IVF, an upper bound
     stats = faiss.cvar.hnsw_stats  # type: ignore[attr-defined]  # not in its stubs
     stats.reset()
     index.search(queries, fetch)
@@ -105,7 +105,8 @@ def measure(index: Any, queries: np.ndarray, depth: int, repeats: int) -> Search
     if hnsw is not None:
         ef = max(int(hnsw.efSearch), fetch)
         hnsw.efSearch = ef
-    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    binary = isinstance(index, faiss.IndexBinary)  # queries: packed bits (engines/quantize.py)
+    queries = np.ascontiguousarray(queries, dtype=np.uint8 if binary else np.float32)
     index.search(queries, fetch)  # warm-up
     single = _single(index, queries, fetch, repeats)
     batch = _batch(index, queries, fetch, repeats)
@@ -118,6 +119,8 @@ def measure(index: Any, queries: np.ndarray, depth: int, repeats: int) -> Search
         fetch=fetch,
         ef_search=ef,
         distances_per_query=_distances(index, queries, fetch),
-        index_bytes=len(faiss.serialize_index(index)),
+        index_bytes=len(
+            faiss.serialize_index_binary(index) if binary else faiss.serialize_index(index)
+        ),
         batch_threads=faiss.omp_get_max_threads(),
     )

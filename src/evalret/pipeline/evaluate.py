@@ -354,6 +354,7 @@ class _Retrieved:
     depth: int
     stages: list[Stage]  # the rerank indexes' first stages
     approximate: list[str]  # the approximate indexes, measured against exact search
+    sizes: dict[str, dict[str, float]]  # index -> its index_bytes and bytes_per_vector
     eligibility: Eligibility | None = None  # with filtered queries: what each may retrieve
 
 
@@ -488,7 +489,14 @@ def _retrieve(
         depth=rank_depth,
         approximate=[r.name for r in enabled if r.approximate],
         eligibility=eligible,
+        sizes={r.name: size for r in enabled if (size := _index_size(r)) is not None},
     )
+
+
+def _index_size(r: Retriever) -> dict[str, float] | None:
+    """What ``r`` says of its index's size (a retriever from outside may not tell)."""
+    tell = getattr(r, "index_size", None)
+    return tell() if tell is not None else None
 
 
 def _score(
@@ -527,7 +535,9 @@ def _score(
         indexes = add_beyond(indexes, rankings, slices, n_docs=n_docs, k=k, depth=retrieved.depth)
         ks = ann_cutoffs(metrics, config.gate.ann_k, retrieved.depth)
         ann = {
-            name: _ann_section(name, rankings, per_query, ks, slices, retrieved.eligibility)
+            name: _ann_section(
+                name, rankings, per_query, ks, slices, retrieved.eligibility
+            ).model_copy(update=retrieved.sizes.get(name, {}))
             for name in retrieved.approximate
             if PRIMARY_INDEX in rankings
         }

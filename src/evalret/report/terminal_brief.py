@@ -175,7 +175,7 @@ def ann_line(ann: AnnSection) -> Text:
         low = f"; lowest {first[0]}: {terminal(worst[0])} {number(worst[1], medium=PLAIN)}"
     return Text(
         f"ANN {terminal(ann.index)} against {terminal(ann.reference)} on {terminal(name)}: "
-        f"{recall}{change}{low}"
+        f"{recall}{change}{low}{_size(ann)}"
     )
 
 
@@ -183,6 +183,13 @@ def selectivity_lines(report: RunReport) -> list[Text]:
     """Per approximate index of a run with filtered queries: its recall by selectivity."""
     lines = (selectivity_line(ann, PLAIN) for ann in report.ann_sections())
     return [Text(terminal(line)) for line in lines if line is not None]
+
+
+def _size(ann: AnnSection) -> str:
+    """The index size when the index told it ('; index 0.58 MiB (1,807 bytes a vector)')."""
+    if ann.index_bytes is None or ann.bytes_per_vector is None:
+        return ""
+    return f"; index {ann.index_bytes / 2**20:.2f} MiB ({ann.bytes_per_vector:,.0f} bytes a vector)"
 
 
 def health_line(report: RunReport) -> Text | None:

@@ -29,10 +29,12 @@ from evalret.data.unions import tag_of
 from evalret.engines.retrievers.base import ProgressFactory, Retriever, SearchJob
 from evalret.engines.retrievers.bm25 import Bm25Retriever
 from evalret.engines.retrievers.exact import ExactRetriever
+from evalret.engines.retrievers.faiss import FaissRetriever
 from evalret.engines.retrievers.hnsw import HnswRetriever
 from evalret.engines.retrievers.hybrid import HybridRetriever
 from evalret.engines.retrievers.pgvector import PgvectorRetriever
 from evalret.engines.retrievers.python import PythonRetriever
+from evalret.engines.retrievers.quantized import QuantizedRetriever
 from evalret.engines.retrievers.rerank import RerankRetriever
 from evalret.engines.retrievers.run import RunRetriever
 from evalret.errors import ConfigError
@@ -66,6 +68,8 @@ RETRIEVER_TYPES: dict[str, TypedRetrieverFactory] = {
     "python": PythonRetriever,
     "pgvector": PgvectorRetriever,
     "rerank": RerankRetriever,
+    "faiss": FaissRetriever,
+    "quantized": QuantizedRetriever,
 }
 
 

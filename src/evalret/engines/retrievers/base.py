@@ -68,6 +68,11 @@ class Retriever(Protocol):
         """What it says under the report's ``embedding.cache`` (whether it ran or not)."""
         ...
 
+    def index_size(self) -> dict[str, float] | None:
+        """After ``retrieve``: the searched index's ``index_bytes`` (serialized) and
+        ``bytes_per_vector``, for the report's ANN section; None when it has none to tell."""
+        ...
+
     def retrieve(self, job: SearchJob) -> SearchResult:
         """The top ``job.depth`` documents of every query under the tie rule."""
         ...
@@ -87,3 +92,6 @@ class BaseRetriever:
 
     def cache_notes(self) -> dict[str, str]:
         return {}
+
+    def index_size(self) -> dict[str, float] | None:
+        return None

@@ -1,0 +1,269 @@
+"""Typed faiss indexes (``indexes.<name>: {type: faiss, factory, params, train_size, seed}``): the
+factory string and its search parameters refused at the config key when faiss refuses them,
+trained seeded (same input, same rankings), kept in the cache like the HNSW graph, searched with
+their parameters, and reported like every approximate index (recall of exact search's top k,
+metric change, index bytes), also in `evalret sweep`, whose memory front draws them.
+
+The vectors are a hashed bag of words from a Python encoder (no model is loaded); faiss is real.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+
+import evalret.engines.retrievers  # noqa: F401  # registers the faiss factory check
+from conftest import DEMO
+from evalret.commands.sweep import sweep_command
+from evalret.core.ranking import topk_overlap
+from evalret.data.config import FaissIndexConfig, parse_config
+from evalret.data.sweep import SweepReport
+from evalret.engines.faiss_factory import build_factory_index, index_bytes, training_rows
+from evalret.errors import ConfigError
+from evalret.pipeline.evaluate import run_evaluation
+from helpers import invoke
+
+ENCODER = """
+import hashlib
+import numpy as np
+
+class HashEncoder:
+    def __init__(self, dim):
+        self.dim = dim
+
+    def identity(self):
+        return {"kind": "hashed bag of words", "dim": self.dim}
+
+    def encode(self, texts, kind):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for tok in t.lower().split():
+                h = hashlib.sha256(tok.encode()).digest()
+                out[i, int.from_bytes(h[:4], "little") % self.dim] += 1.0
+        return out
+
+def make(dim=64):
+    return HashEncoder(dim)
+"""
+
+IVF = '{type: faiss, factory: "IVF16,PQ8x4np", params: {nprobe: 4}, train_size: 200, seed: 3}'
+
+
+@pytest.fixture
+def encoder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module ``faiss_index_encoder`` in tmp_path, importable."""
+    (tmp_path / "faiss_index_encoder.py").write_text(textwrap.dedent(ENCODER))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("faiss_index_encoder", None)
+
+
+def _yaml(tmp_path: Path, indexes: str, cache: bool = True) -> str:
+    cache_line = f"cache: {{dir: {tmp_path / 'cache'}}}" if cache else "cache: {enabled: false}"
+    return (
+        f"golden_set: {{path: {DEMO}}}\n{cache_line}\n"
+        "model: {provider: python, callable: 'faiss_index_encoder:make'}\n"
+        "metrics: [ndcg@10, recall@10]\n"
+        "indexes:\n  bm25: {enabled: false}\n  hybrid: {enabled: false}\n" + indexes
+    )
+
+
+@pytest.mark.parametrize(
+    ("index", "key", "reason"),
+    [
+        ('{type: faiss, factory: "IVF64,Garbage"}', "indexes.ivf.factory", "could not parse"),
+        ('{type: faiss, factory: "PQ7x3x2"}', "indexes.ivf.factory", "faiss cannot build"),
+        (
+            '{type: faiss, factory: "IVF16,PQ8", params: {efSearch: 64}}',
+            "indexes.ivf.params.efSearch",
+            "cannot set 'efSearch'",
+        ),
+        ('{type: faiss, factory: "HNSW8", params: {nprobe: 4}}', "indexes.ivf.params.nprobe", ""),
+        ('{type: faiss, factory: "HNSW8", bogus: 1}', "indexes.ivf.bogus", ""),
+        ('{type: faiss, factory: "HNSW8", train_size: 0}', "indexes.ivf.train_size", ""),
+    ],
+)
+def test_a_bad_factory_or_parameter_is_a_config_error_at_its_key(
+    tmp_path: Path, index: str, key: str, reason: str
+) -> None:
+    """faiss's refusal is the config's error, at the key's line, not a faiss traceback."""
+    with pytest.raises(ConfigError) as e:
+        parse_config(_yaml(tmp_path, f"  ivf: {index}\n"), "c.yaml")
+    text = str(e.value)
+    assert key in text and "c.yaml:8" in text and reason in text
+    assert ".cpp" not in text
+
+
+def test_evalret_run_refuses_a_bad_factory_before_embedding(tmp_path: Path, encoder: None) -> None:
+    """Exit 2 naming the key; nothing was embedded (the cache stays empty)."""
+    config = tmp_path / "c.yaml"
+    config.write_text(_yaml(tmp_path, '  ivf: {type: faiss, factory: "IVF16,Nope"}\n'))
+    code, out = invoke("run", "-c", str(config), "--out", str(tmp_path / "out"), "--no-progress")
+    assert code == 2, out
+    assert "indexes.ivf.factory" in out and "could not parse code description Nope" in out
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_dimension_faiss_cannot_split_is_refused_when_built(
+    tmp_path: Path, encoder: None
+) -> None:
+    """PQ7 builds at the config check's dimensions, not over 64-dimensional vectors: a
+    ConfigError naming the key and the dimension."""
+    config = parse_config(_yaml(tmp_path, '  ivf: {type: faiss, factory: "PQ7np"}\n'), "c.yaml")
+    with pytest.raises(ConfigError, match=r"indexes\.ivf\.factory: .*dimension 64"):
+        run_evaluation(config)
+
+
+def test_training_is_seeded_and_the_same_input_gives_the_same_index() -> None:
+    """The training sample is drawn with the seed; two builds of the same settings serialize to
+    the same bytes; another seed trains another index."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((600, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    cfg = FaissIndexConfig(type="faiss", factory="OPQ4,IVF8,PQ4np", train_size=300, seed=5)
+    rows = training_rows(600, cfg)
+    assert len(rows) == 300 and np.all(np.diff(rows) > 0)
+    assert np.array_equal(rows, training_rows(600, cfg))
+    first = faiss.serialize_index(build_factory_index(x, cfg, "ivf"))
+    again = faiss.serialize_index(build_factory_index(x, cfg, "ivf"))
+    assert np.array_equal(first, again)
+    other = cfg.model_copy(update={"seed": 6})
+    assert not np.array_equal(training_rows(600, other), rows)
+    assert not np.array_equal(faiss.serialize_index(build_factory_index(x, other, "ivf")), first)
+
+
+def test_reported_like_every_approximate_index(tmp_path: Path, encoder: None) -> None:
+    """The index's ANN section: recall@k of exact's top k and every metric's change, as computed
+    here from the rankings, and its index bytes: the serialized size of the index it searched
+    (the cached file holds the same bytes). HNSW's section says its bytes too."""
+    config = parse_config(_yaml(tmp_path, f"  ivf: {IVF}\n"), "c.yaml")
+    ev = run_evaluation(config)
+    r = ev.report
+    section = r.ann_others["ivf"]
+    all_ = section.slices["all"]
+    exact, ivf = ev.rankings["exact"], ev.rankings["ivf"]
+    assert all_.recall["recall@10"] == pytest.approx(topk_overlap(ivf.ids, exact.ids, 10).mean())
+    assert 0 < all_.recall["recall@10"] < 1  # nprobe 4 of 16 lists: approximate
+    per_query = {n: np.array(r.indexes[n].per_query["ndcg@10"]) for n in ("exact", "ivf")}
+    delta = (per_query["ivf"] - per_query["exact"]).mean()
+    assert all_.metric_deltas["ndcg@10"] == pytest.approx(delta)
+    cached = list((tmp_path / "cache" / "indexes").glob("faiss-*.faiss"))
+    assert len(cached) == 1
+    assert section.index_bytes == cached[0].stat().st_size
+    assert section.bytes_per_vector == pytest.approx(section.index_bytes / 338)
+    assert r.ann is not None and r.ann.index_bytes is not None and r.ann.index_bytes > 338 * 64 * 4
+    assert r.indexes["ivf"].params == {
+        "type": "faiss.index_factory",
+        "factory": "IVF16,PQ8x4np",
+        "metric": "inner_product",
+        "params": {"nprobe": 4},
+        "train_size": 200,
+        "seed": 3,
+    }
+    assert json.loads(r.model_dump_json())["ann_others"]["ivf"]["index_bytes"] > 0
+
+
+def test_cached_like_the_hnsw_graph_and_searched_with_its_params(
+    tmp_path: Path, encoder: None
+) -> None:
+    """The second run reads the index back (the same rankings); a run at another nprobe reads
+    the same file (search parameters do not shape the index) and ranks differently; without a
+    cache the index is built, with the same rankings."""
+    config = parse_config(_yaml(tmp_path, f"  ivf: {IVF}\n"), "c.yaml")
+    first = run_evaluation(config)
+    assert first.report.embedding.cache is not None
+    assert first.report.embedding.cache.model_extra == {"faiss.ivf": "built"}
+    again = run_evaluation(config)
+    assert again.report.embedding.cache is not None
+    assert again.report.embedding.cache.model_extra == {"faiss.ivf": "hit"}
+    assert np.array_equal(first.rankings["ivf"].ids, again.rankings["ivf"].ids)
+    wide = IVF.replace("nprobe: 4", "nprobe: 16")
+    every_list = run_evaluation(parse_config(_yaml(tmp_path, f"  ivf: {wide}\n"), "c.yaml"))
+    assert every_list.report.embedding.cache is not None
+    assert every_list.report.embedding.cache.model_extra == {"faiss.ivf": "hit"}
+    assert len(list((tmp_path / "cache" / "indexes").glob("faiss-*.faiss"))) == 1
+    wide_recall = every_list.report.ann_others["ivf"].slices["all"].recall["recall@10"]
+    assert wide_recall is not None
+    assert wide_recall > first.report.ann_others["ivf"].slices["all"].recall["recall@10"]
+    uncached = run_evaluation(parse_config(_yaml(tmp_path, f"  ivf: {IVF}\n", False), "c.yaml"))
+    assert np.array_equal(first.rankings["ivf"].ids, uncached.rankings["ivf"].ids)
+    assert first.report.fingerprint.digest != every_list.report.fingerprint.digest
+    code, out = invoke("cache", "clear", "--dir", str(tmp_path / "cache"))
+    assert code == 0, out
+    assert not list((tmp_path / "cache" / "indexes").glob("faiss-*.faiss"))
+
+
+def test_sweep_varies_factory_indexes_and_draws_them_against_bytes(
+    tmp_path: Path, encoder: None
+) -> None:
+    """A sweep over nprobe and the factory string: every point measures the faiss index's cost
+    and size (the ANN section's bytes), and the memory front is drawn on the page."""
+    config = tmp_path / "c.yaml"
+    config.write_text(_yaml(tmp_path, f"  ivf: {IVF}\n  hnsw: {{enabled: false}}\n"))
+    sweep_command(
+        config,
+        ["indexes.ivf.params.nprobe=1,16", 'indexes.ivf.factory="IVF16,PQ8x4np","IVF16,SQ8"'],
+        tmp_path / "sweep",
+        repeats=1,
+    )
+    report = SweepReport.model_validate_json((tmp_path / "sweep" / "sweep.json").read_text())
+    assert len(report.points) == 4
+    sizes = {}
+    for p in report.points:
+        ivf = p.indexes["ivf"]
+        assert ivf.cost is not None and ivf.ann_recall is not None
+        sizes[p.settings["indexes.ivf.factory"]] = ivf.cost.index_bytes
+    assert sizes["IVF16,PQ8x4np"] < sizes["IVF16,SQ8"]  # 4 bytes a vector against 64
+    assert report.pareto_memory
+    page = (tmp_path / "sweep" / "sweep.html").read_text()
+    assert "against index size" in page and "ivf" in page
+
+
+def test_the_terminal_says_each_approximate_index_and_its_size(
+    tmp_path: Path, encoder: None
+) -> None:
+    """`evalret run`'s ANN lines: the faiss index beside HNSW, each with its size."""
+    config = tmp_path / "c.yaml"
+    config.write_text(_yaml(tmp_path, f"  ivf: {IVF}\n"))
+    code, out = invoke("run", "-c", str(config), "--out", str(tmp_path / "out"), "--no-progress")
+    assert code == 0, out
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    lines = {
+        line.split(" against ")[0]: line for line in out.splitlines() if line.startswith("ANN ")
+    }
+    assert set(lines) == {"ANN hnsw", "ANN ivf"}
+    mib = report["ann_others"]["ivf"]["index_bytes"] / 2**20
+    per_vector = report["ann_others"]["ivf"]["bytes_per_vector"]
+    assert lines["ANN ivf"].endswith(f"; index {mib:.2f} MiB ({per_vector:,.0f} bytes a vector)")
+    assert "bytes a vector)" in lines["ANN hnsw"]
+
+
+def test_index_bytes_are_the_serialized_length() -> None:
+    """Counted as faiss writes the index, equal to len(serialize_index) (binary: _binary)."""
+    x = np.random.default_rng(1).standard_normal((500, 16)).astype(np.float32)
+    graph = faiss.IndexHNSWFlat(16, 8)
+    graph.add(x)
+    codes = faiss.IndexBinaryFlat(64)
+    codes.add(np.packbits(x[:, :16] > 0, axis=1).repeat(4, axis=1))
+    assert index_bytes(graph) == len(faiss.serialize_index(graph))
+    assert index_bytes(codes) == len(faiss.serialize_index_binary(codes))
+
+
+def test_an_unreadable_cached_index_is_rebuilt(tmp_path: Path, encoder: None) -> None:
+    """A truncated cache file is not trusted: the index is built again (status "rebuilt"), with
+    the same rankings, and stored whole."""
+    config = parse_config(_yaml(tmp_path, f"  ivf: {IVF}\n"), "c.yaml")
+    first = run_evaluation(config)
+    (path,) = (tmp_path / "cache" / "indexes").glob("faiss-*.faiss")
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    again = run_evaluation(config)
+    assert again.report.embedding.cache is not None
+    assert again.report.embedding.cache.model_extra == {"faiss.ivf": "rebuilt"}
+    assert np.array_equal(first.rankings["ivf"].ids, again.rankings["ivf"].ids)
+    assert path.read_bytes() == whole
