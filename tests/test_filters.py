@@ -522,3 +522,31 @@ def test_factory_indexes_search_through_the_selector(factory: str) -> None:
     if factory in ("IVF8,Flat", "Flat"):
         exact = filtered_exact(docs, queries, 10, rank, e)
         assert got.ids.tolist() == exact.ids.tolist()
+
+
+@pytest.mark.parametrize(
+    "indexes",
+    [
+        'ivf: {type: faiss, factory: "IVF4,Flat", params: {nprobe: 4}}\n',
+        # quantize_embeddings comes with sentence-transformers (torch): the model lane
+        pytest.param(
+            "bits: {type: quantized, precision: binary, rescore: 2}\n", marks=pytest.mark.model
+        ),
+        pytest.param("bytes: {type: quantized, precision: int8}\n", marks=pytest.mark.model),
+    ],
+)
+def test_factory_and_quantized_indexes_keep_to_the_filter(tmp_path: Path, indexes: str) -> None:
+    """A faiss factory index and a quantized one (with and without rescoring) rank only the
+    documents a filtered query may retrieve; an unfiltered query may rank any."""
+    golden = _native(
+        tmp_path / "set",
+        [
+            {"id": "q1", "text": "alpha gamma", "relevant": {"d4": 1}, "filter": {"lang": "fr"}},
+            {"id": "q2", "text": "alpha gamma", "relevant": {"d2": 1}},
+        ],
+    )
+    ev = run_evaluation(_config(golden, indexes), embedder=HashEmbedder())
+    name = indexes.split(":")[0]
+    top = ev.report.indexes[name].top_ids
+    assert set(top[0]) <= {"d4", "d5"} and top[0], top
+    assert len(top[1]) > 2

@@ -9,7 +9,7 @@ from typing import Any
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, FaissIndexConfig
 from evalret.engines.faiss_factory import cached_factory_index, index_bytes
-from evalret.engines.faiss_index import search
+from evalret.engines.filtered import filtered_index_search
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 
 
@@ -57,4 +57,6 @@ class FaissRetriever(BaseRetriever):
         n_bytes = index_bytes(index)
         self.size = {"index_bytes": n_bytes, "bytes_per_vector": n_bytes / max(len(vectors), 1)}
         with job.timed(f"search_{self.name}"):
-            return search(index, job.query_vectors, job.depth, job.rank)
+            return filtered_index_search(
+                index, job.query_vectors, job.depth, job.rank, job.eligibility
+            )

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalret.core.ranking import SearchResult
+import numpy as np
+
+from evalret.core.ranking import SearchResult, empty_result
 from evalret.data.config import Config, QuantizedIndexConfig
 from evalret.engines.faiss_factory import index_bytes
-from evalret.engines.quantize import BINARY, quantize, quantized_search, rescore
+from evalret.engines.filtered import by_filter
+from evalret.engines.quantize import BINARY, binary_index, quantize, quantized_search, rescore
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 
 
@@ -44,9 +47,33 @@ class QuantizedRetriever(BaseRetriever):
         with job.timed(f"quantize_{self.name}"):
             doc_codes, query_codes = quantize(docs, queries, self.precision)
         fetch = min(len(docs), job.depth * (self.rescore or 1))
+
+        def one(rows: np.ndarray, mask: np.ndarray | None) -> SearchResult:
+            """The queries ``rows`` searched over their eligible documents (all: ``mask`` None)."""
+            if mask is None:
+                return quantized_search(
+                    doc_codes, query_codes[rows], self.precision, fetch, job.rank
+                )[0]
+            keep = np.flatnonzero(mask)
+            if not len(keep):  # a filter that keeps nothing
+                return empty_result(len(rows), fetch)
+            found = quantized_search(
+                doc_codes[keep],
+                query_codes[rows],
+                self.precision,
+                min(fetch, len(keep)),
+                job.rank[keep],
+            )[0]
+            ids = np.where(found.ids >= 0, keep[np.maximum(found.ids, 0)], -1)
+            return SearchResult(ids=ids, scores=found.scores)
+
         with job.timed(f"search_{self.name}"):
-            found, index = quantized_search(doc_codes, query_codes, self.precision, fetch, job.rank)
-        n_bytes = index_bytes(index) if self.precision in BINARY else int(doc_codes.nbytes)
+            if job.eligibility is None:
+                found = one(np.arange(len(queries)), None)
+            else:
+                found = by_filter(len(queries), fetch, job.eligibility, one)
+        binary = self.precision in BINARY
+        n_bytes = index_bytes(binary_index(doc_codes)) if binary else int(doc_codes.nbytes)
         self.size = {"index_bytes": n_bytes, "bytes_per_vector": n_bytes / max(len(docs), 1)}
         if self.rescore is None:
             return found
