@@ -240,3 +240,12 @@ def test_the_id_pattern_is_what_str_split_splits_on() -> None:
     )
     assert not pc.any(pc.match_substring_regex(pa.array(others), _SPACE_OR_EMPTY)).as_py()
     assert pc.match_substring_regex(pa.array([""]), _SPACE_OR_EMPTY).to_pylist() == [True]
+
+
+def test_a_jsonl_run_of_queries_without_results() -> None:
+    """Queries given with no result at all: each kept, with an empty ranking."""
+    data = b'{"query_id": "q3", "results": []}\n{"query_id": "q1", "results": []}\n'
+    got = read_jsonl_columns([data], 10, MAX_LINE_BYTES["jsonl"])
+    assert got is not None
+    assert got.query_ids == ["q3", "q1"] and got.offsets.tolist() == [0, 0, 0]
+    assert len(got.docs) == 0 and got.doc_ids == []

@@ -830,7 +830,9 @@ def _ideal(
         column_grade = top - np.arange(span)
         # per query: grades >= level, grades >= 0, grades > 0 (a matrix product sums the
         # few columns far faster than three sums over a short axis)
-        which = np.column_stack([column_grade >= level, column_grade >= 0, column_grade > 0])
+        which = np.column_stack(
+            [is_relevant(column_grade, level), is_judged(column_grade), column_grade > 0]
+        )
         n_relevant, n_judged, per_query = (counts @ which.astype(np.int64)).T
         positive = counts[:, : max(top, 0)]  # grades top, top - 1, ..., 1
         width = positive.shape[1]

@@ -314,6 +314,8 @@ def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any
     descending, docno descending; ``ranks()`` gives the docnos' byte-order ranks, read only
     when two rows of one query tie on score. Scores compare as C compares them (``-0.0`` equals
     ``0.0``): numpy's comparisons and sorts do the same."""
+    if not len(q):  # queries without a result only
+        return np.arange(0)
     same_query = q[1:] == q[:-1]
     heads = q[np.concatenate(([True], ~same_query))]  # the query of each run of rows
     if len(np.unique(heads)) == len(heads) and bool(
