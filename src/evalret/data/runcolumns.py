@@ -155,7 +155,8 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
                 return None
             tables.append(table.select(["qid", "docno", "score"]))
             del table
-            _give_back(pool)  # the other columns' memory, before the next block
+            if len(tables) % 8 == 0:  # every 64 MiB read: the other columns' memory back
+                _give_back(pool)
     except pa.ArrowInvalid:
         return None
     if not blocks.plain or not sum(t.num_rows for t in tables):
