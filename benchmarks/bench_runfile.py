@@ -151,6 +151,17 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"seconds": best, "import_seconds": t_import, "peak_kib": peak, "values": values}))
 """
 
+WRITE_SCRIPT = """
+import json, os, sys
+from pathlib import Path
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from bench_runfile import write_data
+root, n_queries, depth, n_docs, seed = sys.argv[1], *map(int, sys.argv[2:6])
+paths = write_data(Path(root), n_queries, depth, n_docs, seed, os.environ["ORDER"],
+                   os.environ["FORMAT"], bool(os.environ["GZIP"]))
+print(json.dumps(dict(zip(["qrels", "run", "trec"], map(str, paths)))))
+"""
+
 PYTREC = """
 import json, os, sys, time, resource
 t0 = time.perf_counter()
@@ -310,19 +321,18 @@ def _targets(ref: dict | None, ours: dict | None, cli: dict, ranx: dict | None) 
 def main() -> int:
     """Write the data, run every tool, print the table; 1 when evalret disagrees with trec_eval."""
     args = _arguments()
-    env = {"REPEAT": str(args.repeat)}
+    env = {"REPEAT": str(args.repeat), "BENCH_DIR": str(Path(__file__).resolve().parent)}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        qrels, run, trec = write_data(
-            root,
-            args.queries,
-            args.depth,
-            args.n_docs,
-            args.seed,
-            args.order,
-            args.format,
-            args.gzip,
+        # written by a child process: Linux keeps a process's peak RSS across exec, so the
+        # children measured below would otherwise start from this process's peak
+        written = _child(
+            sys.executable,
+            WRITE_SCRIPT,
+            [str(root), *map(str, (args.queries, args.depth, args.n_docs, args.seed))],
+            {**env, "ORDER": args.order, "FORMAT": args.format, "GZIP": "1" if args.gzip else ""},
         )
+        qrels, run, trec = (Path(written[k]) for k in ("qrels", "run", "trec"))
         size_mb = run.stat().st_size / 1e6
         print(
             f"run: {args.queries * args.depth:,} lines, {run.name}, {size_mb:.1f} MB, "
