@@ -249,3 +249,19 @@ def test_a_jsonl_run_of_queries_without_results() -> None:
     assert got is not None
     assert got.query_ids == ["q3", "q1"] and got.offsets.tolist() == [0, 0, 0]
     assert len(got.docs) == 0 and got.doc_ids == []
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [b'"\xff"', b'"\xed\xa0\x80"', b'"\xc3"'],  # a stray byte, an encoded surrogate, cut short
+)
+def test_jsonl_ids_that_are_not_utf8_go_to_the_line_reader(tmp_path: Path, doc: bytes) -> None:
+    """pyarrow's JSON reader fills its strings without checking UTF-8: the columnar reader
+    checks the ids and declines, and read_run refuses at the line as the line reader does."""
+    data = b'{"query_id": "q", "results": [{"doc_id": ' + doc + b', "score": 1}]}\n'
+    assert read_jsonl_columns([data], 10, MAX_LINE_BYTES["jsonl"]) is None
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(data)
+    assert _outcome(path, 10, read_run, "jsonl") == _outcome(path, 10, read_run_lines, "jsonl")
+    with pytest.raises(InputError):
+        read_run(path, "jsonl", 10)

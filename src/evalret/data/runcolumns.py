@@ -1,10 +1,12 @@
-"""The columnar TREC run reader: the fast path of ``data.runfile.read_run``.
+"""The columnar run readers: the fast path of ``data.runfile.read_run``.
 
-It reads a TREC run with pyarrow's CSV parser (columns split on one space, ids interned into
-integer codes, scores parsed in C++), then orders every query with one stable sort. That parser
+A TREC run is read with pyarrow's CSV parser (columns split on one space, ids interned into
+integer codes, scores parsed in C++), then every query is ordered with one sort. That parser
 is stricter than trec_eval's reader, and the reader below only answers when it can prove the two
 read the file the same way; otherwise it answers None and ``data.runfile``'s line reader, the
-reference, reads the file and names the line of any problem. The proof, per block of the file:
+reference, reads the file and names the line of any problem. (A JSONL run is read the same way
+with pyarrow's JSON reader, under the conditions ``read_jsonl_columns`` lists.) The proof for a
+TREC run, per block of the file:
 
 - no byte trec_eval splits on other than a single space between columns and ``\\n`` (or
   ``\\r\\n``) at line ends: no tab, vertical tab, form feed or lone carriage return, no two spaces
@@ -20,9 +22,9 @@ reference, reads the file and names the line of any problem. The proof, per bloc
 Order: a query's documents by score descending (``-0.0`` equal to ``0.0``, as C compares them),
 then docno descending in byte order, the queries in the order the file first names them. When
 the file already lists each query contiguously by descending score, as trec_eval-style runs do,
-one stable sort of (group, docno) keys only breaks the ties; any other order takes a full
-lexicographic sort. Memory holds the columns of every line (about 30 bytes a line), never the
-file: blocks are read one at a time.
+one stable sort of (tie group, docno) keys only breaks the ties; any other order takes one sort
+of (query, score, docno) keys. Memory holds the columns of every line (about 30 bytes a line),
+never the file: blocks are read one at a time.
 """
 
 from __future__ import annotations
@@ -242,9 +244,10 @@ def _finish(
         return None  # the reference names the line
     with ThreadPoolExecutor(1) as sorting:  # the docnos' byte order, sorted beside the rest
         ranks = sorting.submit(_byte_ranks, doc_names, pc)
-        try:  # ids not UTF-8: the reference names the line
-            query_ids = query_names.cast(pa.string()).to_pylist()
-            doc_ids = doc_names.cast(pa.string()).to_pylist()
+        try:  # ids not UTF-8 (pyarrow's JSON reader does not check): the reference names the line
+            query_ids, doc_ids = (
+                _utf8(names, pa).to_pylist() for names in (query_names, doc_names)
+            )
         except pa.ArrowInvalid:
             return None
         q = _codes(query) if rows is None else _codes(query)[rows]
@@ -282,6 +285,15 @@ def _numpy(array: Any) -> np.ndarray:
         return np.empty(0, dtype=dtype)
     offset = array.offset * dtype.itemsize
     return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=offset)
+
+
+def _utf8(names: Any, pa: Any) -> Any:
+    """``names`` as a string array whose every value is checked to be UTF-8 (ArrowInvalid if
+    not): a binary array is cast, a string array (which pyarrow's JSON reader fills unchecked)
+    validated."""
+    strings = names.cast(pa.string())
+    strings.validate(full=True)
+    return strings
 
 
 def _dictionary(encoded: Any) -> Any:
