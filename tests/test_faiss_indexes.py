@@ -27,6 +27,7 @@ from evalret.data.sweep import SweepReport
 from evalret.engines.faiss_factory import build_factory_index, index_bytes, training_rows
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
+from evalret.pipeline.pages import render_run_html
 from helpers import invoke
 
 ENCODER = """
@@ -166,6 +167,9 @@ def test_reported_like_every_approximate_index(tmp_path: Path, encoder: None) ->
         "seed": 3,
     }
     assert json.loads(r.model_dump_json())["ann_others"]["ivf"]["index_bytes"] > 0
+    page = render_run_html(r, None, ev.golden_set)
+    size = f"{section.index_bytes / 2**20:.2f} MiB, {section.bytes_per_vector:,.0f} bytes a vector"
+    assert f"Its index holds {size}." in page
 
 
 def test_cached_like_the_hnsw_graph_and_searched_with_its_params(

@@ -373,7 +373,7 @@ def _ann_block(ann: AnnSection, floor: GateCheck | None) -> str:
     return (
         f"<p>The approximate index <code>{esc(ann.index)}</code> against exact search "
         f"<code>{esc(ann.reference)}</code> over the same vectors: how many true neighbours it "
-        "finds, and what that costs in every metric.</p>"
+        f"finds, and what that costs in every metric.{_ann_size(ann)}</p>"
         '<div class="grid">'
         + _ann_recall_chart(ann, floor)
         + _ann_loss_chart(ann)
@@ -381,6 +381,15 @@ def _ann_block(ann: AnnSection, floor: GateCheck | None) -> str:
         + _ann_table(ann)
         + _selectivity_table(ann)
     )
+
+
+def _ann_size(ann: AnnSection) -> str:
+    """The index's size, when the index told it (" Its index holds 0.58 MiB, 1,807 bytes a
+    vector.")."""
+    if ann.index_bytes is None or ann.bytes_per_vector is None:
+        return ""
+    mib = ann.index_bytes / 2**20
+    return f" Its index holds {mib:.2f} MiB, {ann.bytes_per_vector:,.0f} bytes a vector."
 
 
 def _selectivity_table(ann: AnnSection) -> str:
