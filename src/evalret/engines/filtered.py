@@ -40,6 +40,20 @@ def by_filter(n_queries: int, depth: int, eligible: Eligibility, one: GroupSearc
     return out
 
 
+def on_eligible(
+    mask: np.ndarray, n_rows: int, depth: int, search_rows: Callable[[np.ndarray], SearchResult]
+) -> SearchResult:
+    """``search_rows(keep)``, a search over the eligible documents ``keep`` of ``mask`` alone,
+    with its ids (positions in ``keep``) mapped back to the whole corpus; ``n_rows`` empty
+    rankings when the filter keeps nothing."""
+    keep = np.flatnonzero(mask)
+    if len(keep) == 0:  # a filter that keeps nothing: nothing to rank
+        return empty_result(n_rows, depth)
+    found = search_rows(keep)
+    ids = np.where(found.ids >= 0, keep[np.maximum(found.ids, 0)], -1)
+    return SearchResult(ids=ids, scores=found.scores)
+
+
 def filtered_exact(
     vectors: np.ndarray,
     queries: np.ndarray,
@@ -54,12 +68,12 @@ def filtered_exact(
     def one(rows: np.ndarray, mask: np.ndarray | None) -> SearchResult:
         if mask is None:
             return exact_search(vectors, queries[rows], depth, rank)
-        keep = np.flatnonzero(mask)
-        if len(keep) == 0:  # a filter that keeps nothing: nothing to rank
-            return empty_result(len(rows), depth)
-        found = exact_search(vectors[keep], queries[rows], depth, rank[keep])
-        ids = np.where(found.ids >= 0, keep[np.maximum(found.ids, 0)], -1)
-        return SearchResult(ids=ids, scores=found.scores)
+        return on_eligible(
+            mask,
+            len(rows),
+            depth,
+            lambda keep: exact_search(vectors[keep], queries[rows], depth, rank[keep]),
+        )
 
     return by_filter(len(queries), depth, eligible, one)
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from evalret.core.ranking import SearchResult, empty_result
+from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, QuantizedIndexConfig
 from evalret.engines.faiss_factory import index_bytes
-from evalret.engines.filtered import by_filter
+from evalret.engines.filtered import by_filter, on_eligible
 from evalret.engines.quantize import BINARY, binary_index, quantize, quantized_search, rescore
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 
@@ -54,18 +54,18 @@ class QuantizedRetriever(BaseRetriever):
                 return quantized_search(
                     doc_codes, query_codes[rows], self.precision, fetch, job.rank
                 )[0]
-            keep = np.flatnonzero(mask)
-            if not len(keep):  # a filter that keeps nothing
-                return empty_result(len(rows), fetch)
-            found = quantized_search(
-                doc_codes[keep],
-                query_codes[rows],
-                self.precision,
-                min(fetch, len(keep)),
-                job.rank[keep],
-            )[0]
-            ids = np.where(found.ids >= 0, keep[np.maximum(found.ids, 0)], -1)
-            return SearchResult(ids=ids, scores=found.scores)
+            return on_eligible(
+                mask,
+                len(rows),
+                fetch,
+                lambda keep: quantized_search(
+                    doc_codes[keep],
+                    query_codes[rows],
+                    self.precision,
+                    min(fetch, len(keep)),
+                    job.rank[keep],
+                )[0],
+            )
 
         with job.timed(f"search_{self.name}"):
             if job.eligibility is None:
