@@ -30,8 +30,14 @@ result without a one-word doc_id is refused.
 Every refusal is an input error naming file and line. A line longer than ``MAX_LINE_BYTES`` of
 its format is refused as soon as the bound is passed, before the line is held in memory.
 
-Memory is bounded: the file is read line by line and only the best ``depth`` documents of each
-query are kept (a heap per query), never the whole file. Repeated documents are found from one
+A file that starts with gzip's magic bytes is read through gzip; its SHA-256 is that of the
+file on disk.
+
+Two readers give one answer. ``read_run`` tries the columnar reader (``data.runcolumns``:
+pyarrow's parsers, ids interned, one sort), which answers only where it proves it reads the file
+as the line reader here does; every other file, and every refusal, is the line reader's. The
+line reader is the reference: it reads line by line and keeps only the best ``depth`` documents
+of each query (a heap per query), never the whole file. Repeated documents are found from one
 8-byte hash of (query, document) per line, sorted at the end; a hash seen twice sends the reader
 through the file a second time to name the line (or to find it was a hash collision).
 """
