@@ -181,21 +181,12 @@ def _encoded(text: str) -> bytes:
 def atomic_write_text(path: Path, text: str, what: str = "") -> None:
     """Write ``text`` to ``path`` as the module docstring says; ``what`` names the file in
     errors ("baseline", "pool file")."""
-    target, in_place = write_target(path, what)
-    try:
-        if in_place:
-            with open(target, "w", encoding="utf-8") as f:
-                f.write(text)
-        else:
-            data = _encoded(text)
-            atomic_write(target, lambda f: f.write(data))
-    except OSError as e:
-        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+    atomic_write_blocks(path, [text.encode("utf-8")], what)
 
 
 def atomic_write_blocks(path: Path, blocks: Iterable[bytes], what: str = "") -> None:
     """``atomic_write_text`` for a text given as UTF-8 blocks (a run file of millions of lines
-    is never held whole)."""
+    is never held whole); each newline is written as the platform's line separator."""
     target, in_place = write_target(path, what)
     newline = os.linesep.encode("ascii")
 
