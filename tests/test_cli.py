@@ -294,7 +294,7 @@ def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
     b = json.loads((tmp_path / "report.json").read_text())
     assert b["gate"]["verdict"] == "pass" and b["gate"]["changed"] == {}
     assert a.pop("run_id") != b.pop("run_id")  # each run writes its own id
-    for key in ("timings", "config", "gate"):
+    for key in ("timings", "latency", "config", "gate"):
         a.pop(key), b.pop(key)
     documents = a["embedding"].pop("cache")["document"]  # cold or warm: other files may run first
     assert documents["misses"] + documents["hits"] == 338 and b["embedding"].pop("cache") is None

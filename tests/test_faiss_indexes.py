@@ -168,8 +168,10 @@ def test_reported_like_every_approximate_index(tmp_path: Path, encoder: None) ->
     }
     assert json.loads(r.model_dump_json())["ann_others"]["ivf"]["index_bytes"] > 0
     page = render_run_html(r, None, ev.golden_set)
-    size = f"{section.index_bytes / 2**20:.2f} MiB, {section.bytes_per_vector:,.0f} bytes a vector"
-    assert f"Its index holds {size}." in page
+    size = f"{section.index_bytes / 2**20:.2f} MiB ({section.bytes_per_vector:,.0f} bytes a vector)"
+    assert section.distances_per_query is not None and section.distances_per_query < 338
+    work = f"{section.distances_per_query:,.0f} distances a query"
+    assert f"Its cost: index {size}, {work}." in page
 
 
 def test_cached_like_the_hnsw_graph_and_searched_with_its_params(
@@ -231,7 +233,8 @@ def test_sweep_varies_factory_indexes_and_draws_them_against_bytes(
 def test_the_terminal_says_each_approximate_index_and_its_size(
     tmp_path: Path, encoder: None
 ) -> None:
-    """`evalret run`'s ANN lines: the faiss index beside HNSW, each with its size."""
+    """`evalret run`'s ANN lines: the faiss index beside HNSW, each with its size and the
+    vectors its search compared; one dim line gives the latency and the machine."""
     config = tmp_path / "c.yaml"
     config.write_text(_yaml(tmp_path, f"  ivf: {IVF}\n"))
     code, out = invoke("run", "-c", str(config), "--out", str(tmp_path / "out"), "--no-progress")
@@ -243,8 +246,14 @@ def test_the_terminal_says_each_approximate_index_and_its_size(
     assert set(lines) == {"ANN hnsw", "ANN ivf"}
     mib = report["ann_others"]["ivf"]["index_bytes"] / 2**20
     per_vector = report["ann_others"]["ivf"]["bytes_per_vector"]
-    assert lines["ANN ivf"].endswith(f"; index {mib:.2f} MiB ({per_vector:,.0f} bytes a vector)")
+    work = report["ann_others"]["ivf"]["distances_per_query"]
+    assert lines["ANN ivf"].endswith(
+        f"; index {mib:.2f} MiB ({per_vector:,.0f} bytes a vector), {work:,.0f} distances a query"
+    )
     assert "bytes a vector)" in lines["ANN hnsw"]
+    [latency] = [line for line in out.splitlines() if line.startswith("latency ")]
+    assert latency.startswith("latency (machine-dependent; ") and " CPUs, " in latency
+    assert all(f"{name} p50 " in latency for name in ("exact", "hnsw", "ivf"))
 
 
 def test_index_bytes_are_the_serialized_length() -> None:

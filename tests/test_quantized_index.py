@@ -115,7 +115,8 @@ def test_rescore_ranks_the_quantized_candidates_by_the_float_inner_product() -> 
 
 def test_reported_against_float_exact_search(run: Evaluation) -> None:
     """Every quantized index has its ANN section against (float) exact search with recall,
-    metric change and index bytes: binary codes 8 bytes a 64-dimensional vector, int8 64;
+    metric change, index bytes and distances a query (and a latency): binary codes 8 bytes a
+    64-dimensional vector, int8 64;
     rescoring wins back recall; binary and ubinary rank alike."""
     r = run.report
     sections = r.ann_others
@@ -126,6 +127,10 @@ def test_reported_against_float_exact_search(run: Evaluation) -> None:
         assert "ndcg@10" in s.slices["all"].metric_deltas
     assert sections["bin"].bytes_per_vector == pytest.approx(8, abs=0.5)  # + faiss's header
     assert sections["i8"].index_bytes == 338 * 64
+    # a scan of every code, then the float products of the rescored candidates (4 x depth 10)
+    assert sections["i8"].distances_per_query == 338
+    assert sections["bin4"].distances_per_query == 338 + 40
+    assert r.latency is not None and set(r.latency.indexes) == {"exact", *sections}
     recall = {n: s.slices["all"].recall["recall@10"] for n, s in sections.items()}
     assert recall["bin4"] > recall["bin"]  # type: ignore[operator]
     assert np.array_equal(run.rankings["bin"].ids, run.rankings["ubin"].ids)

@@ -446,6 +446,30 @@ def test_cross_encoder_reranks_offline_and_is_cached(
     assert again.report.indexes["rr"].top_ids == ev.report.indexes["rr"].top_ids
 
 
+@pytest.mark.model
+def test_cross_encoder_device(tmp_path: Path, tiny_cross_encoder: Path) -> None:
+    """``device`` places the CrossEncoder as model.device places the embedder: auto takes what
+    torch sees (the CPU on a machine without CUDA, the same scores); a device torch cannot
+    use is a ModelError naming it."""
+    import torch
+
+    def block(device: str) -> str:
+        return (
+            f"rr: {{type: rerank, of: bm25, k: 6, reranker: {{provider: cross-encoder, "
+            f"path: '{tiny_cross_encoder}', device: '{device}'}}}}\n"
+        )
+
+    cpu = run_evaluation(_config(tmp_path / "cpu", BM25_ONLY + block("cpu")))
+    auto = run_evaluation(_config(tmp_path / "auto", BM25_ONLY + block("auto")))
+    a, c = auto.report.indexes["rr"].top_ids, cpu.report.indexes["rr"].top_ids
+    if torch.cuda.is_available():  # on the GPU: the same best candidate of every query
+        assert [ids[:1] for ids in a] == [ids[:1] for ids in c]
+        return
+    assert a == c
+    with pytest.raises(ModelError, match="on device cuda:0"):
+        run_evaluation(_config(tmp_path / "cuda", BM25_ONLY + block("cuda:0")))
+
+
 def test_dry_run_says_what_the_http_reranker_would_ask_and_sends_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -97,7 +97,7 @@ def test_sampled_run_is_identical_on_rerun(runs: tuple[SampledRun, SampledRun]) 
     assert runs[1].code == 0, runs[1].output
     assert a.pop("run_id") != b.pop("run_id")  # each run writes its own id
     for r in (a, b):
-        r.pop("timings"), r["embedding"].pop("cache")
+        r.pop("timings"), r.pop("latency"), r["embedding"].pop("cache")
     assert a == b
     md = (runs[0].out_dir / "report.md").read_text()
     assert "**Sampled run**: sample of 100 of 244 queries" in md

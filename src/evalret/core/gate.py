@@ -11,6 +11,10 @@ Checks, for every gated index, slice and metric with a threshold:
 * ``ann_min_recall``: fails when HNSW keeps less than the floor of the exact top-k (slice ``all``);
 * ``rerank_min_recall``: fails when a rerank index's first stage puts less than the floor of the
   relevant documents among its k candidates (recall@k, slice ``all``);
+* ``ann_min_recall`` likewise for every other gated approximate index (faiss, quantized, pgvector);
+* ``budget_max``: fails when an index's cost figure (index bytes, bytes per vector, distances
+  compared per query, p95 latency) or the run's embedding cost is above its budget, or was not
+  measured; the latency check is marked machine-dependent in its message;
 * ``health_min`` / ``health_max``: an intrinsic-health figure of the document or query vectors
   outside its bounds (by default: a collapsed embedding fails).
 
@@ -64,6 +68,7 @@ CheckKind = Literal[
     "max_drop_pct",
     "ann_min_recall",
     "rerank_min_recall",
+    "budget_max",
     "health_min",
     "health_max",
 ]
@@ -337,20 +342,53 @@ def _adjusted_p_values(
 
 def _ann_check(ann_recall: float, ann_min_recall: float, ann_k: int, n_all: int) -> Check:
     """The HNSW recall floor: one check on slice ``all``."""
-    passed = _finite(ann_recall) and ann_recall >= ann_min_recall - EPS
-    message = f"HNSW keeps {_fmt(ann_recall)} of the exact top-{ann_k}" + (
-        f"{'' if passed else ', below'} the floor {ann_min_recall:g}"
-        if _finite(ann_recall)
+    return ann_check("hnsw", ann_recall, ann_min_recall, ann_k, n_all)
+
+
+def ann_check(index: str, recall: float, floor: float, k: int, n_all: int) -> Check:
+    """The recall floor of approximate index ``index`` against exact search's top k: one check
+    on slice ``all``."""
+    passed = _finite(recall) and recall >= floor - EPS
+    who = "HNSW" if index == "hnsw" else index
+    message = f"{who} keeps {_fmt(recall)} of the exact top-{k}" + (
+        f"{'' if passed else ', below'} the floor {floor:g}"
+        if _finite(recall)
         else f": {NOT_FINITE}"
     )
     return _bound_check(
-        f"hnsw/all/ann_recall@{ann_k} min {ann_min_recall:g}",
-        ("hnsw", "all", f"ann_recall@{ann_k}", "ann_min_recall"),
-        ann_min_recall,
-        ann_recall,
+        f"{index}/all/ann_recall@{k} min {floor:g}",
+        (index, "all", f"ann_recall@{k}", "ann_min_recall"),
+        floor,
+        recall,
         n_all,
         passed,
         message,
+    )
+
+
+def budget_check(
+    index: str, figure: str, limit: float, value: float | None, n: int, note: str = ""
+) -> Check:
+    """A budget: ``figure`` of ``index`` (``run`` for the run's own cost) at most ``limit``.
+    A figure the run did not measure (``value`` None) fails: a budget never passes on nothing.
+    ``note`` follows the message (the latency budget says it depends on the machine)."""
+    passed = value is not None and _finite(value) and value <= limit + EPS
+    if value is None:
+        found = f"{figure} of {index} was not measured in this run"
+    elif not _finite(value):
+        found = f"{figure} of {index}: {NOT_FINITE}"
+    else:
+        found = f"{figure} of {index} = {value:,.6g}" + (
+            f", within the budget {limit:,.6g}" if passed else f", over the budget {limit:,.6g}"
+        )
+    return _bound_check(
+        f"{index}/budget/{figure} max {limit:g}",
+        (index, "all", figure, "budget_max"),
+        limit,
+        float("nan") if value is None else value,
+        n,
+        passed,
+        found + note,
     )
 
 

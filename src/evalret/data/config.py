@@ -575,6 +575,11 @@ class CrossEncoderRerankerConfig(_Strict):
     path: UsablePath = Field(description="a local directory holding a CrossEncoder")
     batch_size: int = Field(32, ge=1, le=4096, description="(query, document) pairs per batch")
     max_length: int | None = Field(None, ge=1, description="tokens per pair; default: the model's")
+    device: str = Field(
+        "cpu",
+        pattern=r"^(cpu|cuda|cuda:\d+|mps|auto)$",
+        description="where it scores, as model.device: cpu, cuda, cuda:N, mps, or auto",
+    )
 
 
 class PythonRerankerConfig(_Strict):
@@ -974,6 +979,33 @@ class UnjudgedConfig(_Strict):
 DEFAULT_THRESHOLDS = {"recall@10": Threshold(max_drop=0.01), "mrr@10": Threshold(max_drop=0.01)}
 
 
+class IndexBudget(_Strict):
+    """What one index may cost (``gate.budgets.<index>``): the deterministic figures of its
+    search, and the p95 latency only when asked, since latency depends on the machine."""
+
+    max_index_bytes: int | None = Field(
+        None, ge=0, description="the serialized index's size in bytes (vectors or codes, graph)"
+    )
+    max_bytes_per_vector: float | None = Field(
+        None, ge=0, description="the index's bytes divided by the corpus's documents"
+    )
+    max_distances_per_query: float | None = Field(
+        None,
+        ge=0,
+        description="vectors compared per query, as faiss counts them (HNSW and IVF statistics; "
+        "every eligible vector for a flat or binary scan)",
+    )
+    max_p95_ms: float | None = Field(
+        None,
+        gt=0,
+        description="single-query latency, 95th percentile, in ms: machine-dependent, measured "
+        "on this run's machine (report.json's latency section)",
+    )
+
+
+BUDGET_INDEX_TYPES = ("hnsw", "faiss", "quantized")  # the indexes whose cost a run measures
+
+
 class GateConfig(_Strict):
     """The CI gate: checks of the current run against floors and a stored baseline."""
 
@@ -993,6 +1025,17 @@ class GateConfig(_Strict):
         ge=0,
         le=1,
         description="floor on every rerank index's candidate ceiling (its first stage's recall@k)",
+    )
+    budgets: dict[str, IndexBudget] = Field(
+        default_factory=dict,
+        description="index name -> its budget (hnsw, faiss and quantized indexes): a figure over "
+        "its budget fails the gate",
+    )
+    max_cost_per_run: float | None = Field(
+        None,
+        ge=0,
+        description="API models: the most embedding every text of the run may cost, nothing "
+        "cached (tokens counted as --dry-run counts them x model.price_per_million_tokens)",
     )
     labels: Labels = Field(
         "all",
@@ -1015,6 +1058,10 @@ class GateConfig(_Strict):
         data: dict[str, Any] = handler(self)
         if self.rerank_min_recall is None:
             data.pop("rerank_min_recall", None)
+        if not self.budgets:
+            data.pop("budgets", None)
+        if self.max_cost_per_run is None:
+            data.pop("max_cost_per_run", None)
         return data
 
     @field_validator("health")
@@ -1311,7 +1358,31 @@ class Config(_Strict):
             )
         if self.gate.ann_k > self.depth:
             raise ValueError(f"gate.ann_k {self.gate.ann_k} exceeds the search depth {self.depth}")
+        self._budgets_are_measured()
         return self
+
+    def _budgets_are_measured(self) -> None:
+        """AtKey at a budget on an index the run does not measure, and at a cost budget for a
+        model without a price."""
+        enabled = self.indexes.enabled_names()
+        for name in self.gate.budgets:
+            where = ("gate", "budgets", name)
+            if name not in enabled:
+                enabled_text = ", ".join(enabled)
+                raise AtKey(f"no enabled index {name!r} to budget: one of {enabled_text}", where)
+            typed = self.indexes.typed.get(name)
+            kind = typed.type if typed is not None else name
+            if kind not in BUDGET_INDEX_TYPES:
+                raise AtKey(
+                    f"{name} is a {kind} index: a run measures the cost of "
+                    f"{', '.join(BUDGET_INDEX_TYPES)} indexes only",
+                    where,
+                )
+        if self.gate.max_cost_per_run is not None and self.model.price is None:
+            raise AtKey(
+                "max_cost_per_run needs an API model with model.price_per_million_tokens",
+                ("gate", "max_cost_per_run"),
+            )
 
     def _gated_indexes_exist(self) -> None:
         """AtKey at the first gate key naming an index the config does not have."""

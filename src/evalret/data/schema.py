@@ -142,6 +142,9 @@ class AnnSection(_Sparse):
     # index does not tell (pgvector) and in reports of older versions
     index_bytes: int | None = None
     bytes_per_vector: float | None = None
+    # vectors the index's search compared per query (faiss's HNSW / IVF statistics, every
+    # vector for a scan); absent when the index does not tell and in reports of older versions
+    distances_per_query: float | None = None
 
 
 class LexicalSlice(_Model):
@@ -277,6 +280,9 @@ class ApiUse(_Sparse):
     served_model: str | None = None  # the model the answers named, when not ``model``
     document: ApiKindUse | None = None  # absent when every document came from the cache
     query: ApiKindUse | None = None
+    # gate.max_cost_per_run: what embedding every text of the run costs with nothing cached
+    # (tokens counted as --dry-run counts them, times the price); absent when not asked
+    cold_cost: float | None = None
 
 
 class EngineInfo(_Sparse):
@@ -473,6 +479,23 @@ class LabelsSection(_Model):
     all: LabelView
 
 
+class IndexLatency(_Model):
+    """One index's single-query latency in a run (engines/search_cost.run_latency)."""
+
+    p50_ms: float
+    p95_ms: float
+    n_queries: int  # the queries timed
+
+
+class LatencySection(_Model):
+    """Wall-clock latency per index, and the machine it was measured on: machine-dependent,
+    gated only by a budget's ``max_p95_ms``."""
+
+    note: str  # how it was measured
+    machine: dict[str, Any]  # engines/search_cost.machine()
+    indexes: dict[str, IndexLatency]
+
+
 class RunReport(_Model):
     schema_version: int = SCHEMA_VERSION
     evalret_version: str
@@ -509,6 +532,9 @@ class RunReport(_Model):
     judge: dict[str, Any] | None = None
     # every rerank index beside its first stage, by index name; absent when there is none
     rerank: dict[str, RerankSection] = {}
+    # single-query latency of the exact and faiss-backed indexes (machine-dependent); absent
+    # when none was timed (and in reports of older versions)
+    latency: LatencySection | None = None
 
     @model_serializer(mode="wrap")
     def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -529,6 +555,8 @@ class RunReport(_Model):
             data.pop("judge", None)
         if not self.rerank:
             data.pop("rerank", None)
+        if self.latency is None:
+            data.pop("latency", None)
         return data
 
     def ann_sections(self) -> list[AnnSection]:

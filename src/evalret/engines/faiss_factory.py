@@ -234,3 +234,14 @@ def check_factory(
 
 if check_factory not in FAISS_CHECKS:
     FAISS_CHECKS.append(check_factory)
+
+
+def size_figures(index: Any, n_vectors: int, distances: float) -> dict[str, float]:
+    """What a faiss-backed retriever tells of its index (``Retriever.index_cost``): its bytes,
+    those per document, and the vectors its search compared per query."""
+    n_bytes = index_bytes(index)
+    return {
+        "index_bytes": n_bytes,
+        "bytes_per_vector": n_bytes / max(n_vectors, 1),
+        "distances_per_query": distances,
+    }

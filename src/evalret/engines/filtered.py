@@ -23,8 +23,10 @@ from evalret.core.filters import Eligibility
 from evalret.core.ranking import SearchResult, apply_tie_rule, empty_result
 from evalret.engines.faiss_index import QUERY_BATCH, TIE_MARGIN, exact_search, search
 
+Rows = np.ndarray | slice  # query positions (slice(None): every query)
 # (query positions, mask or None) -> the rows' result, ids in the whole corpus
 GroupSearch = Callable[[np.ndarray, np.ndarray | None], SearchResult]
+MaskedSearch = Callable[[np.ndarray, np.ndarray], SearchResult]  # (rows, mask) -> their result
 
 
 def by_filter(n_queries: int, depth: int, eligible: Eligibility, one: GroupSearch) -> SearchResult:
@@ -54,6 +56,26 @@ def on_eligible(
     return SearchResult(ids=ids, scores=found.scores)
 
 
+def filtered(
+    n_queries: int,
+    depth: int,
+    eligible: Eligibility | None,
+    plain: Callable[[Rows], SearchResult],
+    masked: MaskedSearch,
+) -> SearchResult:
+    """Every query's ranking: ``plain(rows)`` searches the whole corpus for the query rows
+    (all of them, as ``slice(None)``, when no query has a filter), ``masked(rows, mask)`` only
+    the documents ``mask`` keeps."""
+    if eligible is None:
+        return plain(slice(None))
+    return by_filter(
+        n_queries,
+        depth,
+        eligible,
+        lambda rows, mask: plain(rows) if mask is None else masked(rows, mask),
+    )
+
+
 def filtered_exact(
     vectors: np.ndarray,
     queries: np.ndarray,
@@ -62,20 +84,18 @@ def filtered_exact(
     eligible: Eligibility | None,
 ) -> SearchResult:
     """``exact_search`` where each query scores only its eligible documents."""
-    if eligible is None:
-        return exact_search(vectors, queries, depth, rank)
-
-    def one(rows: np.ndarray, mask: np.ndarray | None) -> SearchResult:
-        if mask is None:
-            return exact_search(vectors, queries[rows], depth, rank)
-        return on_eligible(
+    return filtered(
+        len(queries),
+        depth,
+        eligible,
+        lambda rows: exact_search(vectors, queries[rows], depth, rank),
+        lambda rows, mask: on_eligible(
             mask,
             len(rows),
             depth,
             lambda keep: exact_search(vectors[keep], queries[rows], depth, rank[keep]),
-        )
-
-    return by_filter(len(queries), depth, eligible, one)
+        ),
+    )
 
 
 def search_params(index: Any, selector: Any, fetch: int) -> Any:
@@ -134,12 +154,10 @@ def filtered_index_search(
     eligible: Eligibility | None,
 ) -> SearchResult:
     """``faiss_index.search`` where each query retrieves only its eligible documents."""
-    if eligible is None:
-        return search(index, queries, depth, rank)
-
-    def one(rows: np.ndarray, mask: np.ndarray | None) -> SearchResult:
-        if mask is None:
-            return search(index, queries[rows], depth, rank)
-        return _selected_search(index, queries[rows], depth, rank, mask)
-
-    return by_filter(len(queries), depth, eligible, one)
+    return filtered(
+        len(queries),
+        depth,
+        eligible,
+        lambda rows: search(index, queries[rows], depth, rank),
+        lambda rows, mask: _selected_search(index, queries[rows], depth, rank, mask),
+    )

@@ -13,6 +13,7 @@ evalret's tie rule.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -74,11 +75,23 @@ def quantized_search(
 ) -> tuple[SearchResult, Any]:
     """The top ``depth`` of every query over the codes, and what was searched (a binary index,
     or the codes themselves)."""
+    searched, find = code_searcher(doc_codes, precision, rank)
+    return find(query_codes, depth), searched
+
+
+def code_searcher(
+    doc_codes: np.ndarray, precision: str, rank: np.ndarray
+) -> tuple[Any, Callable[[np.ndarray, int], SearchResult]]:
+    """What searches ``doc_codes`` (a binary index, or the codes themselves), built once, and
+    its search: (query codes, depth) -> their top ``depth`` under the tie rule."""
     if precision in BINARY:
         index = binary_index(doc_codes)
-        return search(_NegatedHamming(index), query_codes, depth, rank), index
+        hamming = _NegatedHamming(index)
+        return index, lambda codes, depth: search(hamming, codes, depth, rank)
     as_float = doc_codes.astype(np.float32)
-    return exact_search(as_float, query_codes.astype(np.float32), depth, rank), doc_codes
+    return doc_codes, lambda codes, depth: exact_search(
+        as_float, codes.astype(np.float32), depth, rank
+    )
 
 
 def rescore(

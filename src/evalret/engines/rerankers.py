@@ -110,17 +110,18 @@ class CrossEncoderReranker:
 
     @cached_property
     def model(self) -> Any:
-        from evalret.engines.st_embedder import force_offline
+        from evalret.engines.st_embedder import force_offline, resolve_device
 
         force_offline()
+        device = resolve_device(self.settings.device)
         try:
             from sentence_transformers import CrossEncoder
 
             kwargs = {"max_length": self.settings.max_length} if self.settings.max_length else {}
-            return CrossEncoder(str(self.settings.path), device="cpu", **kwargs)
+            return CrossEncoder(str(self.settings.path), device=device, **kwargs)
         except Exception as e:
             raise ModelError(
-                f"cannot load the CrossEncoder {self.settings.path} offline: {e}"
+                f"cannot load the CrossEncoder {self.settings.path} offline on device {device}: {e}"
             ) from e
 
     def score(self, queries: Sequence[Query]) -> Iterator[tuple[int, list[float]]]:

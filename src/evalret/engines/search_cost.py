@@ -1,5 +1,6 @@
 """What a faiss index costs to search: single-query latency, batch throughput, distance
-computations, and bytes (`evalret sweep`).
+computations, and bytes (`evalret sweep`); and, in every run, what each faiss-backed index's own
+search costs (``counted``, ``run_latency``: the report's ANN and latency sections).
 
 Timed is faiss's own ``index.search`` for the fetch evalret's search makes (``depth`` plus the tie
 margin, capped at the corpus), with HNSW's efSearch raised to that fetch as evalret's search
@@ -15,12 +16,21 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from evalret.engines.faiss_index import TIE_MARGIN
+
+T = TypeVar("T")
+LATENCY_QUERIES = 100  # a run times this many queries, the first in the golden set's order
+LATENCY_NOTE = (
+    "single-query latency of each index's search as the run searched (tie rule included, "
+    "without filters), one thread, one search per query after one warm-up, over the first "
+    f"{LATENCY_QUERIES} queries; machine-dependent"
+)
 
 
 @dataclass(frozen=True)
@@ -52,37 +62,80 @@ def machine() -> dict[str, Any]:
 
 
 def _distances(index: Any, queries: np.ndarray, fetch: int) -> float:
-    """Vectors compared per query: HNSW counts them (faiss.cvar.hnsw_stats), a flat index
-    compares every vector."""
-    import faiss
-
-    if getattr(index, "hnsw", None) is None:
-        return float(index.ntotal)  # a flat index; for an IVF, an upper bound
-    stats = faiss.cvar.hnsw_stats  # type: ignore[attr-defined]  # not in its stubs
-    stats.reset()
-    index.search(queries, fetch)
-    return float(stats.ndis) / max(len(queries), 1)
+    """Vectors compared per query (``counted``)."""
+    return counted(index, len(queries), lambda: index.search(queries, fetch))[1]
 
 
 def _single(index: Any, queries: np.ndarray, fetch: int, repeats: int) -> np.ndarray:
     """Seconds of every single-query search, one thread."""
+    return _timed_alone(lambda rows: index.search(queries[rows], fetch), len(queries), repeats)
+
+
+def _timed_alone(search: Callable[[np.ndarray], object], n: int, repeats: int) -> np.ndarray:
+    """Seconds of ``search`` on each of the rows ``0..n-1`` alone, ``repeats`` times, faiss on
+    one OpenMP thread."""
     import faiss
 
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
-    times = np.empty(repeats * len(queries))
+    times = np.empty(repeats * n)
     try:
-        n = 0
+        k = 0
         for _ in range(repeats):
-            for i in range(len(queries)):
-                q = queries[i : i + 1]
+            for i in range(n):
+                row = np.array([i])
                 start = time.perf_counter()
-                index.search(q, fetch)
-                times[n] = time.perf_counter() - start
-                n += 1
+                search(row)
+                times[k] = time.perf_counter() - start
+                k += 1
     finally:
         faiss.omp_set_num_threads(threads)
     return times
+
+
+@dataclass(frozen=True)
+class Latency:
+    """One index's single-query latency in a run (``run_latency``)."""
+
+    p50_ms: float
+    p95_ms: float
+    n_queries: int  # the queries timed
+
+
+def run_latency(search: Callable[[np.ndarray], object], n_queries: int) -> Latency | None:
+    """The latency of ``search`` (the query rows given, as the run searched them) over the
+    first ``LATENCY_QUERIES`` queries, after one untimed search (None: no query)."""
+    n = min(n_queries, LATENCY_QUERIES)
+    if n == 0:
+        return None
+    search(np.array([0]))  # warm-up
+    times = _timed_alone(search, n, 1) * 1000
+    return Latency(
+        p50_ms=round(float(np.percentile(times, 50)), 4),
+        p95_ms=round(float(np.percentile(times, 95)), 4),
+        n_queries=n,
+    )
+
+
+def counted(index: Any, n_queries: int, search: Callable[[], T]) -> tuple[T, float]:
+    """``search()``'s result and the vectors it compared per query on ``index``: faiss's HNSW
+    or IVF statistics (reset first), else every vector the index holds (a flat or binary scan;
+    with a filter, an upper bound)."""
+    import faiss
+
+    lib: Any = faiss  # its stubs lack the statistics
+    inner = lib.downcast_index(index) if isinstance(index, lib.Index) else index
+    stats = None
+    if getattr(inner, "hnsw", None) is not None:
+        stats = lib.cvar.hnsw_stats
+    elif isinstance(inner, lib.Index) and lib.try_extract_index_ivf(inner) is not None:
+        stats = lib.cvar.indexIVF_stats
+    if stats is not None:
+        stats.reset()
+    out = search()
+    if stats is None:
+        return out, float(index.ntotal)
+    return out, float(stats.ndis) / max(n_queries, 1)
 
 
 def _batch(index: Any, queries: np.ndarray, fetch: int, repeats: int) -> float:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,10 +51,12 @@ from evalret.data.schema import (
     AnnSlice,
     Fingerprint,
     GoldenSetInfo,
+    IndexLatency,
     IndexResult,
     IntrinsicSection,
     LabelsSection,
     LabelView,
+    LatencySection,
     LexicalSection,
     LexicalSlice,
     MetricCurves,
@@ -67,10 +69,11 @@ from evalret.data.schema import (
     SliceResult,
 )
 from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, make_retrievers
+from evalret.engines.search_cost import LATENCY_NOTE, Latency, machine, run_latency
 from evalret.pipeline.beyond import add_beyond
 from evalret.pipeline.gate import check_gate_slices, run_gate
 from evalret.pipeline.intervals import LabelScores, label_scores, slice_interval
-from evalret.pipeline.plan import Selection, needs_vectors, select
+from evalret.pipeline.plan import Selection, cold_cost, needs_vectors, select
 from evalret.pipeline.rerank_report import Stage, rerank_section, rerank_stages
 from evalret.pipeline.sample import Sampled, check_sample_baseline
 from evalret.version import __version__
@@ -339,6 +342,7 @@ class _Embedded:
     queries: np.ndarray
     opened: OpenedEmbedder | None  # None: no enabled index needs vectors, nothing was embedded
     agreement: dict[str, Any] | None  # the backend against torch (None for torch)
+    cold_cost: float | None = None  # gate.max_cost_per_run: every text's cost, nothing cached
 
 
 NOT_EMBEDDED = "not embedded: no index needs vectors"
@@ -354,7 +358,8 @@ class _Retrieved:
     depth: int
     stages: list[Stage]  # the rerank indexes' first stages
     approximate: list[str]  # the approximate indexes, measured against exact search
-    sizes: dict[str, dict[str, float]]  # index -> its index_bytes and bytes_per_vector
+    costs: dict[str, dict[str, float]]  # index -> its bytes, bytes per vector, distances
+    latency: dict[str, Latency]  # index -> its single-query latency (machine-dependent)
     eligibility: Eligibility | None = None  # with filtered queries: what each may retrieve
 
 
@@ -422,7 +427,10 @@ def _embed(
     if embedder is None:  # how far a faster backend's vectors are from torch's (cached after once)
         with timer("backend_check"):
             agreement = backend_check(config.model, documents, docs, opened.root)
-    return _Embedded(docs=docs, queries=queries, opened=opened, agreement=agreement)
+    cold = None
+    if config.gate.max_cost_per_run is not None and config.model.price is not None:
+        cold = cold_cost(config.model, opened.backend, texts)
+    return _Embedded(docs, queries, opened, agreement, cold)
 
 
 def _health(
@@ -481,6 +489,13 @@ def _retrieve(
         own_depth = job.depth if r.corpus_bound else wanted
         rankings[r.name] = r.retrieve(replace(job, earlier=dict(rankings), depth=own_depth))
     rank_depth = min(depth, n_docs) if all(r.corpus_bound for r in enabled) else depth
+    with timer("latency"):
+        latency = {
+            r.name: timed
+            for r in enabled
+            if (probe := _told(r, "probe")) is not None
+            and (timed := run_latency(probe, len(golden.query_ids))) is not None
+        }
     return _Retrieved(
         rankings={name: ranking.padded(rank_depth) for name, ranking in rankings.items()},
         params={r.name: r.params() for r in enabled},
@@ -489,13 +504,15 @@ def _retrieve(
         depth=rank_depth,
         approximate=[r.name for r in enabled if r.approximate],
         eligibility=eligible,
-        sizes={r.name: size for r in enabled if (size := _index_size(r)) is not None},
+        costs={r.name: cost for r in enabled if (cost := _told(r, "index_cost")) is not None},
+        latency=latency,
     )
 
 
-def _index_size(r: Retriever) -> dict[str, float] | None:
-    """What ``r`` says of its index's size (a retriever from outside may not tell)."""
-    tell = getattr(r, "index_size", None)
+def _told(r: Retriever, what: str) -> Any:
+    """What ``r`` tells by its method ``what`` (``index_cost``, ``probe``): None when it has
+    none (a retriever from outside may not tell)."""
+    tell = getattr(r, what, None)
     return tell() if tell is not None else None
 
 
@@ -537,7 +554,7 @@ def _score(
         ann = {
             name: _ann_section(
                 name, rankings, per_query, ks, slices, retrieved.eligibility
-            ).model_copy(update=retrieved.sizes.get(name, {}))
+            ).model_copy(update=retrieved.costs.get(name, {}))
             for name in retrieved.approximate
             if PRIMARY_INDEX in rankings
         }
@@ -648,6 +665,18 @@ def _golden_set_info(read: GoldenSet, full: GoldenSet, golden: GoldenSet) -> Gol
     )
 
 
+def _api(config: Config, e: _Embedded) -> dict[str, Any] | None:
+    """The report's ``embedding.api`` (None for a local model), with the cold cost when the
+    gate holds a budget on it."""
+    from evalret.engines.embedders import api_use
+
+    assert e.opened is not None
+    api = api_use(config.model, e.opened.backend)
+    if api is not None and e.cold_cost is not None:
+        api["cold_cost"] = e.cold_cost
+    return api
+
+
 def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict[str, Any]:
     """The report's embedding section: shapes, the cache's report, the backend and its check."""
     if e.opened is None:
@@ -658,7 +687,6 @@ def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict
             "document_text": NOT_EMBEDDED,
         }
     from evalret.engines.backends import describe_backend
-    from evalret.engines.embedders import api_use
     from evalret.engines.ray_engine import engine_report, local_backend
 
     cached = e.opened.cached
@@ -670,7 +698,7 @@ def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict
         "cache": {**cached.report(), **retrieved.cache_notes} if cached is not None else None,
         "backend": describe_backend(config.model, local_backend(e.opened.backend)),
         "backend_check": e.agreement,
-        **({"api": api} if (api := api_use(config.model, e.opened.backend)) is not None else {}),
+        **({"api": api} if (api := _api(config, e)) is not None else {}),
         **({"engine": eng} if (eng := engine_report(e.opened.backend)) is not None else {}),
     }
 
@@ -721,10 +749,22 @@ def _assemble(
         ann_others={k: v for k, v in scored.ann.items() if k != "hnsw"},
         lexical=scored.lexical,
         rerank=scored.rerank,
+        latency=_latency_section(retrieved.latency),
         intrinsic=intrinsic,
         timings={},
         sample=loaded.sampled.section if loaded.sampled is not None else None,
         overrides=config.overrides or None,
+    )
+
+
+def _latency_section(latency: dict[str, Latency]) -> LatencySection | None:
+    """The report's latency section (None: no index was timed)."""
+    if not latency:
+        return None
+    return LatencySection(
+        note=LATENCY_NOTE,
+        machine=machine(),
+        indexes={name: IndexLatency(**asdict(t)) for name, t in latency.items()},
     )
 
 

@@ -15,6 +15,8 @@ from evalret.core.gate import (
     JudgedFigures,
     JudgedSides,
     Rule,
+    ann_check,
+    budget_check,
     ceiling_check,
     evaluate_gate,
     gate_verdict,
@@ -24,9 +26,10 @@ from evalret.core.gate import (
 )
 from evalret.core.slices import Slice
 from evalret.data.baseline import aligned_scores, changed_settings, gate_check
-from evalret.data.config import DENSE_INDEXES, Config
+from evalret.data.config import DENSE_INDEXES, Config, GateConfig
 from evalret.data.schema import GateSection, GateUnjudged, RunReport
 from evalret.errors import IncomparableError, InputError, Problem
+from evalret.report.views import machine_text
 
 
 def check_gate_slices(config: Config, slices: list[Slice]) -> None:
@@ -105,7 +108,50 @@ def _gate_checks(
         i = current.intrinsic
         health = {key: t.to_core() for key, t in gate.health.items()}
         checks += health_checks({"documents": i.documents, "queries": i.queries}, health)
-    return checks + _ceiling_checks(current, gate.rerank_min_recall)
+    checks += _ann_others_checks(current, gate, indexes)
+    return checks + _ceiling_checks(current, gate.rerank_min_recall) + _budget_checks(current, gate)
+
+
+def _ann_others_checks(current: RunReport, gate: GateConfig, indexes: list[str]) -> list[Check]:
+    """``gate.ann_min_recall`` on every gated approximate index other than HNSW (slice
+    ``all``), as on HNSW."""
+    if gate.ann_min_recall is None:
+        return []
+    out = []
+    for name, section in current.ann_others.items():
+        all_ = section.slices.get("all")
+        recall = all_.recall.get(f"recall@{gate.ann_k}") if all_ is not None else None
+        if name in indexes and all_ is not None and recall is not None:
+            out.append(ann_check(name, recall, gate.ann_min_recall, gate.ann_k, all_.n_queries))
+    return out
+
+
+def _budget_checks(current: RunReport, gate: GateConfig) -> list[Check]:
+    """Every budget of ``gate.budgets`` and ``gate.max_cost_per_run`` on the run's measured
+    figures (a figure not measured fails its budget)."""
+    n = len(current.query_ids)
+    anns = {**({"hnsw": current.ann} if current.ann is not None else {}), **current.ann_others}
+    timed = current.latency.indexes if current.latency is not None else {}
+    out = []
+    for index, budget in gate.budgets.items():
+        ann = anns.get(index)
+        for figure in ("index_bytes", "bytes_per_vector", "distances_per_query"):
+            limit = getattr(budget, f"max_{figure}")
+            if limit is not None:
+                value = getattr(ann, figure) if ann is not None else None
+                out.append(budget_check(index, figure, limit, value, n))
+        if budget.max_p95_ms is not None:
+            t = timed.get(index)
+            note = (
+                f" (machine-dependent: {machine_text(current.latency)})" if current.latency else ""
+            )
+            p95 = t.p95_ms if t is not None else None
+            out.append(budget_check(index, "p95_ms", budget.max_p95_ms, p95, n, note))
+    if gate.max_cost_per_run is not None:
+        api = current.embedding.api
+        cold = api.cold_cost if api is not None else None
+        out.append(budget_check("run", "embedding_cost", gate.max_cost_per_run, cold, n))
+    return out
 
 
 def _ceiling_checks(current: RunReport, floor: float | None) -> list[Check]:

@@ -20,7 +20,7 @@ made.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +148,27 @@ def _plan_kind(
     )
 
 
+def _counter(model: ModelConfig) -> TokenCounter:
+    """How the dry run counts tokens: tiktoken for OpenAI's models, else the estimate."""
+    from evalret.engines.embedders import capabilities
+    from evalret.engines.tokens import ESTIMATE, TokenCounter, estimate_tokens, token_counter
+
+    if capabilities(model).counts_tokens:  # tiktoken knows OpenAI's models only
+        return token_counter(model.name)
+    return TokenCounter(estimate_tokens, ESTIMATE)
+
+
+def cold_cost(model: ModelConfig, backend: Embedder, texts: Mapping[Kind, Sequence[str]]) -> float:
+    """What embedding every one of ``texts`` costs with nothing cached: tokens counted as the
+    dry run counts them, times the model's price (``gate.max_cost_per_run``)."""
+    counter = _counter(model)
+    costs = [
+        _plan_kind(backend, model, t, kind, np.zeros(len(t), dtype=bool), counter).cost or 0.0
+        for kind, t in texts.items()
+    ]
+    return round(sum(costs), 6)
+
+
 def dry_run(
     config: Path | None,
     no_cache: bool = False,
@@ -158,14 +179,12 @@ def dry_run(
     ``overrides``) would embed: per kind, the texts, how many the cache holds, the rest and their
     tokens and cost. Reads the golden set and the cache only."""
     from evalret.engines.embedders import capabilities, open_embedder
-    from evalret.engines.tokens import ESTIMATE, TokenCounter, estimate_tokens, token_counter
 
     cfg = with_sample(run_config(config, no_cache, overrides), sample)
     kinds = texts_to_embed(cfg)
     opened = open_embedder(cfg.model, cfg.cache)
     backend = opened.backend
-    exact = capabilities(cfg.model).counts_tokens  # tiktoken knows OpenAI's models only
-    counter = token_counter(cfg.model.name) if exact else TokenCounter(estimate_tokens, ESTIMATE)
+    counter = _counter(cfg.model)
     planned = {}
     for kind, texts in kinds.items():
         cached = held(opened.cached, texts, kind)

@@ -29,9 +29,11 @@ from evalret.report.rerank_view import rerank_markdown
 from evalret.report.views import (
     backend_line,
     check_rows,
+    cost_text,
     engine_line,
     gate_summary,
     judge_commands,
+    latency_text,
     unjudged_rows,
 )
 
@@ -224,6 +226,26 @@ def _lexical_lines(report: RunReport) -> list[str]:
     return lines
 
 
+def _cost_lines(report: RunReport) -> list[str]:
+    """Each approximate index's recall against exact search and what it told of its cost; the
+    latency of every timed index, with the machine."""
+    lines = []
+    for ann in report.ann_sections():
+        s = ann.slices.get("all")
+        first = next(iter(s.recall.items()), None) if s is not None else None
+        recall = f"{first[0]} {_num(first[1])}" if first is not None else "-"
+        cost = cost_text(ann)
+        lines.append(
+            f"- `{markdown(ann.index)}`: {recall}" + (f"; {markdown(cost)}" if cost else "")
+        )
+    if lines:
+        lines = ["", "### Approximate indexes against exact search", "", *lines]
+    latency = latency_text(report)
+    if latency is not None:
+        lines += ["", f"{markdown(latency[0].upper() + latency[1:])}."]
+    return lines
+
+
 def _selectivity_lines(report: RunReport) -> list[str]:
     """Filtered queries: each approximate index's recall by selectivity bucket."""
     lines: list[str] = []
@@ -334,6 +356,7 @@ def render_markdown(report: RunReport, report_json: str = "report.json") -> str:
     lines += _metrics_lines(report)
     lines += rerank_markdown(report, TYPOGRAPHIC, markdown)
     lines += _lexical_lines(report)
+    lines += _cost_lines(report)
     lines += _selectivity_lines(report)
     lines += _beyond_lines(report)
     lines += _intrinsic_lines(report)

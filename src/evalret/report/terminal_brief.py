@@ -44,7 +44,9 @@ from evalret.report.views import (
     allowed_change,
     check_rows,
     compare_rows,
+    cost_text,
     judged_rows,
+    latency_text,
     result_word,
 )
 
@@ -175,7 +177,7 @@ def ann_line(ann: AnnSection) -> Text:
         low = f"; lowest {first[0]}: {terminal(worst[0])} {number(worst[1], medium=PLAIN)}"
     return Text(
         f"ANN {terminal(ann.index)} against {terminal(ann.reference)} on {terminal(name)}: "
-        f"{recall}{change}{low}{_size(ann)}"
+        f"{recall}{change}{low}{'; ' + cost if (cost := cost_text(ann)) else ''}"
     )
 
 
@@ -183,13 +185,6 @@ def selectivity_lines(report: RunReport) -> list[Text]:
     """Per approximate index of a run with filtered queries: its recall by selectivity."""
     lines = (selectivity_line(ann, PLAIN) for ann in report.ann_sections())
     return [Text(terminal(line)) for line in lines if line is not None]
-
-
-def _size(ann: AnnSection) -> str:
-    """The index size when the index told it ('; index 0.58 MiB (1,807 bytes a vector)')."""
-    if ann.index_bytes is None or ann.bytes_per_vector is None:
-        return ""
-    return f"; index {ann.index_bytes / 2**20:.2f} MiB ({ann.bytes_per_vector:,.0f} bytes a vector)"
 
 
 def health_line(report: RunReport) -> Text | None:
@@ -268,7 +263,13 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
         parts += [Text(""), *checks_parts(report.gate)]
         parts += unjudged_parts(report.gate, report_json_of(written))
         parts += caveat_lines(report.gate)
-    tail = [*map(ann_line, report.ann_sections()), *selectivity_lines(report), health_line(report)]
+    latency = latency_text(report)
+    tail = [
+        *map(ann_line, report.ann_sections()),
+        *selectivity_lines(report),
+        Text(terminal(latency), style="dim") if latency is not None else None,
+        health_line(report),
+    ]
     parts += [Text(""), *(t for t in tail if t is not None)]
     if written:
         parts += files_lines(written)

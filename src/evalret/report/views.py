@@ -13,11 +13,14 @@ import shlex
 from dataclasses import dataclass
 
 from evalret.data.schema import (
+    AnnSection,
     ApiUse,
     EmbeddingInfo,
     GateCheck,
     GateSection,
+    LatencySection,
     MetricComparison,
+    RunReport,
     SliceComparison,
     UnjudgedDoc,
 )
@@ -31,6 +34,7 @@ LIMITS = {
     "max_drop_pct": "drop ≤ {:g}%",
     "ann_min_recall": "≥ {:g}",
     "rerank_min_recall": "≥ {:g}",
+    "budget_max": "≤ {:g}",
     "health_min": "≥ {:g}",
     "health_max": "≤ {:g}",
 }
@@ -381,3 +385,41 @@ def backend_line(embedding: EmbeddingInfo) -> str | None:
             f"mean {check.mean_cosine:.5f}, min {check.min_cosine:.5f}"
         )
     return line
+
+
+# --- what an index costs -----------------------------------------------------------------------
+
+
+def cost_text(ann: AnnSection) -> str:
+    """What an approximate index told of its cost ('index 0.58 MiB (1,807 bytes a vector),
+    334 distances a query'); empty when it told nothing."""
+    parts = []
+    if ann.index_bytes is not None and ann.bytes_per_vector is not None:
+        parts.append(
+            f"index {ann.index_bytes / 2**20:.2f} MiB ({ann.bytes_per_vector:,.0f} bytes a vector)"
+        )
+    if ann.distances_per_query is not None:
+        parts.append(f"{ann.distances_per_query:,.0f} distances a query")
+    return ", ".join(parts)
+
+
+def machine_text(latency: LatencySection) -> str:
+    """The machine latency was measured on, in a few words ('2 CPUs, x86_64, load 0.98')."""
+    m = latency.machine
+    load = m.get("load_average_1m")
+    return f"{m.get('cpu_count')} CPUs, {m.get('processor')}" + (
+        f", load {load}" if load is not None else ""
+    )
+
+
+def latency_text(report: RunReport) -> str | None:
+    """One line: every timed index's single-query latency and the machine ('latency
+    (machine-dependent; 2 CPUs, x86_64, load 0.98): exact p50 0.17 ms, p95 0.22 ms; ...');
+    None when nothing was timed."""
+    lat = report.latency
+    if lat is None or not lat.indexes:
+        return None
+    each = "; ".join(
+        f"{name} p50 {t.p50_ms:.3g} ms, p95 {t.p95_ms:.3g} ms" for name, t in lat.indexes.items()
+    )
+    return f"latency (machine-dependent; {machine_text(lat)}): {each}"

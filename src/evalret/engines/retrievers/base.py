@@ -19,6 +19,7 @@ from evalret.core.filters import Eligibility, Filter
 from evalret.core.ranking import SearchResult
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]  # (label, total) -> tick(n)
+Probe = Callable[[np.ndarray], object]  # search these query rows (engines/search_cost.run_latency)
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,15 @@ class Retriever(Protocol):
         """What it says under the report's ``embedding.cache`` (whether it ran or not)."""
         ...
 
-    def index_size(self) -> dict[str, float] | None:
-        """After ``retrieve``: the searched index's ``index_bytes`` (serialized) and
-        ``bytes_per_vector``, for the report's ANN section; None when it has none to tell."""
+    def index_cost(self) -> dict[str, float] | None:
+        """After ``retrieve``: the searched index's ``index_bytes`` (serialized),
+        ``bytes_per_vector`` and ``distances_per_query`` (vectors compared), for the report's
+        ANN section and the gate's budgets; None when it has none to tell."""
+        ...
+
+    def probe(self) -> Probe | None:
+        """After ``retrieve``: its search of the query rows given, as ``retrieve`` searched them
+        but without filters, for the report's latency; None when it is not timed."""
         ...
 
     def retrieve(self, job: SearchJob) -> SearchResult:
@@ -93,5 +100,11 @@ class BaseRetriever:
     def cache_notes(self) -> dict[str, str]:
         return {}
 
-    def index_size(self) -> dict[str, float] | None:
-        return None
+    cost: dict[str, float] | None = None  # what index_cost tells, set by retrieve
+    searcher: Probe | None = None  # what probe gives, set by retrieve
+
+    def index_cost(self) -> dict[str, float] | None:
+        return self.cost
+
+    def probe(self) -> Probe | None:
+        return self.searcher

@@ -24,7 +24,7 @@ class ExactRetriever(BaseRetriever):
         return {"type": "faiss.IndexFlatIP"}
 
     def retrieve(self, job: SearchJob) -> SearchResult:
+        docs, queries, depth, rank = job.doc_vectors, job.query_vectors, job.depth, job.rank
+        self.searcher = lambda rows: filtered_exact(docs, queries[rows], depth, rank, None)
         with job.timed("search_exact"):
-            return filtered_exact(
-                job.doc_vectors, job.query_vectors, job.depth, job.rank, job.eligibility
-            )
+            return filtered_exact(docs, queries, depth, rank, job.eligibility)

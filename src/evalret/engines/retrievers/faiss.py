@@ -8,9 +8,11 @@ from typing import Any
 
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, FaissIndexConfig
-from evalret.engines.faiss_factory import cached_factory_index, index_bytes
+from evalret.engines.faiss_factory import cached_factory_index, size_figures
+from evalret.engines.faiss_index import search
 from evalret.engines.filtered import filtered_index_search
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
+from evalret.engines.search_cost import counted
 
 
 class FaissRetriever(BaseRetriever):
@@ -23,7 +25,6 @@ class FaissRetriever(BaseRetriever):
         self.settings = settings
         self.enabled = settings.enabled
         self.cache_status = "not built"
-        self.size: dict[str, float] | None = None
 
     def params(self) -> dict[str, Any]:
         s = self.settings
@@ -40,9 +41,6 @@ class FaissRetriever(BaseRetriever):
     def cache_notes(self) -> dict[str, str]:
         return {f"faiss.{self.name}": self.cache_status}
 
-    def index_size(self) -> dict[str, float] | None:
-        return self.size
-
     def retrieve(self, job: SearchJob) -> SearchResult:
         vectors = job.doc_vectors
         with job.timed(f"build_{self.name}"):
@@ -54,9 +52,13 @@ class FaissRetriever(BaseRetriever):
                 job.progress(f"Building {self.name} (faiss {self.settings.factory})", len(vectors)),
                 job.cache_warnings,
             )
-        n_bytes = index_bytes(index)
-        self.size = {"index_bytes": n_bytes, "bytes_per_vector": n_bytes / max(len(vectors), 1)}
+        queries, depth, rank = job.query_vectors, job.depth, job.rank
         with job.timed(f"search_{self.name}"):
-            return filtered_index_search(
-                index, job.query_vectors, job.depth, job.rank, job.eligibility
+            found, distances = counted(
+                index,
+                len(queries),
+                lambda: filtered_index_search(index, queries, depth, rank, job.eligibility),
             )
+        self.cost = size_figures(index, len(vectors), distances)
+        self.searcher = lambda rows: search(index, queries[rows], depth, rank)
+        return found

@@ -7,10 +7,11 @@ from typing import Any
 
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config
-from evalret.engines.faiss_factory import index_bytes
-from evalret.engines.faiss_index import cached_hnsw, hnsw_threads
+from evalret.engines.faiss_factory import size_figures
+from evalret.engines.faiss_index import cached_hnsw, hnsw_threads, search
 from evalret.engines.filtered import filtered_index_search
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
+from evalret.engines.search_cost import counted
 
 
 class HnswRetriever(BaseRetriever):
@@ -23,7 +24,6 @@ class HnswRetriever(BaseRetriever):
         self.config = config.indexes.hnsw
         self.enabled = self.config.enabled
         self.cache_status = "not built"  # then "hit", "built", "rebuilt" or "not cached"
-        self.size: dict[str, float] | None = None
 
     def params(self) -> dict[str, Any]:
         h = self.config
@@ -41,9 +41,6 @@ class HnswRetriever(BaseRetriever):
     def cache_notes(self) -> dict[str, str]:
         return {"hnsw_index": self.cache_status}
 
-    def index_size(self) -> dict[str, float] | None:
-        return self.size
-
     def retrieve(self, job: SearchJob) -> SearchResult:
         vectors = job.doc_vectors
         with job.timed("build_hnsw"):
@@ -54,9 +51,13 @@ class HnswRetriever(BaseRetriever):
                 job.progress("Building HNSW graph", len(vectors)),
                 job.cache_warnings,
             )
-        n_bytes = index_bytes(index)
-        self.size = {"index_bytes": n_bytes, "bytes_per_vector": n_bytes / max(len(vectors), 1)}
+        queries, depth, rank = job.query_vectors, job.depth, job.rank
         with job.timed("search_hnsw"):
-            return filtered_index_search(
-                index, job.query_vectors, job.depth, job.rank, job.eligibility
+            found, distances = counted(
+                index,
+                len(queries),
+                lambda: filtered_index_search(index, queries, depth, rank, job.eligibility),
             )
+        self.cost = size_figures(index, len(vectors), distances)
+        self.searcher = lambda rows: search(index, queries[rows], depth, rank)
+        return found

@@ -11,8 +11,8 @@ import numpy as np
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, QuantizedIndexConfig
 from evalret.engines.faiss_factory import index_bytes
-from evalret.engines.filtered import by_filter, on_eligible
-from evalret.engines.quantize import BINARY, binary_index, quantize, quantized_search, rescore
+from evalret.engines.filtered import Rows, filtered, on_eligible
+from evalret.engines.quantize import BINARY, code_searcher, quantize, quantized_search, rescore
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 
 
@@ -26,7 +26,6 @@ class QuantizedRetriever(BaseRetriever):
         self.precision = settings.precision
         self.rescore = settings.rescore
         self.enabled = settings.enabled
-        self.size: dict[str, float] | None = None
 
     def params(self) -> dict[str, Any]:
         binary = self.precision in BINARY
@@ -39,21 +38,17 @@ class QuantizedRetriever(BaseRetriever):
             **({"rescore": self.rescore} if self.rescore is not None else {}),
         }
 
-    def index_size(self) -> dict[str, float] | None:
-        return self.size
-
     def retrieve(self, job: SearchJob) -> SearchResult:
-        docs, queries = job.doc_vectors, job.query_vectors
+        docs, queries, depth, rank = job.doc_vectors, job.query_vectors, job.depth, job.rank
         with job.timed(f"quantize_{self.name}"):
             doc_codes, query_codes = quantize(docs, queries, self.precision)
-        fetch = min(len(docs), job.depth * (self.rescore or 1))
+        fetch = min(len(docs), depth * (self.rescore or 1))
+        searched, find = code_searcher(doc_codes, self.precision, rank)
 
-        def one(rows: np.ndarray, mask: np.ndarray | None) -> SearchResult:
-            """The queries ``rows`` searched over their eligible documents (all: ``mask`` None)."""
-            if mask is None:
-                return quantized_search(
-                    doc_codes, query_codes[rows], self.precision, fetch, job.rank
-                )[0]
+        def plain(rows: Rows) -> SearchResult:
+            return find(query_codes[rows], fetch)
+
+        def masked(rows: np.ndarray, mask: np.ndarray) -> SearchResult:
             return on_eligible(
                 mask,
                 len(rows),
@@ -63,19 +58,27 @@ class QuantizedRetriever(BaseRetriever):
                     query_codes[rows],
                     self.precision,
                     min(fetch, len(keep)),
-                    job.rank[keep],
+                    rank[keep],
                 )[0],
             )
 
+        def rescored(found: SearchResult, rows: Rows) -> SearchResult:
+            if self.rescore is None:
+                return found
+            return rescore(found, docs, queries[rows], depth, rank)
+
         with job.timed(f"search_{self.name}"):
-            if job.eligibility is None:
-                found = one(np.arange(len(queries)), None)
-            else:
-                found = by_filter(len(queries), fetch, job.eligibility, one)
+            found = filtered(len(queries), fetch, job.eligibility, plain, masked)
         binary = self.precision in BINARY
-        n_bytes = index_bytes(binary_index(doc_codes)) if binary else int(doc_codes.nbytes)
-        self.size = {"index_bytes": n_bytes, "bytes_per_vector": n_bytes / max(len(docs), 1)}
+        n_bytes = index_bytes(searched) if binary else int(doc_codes.nbytes)
+        self.cost = {
+            "index_bytes": n_bytes,
+            "bytes_per_vector": n_bytes / max(len(docs), 1),
+            # a scan of every code, then the float products of the candidates rescored
+            "distances_per_query": float(len(docs) + (fetch if self.rescore else 0)),
+        }
+        self.searcher = lambda rows: rescored(plain(rows), rows)
         if self.rescore is None:
             return found
         with job.timed(f"rescore_{self.name}"):
-            return rescore(found, docs, queries, job.depth, job.rank)
+            return rescored(found, slice(None))

@@ -67,7 +67,9 @@ from evalret.report.views import (
     GateSummary,
     allowed_change,
     check_rows,
+    cost_text,
     gate_summary,
+    latency_text,
     unjudged_line,
     unjudged_rows,
 )
@@ -359,6 +361,10 @@ def ann_section(p: RunPage) -> Section | None:
         None,
     )
     body = "".join(_ann_block(ann, floor if ann is p.report.ann else None) for ann in sections)
+    latency = latency_text(p.report)
+    if latency is not None:
+        body += f'<p class="note">{esc(latency)[0].upper()}{esc(latency)[1:]}.</p>'
+
     first = sections[0]
     title = (
         f"{first.index.upper()} against {first.reference} search"
@@ -384,12 +390,10 @@ def _ann_block(ann: AnnSection, floor: GateCheck | None) -> str:
 
 
 def _ann_size(ann: AnnSection) -> str:
-    """The index's size, when the index told it (" Its index holds 0.58 MiB, 1,807 bytes a
-    vector.")."""
-    if ann.index_bytes is None or ann.bytes_per_vector is None:
-        return ""
-    mib = ann.index_bytes / 2**20
-    return f" Its index holds {mib:.2f} MiB, {ann.bytes_per_vector:,.0f} bytes a vector."
+    """What the index told of its cost (" Its cost: index 0.58 MiB (1,807 bytes a vector),
+    334 distances a query.")."""
+    cost = cost_text(ann)
+    return f" Its cost: {esc(cost)}." if cost else ""
 
 
 def _selectivity_table(ann: AnnSection) -> str:
