@@ -27,7 +27,6 @@ import asyncio
 import hashlib
 import json
 import math
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -46,7 +45,8 @@ from evalret.data.config import (
 from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused
 from evalret.engines.openai_api import api_key, counted, endpoint_of, key_redactor, openai_client
 from evalret.engines.plugins import import_callable, materialised, plugin_call
-from evalret.errors import EvalretError, ModelError, PluginError
+from evalret.engines.sqlite_table import SqliteTable
+from evalret.errors import ModelError, PluginError
 
 CACHE_FILE = Path("rerank") / "scores.sqlite"
 RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}  # the openai client's raw answer (its retries)
@@ -339,7 +339,9 @@ class ScoreCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path  # None: nothing is kept
-        self._db: sqlite3.Connection | None = None
+        self.table = SqliteTable(
+            path, "scores", "key TEXT PRIMARY KEY, score REAL", "the reranker's score cache"
+        )
 
     @classmethod
     def of(cls, cache: CacheConfig) -> ScoreCache:
@@ -349,48 +351,14 @@ class ScoreCache:
             return cls(None)
         return cls((cache.dir if cache.dir is not None else default_cache_dir()) / CACHE_FILE)
 
-    def _open(self) -> sqlite3.Connection | None:
-        if self.path is None:
-            return None
-        if self._db is None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, score REAL)")
-            except (OSError, sqlite3.Error) as e:
-                raise EvalretError(f"the reranker's score cache {self.path}: {e}") from None
-            self._db = db
-        return self._db
-
     def lookup(self, keys: Sequence[str]) -> dict[str, float]:
-        db = self._open()
-        if db is None:
-            return {}
-        out: dict[str, float] = {}
-        wanted = list(dict.fromkeys(keys))
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, score in db.execute(
-                f"SELECT key, score FROM scores WHERE key IN ({marks})", chunk
-            ):
-                out[key] = float(score)
-        return out
+        return {key: float(score) for key, score in self.table.select("score", keys)}
 
     def store(self, rows: Sequence[tuple[str, float]]) -> None:
-        db = self._open()
-        if db is None or not rows:
-            return
-        try:
-            db.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?)", rows)
-        except sqlite3.Error as e:
-            raise EvalretError(f"the reranker's score cache {self.path}: {e}") from None
+        self.table.put(rows)
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        self.table.close()
 
 
 @dataclass

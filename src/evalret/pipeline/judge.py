@@ -26,7 +26,6 @@ import hashlib
 import json
 import math
 import re
-import sqlite3
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,7 +39,8 @@ from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import Scale, parse_scale
 from evalret.data.paths import Input
 from evalret.data.textfile import read_text
-from evalret.errors import ConfigError, EvalretError, InputError
+from evalret.engines.sqlite_table import SqliteTable
+from evalret.errors import ConfigError
 
 UMBRELA = "umbrela"
 HASH_CHARS = 12
@@ -160,59 +160,28 @@ def answer_key(endpoint: str, model: str, prompt_hash: str, query: str, doc: str
 class AnswerCache:
     """The judge's answers read, one SQLite row each, committed as each arrives."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.path = path  # None: no cache (cache.enabled false)
-        self._db: sqlite3.Connection | None = None
-
-    def _open(self) -> sqlite3.Connection | None:
-        if self.path is None:
-            return None
-        if self._db is None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=FULL")
-                db.execute(
-                    "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, grade INTEGER "
-                    "NOT NULL, answer TEXT NOT NULL, graded_at TEXT NOT NULL)"
-                )
-            except (OSError, sqlite3.Error) as e:
-                raise InputError(f"the judge's answer cache {self.path}: {e}") from None
-            self._db = db
-        return self._db
+    def __init__(self, path: Path | None) -> None:  # None: no cache (cache.enabled false)
+        self.table = SqliteTable(
+            path,
+            "answers",
+            "key TEXT PRIMARY KEY, grade INTEGER NOT NULL, answer TEXT NOT NULL, "
+            "graded_at TEXT NOT NULL",
+            "the judge's answer cache",
+            durable=True,
+        )
 
     def lookup(self, keys: Iterable[str]) -> dict[str, tuple[int, str]]:
         """key -> (grade, graded_at) of the keys cached."""
-        db = self._open()
-        if db is None:
-            return {}
-        out: dict[str, tuple[int, str]] = {}
-        wanted = list(dict.fromkeys(keys))
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            query = f"SELECT key, grade, graded_at FROM answers WHERE key IN ({marks})"
-            for key, grade, at in db.execute(query, chunk):
-                out[key] = (int(grade), str(at))
-        return out
+        return {
+            key: (int(grade), str(at))
+            for key, grade, at in self.table.select("grade, graded_at", keys)
+        }
 
     def store(self, key: str, grade: int, answer: str, graded_at: str) -> None:
-        db = self._open()
-        if db is None:
-            return
-        try:
-            db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)",
-                (key, grade, answer[:2000], graded_at),
-            )
-        except sqlite3.Error as e:
-            raise EvalretError(f"the judge's answer cache {self.path}: {e}") from None
+        self.table.put([(key, grade, answer[:2000], graded_at)])
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        self.table.close()
 
 
 # --- pairs, plan, judging ----------------------------------------------------------------------

@@ -52,13 +52,20 @@ class FaissRetriever(BaseRetriever):
                 job.progress(f"Building {self.name} (faiss {self.settings.factory})", len(vectors)),
                 job.cache_warnings,
             )
-        queries, depth, rank = job.query_vectors, job.depth, job.rank
-        with job.timed(f"search_{self.name}"):
-            found, distances = counted(
-                index,
-                len(queries),
-                lambda: filtered_index_search(index, queries, depth, rank, job.eligibility),
-            )
-        self.cost = size_figures(index, len(vectors), distances)
-        self.searcher = lambda rows: search(index, queries[rows], depth, rank)
-        return found
+        return search_measured(self, index, job)
+
+
+def search_measured(r: BaseRetriever, index: Any, job: SearchJob) -> SearchResult:
+    """``job``'s queries searched on the faiss ``index`` (each over its eligible documents),
+    timed as ``search_<name>``; ``r``'s cost (bytes, distances counted by faiss) and probe (the
+    same search of given query rows, for the latency) set from it."""
+    queries, depth, rank = job.query_vectors, job.depth, job.rank
+    with job.timed(f"search_{r.name}"):
+        found, distances = counted(
+            index,
+            len(queries),
+            lambda: filtered_index_search(index, queries, depth, rank, job.eligibility),
+        )
+    r.cost = size_figures(index, len(job.doc_vectors), distances)
+    r.searcher = lambda rows: search(index, queries[rows], depth, rank)
+    return found

@@ -7,11 +7,9 @@ from typing import Any
 
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config
-from evalret.engines.faiss_factory import size_figures
-from evalret.engines.faiss_index import cached_hnsw, hnsw_threads, search
-from evalret.engines.filtered import filtered_index_search
+from evalret.engines.faiss_index import cached_hnsw, hnsw_threads
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
-from evalret.engines.search_cost import counted
+from evalret.engines.retrievers.faiss import search_measured
 
 
 class HnswRetriever(BaseRetriever):
@@ -51,13 +49,4 @@ class HnswRetriever(BaseRetriever):
                 job.progress("Building HNSW graph", len(vectors)),
                 job.cache_warnings,
             )
-        queries, depth, rank = job.query_vectors, job.depth, job.rank
-        with job.timed("search_hnsw"):
-            found, distances = counted(
-                index,
-                len(queries),
-                lambda: filtered_index_search(index, queries, depth, rank, job.eligibility),
-            )
-        self.cost = size_figures(index, len(vectors), distances)
-        self.searcher = lambda rows: search(index, queries[rows], depth, rank)
-        return found
+        return search_measured(self, index, job)
