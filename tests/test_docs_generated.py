@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cogapp import Cog
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from evalret.cli_reference import cli_reference
 from evalret.core.metrics import FAMILIES
@@ -111,3 +111,49 @@ def test_markdown_text_is_escaped_outside_code() -> None:
     assert md_text("_x_ in snake_case") == "\\_x\\_ in snake_case"
     assert md_text("[a] <b>\nnext") == "\\[a\\] &lt;b> next"
     assert md_text("``a_b|c`` and `d`") == "`a_b\\|c` and `d`"
+
+
+class _Documented(BaseModel):
+    """A model documented by comments, as data/schema.py's are."""
+
+    # above the field,
+    # on two lines
+    first: int
+    second: str  # at the end of its line
+    third: dict[str, int] = Field(
+        default_factory=dict,  # inside the brackets of a field over several lines
+    )
+    model_config = {"extra": "forbid"}  # no field: dropped
+    fourth: int = 0
+
+    def method(self) -> int:
+        # inside a method: no field's
+        return 1
+
+
+def test_field_comments_are_read_from_the_source() -> None:
+    """report.json's reference reads each field's comments: those above it and at the end of its
+    line(s); a comment of another line is nobody's."""
+    from evalret.report.reference_docs import field_comments
+
+    assert field_comments(_Documented) == {
+        "first": "above the field, on two lines",
+        "second": "at the end of its line",
+        "third": "inside the brackets of a field over several lines",
+    }
+
+
+def test_every_report_field_is_described() -> None:
+    """Every field of report.json and compare.json says what it holds (a description or a
+    comment in data/schema.py): the report.json reference has no empty cell."""
+    from evalret.data.schema import CompareReport, RunReport
+    from evalret.report.reference_docs import field_description
+
+    missing = [
+        f"{s.model.__name__}.{name}"
+        for root in (RunReport, CompareReport)
+        for s in sections(root)
+        for name in s.model.model_fields
+        if not field_description(s.model, name).strip()
+    ]
+    assert missing == []

@@ -161,16 +161,22 @@ def field_comments(model: type[BaseModel]) -> dict[str, str]:
     found: dict[str, str] = {}
     above: list[str] = []
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    line_start = True
+    line_start, depth = True, 0  # depth: open brackets (a statement over several lines)
     field: str | None = None
     for tok in tokens:
+        if tok.type == tokenize.OP and tok.string in "([{)]}":
+            depth += 1 if tok.string in "([{" else -1
         if tok.type == tokenize.COMMENT:
             text = tok.string.lstrip("#").strip()
-            if line_start:  # a comment line of its own: about the field below
+            if line_start and depth == 0:  # a comment line of its own: about the field below
                 above.append(text)
-            elif field is not None:  # at the end of the field's line
+            elif field is not None:  # on the field's line (or lines)
                 found[field] = " ".join([*filter(None, [found.get(field, "")]), text])
-        elif line_start and tok.type not in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
+        elif (
+            line_start
+            and depth == 0
+            and tok.type not in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
+        ):
             # a line's first token: a field of the class body, or any other line
             is_field = tok.type == tokenize.NAME and tok.start[1] == 4
             field = tok.string if is_field and tok.string in model.model_fields else None
@@ -179,7 +185,7 @@ def field_comments(model: type[BaseModel]) -> dict[str, str]:
             above = []
             line_start = False
         elif tok.type in (tokenize.NEWLINE, tokenize.NL):
-            line_start = True
+            line_start = depth == 0
     return found
 
 
