@@ -341,7 +341,8 @@ def test_strict_messages_name_the_key_and_the_members() -> None:
         "python, pgvector, rerank, faiss, quantized",
         "indexes:\n  r: {path: x}": "indexes.r.type: required: one of run, python, pgvector, "
         "rerank, faiss, quantized",
-        "indexes:\n  r: {type: run}": "indexes.r.path: index type run needs path",
+        "indexes:\n  r: {type: run}": "indexes.r.path: index type run needs path: the run file "
+        "(TREC or JSONL, gzipped or not)",
     }
     for text, said in cases.items():
         with pytest.raises(ConfigError) as refused:

@@ -66,6 +66,8 @@ judgments_app = typer.Typer(
     help="Annotators' judgments: agreement, and merging into a golden set.", no_args_is_help=True
 )
 app.add_typer(judgments_app, name="judgments")
+config_app = typer.Typer(help="The config file: its JSON Schema.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
 
 
 # --- the console -------------------------------------------------------------------------------
@@ -643,6 +645,15 @@ def init(
     for path in write_scaffold(directory, force=force):
         console.print(f"wrote {markup_safe(str(path))}")
     console.print(NEXT_STEPS)
+
+
+@_command(config_app, "schema")
+def config_schema() -> None:
+    """Print the config file's JSON Schema (draft-07): editors complete and check a config with
+    it (evalret init writes it beside the starter config); the package ships the same file."""
+    from evalret.commands.config import config_schema_command
+
+    typer.echo(config_schema_command(), nl=False)
 
 
 @_command(app)

@@ -163,7 +163,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "init",
         ("init", "{repo}"),
-        outputs=(Item("repo", "repo", dir=True, products=("evalret.yaml",)),),
+        outputs=(Item("repo", "repo", dir=True, products=("evalret.yaml", "evalret.schema.json")),),
         report=("repo", "evalret.yaml"),
     ),
     Row(
@@ -277,4 +277,6 @@ ROWS: tuple[Row, ...] = (
         ),
         report=("out", "queries.jsonl"),
     ),
+    # prints the config's JSON Schema: reads and writes nothing
+    Row("config schema", ("config", "schema")),
 )

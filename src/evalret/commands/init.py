@@ -16,6 +16,7 @@ import yaml
 from evalret.data import yamltext
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import RunIndexConfig, load_config
+from evalret.data.config_schema import shipped_schema_text
 from evalret.data.paths import Declared, Input, guard
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, InputError, Problem
@@ -28,6 +29,11 @@ FILES = {
     "golden_sets/example/queries.jsonl": "queries.jsonl",
     ".github/workflows/evalret.yml": "workflow.yml",
 }
+# the config's JSON Schema, written beside the starter config: the config's first line points
+# editors at it by a relative path (yaml-language-server resolves it against the config's
+# directory), so completion and checking work offline and for everyone who clones the repository
+SCHEMA_FILE = "evalret.schema.json"
+SCHEMA_LINE = f"# yaml-language-server: $schema={SCHEMA_FILE}\n"
 NEXT_STEPS = (
     "next: put your corpus and queries in golden_sets/example, then run "
     "`evalret run --config evalret.yaml --save-baseline baselines/evalret.json` once, "
@@ -39,17 +45,27 @@ def write_scaffold(root: Path, force: bool = False) -> list[Path]:
     """Write the starter files under ``root``; refuse to overwrite any unless ``force``."""
     if os.path.lexists(root) and not root.is_dir():
         raise InputError(f"cannot scaffold into {root}: it exists and is not a directory")
-    targets = {root / target: template for target, template in FILES.items()}
+    targets = {root / target: text for target, text in starter_texts().items()}
     existing = [p for p in targets if os.path.lexists(p)]  # a dangling link too
     if existing and not force:
         raise InputError(
             "evalret init would overwrite existing files (use --force to overwrite)",
             [Problem("exists", str(p)) for p in existing],
         )
-    package = resources.files("evalret") / "templates"
-    for path, template in targets.items():
-        atomic_write_text(path, (package / template).read_text(encoding="utf-8"), "starter file")
+    for path, text in targets.items():
+        atomic_write_text(path, text, "starter file")
     return list(targets)
+
+
+def starter_texts() -> dict[str, str]:
+    """What `evalret init` writes, by path relative to the root: the templates, the config
+    headed by the line that points editors at its JSON Schema, and that schema (the file shipped
+    in the package)."""
+    package = resources.files("evalret") / "templates"
+    texts = {target: (package / t).read_text(encoding="utf-8") for target, t in FILES.items()}
+    texts["evalret.yaml"] = SCHEMA_LINE + texts["evalret.yaml"]
+    texts[SCHEMA_FILE] = shipped_schema_text()
+    return texts
 
 
 # --- the pre-commit hook: `evalret init --pre-commit` ------------------------------------------

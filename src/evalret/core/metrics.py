@@ -529,6 +529,10 @@ class Family:
     fn: MetricFn
     trec_eval: TrecEval  # what it equals in trec_eval, the conformance tests' reference
     aliases: tuple[str, ...] = ()
+    # what a query scores, with a cutoff k and over the whole ranking, in a sentence each (the
+    # metrics reference page, docs/reference/metrics.md, is generated from them)
+    at_k: str = ""
+    whole: str = ""
 
 
 # every family scores a query in [0, 1]; a stored per-query score outside it, beyond rounding, is
@@ -536,18 +540,64 @@ class Family:
 SCORE_SLACK = 1e-6
 
 FAMILIES = (
-    Family("ndcg", ndcg, TrecEval("ndcg_cut", "ndcg")),
-    Family("mrr", mrr, TrecEval("recip_rank", "recip_rank", cut_run=True), ("rr", "recip_rank")),
-    Family("recall", recall, TrecEval("recall", "set_recall"), ("r",)),
-    Family("precision", precision, TrecEval("P", "set_P"), ("p",)),
-    Family("map", average_precision, TrecEval("map_cut", "map"), ("ap",)),
+    Family(
+        "ndcg",
+        ndcg,
+        TrecEval("ndcg_cut", "ndcg"),
+        at_k="DCG of the top k over the DCG of the query's judged grades in ideal order, cut at k; "
+        "the gain of a grade g > 0 is g (or 2^g - 1 with ndcg_gain exponential), else 0",
+        whole="DCG of the whole ranking over the DCG of all the query's positive grades in "
+        "ideal order (the ideal is never cut)",
+    ),
+    Family(
+        "mrr",
+        mrr,
+        TrecEval("recip_rank", "recip_rank", cut_run=True),
+        ("rr", "recip_rank"),
+        at_k="1 / the rank of the first relevant document in the top k, 0 when there is none",
+        whole="1 / the rank of the first relevant document retrieved, 0 when there is none",
+    ),
+    Family(
+        "recall",
+        recall,
+        TrecEval("recall", "set_recall"),
+        ("r",),
+        at_k="relevant documents in the top k / R",
+        whole="relevant documents retrieved / R",
+    ),
+    Family(
+        "precision",
+        precision,
+        TrecEval("P", "set_P"),
+        ("p",),
+        at_k="relevant documents in the top k / k (k even when fewer were retrieved)",
+        whole="relevant documents retrieved / documents retrieved (0 when none)",
+    ),
+    Family(
+        "map",
+        average_precision,
+        TrecEval("map_cut", "map"),
+        ("ap",),
+        at_k="the sum of precision@i over the ranks i ≤ k holding a relevant document, / R",
+        whole="the sum of precision@i over the ranks i holding a relevant document, / R",
+    ),
     Family(
         "hit_rate",
         hit_rate,
         TrecEval("success", "num_rel_ret", positive=True),
         ("success", "hit", "hits"),
+        at_k="1 when a relevant document is in the top k, else 0",
+        whole="1 when any relevant document was retrieved, else 0",
     ),
-    Family("bpref", bpref, TrecEval("bpref", "bpref", cut_run=True)),
+    Family(
+        "bpref",
+        bpref,
+        TrecEval("bpref", "bpref", cut_run=True),
+        at_k="bpref of the top k only",
+        whole="for each relevant document retrieved, 1 - min(n, R) / min(N, R) with n the judged "
+        "non-relevant documents above it and N all the query's judged non-relevant ones; the "
+        "sum / R (unjudged documents are skipped)",
+    ),
 )
 
 

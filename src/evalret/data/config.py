@@ -92,7 +92,9 @@ class GoldenSetConfig(_Strict):
     """Where the golden set is and how to read it."""
 
     path: UsablePath = Field(Path("golden_sets/demo"), description="directory (or TREC qrels file)")
-    format: GoldenFormatName = "auto"
+    format: GoldenFormatName = Field(
+        "auto", description="auto (told from the files), native, beir or trec"
+    )
     split: str = Field("test", description="BEIR qrels split: qrels/<split>.tsv")
     queries: UsablePath | None = Field(None, description="TREC format: the queries file")
     corpus: UsablePath | None = Field(None, description="TREC format: the corpus file")
@@ -150,12 +152,14 @@ class ModelConfigBase(_Strict):
     # keys left out of the dump while null (reports from before they existed read the same)
     dump_unless_null: ClassVar[tuple[str, ...]] = ()
 
-    provider: str
-    name: str
-    normalize: bool = True
-    query_prefix: str = ""
-    document_prefix: str = ""
-    truncate_dim: int | None = Field(None, ge=1)
+    provider: str = Field(description="what embeds the texts")
+    name: str = Field(description="the model")
+    normalize: bool = Field(True, description="L2-normalize the vectors (inner product = cosine)")
+    query_prefix: str = Field("", description="text put before each query")
+    document_prefix: str = Field("", description="text put before each document")
+    truncate_dim: int | None = Field(
+        None, ge=1, description="keep the first N dimensions, then normalize again; null: all"
+    )
 
     @property
     def embedder_key(self) -> str:
@@ -203,8 +207,10 @@ class SentenceTransformersModelConfig(ModelConfigBase):
     prompts: PromptsConfig | None = Field(
         None, description="the model's own named prompts, instead of the prefixes"
     )
-    batch_size: int = Field(32, ge=1)
-    max_seq_length: int | None = Field(256, ge=1)
+    batch_size: int = Field(32, ge=1, description="texts per forward pass")
+    max_seq_length: int | None = Field(
+        256, ge=1, description="tokens kept per text; null: the model's own limit"
+    )
     device: str = Field(
         "cpu",
         pattern=r"^(cpu|cuda|cuda:\d+|mps|auto)$",
@@ -250,13 +256,13 @@ class PythonModelConfig(ModelConfigBase):
     )
     dump_unless_null: ClassVar[tuple[str, ...]] = ("options",)
 
-    provider: Literal["python"]
+    provider: Literal["python"] = Field(description="python: a custom encoder")
     name: str = Field("", description="a label (default: the callable)")
     callable: str = Field(
         pattern=_CALLABLE, description='"pkg.module:factory", called once with **options'
     )
     options: dict[str, Any] | None = Field(None, description="keyword arguments of the callable")
-    batch_size: int = Field(32, ge=1)
+    batch_size: int = Field(32, ge=1, description="texts per call of the encoder")
 
     @model_validator(mode="before")
     @classmethod
@@ -291,7 +297,7 @@ class OpenAIModelConfig(ModelConfigBase):
 
     dump_unless_null: ClassVar[tuple[str, ...]] = ("request_fields",)
 
-    provider: Literal["openai"]
+    provider: Literal["openai"] = Field(description="openai: an OpenAI-compatible endpoint")
     name: str = Field(description="the model id the endpoint serves")
     base_url: str = Field(
         OPENAI_URL,
@@ -343,14 +349,19 @@ ModelConfig = Annotated[
 
 
 class ExactIndexConfig(_Strict):
-    enabled: bool = True
+    """Brute-force inner-product search over every document vector (faiss IndexFlatIP)."""
+
+    enabled: bool = Field(True, description="search with it")
 
 
 class HnswIndexConfig(_Strict):
-    enabled: bool = True
-    m: int = Field(32, ge=2)
-    ef_construction: int = Field(200, ge=1)
-    ef_search: int = Field(128, ge=1)
+    """An approximate HNSW graph over the document vectors (faiss IndexHNSWFlat, inner product),
+    checked against the exact index."""
+
+    enabled: bool = Field(True, description="search with it")
+    m: int = Field(32, ge=2, description="neighbours per node of the graph")
+    ef_construction: int = Field(200, ge=1, description="candidate list size while building")
+    ef_search: int = Field(128, ge=1, description="candidate list size while searching")
     threads: int | None = Field(
         None,
         ge=1,
@@ -362,10 +373,12 @@ class HnswIndexConfig(_Strict):
 class Bm25IndexConfig(_Strict):
     """The lexical reference (bm25s): documents as title + " " + text, queries as text."""
 
-    enabled: bool = True
-    k1: float = Field(1.5, ge=0)
-    b: float = Field(0.75, ge=0, le=1)
-    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
+    enabled: bool = Field(True, description="search with it")
+    k1: float = Field(1.5, ge=0, description="term-frequency saturation")
+    b: float = Field(0.75, ge=0, le=1, description="document-length normalization")
+    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = Field(
+        "lucene", description="the BM25 variant bm25s computes"
+    )
     stemmer: str | None = Field("english", description="a Snowball language, or null")
     stopwords: str | None = Field("en", description="a bm25s stop-word list, or null")
 
@@ -373,9 +386,9 @@ class Bm25IndexConfig(_Strict):
 class HybridIndexConfig(_Strict):
     """Reciprocal rank fusion of BM25 and a dense index: sum of 1 / (rrf_k + rank)."""
 
-    enabled: bool = True
-    dense: Literal["exact", "hnsw"] = "exact"
-    rrf_k: float = Field(60, gt=0)
+    enabled: bool = Field(True, description="search with it (needs bm25 and its dense index)")
+    dense: Literal["exact", "hnsw"] = Field("exact", description="the dense index fused with BM25")
+    rrf_k: float = Field(60, gt=0, description="the constant k of 1 / (k + rank)")
     candidates: int = Field(100, ge=1, description="results taken from each ranking")
 
 
@@ -468,7 +481,7 @@ class AtKey(ValueError):
 class TypedIndexBase(_Strict):
     """What every typed index (``indexes.<name>: {type: ...}``) has: ``type`` and ``enabled``."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="search with it")
 
     def resolve_paths(self, base: Path) -> TypedIndexBase:
         """A copy whose relative paths are made absolute against ``base`` (none by default)."""
@@ -478,8 +491,8 @@ class TypedIndexBase(_Strict):
 class RunIndexConfig(TypedIndexBase):
     """A ranking read from a run file (TREC ``qid Q0 docno rank score tag``, or JSONL)."""
 
-    type: Literal["run"]
-    path: UsablePath
+    type: Literal["run"] = Field(description="run: rankings read from a run file")
+    path: UsablePath = Field(description="the run file (TREC or JSONL, gzipped or not)")
     format: Literal["trec", "jsonl"] | None = Field(
         None,
         description="default: jsonl for a .jsonl or .json file (gzipped or not), else trec; "
@@ -506,7 +519,7 @@ class RunIndexConfig(TypedIndexBase):
 class PythonIndexConfig(TypedIndexBase):
     """A ranking returned by a Python function (engines.retrievers.python documents the call)."""
 
-    type: Literal["python"]
+    type: Literal["python"] = Field(description="python: rankings returned by a function")
     callable: str = Field(
         pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description='"pkg.module:function"'
     )
@@ -520,20 +533,25 @@ class PgvectorIndexConfig(TypedIndexBase):
     read-only with the config's query vectors. The DSN is read from the environment variable
     ``dsn_env`` when the index runs, and is never written anywhere."""
 
-    type: Literal["pgvector"]
+    type: Literal["pgvector"] = Field(description="pgvector: HNSW search in Postgres")
     dsn_env: str = Field(description="name of the environment variable holding the DSN")
     # pgvector's own bounds (hnsw.c): m 2..100, ef_construction 4..1000, ef_search 1..1000
-    m: int = Field(16, ge=2, le=100)
-    ef_construction: int = Field(64, ge=4, le=1000)
-    ef_search: int = Field(40, ge=1, le=1000)
+    m: int = Field(16, ge=2, le=100, description="neighbours per node of the HNSW graph")
+    ef_construction: int = Field(
+        64, ge=4, le=1000, description="candidate list size while building (>= 2 m)"
+    )
+    ef_search: int = Field(
+        40, ge=1, le=1000, description="hnsw.ef_search: candidate list size while searching"
+    )
     metric: Literal["inner_product", "cosine"] = Field(
         "inner_product", description="<#> (vector_ip_ops) or <=> (vector_cosine_ops)"
     )
     table: str | None = Field(None, description="an existing table (read-only); null: scratch")
-    id_column: SqlName = "id"
-    vector_column: SqlName = "embedding"
-    # filtered queries (table mode): the jsonb column holding each row's metadata
-    metadata_column: SqlName = "metadata"
+    id_column: SqlName = Field("id", description="table mode: the column of document ids")
+    vector_column: SqlName = Field("embedding", description="table mode: the vector column")
+    metadata_column: SqlName = Field(
+        "metadata", description="table mode: the jsonb column that filtered queries read"
+    )
 
     @field_validator("dsn_env")
     @classmethod
@@ -571,7 +589,7 @@ class PgvectorIndexConfig(TypedIndexBase):
 class CrossEncoderRerankerConfig(_Strict):
     """A local sentence-transformers CrossEncoder directory, loaded offline (never fetched)."""
 
-    provider: Literal["cross-encoder"]
+    provider: Literal["cross-encoder"] = Field(description="cross-encoder: a local model")
     path: UsablePath = Field(description="a local directory holding a CrossEncoder")
     batch_size: int = Field(32, ge=1, le=4096, description="(query, document) pairs per batch")
     max_length: int | None = Field(None, ge=1, description="tokens per pair; default: the model's")
@@ -585,7 +603,7 @@ class CrossEncoderRerankerConfig(_Strict):
 class PythonRerankerConfig(_Strict):
     """``fn(query: str, documents: list[str]) -> one score per document``, called per query."""
 
-    provider: Literal["python"]
+    provider: Literal["python"] = Field(description="python: a function evalret calls")
     callable: str = Field(
         pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description='"pkg.module:function"'
     )
@@ -594,7 +612,7 @@ class PythonRerankerConfig(_Strict):
 class HttpRerankerConfig(_Strict):
     """``POST {base_url}/rerank`` as Cohere, Jina, Voyage and infinity answer it."""
 
-    provider: Literal["http"]
+    provider: Literal["http"] = Field(description="http: a /rerank endpoint")
     base_url: str = Field(pattern=r"^https?://[^\s]+$", description="its /rerank is called")
     model: str = Field(min_length=1, description="the reranker model the endpoint serves")
     api_key_env: str | None = Field(
@@ -622,10 +640,10 @@ class RerankIndexConfig(TypedIndexBase):
     """The first ``k`` documents of index ``of`` reordered by a reranker
     (engines/retrievers/rerank.py); ``of`` runs first."""
 
-    type: Literal["rerank"]
+    type: Literal["rerank"] = Field(description="rerank: a first stage reordered by a reranker")
     of: str = Field(description="the first stage: another index of this config")
     k: int = Field(100, ge=1, le=MAX_CUTOFF, description="candidates reranked per query")
-    reranker: RerankerConfig
+    reranker: RerankerConfig = Field(description="what scores the candidates, by provider")
 
     def resolve_paths(self, base: Path) -> RerankIndexConfig:
         """A copy whose relative cross-encoder ``path`` is made absolute against ``base``."""
@@ -676,7 +694,7 @@ class FaissIndexConfig(TypedIndexBase):
     """Any faiss index-factory string over the document vectors (inner product), trained on a
     seeded sample of them and searched with ``params`` (engines/faiss_factory.py)."""
 
-    type: Literal["faiss"]
+    type: Literal["faiss"] = Field(description="faiss: any faiss index-factory string")
     factory: str = Field(min_length=1, description='a faiss index_factory string: "IVF256,PQ32"')
     params: dict[str, int | float] = Field(
         default_factory=dict,
@@ -704,7 +722,7 @@ class QuantizedIndexConfig(TypedIndexBase):
     does, searched over the codes, optionally rescored with the float vectors
     (engines/quantize.py)."""
 
-    type: Literal["quantized"]
+    type: Literal["quantized"] = Field(description="quantized: search over quantized vectors")
     precision: Literal["float32", "int8", "uint8", "binary", "ubinary"] = Field(
         description="int8 / uint8: ranges calibrated on the documents; binary / ubinary: sign "
         "bits, searched by Hamming distance"
@@ -736,10 +754,12 @@ class IndexesConfig(_Strict):
     model_config = ConfigDict(**{**_MODEL_CONFIG, "extra": "allow"})
     __pydantic_extra__: dict[str, TypedIndexConfig] = Field(init=False)
 
-    exact: ExactIndexConfig = ExactIndexConfig()
-    hnsw: HnswIndexConfig = HnswIndexConfig()
-    bm25: Bm25IndexConfig = Bm25IndexConfig()
-    hybrid: HybridIndexConfig = HybridIndexConfig()
+    exact: ExactIndexConfig = Field(ExactIndexConfig(), description="exact inner-product search")
+    hnsw: HnswIndexConfig = Field(HnswIndexConfig(), description="the approximate HNSW index")
+    bm25: Bm25IndexConfig = Field(Bm25IndexConfig(), description="the lexical reference")
+    hybrid: HybridIndexConfig = Field(
+        HybridIndexConfig(), description="BM25 fused with a dense index"
+    )
 
     @property
     def typed(self) -> dict[str, TypedIndexConfig]:
@@ -817,9 +837,9 @@ BUILTIN_INDEXES: tuple[str, ...] = tuple(IndexesConfig.model_fields)
 class SliceDefinition(_Strict):
     """A slice declared in the config: queries matching every given criterion."""
 
-    name: str = Field(min_length=1)
-    tag: str | None = None
-    query_ids: list[str] | None = None
+    name: str = Field(min_length=1, description="the slice's name in reports and gates")
+    tag: str | None = Field(None, description="queries carrying this tag")
+    query_ids: list[str] | None = Field(None, description="queries with these ids")
     pattern: str | None = Field(None, description="regular expression searched in the query text")
 
     @field_validator("pattern")
@@ -845,11 +865,15 @@ class SliceDefinition(_Strict):
 
 
 class SlicesConfig(_Strict):
+    """The slices metrics are reported and gated for, beside ``all``."""
+
     tags: bool = Field(True, description="one slice per tag found in the golden set")
     frequency: bool = Field(True, description="head/torso/tail when queries carry frequency")
-    head_fraction: float = Field(0.05, gt=0, lt=1)
-    tail_fraction: float = Field(0.5, gt=0, lt=1)
-    custom: list[SliceDefinition] = []
+    head_fraction: float = Field(0.05, gt=0, lt=1, description="share of queries in the head")
+    tail_fraction: float = Field(0.5, gt=0, lt=1, description="share of queries in the tail")
+    custom: list[SliceDefinition] = Field(
+        [], description="slices of your own: queries matching every criterion given"
+    )
 
     @model_validator(mode="after")
     def _fractions(self) -> SlicesConfig:
@@ -884,9 +908,11 @@ def configured_slices(
 
 
 class BootstrapConfig(_Strict):
-    samples: int = Field(1000, ge=100)
-    seed: int = Field(0, ge=0)
-    confidence: float = Field(0.95, gt=0, lt=1)
+    """The bootstrap confidence intervals of every metric."""
+
+    samples: int = Field(1000, ge=100, description="bootstrap resamples")
+    seed: int = Field(0, ge=0, description="seed of the resampling")
+    confidence: float = Field(0.95, gt=0, lt=1, description="the intervals' confidence level")
 
 
 class Threshold(_Strict):
@@ -904,8 +930,8 @@ class Threshold(_Strict):
 class ThresholdOverride(Threshold):
     """Thresholds for one metric in one slice and/or index, replacing the metric's defaults."""
 
-    metric: str
-    slice: str | None = None
+    metric: str = Field(description="the metric it applies to")
+    slice: str | None = Field(None, description="a slice; null: every gated slice")
     index: str | None = Field(None, description="an index of the config")
 
     @field_validator("metric")
@@ -924,8 +950,8 @@ class ThresholdOverride(Threshold):
 class HealthThreshold(_Strict):
     """Bounds for one intrinsic-health figure (booleans count as 0 / 1)."""
 
-    min: float | None = None
-    max: float | None = None
+    min: float | None = Field(None, description="fail below this")
+    max: float | None = Field(None, description="fail above this")
 
     def to_core(self) -> gate.HealthBounds:
         """The plain bounds the gate reads (the same fields)."""
@@ -948,12 +974,16 @@ def _health_key(key: str) -> str:
 class SignificanceConfig(_Strict):
     """Fail a drop only when a paired test against the baseline finds it significant."""
 
-    test: PairedTest = "randomization"
-    alpha: float = Field(0.05, gt=0, lt=1)
-    correction: Correction = "holm"
-    samples: int = Field(10_000, ge=100)
-    seed: int = Field(0, ge=0)
-    power: float = Field(0.8, gt=0, lt=1)
+    test: PairedTest = Field("randomization", description="the paired test over queries")
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level")
+    correction: Correction = Field(
+        "holm", description="multiple-comparison correction over the checks"
+    )
+    samples: int = Field(10_000, ge=100, description="permutations or resamples of the test")
+    seed: int = Field(0, ge=0, description="seed of the test's sampling")
+    power: float = Field(
+        0.8, gt=0, lt=1, description="power for the minimum detectable effect reported"
+    )
 
     def to_core(self) -> gate.Significance:
         """The plain significance settings the gate reads (the same fields)."""
@@ -1013,13 +1043,15 @@ class GateConfig(_Strict):
     thresholds: dict[str, Threshold] | None = Field(
         None, description="per metric; default: max_drop 0.01 on recall@10 and mrr@10 when computed"
     )
-    overrides: list[ThresholdOverride] = []
+    overrides: list[ThresholdOverride] = Field(
+        [], description="thresholds for a metric in one slice and/or index, replacing its own"
+    )
     slices: list[str] | None = Field(None, description="slices to gate; default all")
     indexes: list[str] | None = Field(
         None, description="indexes of the config; default the dense indexes (exact, hnsw)"
     )
     ann_min_recall: float | None = Field(0.95, ge=0, le=1, description="HNSW recall@k floor")
-    ann_k: int = Field(10, ge=1)
+    ann_k: int = Field(10, ge=1, description="the k of ann_min_recall")
     rerank_min_recall: float | None = Field(
         None,
         ge=0,
@@ -1042,7 +1074,9 @@ class GateConfig(_Strict):
         description="the labels the run's metrics and the gate use: all, or human (an LLM "
         "judge's grades left out; core/provenance.py)",
     )
-    significance: SignificanceConfig | None = None
+    significance: SignificanceConfig | None = Field(
+        None, description="fail a drop only when significant; null: every drop counts"
+    )
     unjudged: UnjudgedConfig | None = Field(
         default_factory=UnjudgedConfig,
         description="inconclusive drop checks when judged@k falls; null: never inconclusive",
@@ -1086,15 +1120,15 @@ class GateConfig(_Strict):
 class HealthConfig(_Strict):
     """Intrinsic embedding health of the corpus and query vectors (no labels needed)."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="compute the health figures")
     sample: int = Field(20_000, ge=1, description="seeded pairs for avg_cosine and uniformity")
     max_rows: int = Field(50_000, ge=2, description="seeded rows for the spectral figures")
 
 
 class CacheConfig(_Strict):
-    """The embedding cache (see the README): on by default."""
+    """The embedding cache: vectors kept on disk, keyed by model, settings and text."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="read and write the cache")
     dir: UsablePath | None = Field(
         None, description="default: $EVALRET_CACHE_DIR or the user cache dir"
     )
@@ -1140,7 +1174,9 @@ class EmbeddingConfig(_Strict):
 
 
 class OutputConfig(_Strict):
-    dir: UsablePath = Path("reports")
+    """Where report files go."""
+
+    dir: UsablePath = Field(Path("reports"), description="report directory (--out overrides)")
 
 
 class HistoryConfig(_Strict):
@@ -1183,7 +1219,7 @@ class SampleConfig(_Strict):
         description="documents kept: the judged ones of the sampled queries, then seeded "
         "distractors up to this many; null: the whole corpus",
     )
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, description="seed of the draw")
     min_per_slice: int = Field(
         10, ge=0, description="the floor: queries every slice keeps (all of a smaller slice)"
     )
@@ -1242,10 +1278,19 @@ class JudgeConfig(_Strict):
 class Config(_Strict):
     """The whole evalret configuration."""
 
-    golden_set: GoldenSetConfig = GoldenSetConfig()
-    model: ModelConfig = SentenceTransformersModelConfig()
-    indexes: IndexesConfig = IndexesConfig()
-    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
+    golden_set: GoldenSetConfig = Field(GoldenSetConfig(), description="the golden set")
+    model: ModelConfig = Field(
+        SentenceTransformersModelConfig(), description="the embedding model, by provider"
+    )
+    indexes: IndexesConfig = Field(
+        IndexesConfig(), description="the built-in indexes, and typed indexes by name"
+    )
+    metrics: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_METRICS),
+        min_length=1,
+        description="metric names: a family at a cutoff (ndcg@10), without one (map), "
+        "either with :judged",
+    )
     search_depth: int | None = Field(
         None,
         ge=1,
@@ -1254,7 +1299,9 @@ class Config(_Strict):
         "the largest cutoff, or 1000 when a metric has no cutoff or is :judged; capped at the "
         "corpus size",
     )
-    ndcg_gain: Literal["linear", "exponential"] = "linear"
+    ndcg_gain: Literal["linear", "exponential"] = Field(
+        "linear", description="nDCG gain: linear (the grade, as trec_eval) or exponential (2^g - 1)"
+    )
     relevance_level: int = Field(
         DEFAULT_RELEVANCE_LEVEL,
         ge=1,
@@ -1265,19 +1312,25 @@ class Config(_Strict):
         "exclude",
         description="exclude: left out of the means; zero: scored (0 on binary metrics), trec_eval",
     )
-    slices: SlicesConfig = SlicesConfig()
-    bootstrap: BootstrapConfig = BootstrapConfig()
-    health: HealthConfig = HealthConfig()
-    gate: GateConfig = GateConfig()
-    cache: CacheConfig = CacheConfig()
+    slices: SlicesConfig = Field(SlicesConfig(), description="the slices reported and gated")
+    bootstrap: BootstrapConfig = Field(BootstrapConfig(), description="confidence intervals")
+    health: HealthConfig = Field(HealthConfig(), description="intrinsic embedding health")
+    gate: GateConfig = Field(GateConfig(), description="the CI gate's checks")
+    cache: CacheConfig = Field(CacheConfig(), description="the embedding cache")
     # where the cache misses are embedded: no part of the vectors or the fingerprint
-    embedding: EmbeddingConfig = EmbeddingConfig()
-    output: OutputConfig = OutputConfig()
-    leakage: LeakageConfig = LeakageConfig()
+    embedding: EmbeddingConfig = Field(
+        EmbeddingConfig(), description="where cache misses are embedded: here or on Ray"
+    )
+    output: OutputConfig = Field(OutputConfig(), description="where report files go")
+    leakage: LeakageConfig = Field(LeakageConfig(), description="settings of evalret leakage")
     # where `evalret history` keeps its database: not a setting of the run, so left out of the
     # dump (a report's resolved config stays as it was)
-    history: HistoryConfig = Field(HistoryConfig(), exclude=True)
-    beyond_accuracy: BeyondAccuracyConfig = BeyondAccuracyConfig()
+    history: HistoryConfig = Field(
+        HistoryConfig(), exclude=True, description="the database of evalret history"
+    )
+    beyond_accuracy: BeyondAccuracyConfig = Field(
+        BeyondAccuracyConfig(), description="corpus coverage and Gini of the top k"
+    )
     sample: SampleConfig | None = Field(
         None, description="a seeded, stratified sample for fast gates; null: the whole set"
     )
