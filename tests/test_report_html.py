@@ -7,6 +7,7 @@ importing a model library. The metric@k curves' numbers are tested in test_curve
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import subprocess
 import sys
@@ -35,7 +36,7 @@ from evalret.report.svg import (
     nice_ticks,
     sorted_deltas,
 )
-from helpers import invoke, marks_its_users
+from helpers import demo_report, invoke, marks_its_users
 
 ARTIFACTS = REPO / "test-artifacts"  # screenshots and PDFs of the pages (gitignored)
 SVG = "{http://www.w3.org/2000/svg}"
@@ -56,6 +57,36 @@ def test_nice_ticks_cover_the_range() -> None:
     assert nice_ticks(0, 21, 4, outward=True) == [0.0, 10.0, 20.0, 30.0]
     inner = nice_ticks(-0.37, 0.52, 4)
     assert inner[0] >= -0.37 and inner[-1] <= 0.52
+
+
+@pytest.mark.parametrize("extent", [1e-15, 3e-12, 2e-9, 5e-5])
+def test_ticks_of_a_tiny_range_stay_distinct(extent: float) -> None:
+    """A range far below 1e-10 (float noise, as a run's per-query change against a baseline
+    summed in another order) gets distinct ticks and labels: rounding ticks to 10 decimals
+    made them all 0 and the labels divided by zero (report.html crashed, exit 3)."""
+    ticks = nice_ticks(-extent, extent, 6)
+    assert len(ticks) >= 3 and all(a < b for a, b in itertools.pairwise(ticks))
+    svg = histogram(
+        [-extent, extent / 2, extent], label="tiny", x_label="change", value_range=(-extent, extent)
+    )
+    # the x axis' tick labels: the texts on the line below the plot (y 194, font size 11)
+    axis = [
+        e.text
+        for e in parse_svg(svg).iter(f"{SVG}text")
+        if e.get("y") == "194" and e.get("font-size") == "11"
+    ]
+    assert len(axis) == len(ticks) and len(set(axis)) == len(axis) and "0" in axis, axis
+
+
+def test_run_page_against_a_baseline_that_differs_by_float_noise() -> None:
+    """The demo against its committed baseline, where one query's nDCG differs by 1e-15: the
+    page renders (it raised a math domain error)."""
+    baseline = demo_report()
+    report = demo_report()
+    scores = report.indexes["exact"].per_query["ndcg@10"]
+    scores[0] = scores[0] + 1e-15 if scores[0] < 1 else scores[0] - 1e-15
+    html = render_run_html(report, baseline, golden_set_of(report))
+    assert "1 gain" in html or "1 lose" in html
 
 
 def test_bar_chart_draws_a_bar_and_whisker_per_value_with_exact_tooltips() -> None:

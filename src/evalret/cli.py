@@ -49,7 +49,9 @@ app = typer.Typer(
     name="evalret",
     help="Evaluate embedding retrieval on a golden set and gate changes in CI.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion for bash, zsh, fish and PowerShell
+    # (docs/how-to/shell-completion.md); typer imports its completion code either way
+    add_completion=True,
     pretty_exceptions_enable=False,
     # plain help: typer's rich help formatter imports rich.markdown and markdown-it (~0.1 s)
     rich_markup_mode=None,

@@ -65,11 +65,15 @@ def nice_ticks(lo: float, hi: float, count: int = 5, outward: bool = False) -> l
     else:
         start = math.ceil(lo / step - 1e-9)
         stop = math.floor(hi / step + 1e-9)
-    return [round(i * step, 10) + 0.0 for i in range(start, stop + 1)]
+    # 12 significant digits drop the float noise of i * step (0.30000000000000004) at any
+    # scale: rounding to 10 decimals made every tick of a range below 1e-10 zero
+    return [float(f"{i * step:.12g}") + 0.0 for i in range(start, stop + 1)]
 
 
 def _tick_label(v: float, ticks: Sequence[float]) -> str:
     step = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else 1.0
+    if 0 < step < 1e-4:  # float noise and other tiny ranges: 2.5e-16, not a row of zeros
+        return "0" if v == 0 else f"{v:.2g}"
     decimals = max(0, min(4, -math.floor(math.log10(step)) + (0 if step >= 1 else 1)))
     if step >= 1 and float(step).is_integer():
         decimals = 0
