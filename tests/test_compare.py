@@ -3,6 +3,8 @@ values, and compare_reports on small hand-made reports."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -366,3 +368,30 @@ def test_examples_show_as_relevant_what_the_relevance_level_counts(
     d0_class = "rel" if level == 1 else "non"
     assert f'<span class="grade {d0_class}">grade 1</span><code>d0</code>' in top
     assert '<span class="grade rel">grade 2</span><code>x</code>' in top
+
+
+def test_float_noise_is_no_change() -> None:
+    """Per-query changes of float rounding (1e-15: a metric summed in another order by another
+    evalret version) are ties: no win, no loss, no test evidence; in the statistics of compare
+    and in report.html's spread against a baseline."""
+    import copy
+
+    from evalret.core.comparison import changes, paired_statistics
+    from evalret.data.schema import RunReport
+    from evalret.pipeline.pages import delta_spread
+
+    before = np.array([[0.5, 0.25], [0.75, 0.0], [1.0, 0.125]])
+    after = before + np.array([[1e-15, -3e-16], [0.0, 0.0], [-2e-15, 0.25]])
+    assert changes(after, before).tolist() == [[0.0, 0.0], [0.0, 0.0], [0.0, 0.25]]
+    seed = np.random.SeedSequence(1)
+    [first, second] = paired_statistics(before, after, 200, 200, 0.95, seed, 0.05, 0.8)
+    assert (first.wins, first.ties, first.losses) == (0, 3, 0) and first.p_randomization == 1.0
+    assert (second.wins, second.ties, second.losses) == (1, 2, 0)
+
+    demo = Path(__file__).parents[1] / "baselines" / "demo.json"
+    base = RunReport.model_validate_json(demo.read_text())
+    noisy = copy.deepcopy(base)
+    values = noisy.indexes["exact"].per_query["ndcg@10"]
+    noisy.indexes["exact"].per_query["ndcg@10"] = [v + 1e-15 if v else v for v in values]
+    spread = delta_spread(base, noisy, "exact", "ndcg@10")
+    assert (spread.wins, spread.losses, spread.changed) == (0, 0, [])

@@ -30,6 +30,16 @@ from evalret.core.stats import (
 RBO_P = 0.9
 DRIFT_DEPTH = 10  # default depth of rank drift (a report keeps the top 10 ids per query)
 EXAMPLES = 5
+# a per-query change this small is float rounding (two evalret versions may sum a metric in
+# another order), not a change: counted as a tie and left out of the tests
+FLOAT_NOISE = 1e-12
+
+
+def changes(after: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """``after - before`` per query (per column), float noise (``FLOAT_NOISE``) as 0."""
+    d = np.asarray(after, dtype=np.float64) - np.asarray(before, dtype=np.float64)
+    d[np.abs(d) <= FLOAT_NOISE] = 0.0
+    return d
 
 CompareStatus = Literal["candidate", "not a candidate", "no difference"]
 
@@ -138,7 +148,7 @@ def paired_statistics(
 ) -> list[Tested]:
     """The statistics of every metric (a column of ``va_all`` / ``vb_all`` [queries, metrics])
     in one slice; the columns share the randomization and bootstrap draws of ``seed``."""
-    diffs = vb_all - va_all
+    diffs = changes(vb_all, va_all)
     p_rand_all = randomization_p_values(diffs, samples, seed)
     low, high = bootstrap_ci(diffs, bootstrap_samples, confidence, seed)
     out = []

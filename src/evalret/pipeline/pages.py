@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evalret.core.comparison import EXAMPLES, example_positions
+from evalret.core.comparison import EXAMPLES, changes, example_positions
 from evalret.core.ranking import primary_index
 from evalret.data.examples import query_examples
 from evalret.data.goldenset import GoldenSet
@@ -23,7 +23,7 @@ def _aligned(before: RunReport, after: RunReport, index: str, metric: str) -> np
     order = np.array([pos[q] for q in before.query_ids], dtype=np.int64)
     b = np.asarray(before.indexes[index].per_query[metric], dtype=np.float64)
     a = np.asarray(after.indexes[index].per_query[metric], dtype=np.float64)[order]
-    return a - b
+    return changes(a, b)
 
 
 def delta_spread(before: RunReport, after: RunReport, index: str, metric: str) -> DeltaSpread:
