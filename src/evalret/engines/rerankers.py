@@ -110,10 +110,11 @@ class CrossEncoderReranker:
 
     @cached_property
     def model(self) -> Any:
-        from evalret.engines.st_embedder import force_offline, resolve_device
+        from evalret.engines.st_embedder import check_device, force_offline, resolve_device
 
         force_offline()
         device = resolve_device(self.settings.device)
+        check_device(device, "reranker.device")
         try:
             from sentence_transformers import CrossEncoder
 

@@ -165,9 +165,10 @@ def _torch_sees() -> str:
     return f"torch {torch.__version__} sees {cuda}, MPS {'available' if has_mps else 'unavailable'}"
 
 
-def check_device(device: str) -> None:
-    """ModelError (exit 3) naming ``device`` and what torch sees when torch cannot embed on it;
-    called only when something must be embedded (a warm run never needs the device)."""
+def check_device(device: str, key: str = "model.device") -> None:
+    """ModelError (exit 3) naming ``device`` (the setting ``key``) and what torch sees when
+    torch cannot run on it; called only when something must be embedded or scored (a warm run
+    never needs the device)."""
     if device == "cpu":
         return
     import torch
@@ -180,7 +181,7 @@ def check_device(device: str) -> None:
         usable = device == "mps" and mps is not None and mps.is_available()
     if not usable:
         raise ModelError(
-            f"model.device {device!r} is not available: {_torch_sees()}. Set model.device: cpu "
+            f"{key} {device!r} is not available: {_torch_sees()}. Set {key}: cpu "
             "(or auto, which takes the best device torch sees)"
         )
 
