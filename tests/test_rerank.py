@@ -466,7 +466,7 @@ def test_cross_encoder_device(tmp_path: Path, tiny_cross_encoder: Path) -> None:
         assert [ids[:1] for ids in a] == [ids[:1] for ids in c]
         return
     assert a == c
-    with pytest.raises(ModelError, match="reranker.device 'cuda:0' is not available: torch"):
+    with pytest.raises(ModelError, match=r"reranker\.device 'cuda:0' is not available: torch"):
         run_evaluation(_config(tmp_path / "cuda", BM25_ONLY + block("cuda:0")))
 
 

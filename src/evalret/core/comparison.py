@@ -41,6 +41,7 @@ def changes(after: np.ndarray, before: np.ndarray) -> np.ndarray:
     d[np.abs(d) <= FLOAT_NOISE] = 0.0
     return d
 
+
 CompareStatus = Literal["candidate", "not a candidate", "no difference"]
 
 
