@@ -1,6 +1,6 @@
-"""docs/explanation/architecture.md stays true to the tree: every module path it names exists (with the name
-after it, when it names one), and every module of src/evalret is named in it, so that a module
-moved, renamed or added without its place in the layers fails here."""
+"""docs/explanation/architecture.md stays true to the tree: every module path it names exists
+(with the name after it, when it names one), and every module of src/evalret is named in it, so
+that a module moved, renamed or added without its place in the layers fails here."""
 
 from __future__ import annotations
 
