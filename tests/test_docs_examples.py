@@ -107,18 +107,22 @@ def all_blocks() -> list[Block]:
 
 
 def page_params() -> list[object]:
-    """One case per page with marked blocks, marked ``model`` when one of them embeds."""
-    pages: dict[str, list[Block]] = {}
+    """One case per page and lane: the page's ``run`` blocks (the fast lane) and its
+    ``run model`` blocks (marked ``model``), each lane in a copy of the demo of its own, so a
+    fast block never depends on what a model block wrote."""
+    lanes: dict[tuple[str, str], int] = {}
     for block in all_blocks():
         if block.marker in ("run", "run model"):
-            pages.setdefault(block.page, []).append(block)
+            key = (block.page, block.marker)
+            lanes[key] = lanes.get(key, 0) + 1
     return [
         pytest.param(
-            name,
-            marks=[pytest.mark.model] if any(b.marker == "run model" for b in found) else [],
-            id=name,
+            page,
+            marker,
+            marks=[pytest.mark.model] if marker == "run model" else [],
+            id=f"{page}:{marker}",
         )
-        for name, found in sorted(pages.items())
+        for page, marker in sorted(lanes)
     ]
 
 
@@ -128,8 +132,11 @@ def demo_copy(directory: Path) -> Path:
     return directory
 
 
-def run_command(command: Command, cwd: Path, page: str) -> None:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+def run_command(command: Command, cwd: Path, page: str, cache: Path) -> None:
+    """``bash -c COMMAND`` in the demo's copy, with this environment's evalret first on PATH and
+    an embedding cache of the lane's own (``evalret cache clear`` on a page clears only it)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, "PATH": path, "EVALRET_CACHE_DIR": str(cache)}
     env.setdefault("COLUMNS", "120")
     done = subprocess.run(
         ["bash", "-c", command.text],
@@ -145,15 +152,15 @@ def run_command(command: Command, cwd: Path, page: str) -> None:
     )
 
 
-@pytest.mark.parametrize("page", page_params())
-def test_marked_examples_run(page: str, tmp_path: Path) -> None:
-    """Every command of the page's marked blocks, in order, in one copy of the demo."""
+@pytest.mark.parametrize(("page", "marker"), page_params())
+def test_marked_examples_run(page: str, marker: str, tmp_path: Path) -> None:
+    """Every command of the page's blocks of one lane, in order, in one copy of the demo."""
     cwd = demo_copy(tmp_path / "demo")
-    marked = [b for b in blocks(DOCS / page) if b.marker in ("run", "run model")]
+    marked = [b for b in blocks(DOCS / page) if b.marker == marker]
     commands = [command for block in marked for command in block.commands()]
     assert commands, f"docs/{page}: a marked block without a command"
     for command in commands:
-        run_command(command, cwd, page)
+        run_command(command, cwd, page, tmp_path / "cache")
 
 
 def test_every_shown_command_is_run_or_says_why() -> None:
