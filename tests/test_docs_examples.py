@@ -132,11 +132,15 @@ def demo_copy(directory: Path) -> Path:
     return directory
 
 
-def run_command(command: Command, cwd: Path, page: str, cache: Path) -> None:
-    """``bash -c COMMAND`` in the demo's copy, with this environment's evalret first on PATH and
-    an embedding cache of the lane's own (``evalret cache clear`` on a page clears only it)."""
+def run_command(command: Command, cwd: Path, page: str, cache: Path | None) -> None:
+    """``bash -c COMMAND`` in the demo's copy, with this environment's evalret first on PATH.
+    ``cache``: an embedding cache of the block's own (a fast block's ``evalret cache clear``
+    clears only it); None: the test session's (tests/conftest.py), shared by the model blocks of
+    every page so that the demo is embedded once per model setting."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    env = {**os.environ, "PATH": path, "EVALRET_CACHE_DIR": str(cache)}
+    env = {**os.environ, "PATH": path}
+    if cache is not None:
+        env["EVALRET_CACHE_DIR"] = str(cache)
     env.setdefault("COLUMNS", "120")
     done = subprocess.run(
         ["bash", "-c", command.text],
@@ -159,8 +163,9 @@ def test_marked_examples_run(page: str, marker: str, tmp_path: Path) -> None:
     marked = [b for b in blocks(DOCS / page) if b.marker == marker]
     commands = [command for block in marked for command in block.commands()]
     assert commands, f"docs/{page}: a marked block without a command"
+    cache = tmp_path / "cache" if marker == "run" else None
     for command in commands:
-        run_command(command, cwd, page, tmp_path / "cache")
+        run_command(command, cwd, page, cache)
 
 
 def test_every_shown_command_is_run_or_says_why() -> None:
