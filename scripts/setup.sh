@@ -2,7 +2,7 @@
 # Set up evalret in ./.venv on a fresh machine (Python 3.10+, pip, gcc).
 #   bash scripts/setup.sh          # evalret and its runtime dependencies
 #   bash scripts/setup.sh --test   # ... plus the test dependencies (pytest, hypothesis, trec_eval,
-#                                  # playwright) and Debian's chromium (apt-get, as root)
+#                                  # playwright, mkdocs-material) and Debian's chromium (apt-get, as root)
 # torch is installed first as the CPU build 2.13.0, so that sentence-transformers does not pull a
 # multi-GB GPU build. On a machine without a local torch wheel, set EVALRET_TORCH_INDEX to a CPU
 # wheel index (e.g. PyTorch's /whl/cpu index) to get a CPU build from there.

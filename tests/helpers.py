@@ -321,3 +321,21 @@ def marks_its_users(*marks: str) -> Any:
         return function
 
     return declare
+
+
+# the reference pages generated from the code (tests/test_docs_generated.py keeps them fresh):
+# that they name a command proves nothing about the hand-written documentation
+GENERATED_DOCS = frozenset(
+    {"reference/cli.md", "reference/config.md", "reference/metrics.md", "reference/report-json.md"}
+)
+
+
+def handwritten_docs() -> str:
+    """The text of every hand-written page of the documentation site (docs/, generated pages
+    left out), where a user-visible feature is documented."""
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    return "\n".join(
+        page.read_text(encoding="utf-8")
+        for page in sorted(docs.rglob("*.md"))
+        if page.relative_to(docs).as_posix() not in GENERATED_DOCS
+    )

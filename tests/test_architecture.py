@@ -8,7 +8,8 @@ from pathlib import Path
 import evalret
 
 SRC = Path(evalret.__file__).parent
-MAX_FUNCTION_LINES = 80  # decorators through the last line; docs/architecture.md says why
+# decorators through the last line; docs/explanation/architecture.md says why
+MAX_FUNCTION_LINES = 80
 
 
 def _functions(path: Path) -> list[tuple[str, int]]:

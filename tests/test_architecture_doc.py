@@ -1,6 +1,6 @@
-"""docs/architecture.md stays true to the tree: every module path it names exists (with the name
-after it, when it names one), and every module of src/evalret is named in it, so that a module
-moved, renamed or added without its place in the layers fails here."""
+"""docs/explanation/architecture.md stays true to the tree: every module path it names exists
+(with the name after it, when it names one), and every module of src/evalret is named in it, so
+that a module moved, renamed or added without its place in the layers fails here."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import evalret
 
 SRC = Path(evalret.__file__).parent
 REPO = SRC.parent.parent
-DOC = REPO / "docs" / "architecture.md"
+DOC = REPO / "docs" / "explanation" / "architecture.md"
 LAYERS = ("core", "data", "engines", "report", "pipeline", "commands")
 TOP_LEVEL = ("cli_reference.py", "cli.py", "cli_options.py", "errors.py", "version.py")
 SPAN = re.compile(r"`([^`\n]+)`")
@@ -129,4 +129,4 @@ def test_every_module_has_its_place_in_the_doc() -> None:
             module.parent != SRC and _named_in_row(module, rows[module.relative_to(SRC).parts[0]])
         )
     ]
-    assert missing == [], f"modules docs/architecture.md does not place: {missing}"
+    assert missing == [], f"modules docs/explanation/architecture.md does not place: {missing}"

@@ -343,11 +343,12 @@ def test_shard_caches_merge_by_copying(tmp_path: Path, monkeypatch: pytest.Monke
     assert metrics(report) == metrics(plain)
 
 
-def test_readme_recipe_passes_actionlint(tmp_path: Path) -> None:
-    """The README's sharded GitHub Actions recipe is a valid workflow (actionlint) that embeds
-    the four shards in a matrix and merges their caches before `evalret run`."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "--shard" in b]
+def test_docs_recipe_passes_actionlint(tmp_path: Path) -> None:
+    """The sharded GitHub Actions recipe of docs/how-to/ray-and-shards.md is a valid workflow
+    (actionlint) that embeds the four shards in a matrix and merges their caches before
+    `evalret run`."""
+    page = (REPO / "docs" / "how-to" / "ray-and-shards.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", page, re.S) if "--shard" in b]
     assert len(blocks) == 1
     recipe = blocks[0]
     assert "shard: [1, 2, 3, 4]" in recipe

@@ -360,7 +360,7 @@ def test_condensed_rankings_keep_judged_documents_in_order() -> None:
 @settings(max_examples=150, deadline=None)
 def test_a_judged_only_metric_is_never_below_its_plain_one(case: dict) -> None:
     """Removing unjudged documents only moves judged ones up: every family's judged-only value,
-    with a cutoff or without, is at least its plain value (the README's claim)."""
+    with a cutoff or without, is at least its plain value (docs/explanation/metrics.md's claim)."""
     j = case_judgments(case)
     plain = [Metric(f, k) for f in REGISTRY for k in (1, 3, 5, None)]
     got = compute([*plain, *(Metric(m.family, m.k, True) for m in plain)], j)

@@ -370,7 +370,7 @@ def test_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_config_file_round_trip(tmp_path: Path) -> None:
-    """A provider openai config loads from YAML as written in the README."""
+    """A provider openai config loads from YAML as written in docs/how-to/embedding-apis.md."""
     path = tmp_path / "c.yaml"
     path.write_text(
         "model:\n"

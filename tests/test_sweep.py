@@ -4,7 +4,7 @@ search work rise, with the page opened in Chromium.
 
 Latency is not asserted (timed assertions flake under load): the deterministic proxy is the
 number of distance computations per query (faiss's hnsw_stats.ndis), which is what efSearch
-buys; the measured latencies are in the README's figure.
+buys; the measured latencies are in docs/how-to/sweep.md's figure.
 """
 
 from __future__ import annotations
