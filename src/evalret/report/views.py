@@ -74,7 +74,11 @@ def check_rows(checks: list[GateCheck], medium: Medium) -> list[CheckRow]:
         CheckRow(
             check=c,
             baseline=number(c.baseline, medium=medium),
-            current=number(c.current, medium=medium),
+            current=(
+                _budget_figure(c.current, medium)
+                if c.kind == "budget_max"
+                else number(c.current, medium=medium)
+            ),
             delta=number(c.delta, signed=True, medium=medium),
             limit=limit_text(c),
             p=p_pair(c.p_value, c.p_adjusted, medium),
@@ -87,6 +91,14 @@ def check_rows(checks: list[GateCheck], medium: Medium) -> list[CheckRow]:
         )
         for c in checks
     ]
+
+
+def _budget_figure(v: float | None, medium: Medium) -> str:
+    """A budget check's figure as counted: bytes and distances with thousands separators, a
+    fraction (latency, cost) with up to 4 significant digits."""
+    if v is None or v != v:  # not measured
+        return medium.missing
+    return f"{v:,.0f}" if v >= 100 else f"{v:.4g}"
 
 
 WEAK_EVIDENCE = (
