@@ -428,3 +428,15 @@ def test_the_guard_holds_in_ray_actors(plugins: Path, tmp_path: Path) -> None:
     assert message in stderr and "(in a Ray actor)" in stderr, stderr
     assert "PLUGIN:" not in stdout
     assert not out.exists()
+
+
+def test_a_reader_that_closes_stdout_ends_the_command_quietly(plugins: Path) -> None:
+    """`evalret baseline show … | head -1`: the reader closes the pipe; the command stops with
+    128 + SIGPIPE (141, no verdict) and says nothing on stderr (it was exit 3, an 'internal
+    error' of rich's SystemExit)."""
+    process = evalret(plugins, "baseline", "show", str(REPO / "baselines" / "demo.json"))
+    assert process.stdout is not None
+    process.stdout.close()  # before evalret has printed anything
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == ExitCode.BROKEN_PIPE == 141, stderr
+    assert stderr == ""

@@ -153,6 +153,19 @@ def _say(*args: Any, **kwargs: Any) -> None:
         err_console.print(*args, **kwargs)
 
 
+def _reader_left(e: BaseException) -> bool:
+    """Whether ``e`` is stdout's reader closing the pipe: a BrokenPipeError, or the SystemExit
+    rich raises for one (``Console.on_broken_pipe``, which has sent stdout to /dev/null)."""
+    if isinstance(e, SystemExit):
+        e = e.__context__ if e.__context__ is not None else e
+    if not isinstance(e, BrokenPipeError):
+        return False
+    with contextlib.suppress(OSError, ValueError):  # later writes and the final flush go nowhere
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return True
+
+
 def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
     """Run ``fn``; turn evalret's errors and unexpected crashes into messages and exit codes.
     Exit 0 and 1 only come from ``fn`` returning: Ctrl-C is 130, SIGTERM 143, and a SystemExit
@@ -172,6 +185,8 @@ def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
         _say("[bold red]Terminated[/] (SIGTERM): no verdict")
         return ExitCode.TERMINATED
     except BaseException as e:  # a crash, or a SystemExit from a library: never a verdict
+        if _reader_left(e):
+            return ExitCode.BROKEN_PIPE
         if os.environ.get("EVALRET_DEBUG"):
             traceback.print_exc()
         what = f"{type(e).__name__}: {e}"

@@ -20,6 +20,9 @@ class ExitCode(IntEnum):
     # (code the config names) failed or tried to end the process
     INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as shells report it; no verdict
     TERMINATED = 143  # SIGTERM (a CI job cancelled, a timeout): 128 + 15; no verdict
+    # stdout closed by its reader (``evalret ... | head``): 128 + 13, as a process killed by
+    # SIGPIPE; what was left to print is dropped, and it is no verdict
+    BROKEN_PIPE = 141
 
 
 @dataclass(frozen=True)
