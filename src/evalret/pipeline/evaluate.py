@@ -485,17 +485,18 @@ def _retrieve(
         ),
     )
     rankings: dict[str, SearchResult] = {}
+    latency: dict[str, Latency] = {}
     for r in enabled:  # a ranking that may hold documents the corpus lacks may go past its size
         own_depth = job.depth if r.corpus_bound else wanted
         rankings[r.name] = r.retrieve(replace(job, earlier=dict(rankings), depth=own_depth))
+        # timed at once: the probe holds the index, which goes before the next one is built
+        probe = _told(r, "probe")
+        if probe is not None:
+            with timer(f"latency_{r.name}"):
+                timed = run_latency(probe, len(golden.query_ids))
+            if timed is not None:
+                latency[r.name] = timed
     rank_depth = min(depth, n_docs) if all(r.corpus_bound for r in enabled) else depth
-    with timer("latency"):
-        latency = {
-            r.name: timed
-            for r in enabled
-            if (probe := _told(r, "probe")) is not None
-            and (timed := run_latency(probe, len(golden.query_ids))) is not None
-        }
     return _Retrieved(
         rankings={name: ranking.padded(rank_depth) for name, ranking in rankings.items()},
         params={r.name: r.params() for r in enabled},

@@ -77,7 +77,8 @@ class Retriever(Protocol):
 
     def probe(self) -> Probe | None:
         """After ``retrieve``: its search of the query rows given, as ``retrieve`` searched them
-        but without filters, for the report's latency; None when it is not timed."""
+        but without filters, for the report's latency; None when it is not timed. Handed over
+        once: the retriever keeps no reference to it (nor to the index it searches)."""
         ...
 
     def retrieve(self, job: SearchJob) -> SearchResult:
@@ -107,4 +108,5 @@ class BaseRetriever:
         return self.cost
 
     def probe(self) -> Probe | None:
-        return self.searcher
+        searcher, self.searcher = self.searcher, None
+        return searcher
