@@ -66,18 +66,18 @@ def test_budgets_check_the_figures_the_run_measured(budgeted: Evaluation) -> Non
     ivf = report.ann_others["ivf"]
     checks = _checks(budgeted, "budget_max")
     assert set(checks) == {
-        "hnsw/budget/index_bytes max 1000",
-        "hnsw/budget/distances_per_query max 1e+06",
-        "hnsw/budget/p95_ms max 60000",
-        "ivf/budget/bytes_per_vector max 1e+06",
+        "hnsw/budget/index_bytes max 1,000",
+        "hnsw/budget/distances_per_query max 1,000,000",
+        "hnsw/budget/p95_ms max 60,000",
+        "ivf/budget/bytes_per_vector max 1,000,000",
         "ivf/budget/distances_per_query max 1",
     }
-    passed, message, current = checks["hnsw/budget/index_bytes max 1000"]
+    passed, message, current = checks["hnsw/budget/index_bytes max 1,000"]
     assert not passed and current == report.ann.index_bytes and "over the budget" in message
-    assert checks["hnsw/budget/distances_per_query max 1e+06"][0]
-    assert checks["ivf/budget/bytes_per_vector max 1e+06"][2] == ivf.bytes_per_vector
+    assert checks["hnsw/budget/distances_per_query max 1,000,000"][0]
+    assert checks["ivf/budget/bytes_per_vector max 1,000,000"][2] == ivf.bytes_per_vector
     assert not checks["ivf/budget/distances_per_query max 1"][0]
-    passed, message, current = checks["hnsw/budget/p95_ms max 60000"]
+    passed, message, current = checks["hnsw/budget/p95_ms max 60,000"]
     assert report.latency is not None and current == report.latency.indexes["hnsw"].p95_ms
     assert passed and "machine-dependent: " in message and "CPUs" in message
     assert report.gate is not None and report.gate.verdict == "fail"

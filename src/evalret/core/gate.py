@@ -366,6 +366,14 @@ def ann_check(index: str, recall: float, floor: float, k: int, n_all: int) -> Ch
     )
 
 
+def amount(v: float) -> str:
+    """A budget's figure or limit as a reader counts it: whole numbers with thousands
+    separators (bytes, distances), others to 4 significant digits (ms, cost)."""
+    if float(v).is_integer():
+        return f"{v:,.0f}"
+    return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.4g}"
+
+
 def budget_check(
     index: str, figure: str, limit: float, value: float | None, n: int, note: str = ""
 ) -> Check:
@@ -378,11 +386,13 @@ def budget_check(
     elif not _finite(value):
         found = f"{figure} of {index}: {NOT_FINITE}"
     else:
-        found = f"{figure} of {index} = {value:,.6g}" + (
-            f", within the budget {limit:,.6g}" if passed else f", over the budget {limit:,.6g}"
+        found = f"{figure} of {index} = {amount(value)}" + (
+            f", within the budget {amount(limit)}"
+            if passed
+            else f", over the budget {amount(limit)}"
         )
     return _bound_check(
-        f"{index}/budget/{figure} max {limit:g}",
+        f"{index}/budget/{figure} max {amount(limit)}",
         (index, "all", figure, "budget_max"),
         limit,
         float("nan") if value is None else value,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from evalret.core.gate import amount
 from evalret.data.schema import (
     AnnSection,
     ApiUse,
@@ -34,14 +35,16 @@ LIMITS = {
     "max_drop_pct": "drop ≤ {:g}%",
     "ann_min_recall": "≥ {:g}",
     "rerank_min_recall": "≥ {:g}",
-    "budget_max": "≤ {:g}",
     "health_min": "≥ {:g}",
     "health_max": "≤ {:g}",
 }
 
 
 def limit_text(check: GateCheck) -> str:
-    """What a check allows, as a reader writes it: ``≥ 0.95``, ``drop ≤ 0.01``, ``drop ≤ 2%``."""
+    """What a check allows, as a reader writes it: ``≥ 0.95``, ``drop ≤ 0.01``, ``drop ≤ 2%``,
+    ``≤ 8,000,000``."""
+    if check.kind == "budget_max":
+        return f"≤ {amount(check.threshold)}"
     return LIMITS[check.kind].format(check.threshold)
 
 
@@ -94,11 +97,10 @@ def check_rows(checks: list[GateCheck], medium: Medium) -> list[CheckRow]:
 
 
 def _budget_figure(v: float | None, medium: Medium) -> str:
-    """A budget check's figure as counted: bytes and distances with thousands separators, a
-    fraction (latency, cost) with up to 4 significant digits."""
+    """A budget check's figure as counted (``core.gate.amount``)."""
     if v is None or v != v:  # not measured
         return medium.missing
-    return f"{v:,.0f}" if v >= 100 else f"{v:.4g}"
+    return amount(v)
 
 
 WEAK_EVIDENCE = (
