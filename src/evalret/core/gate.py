@@ -348,21 +348,41 @@ def _ann_check(ann_recall: float, ann_min_recall: float, ann_k: int, n_all: int)
 def ann_check(index: str, recall: float, floor: float, k: int, n_all: int) -> Check:
     """The recall floor of approximate index ``index`` against exact search's top k: one check
     on slice ``all``."""
-    passed = _finite(recall) and recall >= floor - EPS
     who = "HNSW" if index == "hnsw" else index
-    message = f"{who} keeps {_fmt(recall)} of the exact top-{k}" + (
-        f"{'' if passed else ', below'} the floor {floor:g}"
-        if _finite(recall)
-        else f": {NOT_FINITE}"
-    )
-    return _bound_check(
-        f"{index}/all/ann_recall@{k} min {floor:g}",
+    return _at_least(
         (index, "all", f"ann_recall@{k}", "ann_min_recall"),
         floor,
         recall,
         n_all,
+        f"{who} keeps {_fmt(recall)} of the exact top-{k}",
+    )
+
+
+def _at_least(
+    where: tuple[str, str, str, CheckKind],
+    floor: float,
+    value: float,
+    n: int,
+    found: str,
+    qualifier: str = "",
+) -> Check:
+    """``value`` at least ``floor`` (``where``: index, slice, metric, kind), the message
+    ``found`` followed by ``qualifier`` and the floor, or by why the value cannot be read."""
+    index, slice_name, metric, _ = where
+    passed = _finite(value) and value >= floor - EPS
+    tail = (
+        f"{qualifier}{'' if passed else ', below'} the floor {floor:g}"
+        if _finite(value)
+        else f": {NOT_FINITE}"
+    )
+    return _bound_check(
+        f"{index}/{slice_name}/{metric} min {floor:g}",
+        where,
+        floor,
+        value,
+        n,
         passed,
-        message,
+        found + tail,
     )
 
 
@@ -407,23 +427,13 @@ def ceiling_check(
 ) -> Check:
     """The floor on a rerank index's candidate ceiling (its first stage's recall@k, slice
     ``all``): one check per rerank index."""
-    passed = _finite(recall) and recall >= floor - EPS
-    message = (
-        f"{first_stage} puts {_fmt(recall)} of the relevant documents in {index}'s top-{k}"
-        + (
-            f" candidates{'' if passed else ', below'} the floor {floor:g}"
-            if _finite(recall)
-            else f": {NOT_FINITE}"
-        )
-    )
-    return _bound_check(
-        f"{index}/all/candidate_recall@{k} min {floor:g}",
+    return _at_least(
         (index, "all", f"candidate_recall@{k}", "rerank_min_recall"),
         floor,
         recall,
         n,
-        passed,
-        message,
+        f"{first_stage} puts {_fmt(recall)} of the relevant documents in {index}'s top-{k}",
+        " candidates",
     )
 
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
 from evalret.core.digest import json_digest
-from evalret.data.atomic import atomic_write
 from evalret.data.config import FAISS_CHECKS, FaissIndexConfig, faiss_error
-from evalret.engines.faiss_index import ADD_BATCH, HASH_ROWS
+from evalret.engines.faiss_index import ADD_BATCH, HASH_ROWS, cached_index
 from evalret.errors import ConfigError
 
 _SUBINDEXES = ("index", "storage", "quantizer", "base_index")  # where faiss nests an index
@@ -123,29 +122,6 @@ def factory_cache_key(vectors: np.ndarray, cfg: FaissIndexConfig) -> str:
     return h.hexdigest()
 
 
-def _read(path: Path, vectors: np.ndarray) -> Any | None:
-    """The cached index at ``path`` when it reads back whole and fits ``vectors``, else None."""
-    import faiss
-
-    try:
-        index: Any = faiss.read_index(str(path))
-    except RuntimeError:
-        return None
-    if index.ntotal != len(vectors) or index.d != vectors.shape[1]:
-        return None
-    return index
-
-
-def _save(index: Any, path: Path) -> None:
-    import faiss
-
-    def write(f: BinaryIO) -> None:
-        writer = faiss.PyCallbackIOWriter(f.write)  # type: ignore[attr-defined]  # not in its stubs
-        faiss.write_index(index, writer)
-
-    atomic_write(path, write)
-
-
 def cached_factory_index(
     vectors: np.ndarray,
     cfg: FaissIndexConfig,
@@ -157,24 +133,17 @@ def cached_factory_index(
     """The index of ``vectors`` with its search parameters set: read from ``cache_dir`` when
     built before, else built (and stored there). Returns (index, "hit" | "built" | "rebuilt" |
     "not cached"), as engines.faiss_index.cached_hnsw does."""
-    index, status = None, "not cached"
     path = None
     if cache_dir is not None:
         path = cache_dir / "indexes" / f"faiss-{factory_cache_key(vectors, cfg)}.faiss"
-        found = path.is_file()
-        index = _read(path, vectors) if found else None
-        status = "hit" if index is not None else ("rebuilt" if found else "built")
-        if index is not None and progress is not None:
-            progress(len(vectors))
-    if index is None:
-        index = build_factory_index(vectors, cfg, name, progress)
-        if path is not None:
-            try:
-                _save(index, path)
-            except (OSError, RuntimeError) as e:
-                if warnings is not None:
-                    reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-                    warnings.append(f"cannot store index {name} in the cache ({path}): {reason}")
+    index, status = cached_index(
+        path,
+        vectors,
+        lambda: build_factory_index(vectors, cfg, name, progress),
+        f"index {name}",
+        progress,
+        warnings,
+    )
     set_params(index, cfg)
     return index, status
 

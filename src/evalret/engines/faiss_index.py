@@ -107,21 +107,20 @@ def hnsw_cache_key(vectors: np.ndarray, cfg: HnswIndexConfig) -> str:
     return h.hexdigest()
 
 
-def _read_cached_hnsw(path: Path, vectors: np.ndarray, cfg: HnswIndexConfig) -> Any | None:
-    """The cached graph at ``path`` when it reads back whole and fits ``vectors``, else None."""
+def _read_cached(path: Path, vectors: np.ndarray) -> Any | None:
+    """The cached index at ``path`` when it reads back whole and fits ``vectors``, else None."""
     import faiss
 
     try:
-        index: Any = faiss.read_index(str(path))  # already the HNSW subclass
+        index: Any = faiss.read_index(str(path))  # already its subclass (HNSW, IVF, ...)
     except RuntimeError:
         return None
     if index.ntotal != len(vectors) or index.d != vectors.shape[1]:
         return None
-    index.hnsw.efSearch = cfg.ef_search
     return index
 
 
-def _save_hnsw(index: Any, path: Path) -> None:
+def _save(index: Any, path: Path) -> None:
     import faiss
 
     def write(f: BinaryIO) -> None:
@@ -132,6 +131,37 @@ def _save_hnsw(index: Any, path: Path) -> None:
     atomic_write(path, write)
 
 
+def cached_index(
+    path: Path | None,
+    vectors: np.ndarray,
+    build: Callable[[], Any],
+    what: str,
+    progress: Callable[[int], None] | None = None,
+    warnings: list[str] | None = None,
+) -> tuple[Any, str]:
+    """The faiss index of ``vectors`` kept at ``path``: read back when it was built before, else
+    ``build()`` and stored there. Returns (index, "hit" | "built" | "rebuilt" | "not cached"):
+    "rebuilt" when a cached index was unreadable or did not fit, "not cached" without a
+    ``path``. An index that cannot be stored is used all the same, with a line naming ``what``
+    in ``warnings``."""
+    if path is None:
+        return build(), "not cached"
+    found = path.is_file()
+    index = _read_cached(path, vectors) if found else None
+    if index is not None:
+        if progress is not None:
+            progress(len(vectors))
+        return index, "hit"
+    index = build()
+    try:
+        _save(index, path)
+    except (OSError, RuntimeError) as e:  # faiss reports its I/O errors as RuntimeError
+        if warnings is not None:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e).strip()
+            warnings.append(f"cannot store {what} in the cache ({path}): {reason}")
+    return index, "rebuilt" if found else "built"
+
+
 def cached_hnsw(
     vectors: np.ndarray,
     cfg: HnswIndexConfig,
@@ -140,26 +170,20 @@ def cached_hnsw(
     warnings: list[str] | None = None,
 ) -> tuple[Any, str]:
     """The HNSW index of ``vectors``: read from ``cache_dir`` when this exact graph was built
-    before, else built (and stored there). Returns (index, "hit" | "built" | "rebuilt" |
-    "not cached"): "rebuilt" when a cached graph was unreadable or did not fit. A graph that
-    cannot be stored is used all the same, with a line in ``warnings``."""
-    if cache_dir is None:
-        return build_hnsw(vectors, cfg, progress), "not cached"
-    path = cache_dir / "indexes" / f"hnsw-{hnsw_cache_key(vectors, cfg)}.faiss"
-    found = path.is_file()
-    index = _read_cached_hnsw(path, vectors, cfg) if found else None
-    if index is not None:
-        if progress is not None:
-            progress(len(vectors))
-        return index, "hit"
-    index = build_hnsw(vectors, cfg, progress)
-    try:
-        _save_hnsw(index, path)
-    except (OSError, RuntimeError) as e:  # faiss reports its I/O errors as RuntimeError
-        if warnings is not None:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e).strip()
-            warnings.append(f"cannot store the HNSW graph in the cache ({path}): {reason}")
-    return index, "rebuilt" if found else "built"
+    before, else built (and stored there); its efSearch set from ``cfg`` (``cached_index``)."""
+    path = None
+    if cache_dir is not None:
+        path = cache_dir / "indexes" / f"hnsw-{hnsw_cache_key(vectors, cfg)}.faiss"
+    index, status = cached_index(
+        path,
+        vectors,
+        lambda: build_hnsw(vectors, cfg, progress),
+        "the HNSW graph",
+        progress,
+        warnings,
+    )
+    index.hnsw.efSearch = cfg.ef_search
+    return index, status
 
 
 def _raw_search(index: Any, queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:
