@@ -180,7 +180,8 @@ def test_model_change_is_shown_and_gated(config: Config, baseline: tuple[RunRepo
     }
     assert gated.gate.baseline == str(path)
     kinds = {c.kind for c in gated.gate.checks}
-    assert kinds == {"max_drop", "ann_min_recall", "health_max"}  # health: not collapsed
+    # health: not collapsed; judged_min: judged@10 at least a tenth of the baseline's
+    assert kinds == {"max_drop", "ann_min_recall", "health_max", "judged_min"}
     assert gated.gate.verdict in {"pass", "fail"}
 
 

@@ -17,12 +17,15 @@ import pytest
 
 from evalret.core.gate import (
     Check,
+    CondensedSides,
     JudgedSides,
+    Significance,
     Threshold,
     Unjudged,
     evaluate_gate,
     gate_verdict,
     judged_cutoff,
+    judged_floor_checks,
     mark_inconclusive,
     resolve_rules,
 )
@@ -114,12 +117,22 @@ def demo(tmp_path: Path) -> Demo:
 
 
 def mostly_unjudged(demo: Demo) -> Ranking:
-    """A model change: every third query keeps the baseline's first result, the rest of every
-    top 10 is documents nobody judged."""
+    """A model change that finds new documents: every second query keeps the baseline's first
+    result, the rest of every top 10 is documents nobody judged, and the baseline's top 10
+    follows in its order (so the judged-only form of every metric is the baseline's: the labels
+    cannot tell whether the new documents are better). Its judged@10 (0.03) stays above the
+    default floor, a tenth of the baseline's 0.19; a random ranking's is 0.01."""
     return {
-        q: ([ids[0]] if i % 3 == 0 else []) + demo.unjudged(q, 10 if i % 3 else 9)
+        q: (top := ([ids[0]] if i % 2 == 0 else []) + demo.unjudged(q, 10 if i % 2 else 9))
+        + [d for d in ids if d not in top]
         for i, (q, ids) in enumerate(demo.top.items())
     }
+
+
+def lost(demo: Demo) -> Ranking:
+    """A broken change with the same top 10 as ``mostly_unjudged``, but the baseline's judged
+    documents gone from the ranking: the judged-only metrics drop with the others."""
+    return {q: ids[:10] for q, ids in mostly_unjudged(demo).items()}
 
 
 def flat(text: str) -> str:
@@ -147,7 +160,7 @@ def test_mostly_unjudged_change_is_inconclusive_and_warns(demo: Demo) -> None:
     report = json.loads((out / "report.json").read_text())
     gate = report["gate"]
     assert gate["verdict"] == "inconclusive"
-    assert gate["unjudged"] == {"max_drop": 0.1, "policy": "warn"}
+    assert gate["unjudged"] == {"max_drop": 0.1, "policy": "warn", "min_judged": None}
     base = json.loads(demo.baseline.read_text())
     checks = drop_checks(report)
     assert len(checks) == 2 * len(report["slices"])  # recall@10 and map on every slice
@@ -166,7 +179,7 @@ def test_mostly_unjudged_change_is_inconclusive_and_warns(demo: Demo) -> None:
     assert f"model/all: judged@10 0.1889 -> {1 - share:.4f}, {never}" in terminal
     assert flat(command(out)) in terminal
     md = (out / "report.md").read_text()
-    assert md.startswith("## evalret gate: ⚠️ inconclusive (20 of 20 checks cannot tell")
+    assert md.startswith("## evalret gate: ⚠️ inconclusive (20 of 21 checks cannot tell")
     assert "⚠️ inconclusive" in md and f"| model | all | 10 | 0.1889 | {1 - share:.4f} |" in md
     assert command(out).replace("_", "\\_") in md.replace("<code>", "").replace("</code>", "")
     comment = (out / "comment.md").read_text()
@@ -175,11 +188,19 @@ def test_mostly_unjudged_change_is_inconclusive_and_warns(demo: Demo) -> None:
     assert command(out).replace("_", "\\_") in comment
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "0" and suite.get("skipped") == "20"
-    for case in suite.iter("testcase"):
+    cases = {case.get("name", ""): case for case in suite.iter("testcase")}
+    floor = cases.pop(
+        "judged@10 judged_min 0.0188934"
+    )  # the judged@k floor (a tenth of 0.1889) passes
+    assert floor.find("skipped") is None and floor.find("failure") is None
+    for case in cases.values():
         skipped = case.find("skipped")
         assert skipped is not None and skipped.text is not None
         assert skipped.get("message", "").startswith("inconclusive: ")
         assert command(out) in skipped.text and "judged_current=" in skipped.text
+    for c in drop_checks(report):  # the judged-only form is the baseline's: it cannot tell
+        assert c["condensed_current"] == pytest.approx(c["condensed_baseline"]), c
+        assert f"judged-only {c['metric']}:judged" in c["message"]
 
 
 def test_policy_fail_fails_the_gate(demo: Demo) -> None:
@@ -189,10 +210,10 @@ def test_policy_fail_fails_the_gate(demo: Demo) -> None:
     assert code == 1, output
     report = json.loads((out / "report.json").read_text())
     assert report["gate"]["verdict"] == "fail"
-    assert report["gate"]["unjudged"] == {"max_drop": 0.1, "policy": "fail"}
+    assert report["gate"]["unjudged"] == {"max_drop": 0.1, "policy": "fail", "min_judged": None}
     assert all(c["status"] == "inconclusive" and not c["passed"] for c in drop_checks(report))
     terminal = flat(output)
-    assert "GATE FAILED: 20 of 20 checks failed (20 of them inconclusive, policy fail)" in terminal
+    assert "GATE FAILED: 20 of 21 checks failed (20 of them inconclusive, policy fail)" in terminal
     assert flat(command(out)) in terminal
     assert "fails: policy fail" in (out / "report.md").read_text()
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
@@ -266,7 +287,19 @@ def test_unjudged_settings_are_strict(demo: Demo, setting: str, named: str) -> N
 # --- the core ----------------------------------------------------------------------------------
 
 
-def _checks(judged_now: float, judged_base: float | None, unjudged: Unjudged | None) -> list[Check]:
+SAME = {"recall@10": np.array([0.7, 0.7]), "map": np.array([0.6, 0.6])}  # judged-only forms
+
+
+def _checks(
+    judged_now: float,
+    judged_base: float | None,
+    unjudged: Unjudged | None,
+    condensed_now: dict[str, np.ndarray] | None = SAME,
+    significance: Significance | None = None,
+) -> list[Check]:
+    """The drop checks of recall@10 and map on one slice, with judged@20 of each side and the
+    judged-only forms of the baseline (``SAME``) and of the run (``condensed_now``; None: the
+    run has none)."""
     current = {"i": {"recall@10": np.array([0.5, 0.5]), "map": np.array([0.5, 0.5])}}
     baseline = {"i": {"recall@10": np.array([0.6, 0.6]), "map": np.array([0.5, 0.5])}}
     rules = resolve_rules(
@@ -275,11 +308,13 @@ def _checks(judged_now: float, judged_base: float | None, unjudged: Unjudged | N
         ["i"],
         ["all"],
     )
-    checks = evaluate_gate(current, baseline, {"all": np.array([True, True])}, rules)
+    masks = {"all": np.array([True, True])}
+    checks = evaluate_gate(current, baseline, masks, rules)
     figures = {"i": {"all": {5: 0.9, 20: judged_now}}}
     base = {"i": {"all": {5: 0.9, 20: judged_base}}}
+    condensed = CondensedSides({"i": condensed_now} if condensed_now else {}, {"i": SAME}, masks)
     # recall@10 reads judged@10, which neither side has
-    return mark_inconclusive(checks, JudgedSides(figures, base), unjudged)
+    return mark_inconclusive(checks, JudgedSides(figures, base), unjudged, condensed, significance)
 
 
 def test_judged_cutoff_is_the_metrics_or_the_largest() -> None:
@@ -363,7 +398,7 @@ def test_compare_shows_judged_at_k_of_a_and_b_and_bs_unjudged_documents(demo: De
             "a": base[name]["judged"]["judged@10"],
             "b": now[name]["judged"]["judged@10"],
         }
-    counts = Counter(d for q, ids in ranking.items() for d in ids if d not in demo.qrels[q])
+    counts = Counter(d for q, ids in ranking.items() for d in ids[:10] if d not in demo.qrels[q])
     unjudged = result["unjudged"]
     assert (unjudged["index"], unjudged["k"], unjudged["n_queries"]) == ("model", 10, 244)
     listed = [(d["id"], d["lists"]) for d in unjudged["documents"]]
@@ -451,3 +486,128 @@ def test_hook_says_inconclusive_and_not_blocking() -> None:
         "  exact/all: judged@10 0.1900 -> 0.0200, 98% of the new top 10 never judged "
         "(1 check inconclusive)" in lines
     )
+
+
+# --- inconclusive needs a reason (#35) ---------------------------------------------------------
+
+
+def test_a_judged_only_drop_past_the_threshold_fails_whatever_the_policy() -> None:
+    """judged@k fell, but the judged-only form dropped past the threshold too: failed, under
+    policy warn as under fail; within it: inconclusive."""
+    worse = {"recall@10": np.array([0.5, 0.5]), "map": np.array([0.6, 0.6])}
+    for policy in ("warn", "fail"):
+        by_kind = {c.kind: c for c in _checks(0.0, 0.6, Unjudged(0.1, policy), worse)}
+        pct = by_kind["max_drop_pct"]  # map: its judged-only form did not move
+        assert pct.status == "inconclusive" and pct.passed == (policy == "warn")
+        assert (pct.condensed_baseline, pct.condensed_current) == (0.6, 0.6)
+    # recall@10 reads judged@10, absent: it keeps its own verdict; give it judged@10 figures
+    current = {"i": {"recall@10": np.array([0.5, 0.5])}}
+    baseline = {"i": {"recall@10": np.array([0.6, 0.6])}}
+    masks = {"all": np.array([True, True])}
+    rules = resolve_rules({"recall@10": Threshold(max_drop=0.15)}, [], ["i"], ["all"])
+    checks = evaluate_gate(current, baseline, masks, rules)
+    assert [c.status for c in checks] == ["pass"]  # a drop of 0.1 is within 0.15
+    judged = JudgedSides({"i": {"all": {10: 0.0}}}, {"i": {"all": {10: 0.6}}})
+    for now, expected in ((0.4, "fail"), (0.6, "inconclusive")):
+        condensed = CondensedSides(
+            {"i": {"recall@10": np.array([now, 0.4])}},
+            {"i": {"recall@10": np.array([0.8, 0.4])}},
+            masks,
+        )
+        (c,) = mark_inconclusive(checks, judged, Unjudged(0.1, "warn"), condensed)
+        assert c.status == expected, c.message
+        if expected == "fail":  # a passing check fails once the labels say why
+            assert (
+                not c.passed and "FAILED although judged@10 fell from 0.6000 to 0.0000" in c.message
+            )
+            assert (
+                "judged-only recall@10:judged 0.6000 -> 0.4000 dropped more than 0.15" in c.message
+            )
+
+
+def test_without_judged_only_figures_a_check_cannot_be_inconclusive() -> None:
+    """A baseline or run without the judged-only forms (an older evalret): the check keeps its
+    own verdict, the message says why."""
+    by_kind = {c.kind: c for c in _checks(0.0, 0.6, Unjudged(0.1, "warn"), None)}
+    pct = by_kind["max_drop_pct"]
+    assert pct.status == "pass" and pct.condensed_current is None
+    assert "no judged-only map:judged figure" in pct.message
+    assert "cannot be inconclusive" in pct.message
+
+
+def test_a_judged_only_drop_that_is_not_significant_stays_inconclusive() -> None:
+    """With significance, the judged-only drop must be significant (corrected across the
+    judged-only tests) to fail."""
+    sig = Significance(
+        "randomization", alpha=0.05, correction="holm", samples=1000, seed=0, power=0.8
+    )
+    two = {"recall@10": np.array([0.7, 0.7]), "map": np.array([0.5, 0.55])}  # exact: p = 1/4
+    pct = next(
+        c for c in _checks(0.0, 0.6, Unjudged(0.1, "warn"), two, sig) if c.kind == "max_drop_pct"
+    )
+    assert pct.status == "inconclusive", pct.message
+    assert (
+        "dropped more than 5%, not significant (randomization, holm-adjusted p = 0.25)"
+        in pct.message
+    )
+
+
+def test_the_judged_floor_defaults_to_a_tenth_of_the_baselines() -> None:
+    judged = JudgedSides({"i": {"all": {5: 0.5, 10: 0.01}}}, {"i": {"all": {5: 0.5, 10: 0.2}}})
+    (floor,) = judged_floor_checks(judged, Unjudged(), ["i"], 100)
+    assert (floor.kind, floor.metric, floor.threshold, floor.status) == (
+        "judged_min", "judged@10", pytest.approx(0.02), "fail",
+    )  # fmt: skip
+    assert "0.1 x the baseline's 0.2000" in floor.message and "document ids" in floor.message
+    (fixed,) = judged_floor_checks(judged, Unjudged(min_judged=0.005), ["i"], 100)
+    assert fixed.passed and "gate.unjudged.min_judged" in fixed.message
+    assert judged_floor_checks(judged, Unjudged(min_judged=0), ["i"], 100) == []
+    assert judged_floor_checks(judged, None, ["i"], 100) == []
+    alone = JudgedSides(judged.current, None)  # no baseline: no default floor
+    assert judged_floor_checks(alone, Unjudged(), ["i"], 100) == []
+    assert judged_floor_checks(alone, Unjudged(min_judged=0.05), ["i"], 100)[0].status == "fail"
+
+
+def random_ranking(demo: Demo, seed: int = 0) -> Ranking:
+    rng = np.random.default_rng(seed)
+    return {q: [demo.docs[i] for i in rng.permutation(len(demo.docs))[:10]] for q in demo.top}
+
+
+def shifted_ids(demo: Demo) -> Ranking:
+    """The baseline's rankings with every document id mapped to the next one in the corpus: a
+    retriever that maps ids wrongly."""
+    following = dict(zip(demo.docs, demo.docs[1:] + demo.docs[:1], strict=True))
+    return {q: [following[d] for d in ids] for q, ids in demo.top.items()}
+
+
+@pytest.mark.parametrize("broken", [random_ranking, shifted_ids, lost])
+def test_a_broken_retriever_fails_the_default_gate(demo: Demo, broken) -> None:
+    """A random ranking, wrongly mapped ids, or a ranking that lost the judged documents: every
+    top 10 mostly unjudged, yet the gate fails (exit 1) under the default policy warn, on the
+    judged-only drops; the judged@10 floor names the ids of the random one."""
+    code, output, out = demo.gate(broken.__name__, broken(demo))
+    assert code == 1, output
+    report = json.loads((out / "report.json").read_text())
+    assert report["gate"]["verdict"] == "fail"
+    drops = drop_checks(report)
+    fell = [c for c in drops if c["judged_current"] < c["judged_baseline"] - 0.1]
+    assert fell and all(c["status"] == "fail" for c in fell)
+    assert all("FAILED although judged@10 fell" in c["message"] for c in fell)
+    floor = next(c for c in report["gate"]["checks"] if c["kind"] == "judged_min")
+    if broken is random_ranking:  # judged@10 0.01, below a tenth of the baseline's 0.19
+        assert not floor["passed"] and "document ids" in floor["message"], floor
+
+
+def test_min_judged_is_settable_and_strict(demo: Demo) -> None:
+    code, output, out = demo.gate("floor", mostly_unjudged(demo), "gate.unjudged.min_judged=0.05")
+    assert code == 1, output
+    report = json.loads((out / "report.json").read_text())
+    (floor,) = [c for c in report["gate"]["checks"] if c["kind"] == "judged_min"]
+    assert floor["threshold"] == 0.05 and not floor["passed"]
+    assert report["gate"]["unjudged"]["min_judged"] == 0.05
+    code, output, out = demo.gate("nofloor", mostly_unjudged(demo), "gate.unjudged.min_judged=0")
+    assert code == 0, output
+    report = json.loads((out / "report.json").read_text())
+    assert not [c for c in report["gate"]["checks"] if c["kind"] == "judged_min"]
+    code, output = invoke("run", "-c", str(demo.config), "--set", "gate.unjudged.min_judged=2")
+    assert code == 2 and "gate.unjudged.min_judged" in output, output

@@ -29,6 +29,19 @@ true, the verdict becomes ``inconclusive``); under ``fail`` it blocks it as a fa
 A baseline without judged@k figures (an older file) cannot make a check inconclusive: the check's
 message says so.
 
+Inconclusive needs a reason: unjudged documents can only hide a drop that the metric's judged-only
+(condensed) form, which ranks the judged documents alone and so cannot be moved by unjudged ones,
+does not show. A check whose judged@k fell is inconclusive only while the condensed form of its
+metric (``ndcg@10`` -> ``ndcg@10:judged``, per query for baseline and run) stays within the
+check's threshold (and, with significance configured, only while that condensed drop is not
+significant after the correction across the condensed tests); when the condensed form drops past
+the threshold too, the check fails as a regression, whatever the policy. Without condensed figures
+(a baseline of an older evalret) a check cannot be inconclusive and keeps its own verdict.
+
+``judged_min``: judged@k of a gated index collapsing toward zero is a failure of its own (a
+random ranking, document ids that do not match the corpus): the run's judged@k on slice ``all``
+must be at least ``Unjudged.min_judged``, by default ``MIN_JUDGED_SHARE`` of the baseline's.
+
 A value that is not a finite number (NaN or infinite, current or baseline) fails its check, of
 every kind, and the message says so: no comparison with NaN may pass by accident.
 
@@ -71,6 +84,7 @@ CheckKind = Literal[
     "budget_max",
     "health_min",
     "health_max",
+    "judged_min",
 ]
 # pass: every check passed; inconclusive: none failed, some could not tell (policy warn)
 GateVerdict = Literal["pass", "fail", "inconclusive"]
@@ -120,13 +134,22 @@ class HealthBounds:
     max: float | None = None
 
 
+# the default floor on judged@k: this share of the baseline's (a run whose top k holds less than
+# a tenth of the judged documents the baseline's did is not a new model retrieving new documents,
+# but a ranking that has lost touch with the corpus: random, or with the wrong document ids)
+MIN_JUDGED_SHARE = 0.1
+
+
 @dataclass(frozen=True)
 class Unjudged:
     """When a drop check cannot tell: the current judged@k below the baseline's by more than
-    ``max_drop``; ``policy`` warn lets the gate go on (exit 0), fail blocks it (exit 1)."""
+    ``max_drop``; ``policy`` warn lets the gate go on (exit 0), fail blocks it (exit 1).
+    ``min_judged``: the floor on judged@k (slice ``all``) below which the run fails outright
+    (None: ``MIN_JUDGED_SHARE`` of the baseline's judged@k; 0: no floor)."""
 
     max_drop: float = 0.10
     policy: UnjudgedPolicy = "warn"
+    min_judged: float | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +179,10 @@ class Check:
     judged_baseline: float | None = None
     judged_current: float | None = None
     unjudged_policy: UnjudgedPolicy | None = None  # set on an inconclusive check
+    # the judged-only form of the metric, baseline and current (a drop check whose judged@k fell;
+    # None where not read)
+    condensed_baseline: float | None = None
+    condensed_current: float | None = None
 
 
 @dataclass(frozen=True)
@@ -565,6 +592,18 @@ class JudgedSides:
     baseline: JudgedFigures | None
 
 
+@dataclass(frozen=True)
+class CondensedSides:
+    """The judged-only (condensed) form of each metric, per query, of the current run and of
+    the baseline (aligned with the current run's queries; an index or metric missing: no
+    figure), keyed by the metric it stands for (``ndcg@10`` holds ``ndcg@10:judged``'s values),
+    and the slices' query masks."""
+
+    current: Scores
+    baseline: Scores
+    slices: Mapping[str, np.ndarray]
+
+
 def judged_cutoff(metric: str, available: Iterable[int]) -> int | None:
     """The k of the judged@k a check on ``metric`` reads: the metric's cutoff; for a metric over
     the whole ranking, the largest of the ``available`` cutoffs (those of the configured
@@ -577,16 +616,30 @@ def judged_cutoff(metric: str, available: Iterable[int]) -> int | None:
 
 
 def mark_inconclusive(
-    checks: Sequence[Check], judged: JudgedSides, unjudged: Unjudged | None
+    checks: Sequence[Check],
+    judged: JudgedSides,
+    unjudged: Unjudged | None,
+    condensed: CondensedSides | None = None,
+    significance: Significance | None = None,
 ) -> list[Check]:
     """``checks`` with judged@k of baseline and current on every drop check, and the drop
     checks of a slice whose current judged@k fell more than ``unjudged.max_drop`` below the
-    baseline's marked inconclusive (None: never inconclusive, the figures still recorded)."""
-    return [_with_judged(c, judged, unjudged) if c.kind in DROP_KINDS else c for c in checks]
+    baseline's marked inconclusive (None: never inconclusive, the figures still recorded) -
+    unless the judged-only form of the check's metric (``condensed``) drops past the check's
+    threshold too: then the check fails, whatever the policy; without condensed figures the
+    check keeps its own verdict."""
+    out = [_with_judged(c, judged) if c.kind in DROP_KINDS else c for c in checks]
+    if unjudged is None:
+        return out
+    fell = [i for i, c in enumerate(out) if _judged_fell(c, unjudged)]
+    reasons = _condensed_drops([out[i] for i in fell], condensed, significance)
+    for i, reason in zip(fell, reasons, strict=True):
+        out[i] = _unjudged_outcome(out[i], unjudged, reason)
+    return out
 
 
-def _with_judged(c: Check, judged: JudgedSides, unjudged: Unjudged | None) -> Check:
-    """One drop check with its judged@k figures, inconclusive when they fell too far."""
+def _with_judged(c: Check, judged: JudgedSides) -> Check:
+    """One drop check with its judged@k figures (a message when one is missing)."""
     figures = judged.current.get(c.index, {}).get(c.slice, {})
     k = judged_cutoff(c.metric, figures)
     if k is None:
@@ -601,20 +654,161 @@ def _with_judged(c: Check, judged: JudgedSides, unjudged: Unjudged | None) -> Ch
             message=f"{c.message}; {whose} has no judged@{k} figure for this slice, so this "
             "check cannot be inconclusive",
         )
-    if unjudged is None or not _finite(c.current, c.baseline, base, current):
-        return c
-    if current >= base - unjudged.max_drop - EPS:
-        return c
+    return c
+
+
+def _judged_fell(c: Check, unjudged: Unjudged) -> bool:
+    """Whether a drop check's judged@k fell more than ``unjudged.max_drop`` (both figures read,
+    every value finite)."""
+    base, current = c.judged_baseline, c.judged_current
+    if c.kind not in DROP_KINDS or base is None or current is None:
+        return False
+    if not _finite(c.current, c.baseline, base, current):
+        return False
+    return current < base - unjudged.max_drop - EPS
+
+
+@dataclass(frozen=True)
+class _Condensed:
+    """The judged-only form of a check's metric on its slice: means, and whether its drop
+    crosses the check's threshold (significantly, when tested)."""
+
+    baseline: float
+    current: float
+    crossed: bool  # past the threshold and, when tested, significant: a regression
+    beyond: bool  # past the threshold
+    test: str = ""  # the paired test's outcome, in words (with significance)
+
+
+def _condensed_drops(
+    checks: Sequence[Check], condensed: CondensedSides | None, significance: Significance | None
+) -> list[_Condensed | None]:
+    """For each check, the drop of its metric's judged-only form over its slice (None: no such
+    figure for the run or the baseline)."""
+    found: list[_Condensed | None] = []
+    paired: Paired = {}
+    for c in checks:
+        cur = base = mask = None
+        if condensed is not None:
+            cur = condensed.current.get(c.index, {}).get(c.metric)
+            base = condensed.baseline.get(c.index, {}).get(c.metric)
+            mask = condensed.slices.get(c.slice)
+        if cur is None or base is None or mask is None or not mask.any():
+            found.append(None)
+            continue
+        cur_mean, base_mean = float(cur[mask].mean()), float(base[mask].mean())
+        allowed = c.threshold if c.kind == "max_drop" else c.threshold / 100 * base_mean
+        crossed = not _finite(cur_mean, base_mean) or base_mean - cur_mean > allowed + EPS
+        found.append(_Condensed(base_mean, cur_mean, crossed, crossed))
+        if crossed and significance is not None and _finite(cur_mean, base_mean):
+            paired[(c.index, c.slice, c.metric)] = (cur[mask], base[mask])
+    if not paired or significance is None:
+        return found
+    keys = list(paired)
+    samples = resamples_for(len(keys), significance.alpha, significance.samples, False)
+    p = [
+        paired_p_value(
+            *paired[key],
+            significance.test,
+            alternative="less",
+            samples=samples,
+            seed=seed_for(significance.seed, "judged", *key),
+        )
+        for key in keys
+    ]
+    adjusted = dict(zip(keys, adjust_p_values(p, significance.correction), strict=True))
+    for i, (c, f) in enumerate(zip(checks, found, strict=True)):
+        q = adjusted.get((c.index, c.slice, c.metric))
+        if f is not None and f.crossed and q is not None:
+            significant = q < significance.alpha
+            found[i] = replace(
+                f,
+                crossed=significant,
+                test=f", {'significant' if significant else 'not significant'} "
+                f"({significance.test}, {significance.correction}-adjusted p = {q:.4g})",
+            )
+    return found
+
+
+def _unjudged_outcome(c: Check, unjudged: Unjudged, reason: _Condensed | None) -> Check:
+    """A drop check whose judged@k fell: failed when the judged-only form of its metric drops
+    past the threshold too, inconclusive when it does not, its own verdict when there is no
+    judged-only figure to tell."""
+    k, base, current = c.judged_k, c.judged_baseline, c.judged_current
+    assert base is not None and current is not None
+    fell = f"judged@{k} fell from {_fmt(base)} to {_fmt(current)}"
+    if reason is None:
+        return replace(
+            c,
+            message=f"{c.message}; {fell}, but the baseline or this run has no judged-only "
+            f"{c.metric}:judged figure to tell whether unjudged documents explain the drop "
+            "(a baseline of an older evalret? save a new one), so this check cannot be "
+            "inconclusive",
+        )
+    c = replace(c, condensed_baseline=reason.baseline, condensed_current=reason.current)
+    limit = f"{c.threshold:g}" if c.kind == "max_drop" else f"{c.threshold:g}%"
+    judged_only = f"judged-only {c.metric}:judged {_fmt(reason.baseline)} -> {_fmt(reason.current)}"
+    if reason.crossed:
+        return replace(
+            c,
+            status="fail",
+            passed=False,
+            message=f"{c.message}; FAILED although {fell}: the {judged_only} dropped more than "
+            f"{limit}{reason.test} too, and unjudged documents cannot move it",
+        )
+    moved = f"dropped more than {limit}" if reason.beyond else f"stays within {limit}"
     return replace(
         c,
         status="inconclusive",
         passed=unjudged.policy == "warn",
         unjudged_policy=unjudged.policy,
-        message=f"{c.message}; INCONCLUSIVE: judged@{k} fell from {_fmt(base)} to "
-        f"{_fmt(current)}, more than gate.unjudged.max_drop {unjudged.max_drop:g}: "
-        f"{1 - current:.0%} of the new top {k} was never judged, so the labels cannot tell "
+        message=f"{c.message}; INCONCLUSIVE: {fell}, more than gate.unjudged.max_drop "
+        f"{unjudged.max_drop:g}: {1 - current:.0%} of the new top {k} was never judged, and the "
+        f"{judged_only} {moved}{reason.test}, so the labels cannot tell "
         f"(policy {unjudged.policy})",
     )
+
+
+def judged_floor_checks(
+    judged: JudgedSides, unjudged: Unjudged | None, indexes: Sequence[str], n_all: int
+) -> list[Check]:
+    """``judged_min`` on every gated index that has judged@k figures (slice ``all``, the
+    largest k computed): judged@k collapsing toward zero fails the gate. The floor is
+    ``unjudged.min_judged``, or ``MIN_JUDGED_SHARE`` of the baseline's judged@k (no check
+    without a baseline figure); 0 and ``unjudged`` None: no check."""
+    if unjudged is None or unjudged.min_judged == 0:
+        return []
+    out = []
+    for index in indexes:
+        figures = judged.current.get(index, {}).get("all", {})
+        k = max(figures, default=None)
+        current = figures.get(k) if k is not None else None
+        if k is None or current is None:
+            continue
+        base = (judged.baseline or {}).get(index, {}).get("all", {}).get(k)
+        if unjudged.min_judged is not None:
+            floor, origin = unjudged.min_judged, "gate.unjudged.min_judged"
+        elif base is not None and _finite(base):
+            floor = MIN_JUDGED_SHARE * base
+            origin = f"{MIN_JUDGED_SHARE:g} x the baseline's {_fmt(base)}"
+        else:
+            continue
+        check = _at_least(
+            (index, "all", f"judged@{k}", "judged_min"),
+            floor,
+            current,
+            n_all,
+            f"judged@{k} = {_fmt(current)},",
+        )
+        why = (
+            ""
+            if check.passed or not _finite(current)
+            else f": the top {k} holds almost no judged document, which no new model explains; "
+            "check the run's document ids and its retrieval (a random ranking, ids that do not "
+            "match the corpus)"
+        )
+        out.append(replace(check, message=f"{check.message} ({origin}){why}"))
+    return out
 
 
 def gate_verdict(checks: Sequence[Check]) -> GateVerdict:

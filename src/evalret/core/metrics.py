@@ -747,6 +747,18 @@ def compute(
     }
 
 
+def compute_condensed(
+    metrics: Sequence[Metric], judgments: RankedJudgments, gain: Gain = "linear"
+) -> dict[str, np.ndarray]:
+    """The judged-only (condensed list) form of every metric, per query, keyed by the metric it
+    stands for (``ndcg@10`` -> ``ndcg@10:judged``'s values; a judged-only metric is its own
+    form): what unjudged documents cannot move, so what tells a real drop from new documents
+    nobody judged (core.gate)."""
+    forms = {str(m): Metric(m.family, m.k, judged=True) for m in metrics}
+    values = compute(sorted(set(forms.values())), judgments, gain)
+    return {name: values[str(form)] for name, form in forms.items()}
+
+
 def build_judgments(
     ranked: np.ndarray,
     qrel_query: np.ndarray,

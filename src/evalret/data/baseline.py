@@ -209,6 +209,19 @@ def aligned_scores(report: RunReport, query_ids: list[str]) -> dict[str, dict[st
     }
 
 
+def aligned_condensed(report: RunReport, query_ids: list[str]) -> dict[str, dict[str, np.ndarray]]:
+    """The judged-only form of each metric per query of ``report``, per index and metric (keyed
+    by the metric it stands for), reordered to ``query_ids``; an index without them (a report of
+    an older evalret) is left out."""
+    position = {q: i for i, q in enumerate(report.query_ids)}
+    order = np.array([position[q] for q in query_ids], dtype=np.int64)
+    return {
+        index: {m: np.asarray(v, dtype=np.float64)[order] for m, v in result.condensed.items()}
+        for index, result in report.indexes.items()
+        if result.condensed is not None
+    }
+
+
 def gate_check(check: Check) -> GateCheck:
     """The report's form of one check of the core gate (the same fields; the judged@k figures
     only on a drop check, the unjudged policy only on an inconclusive one)."""
@@ -216,6 +229,7 @@ def gate_check(check: Check) -> GateCheck:
     if check.kind not in DROP_KINDS:
         for key in ("judged_k", "judged_baseline", "judged_current"):
             fields.pop(key)
-    if check.unjudged_policy is None:
-        fields.pop("unjudged_policy")
+    for key in ("unjudged_policy", "condensed_baseline", "condensed_current"):
+        if fields[key] is None:
+            fields.pop(key)
     return GateCheck(**fields)

@@ -1000,6 +1000,13 @@ class UnjudgedConfig(_Strict):
     policy: UnjudgedPolicy = Field(
         "warn", description="warn: inconclusive checks exit 0 with a warning; fail: exit 1"
     )
+    min_judged: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="floor on judged@k (slice all) below which the run fails outright (a random "
+        "ranking, wrong document ids); null: a tenth of the baseline's judged@k; 0: none",
+    )
 
     def to_core(self) -> gate.Unjudged:
         """The plain settings the gate reads (the same fields)."""

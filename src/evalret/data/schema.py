@@ -101,11 +101,15 @@ class MetricCurves(_Model):
     values: dict[str, dict[str, list[float | None]]]  # family -> slice -> value at each k
 
 
-class IndexResult(_Model):
+class IndexResult(_Sparse):
     kind: str  # exact | hnsw
     params: dict[str, Any]  # the index's settings
     slices: dict[str, SliceResult]  # metrics per slice, by slice name
     per_query: dict[str, list[float]]  # each metric's score per query, aligned with query_ids
+    # the judged-only (condensed) form of each metric per query (recall@10 holds
+    # recall@10:judged), aligned with query_ids: what tells a drop from unjudged documents
+    # (absent in reports of older versions)
+    condensed: dict[str, list[float]] | None = None
     top_ids: list[list[str]]  # the first TOP_KEPT document ids per query, aligned with query_ids
     curves: MetricCurves | None = None  # metric@k for k = 1..depth per slice (for the HTML report)
 
@@ -412,6 +416,10 @@ class GateCheck(_Sparse):
     judged_baseline: float | None = None  # judged@k of the baseline
     judged_current: float | None = None  # judged@k of this run
     unjudged_policy: UnjudgedPolicy | None = None  # gate.unjudged.policy, on an inconclusive check
+    # a drop check whose judged@k fell: the judged-only (condensed) form of its metric, which
+    # decided between inconclusive and failed (absent where not read); the baseline's mean
+    condensed_baseline: float | None = None
+    condensed_current: float | None = None  # the judged-only form's mean in this run
 
     @property
     def outcome(self) -> CheckStatus:
@@ -438,6 +446,8 @@ class GateUnjudged(_Model):
 
     max_drop: float  # largest fall of judged@k below the baseline's
     policy: UnjudgedPolicy  # warn or fail
+    # the floor on judged@k (slice all); null: a tenth of the baseline's (absent in older reports)
+    min_judged: float | None = None
 
 
 class GateSection(_Sparse):
@@ -617,6 +627,7 @@ def _lexical_problems(lex: LexicalSection) -> list[str]:
 def _index_problems(where: str, index: IndexResult, n: int, slices: Any) -> list[str]:
     out = []
     arrays: dict[str, list[Any]] = {f"per_query.{m}": v for m, v in index.per_query.items()}
+    arrays |= {f"condensed.{m}": v for m, v in (index.condensed or {}).items()}
     for field, values in {**arrays, "top_ids": index.top_ids}.items():
         if len(values) != n:
             out.append(f"{where}.{field}: {len(values)} entries for {n} query_ids")

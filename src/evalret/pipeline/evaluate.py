@@ -25,6 +25,7 @@ from evalret.core.metrics import (
     Metric,
     build_judgments,
     compute,
+    compute_condensed,
     cutoffs,
     has_uncut,
     judged_at,
@@ -544,6 +545,10 @@ def _score(
                     per_query[name], judged_at(judgments, cutoffs(metrics)), slices, config, labels
                 ),
                 per_query={m: v.tolist() for m, v in per_query[name].items()},
+                condensed={
+                    m: v.tolist()
+                    for m, v in compute_condensed(metrics, judgments, config.ndcg_gain).items()
+                },
                 top_ids=[
                     ranking.names(qi, golden.doc_ids, TOP_KEPT) for qi in range(len(ranking.ids))
                 ],

@@ -12,6 +12,7 @@ import numpy as np
 
 from evalret.core.gate import (
     Check,
+    CondensedSides,
     JudgedFigures,
     JudgedSides,
     Rule,
@@ -21,11 +22,17 @@ from evalret.core.gate import (
     evaluate_gate,
     gate_verdict,
     health_checks,
+    judged_floor_checks,
     mark_inconclusive,
     resolve_rules,
 )
 from evalret.core.slices import Slice
-from evalret.data.baseline import aligned_scores, changed_settings, gate_check
+from evalret.data.baseline import (
+    aligned_condensed,
+    aligned_scores,
+    changed_settings,
+    gate_check,
+)
 from evalret.data.config import DENSE_INDEXES, Config, GateConfig
 from evalret.data.schema import GateSection, GateUnjudged, RunReport
 from evalret.errors import IncomparableError, InputError, Problem
@@ -88,6 +95,7 @@ def _gate_checks(
     if baseline is not None:
         base_scores = aligned_scores(baseline, current.query_ids)
         _check_drops_answerable(rules, base_scores, baseline_source or "baseline")
+    significance = gate.significance.to_core() if gate.significance else None
     ann = current.ann
     ann_recall = None
     if ann is not None and "hnsw" in indexes:
@@ -97,13 +105,20 @@ def _gate_checks(
         base_scores,
         masks,
         rules,
-        gate.significance.to_core() if gate.significance else None,
+        significance,
         ann_recall,
         gate.ann_min_recall,
         gate.ann_k,
     )
     judged = JudgedSides(judged_figures(current), judged_figures(baseline) if baseline else None)
-    checks = mark_inconclusive(checks, judged, gate.unjudged.to_core() if gate.unjudged else None)
+    unjudged = gate.unjudged.to_core() if gate.unjudged else None
+    condensed = CondensedSides(
+        aligned_condensed(current, current.query_ids),
+        aligned_condensed(baseline, current.query_ids) if baseline is not None else {},
+        masks,
+    )
+    checks = mark_inconclusive(checks, judged, unjudged, condensed, significance)
+    checks += judged_floor_checks(judged, unjudged, indexes, len(current.query_ids))
     if current.intrinsic is not None:
         i = current.intrinsic
         health = {key: t.to_core() for key, t in gate.health.items()}

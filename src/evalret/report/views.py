@@ -37,6 +37,7 @@ LIMITS = {
     "rerank_min_recall": "≥ {:g}",
     "health_min": "≥ {:g}",
     "health_max": "≤ {:g}",
+    "judged_min": "≥ {:g}",
 }
 
 
