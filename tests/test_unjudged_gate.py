@@ -593,6 +593,9 @@ def test_a_broken_retriever_fails_the_default_gate(demo: Demo, broken) -> None:
     fell = [c for c in drops if c["judged_current"] < c["judged_baseline"] - 0.1]
     assert fell and all(c["status"] == "fail" for c in fell)
     assert all("FAILED although judged@10 fell" in c["message"] for c in fell)
+    heading = "of them although judged@k fell: the judged-only metric dropped too)"
+    assert f"{len(fell)} {heading}" in flat(output)
+    assert f"{len(fell)} {heading}" in (out / "report.md").read_text().splitlines()[0]
     floor = next(c for c in report["gate"]["checks"] if c["kind"] == "judged_min")
     if broken is random_ranking:  # judged@10 0.01, below a tenth of the baseline's 0.19
         assert not floor["passed"] and "document ids" in floor["message"], floor

@@ -113,6 +113,9 @@ WEAK_EVIDENCE = (
 RESULT_WORDS = {"pass": "pass", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}
 
 
+JUDGED_ONLY_DROPPED = "the judged-only metric dropped too"
+
+
 @dataclass(frozen=True)
 class GateSummary:
     """What every view says of a gate before its tables: the verdict and the counts."""
@@ -137,11 +140,17 @@ class GateSummary:
     @property
     def failed_note(self) -> str:
         """What a failed gate's count leaves out: how many of the failed checks are inconclusive
-        (policy fail) or how many more are (policy warn, not blocking); "" when none."""
+        (policy fail), how many failed although judged@k fell (their judged-only form dropped
+        too), or how many more are inconclusive (policy warn, not blocking); "" when none."""
         blocking = sum(c.outcome == "inconclusive" for c in self.failed)
         beside = len(self.inconclusive) - blocking
-        among = f" ({blocking} of them inconclusive, policy fail)" if blocking else ""
-        return among + (
+        judged_only = sum(
+            c.outcome == "fail" and c.condensed_current is not None for c in self.failed
+        )
+        among = [f"{blocking} of them inconclusive, policy fail"] if blocking else []
+        if judged_only:
+            among.append(f"{judged_only} of them although judged@k fell: {JUDGED_ONLY_DROPPED}")
+        return (f" ({'; '.join(among)})" if among else "") + (
             f"; {beside} more inconclusive (policy warn, not blocking)" if beside else ""
         )
 
