@@ -133,7 +133,7 @@ def embed_command(
     spec = parse_shard(shard) if shard is not None else None
     cfg = _config(config, cache_dir, no_cache, overrides)
     role = "--dir" if cache_dir is not None else "cache.dir"
-    guard(Declared("embed", config_inputs(cfg, config), cache_output(cfg, role)))
+    guard(Declared("embed", config_inputs(cfg, config, cache_key=role), cache_output(cfg, role)))
     texts = texts_to_embed(cfg)
     opened = open_embedder(cfg.model, cfg.cache)
     cached = opened.cached

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from evalret.data import yamltext
-from evalret.data.atomic import atomic_write_text
+from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.config import RunIndexConfig, load_config
 from evalret.data.config_schema import shipped_schema_text
 from evalret.data.paths import Declared, Input, guard
@@ -42,7 +42,8 @@ NEXT_STEPS = (
 
 
 def write_scaffold(root: Path, force: bool = False) -> list[Path]:
-    """Write the starter files under ``root``; refuse to overwrite any unless ``force``."""
+    """Write the starter files under ``root``; refuse to overwrite any unless ``force``, and
+    (even with it) to write through a symbolic link whose target lies outside ``root``."""
     if os.path.lexists(root) and not root.is_dir():
         raise InputError(f"cannot scaffold into {root}: it exists and is not a directory")
     targets = {root / target: text for target, text in starter_texts().items()}
@@ -52,8 +53,10 @@ def write_scaffold(root: Path, force: bool = False) -> list[Path]:
             "evalret init would overwrite existing files (use --force to overwrite)",
             [Problem("exists", str(p)) for p in existing],
         )
+    for path in targets:  # a link that leads out of ``root`` is refused before anything is written
+        check_writable_file(path, "starter file", within=root)
     for path, text in targets.items():
-        atomic_write_text(path, text, "starter file")
+        atomic_write_text(path, text, "starter file", within=root)
     return list(targets)
 
 

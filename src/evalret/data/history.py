@@ -32,13 +32,12 @@ from evalret.core.digest import json_digest
 from evalret.core.trend import EntryPrint
 from evalret.data.baseline import definitions_of
 from evalret.data.schema import RunReport
+from evalret.data.stores import APPLICATION_ID, SQLITE_MAGIC
 from evalret.errors import EvalretError, InputError
 
-APPLICATION_ID = 0x65767274  # "evrt" in the database header
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60.0  # how long an add waits for another process's transaction
 DEFAULT_PATH = Path("evalret-history.sqlite")  # without --db or history.path in the config
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 SCHEMA = (
     """CREATE TABLE entry (

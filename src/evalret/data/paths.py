@@ -15,6 +15,12 @@ and both paths every output that is one of the inputs or lies in an input direct
 - a directory output is refused when it is an input file, and when one of the names it writes
   (or clears beforehand) there is an input.
 
+evalret's own stores (data/stores.py: the embedding cache's folders, the judge's answer cache,
+the reranker's score cache) are inputs of every command: those of the config's cache directory
+(``config_inputs``), and ``guard`` adds those of the default one ($EVALRET_CACHE_DIR or the
+per-user cache directory) to every declaration. The cache's own writes are no outputs here:
+``cache_output`` (the cache directory, written under) never clashes with the stores inside it.
+
 A file both read and written on purpose (``history add``'s database, ``annotate``'s output file,
 the ``.pre-commit-config.yaml`` that ``init --pre-commit`` edits) is declared ``updated``: it is
 checked against every other input, never against itself. An input that does not exist cannot be
@@ -29,13 +35,14 @@ import importlib.util
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from evalret.data.atomic import write_target
 from evalret.data.config import Config, PythonIndexConfig, PythonModelConfig, RunIndexConfig
 from evalret.data.goldenset import TREC_CORPUS_NAMES, TREC_QUERIES_NAMES
+from evalret.data.stores import SQLITE_STORES, STORE_DIRS, CacheRoot, cache_root
 from evalret.errors import InputError, Problem
 
 OutputKind = Literal["file", "dir", "tree"]
@@ -200,10 +207,19 @@ def clashes(declared: Declared) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def with_default_stores(declared: Declared) -> Declared:
+    """``declared`` with the stores of the default cache directory among its inputs (those it
+    declares already, by real path, not twice)."""
+    known = {os.path.realpath(i.path) for i in (*declared.inputs, *declared.updated)}
+    extra = [i for i in store_inputs(cache_root()) if os.path.realpath(i.path) not in known]
+    return replace(declared, inputs=[*declared.inputs, *extra]) if extra else declared
+
+
 def guard(declared: Declared) -> None:
-    """Refuse (InputError, exit 2) ``declared`` when an output is one of its inputs or lies in an
-    input directory; run before any work, so that nothing is read long or written at all."""
-    found = clashes(declared)
+    """Refuse (InputError, exit 2) ``declared`` when an output is one of its inputs (evalret's
+    stores in the default cache directory included) or lies in an input directory; run before
+    any work, so that nothing is read long or written at all."""
+    found = clashes(with_default_stores(declared))
     if not found:
         return
     hint = "an input is never an output, nor are two outputs one file: choose another output path"
@@ -308,12 +324,28 @@ def cache_output(cfg: Config, role: str = "cache.dir") -> list[Output]:
     return [Output("$EVALRET_CACHE_DIR", Path(env), "tree")] if env else []
 
 
-def config_inputs(cfg: Config, config: Path | None, role: str = "--config") -> list[Input]:
+def store_inputs(root: CacheRoot) -> list[Input]:
+    """evalret's own stores in the cache directory ``root``: the judge's answer cache and the
+    reranker's score cache (files), the embedding cache's folders (every file under them). An
+    output on one would replace what was computed or paid for with a report."""
+    where = f"({root.key})"
+    inputs = [Input(f"{store.what} {where}", root.file(store)) for store in SQLITE_STORES]
+    inputs += [
+        Input(f"{what} {where}", root.path / name, tree=True) for name, what in STORE_DIRS.items()
+    ]
+    return inputs
+
+
+def config_inputs(
+    cfg: Config, config: Path | None, role: str = "--config", cache_key: str = "cache.dir"
+) -> list[Input]:
     """What evaluating ``cfg`` reads: the config file itself (``config``, the option ``role``
-    names it), its golden set, its run files and the plug-in modules it names (the gate's
-    baseline is the command's to declare: not every command reads it)."""
+    names it), its golden set, its run files, the plug-in modules it names and evalret's stores
+    in its cache directory (``cache_key`` names it; the gate's baseline is the command's to
+    declare: not every command reads it)."""
     inputs = [Input(f"the config ({role})", config)] if config is not None else []
-    return inputs + golden_inputs(cfg) + run_file_inputs(cfg) + plugin_inputs(cfg)
+    stores = store_inputs(cache_root(cfg.cache, cache_key))
+    return inputs + golden_inputs(cfg) + run_file_inputs(cfg) + plugin_inputs(cfg) + stores
 
 
 def unique(inputs: Iterable[Input]) -> list[Input]:
