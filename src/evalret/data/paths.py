@@ -10,8 +10,9 @@ and both paths every output that is one of the inputs or lies in an input direct
   followed, as the writers follow them) or are the same file on disk (``st_dev``, ``st_ino``:
   a hard link, a bind mount, a case-insensitive file system);
 - a file or directory written lies in an input directory (a golden-set directory, the golden set
-  ``judgments merge --into`` reads) when that directory is itself or one of its parents, by the
-  same two tests;
+  ``judgments merge --into`` reads, a store of the embedding cache) when that directory is
+  itself or one of its parents, by the same two tests; a file written that is a hard link to a
+  file under an input directory is that file too;
 - a directory output is refused when it is an input file, and when one of the names it writes
   (or clears beforehand) there is an input.
 
@@ -138,11 +139,35 @@ def _inside(path: Path, tree: _Where) -> bool:
     return any(a.same(tree) for a in _ancestors(path))
 
 
+def _linked_into(written: Path, tree: Path) -> Path | None:
+    """The file under the directory ``tree`` that ``written`` is a hard link to (None: none).
+    Only a file with more than one link is looked for, so the tree is walked only then."""
+    try:
+        st = os.stat(written)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return None
+    for folder, _, names in os.walk(tree):
+        for name in names:
+            path = Path(folder) / name
+            try:
+                other = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return path
+    return None
+
+
 def _file_clash(written: Path, label: str, inp: Input, where: _Where) -> str | None:
     """Why writing the file ``written`` would clobber ``inp`` (None: it would not)."""
     if inp.tree:
         if _inside(written, where):
             return f"{label} would write into {inp.role} {inp.path}"
+        linked = _linked_into(written, inp.path)
+        if linked is not None:
+            return f"{label} would overwrite {linked}, a file of {inp.role} {inp.path}"
         return None
     target = _Where.of(written)
     if target.written_in_place or not target.same(where):
@@ -209,8 +234,8 @@ def clashes(declared: Declared) -> list[str]:
 
 def with_default_stores(declared: Declared) -> Declared:
     """``declared`` with the stores of the default cache directory among its inputs (those it
-    declares already, by real path, not twice)."""
-    known = {os.path.realpath(i.path) for i in (*declared.inputs, *declared.updated)}
+    declares as inputs already, by real path, not twice; an updated file on one is refused)."""
+    known = {os.path.realpath(i.path) for i in declared.inputs}
     extra = [i for i in store_inputs(cache_root()) if os.path.realpath(i.path) not in known]
     return replace(declared, inputs=[*declared.inputs, *extra]) if extra else declared
 

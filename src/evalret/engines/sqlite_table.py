@@ -73,10 +73,11 @@ class SqliteTable:
 
     def _refuse(self, why: str) -> InputError:
         assert self.path is not None and self.root is not None
+        key = self.root.key if self.root.key.startswith(("cache.", "--", "$")) else "cache.dir"
         return InputError(
             f"{self.store.what} {self.path} (in {self.root.key} {self.root.path}) is not "
-            f"evalret's: {why}. Nothing was written to it: move it away, point {self.root.key} "
-            "at another directory, or run without the cache"
+            f"evalret's: {why}. Nothing was written to it: move it away, or point {key} at "
+            "another directory (or set cache.enabled: false)"
         )
 
     def _unreadable(self, e: OSError) -> InputError:
@@ -153,9 +154,10 @@ class SqliteTable:
         if objects == [f"table {self.name}"] and _columns(db, self.name) == want:
             return "ours" if app_id == APPLICATION_ID else "older"
         whose = "another evalret database" if app_id else "an SQLite database"
+        if objects == [f"table {self.name}"]:
+            raise self._refuse(f"it is {whose} whose table {self.name} has other columns")
         raise self._refuse(
-            f"it is {whose} holding {', '.join(objects[:5])}, not the table {self.name} "
-            f"({self.store.columns})"
+            f"it is {whose} holding {', '.join(objects[:5])}, not just the table {self.name}"
         )
 
     def _open(self) -> sqlite3.Connection | None:
