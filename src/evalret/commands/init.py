@@ -17,7 +17,7 @@ from evalret.data import yamltext
 from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.config import RunIndexConfig, load_config
 from evalret.data.config_schema import shipped_schema_text
-from evalret.data.paths import Declared, Input, guard
+from evalret.data.paths import Declared, Input, Output, guard
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, InputError, Problem
 from evalret.pipeline.precommit import HOOK_ID
@@ -46,7 +46,10 @@ def write_scaffold(root: Path, force: bool = False) -> list[Path]:
     (even with it) to write through a symbolic link whose target lies outside ``root``."""
     if os.path.lexists(root) and not root.is_dir():
         raise InputError(f"cannot scaffold into {root}: it exists and is not a directory")
-    targets = {root / target: text for target, text in starter_texts().items()}
+    texts = starter_texts()
+    # its outputs: the starter files under ROOT, never an input (evalret's stores among them)
+    guard(Declared("init", [], [Output("ROOT", root, "dir", tuple(texts))]))
+    targets = {root / target: text for target, text in texts.items()}
     existing = [p for p in targets if os.path.lexists(p)]  # a dangling link too
     if existing and not force:
         raise InputError(
