@@ -630,3 +630,30 @@ def test_a_store_read_never_writes(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="another evalret database holding table answers"):
         scores.put([("k", 1.0)])
     assert digest(tmp_path / SCORES) == digest(tmp_path / ANSWERS)
+
+
+def test_an_answer_cache_that_cannot_be_written_is_exit_2(
+    tmp_path: Path,
+    demo: GoldenSet,
+) -> None:
+    """An immutable answer cache (read-only even for root): a dry run reads it; a run that must
+    keep an answer stops with exit 2 naming it (a write error), the file byte-identical."""
+    from test_atomic import immutable
+
+    pool = tmp_path / "pool.jsonl"
+    pairs = write_pool(pool, demo, 1)
+    with ChatServer(truth_of(demo)) as server:
+        config = judge_config(tmp_path, server)
+        code, output = judge(pool, config, tmp_path / "labels.jsonl", "--limit", "1")
+        assert code == 0, output
+        store = tmp_path / "cache" / ANSWERS
+        before = digest(store)
+        with immutable(store):
+            code, output = judge(pool, config, tmp_path / "labels.jsonl", "--dry-run")
+            assert code == 0 and f"1 answers cached, {len(pairs) - 1} to ask" in output, output
+            code, output = judge(pool, config, tmp_path / "labels.jsonl")
+        assert code == 2, output
+        assert "cannot write the judge's answer cache" in flat(output) and str(store) in flat(
+            output
+        )
+    assert digest(store) == before

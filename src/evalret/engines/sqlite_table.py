@@ -32,6 +32,7 @@ from evalret.errors import EvalretError, InputError
 CHUNK = 500  # keys per SELECT ... IN (...)
 HEADER_BYTES = 100  # an SQLite file's header
 _CANNOT_OPEN = ("readonly", "read-only", "unable to open", "permission")
+_CANNOT_WRITE = (*_CANNOT_OPEN, "disk is full")
 
 
 def _columns(db: sqlite3.Connection, table: str) -> list[tuple[Any, ...]]:
@@ -59,7 +60,8 @@ class SqliteTable:
     """The table of ``store`` in the cache directory ``root`` (None: nothing is kept: lookups
     find nothing and writes are dropped), checked as the module docstring says, opened for
     writing on the first write (WAL, autocommit; ``durable``: synchronous FULL). Errors of
-    SQLite itself are EvalretError (exit 3); a file that is not this store is InputError (2)."""
+    SQLite itself are EvalretError (exit 3); a file that is not this store, or one that cannot
+    be written (read-only, a full disk), is InputError (exit 2), as every write error is."""
 
     def __init__(self, store: SqliteStore, root: CacheRoot | None, durable: bool = False) -> None:
         self.store = store
@@ -79,6 +81,17 @@ class SqliteTable:
             f"evalret's: {why}. Nothing was written to it: move it away, or point {key} at "
             "another directory (or set cache.enabled: false)"
         )
+
+    def _failed(self, e: OSError | sqlite3.Error) -> EvalretError:
+        """An error of SQLite or the file system as evalret's: a file that cannot be written is
+        bad input (exit 2, naming it), anything else an internal error (exit 3)."""
+        said = str(e.strerror if isinstance(e, OSError) and e.strerror else e)
+        if isinstance(e, OSError) or any(word in said.lower() for word in _CANNOT_WRITE):
+            return InputError(
+                f"cannot write {self.store.what} {self.path}: {said} (make it writable, or "
+                "set cache.enabled: false)"
+            )
+        return EvalretError(f"{self.store.what} {self.path}: {said}")
 
     def _unreadable(self, e: OSError) -> InputError:
         return InputError(f"cannot read {self.store.what} {self.path}: {e.strerror or e}")
@@ -180,7 +193,7 @@ class SqliteTable:
                     db.execute("PRAGMA synchronous=FULL")
                 db.execute(f"CREATE TABLE IF NOT EXISTS {self.name} ({self.store.columns})")
             except (OSError, sqlite3.Error) as e:
-                raise EvalretError(f"{self.store.what} {self.path}: {e}") from None
+                raise self._failed(e) from None
             self._db = db
         return self._db
 
@@ -207,7 +220,7 @@ class SqliteTable:
             try:
                 yield from db.execute(query, chunk)
             except sqlite3.Error as e:
-                raise EvalretError(f"{self.store.what} {self.path}: {e}") from None
+                raise self._failed(e) from None
 
     def put(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Insert ``rows`` (every column, the key first), replacing rows of the same key."""
@@ -220,7 +233,7 @@ class SqliteTable:
         try:
             db.executemany(f"INSERT OR REPLACE INTO {self.name} VALUES ({marks})", rows)
         except sqlite3.Error as e:
-            raise EvalretError(f"{self.store.what} {self.path}: {e}") from None
+            raise self._failed(e) from None
 
     def close(self) -> None:
         for db in (self._db, self._reader):
