@@ -261,8 +261,9 @@ def clear_outputs(out: Output) -> None:
     ``out.names``: the files this run writes there), before it starts: a run that fails then
     leaves no older report.md or comment.md saying "pass". Called after ``guard`` (an input among
     them is refused, never removed). A symbolic link's final target goes (the link stays, to be
-    written through), a device or pipe stays (written in place), and a directory in the way is
-    refused (InputError), as writing there would be."""
+    written through) when it lies inside the directory; a link that leads out of it, and a
+    directory in the way, are refused (InputError), as writing there would be; a device or pipe
+    stays (written in place)."""
     for name in out.names:
         path = out.path / name
         target, in_place = write_target(path, "earlier output")
