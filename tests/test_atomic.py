@@ -74,6 +74,68 @@ def test_dangling_symlink_creates_its_target(tmp_path: Path) -> None:
     assert link.is_symlink() and (tmp_path / "later" / "file.json").read_text() == "x"
 
 
+WRITERS = {
+    "atomic_write_text": lambda p: atomic_write_text(p, "new\n", "report"),
+    "check_writable_file": lambda p: check_writable_file(p, "report"),
+    "append_text": lambda p: append_text(p, "new\n", "report"),
+    "append_line_durably": lambda p: append_line_durably(p, "new", "report"),
+    "cut_torn_tail": lambda p: cut_torn_tail(p, "report"),
+}
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("dangling", [False, True], ids=["to-a-file", "dangling"])
+def test_a_link_that_leaves_its_directory_is_never_written_through(
+    tmp_path: Path, writer: str, dangling: bool
+) -> None:
+    """out/report.md -> ../elsewhere/report.md (existing, or not yet): every writer refuses with
+    exit 2 naming the link, its target and the directory; the target stays byte-identical (or
+    absent) and the link stays a link."""
+    elsewhere = tmp_path / "elsewhere" / "report.md"
+    elsewhere.parent.mkdir()
+    if not dangling:
+        elsewhere.write_bytes(b"keep me, no newline")
+    link = tmp_path / "out" / "report.md"
+    link.parent.mkdir()
+    link.symlink_to(elsewhere)
+    with pytest.raises(InputError) as e:
+        WRITERS[writer](link)
+    said = str(e.value)
+    assert e.value.exit_code == ExitCode.INVALID_INPUT
+    assert str(link) in said and str(elsewhere) in said and f"outside {link.parent}" in said
+    assert link.is_symlink()
+    if dangling:
+        assert not elsewhere.exists()
+    else:
+        assert elsewhere.read_bytes() == b"keep me, no newline"
+
+
+def test_a_folder_link_that_leaves_the_directory_named_is_refused(tmp_path: Path) -> None:
+    """``within``: a file under ROOT reached through a folder link that leaves ROOT (init's
+    .github -> elsewhere) is refused; one whose link stays inside ROOT is written through."""
+    root = tmp_path / "repo"
+    (tmp_path / "elsewhere").mkdir()
+    root.mkdir()
+    (root / ".github").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(InputError, match="outside"):
+        atomic_write_text(root / ".github" / "w.yml", "x", "starter file", within=root)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    (root / "data").mkdir()
+    (root / "q.jsonl").symlink_to(root / "data" / "q.jsonl")
+    atomic_write_text(root / "q.jsonl", "x", "starter file", within=root)
+    assert (root / "data" / "q.jsonl").read_text() == "x" and (root / "q.jsonl").is_symlink()
+
+
+def test_a_link_to_a_device_elsewhere_is_written_in_place(tmp_path: Path) -> None:
+    """A link to a character device (as /dev/stdout is) replaces no file: written in place."""
+    null = private_null(tmp_path)
+    (tmp_path / "out").mkdir()
+    link = tmp_path / "out" / "report.md"
+    link.symlink_to(null)
+    atomic_write_text(link, "discarded")
+    assert link.is_symlink() and stat.S_ISCHR(null.lstat().st_mode)
+
+
 def test_character_device_is_written_in_place(tmp_path: Path) -> None:
     """Writing to a /dev/null-like device keeps the device (root would otherwise replace it
     with a regular file)."""

@@ -440,6 +440,29 @@ def test_shard_metadata_of_the_wrong_shape_is_set_aside(tmp_path: Path) -> None:
     assert len(third.report()["document"]["corrupt_shards"]) == 1
 
 
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "minus-inf"])
+def test_a_shard_with_non_finite_vectors_is_set_aside(tmp_path: Path, value: float) -> None:
+    """A shard whose vectors hold a NaN or an infinity (its checksums right: written so, not
+    damaged since) is read as a model's fresh vectors would be: never used, set aside as
+    corrupt, its texts embedded again."""
+    from evalret.data.atomic import sha256_file
+
+    inner = CountingEmbedder()
+    first = CachedEmbedder(inner, tmp_path).embed(TEXTS, "document")
+    [meta] = [p for p in (tmp_path / "embeddings").rglob("*.json") if p.name != "identity.json"]
+    vecs = meta.with_name(meta.name[: -len(".json")] + ".vecs.npy")
+    poisoned = np.load(vecs)
+    poisoned[7, 3] = value
+    np.save(vecs, poisoned)
+    fields = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**fields, "vectors_sha256": sha256_file(vecs)}))
+    again = CachedEmbedder(inner, tmp_path)
+    vectors = again.embed(TEXTS, "document")
+    assert np.isfinite(vectors).all() and np.array_equal(vectors, first)
+    assert len(inner.calls) == 2 and len(inner.calls[-1]) == len(TEXTS)
+    assert again.report()["document"]["corrupt_shards"] == [meta.name[: -len(".json")]]
+
+
 MEMORY_CHILD = """
 import resource, sys
 from pathlib import Path

@@ -762,6 +762,33 @@ def test_init_counts_a_dangling_link_as_an_existing_file(tmp_path: Path) -> None
     assert not (tmp_path / "outside.yaml").exists()
 
 
+@pytest.mark.parametrize("link", ["evalret.schema.json", ".github"])
+def test_init_force_never_writes_through_a_link_out_of_the_directory(
+    tmp_path: Path, link: str
+) -> None:
+    """`init --force` where a starter file (the schema) or a folder of one (.github) is a link
+    out of the directory: exit 2 naming it, before any file is written; what it points at is
+    byte-identical and the link stays."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    outside = tmp_path / "outside"
+    if link == ".github":
+        outside.mkdir()
+        (repo / link).symlink_to(outside, target_is_directory=True)
+    else:
+        outside.write_text("my own file\n")
+        (repo / link).symlink_to(outside)
+    code, output = invoke("init", str(repo), "--force")
+    assert code == 2, output
+    flat = output.replace("\n", "")
+    assert link in flat and str(outside) in flat and "outside" in flat
+    assert (repo / link).is_symlink() and sorted(p.name for p in repo.iterdir()) == [link]
+    if link == ".github":
+        assert list(outside.iterdir()) == []
+    else:
+        assert outside.read_text() == "my own file\n"
+
+
 def test_init_onto_a_file_exits_2(tmp_path: Path) -> None:
     somefile = tmp_path / "somefile.txt"
     somefile.write_text("keep me")

@@ -548,3 +548,21 @@ def test_the_page_and_the_table_show_the_last_entries_and_say_so(tmp_path: Path)
     assert code == 2 and "--last -1" in out, out
     code, out = invoke("history", "add", str(DEMO_REPORT), "--db", str(db), "--label", "L" * 201)
     assert code == 2 and "--label: 201 characters" in out, out
+
+
+def test_a_database_link_that_leaves_its_directory_is_never_written(tmp_path: Path) -> None:
+    """`history add --db LINK` where the link leads out of its directory: exit 2 naming it,
+    nothing written there; a link to a file beside it is followed."""
+    elsewhere = tmp_path / "elsewhere" / "history.sqlite"
+    elsewhere.parent.mkdir()
+    (tmp_path / "repo").mkdir()
+    link = tmp_path / "repo" / "history.sqlite"
+    link.symlink_to(elsewhere)
+    code, out = invoke("history", "add", str(DEMO_REPORT), "--db", str(link))
+    said = out.replace("\n", "")
+    assert code == 2 and "outside" in said and str(elsewhere) in said, out
+    assert not elsewhere.exists() and link.is_symlink()
+    link.unlink()
+    link.symlink_to(tmp_path / "repo" / "v2.sqlite")
+    code, out = invoke("history", "add", str(DEMO_REPORT), "--db", str(link))
+    assert code == 0 and (tmp_path / "repo" / "v2.sqlite").is_file(), out

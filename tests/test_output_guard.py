@@ -413,17 +413,34 @@ def test_a_failed_comparison_leaves_none_of_its_earlier_files(world: World) -> N
 
 
 def test_a_link_among_the_earlier_reports_stays_a_link(world: World) -> None:
-    """report.md linked elsewhere (not an input): its target is cleared, the link is written
-    through again by the run."""
+    """report.md linked to a file inside --out (not an input): its target is cleared, the link
+    is written through again by the run."""
+    out = world.root / "out"
+    (out / "published").mkdir(parents=True)
+    inside = out / "published" / "report.md"
+    inside.write_text("an old report saying pass")
+    (out / "report.md").symlink_to(inside)
+    run_ok("run", "-c", str(world.config), "-o", "out")
+    assert (out / "report.md").is_symlink()
+    assert "an old report" not in inside.read_text()
+
+
+def test_a_link_among_the_earlier_reports_that_leaves_out_is_refused(world: World) -> None:
+    """report.md linked to a file outside --out: never written through nor removed (exit 2
+    before any work, naming the link, its target and the directory); the target is
+    byte-identical and the link stays."""
     elsewhere = world.root / "published" / "report.md"
     elsewhere.parent.mkdir()
     elsewhere.write_text("an old report saying pass")
     out = world.root / "out"
     out.mkdir()
     (out / "report.md").symlink_to(elsewhere)
-    run_ok("run", "-c", str(world.config), "-o", "out")
-    assert (out / "report.md").is_symlink()
-    assert "an old report" not in elsewhere.read_text()
+    code, output = invoke("run", "-c", str(world.config), "-o", "out", "--no-progress")
+    assert code == 2, output
+    flat = output.replace("\n", "")
+    assert "out/report.md" in flat and str(elsewhere) in flat and "outside out" in flat
+    assert elsewhere.read_text() == "an old report saying pass"
+    assert (out / "report.md").is_symlink() and not (out / "report.json").exists()
 
 
 # --- write errors exit 2 --------------------------------------------------------------------------

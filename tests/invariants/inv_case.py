@@ -126,7 +126,9 @@ def new_case(row: Row, template: Path, tmp_path: Path) -> Case:
     root = tmp_path / "w"
     shutil.copytree(template, root, symlinks=True)
     paths = {item.role: root / item.rel for item in (*row.inputs, *row.outputs)}
-    return Case(row, root, paths, env={SECRET_ENV: SECRET})
+    # the default cache directory is the world's: its stores are those of inv_table.STORES
+    env = {SECRET_ENV: SECRET, "EVALRET_CACHE_DIR": str(root / "cache")}
+    return Case(row, root, paths, env=env)
 
 
 # --- snapshots -------------------------------------------------------------------------------

@@ -15,7 +15,12 @@ meaning allows, text the output must name, and any check of its own. The common 
 - golden set: a query filter with an unknown operator, a range on a string, a mixed ``$in``
   list, a filter that is not an object, nested metadata, an empty ``$or`` (refused at its line);
 - HTTP: an OpenAI-compatible server that redirects to another origin, drips its answer, echoes
-  the key, or a base_url carrying the credential; the key is always in the environment.
+  the key, or a base_url carrying the credential; the key is always in the environment;
+- stores: evalret's caches are inputs of every row that writes (inv_table.STORES: the path
+  situations above put each output on them); a file at a cache's path that is not evalret's
+  (another application's SQLite database, a text file) is refused, untouched, by every row
+  that would use that cache (the judge's answers: `judge`, `run --judge`; the reranker's
+  scores: a row whose config's rerank index is made an HTTP reranker).
 """
 
 from __future__ import annotations
@@ -24,14 +29,26 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from inv_case import Case, Outcome
 from inv_http import serve
-from inv_table import GOLDEN, ROWS, Item, Row
-from inv_world import ENCODER, RERANKER, RETRIEVER, SECRET, SECRET_ENV, config_text, gate_line
+from inv_table import ANSWER_CACHE, GOLDEN, ROWS, SCORE_CACHE, Item, Row
+from inv_world import (
+    ENCODER,
+    JUDGE_BLOCK,
+    RERANKER,
+    RETRIEVER,
+    SECRET,
+    SECRET_ENV,
+    config_text,
+    gate_line,
+)
 
 Check = Callable[[Case, Outcome], None]
 
@@ -459,6 +476,66 @@ def http_situations(row: Row) -> Iterator[Situation]:
         yield Situation("http-drip", _http("drip"), frozenset({3}), checks=(_bounded,))
 
 
+# --- stores: a file at a cache's path that is not evalret's -------------------------------------
+
+
+def _other_application(path: Path) -> None:
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("PRAGMA application_id = 42")
+        db.execute("CREATE TABLE notes (note TEXT)")
+        db.execute("INSERT INTO notes VALUES ('not evalret''s')")
+
+
+def _text_file(path: Path) -> None:
+    path.write_text("my own notes, not a cache\n")
+
+
+FOREIGN_FILES = {"sqlite": _other_application, "text": _text_file}
+# the world's Python reranker as an HTTP one (nothing listens there: refused before a request)
+HTTP_RERANKER = "reranker: {provider: http, base_url: 'http://127.0.0.1:9/v1', model: inv-rerank}"
+
+
+def _foreign(
+    store: Item, make: Callable[[Path], None], argv: tuple[str, ...]
+) -> Callable[[Case], None]:
+    """The file at ``store``'s path replaced by a foreign one; ``argv`` added (`run --judge`),
+    the config given a judge (the answer cache) or an HTTP reranker (the score cache)."""
+
+    def prepare(case: Case) -> None:
+        path = case.paths[store.role]
+        path.unlink()
+        make(path)
+        case.extra += list(argv)
+        text = case.config_text()
+        if store is ANSWER_CACHE and "judge:" not in text:
+            case.write_config(text + JUDGE_BLOCK)
+        elif store is SCORE_CACHE:
+            old = f'reranker: {{provider: python, callable: "{RERANKER}"}}'
+            assert old in text
+            case.write_config(text.replace(old, HTTP_RERANKER))
+        case.must_name += [path.name, "is not evalret's", "cache.dir"]
+        _normal(case)
+
+    return prepare
+
+
+def store_situations(row: Row) -> Iterator[Situation]:
+    """Every row that would write a cache refuses a foreign file at its path (exit 2): the
+    judge's answer cache where it judges, the score cache where its config reranks."""
+    uses: list[tuple[Item, tuple[str, ...]]] = []
+    if row.judge_argv is not None and row.config is not None:
+        uses.append((ANSWER_CACHE, row.judge_argv))
+    if "reranker" in row.plugins and row.config is not None:
+        uses.append((SCORE_CACHE, ()))
+    for store, argv in uses:
+        if store not in row.inputs:
+            continue
+        for kind, make in FOREIGN_FILES.items():
+            yield Situation(
+                f"foreign-{store.role}-{kind}", _foreign(store, make, argv), frozenset({2})
+            )
+
+
 # --- the cross product -----------------------------------------------------------------------
 
 
@@ -470,6 +547,7 @@ def situations(row: Row) -> list[Situation]:
         config_situations,
         set_situations,
         golden_situations,
+        store_situations,
     )
     for family in (*families, http_situations):
         found += list(family(row))

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evalret.core.digest import json_digest
+
 
 @dataclass(frozen=True)
 class Item:
@@ -27,6 +29,9 @@ class Item:
     products: tuple[str, ...] = ()
     # an input named in argv (a situation may move it); not one only a config names
     in_argv: bool = True
+    # read by the command (a situation may break it); False: declared only, as what no output
+    # may land on (the golden set of a config `judge POOL` takes its pairs from elsewhere)
+    read: bool = True
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,8 @@ class Row:
     run_report: bool = False  # the report is an evalret run report.json (carries run_id)
     # outputs that may be an input by design: (output role, input role)
     allowed: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    # the argv that makes it use the judge's answer cache (() : it always does; None: never)
+    judge_argv: tuple[str, ...] | None = None
 
     @property
     def id(self) -> str:
@@ -62,6 +69,20 @@ RUN_PRODUCTS = ("report.json", "report.md", "report.html", "junit.xml", "run.exa
 BOTH = frozenset({"encoder", "retriever"})
 EVERY_PLUGIN = BOTH | {"reranker"}  # a whole run: the rerank index's Python reranker too
 ENCODER = frozenset({"encoder"})
+# evalret's stores in the world's cache directory (the config's cache.dir, and
+# $EVALRET_CACHE_DIR for the commands that read no config), built with evalret by inv_world:
+# inputs of every command that writes, but the cache's own (`cache clear`, `prune`)
+OTHER_IDENTITY = {"name": "inv-other-model"}  # an embedding set no row embeds into
+ANSWER_CACHE = Item("answer-cache", "cache/judgments/judge.sqlite", in_argv=False)
+SCORE_CACHE = Item("score-cache", "cache/rerank/scores.sqlite", in_argv=False)
+EMBEDDING_STORE = Item(
+    "embedding-store",
+    f"cache/embeddings/{json_digest(OTHER_IDENTITY)[:32]}",
+    dir=True,
+    in_argv=False,
+)
+STORES = (ANSWER_CACHE, SCORE_CACHE, EMBEDDING_STORE)
+GOLDEN_NAMED = Item("golden-set", "golden", dir=True, in_argv=False, read=False)
 
 ROWS: tuple[Row, ...] = (
     Row(
@@ -78,7 +99,7 @@ ROWS: tuple[Row, ...] = (
             "--save-baseline",
             "{save_baseline}",
         ),
-        inputs=(CONFIG, GOLDEN, BASELINE, PLUGIN_FILE),
+        inputs=(CONFIG, GOLDEN, BASELINE, PLUGIN_FILE, *STORES),
         outputs=(
             Item("out", "out", dir=True, products=RUN_PRODUCTS),
             Item("save-baseline", "new-baseline.json"),
@@ -90,11 +111,12 @@ ROWS: tuple[Row, ...] = (
         run_report=True,
         # saving over the baseline gated against is how a baseline is refreshed, on purpose
         allowed=frozenset({("save-baseline", "baseline")}),
+        judge_argv=("--judge",),
     ),
     Row(
         "embed",
         ("embed", "-c", "{config}", "--no-progress", "--dir", "{cache}"),
-        inputs=(CONFIG, GOLDEN, PLUGIN_FILE),
+        inputs=(CONFIG, GOLDEN, PLUGIN_FILE, *STORES),
         outputs=(Item("cache", "cache", dir=True, products=("embeddings",)),),
         config="config",
         plugins=ENCODER,
@@ -103,7 +125,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "score",
         ("score", "{qrels}", "prod={run_file}", "--out", "{out}", "--no-progress"),
-        inputs=(Item("qrels", "qrels.txt"), Item("run-file", "run.prod.trec")),
+        inputs=(Item("qrels", "qrels.txt"), Item("run-file", "run.prod.trec"), *STORES),
         outputs=(
             Item(
                 "out",
@@ -118,7 +140,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "compare",
         ("compare", "{a}", "{b}", "--out", "{out}", "--no-progress", "--samples", "100"),
-        inputs=(Item("a", "saved/a.json"), Item("b", "saved/b.json")),
+        inputs=(Item("a", "saved/a.json"), Item("b", "saved/b.json"), *STORES),
         outputs=(
             Item(
                 "out",
@@ -132,7 +154,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "pool",
         ("pool", "{config}", "-k", "3", "--out", "{out}", "--no-progress"),
-        inputs=(CONFIG, GOLDEN, PLUGIN_FILE),
+        inputs=(CONFIG, GOLDEN, PLUGIN_FILE, *STORES),
         outputs=(Item("out", "new-pool.jsonl"),),
         report=("out", ""),
         config="config",
@@ -142,34 +164,42 @@ ROWS: tuple[Row, ...] = (
     Row(
         "annotate",
         ("annotate", "{pool}", "-a", "carol", "--port", "0", "--no-browser", "--out", "{out}"),
-        inputs=(Item("pool", "pool.jsonl"),),
+        inputs=(Item("pool", "pool.jsonl"), *STORES),
         outputs=(Item("out", "carol.jsonl"),),
         serves=True,
     ),
     Row(
         "judge",
         ("judge", "{pool}", "-c", "{config}", "--dry-run", "--out", "{out}", "--no-progress"),
-        inputs=(Item("pool", "pool.jsonl"), Item("config", "judge.yaml")),
+        inputs=(
+            Item("pool", "pool.jsonl"),
+            Item("config", "judge.yaml"),
+            GOLDEN_NAMED,
+            PLUGIN_FILE,
+            *STORES,
+        ),
         outputs=(Item("out", "labels.jsonl"),),
         config="config",
+        judge_argv=(),
     ),
     Row(
         "report",
         ("report", "{saved_report}", "--out", "{out}"),
-        inputs=(SAVED,),
+        inputs=(SAVED, *STORES),
         outputs=(Item("out", "html", dir=True, products=("report.html",)),),
         report=("out", "report.html"),
     ),
     Row(
         "init",
         ("init", "{repo}"),
+        inputs=STORES,
         outputs=(Item("repo", "repo", dir=True, products=("evalret.yaml", "evalret.schema.json")),),
         report=("repo", "evalret.yaml"),
     ),
     Row(
         "hook",
         ("hook", "-c", "{config}", "--out", "{out}"),
-        inputs=(CONFIG, GOLDEN, CONFIG_BASELINE, PLUGIN_FILE),
+        inputs=(CONFIG, GOLDEN, CONFIG_BASELINE, PLUGIN_FILE, *STORES),
         outputs=(Item("out", "out", dir=True, products=RUN_PRODUCTS),),
         report=("out", "report.json"),
         config="config",
@@ -186,7 +216,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "leakage",
         ("leakage", "--train", "{train}", "{config}", "--out", "{out}", "--no-progress"),
-        inputs=(Item("train", "train.txt"), CONFIG, GOLDEN, PLUGIN_FILE),
+        inputs=(Item("train", "train.txt"), CONFIG, GOLDEN, PLUGIN_FILE, *STORES),
         outputs=(Item("out", "leakage.json"),),
         report=("out", ""),
         config="config",
@@ -207,7 +237,7 @@ ROWS: tuple[Row, ...] = (
             "1",
             "--no-progress",
         ),
-        inputs=(CONFIG, GOLDEN, PLUGIN_FILE),
+        inputs=(CONFIG, GOLDEN, PLUGIN_FILE, *STORES),
         outputs=(Item("out", "sweep", dir=True, products=("sweep.json", "sweep.html")),),
         report=("out", "sweep.json"),
         config="config",
@@ -233,7 +263,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "history add",
         ("history", "add", "{saved_report}", "--db", "{db}", "-c", "{config}", "--label", "pr"),
-        inputs=(SAVED, CONFIG),
+        inputs=(SAVED, CONFIG, GOLDEN_NAMED, PLUGIN_FILE, *STORES),
         outputs=(Item("db", "history.sqlite"),),
         report=("db", ""),
         config="config",
@@ -247,7 +277,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "history report",
         ("history", "report", "--db", "{db}", "-c", "{config}", "-o", "{out}"),
-        inputs=(Item("db", "history.sqlite"), CONFIG),
+        inputs=(Item("db", "history.sqlite"), CONFIG, GOLDEN_NAMED, PLUGIN_FILE, *STORES),
         outputs=(Item("out", "trend.html"),),
         report=("out", ""),
         config="config",
@@ -255,7 +285,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "judgments agreement",
         ("judgments", "agreement", "{alice}", "{bob}", "--out", "{out}"),
-        inputs=(Item("alice", "alice.jsonl"), Item("bob", "bob.jsonl")),
+        inputs=(Item("alice", "alice.jsonl"), Item("bob", "bob.jsonl"), *STORES),
         outputs=(Item("out", "agreement.json"),),
         report=("out", ""),
     ),
@@ -266,6 +296,7 @@ ROWS: tuple[Row, ...] = (
             Item("alice", "alice.jsonl"),
             Item("bob", "bob.jsonl"),
             Item("into", "golden", dir=True),
+            *STORES,
         ),
         outputs=(
             Item(

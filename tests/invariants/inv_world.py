@@ -8,7 +8,10 @@ Python retriever, see inv_plugin_source); ``cfg.yaml`` a config that runs them, 
 ``saved/a.json`` / ``saved/b.json`` saved reports; ``qrels.txt`` and ``run.prod.trec`` for
 `score`; ``history.sqlite`` with one entry; ``pool.jsonl`` (a real pool of the config) and two
 annotators' label files ``alice.jsonl`` / ``bob.jsonl``; ``train.txt`` for `leakage`;
-``cachefull/`` a filled embedding cache.
+``cachefull/`` a filled embedding cache; ``cache/``, the config's cache directory (and every
+case's $EVALRET_CACHE_DIR), holding evalret's stores as evalret writes them: the judge's answer
+cache and the reranker's score cache with a row each, and an embedding set of a model no row
+embeds with (inv_table.STORES).
 """
 
 from __future__ import annotations
@@ -18,11 +21,16 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 from inv_plugin_source import SOURCE
+from inv_table import OTHER_IDENTITY
 from typer.testing import CliRunner
 
 from conftest import DEMO
 from evalret.cli import app
+from evalret.data.stores import JUDGE_ANSWERS, RERANK_SCORES, CacheRoot
+from evalret.engines.cache import Namespace, text_keys
+from evalret.engines.sqlite_table import SqliteTable
 
 PLUGIN = "inv_plugin"
 ENCODER = f"{PLUGIN}:make_encoder"
@@ -105,6 +113,19 @@ def _qrels(world: Path) -> None:
     (world / "qrels.txt").write_text("".join(rows))
 
 
+def _stores(cache: Path) -> None:
+    """evalret's stores in ``cache``, written by evalret's own writers."""
+    root = CacheRoot(cache, "cache.dir")
+    answers = SqliteTable(JUDGE_ANSWERS, root, durable=True)
+    answers.put([("inv-answer", 2, "##final score: 2", "2026-01-01T00:00:00Z")])
+    answers.close()
+    scores = SqliteTable(RERANK_SCORES, root)
+    scores.put([("inv-score", 0.5)])
+    scores.close()
+    vectors = np.eye(3, 8, dtype=np.float32)
+    Namespace(cache, OTHER_IDENTITY).store(text_keys(["a", "b", "c"]), vectors)
+
+
 def build_world(world: Path) -> Path:
     """Build the template world in ``world`` (a new directory) with real evalret commands."""
     world.mkdir(parents=True)
@@ -160,6 +181,7 @@ def build_world(world: Path) -> Path:
         _label_files(world)
         shutil.copytree(world / "cache", world / "cachefull")
         shutil.rmtree(world / "cache")
+        _stores(world / "cache")
         shutil.rmtree(seed)
     finally:
         sys.path.remove(str(world))

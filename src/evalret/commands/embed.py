@@ -23,7 +23,15 @@ import numpy as np
 from evalret.core.sharding import distinct_keys, first_rows_in, parse_shard, shard_keys
 from evalret.data.config import Config
 from evalret.data.overrides import Override
-from evalret.data.paths import Declared, cache_output, config_inputs, guard
+from evalret.data.paths import (
+    Declared,
+    cache_output,
+    config_inputs,
+    guard,
+    store_inputs,
+    unique,
+)
+from evalret.data.stores import cache_root
 from evalret.engines.cache import CachedEmbedder, check_cache_writable
 from evalret.engines.embedders import open_embedder
 from evalret.engines.st_embedder import Kind
@@ -133,7 +141,10 @@ def embed_command(
     spec = parse_shard(shard) if shard is not None else None
     cfg = _config(config, cache_dir, no_cache, overrides)
     role = "--dir" if cache_dir is not None else "cache.dir"
-    guard(Declared("embed", config_inputs(cfg, config), cache_output(cfg, role)))
+    reads = config_inputs(cfg, config, cache_key=role)
+    if cache_dir is not None:  # the config's own cache is a store too: --dir is not inside it
+        reads += store_inputs(cache_root(run_config(config, overrides=overrides).cache))
+    guard(Declared("embed", unique(reads), cache_output(cfg, role)))
     texts = texts_to_embed(cfg)
     opened = open_embedder(cfg.model, cfg.cache)
     cached = opened.cached

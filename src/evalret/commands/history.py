@@ -16,7 +16,7 @@ from evalret.data.atomic import atomic_write_text, sha256_file
 from evalret.data.baseline import load_baseline
 from evalret.data.config import load_config
 from evalret.data.history import DEFAULT_PATH, HistoryEntry, add_report, read_history
-from evalret.data.paths import Declared, Input, Output, guard
+from evalret.data.paths import Declared, Input, Output, config_inputs, guard
 from evalret.errors import InputError, MetricError
 from evalret.report.history_view import (
     LABEL_CHARS,
@@ -78,7 +78,9 @@ def history_add_command(
 
 
 def _config_input(config: Path | None) -> list[Input]:
-    return [Input("the config (--config)", config)] if config is not None else []
+    """The config and what it names (its golden set, evalret's stores in its cache directory):
+    none of them may be the database or the trend page."""
+    return config_inputs(load_config(config), config) if config is not None else []
 
 
 def _metric_name(name: str) -> str:

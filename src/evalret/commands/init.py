@@ -14,10 +14,10 @@ from typing import Any
 import yaml
 
 from evalret.data import yamltext
-from evalret.data.atomic import atomic_write_text
+from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.config import RunIndexConfig, load_config
 from evalret.data.config_schema import shipped_schema_text
-from evalret.data.paths import Declared, Input, guard
+from evalret.data.paths import Declared, Input, Output, guard
 from evalret.data.textfile import read_text
 from evalret.errors import ConfigError, InputError, Problem
 from evalret.pipeline.precommit import HOOK_ID
@@ -42,18 +42,24 @@ NEXT_STEPS = (
 
 
 def write_scaffold(root: Path, force: bool = False) -> list[Path]:
-    """Write the starter files under ``root``; refuse to overwrite any unless ``force``."""
+    """Write the starter files under ``root``; refuse to overwrite any unless ``force``, and
+    (even with it) to write through a symbolic link whose target lies outside ``root``."""
     if os.path.lexists(root) and not root.is_dir():
         raise InputError(f"cannot scaffold into {root}: it exists and is not a directory")
-    targets = {root / target: text for target, text in starter_texts().items()}
+    texts = starter_texts()
+    # its outputs: the starter files under ROOT, never an input (evalret's stores among them)
+    guard(Declared("init", [], [Output("ROOT", root, "dir", tuple(texts))]))
+    targets = {root / target: text for target, text in texts.items()}
     existing = [p for p in targets if os.path.lexists(p)]  # a dangling link too
     if existing and not force:
         raise InputError(
             "evalret init would overwrite existing files (use --force to overwrite)",
             [Problem("exists", str(p)) for p in existing],
         )
+    for path in targets:  # a link that leads out of ``root`` is refused before anything is written
+        check_writable_file(path, "starter file", within=root)
     for path, text in targets.items():
-        atomic_write_text(path, text, "starter file")
+        atomic_write_text(path, text, "starter file", within=root)
     return list(targets)
 
 

@@ -171,9 +171,9 @@ def _declare(req: JudgeRequest, cfg: Config, judge: JudgeConfig) -> None:
         reads.append(Input("the pool (POOL)", req.pool))
     if req.from_report is not None:
         reads += [Input("the report (--from-report)", req.from_report)]
-        reads += config_inputs(cfg, req.config)
-    elif req.config is not None:
-        reads.append(Input("the config (--config)", req.config))
+    # the config's golden set and evalret's stores are inputs even when the pairs come from a
+    # pool: labels written over queries.jsonl or the answer cache would destroy them
+    reads += config_inputs(cfg, req.config)
     if req.calibrate is not None:
         reads.append(Input("the human labels (--calibrate)", req.calibrate, req.calibrate.is_dir()))
     if judge.prompt != jp.UMBRELA:
@@ -214,8 +214,9 @@ def judge_command(req: JudgeRequest, progress: ProgressBars = no_bars) -> JudgeO
     known = {(p.query_id, p.doc_id) for p in pairs}
     pairs += [p for p, _ in humans if (p.query_id, p.doc_id) not in known]
     check_writable_file(req.out, "labels file")  # a dry run says so too, before any cost
-    cache = jp.AnswerCache(jp.cache_path(cfg) if cfg.cache.enabled else None)
+    cache = jp.AnswerCache.of(cfg)
     try:
+        cache.check()  # a file there that is not evalret's answer cache: exit 2, untouched
         plan = jp.make_plan(pairs, judge, req.votes or judge.votes, cache)
         figures = jp.dry_run(plan, judge)
         outcome = JudgeOutcome(figures, req.out, req.dry_run, skipped=skipped)

@@ -2,10 +2,15 @@
 
 A regular file (or a new one) is written to a temporary file beside it, then renamed over it, so
 readers see the old file or the new one, never a part. A symbolic link is followed: its final
-target is replaced and the link stays a link. A character device (``/dev/null``) or a named pipe
-is written in place, since it cannot be replaced by renaming (and must not be: replacing
-/dev/null as root breaks the system). Any other existing non-regular target (a directory, a
-socket, a block device) is refused. Errors are InputError naming the path: exit 2, no traceback.
+target is replaced and the link stays a link, but only while that target lies inside the
+directory the write is meant for (``within``: the directory the user named, whose fixed names a
+command writes, e.g. `init`'s ROOT; by default the directory of the path itself): a link, in the
+path or in one of its folders, that leads a file out of it is refused, so a link planted in a
+checkout (``evalret.schema.json -> ~/.bashrc``) never turns a write into one elsewhere. A
+character device (``/dev/null``) or a named pipe is written in place, since it cannot be
+replaced by renaming (and must not be: replacing /dev/null as root breaks the system). Any other
+existing non-regular target (a directory, a socket, a block device) is refused. Errors are
+InputError naming the path: exit 2, no traceback.
 
 A write killed between creating its temporary file and the rename leaves ``.NAME.<random>.tmp``
 behind; the next write of NAME removes those older than STALE_TEMP_S (an hour: far longer than
@@ -49,18 +54,39 @@ def _label(path: Path, what: str) -> str:
     return f"{what} {path}" if what else str(path)
 
 
-def write_target(path: Path, what: str = "") -> tuple[Path, bool]:
+def _is_under(real: str, base: str) -> bool:
+    """Whether the real path ``real`` is the real directory ``base`` or lies below it."""
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def contained_target(path: Path, what: str = "", within: Path | None = None) -> Path:
+    """The real path of ``path`` (every symbolic link followed, in the path or its folders),
+    which must lie inside the real directory ``within`` (default: the directory of ``path``);
+    InputError (exit 2) naming the link's target and the directory when a link leads out."""
+    target = os.path.realpath(path)
+    base = within if within is not None else path.parent
+    if _is_under(target, os.path.realpath(base)):
+        return Path(target)
+    raise InputError(
+        f"cannot write {_label(path, what)}: a symbolic link leads it to {target}, outside "
+        f"{base}; evalret never writes through a link that leaves the directory it writes in: "
+        f"remove the link, or point it inside {base}"
+    )
+
+
+def write_target(path: Path, what: str = "", within: Path | None = None) -> tuple[Path, bool]:
     """(the file to write, whether to write it in place) for ``path``: the final target of a
-    symbolic link, or ``path`` itself in place when it is a character device or a FIFO. Raises
-    InputError for any other existing target that is not a regular file."""
+    symbolic link, which must lie inside ``within`` (default: the directory of ``path``; see
+    contained_target), or ``path`` itself in place when it is a character device or a FIFO.
+    Raises InputError for any other existing target that is not a regular file."""
     try:
         mode = path.stat().st_mode  # follows symbolic links
     except FileNotFoundError:  # new file, or a dangling link: created where the link points
-        return Path(os.path.realpath(path)), False
+        return contained_target(path, what, within), False
     except OSError as e:
         raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
     if stat.S_ISREG(mode):
-        return Path(os.path.realpath(path)), False
+        return contained_target(path, what, within), False
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return path, True
     kind = "a directory" if stat.S_ISDIR(mode) else "neither a regular file nor a device"
@@ -178,16 +204,18 @@ def _encoded(text: str) -> bytes:
     return (text if os.linesep == "\n" else text.replace("\n", os.linesep)).encode("utf-8")
 
 
-def atomic_write_text(path: Path, text: str, what: str = "") -> None:
+def atomic_write_text(path: Path, text: str, what: str = "", within: Path | None = None) -> None:
     """Write ``text`` to ``path`` as the module docstring says; ``what`` names the file in
-    errors ("baseline", "pool file")."""
-    atomic_write_blocks(path, [text.encode("utf-8")], what)
+    errors ("baseline", "pool file"); ``within``: the directory a link may not lead out of."""
+    atomic_write_blocks(path, [text.encode("utf-8")], what, within)
 
 
-def atomic_write_blocks(path: Path, blocks: Iterable[bytes], what: str = "") -> None:
+def atomic_write_blocks(
+    path: Path, blocks: Iterable[bytes], what: str = "", within: Path | None = None
+) -> None:
     """``atomic_write_text`` for a text given as UTF-8 blocks (a run file of millions of lines
     is never held whole); each newline is written as the platform's line separator."""
-    target, in_place = write_target(path, what)
+    target, in_place = write_target(path, what, within)
     newline = os.linesep.encode("ascii")
 
     def write(f: BinaryIO) -> None:
@@ -207,6 +235,7 @@ def atomic_write_blocks(path: Path, blocks: Iterable[bytes], what: str = "") -> 
 def append_text(path: Path, text: str, what: str = "") -> None:
     """Append ``text`` to ``path`` (GitHub's step summary: appended to, never replaced); errors
     are InputError naming the path."""
+    write_target(path, what)  # a link that leaves its directory, a directory: refused
     try:
         with path.open("a", encoding="utf-8") as f:
             f.write(text)
@@ -219,6 +248,7 @@ def append_line_durably(path: Path, line: str, what: str = "") -> None:
     returning: one write, flush, fsync, and the directory fsynced when the file was created. A
     killed writer loses at most this line (a torn last line); lines already written are never
     touched (an annotator's grades). Errors are InputError naming the path."""
+    write_target(path, what)  # a link that leaves its directory, a directory: refused
     created = not os.path.lexists(path)
     try:
         with path.open("ab") as f:
@@ -235,6 +265,7 @@ def cut_torn_tail(path: Path, what: str = "") -> int:
     """Cut a last line that has no newline (a writer killed mid-line) off ``path`` so that the
     next appended line starts on a line of its own; the complete lines before it stay as they
     are. Returns how many bytes were cut (0: none, or no such file)."""
+    write_target(path, what)  # a link that leaves its directory, a directory: refused
     try:
         with path.open("r+b") as f:
             data = f.read()
@@ -273,9 +304,9 @@ def check_writable_dir(directory: Path, what: str = "") -> None:
         raise InputError(f"cannot write {_label(directory, what)}: {e.strerror or e}") from None
 
 
-def check_writable_file(path: Path, what: str = "") -> None:
+def check_writable_file(path: Path, what: str = "", within: Path | None = None) -> None:
     """Raise InputError unless ``path`` can be written by atomic_write_text (checked before long
     work, so that a bad output path fails in a second, not after the evaluation)."""
-    target, in_place = write_target(path, what)
+    target, in_place = write_target(path, what, within)
     if not in_place:
         check_writable_dir(target.parent, what)

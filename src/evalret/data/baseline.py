@@ -37,7 +37,8 @@ DEFINITION_KEYS = (
 
 
 def save_baseline(report: RunReport, path: Path) -> None:
-    """Write ``report`` as a baseline (atomically; through a symbolic link to its target)."""
+    """Write ``report`` as a baseline (atomically; through a symbolic link to its target when
+    that lies in the link's directory: data/atomic.py)."""
     atomic_write_text(path, report.model_dump_json(indent=1) + "\n", "baseline")
 
 

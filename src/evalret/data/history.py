@@ -30,15 +30,15 @@ from urllib.parse import quote
 
 from evalret.core.digest import json_digest
 from evalret.core.trend import EntryPrint
+from evalret.data.atomic import contained_target
 from evalret.data.baseline import definitions_of
 from evalret.data.schema import RunReport
+from evalret.data.stores import APPLICATION_ID, SQLITE_MAGIC
 from evalret.errors import EvalretError, InputError
 
-APPLICATION_ID = 0x65767274  # "evrt" in the database header
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60.0  # how long an add waits for another process's transaction
 DEFAULT_PATH = Path("evalret-history.sqlite")  # without --db or history.path in the config
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 SCHEMA = (
     """CREATE TABLE entry (
@@ -128,7 +128,10 @@ def _refused(db: Path, why: str) -> InputError:
 
 def _check_file(db: Path, create: bool) -> None:
     """Refuse a path that is not a regular file, or a file that is not SQLite, before SQLite
-    opens it (SQLite would write a journal beside it, or turn an empty path into a database)."""
+    opens it (SQLite would write a journal beside it, or turn an empty path into a database); to
+    add (``create``), a symbolic link that leads out of the database's directory too."""
+    if create:
+        contained_target(db, "history database")  # never written through a link leading out
     if not db.exists():
         if create:
             return

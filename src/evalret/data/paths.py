@@ -10,10 +10,17 @@ and both paths every output that is one of the inputs or lies in an input direct
   followed, as the writers follow them) or are the same file on disk (``st_dev``, ``st_ino``:
   a hard link, a bind mount, a case-insensitive file system);
 - a file or directory written lies in an input directory (a golden-set directory, the golden set
-  ``judgments merge --into`` reads) when that directory is itself or one of its parents, by the
-  same two tests;
+  ``judgments merge --into`` reads, a store of the embedding cache) when that directory is
+  itself or one of its parents, by the same two tests; a file written that is a hard link to a
+  file under an input directory is that file too;
 - a directory output is refused when it is an input file, and when one of the names it writes
   (or clears beforehand) there is an input.
+
+evalret's own stores (data/stores.py: the embedding cache's folders, the judge's answer cache,
+the reranker's score cache) are inputs of every command: those of the config's cache directory
+(``config_inputs``), and ``guard`` adds those of the default one ($EVALRET_CACHE_DIR or the
+per-user cache directory) to every declaration. The cache's own writes are no outputs here:
+``cache_output`` (the cache directory, written under) never clashes with the stores inside it.
 
 A file both read and written on purpose (``history add``'s database, ``annotate``'s output file,
 the ``.pre-commit-config.yaml`` that ``init --pre-commit`` edits) is declared ``updated``: it is
@@ -29,13 +36,14 @@ import importlib.util
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from evalret.data.atomic import write_target
 from evalret.data.config import Config, PythonIndexConfig, PythonModelConfig, RunIndexConfig
 from evalret.data.goldenset import TREC_CORPUS_NAMES, TREC_QUERIES_NAMES
+from evalret.data.stores import SQLITE_STORES, STORE_DIRS, CacheRoot, cache_root
 from evalret.errors import InputError, Problem
 
 OutputKind = Literal["file", "dir", "tree"]
@@ -131,11 +139,35 @@ def _inside(path: Path, tree: _Where) -> bool:
     return any(a.same(tree) for a in _ancestors(path))
 
 
+def _linked_into(written: Path, tree: Path) -> Path | None:
+    """The file under the directory ``tree`` that ``written`` is a hard link to (None: none).
+    Only a file with more than one link is looked for, so the tree is walked only then."""
+    try:
+        st = os.stat(written)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return None
+    for folder, _, names in os.walk(tree):
+        for name in names:
+            path = Path(folder) / name
+            try:
+                other = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return path
+    return None
+
+
 def _file_clash(written: Path, label: str, inp: Input, where: _Where) -> str | None:
     """Why writing the file ``written`` would clobber ``inp`` (None: it would not)."""
     if inp.tree:
         if _inside(written, where):
             return f"{label} would write into {inp.role} {inp.path}"
+        linked = _linked_into(written, inp.path)
+        if linked is not None:
+            return f"{label} would overwrite {linked}, a file of {inp.role} {inp.path}"
         return None
     target = _Where.of(written)
     if target.written_in_place or not target.same(where):
@@ -200,10 +232,19 @@ def clashes(declared: Declared) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def with_default_stores(declared: Declared) -> Declared:
+    """``declared`` with the stores of the default cache directory among its inputs (those it
+    declares as inputs already, by real path, not twice; an updated file on one is refused)."""
+    known = {os.path.realpath(i.path) for i in declared.inputs}
+    extra = [i for i in store_inputs(cache_root()) if os.path.realpath(i.path) not in known]
+    return replace(declared, inputs=[*declared.inputs, *extra]) if extra else declared
+
+
 def guard(declared: Declared) -> None:
-    """Refuse (InputError, exit 2) ``declared`` when an output is one of its inputs or lies in an
-    input directory; run before any work, so that nothing is read long or written at all."""
-    found = clashes(declared)
+    """Refuse (InputError, exit 2) ``declared`` when an output is one of its inputs (evalret's
+    stores in the default cache directory included) or lies in an input directory; run before
+    any work, so that nothing is read long or written at all."""
+    found = clashes(with_default_stores(declared))
     if not found:
         return
     hint = "an input is never an output, nor are two outputs one file: choose another output path"
@@ -220,8 +261,9 @@ def clear_outputs(out: Output) -> None:
     ``out.names``: the files this run writes there), before it starts: a run that fails then
     leaves no older report.md or comment.md saying "pass". Called after ``guard`` (an input among
     them is refused, never removed). A symbolic link's final target goes (the link stays, to be
-    written through), a device or pipe stays (written in place), and a directory in the way is
-    refused (InputError), as writing there would be."""
+    written through) when it lies inside the directory; a link that leads out of it, and a
+    directory in the way, are refused (InputError), as writing there would be; a device or pipe
+    stays (written in place)."""
     for name in out.names:
         path = out.path / name
         target, in_place = write_target(path, "earlier output")
@@ -308,12 +350,28 @@ def cache_output(cfg: Config, role: str = "cache.dir") -> list[Output]:
     return [Output("$EVALRET_CACHE_DIR", Path(env), "tree")] if env else []
 
 
-def config_inputs(cfg: Config, config: Path | None, role: str = "--config") -> list[Input]:
+def store_inputs(root: CacheRoot) -> list[Input]:
+    """evalret's own stores in the cache directory ``root``: the judge's answer cache and the
+    reranker's score cache (files), the embedding cache's folders (every file under them). An
+    output on one would replace what was computed or paid for with a report."""
+    where = f"({root.key})"
+    inputs = [Input(f"{store.what} {where}", root.file(store)) for store in SQLITE_STORES]
+    inputs += [
+        Input(f"{what} {where}", root.path / name, tree=True) for name, what in STORE_DIRS.items()
+    ]
+    return inputs
+
+
+def config_inputs(
+    cfg: Config, config: Path | None, role: str = "--config", cache_key: str = "cache.dir"
+) -> list[Input]:
     """What evaluating ``cfg`` reads: the config file itself (``config``, the option ``role``
-    names it), its golden set, its run files and the plug-in modules it names (the gate's
-    baseline is the command's to declare: not every command reads it)."""
+    names it), its golden set, its run files, the plug-in modules it names and evalret's stores
+    in its cache directory (``cache_key`` names it; the gate's baseline is the command's to
+    declare: not every command reads it)."""
     inputs = [Input(f"the config ({role})", config)] if config is not None else []
-    return inputs + golden_inputs(cfg) + run_file_inputs(cfg) + plugin_inputs(cfg)
+    stores = store_inputs(cache_root(cfg.cache, cache_key))
+    return inputs + golden_inputs(cfg) + run_file_inputs(cfg) + plugin_inputs(cfg) + stores
 
 
 def unique(inputs: Iterable[Input]) -> list[Input]:

@@ -9,9 +9,10 @@ A namespace holds shards. A shard is written once and never modified: ``<id>.vec
 [n, dim]), ``<id>.keys.npy`` (uint8 [n, 16]) and, last, ``<id>.json`` with the counts and the sha256
 of both arrays. Every file is written to a temporary name and renamed, so a reader sees a whole
 shard or none; two runs sharing a cache write separate shards, so neither tears the other's reads
-nor loses entries. A shard whose files are missing, truncated or fail their checksums is never
-trusted: it is moved aside as ``*.corrupt`` and its texts are embedded again. Vectors are read
-through memory maps.
+nor loses entries. A shard whose files are missing, truncated or fail their checksums, or whose
+vectors are not all finite (checked as a model's fresh vectors are), is never trusted: it is
+moved aside as ``*.corrupt`` and its texts are embedded again. Vectors are read through memory
+maps; their dimension is checked against the model's and ``truncate_dim`` as they are read.
 
 The cache never fails a run: a cache that cannot be read or written (a read-only directory, a
 path that is a file, junk inside it) is skipped for what it cannot do, with one warning in the
@@ -45,6 +46,7 @@ from evalret.data.atomic import (
     remove_stale_temps,
     sha256_file,
 )
+from evalret.data.stores import default_cache_dir as default_cache_dir  # where it was before
 from evalret.engines.st_embedder import Embedder, Kind, Progress, vector_matrix
 from evalret.errors import InputError
 
@@ -52,16 +54,6 @@ KEY_BYTES = 16
 COPY_ROWS = 16_384  # rows copied out of a shard at a time
 MAX_PRUNE_DAYS = 36500
 SHARD_SUFFIXES = (".json", ".keys.npy", ".vecs.npy")
-
-
-def default_cache_dir() -> Path:
-    """$EVALRET_CACHE_DIR, else the per-user cache directory (e.g. ~/.cache/evalret)."""
-    env = os.environ.get("EVALRET_CACHE_DIR")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("evalret", appauthor=False))
 
 
 def text_keys(texts: Sequence[str]) -> np.ndarray:
@@ -108,6 +100,18 @@ def copy_rows(out: np.ndarray, dst: np.ndarray, source: np.ndarray, src: np.ndar
         else:
             out[dst[lo : lo + COPY_ROWS]] = source[rows]
         _release(source, first, stop)
+
+
+def _all_finite(vectors: np.ndarray) -> bool:
+    """Whether every value of the memory-mapped ``vectors`` is finite, read ``COPY_ROWS`` rows
+    at a time (each block's pages released behind the check, as copy_rows does)."""
+    for lo in range(0, len(vectors), COPY_ROWS):
+        hi = min(lo + COPY_ROWS, len(vectors))
+        finite = bool(np.isfinite(vectors[lo:hi]).all())
+        _release(vectors, lo, hi)
+        if not finite:
+            return False
+    return True
 
 
 class CacheDimensionError(InputError):
@@ -171,6 +175,8 @@ class Namespace:
                 raise ValueError("shape mismatch")
             if keys.dtype != np.uint8 or vectors.dtype != np.float32:
                 raise ValueError("dtype mismatch")
+            if not _all_finite(vectors):
+                raise ValueError("non-finite vectors")
         except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError):
             self._quarantine(shard_id)
             stats.corrupt_shards.append(shard_id)

@@ -18,7 +18,10 @@ candidates, one score per (query, document text), and the scores are kept in a S
   was paid for, and a rerun asks only the rest.
 
 The cache (``rerank/scores.sqlite`` in the cache directory) keys a score by the sha256 of the
-reranker's identity, the query text and the document text.
+reranker's cache identity (its identity, and for a CrossEncoder also the device it scores on and
+the versions of the libraries that compute it, as the embedding cache keys vectors), the query
+text and the document text. A score read back is checked as a fresh one is: one that is not a
+finite number is not used (that document is scored again, and the report's note counts it).
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,13 +44,14 @@ from evalret.data.config import (
     PythonRerankerConfig,
     RerankerConfig,
 )
+from evalret.data.stores import RERANK_SCORES, CacheRoot, cache_root
 from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused
 from evalret.engines.openai_api import api_key, counted, endpoint_of, key_redactor, openai_client
 from evalret.engines.plugins import import_callable, materialised, plugin_call
 from evalret.engines.sqlite_table import SqliteTable
 from evalret.errors import ModelError, PluginError
 
-CACHE_FILE = Path("rerank") / "scores.sqlite"
+CACHE_FILE = RERANK_SCORES.file
 RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}  # the openai client's raw answer (its retries)
 Query = tuple[str, list[str]]  # a query's text and the texts of the documents to score
 
@@ -59,7 +62,11 @@ class Reranker(Protocol):
     cached: bool  # whether its scores are kept in the cache
 
     def identity(self) -> dict[str, Any]:
-        """What decides its scores (the fingerprint, and the cache key)."""
+        """What decides its scores (the fingerprint)."""
+        ...
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What keys its scores in the cache: identity(), and whatever else can move a score."""
         ...
 
     def score(self, queries: Sequence[Query]) -> Iterator[tuple[int, list[float]]]:
@@ -108,6 +115,22 @@ class CrossEncoderReranker:
             "max_length": self.settings.max_length,
         }
 
+    def cache_identity(self) -> dict[str, Any]:
+        """identity() plus what else can move a score (as the embedding cache keys vectors): the
+        device (``auto`` resolved) and the versions of the libraries that compute it."""
+        from importlib import metadata
+
+        from evalret.engines.st_embedder import resolve_device
+
+        versions: dict[str, str | None] = {}
+        for package in ("sentence-transformers", "transformers", "torch"):
+            try:
+                versions[package] = metadata.version(package)
+            except metadata.PackageNotFoundError:
+                versions[package] = None
+        device = resolve_device(self.settings.device)
+        return {**self.identity(), "device": device, "versions": versions}
+
     @cached_property
     def model(self) -> Any:
         from evalret.engines.st_embedder import check_device, force_offline, resolve_device
@@ -148,6 +171,9 @@ class PythonReranker:
 
     def identity(self) -> dict[str, Any]:
         return {"provider": "python", "callable": self.spec}
+
+    def cache_identity(self) -> dict[str, Any]:
+        return self.identity()  # never cached (``cached`` is False)
 
     def score(self, queries: Sequence[Query]) -> Iterator[tuple[int, list[float]]]:
         for i, (query, documents) in enumerate(queries):
@@ -198,6 +224,11 @@ class HttpReranker:
 
     def identity(self) -> dict[str, Any]:
         return {"provider": "http", "model": self.settings.model, "endpoint": self.endpoint}
+
+    def cache_identity(self) -> dict[str, Any]:
+        """identity(): the endpoint and model decide a score (``top_n`` is every document, and
+        the other settings only how it is asked)."""
+        return self.identity()
 
     @cached_property
     def _key(self) -> str:
@@ -338,22 +369,31 @@ def score_key(identity: str, query: str, document: str) -> str:
 class ScoreCache:
     """Scores by key, one SQLite row each, committed as each query's scores arrive."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.path = path  # None: nothing is kept
-        self.table = SqliteTable(
-            path, "scores", "key TEXT PRIMARY KEY, score REAL", "the reranker's score cache"
-        )
+    def __init__(self, root: CacheRoot | None) -> None:  # None: nothing is kept
+        self.table = SqliteTable(RERANK_SCORES, root)
+        self.path = self.table.path
 
     @classmethod
     def of(cls, cache: CacheConfig) -> ScoreCache:
-        from evalret.engines.cache import default_cache_dir
+        return cls(cache_root(cache) if cache.enabled else None)
 
-        if not cache.enabled:
-            return cls(None)
-        return cls((cache.dir if cache.dir is not None else default_cache_dir()) / CACHE_FILE)
+    def check(self) -> None:
+        """Refuse (InputError, exit 2) a file at the cache's path that is not evalret's score
+        cache, before anything is read from or written to it."""
+        self.table.check()
 
-    def lookup(self, keys: Sequence[str]) -> dict[str, float]:
-        return {key: float(score) for key, score in self.table.select("score", keys)}
+    def lookup(self, keys: Sequence[str]) -> tuple[dict[str, float], int]:
+        """(key -> score of the keys cached with a finite number, how many cached rows were not
+        used: a score that is not a finite number, read back as a fresh answer is read)."""
+        found: dict[str, float] = {}
+        unusable = 0
+        for key, score in self.table.select("score", keys):
+            usable = isinstance(score, (int, float)) and not isinstance(score, bool)
+            if usable and math.isfinite(score):
+                found[key] = float(score)
+            else:
+                unusable += 1
+        return found, unusable
 
     def store(self, rows: Sequence[tuple[str, float]]) -> None:
         self.table.put(rows)
@@ -369,6 +409,7 @@ class Scored:
     scores: list[list[float]]
     from_cache: int = 0
     computed: int = 0
+    unusable: int = 0  # cached scores not used (not a finite number): scored again
 
 
 def scores_for(reranker: Reranker, cache: ScoreCache, queries: Sequence[Query]) -> Scored:
@@ -377,10 +418,10 @@ def scores_for(reranker: Reranker, cache: ScoreCache, queries: Sequence[Query]) 
     if not reranker.cached:
         out = [list(s) for _, s in sorted(reranker.score(queries))]
         return Scored(out, computed=sum(len(d) for _, d in queries))
-    identity = json.dumps(reranker.identity(), sort_keys=True)
+    identity = json.dumps(reranker.cache_identity(), sort_keys=True)
     keys = [[score_key(identity, q, d) for d in docs] for q, docs in queries]
     try:
-        held = cache.lookup([k for row in keys for k in row])
+        held, unusable = cache.lookup([k for row in keys for k in row])
         result = [[held.get(k) for k in row] for row in keys]
         todo = [i for i, row in enumerate(result) if None in row]
         asked = [
@@ -397,5 +438,8 @@ def scores_for(reranker: Reranker, cache: ScoreCache, queries: Sequence[Query]) 
     computed = sum(len(a[1]) for a in asked)
     total = sum(len(d) for _, d in queries)
     return Scored(
-        [[float(s) for s in row if s is not None] for row in result], total - computed, computed
+        [[float(s) for s in row if s is not None] for row in result],
+        total - computed,
+        computed,
+        unusable,
     )

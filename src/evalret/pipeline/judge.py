@@ -16,8 +16,11 @@ cost) and the judging itself (engines/chat_api.py sends).
   median, rounded down; a pair is judged only when every vote was read.
 - **cache**: every answer read is kept at once (a SQLite row, committed before the next
   answer is handled) under ``judgments/judge.sqlite`` in the cache directory the embedding cache
-  uses, keyed by (endpoint, model, prompt hash, query text, document text, vote): a rerun or a
-  resumed run sends nothing it has, a killed run keeps every answer it got.
+  uses, keyed by everything that decides an answer: the endpoint, the model, the prompt hash,
+  the scale, the temperature and the extra request fields, the query text, the document text
+  and the vote; a rerun or a resumed run sends nothing it has, a killed run keeps every answer
+  it got. A grade read back from the cache is checked as a fresh answer is: one that is not an
+  integer on the scale is not used (the vote is asked again, and the count says so).
 """
 
 from __future__ import annotations
@@ -38,13 +41,14 @@ from evalret.data.config import DENSE_INDEXES, Config, JudgeConfig
 from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import Scale, parse_scale
 from evalret.data.paths import Input
+from evalret.data.stores import JUDGE_ANSWERS, CacheRoot, cache_root
 from evalret.data.textfile import read_text
 from evalret.engines.sqlite_table import SqliteTable
 from evalret.errors import ConfigError
 
 UMBRELA = "umbrela"
 HASH_CHARS = 12
-CACHE_FILE = Path("judgments") / "judge.sqlite"
+CACHE_FILE = JUDGE_ANSWERS.file
 FINAL = re.compile(r"##\s*final\s+score\s*:\s*\**\s*([+-]?\d+)\s*\**\s*\.?\s*$", re.IGNORECASE)
 BARE = re.compile(r"\s*([+-]?\d+)\s*\.?\s*")
 # the answer a request is assumed to cost when the dry run prices it: the closing line alone
@@ -146,36 +150,56 @@ def vote_grade(votes: Sequence[int]) -> int:
 
 def cache_path(cfg: Config) -> Path:
     """The answer cache, in the directory the embedding cache uses."""
-    from evalret.engines.cache import default_cache_dir
-
-    root = cfg.cache.dir if cfg.cache.dir is not None else default_cache_dir()
-    return root / CACHE_FILE
+    return cache_root(cfg.cache).file(JUDGE_ANSWERS)
 
 
-def answer_key(endpoint: str, model: str, prompt_hash: str, query: str, doc: str, vote: int) -> str:
-    text = json.dumps([endpoint, model, prompt_hash, query, doc, vote], ensure_ascii=False)
+def answer_settings(judge: JudgeConfig, endpoint: str, prompt: Prompt) -> dict[str, Any]:
+    """Every setting that decides the judge's answer to a prompt, in the cache key: a change
+    of any asks again."""
+    return {
+        "endpoint": endpoint,
+        "model": judge.name,
+        "prompt_hash": prompt.hash,
+        "scale": str(parse_scale(judge.scale)),
+        "temperature": judge.temperature,
+        "request_fields": judge.request_fields or {},
+    }
+
+
+def answer_key(settings: Mapping[str, Any], query: str, doc: str, vote: int) -> str:
+    """The cache key of one vote: ``settings`` (answer_settings), the texts and the vote."""
+    text = json.dumps([settings, query, doc, vote], ensure_ascii=False, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class AnswerCache:
     """The judge's answers read, one SQLite row each, committed as each arrives."""
 
-    def __init__(self, path: Path | None) -> None:  # None: no cache (cache.enabled false)
-        self.table = SqliteTable(
-            path,
-            "answers",
-            "key TEXT PRIMARY KEY, grade INTEGER NOT NULL, answer TEXT NOT NULL, "
-            "graded_at TEXT NOT NULL",
-            "the judge's answer cache",
-            durable=True,
-        )
+    def __init__(self, root: CacheRoot | None) -> None:  # None: no cache (cache.enabled false)
+        self.table = SqliteTable(JUDGE_ANSWERS, root, durable=True)
 
-    def lookup(self, keys: Iterable[str]) -> dict[str, tuple[int, str]]:
-        """key -> (grade, graded_at) of the keys cached."""
-        return {
-            key: (int(grade), str(at))
-            for key, grade, at in self.table.select("grade, graded_at", keys)
-        }
+    @classmethod
+    def of(cls, cfg: Config) -> AnswerCache:
+        """The answer cache of ``cfg``'s cache directory (none when the cache is off)."""
+        return cls(cache_root(cfg.cache) if cfg.cache.enabled else None)
+
+    def check(self) -> None:
+        """Refuse (InputError, exit 2) a file at the cache's path that is not evalret's answer
+        cache, before anything is read from or written to it."""
+        self.table.check()
+
+    def lookup(self, keys: Iterable[str], scale: Scale) -> tuple[dict[str, tuple[int, str]], int]:
+        """(key -> (grade, graded_at) of the keys cached with a grade on ``scale``, how many
+        cached rows were not used: a grade that is not an integer on the scale, read back as a
+        fresh answer is read)."""
+        found: dict[str, tuple[int, str]] = {}
+        unusable = 0
+        for key, grade, at in self.table.select("grade, graded_at", keys):
+            if grade in scale and isinstance(at, str):
+                found[key] = (grade, at)
+            else:
+                unusable += 1
+        return found, unusable
 
     def store(self, key: str, grade: int, answer: str, graded_at: str) -> None:
         self.table.put([(key, grade, answer[:2000], graded_at)])
@@ -219,6 +243,7 @@ class Plan:
     model: str
     asks: list[Ask]
     cached: dict[str, tuple[int, str]]
+    unusable: int = 0  # cached answers not used (a grade off the scale): asked again
 
     @property
     def to_ask(self) -> list[Ask]:
@@ -231,18 +256,19 @@ def make_plan(pairs: list[Pair], judge: JudgeConfig, votes: int, cache: AnswerCa
 
     prompt = load_prompt(judge)
     endpoint = endpoint_of(judge.base_url)
+    settings = answer_settings(judge, endpoint, prompt)
     asks = [
         Ask(
             i,
             v,
-            answer_key(endpoint, judge.name, prompt.hash, p.query, p.document, v),
+            answer_key(settings, p.query, p.document, v),
             prompt.render(p.query, p.document),
         )
         for i, p in enumerate(pairs)
         for v in range(votes)
     ]
-    cached = cache.lookup(a.key for a in asks)
-    return Plan(pairs, votes, prompt, endpoint, judge.name, asks, cached)
+    cached, unusable = cache.lookup((a.key for a in asks), parse_scale(judge.scale))
+    return Plan(pairs, votes, prompt, endpoint, judge.name, asks, cached, unusable)
 
 
 def dry_run(plan: Plan, judge: JudgeConfig) -> dict[str, Any]:
@@ -266,6 +292,7 @@ def dry_run(plan: Plan, judge: JudgeConfig) -> dict[str, Any]:
         "pairs": len(plan.pairs),
         "votes": plan.votes,
         "cached": len(plan.asks) - len(to_ask),
+        "cache_unusable": plan.unusable,
         "to_ask": len(to_ask),
         "requests": len(to_ask),
         "input_tokens": tokens_in,
@@ -435,7 +462,7 @@ def judge_run(
     gated = [i for i in (config.gate.indexes or DENSE_INDEXES) if i in rankings]
     k = min(mode.k, *(rankings[i].ids.shape[1] for i in gated)) if gated else mode.k
     pairs = _unjudged_pairs(golden, {i: rankings[i] for i in gated}, k)
-    cache = AnswerCache(cache_path(config) if config.cache.enabled else None)
+    cache = AnswerCache.of(config)
     try:
         plan = make_plan(pairs, judge, judge.votes, cache)
         if mode.cache_only:
@@ -456,6 +483,7 @@ def judge_run(
         "pairs": len(pairs),
         "labelled": len(labels),
         "cached": len(plan.asks) - len(plan.to_ask),
+        "cache_unusable": plan.unusable,
         "asked": judged.asked,
         "unparseable": judged.unparseable,
         "failed": len(judged.failed),

@@ -16,12 +16,18 @@ def _money(x: float | None) -> str:
     return f"${x:.4f}"
 
 
+def _unusable(n: int, asked: bool = True) -> str:
+    """What the cache held but could not give (a grade off the scale), when anything."""
+    again = ": asked again" if asked else ""
+    return f" ({n} cached answer(s) off the scale, not used{again})" if n else ""
+
+
 def render_plan(p: dict[str, Any]) -> list[str]:
     return [
         f"judge {markup_safe(p['model'])} at {markup_safe(p['endpoint'])}, prompt "
         f"{markup_safe(p['prompt'])} ({p['prompt_hash']}), {p['votes']} vote(s) per pair",
         f"{p['pairs']} pairs: {p['cached']} answers cached, {p['to_ask']} to ask in "
-        f"{p['requests']} requests",
+        f"{p['requests']} requests{_unusable(p.get('cache_unusable', 0))}",
         f"input tokens {p['input_tokens']} ({markup_safe(p['token_count'])}), output tokens "
         f"{p['output_tokens']} (assumed {markup_safe(p['output_assumed'])}); cost "
         f"{_money(p['cost'])}",
@@ -73,6 +79,7 @@ def run_judge_text(j: dict[str, Any]) -> str:
     """What `run --judge` adds to a run's summary (plain text: each medium escapes it): whose
     labels the metrics were scored with."""
     how = "from the cache only" if j["cache_only"] else f"{j['asked']} asked, {j['cached']} cached"
+    how += _unusable(j.get("cache_unusable", 0), not j["cache_only"])
     line = (
         f"LLM judge: scored with {j['labelled']} labels by {j['source']} added, of "
         f"{j['pairs']} unjudged pairs in the top {j['k']} of {', '.join(j['indexes'])} ({how})"

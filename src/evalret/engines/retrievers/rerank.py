@@ -76,6 +76,10 @@ class RerankRetriever(BaseRetriever):
             self.note = (
                 f"{scored.from_cache} scores from the cache, {scored.computed} computed ({where})"
             )
+            if scored.unusable:
+                self.note += (
+                    f"; {scored.unusable} cached scores were not finite numbers, scored again"
+                )
         out = empty_result(len(pools), job.depth)
         for q, (pool, scores) in enumerate(zip(pools, scored.scores, strict=True)):
             ids, values = top_candidates(pool, np.asarray(scores), job.depth, job.rank)
