@@ -15,7 +15,9 @@ meaning allows, text the output must name, and any check of its own. The common 
 - golden set: a query filter with an unknown operator, a range on a string, a mixed ``$in``
   list, a filter that is not an object, nested metadata, an empty ``$or`` (refused at its line);
 - HTTP: an OpenAI-compatible server that redirects to another origin, drips its answer, echoes
-  the key, or a base_url carrying the credential; the key is always in the environment.
+  the key, or a base_url carrying the credential; the key is always in the environment;
+- the LLM judge (inv_judge): a judge that fails every request or answers nothing readable, a
+  judged run against an unjudged baseline, a judged report compared with an unjudged one.
 """
 
 from __future__ import annotations
@@ -463,6 +465,8 @@ def http_situations(row: Row) -> Iterator[Situation]:
 
 
 def situations(row: Row) -> list[Situation]:
+    from inv_judge import judge_situations  # it builds on this module's Situation
+
     found = [Situation("normal", _normal)]
     families = (
         path_situations,
@@ -470,6 +474,7 @@ def situations(row: Row) -> list[Situation]:
         config_situations,
         set_situations,
         golden_situations,
+        judge_situations,
     )
     for family in (*families, http_situations):
         found += list(family(row))
