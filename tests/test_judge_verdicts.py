@@ -155,6 +155,17 @@ def test_runs_judged_by_the_same_judge_are_compared(tmp_path: Path, demo: Golden
     code, out = invoke(*args, str(tmp_path / "a" / "report.json"), str(plain))
     assert code == 2 and "label sources: A human" in " ".join(out.split()), out
     assert "B human" in " ".join(out.split()) and SOURCE.search(out)
+    # baseline show says what the baseline was scored with
+    code, out = invoke("baseline", "show", str(judged))
+    shown = ", ".join(f"{k} {n}" for k, n in a["label_sources"].items())
+    assert code == 0 and f"label sources: {shown}" in " ".join(out.split()), out
+    # a history trend starts again where the label sources change
+    db = str(tmp_path / "history.sqlite")
+    for report in (plain, tmp_path / "a" / "report.json", tmp_path / "b" / "report.json"):
+        code, out = invoke("history", "add", str(report), "--db", db)
+        assert code == 0, out
+    code, out = invoke("history", "show", "--db", db, "--metric", "ndcg@10")
+    assert code == 0 and out.count("metric definitions (trend restarts)") == 1, out
 
 
 def test_an_older_report_without_label_sources_is_read_from_what_it_has(
