@@ -289,7 +289,7 @@ def test_same_config_against_its_baseline_exits_0_and_is_reproducible(
     )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == "GATE PASSED: all 43 checks pass" and len(lines) <= 60, result.output
+    assert lines[0] == "GATE PASSED: all 45 checks pass" and len(lines) <= 60, result.output
     assert "no check failed or moved against the baseline beyond its threshold" in result.output
     a = json.loads((demo_run.out_dir / "report.json").read_text())
     b = json.loads((tmp_path / "report.json").read_text())

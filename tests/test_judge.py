@@ -273,7 +273,8 @@ def _run(pool: Path, config: Path, labels: Path, *more: str) -> tuple[int, str]:
 
 def test_faults_are_retried_counted_and_never_guessed(tmp_path: Path, demo: GoldenSet) -> None:
     """429s are retried (Retry-After honoured); an answer without a grade is asked once more,
-    and a pair whose answers never give one is counted and left unjudged."""
+    and a pair whose answers never give one is counted and left unjudged: the labels read are
+    written, and the command exits 3 (work left undone), as for a request that failed."""
     pool = tmp_path / "pool.jsonl"
     pairs = write_pool(pool, demo, 6)
     labels = tmp_path / "labels.jsonl"
@@ -285,10 +286,11 @@ def test_faults_are_retried_counted_and_never_guessed(tmp_path: Path, demo: Gold
         server.state.always_malformed.add(texts[prose])
         config = judge_config(tmp_path, server, concurrency=1)
         code, out = _run(pool, config, labels)
-        assert code == 0, out
+        assert code == 3, out
         # every pair once, the two 429s and the malformed one again, the prose pairs twice
         assert server.state.requests == len(pairs) + 3 + n_prose
     assert f"unparseable {n_prose} " in out and "failed 0" in out
+    assert f"{n_prose} answer(s) could not be read" in out
     lines = read_lines(labels)
     assert len(lines) == len(pairs) - n_prose
     assert all(r["query_id"] != prose for r in lines)

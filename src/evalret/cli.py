@@ -532,7 +532,8 @@ def judge(
     """Grade (query, document) pairs with an LLM (the config's judge: section): a pool's pairs,
     or the unjudged top k of a run (--from-report); writes annotation JSONL for `evalret
     judgments merge`. Exit 1 when --calibrate finds kappa below judge.min_kappa; exit 3 when a
-    request failed for good (the labels got are written and cached: a rerun asks the rest)."""
+    request failed for good or an answer could not be read (the labels got are written and
+    cached: a rerun asks the rest)."""
     from dataclasses import asdict
 
     from evalret.commands.judge import JudgeRequest, judge_command
@@ -553,9 +554,7 @@ def judge(
     )
     outcome = judge_command(request, bars(progress))
     console.print(render_judge(asdict(outcome)), highlight=False, soft_wrap=True)
-    if outcome.refused is not None:
-        return ExitCode.REGRESSION
-    return ExitCode.INTERNAL if outcome.failed else ExitCode.OK
+    return outcome.exit_code
 
 
 @_command(app)

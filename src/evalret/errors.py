@@ -107,6 +107,14 @@ class PluginError(EvalretError):
         self.message = message
 
 
+class IncompleteError(EvalretError):
+    """Work a verdict needs was not done: an LLM judge's request failed for good, or its answer
+    could not be read (pipeline/judge.py ``shortfall``). Exit 3, as for any work left undone: no
+    verdict is drawn from part of the labels."""
+
+    exit_code = ExitCode.INTERNAL
+
+
 class Terminated(BaseException):
     """SIGTERM arrived: raised by the CLI's signal handler so that clean-up (finally blocks,
     context managers) runs as for Ctrl-C; a BaseException, so that no ``except Exception`` takes

@@ -21,6 +21,8 @@ meaning allows, text the output must name, and any check of its own. The common 
   (another application's SQLite database, a text file) is refused, untouched, by every row
   that would use that cache (the judge's answers: `judge`, `run --judge`; the reranker's
   scores: a row whose config's rerank index is made an HTTP reranker).
+- the LLM judge (inv_judge): a judge that fails every request or answers nothing readable, a
+  judged run against an unjudged baseline, a judged report compared with an unjudged one.
 """
 
 from __future__ import annotations
@@ -540,6 +542,8 @@ def store_situations(row: Row) -> Iterator[Situation]:
 
 
 def situations(row: Row) -> list[Situation]:
+    from inv_judge import judge_situations  # it builds on this module's Situation
+
     found = [Situation("normal", _normal)]
     families = (
         path_situations,
@@ -548,6 +552,7 @@ def situations(row: Row) -> list[Situation]:
         set_situations,
         golden_situations,
         store_situations,
+        judge_situations,
     )
     for family in (*families, http_situations):
         found += list(family(row))

@@ -99,3 +99,6 @@ def test_every_row_meets_the_catalogue() -> None:
     assert "exit-0-in-retriever" in by_row["hook"]
     assert "duplicate-gate-key" in by_row["run"]
     assert "http-redirect-elsewhere" in by_row["embed"]
+    for row in ("run", "judge"):
+        assert {"judge-fails-every-request", "judge-answers-unreadable"} <= set(by_row[row])
+    assert "judged-report-unjudged-report" in by_row["compare"]

@@ -27,13 +27,11 @@ from evalret.data.judgments import Scale, parse_scale, read_annotations
 from evalret.data.overrides import Override, configured
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
 from evalret.data.schema import TOP_KEPT, RunReport
-from evalret.errors import ConfigError, InputError
+from evalret.errors import ConfigError, ExitCode, InputError
 from evalret.pipeline import judge as jp
 from evalret.pipeline.annotation import read_pool
 from evalret.pipeline.calibration import calibration
 from evalret.pipeline.progress import ProgressBars, no_bars
-
-SHOWN_FAILURES = 3
 
 
 @dataclass(frozen=True)
@@ -71,6 +69,15 @@ class JudgeOutcome:
     skipped: int = 0  # pairs without a document text (never asked)
     calibration: dict[str, Any] | None = None
     refused: str | None = None  # why no labels were written (judge.min_kappa)
+    incomplete: str | None = None  # what judging left undone (pipeline/judge.shortfall)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """3 when judging left work undone (before any verdict: kappa on part of the pairs is
+        none), 1 when judge.min_kappa refused the labels, else 0."""
+        if self.incomplete is not None:
+            return ExitCode.INTERNAL
+        return ExitCode.REGRESSION if self.refused is not None else ExitCode.OK
 
 
 def _judge_settings(cfg: Config, config: Path | None) -> JudgeConfig:
@@ -227,6 +234,9 @@ def judge_command(req: JudgeRequest, progress: ProgressBars = no_bars) -> JudgeO
             judged = jp.judge_plan(plan, judge, cache, advance)
     finally:
         cache.close()
+    outcome.incomplete = jp.shortfall(
+        judged, jp.cache_path(cfg) if cfg.cache.enabled else None
+    )  # the labels got are written all the same
     return _finish(req, judge, scale, plan, judged, outcome, n_out, humans)
 
 
@@ -242,7 +252,7 @@ def _finish(
 ) -> JudgeOutcome:
     labels = judged.labels(plan)
     outcome.asked, outcome.unparseable = judged.asked, judged.unparseable
-    outcome.failed, outcome.failures = len(judged.failed), judged.failed[:SHOWN_FAILURES]
+    outcome.failed, outcome.failures = len(judged.failed), judged.failed[: jp.SHOWN_FAILURES]
     outcome.cost, outcome.cost_from = _cost(judge, judged, outcome.plan)
     position = {(p.query_id, p.doc_id): i for i, p in enumerate(plan.pairs)}
     if humans:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+HUMAN = "human"  # every label that is not a model's, as a run's label sources count it
 HUMAN_PREFIX = "human:"
 LLM_PREFIX = "llm:"
 IMPORT = "import"
@@ -63,3 +64,21 @@ def prediction_view(qrels: Qrels, llm_qrels: Qrels) -> dict[str, dict[str, int]]
 
 def has_llm_labels(sources: Sources, llm_qrels: Qrels) -> bool:
     return any(llm_qrels.values()) or any(is_llm(s) for m in sources.values() for s in m.values())
+
+
+def label_class(source: str | None) -> str:
+    """How a run's label sources name a judgment's source: the model's ``llm:<model>@<hash>``
+    as it is, every other source (and none) ``human``."""
+    return source if source is not None and is_llm(source) else HUMAN
+
+
+def label_sources(qrels: Qrels, sources: Sources) -> dict[str, int]:
+    """How many of ``qrels``' grades each label source gave (``label_class``), ``human`` first,
+    then the models by name."""
+    counts: dict[str, int] = {}
+    for qid, grades in qrels.items():
+        src = sources.get(qid, {})
+        for doc in grades:
+            name = label_class(src.get(doc))
+            counts[name] = counts.get(name, 0) + 1
+    return {name: counts[name] for name in sorted(counts, key=lambda n: (n != HUMAN, n))}

@@ -9,6 +9,7 @@ per-query scores), written atomically: an interrupted save never leaves a broken
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from evalret.core.gate import DROP_KINDS, Check
+from evalret.core.provenance import HUMAN
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import GoldenSetConfig
@@ -34,6 +36,10 @@ DEFINITION_KEYS = (
     "queries_without_relevant",
     "labels",
 )
+# the label sources' names in a fingerprint's metric definitions, when one is an LLM judge's
+LABEL_SOURCES = "label_sources"
+# an LLM judge's labels in a report of an older evalret, which did not record whose they were
+UNRECORDED = "llm:(source not recorded)"
 
 
 def save_baseline(report: RunReport, path: Path) -> None:
@@ -123,8 +129,58 @@ def definition_differences(before: dict[str, Any], after: dict[str, Any]) -> lis
 
 def definitions_of(metrics: dict[str, Any]) -> dict[str, Any]:
     """The metric definitions in a fingerprint's ``metrics`` that decide whether two runs'
-    numbers compare (``DEFINITION_KEYS``, and the search depth when a metric has no cutoff)."""
-    return {key: metrics.get(key) for key in (*DEFINITION_KEYS, *_depth_key(metrics, metrics))}
+    numbers compare (``DEFINITION_KEYS``, the label sources when one is an LLM judge's, and the
+    search depth when a metric has no cutoff)."""
+    keys = (*DEFINITION_KEYS, LABEL_SOURCES, *_depth_key(metrics, metrics))
+    return {key: metrics.get(key) for key in keys}
+
+
+def label_sources_of(report: RunReport) -> dict[str, int]:
+    """The label sources ``report``'s metrics used, with how many judgments each gave
+    (``RunReport.label_sources``). A report of an older evalret records none; it is read from
+    what it has: without a ``labels`` section its golden set held no model's label (human
+    only); with one, its metrics were on human labels alone under ``gate.labels: human``, else
+    on the `run --judge` labels its ``judge`` section names and, for model labels its golden
+    set held, on a source it did not record (``UNRECORDED``: never equal to a recorded one)."""
+    if report.label_sources is not None:
+        return dict(report.label_sources)
+    labels = report.labels
+    if labels is None:
+        return {HUMAN: report.golden_set.n_judgments}
+    found = {HUMAN: labels.n_judgments - labels.n_llm_judgments}
+    if labels.gate == "human":
+        return found
+    judge = report.judge or {}
+    source, labelled = judge.get("source"), judge.get("labelled")
+    judged = labelled if isinstance(source, str) and isinstance(labelled, int) else 0
+    if isinstance(source, str):
+        found[source] = judged
+    if labels.n_llm_judgments > judged:
+        found[UNRECORDED] = labels.n_llm_judgments - judged
+    return found
+
+
+def _sources_shown(sources: Mapping[str, int | None]) -> str:
+    """``human 412, llm:m@0123456789ab 57``; a count not known yet (the judge of a run still
+    to come) is said so."""
+    later = "(this run's judge: counted once judged)"
+    shown = [f"{name} {later if count is None else count}" for name, count in sources.items()]
+    return ", ".join(shown) or "none"
+
+
+def label_source_differences(
+    before: Mapping[str, int | None], after: Mapping[str, int | None], sides: tuple[str, str]
+) -> list[str]:
+    """Why two runs' numbers are on other labels: their sets of label sources differ (one has
+    an LLM judge's labels the other lacks, or another judge's); empty when both drew on the same
+    sources, whatever their counts. ``sides`` name ``before`` and ``after``."""
+    if set(before) == set(after):
+        return []
+    return [
+        f"label sources: {sides[0]} {_sources_shown(before)}; {sides[1]} "
+        f"{_sources_shown(after)}. Compare on human labels alone (gate.labels: human, on both "
+        "sides), or label both alike (both with `run --judge` and the same judge, or neither)"
+    ]
 
 
 def _depth_key(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
@@ -139,11 +195,20 @@ def _depth_key(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
 
 
 def check_compatible(
-    baseline: RunReport, golden: GoldenSet, definitions: dict[str, Any], source: str
+    baseline: RunReport,
+    golden: GoldenSet,
+    definitions: dict[str, Any],
+    source: str,
+    label_sources: Mapping[str, int | None] | None = None,
 ) -> None:
-    """Refuse (exit 2) a baseline whose golden set or metric definitions differ."""
+    """Refuse (exit 2) a baseline whose golden set, metric definitions or (given the run's
+    ``label_sources``) label sources differ."""
     problems = [f"golden set: {d}" for d in golden_set_differences(baseline, golden)]
     problems += definition_differences(baseline.fingerprint.metrics, definitions)
+    if label_sources is not None:
+        problems += label_source_differences(
+            label_sources_of(baseline), label_sources, (f"the baseline {source}", "this run")
+        )
     if problems:
         raise IncomparableError(
             f"cannot compare with baseline {source}: its numbers were computed on other terms "
@@ -165,6 +230,7 @@ def check_comparable(a: RunReport, b: RunReport) -> None:
         va, vb = fa.get(key), fb.get(key)
         if va != vb:
             problems.append(f"metric definition {key}: {va!r} (A) vs {vb!r} (B)")
+    problems += label_source_differences(label_sources_of(a), label_sources_of(b), ("A", "B"))
     common = a.indexes.keys() & b.indexes.keys()
     if not common:
         problems.append(f"no index in common: A has {sorted(a.indexes)}, B has {sorted(b.indexes)}")
@@ -175,7 +241,8 @@ def check_comparable(a: RunReport, b: RunReport) -> None:
         problems.append("the searched corpora differ (a sample of documents, config sample)")
     if problems:
         raise IncomparableError(
-            "cannot compare: A and B must share golden set, metrics and an index type",
+            "cannot compare: A and B must share golden set, metrics, label sources and an "
+            "index type",
             [Problem(p) for p in problems],
         )
 

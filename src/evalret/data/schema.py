@@ -549,6 +549,12 @@ class RunReport(_Model):
     # `run --judge`: the LLM judge's labels this run was scored with (their source, the indexes
     # and top k judged, pairs labelled, cached, asked, left unjudged); absent without --judge
     judge: dict[str, Any] | None = None
+    # how many of the scored queries' judgments each label source gave, as the metrics used
+    # them: "human" (every source that is not a model's) and each LLM judge's
+    # "llm:<model>@<prompt hash>" (`run --judge`'s listed even when it labelled nothing); a
+    # baseline and a run whose sources differ are not compared (data/baseline.py); absent in
+    # reports of older versions
+    label_sources: dict[str, int] | None = None
     # every rerank index beside its first stage, by index name; absent when there is none
     rerank: dict[str, RerankSection] = {}
     # single-query latency of the exact and faiss-backed indexes (machine-dependent); absent
@@ -572,6 +578,8 @@ class RunReport(_Model):
             data.pop("labels", None)
         if self.judge is None:
             data.pop("judge", None)
+        if self.label_sources is None:
+            data.pop("label_sources", None)
         if not self.rerank:
             data.pop("rerank", None)
         if self.latency is None:

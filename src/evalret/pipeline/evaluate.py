@@ -31,7 +31,7 @@ from evalret.core.metrics import (
     judged_at,
     parse_metrics,
 )
-from evalret.core.provenance import has_llm_labels, human_view, is_llm
+from evalret.core.provenance import has_llm_labels, human_view, is_llm, label_sources
 from evalret.core.ranking import (
     PRIMARY_INDEX,
     TIE_RULE,
@@ -43,7 +43,7 @@ from evalret.core.ranking import (
 from evalret.core.relevance import is_relevant
 from evalret.core.slices import Slice, reliability
 from evalret.core.stats import bootstrap_ci, seed_for
-from evalret.data.baseline import check_compatible
+from evalret.data.baseline import LABEL_SOURCES, check_compatible
 from evalret.data.config import Config, Labels
 from evalret.data.goldenset import GoldenSet, load_golden_set, scored_query_ids
 from evalret.data.schema import (
@@ -374,21 +374,44 @@ class _Scored:
     rerank: dict[str, RerankSection] = field(default_factory=dict)
 
 
+def _label_sources(golden: GoldenSet, judge: str | None) -> dict[str, int]:
+    """How many of the scored queries' judgments each label source gave
+    (core.provenance.label_sources), and ``judge``, `run --judge`'s source when its labels join
+    the metrics, listed even when it labelled nothing (0): what the run admits is what compares."""
+    scored = {q: golden.qrels.get(q, {}) for q in golden.query_ids}
+    found = label_sources(scored, golden.sources)
+    if judge is not None:
+        found.setdefault(judge, 0)
+    return found
+
+
 def _load(
-    config: Config, timer: _Timer, baseline: RunReport | None, baseline_source: str | None
+    config: Config,
+    timer: _Timer,
+    baseline: RunReport | None,
+    baseline_source: str | None,
+    judge: str | None = None,
 ) -> _Loaded:
     """Read the golden set and select what the run evaluates (its slices, the configured sample:
     pipeline/plan.py); check the gate's slices and, with a ``baseline``, that it is comparable
-    (before anything is embedded)."""
+    (before anything is embedded or sent to a judge): golden set, metric definitions and label
+    sources, the judge's (``judge``: `run --judge`'s source, when its labels join the metrics)
+    included."""
     definitions = metric_definitions(config)
     with timer("load_golden_set"):
         full = load_golden_set(config.golden_set, config.relevance_level)
     labelled = full.with_labels(config.gate.labels)
-    loaded = _Loaded(select(config, labelled, timer), definitions, full)
+    selection = select(config, labelled, timer)
+    planned: dict[str, int | None] = dict(_label_sources(selection.golden, judge))
+    if judge is not None:
+        planned[judge] = None  # counted once judged
+    if any(is_llm(name) for name in planned):  # only then: a run on human labels keeps its digest
+        definitions[LABEL_SOURCES] = sorted(planned)
+    loaded = _Loaded(selection, definitions, full)
     check_gate_slices(config, loaded.slices)
     if baseline is not None:
         source = baseline_source or "baseline"
-        check_compatible(baseline, full, definitions, source)
+        check_compatible(baseline, full, definitions, source, planned)
         check_sample_baseline(baseline, loaded.sampled, loaded.golden.query_ids, source)
     return loaded
 
@@ -787,17 +810,26 @@ def run_evaluation(
     """Evaluate ``config`` end to end, and gate it when checks are configured.
 
     With a ``baseline``, its compatibility is checked as soon as the golden set is read (before
-    any embedding), and drop checks compare with it. Raises EvalretError subclasses on bad input
+    any embedding or judging: golden set, metric definitions, label sources), and drop checks
+    compare with it. Raises EvalretError subclasses on bad input
     (IncomparableError included) or failure. ``missing_baseline`` names a baseline that does not
     exist yet because this run saves it: the gate section says only fixed bounds were checked.
     ``judging`` (`run --judge`): the unjudged documents of the gated indexes' top k are graded by
     the config's judge (pipeline/judge.py) and scored with those labels added (source
-    ``llm:<model>@<prompt hash>``), as the report's ``judge`` section says.
+    ``llm:<model>@<prompt hash>``), as the report's ``judge`` section says; a judge request
+    that failed for good or an answer that could not be read ends the run (IncompleteError, exit
+    3) before any verdict. The report's ``label_sources`` counts the judgments its metrics used
+    by source.
     """
     progress = progress or _no_progress
     timer = _Timer()
     metrics = parse_metrics(config.metrics)
-    loaded = _load(config, timer, baseline, baseline_source)
+    judge = None  # the source of `run --judge`'s labels, when they join the metrics
+    if judging is not None and config.gate.labels == "all":
+        from evalret.pipeline.judge import run_source
+
+        judge = run_source(config)
+    loaded = _load(config, timer, baseline, baseline_source, judge)
     retrievers = make_retrievers(config)  # before embedding: a bad callable fails fast
     embedded = _embed(config, loaded.selection, embedder, progress, timer, retrievers)
     intrinsic = _health(config, loaded.golden, embedded, timer)
@@ -820,6 +852,7 @@ def run_evaluation(
         report = report.model_copy(update={"labels": labels})
     if judged is not None:
         report = report.model_copy(update={"judge": judged})
+    report = report.model_copy(update={"label_sources": _label_sources(loaded.golden, judge)})
     with timer("gate"):
         gate = run_gate(config, report, loaded.slices, baseline, baseline_source, missing_baseline)
     report = report.model_copy(update={"gate": gate, "timings": timer.timings})

@@ -21,6 +21,11 @@ cost) and the judging itself (engines/chat_api.py sends).
   and the vote; a rerun or a resumed run sends nothing it has, a killed run keeps every answer
   it got. A grade read back from the cache is checked as a fresh answer is: one that is not an
   integer on the scale is not used (the vote is asked again, and the count says so).
+- **complete or no verdict**: a request that failed for good or an answer that could not be
+  read leaves its pair unjudged; both commands then end with exit 3 (``shortfall`` says what was
+  left undone): `evalret judge` after writing the labels it got, `run --judge` before any
+  verdict (IncompleteError: no report is written). The answers read stay in the cache: a rerun
+  asks only the rest.
 """
 
 from __future__ import annotations
@@ -30,12 +35,14 @@ import json
 import math
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from evalret.core.provenance import llm_source
 from evalret.core.ranking import SearchResult
 from evalret.data.config import DENSE_INDEXES, Config, JudgeConfig
 from evalret.data.goldenset import GoldenSet
@@ -44,7 +51,7 @@ from evalret.data.paths import Input
 from evalret.data.stores import JUDGE_ANSWERS, CacheRoot, cache_root
 from evalret.data.textfile import read_text
 from evalret.engines.sqlite_table import SqliteTable
-from evalret.errors import ConfigError
+from evalret.errors import ConfigError, IncompleteError
 
 UMBRELA = "umbrela"
 HASH_CHARS = 12
@@ -53,6 +60,7 @@ FINAL = re.compile(r"##\s*final\s+score\s*:\s*\**\s*([+-]?\d+)\s*\**\s*\.?\s*$",
 BARE = re.compile(r"\s*([+-]?\d+)\s*\.?\s*")
 # the answer a request is assumed to cost when the dry run prices it: the closing line alone
 ASSUMED_ANSWER = "##final score: 0"
+SHOWN_FAILURES = 3  # the reasons a shortfall quotes
 
 _BUILT_IN = """\
 You are judging a search engine. Below are a search query and one text the engine returned for \
@@ -328,6 +336,32 @@ class Judged:
         return out
 
 
+def shortfall(judged: Judged, cache: Path | None) -> str | None:
+    """What judging left undone, the one rule of `evalret judge` and `run --judge` (both exit 3
+    on it): the requests that failed for good, with their first distinct reasons, and the
+    answers that could not be read (each asked twice), and where the answers read are kept
+    (``cache``: the answer cache, None when off); None when every vote asked was read."""
+    parts = []
+    if judged.failed:
+        reasons = Counter(judged.failed).most_common(SHOWN_FAILURES)
+        shown = "; ".join(f"{why} ({n} requests)" if n > 1 else why for why, n in reasons)
+        parts.append(f"{len(judged.failed)} judge request(s) failed for good ({shown})")
+    if judged.unparseable:
+        parts.append(
+            f"{judged.unparseable} answer(s) could not be read, each asked twice (an answer is "
+            "a grade of judge.scale, alone or on a closing line '##final score: N')"
+        )
+    if not parts:
+        return None
+    if cache is None:
+        kept = "cache.enabled is false: a rerun asks every pair again"
+    elif not judged.grades:
+        kept = "no answer was read: a rerun asks every pair again"
+    else:
+        kept = f"the {len(judged.grades)} answers read are kept in {cache}: a rerun asks the rest"
+    return f"{' and '.join(parts)}; {kept}"
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -435,14 +469,25 @@ def with_labels(
     return replace(golden, qrels=qrels, sources=sources, llm_qrels=llm)
 
 
+def run_judge(config: Config) -> JudgeConfig:
+    """The config's judge: section (a ConfigError when it has none)."""
+    if config.judge is None:
+        raise ConfigError("run --judge needs a judge: section in the config (see the README)")
+    return config.judge
+
+
+def run_source(config: Config) -> str:
+    """The source `run --judge`'s labels carry: ``llm:<model>@<prompt hash>``."""
+    judge = run_judge(config)
+    return llm_source(judge.name, load_prompt(judge).hash)
+
+
 def judge_inputs(config: Config, judging: RunJudging | None) -> list[Input]:
     """What `run --judge` reads besides the run's inputs (a prompt file); a config without a
     judge: section is refused here, before any work."""
     if judging is None:
         return []
-    if config.judge is None:
-        raise ConfigError("run --judge needs a judge: section in the config (see the README)")
-    prompt = config.judge.prompt
+    prompt = run_judge(config).prompt
     return [] if prompt == UMBRELA else [Input("the prompt (judge.prompt)", Path(prompt))]
 
 
@@ -455,10 +500,10 @@ def judge_run(
 ) -> tuple[Callable[[GoldenSet], GoldenSet], dict[str, Any]]:
     """`run --judge`: the unjudged pairs of each gated index's top k graded by the judge (or,
     cache only, those the cache has); returns what adds those labels to a golden set's
-    judgments (``with_labels``), and what was done, for the report's ``judge`` section."""
-    judge = config.judge
-    if judge is None:
-        raise ConfigError("run --judge needs a judge: section in the config (see the README)")
+    judgments (``with_labels``), and what was done, for the report's ``judge`` section. A
+    request that failed for good or an answer that could not be read is an IncompleteError
+    (exit 3: no verdict on part of the labels); the answers read are in the cache by then."""
+    judge = run_judge(config)
     gated = [i for i in (config.gate.indexes or DENSE_INDEXES) if i in rankings]
     k = min(mode.k, *(rankings[i].ids.shape[1] for i in gated)) if gated else mode.k
     pairs = _unjudged_pairs(golden, {i: rankings[i] for i in gated}, k)
@@ -473,7 +518,14 @@ def judge_run(
     finally:
         cache.close()
     labels = judged.labels(plan)
-    source = f"llm:{plan.model}@{plan.prompt.hash}"
+    why = shortfall(judged, cache_path(config) if config.cache.enabled else None)
+    if why is not None:
+        raise IncompleteError(
+            f"run --judge: {why} (--judge-cache-only scores with what the cache has). No "
+            f"verdict is drawn from part of the labels ({len(labels)} of {len(pairs)} pairs "
+            "labelled)"
+        )
+    source = llm_source(plan.model, plan.prompt.hash)
     info = {
         "source": source,
         "endpoint": plan.endpoint,

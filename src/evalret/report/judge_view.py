@@ -64,14 +64,14 @@ def render_judge(o: dict[str, Any]) -> str:
         f"(asked twice, left unjudged), failed {o['failed']}; cost "
         + (_money(o["cost"]) + (f" ({o['cost_from']})" if o["cost_from"] else ""))
     )
-    for reason in o["failures"]:
-        lines.append(f"  failed: {markup_safe(reason)}")
     if o["calibration"] is not None:
         lines += _calibration(o["calibration"])
     if o["refused"] is not None:
         lines.append(f"refused: {markup_safe(o['refused'])}")
     else:
         lines.append(f"wrote {o['written']} labels to {markup_safe(str(o['out']))}")
+    if o["incomplete"] is not None:
+        lines.append(f"incomplete (exit 3): {markup_safe(o['incomplete'])}")
     return "\n".join(lines)
 
 

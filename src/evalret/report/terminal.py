@@ -10,6 +10,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evalret.data.baseline import label_sources_of
 from evalret.data.schema import AnnSection, GateSection, MetricValue, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.common import (
@@ -393,6 +394,10 @@ def print_baseline(console: Console, report: RunReport, path: Path) -> None:
         ("model", terminal(", ".join(f"{k}={v}" for k, v in f.model.items()))),
         ("indexes", terminal("; ".join(f"{k}: {v}" for k, v in f.indexes.items()))),
         ("metrics", terminal(", ".join(f"{k}={v}" for k, v in f.metrics.items()))),
+        (
+            "label sources",
+            terminal(", ".join(f"{k} {n}" for k, n in label_sources_of(report).items())),
+        ),
     ]
     for label, value in lines:
         console.print(Text.assemble((f"{label}: ", "bold"), value))
