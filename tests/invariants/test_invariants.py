@@ -99,3 +99,7 @@ def test_every_row_meets_the_catalogue() -> None:
     assert "exit-0-in-retriever" in by_row["hook"]
     assert "duplicate-gate-key" in by_row["run"]
     assert "http-redirect-elsewhere" in by_row["embed"]
+    for row in ("run", "hook"):  # every HTTP client of a row meets a body bomb
+        assert {"http-gzip-bomb", "rerank-http-huge", "rerank-http-gzip-bomb"} <= set(by_row[row])
+    assert {"judge-http-huge", "judge-http-gzip-bomb"} <= set(by_row["run"])
+    assert {"judge-http-huge", "judge-http-gzip-bomb"} <= set(by_row["judge"])
