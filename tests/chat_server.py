@@ -15,7 +15,8 @@ a grade; ``("redirect", url)`` answers a 307 to ``url``; ``("hostile", mode)`` a
 no client should read whole (helpers.send_hostile_body: a huge one or a gzip bomb; what was sent
 of it is kept in ``sent``); ``("raw", body)`` answers status 200 with the bytes ``body`` (JSON
 that ``json.dumps`` cannot write: a number of 5,000 digits); ``("usage", prompt, completion)``
-answers with those token counts; ``("ok",)`` answers normally.
+answers with those token counts; ``("ok",)`` answers normally. With ``encoding`` (gzip or
+deflate) every answer is compressed so.
 ``always_malformed`` holds query texts whose every answer is prose. ``answer_format`` "bare"
 answers a bare integer. Every request is counted (``requests``), and every grade answered
 kept (``answered``: (query, document) -> list of grades). Nothing of evalret is imported.
@@ -46,6 +47,7 @@ class ChatState:
     seed: int = 0
     scale: tuple[int, int] = (0, 3)
     answer_format: str = "final"
+    encoding: str | None = None  # gzip or deflate: answers compressed
     faults: deque[tuple[Any, ...]] = field(default_factory=deque)
     always_malformed: set[str] = field(default_factory=set)
     requests: int = 0
@@ -151,6 +153,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "total_tokens": usage[0] + usage[1],
                 },
             },
+            encoding=state.encoding,
         )
 
 

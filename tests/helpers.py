@@ -158,10 +158,21 @@ def send_hostile_body(handler: Any, mode: str) -> tuple[int, int]:
     return sent, HOSTILE_BYTES
 
 
-def send_json(handler: Any, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
-    """Answer an http.server request with ``body`` as JSON (status ``code``, extra ``headers``)."""
+def send_json(
+    handler: Any,
+    code: int,
+    body: Any,
+    headers: dict[str, str] | None = None,
+    encoding: str | None = None,
+) -> None:
+    """Answer an http.server request with ``body`` as JSON (status ``code``, extra ``headers``;
+    ``encoding``: gzip or deflate, the body compressed so)."""
     data = json.dumps(body).encode()
     handler.send_response(code)
+    if encoding is not None:
+        packer = zlib.compressobj(6, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
+        data = packer.compress(data) + packer.flush()
+        handler.send_header("Content-Encoding", encoding)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(data)))
     for key, value in (headers or {}).items():

@@ -19,7 +19,8 @@ one, if any:
   ``seconds``, then the rest (a per-read timeout never fires);
 - ``("html",)``: status 200 with an HTML login page; ``("error200", message)``: status 200
   with an ``{"error": ...}`` body;
-- ``("numbers_as", "str" | "bool")``: the first vector as a list of strings or booleans;
+- ``("numbers_as", "str" | "bool" | "huge")``: the first vector as a list of strings,
+  booleans or integers of 401 digits (no float holds them);
 - ``("usage", tokens)``: ``usage.total_tokens`` is ``tokens``; ``("model", name)``: the
   answer names model ``name``; ``("truncate",)``: the JSON answer cut in half (framed
   correctly);
@@ -186,8 +187,9 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         if fault is not None and fault[0] == "count":
             data = data[:-1]
-        if fault is not None and fault[0] == "numbers_as":  # a list of strings or booleans
-            cast = str if fault[1] == "str" else (lambda x: x > 0)
+        if fault is not None and fault[0] == "numbers_as":  # strings, booleans, or 10**400
+            casts = {"str": str, "bool": lambda x: x > 0, "huge": lambda x: 10**400}
+            cast = casts[fault[1]]
             data[0]["embedding"] = [cast(x) for x in vectors[0].tolist()]
         if fault is not None and fault[0] == "shuffle":
             data = data[::-1]

@@ -704,6 +704,11 @@ RerankerConfig = Annotated[
     CrossEncoderRerankerConfig | PythonRerankerConfig | HttpRerankerConfig,
     Field(discriminator="provider"),
 ]
+# the reranker's providers: an error's loc carries one after ``reranker`` (no key of the file)
+RERANKER_PROVIDERS = frozenset(
+    get_args(member.model_fields["provider"].annotation)[0]
+    for member in (CrossEncoderRerankerConfig, PythonRerankerConfig, HttpRerankerConfig)
+)
 
 
 class RerankIndexConfig(TypedIndexBase):
@@ -1779,6 +1784,8 @@ def _validation_problem(err: Any, root: yaml.Node | None, source: str) -> Proble
     """One pydantic error as a Problem at its key's path and line."""
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function")))
     loc, said = _union_problem(loc, err)
+    if len(loc) > 4 and loc[2] == "reranker" and loc[3] in RERANKER_PROVIDERS:
+        loc = loc[:3] + loc[4:]  # indexes.<name>.reranker.<provider>.<key>: the tag taken out
     error = (err.get("ctx") or {}).get("error")
     if isinstance(error, AtKey):
         loc = loc + error.loc
