@@ -186,6 +186,25 @@ def test_a_number_of_5000_digits_is_an_unreadable_answer(tmp_path: Path) -> None
     assert parse_grade("0" * 5000 + "2", parse_scale_03()) is None
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"usage": {"total_tokens": ' + LONG + "}}", "a number of too many digits"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_json_python_cannot_hold_is_malformed_json(text: str, said: str) -> None:
+    """What every client reads an answer with: a number past Python's 4,300 digits, or nesting
+    past its recursion limit, is a JSONDecodeError (the clients' "cannot be read"), at the
+    number's position when there is one; never a bare ValueError or RecursionError."""
+    from evalret.engines.openai_api import answer_json
+
+    with pytest.raises(json.JSONDecodeError, match=said) as refused:
+        answer_json(text)
+    if "digits" in said:
+        assert refused.value.pos == text.index("9")
+
+
 def parse_scale_03() -> Any:
     from evalret.data.judgments import parse_scale
 
