@@ -11,7 +11,12 @@ share of the pairs is answered wrong, the same wrong grade for every ask of a pa
 Faults are queued (``server.faults.append(...)``), each request taking the next one:
 ``("status", code, retry_after)`` answers ``code`` with an OpenAI-style error body that echoes
 the Authorization header (a 429 with ``Retry-After``); ``("malformed",)`` answers prose without
-a grade; ``("redirect", url)`` answers a 307 to ``url``; ``("ok",)`` answers normally.
+a grade; ``("redirect", url)`` answers a 307 to ``url``; ``("hostile", mode)`` answers a body
+no client should read whole (helpers.send_hostile_body: a huge one or a gzip bomb; what was sent
+of it is kept in ``sent``); ``("raw", body)`` answers status 200 with the bytes ``body`` (JSON
+that ``json.dumps`` cannot write: a number of 5,000 digits); ``("usage", prompt, completion)``
+answers with those token counts; ``("ok",)`` answers normally. With ``encoding`` (gzip or
+deflate) every answer is compressed so.
 ``always_malformed`` holds query texts whose every answer is prose. ``answer_format`` "bare"
 answers a bare integer. Every request is counted (``requests``), and every grade answered
 kept (``answered``: (query, document) -> list of grades). Nothing of evalret is imported.
@@ -29,7 +34,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from helpers import send_json
+from helpers import send_hostile_body, send_json
 
 PAIR = re.compile(r"Query: (.*?)\n\nPassage: (.*)\n\n(?:Work through|Answer)", re.DOTALL)
 
@@ -42,11 +47,13 @@ class ChatState:
     seed: int = 0
     scale: tuple[int, int] = (0, 3)
     answer_format: str = "final"
+    encoding: str | None = None  # gzip or deflate: answers compressed
     faults: deque[tuple[Any, ...]] = field(default_factory=deque)
     always_malformed: set[str] = field(default_factory=set)
     requests: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)
     answered: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    sent: list[tuple[int, int]] = field(default_factory=list)  # hostile bodies: (sent, size)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def wrong(self, query: str, document: str) -> bool:
@@ -88,6 +95,18 @@ class _Handler(BaseHTTPRequestHandler):
             said = f"refused {self.headers.get('Authorization')}"  # a server echoing the key
             self._error(fault[1], said, {"Retry-After": str(fault[2])})
             return
+        if fault is not None and fault[0] == "raw":  # status 200 with these bytes as JSON
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(fault[1])))
+            self.end_headers()
+            self.wfile.write(fault[1])
+            return
+        if fault is not None and fault[0] == "hostile":
+            sent = send_hostile_body(self, fault[1])
+            with state.lock:
+                state.sent.append(sent)
+            return
         if fault is not None and fault[0] == "redirect":
             self.send_response(307)
             self.send_header("Location", fault[1])
@@ -110,9 +129,10 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.answered.setdefault((query, document), []).append(grade)
         text = str(grade) if state.answer_format == "bare" else f"##final score: {grade}"
-        self._reply(state, text)
+        usage = fault[1:] if fault is not None and fault[0] == "usage" else (300, 6)
+        self._reply(state, text, usage)
 
-    def _reply(self, state: ChatState, text: str) -> None:
+    def _reply(self, state: ChatState, text: str, usage: tuple[int, ...] = (300, 6)) -> None:
         send_json(
             self,
             200,
@@ -127,8 +147,13 @@ class _Handler(BaseHTTPRequestHandler):
                         "finish_reason": "stop",
                     }
                 ],
-                "usage": {"prompt_tokens": 300, "completion_tokens": 6, "total_tokens": 306},
+                "usage": {
+                    "prompt_tokens": usage[0],
+                    "completion_tokens": usage[1],
+                    "total_tokens": usage[0] + usage[1],
+                },
             },
+            encoding=state.encoding,
         )
 
 

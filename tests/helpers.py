@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -106,10 +108,71 @@ def demo_report() -> Any:
     return RunReport.model_validate_json(path.read_text())
 
 
-def send_json(handler: Any, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
-    """Answer an http.server request with ``body`` as JSON (status ``code``, extra ``headers``)."""
+MIB = 1 << 20
+HOSTILE_BYTES = 256 * MIB  # a hostile body's size: on the wire (huge), or decoded (a bomb)
+HOSTILE_MODES = ("huge", "huge-declared", "gzip", "deflate")
+
+
+@functools.cache
+def bomb(encoding: str) -> bytes:
+    """HOSTILE_BYTES zero bytes compressed as ``encoding`` (gzip or deflate): about 260 KB, a
+    thousand to one (made once per process, in a second)."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
+    zeros = bytes(MIB)
+    return b"".join(packer.compress(zeros) for _ in range(HOSTILE_BYTES // MIB)) + packer.flush()
+
+
+def send_hostile_body(handler: Any, mode: str) -> tuple[int, int]:
+    """Answers status 200 with a body no client should read whole (``mode``, one of
+    HOSTILE_MODES); returns (bytes sent, bytes in the body): fewer sent when the client closed
+    the connection first, which, past what the kernels' buffers hold (tens of MB), only a
+    client that stopped reading does.
+
+    - ``huge``: HOSTILE_BYTES of JSON whitespace, the body ending with the connection (no
+      Content-Length); ``huge-declared``: the same with its Content-Length;
+    - ``gzip``, ``deflate``: a bomb (``bomb(mode)``, declared as the Content-Encoding) followed
+      by padding up to HOSTILE_BYTES on the wire, which no decoder reads (it follows the end of
+      the compressed stream) but a client reading the whole body receives; no Content-Length
+      (the body ends with the connection), so that only what it decodes to can stop a client.
+    """
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    head = b""
+    if mode in ("gzip", "deflate"):
+        head = bomb(mode)
+        handler.send_header("Content-Encoding", mode)
+    if mode == "huge-declared":
+        handler.send_header("Content-Length", str(HOSTILE_BYTES))
+    handler.end_headers()
+    sent, filler = 0, b" " * MIB
+    try:
+        handler.wfile.write(head)
+        sent = len(head)
+        while sent < HOSTILE_BYTES:
+            piece = filler[: HOSTILE_BYTES - sent]
+            handler.wfile.write(piece)
+            sent += len(piece)
+        handler.wfile.flush()
+    except OSError:  # the client closed the connection: what it should do
+        pass
+    return sent, HOSTILE_BYTES
+
+
+def send_json(
+    handler: Any,
+    code: int,
+    body: Any,
+    headers: dict[str, str] | None = None,
+    encoding: str | None = None,
+) -> None:
+    """Answer an http.server request with ``body`` as JSON (status ``code``, extra ``headers``;
+    ``encoding``: gzip or deflate, the body compressed so)."""
     data = json.dumps(body).encode()
     handler.send_response(code)
+    if encoding is not None:
+        packer = zlib.compressobj(6, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
+        data = packer.compress(data) + packer.flush()
+        handler.send_header("Content-Encoding", encoding)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(data)))
     for key, value in (headers or {}).items():

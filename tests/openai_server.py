@@ -19,12 +19,15 @@ one, if any:
   ``seconds``, then the rest (a per-read timeout never fires);
 - ``("html",)``: status 200 with an HTML login page; ``("error200", message)``: status 200
   with an ``{"error": ...}`` body;
-- ``("numbers_as", "str" | "bool")``: the first vector as a list of strings or booleans;
+- ``("numbers_as", "str" | "bool" | "huge")``: the first vector as a list of strings,
+  booleans or integers of 401 digits (no float holds them);
 - ``("usage", tokens)``: ``usage.total_tokens`` is ``tokens``; ``("model", name)``: the
   answer names model ``name``; ``("truncate",)``: the JSON answer cut in half (framed
   correctly);
 - ``("fail_after", answered, code, message)``: wait until ``answered`` requests were answered
-  (and half a second more, for the client to read them), then answer ``code``.
+  (and half a second more, for the client to read them), then answer ``code``;
+- ``("hostile", mode)``: a body no client should read whole (helpers.send_hostile_body: a huge
+  one or a gzip bomb); what was sent of it is kept in ``server.sent``.
 
 ``refuse_base64`` answers 400 to base64 requests, as a server without base64 would. ``hold_after``
 makes requests after the first N wait until ``release`` is set. ``latency`` (seconds, default 0)
@@ -48,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from helpers import send_json
+from helpers import send_hostile_body, send_json
 
 
 @dataclass
@@ -69,6 +72,7 @@ class ServerState:
     latency: float = 0.0  # seconds slept by every request (a modelled network round trip)
     release: threading.Event = field(default_factory=threading.Event)
     answered: int = 0
+    sent: list[tuple[int, int]] = field(default_factory=list)  # hostile bodies: (sent, size)
     lock: threading.Lock = field(default_factory=threading.Lock)
     encode_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -109,6 +113,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "html":
             page = b"<html><body><h1>Sign in</h1><p>Your session expired.</p></body></html>"
             self._raw(200, page, "text/html; charset=utf-8")
+        elif kind == "hostile":
+            sent = send_hostile_body(self, fault[1])
+            with state.lock:
+                state.sent.append(sent)
         elif kind == "error200":
             self._json(200, {"error": {"message": fault[1], "type": "server_error"}})
         elif kind == "fail_after":
@@ -179,8 +187,9 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         if fault is not None and fault[0] == "count":
             data = data[:-1]
-        if fault is not None and fault[0] == "numbers_as":  # a list of strings or booleans
-            cast = str if fault[1] == "str" else (lambda x: x > 0)
+        if fault is not None and fault[0] == "numbers_as":  # strings, booleans, or 10**400
+            casts = {"str": str, "bool": lambda x: x > 0, "huge": lambda x: 10**400}
+            cast = casts[fault[1]]
             data[0]["embedding"] = [cast(x) for x in vectors[0].tolist()]
         if fault is not None and fault[0] == "shuffle":
             data = data[::-1]
@@ -256,6 +265,7 @@ class EmbeddingServer:
         s.release.set()
         s.release = threading.Event()
         s.answered = 0
+        s.sent.clear()
 
     def __enter__(self) -> EmbeddingServer:
         self.thread.start()

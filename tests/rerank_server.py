@@ -9,8 +9,11 @@ its body kept.
 Faults are queued (``server.faults.append(...)``), each request taking the next one:
 ``("status", code)`` answers ``code`` with an error body that echoes the Authorization header (a
 429 or 503 with ``Retry-After: 0``); ``("drop_index",)`` answers one result fewer;
-``("bad_index",)`` answers an index out of range; ``("ok",)`` answers normally. A query text
-in ``always_fail`` is answered 500 on every request. Nothing of evalret is imported.
+``("bad_index",)`` answers an index out of range; ``("hostile", mode)`` answers a body no client
+should read whole (helpers.send_hostile_body: a huge one or a gzip bomb; what was sent of it is
+kept in ``sent``); ``("raw", body)`` answers status 200 with the bytes ``body`` (JSON that
+``json.dumps`` cannot write: a number of 5,000 digits); ``("ok",)`` answers normally. A query
+text in ``always_fail`` is answered 500 on every request. Nothing of evalret is imported.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from helpers import send_json
+from helpers import send_hostile_body, send_json
 
 
 def pair_score(query: str, document: str) -> float:
@@ -42,6 +45,7 @@ class RerankState:
     always_fail: set[str] = field(default_factory=set)
     requests: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[tuple[int, int]] = field(default_factory=list)  # hostile bodies: (sent, size)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -66,6 +70,18 @@ class _Handler(BaseHTTPRequestHandler):
             fault = state.faults.popleft() if state.faults else None
         if fault is not None and fault[0] == "status":
             self._error(fault[1], f"refused {self.headers.get('Authorization')}")
+            return
+        if fault is not None and fault[0] == "raw":  # status 200 with these bytes as JSON
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(fault[1])))
+            self.end_headers()
+            self.wfile.write(fault[1])
+            return
+        if fault is not None and fault[0] == "hostile":
+            sent = send_hostile_body(self, fault[1])
+            with state.lock:
+                state.sent.append(sent)
             return
         if body.get("model") != state.name:
             self._error(404, f"model {body.get('model')!r} not found")

@@ -34,7 +34,7 @@ from evalret.errors import ConfigError, ModelError
 from evalret.pipeline.evaluate import run_evaluation
 from evalret.pipeline.plan import dry_run
 from evalret.report.views import api_line
-from helpers import marks_its_users, metric_table
+from helpers import HOSTILE_BYTES, bomb, marks_its_users, metric_table
 from openai_server import EmbeddingServer, packaged_model
 
 runner = CliRunner()
@@ -171,6 +171,32 @@ def test_unknown_model_and_spent_retries(api: EmbeddingServer, tmp_path: Path) -
     api.state.faults.extend([fast_retry(429, "slow down")] * 2)
     output = _run_error(api, tmp_path, concurrency=1, max_retries=1)
     assert "still rate limited after 1 retry:" in output
+
+
+@pytest.mark.parametrize("mode", ["huge", "gzip"])
+def test_an_answer_past_the_limit_is_refused(
+    api: EmbeddingServer, tmp_path: Path, mode: str
+) -> None:
+    """A 256 MiB answer or a gzip bomb stops at model.max_response_mb's default (64 MiB for
+    max_batch 256): exit 3 naming the endpoint, the limit and what lowers an answer's size,
+    one request (not retried), and the body not read whole."""
+    bomb("gzip")  # made before the client waits for it
+    api.state.faults.append(("hostile", mode))
+    output = _run_error(api, tmp_path, concurrency=1)
+    assert len(api.state.requests) == 1
+    assert f"embedding request to {api.base_url}/embeddings:" in output
+    assert "larger than model.max_response_mb (64 MiB)" in output
+    assert "(or lower model.max_batch, 256 texts a request)" in output
+    assert len(api.state.sent) == 1 and api.state.sent[0][0] < HOSTILE_BYTES
+
+
+def test_a_huge_retry_after_is_not_retried(api: EmbeddingServer, tmp_path: Path) -> None:
+    """A 429 asking to wait 10**9 s: one request, and the message says it was not retried."""
+    api.state.faults.append(("status", 429, {"Retry-After": str(10**9)}, "slow down"))
+    output = _run_error(api, tmp_path, concurrency=1, max_retries=3)
+    assert len(api.state.requests) == 1
+    assert "rate limited with no retry: the server asked to wait 1,000,000,000 s" in output
+    assert "3 retries" not in output
 
 
 @pytest.mark.parametrize(
@@ -454,9 +480,11 @@ def test_key_masked_in_every_echoed_form(api: EmbeddingServer, monkeypatch: Any)
         (("usage", -5), "usage.total_tokens -5 for 2 texts: not a token count"),
         (("usage", 10**12), "usage.total_tokens 1000000000000 for 2 texts"),
         (("usage", "12"), "usage.total_tokens '12'"),
+        (("usage", 10**400), f"usage.total_tokens 1{'0' * 39}... for 2 texts"),
         # numpy would read "0.5" and true as numbers
         (("numbers_as", "str"), "answered a vector evalret cannot read: str '"),
         (("numbers_as", "bool"), "answered a vector evalret cannot read: bool "),
+        (("numbers_as", "huge"), "answered a vector evalret cannot read: int too large"),
     ],
 )
 def test_bad_answers_with_status_200(

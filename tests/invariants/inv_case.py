@@ -85,10 +85,12 @@ class Case:
     _stack: ExitStack = field(default_factory=ExitStack)
     _read_only: list[Path] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)  # options a situation adds (e.g. a --set)
+    drop: tuple[str, ...] = ()  # options of the row's argv a situation takes out (--dry-run)
 
     def argv(self) -> list[str]:
         values = {role.replace("-", "_"): str(path) for role, path in self.paths.items()}
-        return [arg.format(**values) for arg in self.row.argv] + self.extra
+        kept = [arg for arg in self.row.argv if arg not in self.drop]
+        return [arg.format(**values) for arg in kept] + self.extra
 
     def config_path(self) -> Path:
         assert self.row.config is not None

@@ -9,7 +9,12 @@
 - ``drip``: a 200 whose body comes a byte every DRIP_S seconds, for DRIP_FOR seconds at most
   (then the connection closes): a per-read timeout never fires, a whole-request one does;
 - ``echo-key``: a 401 whose message quotes the Authorization header in every form a server may
-  echo it: verbatim, URL-encoded, base64, and the key as a Basic credential.
+  echo it: verbatim, URL-encoded, base64, and the key as a Basic credential;
+- ``huge``, ``gzip-bomb``: a 200 whose body no client should read whole
+  (helpers.send_hostile_body): 256 MiB of whitespace ending with the connection, or a gzip
+  bomb (256 MiB of zeros in 260 KB, then padding on the wire). These two answer any POST (an
+  embedding, a rerank or a chat request alike), and keep (bytes sent, bytes in the body) in
+  ``sent``: a client that stopped reading closed the connection before all was sent.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import sys
 import threading
 import time
 import urllib.parse
@@ -28,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from helpers import send_json
+from helpers import bomb, send_hostile_body, send_json
 
 DIM = 32
 DRIP_S = 0.5
 DRIP_FOR = 8.0
+HOSTILE = {"huge": "huge", "gzip-bomb": "gzip"}  # a mode: its helpers.send_hostile_body body
 
 
 def embed_texts(texts: list[str]) -> np.ndarray:
@@ -65,6 +72,7 @@ class ServerState:
     redirect_to: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list)
     first_at: float | None = None  # time.monotonic() of the first request
+    sent: list[tuple[int, int]] = field(default_factory=list)  # hostile bodies: (sent, size)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -86,7 +94,11 @@ class _Handler(BaseHTTPRequestHandler):
             if state.first_at is None:
                 state.first_at = time.monotonic()
             state.requests.append({"path": self.path, "body": body, "authorization": auth})
-        if state.mode == "redirect":
+        if state.mode in HOSTILE:
+            sent = send_hostile_body(self, HOSTILE[state.mode])
+            with state.lock:
+                state.sent.append(sent)
+        elif state.mode == "redirect":
             self.send_response(307)
             self.send_header("Location", state.redirect_to + self.path)
             self.send_header("Content-Length", "0")
@@ -142,10 +154,17 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     state: ServerState
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that closed the connection early (a hostile body cut) is expected."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
 
 @contextmanager
 def serve(mode: str = "ok", redirect_to: str = "") -> Iterator[tuple[str, ServerState]]:
     """A server on a free loopback port: (its base URL ending in /v1, its state)."""
+    if HOSTILE.get(mode, "huge") != "huge":
+        bomb(HOSTILE[mode])  # made now, not while a client waits for its answer
     server = _Server(("127.0.0.1", 0), _Handler)
     server.state = ServerState(mode=mode, redirect_to=redirect_to)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

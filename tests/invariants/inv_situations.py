@@ -23,6 +23,10 @@ meaning allows, text the output must name, and any check of its own. The common 
   scores: a row whose config's rerank index is made an HTTP reranker).
 - the LLM judge (inv_judge): a judge that fails every request or answers nothing readable, a
   judged run against an unjudged baseline, a judged report compared with an unjudged one.
+- body bombs: every HTTP client (the embedding provider, an HTTP reranker, the judge) answered
+  a huge body or a gzip bomb, for every row that calls it: refused at its
+  ``max_response_mb`` (exit 3, naming the endpoint and the limit), the connection closed before
+  the server sent it all.
 """
 
 from __future__ import annotations
@@ -425,15 +429,74 @@ def _openai_model(url: str, timeout: int = 2) -> str:
     )
 
 
+BOMBS = ("huge", "gzip-bomb")  # inv_http's modes whose body no client should read whole
+LIMIT = 1  # the max_response_mb of a client a bomb is served to: a bomb passes it at once
+
+
 def _http(mode: str, url_form: str = "{url}") -> Callable[[Case], None]:
     def prepare(case: Case) -> None:
         elsewhere_url, elsewhere = case.enter(serve("ok"))
         url, state = case.enter(serve(mode, redirect_to=elsewhere_url.removesuffix("/v1")))
         host = url.removeprefix("http://")
-        case.write_config(config_text(model=_openai_model(url_form.format(url=url, host=host))))
+        model = _openai_model(url_form.format(url=url, host=host))
+        if mode in BOMBS:
+            model += f"\n  max_response_mb: {LIMIT}"
+            case.must_name += [f"{url}/embeddings", f"model.max_response_mb ({LIMIT} MiB)"]
+        case.write_config(config_text(model=model))
         case.servers = (state, elsewhere)
 
     return prepare
+
+
+def _service(url: str) -> str:
+    """The settings every HTTP service of a bomb situation shares (flow style)."""
+    return (
+        f"base_url: '{url}', api_key_env: {SECRET_ENV}, max_retries: 0, timeout: 5, "
+        f"max_response_mb: {LIMIT}"
+    )
+
+
+def _rerank_bomb(mode: str) -> Callable[[Case], None]:
+    """The world's Python reranker replaced by an HTTP one at a server answering ``mode``."""
+
+    def prepare(case: Case) -> None:
+        url, state = case.enter(serve(mode))
+        text = case.config_text()
+        python = f'reranker: {{provider: python, callable: "{RERANKER}"}}'
+        assert python in text
+        http = f"reranker: {{provider: http, model: inv-rerank, {_service(url)}}}"
+        case.write_config(text.replace(python, http))
+        case.servers = (state,)
+        key = "indexes.reranked.reranker.max_response_mb"
+        case.must_name += [f"{url}/rerank", f"{key} ({LIMIT} MiB)"]
+
+    return prepare
+
+
+def _judge_bomb(mode: str) -> Callable[[Case], None]:
+    """A judge at a server answering ``mode``, and the row told to ask it (its ``judges``)."""
+
+    def prepare(case: Case) -> None:
+        url, state = case.enter(serve(mode))
+        asks = case.row.judges
+        assert asks is not None
+        case.extra += asks.add
+        case.drop = asks.drop
+        text = case.config_text().replace(JUDGE_BLOCK, "")
+        case.write_config(text + f"judge: {{name: inv-judge, {_service(url)}}}\n")
+        case.servers = (state,)
+        case.must_name += [f"{url}/chat/completions", f"judge.max_response_mb ({LIMIT} MiB)"]
+
+    return prepare
+
+
+def _reading_stopped(case: Case, outcome: Outcome) -> None:
+    """The client closed the connection before the server had sent the whole body (past what
+    the kernels' buffers hold: it stopped reading)."""
+    sent = case.servers[0].sent
+    assert sent, "no request reached the server"
+    for done, size in sent:
+        assert done < size, f"the whole hostile body ({size:,} bytes) was read"
 
 
 def _key_was_sent(case: Case, outcome: Outcome) -> None:
@@ -458,7 +521,21 @@ HTTP_DRIP_ROWS = {"run", "embed"}
 QUOTED = urllib.parse.quote(SECRET, safe="")
 
 
+def bomb_situations(row: Row) -> Iterator[Situation]:
+    """Every HTTP client a row calls, answered a body bomb: exit 3 naming the endpoint and its
+    limit, the body not read whole."""
+    three, checks = frozenset({3}), (_reading_stopped,)
+    for mode in BOMBS:
+        if row.embeds:
+            yield Situation(f"http-{mode}", _http(mode), three, checks=checks)
+        if "reranker" in row.plugins:
+            yield Situation(f"rerank-http-{mode}", _rerank_bomb(mode), three, checks=checks)
+        if row.judges is not None:
+            yield Situation(f"judge-http-{mode}", _judge_bomb(mode), three, checks=checks)
+
+
 def http_situations(row: Row) -> Iterator[Situation]:
+    yield from bomb_situations(row)
     if not row.embeds:
         return
     yield Situation("http-ok", _http("ok"), checks=(_key_was_sent,))

@@ -35,6 +35,15 @@ class Item:
 
 
 @dataclass(frozen=True)
+class Asks:
+    """How a row is made to call a service its config names (the judge): options added to its
+    argv, and options taken out of it."""
+
+    add: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Row:
     name: str
     argv: tuple[str, ...]
@@ -47,6 +56,8 @@ class Row:
     config: str | None = None  # the role of the YAML config it reads
     plugins: frozenset[str] = frozenset()  # "encoder", "retriever": the plug-ins it calls
     embeds: bool = False  # embeds with the config's model (the HTTP situations apply)
+    # asks the config's judge over HTTP once told so (the judge's HTTP situations apply)
+    judges: Asks | None = None
     serves: bool = False  # a server: run as a process, stopped by the harness
     run_report: bool = False  # the report is an evalret run report.json (carries run_id)
     # outputs that may be an input by design: (output role, input role)
@@ -108,6 +119,7 @@ ROWS: tuple[Row, ...] = (
         config="config",
         plugins=EVERY_PLUGIN,
         embeds=True,
+        judges=Asks(add=("--judge",)),
         run_report=True,
         # saving over the baseline gated against is how a baseline is refreshed, on purpose
         allowed=frozenset({("save-baseline", "baseline")}),
@@ -158,7 +170,7 @@ ROWS: tuple[Row, ...] = (
         outputs=(Item("out", "new-pool.jsonl"),),
         report=("out", ""),
         config="config",
-        plugins=BOTH,
+        plugins=EVERY_PLUGIN,  # the rerank index too
         embeds=True,
     ),
     Row(
@@ -181,6 +193,7 @@ ROWS: tuple[Row, ...] = (
         outputs=(Item("out", "labels.jsonl"),),
         config="config",
         judge_argv=(),
+        judges=Asks(drop=("--dry-run",)),
     ),
     Row(
         "report",
@@ -241,7 +254,7 @@ ROWS: tuple[Row, ...] = (
         outputs=(Item("out", "sweep", dir=True, products=("sweep.json", "sweep.html")),),
         report=("out", "sweep.json"),
         config="config",
-        plugins=BOTH,
+        plugins=EVERY_PLUGIN,  # the rerank index too
         embeds=True,
     ),
     Row("baseline show", ("baseline", "show", "{baseline}"), inputs=(BASELINE,)),

@@ -102,3 +102,7 @@ def test_every_row_meets_the_catalogue() -> None:
     for row in ("run", "judge"):
         assert {"judge-fails-every-request", "judge-answers-unreadable"} <= set(by_row[row])
     assert "judged-report-unjudged-report" in by_row["compare"]
+    for row in ("run", "hook"):  # every HTTP client of a row meets a body bomb
+        assert {"http-gzip-bomb", "rerank-http-huge", "rerank-http-gzip-bomb"} <= set(by_row[row])
+    assert {"judge-http-huge", "judge-http-gzip-bomb"} <= set(by_row["run"])
+    assert {"judge-http-huge", "judge-http-gzip-bomb"} <= set(by_row["judge"])

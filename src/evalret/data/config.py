@@ -51,6 +51,7 @@ DEFAULT_METRICS = [
     "hit_rate@10",
 ]
 PACKAGED_MODEL = "all-MiniLM-L6-v2"
+PATH_MAX = 4096  # characters of a path (Linux's PATH_MAX): a longer model name is no directory
 
 
 def _usable_path(path: Path) -> Path:
@@ -151,6 +152,8 @@ class ModelConfigBase(_Strict):
     dump_first: ClassVar[tuple[str, ...]] = ()
     # keys left out of the dump while null (reports from before they existed read the same)
     dump_unless_null: ClassVar[tuple[str, ...]] = ()
+    # whether ``name`` may be a local directory (relative to the config file's folder)
+    name_is_path: ClassVar[bool] = False
 
     provider: str = Field(description="what embeds the texts")
     name: str = Field(description="the model")
@@ -188,6 +191,15 @@ class ModelConfigBase(_Strict):
         return {k: data[k] for k in [*first, *(k for k in data if k not in first)]}
 
 
+def _is_local(base: Path, name: str) -> bool:
+    """Whether the relative ``name`` is a path under ``base`` (a name too long to be a path,
+    or one the system refuses, is none)."""
+    try:
+        return not Path(name).is_absolute() and (base / name).exists()
+    except (OSError, ValueError):
+        return False
+
+
 class SentenceTransformersModelConfig(ModelConfigBase):
     """A local sentence-transformers model, run by torch, onnxruntime or OpenVINO."""
 
@@ -197,13 +209,19 @@ class SentenceTransformersModelConfig(ModelConfigBase):
         "max_seq_length",
     )  # fmt: skip
     dump_unless_null: ClassVar[tuple[str, ...]] = ("prompts",)
+    name_is_path: ClassVar[bool] = True
 
     provider: Literal["sentence-transformers"] = Field(
         "sentence-transformers",
         description="sentence-transformers (a local model), python (a custom encoder) or openai "
         "(an OpenAI-compatible /embeddings endpoint)",
     )
-    name: str = Field(PACKAGED_MODEL, description="packaged MiniLM, a local directory, or a name")
+    name: str = Field(
+        PACKAGED_MODEL,
+        min_length=1,
+        max_length=PATH_MAX,
+        description="packaged MiniLM, a local directory, or a name",
+    )
     prompts: PromptsConfig | None = Field(
         None, description="the model's own named prompts, instead of the prefixes"
     )
@@ -289,16 +307,43 @@ def checked_base_url(value: str) -> str:
     problem = url_port_problem(value)
     if problem:
         raise ValueError(problem)
+    if not parts.hostname:
+        raise ValueError("no host: write it as scheme://host[:port]/path")
     return value
+
+
+# an answer's body, as sent and decoded (engines/http_policy.py), unless max_response_mb says:
+# far more than a judge's or a reranker's answer, and more than an embedding answer of 256 texts
+# of 4,096 dimensions as JSON numbers (about 27 MB)
+MAX_RESPONSE_MB = 64
+MIB = 1024 * 1024
+ANSWER_DIMENSIONS = 4096  # an embedding answer's dimension assumed when ``dimensions`` is unset
+# the most bytes a float written as JSON takes, its separator included ("-1.2345678901234567e-05,
+# "), and those of one vector's item around its numbers
+JSON_NUMBER_BYTES = 26
+JSON_ITEM_BYTES = 64
+MAX_API_NAME = 256  # characters of a model name an API is sent (ids, deployments, ARNs)
+
+
+def _max_response_mb(default: int | None, reads: str) -> Any:
+    """The ``max_response_mb`` field of an HTTP section (``reads``: what it bounds)."""
+    return Field(
+        default,
+        ge=1,
+        le=16384,
+        description=f"MiB an answer of {reads} may hold, as sent and decoded (gzip, deflate)",
+    )
 
 
 class OpenAIModelConfig(ModelConfigBase):
     """An OpenAI-compatible /embeddings endpoint (engines/openai_api.py)."""
 
-    dump_unless_null: ClassVar[tuple[str, ...]] = ("request_fields",)
+    dump_unless_null: ClassVar[tuple[str, ...]] = ("request_fields", "max_response_mb")
 
     provider: Literal["openai"] = Field(description="openai: an OpenAI-compatible endpoint")
-    name: str = Field(description="the model id the endpoint serves")
+    name: str = Field(
+        min_length=1, max_length=MAX_API_NAME, description="the model id the endpoint serves"
+    )
     base_url: str = Field(
         OPENAI_URL,
         pattern=r"^https?://[^\s]+$",
@@ -328,10 +373,27 @@ class OpenAIModelConfig(ModelConfigBase):
     price_per_million_tokens: float | None = Field(
         None, ge=0, description="the price, for the cost in --dry-run and reports"
     )
+    max_response_mb: int | None = Field(
+        None,
+        ge=1,
+        le=16384,
+        description="MiB an answer may hold, as sent and decoded (gzip, deflate); null: 64, or "
+        "what max_batch vectors of dimensions (4096 when unset) take as JSON numbers if more",
+    )
 
     @property
     def price(self) -> float | None:
         return self.price_per_million_tokens
+
+    @property
+    def response_limit(self) -> int:
+        """The most bytes an answer may hold: ``max_response_mb``, or enough for the largest
+        answer ``max_batch`` allows (its vectors as JSON numbers), 64 MiB at least."""
+        if self.max_response_mb is not None:
+            return self.max_response_mb * MIB
+        dims = self.dimensions or ANSWER_DIMENSIONS
+        largest = self.max_batch * (dims * JSON_NUMBER_BYTES + JSON_ITEM_BYTES)
+        return max(MAX_RESPONSE_MB * MIB, largest)
 
     @field_validator("base_url")
     @classmethod
@@ -614,7 +676,9 @@ class HttpRerankerConfig(_Strict):
 
     provider: Literal["http"] = Field(description="http: a /rerank endpoint")
     base_url: str = Field(pattern=r"^https?://[^\s]+$", description="its /rerank is called")
-    model: str = Field(min_length=1, description="the reranker model the endpoint serves")
+    model: str = Field(
+        min_length=1, max_length=MAX_API_NAME, description="the reranker model the endpoint serves"
+    )
     api_key_env: str | None = Field(
         None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
@@ -623,6 +687,12 @@ class HttpRerankerConfig(_Strict):
     concurrency: int = Field(4, ge=1, le=64, description="requests in flight")
     max_retries: int = Field(6, ge=0, le=20, description="retries of a 429, 5xx or timeout")
     timeout: float = Field(60.0, gt=0, le=3600, description="seconds a request may take")
+    max_response_mb: int = _max_response_mb(MAX_RESPONSE_MB, "the endpoint (one query's scores)")
+
+    @property
+    def response_limit(self) -> int:
+        """The most bytes an answer may hold."""
+        return self.max_response_mb * MIB
 
     @field_validator("base_url")
     @classmethod
@@ -634,6 +704,11 @@ RerankerConfig = Annotated[
     CrossEncoderRerankerConfig | PythonRerankerConfig | HttpRerankerConfig,
     Field(discriminator="provider"),
 ]
+# the reranker's providers: an error's loc carries one after ``reranker`` (no key of the file)
+RERANKER_PROVIDERS = frozenset(
+    get_args(member.model_fields["provider"].annotation)[0]
+    for member in (CrossEncoderRerankerConfig, PythonRerankerConfig, HttpRerankerConfig)
+)
 
 
 class RerankIndexConfig(TypedIndexBase):
@@ -1243,7 +1318,9 @@ class JudgeConfig(_Strict):
         pattern=r"^https?://[^\s]+$",
         description="the API's base URL (its /chat/completions is called)",
     )
-    name: str = Field(min_length=1, description="the chat model the endpoint serves")
+    name: str = Field(
+        min_length=1, max_length=MAX_API_NAME, description="the chat model the endpoint serves"
+    )
     api_key_env: str | None = Field(
         "OPENAI_API_KEY",
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
@@ -1275,6 +1352,12 @@ class JudgeConfig(_Strict):
         le=1,
         description="with --calibrate: refuse to write labels when Cohen's kappa is below this",
     )
+    max_response_mb: int = _max_response_mb(MAX_RESPONSE_MB, "the endpoint (one grade)")
+
+    @property
+    def response_limit(self) -> int:
+        """The most bytes an answer may hold."""
+        return self.max_response_mb * MIB
 
     @field_validator("base_url")
     @classmethod
@@ -1482,9 +1565,8 @@ class Config(_Strict):
         updates = {k: fix(getattr(gs, k)) for k in ("path", "queries", "corpus", "qrels")}
         golden = gs.model_copy(update={k: v for k, v in updates.items() if v is not None})
         model = self.model
-        model_path = base / model.name
-        if not Path(model.name).is_absolute() and model_path.exists():
-            model = model.model_copy(update={"name": str(model_path)})
+        if model.name_is_path and _is_local(base, model.name):
+            model = model.model_copy(update={"name": str(base / model.name)})
         out = self.output.model_copy(update={"dir": fix(self.output.dir) or self.output.dir})
         gate = self.gate.model_copy(
             update={"baseline": fix(self.gate.baseline) or self.gate.baseline}
@@ -1709,6 +1791,8 @@ def _validation_problem(err: Any, root: yaml.Node | None, source: str) -> Proble
     """One pydantic error as a Problem at its key's path and line."""
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function")))
     loc, said = _union_problem(loc, err)
+    if len(loc) > 4 and loc[2] == "reranker" and loc[3] in RERANKER_PROVIDERS:
+        loc = loc[:3] + loc[4:]  # indexes.<name>.reranker.<provider>.<key>: the tag taken out
     error = (err.get("ctx") or {}).get("error")
     if isinstance(error, AtKey):
         loc = loc + error.loc

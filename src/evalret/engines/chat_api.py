@@ -12,8 +12,15 @@ What a caller gets: each prompt's answer text as soon as it arrives (``concurren
 flight), so that it can keep the answer at once. A request that fails for good is no exception
 for the whole batch: its prompt comes back with ``failed`` set (a message naming the endpoint,
 the status and what it likely means, the server's text redacted), and the other prompts go on.
-Only a key that is missing, or refused (401, 403) or a model or path not found (404), stops
-everything (ModelError, exit 3): every other request would fail the same way.
+Only a key that is missing, or refused (401, 403) or a model or path not found (404), or what
+the HTTP policy refuses (a redirect elsewhere, an answer larger than ``judge.max_response_mb``)
+stops everything (ModelError, exit 3): every other request would fail the same way.
+
+An answer's token counts (``usage``) are checked as the embedding provider checks its own
+(engines/tokens.max_tokens): the prompt's at most one per byte of the prompt and 256 more, the
+answer's at most one per byte of its text, 256 more and a reasoning model's hidden output
+(``HIDDEN_OUTPUT_TOKENS``). A figure beyond them is no token count: the request fails (its
+answer is not used), and no cost is ever computed from it.
 """
 
 from __future__ import annotations
@@ -26,8 +33,17 @@ from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from evalret.data.config import JudgeConfig
-from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused
-from evalret.engines.openai_api import api_key, counted, endpoint_of, key_redactor, openai_client
+from evalret.engines.http_policy import LoopThread, PolicyError, Redactor
+from evalret.engines.openai_api import (
+    answer_json,
+    api_key,
+    connection_failure,
+    endpoint_of,
+    key_redactor,
+    openai_client,
+    status_failure,
+)
+from evalret.engines.tokens import HIDDEN_OUTPUT_TOKENS, TOKENS_PER_TEXT, max_tokens
 from evalret.errors import ModelError
 
 K = TypeVar("K")
@@ -36,12 +52,13 @@ FATAL = {
     403: "the key in {key} may not use this model or endpoint",
     404: "not found: check judge.name ({name!r}) and judge.base_url",
 }
+TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
+BEYOND = ("", f", and {HIDDEN_OUTPUT_TOKENS:,} of hidden reasoning")  # what each bound adds
 HINTS = {
     400: "the request was refused (a prompt too long for the model, or a request field the "
     "server does not take)",
     413: "the prompt is too large for the server",
     422: "the request was refused (a setting the server does not take)",
-    429: "still rate limited after {retries}: lower judge.concurrency or raise judge.max_retries",
 }
 
 
@@ -87,7 +104,13 @@ class ChatClient:
     def _new_client(self) -> Any:
         c = self.config
         return openai_client(
-            c.base_url, self._key, c.max_retries, c.timeout, "judge", "the judge (provider openai)"
+            c.base_url,
+            self._key,
+            c.max_retries,
+            c.timeout,
+            "judge",
+            "the judge (provider openai)",
+            c.response_limit,
         )
 
     def replies(self, prompts: Sequence[tuple[K, str]]) -> Iterator[ChatReply[K]]:
@@ -144,67 +167,78 @@ class ChatClient:
         try:
             raw = await client.chat.completions.with_raw_response.create(**options)
         except openai.APIStatusError as e:
-            message = self._status_message(e.status_code, e.body, e.message)
+            message = self._status_message(e)
             if e.status_code in FATAL:
                 raise ModelError(message) from None
             return self._failed(key, message)
         except openai.APIConnectionError as e:
-            cause = f" ({self.redact.shown(str(e.__cause__))})" if e.__cause__ else ""
-            return self._failed(
-                key,
-                f"judge request to {self.url} failed after "
-                f"{counted(c.max_retries, 'retry', 'retries')}: "
-                f"{type(e).__name__}: {self.redact.shown(str(e))}{cause}",
-            )
-        except RequestRefused as e:
+            said = connection_failure(e, c.max_retries, "judge", self.redact)
+            return self._failed(key, f"judge request to {self.url} failed {said}")
+        except PolicyError as e:
             raise ModelError(f"judge request to {self.url}: {self.redact(str(e))}") from None
         self.usage.requests += 1
         self.usage.retries += int(getattr(raw, "retries_taken", 0) or 0)
-        return ChatReply(key, self._content(raw.http_response))
+        answer = self._answer(raw.http_response)
+        content = self._text(answer)
+        problem = self._count_tokens(answer, prompt, content)
+        if problem is not None:
+            return self._failed(key, problem)
+        return ChatReply(key, content)
 
     def _failed(self, key: K, message: str) -> ChatReply[K]:
         self.usage.failed += 1
         return ChatReply(key, None, message)
 
-    def _status_message(self, status: int, body: object, message: str) -> str:
-        said = message
-        if isinstance(body, dict):
-            error = body.get("error", body)
-            said = str(error.get("message", error) if isinstance(error, dict) else error)
+    def _status_message(self, error: Any) -> str:
         c = self.config
-        retries = counted(c.max_retries, "retry", "retries")
-        hint = FATAL.get(status) or HINTS.get(status)
-        if hint is None:
-            retried = status >= 500 or status in (408, 409)
-            hint = f"the server failed after {retries}" if retried else "not retried"
-        hint = hint.format(key=c.api_key_env, name=c.name, retries=retries)
-        return (
-            f"judge request to {self.url} failed: HTTP {status}: {hint}. "
-            f"The server said: {self.redact.shown(said)}"
-        )
+        hints = {
+            status: hint.format(key=c.api_key_env, name=c.name)
+            for status, hint in (FATAL | HINTS).items()
+        }
+        said = status_failure(error, hints, "judge", c.max_retries, self.redact)
+        return f"judge request to {self.url} failed: {said}"
 
-    def _content(self, response: Any) -> str | None:
-        """The first choice's message text; None when the answer holds none (not JSON, an
-        error body, no choices): the caller counts it as an answer it cannot read."""
+    def _answer(self, response: Any) -> dict[str, Any] | None:
+        """The answer's JSON object; None when it is none (not JSON, a number Python cannot
+        read, not an object)."""
         try:
-            answer = json.loads(response.content.decode("utf-8", errors="replace"))
+            answer = answer_json(response.content.decode("utf-8", errors="replace"))
         except json.JSONDecodeError:
             return None
-        if not isinstance(answer, dict):
-            return None
-        self._count_tokens(answer.get("usage"))
-        choices = answer.get("choices")
+        return answer if isinstance(answer, dict) else None
+
+    @staticmethod
+    def _text(answer: dict[str, Any] | None) -> str | None:
+        """The first choice's message text; None when the answer holds none (not JSON, an
+        error body, no choices): the caller counts it as an answer it cannot read."""
+        choices = answer.get("choices") if answer is not None else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return None
         message = choices[0].get("message")
         content = message.get("content") if isinstance(message, dict) else None
         return content if isinstance(content, str) else None
 
-    def _count_tokens(self, usage: object) -> None:
-        prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-        completion = usage.get("completion_tokens") if isinstance(usage, dict) else None
-        if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
-            self.usage.input_tokens += prompt
-            self.usage.output_tokens += completion
-        else:
+    def _count_tokens(
+        self, answer: dict[str, Any] | None, prompt: str, content: str | None
+    ) -> str | None:
+        """Adds the answer's token counts to the usage; why they are no token counts (module
+        docstring) when they are not, None when they are or when the answer gives none."""
+        if answer is None:
+            return None
+        usage = answer.get("usage")
+        given = [usage.get(k) if isinstance(usage, dict) else None for k in TOKEN_FIELDS]
+        counts = [n for n in given if type(n) is int]
+        if len(counts) != len(TOKEN_FIELDS):
             self.usage.tokens_reported = False
+            return None
+        bounds = (max_tokens([prompt]), max_tokens([content or ""]) + HIDDEN_OUTPUT_TOKENS)
+        for name, n, bound, beyond in zip(TOKEN_FIELDS, counts, bounds, BEYOND, strict=True):
+            if not 0 <= n <= bound:
+                return (
+                    f"judge request to {self.url}: the answer's usage.{name} "
+                    f"{self.redact.shown(str(n), 40)} is no token count (0 to {bound:,}: one per "
+                    f"byte and {TOKENS_PER_TEXT} more{beyond})"
+                )
+        self.usage.input_tokens += counts[0]
+        self.usage.output_tokens += counts[1]
+        return None

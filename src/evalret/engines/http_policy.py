@@ -12,6 +12,11 @@ sees each request and each redirect hop:
   headers and the whole body), not each read: a server that drips its answer a byte at a
   time is cut at the deadline, with the library's own timeout error, so the client retries it
   as it retries any timeout.
+- **size**: an answer's body may hold ``max_bytes`` at most, as sent and once decoded
+  (gzip, deflate: decoded piece by piece as it arrives, never whole): a ``Content-Length``
+  over the limit is refused before the body is read, and a body that passes it, or that
+  inflates past it, is cut there, its connection closed (``AnswerTooLarge``, never retried:
+  the same request would get the same answer). Errors name the setting that raises it.
 - **redaction**: ``Redactor`` masks a secret in every form a server can echo back: verbatim,
   JSON-escaped, URL-encoded (either hex case, ``+`` for spaces) and inside base64 at any byte
   offset (HTTP Basic of ``user:key`` or ``:key``, standard or URL-safe alphabet). Every text
@@ -38,12 +43,26 @@ MIN_FORM = 8  # shorter encoded forms are not masked (they would mask ordinary t
 # secret itself always is
 SHOWN_CHARS = 300  # of a server's text in a message
 MAX_REDIRECTS = 5
+MIB = 1024 * 1024
 T = TypeVar("T")
 
 
-class RequestRefused(Exception):
-    """A request the policy does not send (a redirect to another origin). Deliberately not an
-    HTTP library error: a client's retry loop lets it through instead of retrying."""
+class PolicyError(Exception):
+    """What the policy refuses. Deliberately not an HTTP library error: a client's retry loop
+    lets it through instead of retrying."""
+
+
+class RequestRefused(PolicyError):
+    """A request the policy does not send (a redirect to another origin)."""
+
+
+class AnswerTooLarge(PolicyError):
+    """An answer whose body, as sent or once decoded, is larger than the limit."""
+
+
+def mib(n: int) -> str:
+    """``64 MiB``; ``1,000 bytes`` below one MiB."""
+    return f"{n / MIB:,.6g} MiB" if n >= MIB else f"{n:,} bytes"
 
 
 def origin_of(url: str) -> tuple[str, str, int | None]:
@@ -99,12 +118,19 @@ class _PolicyTransport:
     deadline, its body read within it."""
 
     def __init__(
-        self, inner: Any, httpx: Any, base_url: str, timeout: float, section: str = "model"
+        self,
+        inner: Any,
+        httpx: Any,
+        base_url: str,
+        timeout: float,
+        section: str,
+        max_bytes: int,
     ) -> None:
         self.inner, self.httpx = inner, httpx
         self.origin = origin_of(base_url)
         self.timeout = timeout
         self.section = section  # the config section whose base_url and timeout apply
+        self.max_bytes = max_bytes
 
     async def handle_async_request(self, request: Any) -> Any:
         import anyio
@@ -121,24 +147,65 @@ class _PolicyTransport:
             with anyio.fail_after(self.timeout):
                 response = await self.inner.handle_async_request(request)
                 try:
-                    raw = b"".join([chunk async for chunk in response.aiter_raw()])
+                    body = await self._read(response)
                 finally:
-                    await response.aclose()
+                    await response.aclose()  # a body cut short: its connection is closed
         except TimeoutError:
             raise self.httpx.ReadTimeout(
                 f"no complete answer within {self.section}.timeout ({self.timeout:g} s)",
                 request=request,
             ) from None
+        # the body is decoded here: the answer handed on says so
+        headers = [
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length")
+        ]
         return self.httpx.Response(
             response.status_code,
-            headers=response.headers,
-            content=raw,
+            headers=headers,
+            content=body,
             extensions=response.extensions,
             request=request,
         )
 
+    async def _read(self, response: Any) -> bytes:
+        """The body, decoded piece by piece (the library's decoders yield at most 1 MiB a
+        piece), refused as soon as the bytes sent or decoded pass ``max_bytes``."""
+        declared = response.headers.get("content-length", "")
+        if declared.isascii() and declared.isdigit():
+            size = int(declared) if len(declared) <= 18 else None
+            if size is None or size > self.max_bytes:
+                shown = f"{size:,}" if size is not None else "more than 10^18"
+                raise self._too_large(f"it declares {shown} bytes (Content-Length)")
+        body = bytearray()
+        async for piece in response.aiter_bytes():
+            body += piece
+            sent = response.num_bytes_downloaded
+            if len(body) > self.max_bytes or sent > self.max_bytes:
+                how = f"{max(len(body), sent):,} bytes"
+                if encoding := _codings(response.headers.get("content-encoding", "")):
+                    how = f"{len(body):,} bytes decoded from {sent:,} bytes of {encoding}"
+                raise self._too_large(f"reading stopped at {how}")
+        return bytes(body)
+
+    def _too_large(self, what: str) -> AnswerTooLarge:
+        key = f"{self.section}.max_response_mb"
+        return AnswerTooLarge(
+            f"the answer is larger than {key} ({mib(self.max_bytes)}): {what}; not retried "
+            f"(the same request would get the same answer). Raise {key} if answers this "
+            "large are expected"
+        )
+
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _codings(header: str) -> str:
+    """The known content codings a ``Content-Encoding`` header names (a server's text is shown
+    only as one of these names)."""
+    named = [c.strip().lower() for c in header.split(",")]
+    return ", ".join(c for c in named if c in ("gzip", "x-gzip", "deflate", "br", "zstd"))
 
 
 def http_module() -> Any:
@@ -160,13 +227,14 @@ def proxy_for(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
-def async_client(base_url: str, timeout: float, section: str = "model") -> Any:
+def async_client(base_url: str, timeout: float, section: str, max_bytes: int) -> Any:
     """An async HTTP client under this policy for the service at ``base_url`` (``section``: the
-    config section that names it, for messages: ``model``, ``judge``)."""
+    config section that names it, for messages: ``model``, ``judge``; ``max_bytes``: the most
+    an answer's body may hold, as sent and decoded: the section's ``response_limit``)."""
     httpx = http_module()
     inner = httpx.AsyncHTTPTransport(proxy=proxy_for(base_url))
     return httpx.AsyncClient(
-        transport=_PolicyTransport(inner, httpx, base_url, timeout, section),
+        transport=_PolicyTransport(inner, httpx, base_url, timeout, section, max_bytes),
         timeout=timeout,
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,

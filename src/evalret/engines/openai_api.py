@@ -40,9 +40,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import email.utils
 import json
+import math
 import os
-from collections.abc import Iterator, Sequence
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -52,15 +57,23 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from evalret.data.config import OpenAIModelConfig
-from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused, async_client
+from evalret.engines.http_policy import (
+    AnswerTooLarge,
+    LoopThread,
+    PolicyError,
+    Redactor,
+    async_client,
+)
 from evalret.engines.st_embedder import Kind, Progress, finish_vectors
-from evalret.engines.tokens import estimate_tokens
+from evalret.engines.tokens import TOKENS_PER_TEXT, estimate_tokens, max_tokens
 from evalret.errors import ConfigError, ModelError
 
 NO_KEY = "evalret-no-key"  # sent when api_key_env is null (the client insists on some key)
 WEIGHTS_NOTE = "not hashable: an API model (the provider can change it behind its name)"
 SERVED_MODEL_CHARS = 100  # of the model name an answer gives
-TOKENS_PER_TEXT = 256  # besides one per byte: the most tokens a text can count for (specials)
+# the longest Retry-After the openai client waits (its MAX_RETRY_AFTER_DELAY): a server asking
+# for more is not retried
+MAX_WAIT_S = 120
 HINTS = {
     400: "the request was refused: check model.name ({name!r}), which some servers refuse "
     "with a 400; else an input may be too long for the model, or a setting (dimensions, "
@@ -71,7 +84,6 @@ HINTS = {
     413: "the request is too large: lower model.max_batch ({max_batch}) or model.max_batch_tokens",
     422: "the request was refused: the batch may be too large (lower model.max_batch, now "
     "{max_batch}), an input too long for the model, or a setting not supported",
-    429: "still rate limited after {retries}: lower model.concurrency or raise model.max_retries",
 }
 Batch = tuple[np.ndarray, np.ndarray]  # (positions in the input, float32 vectors)
 
@@ -87,6 +99,111 @@ def endpoint_of(base_url: str) -> str:
 def counted(n: int, one: str, many: str) -> str:
     """``1 retry``, ``2 retries``."""
     return f"{n} {one if n == 1 else many}"
+
+
+# --- what every client of an OpenAI-compatible service shares: reading an answer, and saying
+# what happened to a request that failed -------------------------------------------------------
+
+
+def answer_json(text: str) -> Any:
+    """``text`` read as JSON; json.JSONDecodeError for anything Python cannot hold as JSON, also
+    a number of more digits than it converts (json raises a bare ValueError for it) and arrays
+    nested deeper than its recursion allows."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer past sys.get_int_max_str_digits()
+        long = re.search(rf"\d{{{sys.get_int_max_str_digits() + 1},}}", text)
+        where = long.start() if long else 0
+        raise json.JSONDecodeError("a number of too many digits", text, where) from None
+    except RecursionError:
+        raise json.JSONDecodeError("arrays or objects nested too deeply", text, 0) from None
+
+
+def retries_taken(error: Any) -> int:
+    """How many times the request behind ``error`` (an openai client error) was sent again
+    before it failed: the count the client puts on each try (``x-stainless-retry-count``)."""
+    request = getattr(error, "request", None)
+    value = request.headers.get("x-stainless-retry-count", "") if request is not None else ""
+    return int(value) if value.isascii() and value.isdigit() and len(value) < 4 else 0
+
+
+def _asked_wait(headers: Mapping[str, str]) -> float | None:
+    """The seconds a server's ``retry-after-ms`` or ``Retry-After`` asks to wait (None: none)."""
+    for name, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
+        try:
+            return float(headers.get(name) or "") / divisor
+        except ValueError:
+            continue
+    try:
+        when = email.utils.parsedate_to_datetime(headers.get("retry-after") or "")
+        return when.timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _why_not_retried(response: Any) -> str:
+    """Why the client sent a retryable answer's request no more, from the answer's headers."""
+    headers = response.headers if response is not None else {}
+    if headers.get("x-should-retry") == "false":
+        return "the server said not to (x-should-retry: false)"
+    wait = _asked_wait(headers)
+    if wait is not None and wait > MAX_WAIT_S:
+        shown = f"{wait:,.0f} s" if math.isfinite(wait) and wait < 1e15 else "forever"
+        return (
+            f"the server asked to wait {shown} (Retry-After), more than the {MAX_WAIT_S} s a "
+            "retry waits at most"
+        )
+    return ""
+
+
+def retry_story(error: Any, max_retries: int, section: str) -> tuple[str, bool]:
+    """What happened to the request behind ``error`` before it failed for good, as counted, to
+    follow "failed" (``after 2 retries``; ``with no retry: the server asked to wait ...``), and
+    whether its retries were spent."""
+    taken = retries_taken(error)
+    done = f"after {counted(taken, 'retry', 'retries')}" if taken else "with no retry"
+    if taken >= max_retries:
+        return (done if max_retries else f"{done} ({section}.max_retries is 0)"), True
+    why = _why_not_retried(getattr(error, "response", None))
+    if not why:
+        return done, False
+    return (f"{done}, then no more: {why}" if taken else f"{done}: {why}"), False
+
+
+def status_failure(
+    error: Any, hints: Mapping[int, str], section: str, max_retries: int, redact: Redactor
+) -> str:
+    """What an answer with a failing status (an openai ``APIStatusError``) says, for a message:
+    ``HTTP 429: ...``: the status, what it likely means (``hints``, formatted by the caller;
+    for a retried status, what happened to the retries) and the server's own text, redacted."""
+    said, body = error.message, error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        said = str(inner.get("message", inner) if isinstance(inner, dict) else inner)
+    status = error.status_code
+    hint = hints.get(status)
+    if hint is None and (status >= 500 or status in (408, 409, 429)):
+        story, spent = retry_story(error, max_retries, section)
+        if status != 429:
+            hint = f"the server failed {story}"
+        elif spent:
+            hint = (
+                f"still rate limited {story}: lower {section}.concurrency or raise "
+                f"{section}.max_retries"
+            )
+        else:
+            hint = f"rate limited {story}; lower {section}.concurrency, or try later"
+    return f"HTTP {status}: {hint or 'not retried'}. The server said: {redact.shown(said)}"
+
+
+def connection_failure(error: Any, max_retries: int, section: str, redact: Redactor) -> str:
+    """What a request that got no answer (an openai ``APIConnectionError``, a timeout included)
+    says, for a message: what happened to its retries and why it failed, redacted."""
+    story, _ = retry_story(error, max_retries, section)
+    cause = f" ({redact.shown(str(error.__cause__))})" if error.__cause__ else ""
+    return f"{story}: {type(error).__name__}: {redact.shown(str(error))}{cause}"
 
 
 @dataclass
@@ -136,11 +253,18 @@ def key_redactor(key: str) -> Redactor:
 
 
 def openai_client(
-    base_url: str, key: str, max_retries: int, timeout: float, section: str, user: str
+    base_url: str,
+    key: str,
+    max_retries: int,
+    timeout: float,
+    section: str,
+    user: str,
+    max_bytes: int,
 ) -> Any:
     """The openai package's async client under evalret's HTTP policy (engines/http_policy.py),
-    shared by the embedding provider and the judge; ConfigError naming the extra when the
-    package is missing (``user``: who needs it)."""
+    shared by the embedding provider, the judge and the reranker; ConfigError naming the extra
+    when the package is missing (``user``: who needs it; ``max_bytes``: the most an answer may
+    hold, the section's ``response_limit``)."""
     try:
         import openai
     except ImportError:
@@ -151,7 +275,7 @@ def openai_client(
         base_url=base_url,
         max_retries=max_retries,
         timeout=timeout,
-        http_client=async_client(base_url, timeout, section),
+        http_client=async_client(base_url, timeout, section, max_bytes),
     )
 
 
@@ -181,7 +305,13 @@ class OpenAIEmbedder:
         event loop (a run of ``embed_batches``)."""
         c = self.config
         return openai_client(
-            c.base_url, self._key, c.max_retries, c.timeout, "model", "model.provider openai"
+            c.base_url,
+            self._key,
+            c.max_retries,
+            c.timeout,
+            "model",
+            "model.provider openai",
+            c.response_limit,
         )
 
     def requests(self, fed: Sequence[str]) -> int:
@@ -317,16 +447,19 @@ class OpenAIEmbedder:
         try:
             raw = await self._send(client, options)
         except openai.APIStatusError as e:
-            raise ModelError(self._status_message(e.status_code, e.body, e.message)) from None
+            raise ModelError(self._status_message(e)) from None
         except openai.APIConnectionError as e:
-            cause = f" ({self.redact.shown(str(e.__cause__))})" if e.__cause__ else ""
+            said = connection_failure(e, c.max_retries, "model", self.redact)
+            raise ModelError(f"embedding request to {self.url} failed {said}") from None
+        except PolicyError as e:
+            more = (
+                f" (or lower model.max_batch, {c.max_batch} texts a request)"
+                if isinstance(e, AnswerTooLarge)
+                else ""
+            )
             raise ModelError(
-                f"embedding request to {self.url} failed after "
-                f"{counted(c.max_retries, 'retry', 'retries')}: "
-                f"{type(e).__name__}: {self.redact.shown(str(e))}{cause}"
+                f"embedding request to {self.url}: {self.redact(str(e))}{more}"
             ) from None
-        except RequestRefused as e:
-            raise ModelError(f"embedding request to {self.url}: {self.redact(str(e))}") from None
         answer = self._answer(raw.http_response)
         vectors = self._vectors(answer.get("data"), len(batch))
         tokens = self._tokens(answer.get("usage"), batch)
@@ -357,29 +490,19 @@ class OpenAIEmbedder:
             self.encoding = "float"
             return await create(**options, encoding_format="float")
 
-    def _status_message(self, status: int, body: object, message: str) -> str:
-        said = message
-        if isinstance(body, dict):
-            error = body.get("error", body)
-            said = str(error.get("message", error) if isinstance(error, dict) else error)
+    def _status_message(self, error: Any) -> str:
         c = self.config
-        retries = counted(c.max_retries, "retry", "retries")
-        hint = HINTS.get(status)
-        if hint is None:
-            retried = status >= 500 or status in (408, 409)
-            hint = f"the server failed after {retries}" if retried else "not retried"
-        hint = hint.format(key=c.api_key_env, name=c.name, retries=retries, max_batch=c.max_batch)
-        return (
-            f"embedding request to {self.url} failed: HTTP {status}: {hint}. "
-            f"The server said: {self.redact.shown(said)}"
-        )
+        names = {"key": c.api_key_env, "name": c.name, "max_batch": c.max_batch}
+        hints = {status: hint.format(**names) for status, hint in HINTS.items()}
+        said = status_failure(error, hints, "model", c.max_retries, self.redact)
+        return f"embedding request to {self.url} failed: {said}"
 
     def _answer(self, response: Any) -> dict[str, Any]:
         """The answer's JSON object; ModelError for anything else a status 200 may carry: an
         HTML page, cut-short JSON, an ``{"error": ...}`` body."""
         text = response.content.decode("utf-8", errors="replace")
         try:
-            answer = json.loads(text)
+            answer = answer_json(text)
         except json.JSONDecodeError as e:
             if text.lstrip()[:1] in ("{", "["):
                 raise ModelError(
@@ -409,7 +532,7 @@ class OpenAIEmbedder:
         tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
         if tokens is None:
             return None
-        bound = sum(len(t.encode()) for t in batch) + TOKENS_PER_TEXT * len(batch)
+        bound = max_tokens(batch)
         if type(tokens) is not int or not 0 <= tokens <= bound:
             raise ModelError(
                 f"{self.url} answered usage.total_tokens {self.redact.shown(repr(tokens), 40)} "
@@ -466,7 +589,7 @@ class OpenAIEmbedder:
             if odd is not None:
                 raise TypeError(f"{type(odd).__name__} {odd!r} where a number belongs")
             return np.asarray(embedding, dtype=np.float32).reshape(-1)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:  # 10**400 overflows a float
             raise ModelError(
                 f"{self.url} answered a vector evalret cannot read: {self.redact.shown(str(e))}"
             ) from None

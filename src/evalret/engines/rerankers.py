@@ -45,8 +45,16 @@ from evalret.data.config import (
     RerankerConfig,
 )
 from evalret.data.stores import RERANK_SCORES, CacheRoot, cache_root
-from evalret.engines.http_policy import LoopThread, Redactor, RequestRefused
-from evalret.engines.openai_api import api_key, counted, endpoint_of, key_redactor, openai_client
+from evalret.engines.http_policy import LoopThread, PolicyError, Redactor
+from evalret.engines.openai_api import (
+    answer_json,
+    api_key,
+    connection_failure,
+    endpoint_of,
+    key_redactor,
+    openai_client,
+    status_failure,
+)
 from evalret.engines.plugins import import_callable, materialised, plugin_call
 from evalret.engines.sqlite_table import SqliteTable
 from evalret.errors import ModelError, PluginError
@@ -244,7 +252,9 @@ class HttpReranker:
         if not asked:
             return
         s = self.settings
-        client = openai_client(s.base_url, self._key, s.max_retries, s.timeout, self.key, self.key)
+        client = openai_client(
+            s.base_url, self._key, s.max_retries, s.timeout, self.key, self.key, s.response_limit
+        )
         loop = LoopThread()
         try:
             yield from self._drive(loop, client, asked)
@@ -291,42 +301,28 @@ class HttpReranker:
                 "/rerank", body=body, cast_to=object, options={"headers": RAW_RESPONSE}
             )
         except openai.APIStatusError as e:
-            raise ModelError(self._status_message(e.status_code, e.body, e.message)) from None
+            raise ModelError(self._status_message(e)) from None
         except openai.APIConnectionError as e:
-            cause = f" ({self.redact.shown(str(e.__cause__))})" if e.__cause__ else ""
-            raise ModelError(
-                f"rerank request to {self.url} failed after "
-                f"{counted(self.settings.max_retries, 'retry', 'retries')}: "
-                f"{type(e).__name__}: {self.redact.shown(str(e))}{cause}"
-            ) from None
-        except RequestRefused as e:
+            said = connection_failure(e, self.settings.max_retries, self.key, self.redact)
+            raise ModelError(f"rerank request to {self.url} failed {said}") from None
+        except PolicyError as e:
             raise ModelError(f"rerank request to {self.url}: {self.redact(str(e))}") from None
         self.usage.requests += 1
         self.usage.retries += int(getattr(raw, "retries_taken", 0) or 0)
         self.usage.documents += len(documents)
         return self._scores(raw.http_response.content, len(documents))
 
-    def _status_message(self, status: int, body: object, message: str) -> str:
-        said = message
-        if isinstance(body, dict):
-            error = body.get("error", body)
-            said = str(error.get("message", error) if isinstance(error, dict) else error)
-        retries = counted(self.settings.max_retries, "retry", "retries")
-        hint = FATAL.get(status)
-        if hint is None:
-            retried = status >= 500 or status in (408, 409, 429)
-            hint = f"the server failed after {retries}" if retried else "not retried"
-        hint = hint.format(key=self.settings.api_key_env, name=self.settings.model)
-        return (
-            f"rerank request to {self.url} failed: HTTP {status}: {hint}. "
-            f"The server said: {self.redact.shown(said)}"
-        )
+    def _status_message(self, error: Any) -> str:
+        s = self.settings
+        hints = {code: hint.format(key=s.api_key_env, name=s.model) for code, hint in FATAL.items()}
+        said = status_failure(error, hints, self.key, s.max_retries, self.redact)
+        return f"rerank request to {self.url} failed: {said}"
 
     def _scores(self, content: bytes, n: int) -> list[float]:
         """One score per document from the answer's ``results``; ModelError for another
         shape (an index twice or out of range, a document without a score)."""
         try:
-            answer = json.loads(content.decode("utf-8", errors="replace"))
+            answer = answer_json(content.decode("utf-8", errors="replace"))
         except json.JSONDecodeError:
             answer = None
         results = answer.get("results") if isinstance(answer, dict) else None

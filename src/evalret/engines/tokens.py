@@ -24,6 +24,20 @@ ESTIMATE = "estimate: ceil(UTF-8 bytes / 4) per text"
 _ENCODING_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
 
 
+TOKENS_PER_TEXT = 256  # besides one per byte: the most tokens a text can count for (specials)
+# the most tokens an answer can count for beyond its text: the hidden reasoning of a reasoning
+# model (the largest output any chat API allows is 128k tokens today)
+HIDDEN_OUTPUT_TOKENS = 262_144
+
+
+def max_tokens(texts: Sequence[str]) -> int:
+    """The most tokens any tokenizer makes of ``texts``: one per UTF-8 byte (a byte-level BPE
+    never makes more) and ``TOKENS_PER_TEXT`` per text (special and template tokens). A usage
+    figure a server reports beyond it is no token count."""
+    size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+    return size + TOKENS_PER_TEXT * len(texts)
+
+
 def estimate_tokens(text: str) -> int:
     """The documented estimate: ceil(UTF-8 bytes / 4), at least 1."""
     return max(1, math.ceil(len(text.encode("utf-8")) / 4))

@@ -58,6 +58,7 @@ HASH_CHARS = 12
 CACHE_FILE = JUDGE_ANSWERS.file
 FINAL = re.compile(r"##\s*final\s+score\s*:\s*\**\s*([+-]?\d+)\s*\**\s*\.?\s*$", re.IGNORECASE)
 BARE = re.compile(r"\s*([+-]?\d+)\s*\.?\s*")
+GRADE_CHARS = 12  # a grade written longer (leading zeros included) is not read as one
 # the answer a request is assumed to cost when the dry run prices it: the closing line alone
 ASSUMED_ANSWER = "##final score: 0"
 SHOWN_FAILURES = 3  # the reasons a shortfall quotes
@@ -142,7 +143,7 @@ def parse_grade(answer: str | None, scale: Scale) -> int | None:
     if answer is None:
         return None
     m = BARE.fullmatch(answer) or FINAL.search(answer.strip())
-    if m is None:
+    if m is None or len(m.group(1)) > GRADE_CHARS:  # no grade (and past what int() reads)
         return None
     grade = int(m.group(1))
     return grade if grade in scale else None
