@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from helpers import send_hostile_body, send_json
+from helpers import answer_body_fault, send_json
 
 PAIR = re.compile(r"Query: (.*?)\n\nPassage: (.*)\n\n(?:Work through|Answer)", re.DOTALL)
 
@@ -95,17 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
             said = f"refused {self.headers.get('Authorization')}"  # a server echoing the key
             self._error(fault[1], said, {"Retry-After": str(fault[2])})
             return
-        if fault is not None and fault[0] == "raw":  # status 200 with these bytes as JSON
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(fault[1])))
-            self.end_headers()
-            self.wfile.write(fault[1])
-            return
-        if fault is not None and fault[0] == "hostile":
-            sent = send_hostile_body(self, fault[1])
-            with state.lock:
-                state.sent.append(sent)
+        if answer_body_fault(self, fault, state):
             return
         if fault is not None and fault[0] == "redirect":
             self.send_response(307)

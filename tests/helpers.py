@@ -122,6 +122,25 @@ def bomb(encoding: str) -> bytes:
     return b"".join(packer.compress(zeros) for _ in range(HOSTILE_BYTES // MIB)) + packer.flush()
 
 
+def answer_body_fault(handler: Any, fault: tuple[Any, ...] | None, state: Any) -> bool:
+    """Answer a loopback server's body fault, if ``fault`` is one (True: answered): ``("raw",
+    bytes)`` those bytes as a status-200 JSON body, ``("hostile", mode)`` a body no client should
+    read whole (send_hostile_body; what was sent is appended to ``state.sent``)."""
+    if fault is not None and fault[0] == "raw":
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(fault[1])))
+        handler.end_headers()
+        handler.wfile.write(fault[1])
+        return True
+    if fault is not None and fault[0] == "hostile":
+        sent = send_hostile_body(handler, fault[1])
+        with state.lock:
+            state.sent.append(sent)
+        return True
+    return False
+
+
 def send_hostile_body(handler: Any, mode: str) -> tuple[int, int]:
     """Answers status 200 with a body no client should read whole (``mode``, one of
     HOSTILE_MODES); returns (bytes sent, bytes in the body): fewer sent when the client closed

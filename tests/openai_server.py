@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from helpers import send_hostile_body, send_json
+from helpers import answer_body_fault, send_json
 
 
 @dataclass
@@ -114,9 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
             page = b"<html><body><h1>Sign in</h1><p>Your session expired.</p></body></html>"
             self._raw(200, page, "text/html; charset=utf-8")
         elif kind == "hostile":
-            sent = send_hostile_body(self, fault[1])
-            with state.lock:
-                state.sent.append(sent)
+            answer_body_fault(self, fault, state)
         elif kind == "error200":
             self._json(200, {"error": {"message": fault[1], "type": "server_error"}})
         elif kind == "fail_after":

@@ -126,18 +126,10 @@ class CrossEncoderReranker:
     def cache_identity(self) -> dict[str, Any]:
         """identity() plus what else can move a score (as the embedding cache keys vectors): the
         device (``auto`` resolved) and the versions of the libraries that compute it."""
-        from importlib import metadata
+        from evalret.engines.st_embedder import library_versions, resolve_device
 
-        from evalret.engines.st_embedder import resolve_device
-
-        versions: dict[str, str | None] = {}
-        for package in ("sentence-transformers", "transformers", "torch"):
-            try:
-                versions[package] = metadata.version(package)
-            except metadata.PackageNotFoundError:
-                versions[package] = None
         device = resolve_device(self.settings.device)
-        return {**self.identity(), "device": device, "versions": versions}
+        return {**self.identity(), "device": device, "versions": library_versions()}
 
     @cached_property
     def model(self) -> Any:

@@ -270,15 +270,7 @@ class SentenceTransformerEmbedder:
     def cache_identity(self) -> dict[str, Any]:
         """identity() plus what else can move a vector: the device (resolved: ``auto`` is
         recorded as the device it chose) and library versions."""
-        from importlib import metadata
-
-        versions: dict[str, str | None] = {}
-        for package in ("sentence-transformers", "transformers", "torch"):
-            try:
-                versions[package] = metadata.version(package)
-            except metadata.PackageNotFoundError:
-                versions[package] = None
-        return {**self.identity(), "device": self.device, "versions": versions}
+        return {**self.identity(), "device": self.device, "versions": library_versions()}
 
     def prefix(self, kind: Kind) -> str:
         """What precedes a text of ``kind`` fed to the model: its named prompt, else its
@@ -352,3 +344,17 @@ class SentenceTransformerEmbedder:
             done += len(chunk)
         with vectors_fit(len(inputs), dim):
             return finish_vectors(vectors, self.config.truncate_dim, self.config.normalize)
+
+
+def library_versions() -> dict[str, str | None]:
+    """The installed versions of the libraries that compute a model's output (None: absent):
+    part of every cache key of a local model's answers (vectors, cross-encoder scores)."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for package in ("sentence-transformers", "transformers", "torch"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
