@@ -229,7 +229,7 @@ def test_a_judge_that_fails_every_request_gives_no_verdict(tmp_path: Path, demo:
     assert code == 3, out
     text = " ".join(out.split())
     assert f"run --judge: {asked} judge request(s) failed for good (" in text
-    assert "HTTP 503: the server failed after 0 retries." in text
+    assert "HTTP 503: the server failed with no retry (judge.max_retries is 0)" in text
     assert f"({asked} requests))" in text
     assert "no answer was read" in text and "No verdict" in text and "(0 of" in text
     assert "PASSED" not in out

@@ -87,6 +87,17 @@ class Case:
     extra: list[str] = field(default_factory=list)  # options a situation adds (e.g. a --set)
     drop: tuple[str, ...] = ()  # options of the row's argv a situation takes out (--dry-run)
 
+    def ask_judge(self, *, own_baseline: bool = True) -> None:
+        """Make the row call its config's judge (``Row.judges``: the options it adds and takes
+        out). A judged run meets no unjudged baseline (exit 2 before anything is sent), so with
+        ``own_baseline`` a row that saves a baseline gates on that one (fixed bounds only)."""
+        asks = self.row.judges
+        assert asks is not None, f"{self.row.name} does not call a judge"
+        self.extra += asks.add
+        self.drop = asks.drop
+        if own_baseline and {"baseline", "save-baseline"} <= self.paths.keys():
+            self.paths["baseline"] = self.paths["save-baseline"]
+
     def argv(self) -> list[str]:
         values = {role.replace("-", "_"): str(path) for role, path in self.paths.items()}
         kept = [arg for arg in self.row.argv if arg not in self.drop]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 from inv_case import Case, Outcome
 from inv_situations import Situation, _stale_outputs
@@ -30,9 +29,11 @@ def _judge_block(url: str) -> str:
     return f"judge: {json.dumps(settings)}\n"
 
 
-def _with_judge(case: Case, fault: tuple[object, ...] | None) -> ChatServer:
-    """The loopback judge (every request given ``fault``), named in the row's config; `run`
-    gets --judge, `judge` sends for real (no --dry-run) on a few pairs."""
+def _with_judge(
+    case: Case, fault: tuple[object, ...] | None, *, own_baseline: bool = True
+) -> ChatServer:
+    """The loopback judge (every request given ``fault``), named in the row's config and asked
+    (Case.ask_judge: `run` gets --judge, `judge` sends for real), on a few queries or pairs."""
     server = case.enter(ChatServer({}, name="inv-judge"))
     if fault is not None:
         server.state.faults.extend([fault] * MANY)
@@ -43,11 +44,8 @@ def _with_judge(case: Case, fault: tuple[object, ...] | None) -> ChatServer:
     )
     case.write_config(text + _judge_block(server.base_url))
     case.servers = (server,)
-    if case.row.name == "run":
-        case.extra.append("--judge")
-    else:
-        case.row = replace(case.row, argv=tuple(a for a in case.row.argv if a != "--dry-run"))
-        case.extra += ["--limit", "20"]
+    case.ask_judge(own_baseline=own_baseline)
+    case.extra += SAMPLE if case.row.name == "run" else ["--limit", "20"]
     return server
 
 
@@ -55,11 +53,7 @@ def _failing(fault: tuple[object, ...], names: str) -> Callable[[Case], None]:
     def prepare(case: Case) -> None:
         _with_judge(case, fault)
         case.must_name.append(names)
-        if case.row.name == "run":
-            # gated on fixed bounds (the baseline is the one this run saves), with an earlier
-            # run's passing outputs in place: none may be left
-            case.paths["baseline"] = case.paths["save-baseline"]
-            case.extra += SAMPLE
+        if case.row.name == "run":  # an earlier run's passing outputs in place: none may be left
             _stale_outputs(case)
 
     return prepare
@@ -71,7 +65,7 @@ def _no_pass(case: Case, outcome: Outcome) -> None:
 
 
 def _judged_vs_unjudged(case: Case) -> None:
-    _with_judge(case, None)
+    _with_judge(case, None, own_baseline=False)
     case.must_name += ["label sources", "human", "llm:inv-judge@"]
 
 

@@ -478,10 +478,7 @@ def _judge_bomb(mode: str) -> Callable[[Case], None]:
 
     def prepare(case: Case) -> None:
         url, state = case.enter(serve(mode))
-        asks = case.row.judges
-        assert asks is not None
-        case.extra += asks.add
-        case.drop = asks.drop
+        case.ask_judge()
         text = case.config_text().replace(JUDGE_BLOCK, "")
         case.write_config(text + f"judge: {{name: inv-judge, {_service(url)}}}\n")
         case.servers = (state,)
