@@ -309,7 +309,20 @@ def test_an_unreadable_cached_index_is_rebuilt(tmp_path: Path, encoder: None) ->
         ("IVF4M,Flat", "allocates 4,194,304 inverted lists): evalret refuses a factory string"),
         ("RR100000000,Flat", "RR100000000 outputs 100,000,000 dimensions"),
         ("RQ100000000x8", "'RQ100000000x8' takes 95.4 GiB even over 1-dimensional vectors"),
+        # numbers faiss crashes on (a signal, exit 134 to 139), fails its search on (exit 3), or
+        # never finishes building with
+        ("PQ4x0", "'PQ4x0' asks for 0 of something"),
+        ("RQ0x8", "'RQ0x8' asks for 0 of something"),
+        ("IVF0,Flat", "'IVF0' asks for 0 of something"),
+        ("IVF16,PQ4x4fs_0", "'PQ4x4fs_0' asks for 0 of something"),
+        ("RR0,Flat", "'RR0' asks for 0 of something"),
+        ("PCA0,Flat", "'PCA0' asks for 0 of something"),
+        ("HNSW1", "'HNSW1': a HNSW graph needs at least 2 neighbours per node"),
+        ("IVF16_HNSW1,Flat", "'HNSW1': a HNSW graph needs at least 2"),
+        ("NSG4", "'NSG4': a NSG graph needs at least 8 neighbours per node"),
+        ("x" * 30_000, "String should have at most 1000 characters"),  # std::regex crashed
     ],
+    ids=lambda v: v if len(v) < 40 else f"{v[:8]}...",
 )
 def test_a_factory_too_large_for_any_vectors_is_refused_unbuilt(
     tmp_path: Path, factory: str, names: str

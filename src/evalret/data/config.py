@@ -415,6 +415,7 @@ C_INT_MAX = 2**31 - 1  # faiss takes its graph, search and clustering settings a
 MAX_EF = 1 << 24  # efSearch / efConstruction: faiss allocates a candidate list this long
 MAX_THREADS = 1024  # faiss's OpenMP starts this many threads (100,000 crash it)
 MAX_HNSW_M = 4096  # faiss keeps 2 x m neighbours of every document
+MAX_FACTORY = 1000  # characters of a factory string (faiss's std::regex parser crashes on 30,000)
 
 
 class ExactIndexConfig(_Strict):
@@ -813,7 +814,11 @@ class FaissIndexConfig(TypedIndexBase):
     seeded sample of them and searched with ``params`` (engines/faiss_factory.py)."""
 
     type: Literal["faiss"] = Field(description="faiss: any faiss index-factory string")
-    factory: str = Field(min_length=1, description='a faiss index_factory string: "IVF256,PQ32"')
+    factory: str = Field(
+        min_length=1,
+        max_length=MAX_FACTORY,
+        description='a faiss index_factory string: "IVF256,PQ32"',
+    )
     params: dict[str, int | float] = Field(
         default_factory=dict,
         description="search parameters set with faiss.ParameterSpace: {nprobe: 16, efSearch: 64}",

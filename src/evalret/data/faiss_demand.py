@@ -196,10 +196,42 @@ def describe(parts: list[Part]) -> str:
     return "; ".join(said)
 
 
+# the fewest neighbours per node faiss's graph builds take: HNSW1 and HNSW0 crash it, an NSG
+# of R under 7 never finished building (faiss 1.15)
+_GRAPH = re.compile(r"(?<![A-Za-z0-9])(HNSW|NSG)(\d+)")
+GRAPH_LEAST = {"HNSW": 2, "NSG": 8}
+_NUMBER = re.compile(r"\d+")
+_TOKEN = re.compile(r"[^,()]+")
+
+
+def _numbers_problem(factory: str) -> str | None:
+    """Why a number of ``factory`` is none faiss can build with: a 0 (``PQ4x0``, ``RQ0x8``,
+    ``PQ4x4fs_0`` crash faiss; ``IVF0`` fails its search), or a graph with too few neighbours."""
+    for m in _NUMBER.finditer(factory):
+        if m.group().strip("0") == "":
+            word = next(t.group() for t in _TOKEN.finditer(factory) if t.end() >= m.end())
+            return (
+                f"{word!r} asks for 0 of something (a list, a codebook, a bit, a dimension, a "
+                "block): faiss crashes or fails on it; every number is 1 or more"
+            )
+    for m in _GRAPH.finditer(factory):
+        least = GRAPH_LEAST[m[1]]
+        if _int(m[2]) < least:
+            return (
+                f"{m.group()!r}: a {m[1]} graph needs at least {least} neighbours per node "
+                "(faiss crashes or never finishes building below)"
+            )
+    return None
+
+
 def factory_problem(factory: str) -> str | None:
-    """Why ``factory`` is refused whatever the vectors, None when it may be built: a codebook of
-    more than 2**24 centroids, or codebooks that take more than 256 MiB even over vectors of the
-    smallest dimension the string allows."""
+    """Why ``factory`` is refused whatever the vectors, None when it may be built: a number faiss
+    cannot take (a 0, a graph of too few neighbours), a codebook of more than 2**24 centroids, or
+    codebooks that take more than 256 MiB even over vectors of the smallest dimension the string
+    allows."""
+    numbers = _numbers_problem(factory)
+    if numbers is not None:
+        return numbers
     parts = parse(factory)
     top = largest(parts)
     if top is not None and top.centroids > MAX_CENTROIDS:
