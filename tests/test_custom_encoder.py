@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from evalret.cli import app
 from evalret.data.config import SentenceTransformersModelConfig as ModelConfig
 from evalret.data.config import parse_config
-from evalret.engines.st_embedder import SentenceTransformerEmbedder
+from evalret.engines.st_embedder import SentenceTransformerEmbedder, finish_vectors
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
 from helpers import make_set, marks_its_users
@@ -47,6 +47,12 @@ class HashEncoder:
 
 def make(dim=32, salt=""):
     return HashEncoder(dim, salt)
+
+def scaled(scale, dim=32):
+    class Scaled(HashEncoder):
+        def encode(self, texts, kind):
+            return super().encode(texts, kind) * np.float32(scale)
+    return Scaled(dim)
 
 def boom(**_):
     class Bad(HashEncoder):
@@ -231,3 +237,63 @@ def test_unknown_prompt_lists_the_models_prompts(prompted_model: Path, tmp_path:
     result = runner.invoke(app, ["run", "-c", str(path), "--no-progress", "--no-cache"])
     assert result.exit_code == 2, result.output
     assert "has no prompt 'doc'" in result.output and "its prompts: none" in result.output
+
+
+@pytest.mark.parametrize("scale", [2.0**100, 2.0**-100, 2.0**126, 2.0**-120])
+def test_huge_or_tiny_vectors_normalize_to_what_a_normal_run_gives(
+    tmp_path: Path, encoder_module: object, scale: float
+) -> None:
+    """Vectors with components near 1e30 (or 1e-30) are finite float32, but their squares
+    overflow (underflow): the lengths were inf (0) and every vector became zero, a COLLAPSED
+    health verdict and a failed gate. Each row is first rescaled by an exact power of two: a
+    run on the encoder's vectors times 2**100 gives the figures of the run on the vectors
+    themselves, metric for metric, health figure for health figure."""
+    normal = run_evaluation(
+        parse_config(
+            _yaml(tmp_path, "{provider: python, callable: 'evalret_encoder_test:make'}"), "c.yaml"
+        )
+    ).report
+    model = "{provider: python, callable: 'evalret_encoder_test:scaled', "
+    model += f"options: {{scale: {scale!r}}}}}"
+    report = run_evaluation(parse_config(_yaml(tmp_path, model), "c.yaml")).report
+    assert report.indexes["exact"].per_query == normal.indexes["exact"].per_query
+    assert report.indexes["exact"].slices == normal.indexes["exact"].slices
+    assert report.intrinsic is not None and normal.intrinsic is not None
+    assert report.intrinsic.documents == normal.intrinsic.documents
+    assert report.intrinsic.documents["collapsed"] is False
+    assert normal.indexes["exact"].slices["all"].metrics["ndcg@10"].value > 0.1
+
+
+def test_unit_rows_are_exact_for_powers_of_two_and_keep_zero_rows() -> None:
+    """The unit vector of x * 2**k is the unit vector of x, bit for bit (huge, tiny, ordinary
+    rows alike, while no component of x * 2**k is subnormal); a zero row stays zero; a row of
+    1e30 (not a power of two) is a unit vector."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((50, 24)).astype(np.float32)
+    plain = finish_vectors(x, None, True)
+    for k in (-100, -61, 61, 100, 120):  # no component subnormal or past float32
+        assert np.array_equal(finish_vectors(x * np.float32(2.0**k), None, True), plain), k
+    odd = np.vstack([np.zeros((1, 24), np.float32), np.full((1, 24), 1e30, np.float32)])
+    done = finish_vectors(odd, None, True)
+    assert np.array_equal(done[0], np.zeros(24, np.float32))
+    assert np.isclose(np.linalg.norm(done[1].astype(np.float64)), 1.0, atol=1e-6)
+
+
+def test_unnormalized_vectors_too_long_to_compare_are_refused(
+    tmp_path: Path, encoder_module: object
+) -> None:
+    """With normalize: false, vectors whose inner products overflow float32 (lengths over
+    1.8e19) are a config error naming model.normalize (exit 2), not a search on infinities;
+    long vectors within float32 are searched as they are."""
+    config = tmp_path / "c.yaml"
+    model = "{provider: python, callable: 'evalret_encoder_test:scaled', options: {scale: %s}, "
+    model += "normalize: false}"
+    config.write_text(_yaml(tmp_path, model % "1.0e+30"))
+    result = runner.invoke(app, ["run", "-c", str(config), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    flat = result.output.replace("\n", "")
+    assert "model.normalize: false, and the model's vectors are up to" in flat
+    assert "overflow float32" in flat and not (tmp_path / "o" / "report.json").exists()
+    config.write_text(_yaml(tmp_path, model % "1.0e+9"))
+    result = runner.invoke(app, ["run", "-c", str(config), "--out", str(tmp_path / "o")])
+    assert result.exit_code in (0, 1) and (tmp_path / "o" / "report.json").exists(), result.output

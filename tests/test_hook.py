@@ -326,6 +326,46 @@ def test_init_pre_commit_needs_a_baseline_and_notes_paths_outside(tmp_path: Path
     assert "watched: evalret.yaml, baselines/b.json" in output
 
 
+@pytest.mark.parametrize(
+    ("args", "source", "shown"),
+    [
+        (("--watch", "prompts/a\nb.txt"), "--watch", "'prompts/a\\nb.txt'"),
+        (("--watch", "p\rq"), "--watch", "'p\\rq'"),
+        (("--watch", "tab\tname"), "--watch", "'tab\\tname'"),
+        (("--watch", "x\u2028y"), "--watch", "'x\\u2028y'"),
+        (("--config", "odd\nname.yaml"), "--config", "'odd\\nname.yaml'"),
+    ],
+    ids=["newline", "carriage-return", "tab", "line-separator", "config-newline"],
+)
+def test_init_pre_commit_refuses_a_path_with_a_line_break(
+    tmp_path: Path, args: tuple[str, ...], source: str, shown: str
+) -> None:
+    """A watched path with a line break or another control character cannot be matched by the
+    hook's one-line files: pattern: exit 2 naming the option and the path (it was reported as
+    a .pre-commit-config.yaml layout evalret cannot edit). Nothing is written."""
+    path = scaffold(tmp_path)
+    if source == "--config":
+        (tmp_path / args[1]).write_text(CONFIG)
+    code, output = invoke("init", str(tmp_path), "--pre-commit", *args)
+    flat = output.replace("\n", "")
+    assert code == 2, output
+    assert f"{source}: the path {shown} holds a line break or control character" in flat
+    assert "without rewriting it" not in flat
+    assert not path.exists()
+
+
+def test_init_pre_commit_refuses_a_golden_set_path_with_a_line_break(tmp_path: Path) -> None:
+    """The same for a path the config names: the message names its key."""
+    path = scaffold(tmp_path)
+    (tmp_path / "golden_sets" / "tiny").rename(tmp_path / "golden_sets" / "ti\nny")
+    config = tmp_path / "evalret.yaml"
+    config.write_text(CONFIG.replace("path: golden_sets/tiny", 'path: "golden_sets/ti\\nny"'))
+    code, output = invoke("init", str(tmp_path), "--pre-commit")
+    assert code == 2, output
+    assert "golden_set.path: the path 'golden_sets/ti\\nny'" in output.replace("\n", "")
+    assert not path.exists()
+
+
 def test_files_pattern_matches_paths_and_what_is_under_them() -> None:
     """A watched path matches itself and everything below it, never a longer sibling name."""
     pattern = re.compile(files_pattern(["golden_sets/a.b", "evalret.yaml"]))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conftest import DEMO
 from evalret.commands.agreement import agreement_report
 from evalret.commands.merge_judgments import MergeOptions, merge_command
 from evalret.core.judgments import dispute_reason, merged_grade
@@ -187,6 +188,56 @@ def test_label_studio_round_trip(tmp_path: Path) -> None:
     path.write_text(json.dumps(tasks))
     with pytest.raises(InputError, match="not a Label Studio export"):
         read_annotations([path], Scale(0, 3))
+
+
+TASK = {
+    "id": 1,
+    "data": {"query_id": "q1", "doc_id": "d1"},
+    "annotations": [{"completed_by": 7, "result": [{"value": {"choices": ["2"]}}]}],
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        (json.dumps(TASK, indent=2), "a JSON object with 'annotations', 'data' over 21 lines"),
+        (json.dumps(TASK), "a JSON object with 'annotations', 'data', not annotations"),
+        (json.dumps({"tasks": [TASK]}), "a JSON object with 'tasks'"),
+        (json.dumps(line("alice", "q1", "d1", 2), indent=1), "one JSON object over 13 lines"),
+    ],
+    ids=["export-object-pretty", "one-task-object", "object-holding-tasks", "annotation-pretty"],
+)
+def test_an_object_root_is_said_to_be_no_export_nor_json_lines(
+    tmp_path: Path, text: str, names: str
+) -> None:
+    """A Label Studio export whose root is a JSON object (one task, or an object holding the
+    tasks) was read as JSON Lines: one 'invalid JSON' per line of it, or an annotation without
+    its annotator. It is refused as what it is, naming the file and what is expected (exit 2)."""
+    path = tmp_path / "export.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        read_annotations([path], Scale(0, 3))
+    message = str(e.value)
+    assert f"annotation file {path}: {names}" in message
+    assert "a Label Studio export is a JSON list of tasks" in message
+    assert "JSON Lines" in message and "invalid JSON" not in message
+    for command in ("agreement", "merge"):
+        into = ["--into", str(DEMO), "--out", str(tmp_path / "merged")]
+        code, out = invoke("judgments", command, str(path), *(into if command == "merge" else []))
+        assert code == 2 and f"annotation file {path}" in out.replace("\n", ""), out
+
+
+def test_one_annotation_on_one_line_is_still_json_lines(tmp_path: Path) -> None:
+    """A file of one annotation line (a JSON object on one line, no Label Studio key) reads as
+    before; so does a JSON Lines file of several."""
+    one = write_jsonl(tmp_path / "one.jsonl", [line("alice", "q1", "d1", 2)])
+    assert [(a.annotator, a.grade) for a in read_annotations([one], Scale(0, 3)).items] == [
+        ("alice", 2)
+    ]
+    two = write_jsonl(
+        tmp_path / "two.jsonl", [line("bob", "q1", "d1", 1), line("bob", "q2", "d", 3)]
+    )
+    assert len(read_annotations([two], Scale(0, 3)).items) == 2
 
 
 # --- agreement against published examples and the formulas ----------------------------------------

@@ -430,11 +430,26 @@ def test_the_guard_holds_in_ray_actors(plugins: Path, tmp_path: Path) -> None:
     assert not out.exists()
 
 
-def test_a_reader_that_closes_stdout_ends_the_command_quietly(plugins: Path) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("baseline", "show", str(REPO / "baselines" / "demo.json")),
+        ("--show-completion", "bash"),
+        ("--help",),
+        ("--version",),
+        ("run", "--help"),
+    ],
+    ids=["baseline-show", "show-completion", "help", "version", "run-help"],
+)
+def test_a_reader_that_closes_stdout_ends_the_command_quietly(
+    plugins: Path, tmp_path: Path, args: tuple[str, ...]
+) -> None:
     """`evalret baseline show … | head -1`: the reader closes the pipe; the command stops with
     128 + SIGPIPE (141, no verdict) and says nothing on stderr (it was exit 3, an 'internal
-    error' of rich's SystemExit)."""
-    process = evalret(plugins, "baseline", "show", str(REPO / "baselines" / "demo.json"))
+    error' of rich's SystemExit). So do the options answered while the command line is parsed
+    (`--show-completion`, `--help`, `--version`), where click's and typer's own exit was 1, which
+    reads as a regression."""
+    process = evalret(plugins, *args, HOME=str(tmp_path))
     assert process.stdout is not None
     process.stdout.close()  # before evalret has printed anything
     _, stderr = process.communicate(timeout=120)

@@ -975,8 +975,8 @@ def main() -> None:
     try:
         app()
         code = ExitCode.OK
-    except SystemExit as e:
-        code = e.code
+    except SystemExit as e:  # click's and typer's own exit 1 for a closed stdout is 141 too
+        code = ExitCode.BROKEN_PIPE if _reader_left(e) else e.code
     except Terminated:
         code = ExitCode.TERMINATED
     if code == ExitCode.REGRESSION and _signalled:  # click's Abort after a signal, no verdict

@@ -86,6 +86,7 @@ class Case:
     _read_only: list[Path] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)  # options a situation adds (e.g. a --set)
     drop: tuple[str, ...] = ()  # options of the row's argv a situation takes out (--dry-run)
+    stdout_closed: bool = False  # its reader closed stdout before anything was printed
 
     def ask_judge(self, *, own_baseline: bool = True) -> None:
         """Make the row call its config's judge (``Row.judges``: the options it adds and takes
@@ -244,10 +245,12 @@ def run_process(case: Case) -> Outcome:
             [sys.executable, "-m", "evalret", *case.argv()],
             cwd=case.root,
             env=env,
-            stdout=out,
+            stdout=subprocess.PIPE if case.stdout_closed else out,
             stderr=err,
             preexec_fn=_default_signals,
         )
+        if process.stdout is not None:
+            process.stdout.close()  # `evalret ... | head -0`
         try:
             if case.wait_ready:
                 _wait_for(ready.exists, process, 90)

@@ -7,8 +7,10 @@ real model.
 What they do is chosen per case by the environment, read at call time (and at import for
 ``exit-at-import``): ``INV_PLUGIN_MODE`` names a misbehaviour and ``INV_PLUGIN_TARGET`` where it
 happens (import, factory, identity, encode, search, rerank); ``INV_PLUGIN_READY`` is a file the
-plug-in creates just before it hangs, so that a test knows when to send its signal. The hashing is
-the same as ``inv_http.embed_texts`` so that an HTTP model scores as the Python one.
+plug-in creates just before it hangs, so that a test knows when to send its signal. The encoder's
+modes ``huge`` and ``tiny`` answer its vectors times 2**100 or 2**-100: finite float32 whose
+squares overflow or underflow, which normalize to the same unit vectors. The hashing is the same
+as ``inv_http.embed_texts`` so that an HTTP model scores as the Python one.
 """
 
 SOURCE = r'''
@@ -66,7 +68,14 @@ class HashEncoder:
 
     def encode(self, texts, kind):
         _misbehave("encode")
-        return hash_vectors(texts, self.dim)
+        vectors = hash_vectors(texts, self.dim)
+        if os.environ.get("INV_PLUGIN_TARGET") == "encode":
+            mode = os.environ.get("INV_PLUGIN_MODE", "ok")
+            if mode == "huge":  # finite float32, squares past float32: the same unit vectors
+                return vectors * np.float32(2.0**100)
+            if mode == "tiny":
+                return vectors * np.float32(2.0**-100)
+        return vectors
 
 
 def make_encoder(dim=DIM):

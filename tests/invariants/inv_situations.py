@@ -11,7 +11,12 @@ meaning allows, text the output must name, and any check of its own. The common 
 - plug-ins: an encoder or retriever that exits (``sys.exit(0)``, ``SystemExit("msg")``), prints
   or warns "GATE PASSED", raises lazily, answers an overflowing, string or boolean score, hangs
   (then SIGTERM or SIGINT), or is killed with earlier outputs in place;
-- config: a duplicate ``gate:`` key, a boolean or quoted number where a number is expected;
+- plug-ins also: an encoder whose vectors are 2**100 (2**-100) times the usual, which must give
+  the usual figures;
+- config: a duplicate ``gate:`` key, a boolean or quoted number where a number is expected; a
+  faiss search parameter out of range (``nprobe: -5``), a factory string too large for any
+  vectors (``PQ16x24``) or for the golden set (``PQ16x20``, where the command searches), an
+  HNSW thread count faiss cannot start;
 - golden set: a query filter with an unknown operator, a range on a string, a mixed ``$in``
   list, a filter that is not an object, nested metadata, an empty ``$or`` (refused at its line);
 - HTTP: an OpenAI-compatible server that redirects to another origin, drips its answer, echoes
@@ -27,6 +32,7 @@ meaning allows, text the output must name, and any check of its own. The common 
   a huge body or a gzip bomb, for every row that calls it: refused at its
   ``max_response_mb`` (exit 3, naming the endpoint and the limit), the connection closed before
   the server sent it all.
+- streams: a reader that closes stdout (141, quietly).
 """
 
 from __future__ import annotations
@@ -209,6 +215,16 @@ def _stdout_clean(case: Case, outcome: Outcome) -> None:
     assert MARK in outcome.stderr, "the plug-in's output is lost (it belongs on stderr)"
 
 
+def _figures_of_the_baseline(case: Case, outcome: Outcome) -> None:
+    """The run's exact-search metrics are the baseline's (saved from the same vectors unscaled):
+    vectors overflowing in normalization became zero vectors, metrics near 0."""
+    out = next(item for item in case.row.outputs if item.dir)
+    report = json.loads((case.paths[out.role] / "report.json").read_text())
+    baseline = json.loads((case.root / "baseline.json").read_text())
+    got, want = (r["indexes"]["exact"]["slices"]["all"]["metrics"] for r in (report, baseline))
+    assert got == want, f"exact search's metrics {got} are not the unscaled vectors' {want}"
+
+
 ENDINGS = ("exit-0", "exit-msg")
 RETRIEVER_ANSWERS = ("raise", "lazy-raise", "overflow", "str-score", "bool-score")
 
@@ -231,6 +247,12 @@ def plugin_situations(row: Row) -> Iterator[Situation]:
             (_stdout_clean,),
         )
         yield Situation("warn-in-encoder", _plugin("encode", "warn", None), checks=(_stdout_clean,))
+        for mode in ("huge", "tiny"):  # 2**100 times the vectors: the figures of the vectors
+            yield Situation(
+                f"{mode}-vectors-from-encoder",
+                _plugin("encode", mode, None),
+                checks=(_figures_of_the_baseline,) if row.run_report else (),
+            )
     if "retriever" in row.plugins:
         for mode in ENDINGS + RETRIEVER_ANSWERS:
             yield Situation(f"{mode}-in-retriever", _plugin("search", mode, RETRIEVER), three)
@@ -325,6 +347,14 @@ def _duplicate_gate(case: Case) -> None:
     case.must_lines = (gate_line(), second)
 
 
+def _named(names: str) -> Callable[[Case], None]:
+    def prepare(case: Case) -> None:
+        case.must_name.append(names)
+        _normal(case)
+
+    return prepare
+
+
 def _edit(old: str, new: str) -> Callable[[Case], None]:
     def prepare(case: Case) -> None:
         text = case.config_text()
@@ -334,10 +364,39 @@ def _edit(old: str, new: str) -> Callable[[Case], None]:
     return prepare
 
 
+def _index(entry: str, names: str) -> Callable[[Case], None]:
+    """One more index, ``entry``, in the config; an error must name ``names``."""
+
+    def prepare(case: Case) -> None:
+        _edit("  service: {type: python", f"  ivf: {entry}\n  service: {{type: python")(case)
+        case.must_name.append(names)
+        _normal(case)
+
+    return prepare
+
+
+# rows that search the config's indexes (a faiss index the golden set cannot train stops them)
+SEARCHING = {"retriever"}
+
+
 def config_situations(row: Row) -> Iterator[Situation]:
     if row.config is None:
         return
     yield Situation("duplicate-gate-key", _duplicate_gate, frozenset({2}))
+    # settings faiss cannot take, refused at their key by every command that reads the config
+    # (they ended as exit 3 in faiss, or took gigabytes before their refusal)
+    two = frozenset({2})
+    faiss_ivf = '{type: faiss, factory: "IVF4,Flat", params: {nprobe: -5}}'
+    yield Situation("faiss-nprobe-negative", _index(faiss_ivf, "indexes.ivf.params.nprobe"), two)
+    too_big = '{type: faiss, factory: "PQ16x24"}'
+    yield Situation("faiss-factory-too-large", _index(too_big, "indexes.ivf.factory"), two)
+    threads = _then(_edit("threads: 1}", "threads: 100000}"), _named("indexes.hnsw.threads"))
+    yield Situation("hnsw-threads-past-bound", threads, two)  # faiss's OpenMP crashed (139)
+    # one the golden set's 338 documents cannot train: refused before embedding where it is
+    # searched, and no concern of a command that does not search
+    untrainable = _index('{type: faiss, factory: "PQ16x20"}', "indexes.ivf.factory")
+    searches = bool(SEARCHING & row.plugins)
+    yield Situation("faiss-untrainable", untrainable, two if searches else None)
     if row.name == "run":
         yield Situation(
             "sample-queries-true",
@@ -612,6 +671,26 @@ def store_situations(row: Row) -> Iterator[Situation]:
             )
 
 
+# --- standard streams ------------------------------------------------------------------------
+
+
+def _stdout_closed(case: Case) -> None:
+    case.stdout_closed = True
+
+
+def stream_situations(row: Row) -> Iterator[Situation]:
+    """A reader that closes stdout (`evalret ... | head`): 141, no verdict, nothing on stderr,
+    as a process killed by SIGPIPE; never a crash (3) or click's 1, which reads as a
+    regression. A server's stdout carries its address: not closed here."""
+    if row.serves:
+        return
+    yield Situation("stdout-closed", _stdout_closed, frozenset({141}), True, (_quiet_on_stderr,))
+
+
+def _quiet_on_stderr(case: Case, outcome: Outcome) -> None:
+    assert "Error" not in outcome.stderr, "a closed stdout is reported as an error"
+
+
 # --- the cross product -----------------------------------------------------------------------
 
 
@@ -628,7 +707,7 @@ def situations(row: Row) -> list[Situation]:
         store_situations,
         judge_situations,
     )
-    for family in (*families, http_situations):
+    for family in (*families, http_situations, stream_situations):
         found += list(family(row))
     if row.serves:  # a server is always a process, stopped by the harness
         found = [

@@ -106,3 +106,7 @@ def test_every_row_meets_the_catalogue() -> None:
         assert {"http-gzip-bomb", "rerank-http-huge", "rerank-http-gzip-bomb"} <= set(by_row[row])
     assert {"judge-http-huge", "judge-http-gzip-bomb"} <= set(by_row["run"])
     assert {"judge-http-huge", "judge-http-gzip-bomb"} <= set(by_row["judge"])
+    assert "faiss-nprobe-negative" in by_row["history show"]
+    assert "faiss-untrainable" in by_row["sweep"]
+    assert "huge-vectors-from-encoder" in by_row["hook"]
+    assert "stdout-closed" in by_row["config schema"]

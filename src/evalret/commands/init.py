@@ -101,6 +101,7 @@ def watched_paths(root: Path, config: Path, extra: list[Path]) -> tuple[list[str
     local model directory, run files of typed indexes, and ``extra``. Paths outside ``root``
     are returned apart: no push can change them. ``config`` and ``extra`` are relative to
     ``root`` (as the hook runs), unless absolute."""
+    _one_line(config.as_posix(), "--config")  # the hook's entry names it too
     cfg = load_config(root / config)
     if cfg.gate.baseline is None:
         raise ConfigError(
@@ -109,23 +110,52 @@ def watched_paths(root: Path, config: Path, extra: list[Path]) -> tuple[list[str
             "--save-baseline)"
         )
     gs = cfg.golden_set
-    candidates: list[Path] = [root / config, gs.path, cfg.gate.baseline]
-    candidates += [p for p in (gs.queries, gs.corpus, gs.qrels) if p is not None]
+    candidates: list[tuple[Path, str]] = [
+        (root / config, "--config"),
+        (gs.path, "golden_set.path"),
+        (cfg.gate.baseline, "gate.baseline"),
+    ]
+    files = (("queries", gs.queries), ("corpus", gs.corpus), ("qrels", gs.qrels))
+    candidates += [(p, f"golden_set.{key}") for key, p in files if p is not None]
     model = Path(cfg.model.name)
     if model.is_absolute() and model.exists():
-        candidates.append(model)
-    candidates += [t.path for t in cfg.indexes.typed.values() if isinstance(t, RunIndexConfig)]
-    candidates += [root / p for p in extra]
+        candidates.append((model, "model.name"))
+    candidates += [
+        (t.path, f"indexes.{name}.path")
+        for name, t in cfg.indexes.typed.items()
+        if isinstance(t, RunIndexConfig)
+    ]
+    candidates += [(root / p, "--watch") for p in extra]
     base = root.resolve()
     watched: list[str] = []
     outside: list[Path] = []
-    for path in candidates:
+    for path, source in candidates:
         resolved = path.resolve()
         if not resolved.is_relative_to(base):
             outside.append(path)
         elif resolved != base and (rel := resolved.relative_to(base).as_posix()) not in watched:
+            _one_line(rel, source)
             watched.append(rel)
     return watched, outside
+
+
+# what the hook's one-line `files:` pattern cannot hold: control characters and the characters
+# YAML and pre-commit read as line breaks (U+0085, U+2028, U+2029)
+_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def _one_line(rel: str, source: str) -> None:
+    """InputError naming ``source`` (--watch, --config, a config key) when the watched path
+    ``rel`` holds a line break or another control character: pre-commit's ``files:`` regex, one
+    line of YAML, cannot match it (it was reported as a layout of .pre-commit-config.yaml that
+    evalret cannot edit)."""
+    found = _LINE_BREAKING.search(rel)
+    if found is not None:
+        raise InputError(
+            f"{source}: the path {rel!r} holds a line break or control character "
+            f"({found.group()!r}): the "
+            f"{HOOK_ID} hook's files: pattern cannot watch it; rename the path, or leave it out"
+        )
 
 
 def files_pattern(paths: list[str]) -> str:

@@ -37,6 +37,7 @@ from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.core.slices import CustomSlice, Slice, build_slices
 from evalret.core.stats import Correction, PairedTest
 from evalret.data import yamltext
+from evalret.data.faiss_demand import factory_problem
 from evalret.data.textfile import read_text
 from evalret.data.unions import RegisteredUnion, members_by_tag
 from evalret.errors import ConfigError, MetricError, Problem
@@ -410,6 +411,13 @@ ModelConfig = Annotated[
 ]
 
 
+C_INT_MAX = 2**31 - 1  # faiss takes its graph, search and clustering settings as C ints
+MAX_EF = 1 << 24  # efSearch / efConstruction: faiss allocates a candidate list this long
+MAX_THREADS = 1024  # faiss's OpenMP starts this many threads (100,000 crash it)
+MAX_HNSW_M = 4096  # faiss keeps 2 x m neighbours of every document
+MAX_FACTORY = 1000  # characters of a factory string (faiss's std::regex parser crashes on 30,000)
+
+
 class ExactIndexConfig(_Strict):
     """Brute-force inner-product search over every document vector (faiss IndexFlatIP)."""
 
@@ -421,12 +429,15 @@ class HnswIndexConfig(_Strict):
     checked against the exact index."""
 
     enabled: bool = Field(True, description="search with it")
-    m: int = Field(32, ge=2, description="neighbours per node of the graph")
-    ef_construction: int = Field(200, ge=1, description="candidate list size while building")
-    ef_search: int = Field(128, ge=1, description="candidate list size while searching")
+    m: int = Field(32, ge=2, le=MAX_HNSW_M, description="neighbours per node of the graph")
+    ef_construction: int = Field(
+        200, ge=1, le=MAX_EF, description="candidate list size while building"
+    )
+    ef_search: int = Field(128, ge=1, le=MAX_EF, description="candidate list size while searching")
     threads: int | None = Field(
         None,
         ge=1,
+        le=MAX_THREADS,
         description="threads building the graph: null = all cores; 1 = deterministic "
         "(the same graph every build, what a gate on hnsw metrics wants)",
     )
@@ -764,13 +775,50 @@ def faiss_error(e: Exception) -> str:
 FaissCheck = Callable[[str, dict[str, int | float]], tuple[tuple[str, ...], str] | None]
 FAISS_CHECKS: list[FaissCheck] = []
 
+# faiss.ParameterSpace's search parameters (faiss/AutoTune.cpp), each set as a C int: the least
+# and the most a search takes ("quantizer_<name>" sets <name> on an IVF's quantizer)
+FAISS_PARAM_RANGES: dict[str, tuple[int, int]] = {
+    "nprobe": (1, C_INT_MAX),
+    "efSearch": (1, MAX_EF),
+    "efConstruction": (1, MAX_EF),
+    "k_factor_rf": (1, C_INT_MAX),
+    "ht": (0, C_INT_MAX),
+    "max_codes": (0, C_INT_MAX),
+}
+
+
+def faiss_param_problem(name: str, value: float) -> str | None:
+    """Why faiss cannot search with ``name: value``, None when it can (or when faiss alone knows
+    the name: check_factory asks it)."""
+    base = name
+    while base.startswith("quantizer_"):
+        base = base.removeprefix("quantizer_")
+    if base == "verbose":
+        return "verbose is not a search parameter: faiss would print its progress on stdout"
+    if base == "k_factor":  # IndexIVFPQR's, a float
+        return None if value > 0 else f"k_factor must be greater than 0, not {value!r}"
+    if base not in FAISS_PARAM_RANGES:
+        return None
+    least, most = FAISS_PARAM_RANGES[base]
+    if value != int(value) or not least <= value <= most:
+        why = "a candidate list this long" if most == MAX_EF else "a C int"
+        return (
+            f"{name} must be a whole number from {least} to {most:,} (faiss takes {why}), "
+            f"not {value!r}"
+        )
+    return None
+
 
 class FaissIndexConfig(TypedIndexBase):
     """Any faiss index-factory string over the document vectors (inner product), trained on a
     seeded sample of them and searched with ``params`` (engines/faiss_factory.py)."""
 
     type: Literal["faiss"] = Field(description="faiss: any faiss index-factory string")
-    factory: str = Field(min_length=1, description='a faiss index_factory string: "IVF256,PQ32"')
+    factory: str = Field(
+        min_length=1,
+        max_length=MAX_FACTORY,
+        description='a faiss index_factory string: "IVF256,PQ32"',
+    )
     params: dict[str, int | float] = Field(
         default_factory=dict,
         description="search parameters set with faiss.ParameterSpace: {nprobe: 16, efSearch: 64}",
@@ -778,13 +826,24 @@ class FaissIndexConfig(TypedIndexBase):
     train_size: int | None = Field(
         None, ge=1, description="documents sampled to train the index (null: all)"
     )
-    seed: int = Field(0, ge=0, description="seed of the training sample and faiss's clustering")
+    seed: int = Field(
+        0, ge=0, le=C_INT_MAX, description="seed of the training sample and faiss's clustering"
+    )
     threads: int | None = Field(
-        1, ge=1, description="threads building it: 1 = the same index every build; null = all"
+        1,
+        ge=1,
+        le=MAX_THREADS,
+        description="threads building it: 1 = the same index every build; null = all",
     )
 
     @model_validator(mode="after")
     def _faiss_builds_it(self) -> FaissIndexConfig:
+        too_big = factory_problem(self.factory)  # before faiss allocates anything
+        if too_big is not None:
+            raise AtKey(too_big, ("factory",))
+        for name, value in self.params.items():
+            if (why := faiss_param_problem(name, value)) is not None:
+                raise AtKey(why, ("params", name))
         for check in FAISS_CHECKS:
             problem = check(self.factory, self.params)
             if problem is not None:

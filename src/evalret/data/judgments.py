@@ -149,13 +149,45 @@ def read_annotations(paths: Sequence[Path], scale: Scale) -> Annotations:
             data = path.read_bytes()
         except OSError as e:
             raise InputError(f"annotation file {path}: cannot read: {e.strerror or e}") from None
-        if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        start = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+        if start.startswith(b"["):
             _read_label_studio(path, data, scale, out, problems)
         else:
+            if start.startswith(b"{"):
+                _refuse_one_object(path, data)
             _read_jsonl(path, data, scale, out, problems)
     if problems:
         raise InputError(f"{len(problems)} malformed annotation(s)", problems)
     return out
+
+
+# the keys of a Label Studio task or of an object that holds tasks: not one annotation line
+_LABEL_STUDIO_KEYS = ("annotations", "data", "tasks", "predictions", "result")
+
+
+def _refuse_one_object(path: Path, data: bytes) -> None:
+    """InputError when the whole file is one JSON object that is not one annotation per line:
+    an object spread over several lines, or a Label Studio task (or an object holding tasks)
+    where a Label Studio export is a list of them. Read line by line, it would be reported as
+    malformed lines, or as an annotation without its fields."""
+    try:
+        obj = parse_json(decode(data))
+    except TextProblem:
+        return  # not one JSON document: JSON Lines (or broken ones), read line by line
+    if not isinstance(obj, dict):
+        return
+    keys = [k for k in _LABEL_STUDIO_KEYS if k in obj]
+    lines = sum(1 for line in data.splitlines() if line.strip())
+    if not keys and lines == 1:
+        return  # one annotation line
+    what = f"a JSON object with {', '.join(repr(k) for k in keys)}" if keys else "one JSON object"
+    raise InputError(
+        f"annotation file {path}: {what}"
+        + (f" over {lines} lines" if lines > 1 else "")
+        + ", not annotations: a Label Studio export is a JSON list of tasks ([{...}, ...]: "
+        "export the project as JSON), and evalret annotate's file is JSON Lines (one "
+        "annotation object per line)"
+    )
 
 
 def _read_jsonl(

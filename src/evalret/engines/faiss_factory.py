@@ -14,6 +14,7 @@ building or reading back; search runs under evalret's tie rule (faiss_index.sear
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from evalret.core.digest import json_digest
+from evalret.data import faiss_demand
 from evalret.data.config import FAISS_CHECKS, FaissIndexConfig, faiss_error
 from evalret.engines.faiss_index import ADD_BATCH, HASH_ROWS, cached_index
 from evalret.errors import ConfigError
@@ -56,6 +58,50 @@ def training_rows(n: int, cfg: FaissIndexConfig) -> np.ndarray:
     return np.sort(np.random.default_rng(cfg.seed).choice(n, cfg.train_size, replace=False))
 
 
+def physical_memory() -> int | None:
+    """The machine's memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_trainable(cfg: FaissIndexConfig, name: str, n_vectors: int, dim: int | None) -> None:
+    """ConfigError naming ``indexes.<name>.factory`` when ``cfg``'s index cannot be trained on
+    ``n_vectors`` document vectors: its training sample is smaller than one of its codebooks
+    (faiss's k-means needs at least one vector per centroid), or, with the dimension ``dim``, its
+    codebooks, transforms and lists alone take more than the machine's memory. Checked from the
+    factory string (data/faiss_demand.py) before faiss allocates anything; before embedding too
+    (``dim`` None), where the corpus is known."""
+    import faiss
+
+    parts = faiss_demand.parse(cfg.factory)
+    n_train = n_vectors if cfg.train_size is None else min(cfg.train_size, n_vectors)
+    top = faiss_demand.largest(parts)
+    if top is not None and n_train < top.centroids:
+        if cfg.train_size is None or cfg.train_size >= n_vectors:
+            sample = f"the whole corpus, {n_vectors:,} documents"
+        else:
+            sample = f"indexes.{name}.train_size: {cfg.train_size:,}"
+        well = faiss.ClusteringParameters().min_points_per_centroid
+        raise ConfigError(
+            f"indexes.{name}.factory: {cfg.factory!r} cannot be trained on {n_train:,} vectors "
+            f"({sample}): {top.what()}, and faiss's k-means needs at least one training vector "
+            f"per centroid ({top.centroids:,}; {well} per centroid, {well * top.centroids:,}, to "
+            "train well). Ask for fewer centroids (a smaller IVF or nbits) or train on more."
+        )
+    if dim is None:
+        return
+    need, memory = faiss_demand.bytes_at(parts, dim, n_train), physical_memory()
+    if memory is not None and need > memory:
+        raise ConfigError(
+            f"indexes.{name}.factory: {cfg.factory!r} over {n_vectors:,} vectors of dimension "
+            f"{dim:,} takes at least {faiss_demand.size_text(need)} "
+            f"({faiss_demand.describe(parts)}), more than this machine's memory "
+            f"({faiss_demand.size_text(memory)})"
+        )
+
+
 def set_params(index: Any, cfg: FaissIndexConfig) -> None:
     """Set the search parameters with faiss.ParameterSpace."""
     import faiss
@@ -73,9 +119,11 @@ def build_factory_index(
 ) -> Any:
     """The index ``cfg.factory`` of ``vectors``, trained and filled (module docstring).
     ConfigError naming ``indexes.<name>.factory`` when faiss cannot build it for these vectors
-    (a PQ whose sub-vectors do not divide the dimension, too few vectors to train on...)."""
+    (a PQ whose sub-vectors do not divide the dimension; too few vectors to train on, or too
+    little memory, both told before faiss allocates: ``check_trainable``)."""
     import faiss
 
+    check_trainable(cfg, name, len(vectors), vectors.shape[1])  # before faiss allocates
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(cfg.threads or max(1, threads))
@@ -170,24 +218,35 @@ def index_bytes(index: Any) -> int:
 
 
 CHECK_DIMS = (1680, 1536)  # 2^4*3*5*7 and 2^9*3: dimensions a factory string is tried at
+# their divisors, smallest first: the string is built at the first faiss takes, where its
+# codebooks take the least memory (a PQ16x20's 64 MiB at 16 dimensions, 6.6 GiB at 1680)
+TRY_DIMS = sorted({d for top in CHECK_DIMS for d in range(1, top + 1) if top % d == 0})
 
 
 def check_factory(
     factory: str, params: dict[str, int | float]
 ) -> tuple[tuple[str, ...], str] | None:
-    """Why faiss refuses ``factory`` (over inner product, at none of ``CHECK_DIMS``) or one of
-    ``params`` on it, with the key below the index; None when it takes both. The vectors' own
-    dimension is checked again when the index is built."""
+    """Why faiss refuses ``factory`` (over inner product, at every one of ``TRY_DIMS`` where its
+    codebooks stay within faiss_demand.CHECK_BYTES) or one of ``params`` on it, with the key below
+    the index; None when it takes both. The vectors' own dimension is checked again when the
+    index is built."""
     import faiss
 
-    index, reason = None, ""
-    for dim in CHECK_DIMS:
+    parts = faiss_demand.parse(factory)
+    index, reasons = None, {}
+    for dim in TRY_DIMS:
+        if faiss_demand.bytes_at(parts, dim) > faiss_demand.CHECK_BYTES:
+            break  # never allocated to see whether it parses
         try:
             index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
             break
         except RuntimeError as e:
-            reason = reason or faiss_error(e)
+            reasons[dim] = faiss_error(e)
     if index is None:
+        reason = reasons.get(CHECK_DIMS[0]) or next(reversed(reasons.values()), "")
+        if not reason:  # refused by size before faiss said anything (factory_problem says more)
+            need = faiss_demand.bytes_at(parts, TRY_DIMS[0])
+            reason = f"it takes {faiss_demand.size_text(need)} before any vector is added"
         return ("factory",), f"faiss cannot build index {factory!r}: {reason}"
     space = faiss.ParameterSpace()
     for name, value in params.items():

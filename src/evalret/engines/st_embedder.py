@@ -118,9 +118,49 @@ def finish_vectors(vectors: np.ndarray, truncate_dim: int | None, normalize: boo
             )
         out = out[:, :truncate_dim]
     if normalize:
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        out = out / np.where(norms > 0, norms, 1.0)
+        out = unit_rows(out)
+    else:
+        _comparable(out)
     return np.ascontiguousarray(out, dtype=np.float32)
+
+
+# a float32 row whose largest component is outside [2**-20, 2**20] is rescaled by an exact power
+# of two before its length is taken: from about 2**63 its squares overflow, below 2**-63 they
+# underflow (and lose precision well before); an embedding model's rows are within the range
+_SCALE_BITS = 20
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Float32 rows scaled to unit length (zero rows stay zero), without overflow or underflow:
+    a row with huge or tiny components (1e30, 1e-30) is first multiplied by the power of two
+    that brings its largest component to [0.5, 1), which is exact, so it ends as the same unit
+    vector, bit for bit, as any other multiple of it by a power of two. Other rows are divided
+    by their float32 length as always."""
+    out = np.asarray(vectors, dtype=np.float32)
+    peak = np.max(np.abs(out), axis=1) if out.size else np.zeros(len(out), np.float32)
+    odd = (peak > 0) & ((peak > 2.0**_SCALE_BITS) | (peak < 2.0**-_SCALE_BITS))
+    if odd.any():
+        out = out.copy()
+        _, exponent = np.frexp(peak[odd])
+        out[odd] = np.ldexp(out[odd], -exponent[:, None].astype(np.int32))
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.asarray(out / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+
+
+def _comparable(vectors: np.ndarray) -> None:
+    """ConfigError when ``vectors`` (left unnormalized) are too long to be compared in float32:
+    a vector's inner product with itself would overflow (a length over 1.8e19)."""
+    if not vectors.size:
+        return
+    longest = float(np.max(np.linalg.norm(vectors.astype(np.float64), axis=1)))
+    if longest * longest > FLOAT32_MAX:
+        raise ConfigError(
+            f"model.normalize: false, and the model's vectors are up to {longest:.3g} long: "
+            f"their inner products overflow float32 (largest {FLOAT32_MAX:.3g}), so search "
+            "would rank on infinities; set model.normalize: true (cosine similarity), or scale "
+            "the vectors down"
+        )
 
 
 def model_prompts(source: str) -> dict[str, str]:

@@ -831,6 +831,10 @@ def run_evaluation(
         judge = run_source(config)
     loaded = _load(config, timer, baseline, baseline_source, judge)
     retrievers = make_retrievers(config)  # before embedding: a bad callable fails fast
+    for r in retrievers:  # and an index the corpus cannot train (a faiss PQ16x20 over 338)
+        check = getattr(r, "check_corpus", None) if r.enabled else None
+        if check is not None:
+            check(len(loaded.golden.doc_ids))
     embedded = _embed(config, loaded.selection, embedder, progress, timer, retrievers)
     intrinsic = _health(config, loaded.golden, embedded, timer)
     retrieved = _retrieve(

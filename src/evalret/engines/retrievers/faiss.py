@@ -8,7 +8,7 @@ from typing import Any
 
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, FaissIndexConfig
-from evalret.engines.faiss_factory import cached_factory_index, size_figures
+from evalret.engines.faiss_factory import cached_factory_index, check_trainable, size_figures
 from evalret.engines.faiss_index import search
 from evalret.engines.filtered import filtered_index_search
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
@@ -37,6 +37,10 @@ class FaissRetriever(BaseRetriever):
             "seed": s.seed,
             **({"threads": s.threads} if s.threads != 1 else {}),
         }
+
+    def check_corpus(self, n_docs: int) -> None:
+        """Before embedding: ConfigError when ``n_docs`` documents cannot train the index."""
+        check_trainable(self.settings, self.name, n_docs, None)
 
     def cache_notes(self) -> dict[str, str]:
         return {f"faiss.{self.name}": self.cache_status}
