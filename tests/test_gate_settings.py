@@ -113,6 +113,10 @@ INERT = {
         "gate:\n  budgets:\n    hnsw: {}\n",
         "cfg.yaml:3: gate.budgets.hnsw: sets no limit",
     ),
+    "health-bound-without-min-or-max": (
+        "gate:\n  health:\n    avg_cosine: {}\n",
+        "cfg.yaml:3: gate.health.avg_cosine: sets no bound",
+    ),
     "health-bound-health-disabled": (
         "health: {enabled: false}\ngate:\n  health:\n    avg_cosine: {max: 0.3}\n",
         "cfg.yaml:4: gate.health.avg_cosine: the health figures are not computed",

@@ -1699,7 +1699,8 @@ class Config(_Strict):
         return None
 
     def _inert_health(self) -> AtKey | None:
-        """Why gate.health (given) would bound nothing: the figures are not computed."""
+        """Why gate.health (given) would bound nothing: the figures are not computed, or a
+        figure's bound sets neither min nor max."""
         health = self.gate.health
         if "health" in self.gate.model_fields_set and health and not self.health.enabled:
             return AtKey(
@@ -1707,6 +1708,9 @@ class Config(_Strict):
                 "or leave gate.health out",
                 ("gate", "health", next(iter(health))),
             )
+        for key, bound in health.items():
+            if bound.min is None and bound.max is None:
+                return AtKey("sets no bound: give min or max", ("gate", "health", key))
         return None
 
     def _budgets_are_measured(self) -> None:
