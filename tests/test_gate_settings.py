@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO
-from evalret.data.config import parse_config
+from conftest import DEMO, REPO
+from evalret.data.config import load_config, parse_config
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
 from helpers import invoke
@@ -55,6 +55,7 @@ def _config(tmp_path: Path, indexes: str = "", rest: str = "") -> Path:
 def _problems(text: str) -> str:
     with pytest.raises(ConfigError) as e:
         parse_config(text, "cfg.yaml")
+    assert e.value.exit_code == 2
     return "\n".join(str(p) for p in e.value.problems)
 
 
@@ -139,6 +140,14 @@ def test_a_default_that_applies_to_nothing_is_no_error() -> None:
     parse_config("gate: {indexes: [exact], ann_min_recall: null}\n")
     parse_config("gate: {indexes: [], thresholds: {}}\n")
     parse_config("gate: {health: {}}\nhealth: {enabled: false}\n")
+
+
+def test_the_shipped_configs_check_what_they_set() -> None:
+    """configs/ and the config `evalret init` writes set nothing that checks nothing."""
+    for path in sorted((REPO / "configs").glob("*.yaml")):
+        assert load_config(path).gated_indexes() == ["exact", "hnsw"], path
+    template = (REPO / "src" / "evalret" / "templates" / "evalret.yaml").read_text()
+    assert parse_config(template).gated_indexes() == ["exact", "hnsw"]
 
 
 def test_the_default_gated_set_is_exact_and_every_approximate_index() -> None:
