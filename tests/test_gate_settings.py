@@ -90,6 +90,10 @@ INERT = {
         "gate:\n  indexes: []\n  thresholds: {recall@10: {max_drop: 0.1}}\n",
         "cfg.yaml:3: gate.thresholds: no gated index to check (gate.indexes: none)",
     ),
+    "judged-floor-no-gated-index": (
+        "gate:\n  indexes: []\n  unjudged: {min_judged: 0.05}\n",
+        "cfg.yaml:3: gate.unjudged.min_judged: no gated index to check",
+    ),
     "threshold-without-a-bound": (
         "gate:\n  thresholds:\n    recall@10: {}\n",
         "cfg.yaml:3: gate.thresholds.recall@10: sets no bound",

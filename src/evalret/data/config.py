@@ -1616,6 +1616,11 @@ class Config(_Strict):
         gate, gated = self.gate, self.gated_indexes()
         if gate.thresholds and not gated:
             return AtKey(f"no gated index to check ({self._gated_text()})", ("gate", "thresholds"))
+        if gate.unjudged is not None and gate.unjudged.min_judged and not gated:
+            return AtKey(
+                f"no gated index to check ({self._gated_text()})",
+                ("gate", "unjudged", "min_judged"),
+            )
         for metric, t in (gate.thresholds or {}).items():
             if t.min is None and t.max_drop is None and t.max_drop_pct is None:
                 return AtKey(
