@@ -254,14 +254,18 @@ def test_gate_slices_the_run_does_not_have_are_refused_before_embedding(config: 
     with pytest.raises(InputError) as e:
         run_evaluation(typo, embedder=ExplodingEmbedder())
     assert e.value.exit_code == 2
-    assert "does not have (its slices with queries: all" in str(e.value)
-    assert [p.message for p in e.value.problems] == ["gate.slices: tial"]
+    assert "no query in this run (its slices with queries: all" in str(e.value)
+    assert [p.message for p in e.value.problems] == [
+        "gate.slices: tial: no query of the run is in it"
+    ]
     override = config.model_copy(
         update={"gate": GateConfig(overrides=[{"metric": "mrr@10", "slice": "od", "min": 0.9}])}
     )
     with pytest.raises(InputError) as e:
         run_evaluation(override, embedder=ExplodingEmbedder())
-    assert [p.message for p in e.value.problems] == ["gate.overrides[0].slice: od"]
+    assert [p.message for p in e.value.problems] == [
+        "gate.overrides[0].slice: od: no query of the run is in it"
+    ]
     nobody = config.model_copy(
         update={
             "slices": SlicesConfig(custom=[SliceDefinition(name="none", pattern="zzzz")]),
@@ -270,4 +274,7 @@ def test_gate_slices_the_run_does_not_have_are_refused_before_embedding(config: 
     )
     with pytest.raises(InputError) as e:  # a slice of no query: GATE PASSED on nothing
         run_evaluation(nobody, embedder=ExplodingEmbedder())
-    assert [p.message for p in e.value.problems] == ["gate.slices: none"]
+    assert [p.message for p in e.value.problems] == [
+        "gate.slices: none: no query of the run is in it",
+        "slices.custom[0]: none: no query of the run is in it",  # gated or not
+    ]

@@ -132,7 +132,10 @@ def test_override_for_an_index_the_gate_does_not_check_is_refused() -> None:
     """An override for bm25 while gate.indexes keeps its default (exact and hnsw) never applied:
     its floor was silently not checked. Refused, naming gate.indexes."""
     got = "\n".join(problems("gate:\n  overrides: [{metric: mrr@10, index: bm25, min: 0.5}]\n"))
-    assert "the gate overrides indexes it does not check: bm25 (add them to gate.indexes)" in got
+    assert (
+        "cfg.yaml:2: gate.overrides[0].index: index bm25 is not gated (gated: exact, hnsw): add "
+        "it to gate.indexes" in got
+    )
     parse_config(
         "gate:\n  indexes: [exact, bm25]\n  overrides: [{metric: mrr@10, index: bm25, min: 0.5}]\n"
     )

@@ -487,7 +487,8 @@ def python_index_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "golden_set: {path: gs}\nindexes:\n  exact: {enabled: false}\n  hnsw: {enabled: false}\n"
         "  bm25: {enabled: false}\n  hybrid: {enabled: false}\n"
         "  p: {type: python, callable: 'hook_ranker:rank'}\n"
-        "gate:\n  baseline: base.json\n  thresholds:\n    ndcg@10: {max_drop: 0.01}\n"
+        "gate:\n  indexes: [p]\n  baseline: base.json\n"
+        "  thresholds:\n    ndcg@10: {max_drop: 0.01}\n"
         "output:\n  dir: reports\n"
     )
     code, output = invoke(
@@ -516,7 +517,7 @@ def test_the_hook_takes_its_verdict_from_this_runs_report_only(
     report_json.write_text(json.dumps({**stale, "run_id": "an-earlier-run"}))
     with pytest.raises(EvalretError, match="not this run's"):
         report_of_run(done.run)
-    assert stale["gate"] is None  # the gate checks dense indexes only: no check, a pass
+    assert stale["gate"]["verdict"] == "pass"  # the same ranking as the baseline's
     demo_gate = json.loads((REPO / "baselines" / "demo.json").read_text())["gate"]
     failed = {**stale, "gate": {**demo_gate, "verdict": "fail"}}
     report_json.write_text(json.dumps(failed))
@@ -559,6 +560,7 @@ indexes:
   hybrid: {enabled: false}
   p: {type: python, callable: 'hookpushed_retriever:search'}
 gate:
+  indexes: [p]
   baseline: baselines/b.json
   thresholds:
     recall@10: {max_drop: 0.01}

@@ -10,6 +10,7 @@ vectors come from a hashed bag of words (no model weights are loaded).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -167,3 +168,32 @@ def test_a_precision_change_changes_the_fingerprint(tmp_path: Path, run: Evaluat
 def test_bad_settings_are_config_errors_at_their_key(tmp_path: Path, index: str, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         parse_config(_yaml(tmp_path, f"  q: {index}\n"), "c.yaml")
+
+
+def test_a_quantized_index_below_the_floor_fails_the_gate(
+    tmp_path: Path, run: Evaluation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#35: ``gate.ann_min_recall: 0.99`` with a binary index (recall of the exact top 10 well
+    below) and no gate.indexes printed "no gate configured" and exited 0. The quantized index
+    is gated by default, as every approximate index: exit 1 on its floor; left out of
+    gate.indexes, the floor holds nothing and the config is refused (exit 2)."""
+    from helpers import invoke
+
+    recall = run.report.ann_others["bin"].slices["all"].recall["recall@10"]
+    assert recall is not None and recall < 0.9
+    (tmp_path / "quantized_encoder.py").write_text(ENCODER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("quantized_encoder", None)
+    config = tmp_path / "c.yaml"
+    index = "  bin: {type: quantized, precision: binary}\n"
+    config.write_text(_yaml(tmp_path, index) + "gate: {ann_min_recall: 0.99}\n")
+    out = tmp_path / "out"
+    code, said = invoke("run", "-c", str(config), "--out", str(out), "--no-progress")
+    assert code == 1, said
+    gate = json.loads((out / "report.json").read_text())["gate"]
+    [floor] = [c for c in gate["checks"] if c["kind"] == "ann_min_recall"]
+    assert floor["name"] == "bin/all/ann_recall@10 min 0.99" and floor["status"] == "fail"
+    assert floor["current"] == pytest.approx(recall)
+    config.write_text(_yaml(tmp_path, index) + "gate: {indexes: [exact], ann_min_recall: 0.99}\n")
+    code, said = invoke("run", "-c", str(config), "--out", str(out), "--no-progress")
+    assert code == 2 and "gate.ann_min_recall: no gated approximate index" in said, said

@@ -254,15 +254,15 @@ def test_python_reranker_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_gate_holds_a_floor_on_the_first_stage_recall(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """gate.rerank_min_recall checks every rerank index's ceiling on slice all, apart from the
-    metric checks; absent, the config dumps without it."""
+    """gate.rerank_min_recall checks every gated rerank index's ceiling on slice all, apart
+    from the metric checks; absent, the config dumps without it."""
     _plugin(tmp_path, monkeypatch)
     blocks = BM25_ONLY + _python_rerank()
     ceiling = run_evaluation(_config(tmp_path, blocks)).report.rerank["rr"].slices["all"].ceiling
     assert ceiling is not None and 0 < ceiling < 1
     assert "rerank_min_recall" not in _config(tmp_path, blocks).model_dump()["gate"]
     for floor, passed in ((round(ceiling - 0.01, 4), True), (round(ceiling + 0.01, 4), False)):
-        extra = f"gate: {{indexes: [bm25], ann_min_recall: null, rerank_min_recall: {floor}}}\n"
+        extra = f"gate: {{indexes: [bm25, rr], ann_min_recall: null, rerank_min_recall: {floor}}}\n"
         gate = run_evaluation(_config(tmp_path, blocks, extra)).report.gate
         assert gate is not None
         (check,) = [c for c in gate.checks if c.kind == "rerank_min_recall"]

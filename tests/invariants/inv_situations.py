@@ -33,6 +33,10 @@ meaning allows, text the output must name, and any check of its own. The common 
   ``max_response_mb`` (exit 3, naming the endpoint and the limit), the connection closed before
   the server sent it all.
 - streams: a reader that closes stdout (141, quietly).
+- settings that apply to nothing: a floor, a budget or a rerank floor on an index the gate does
+  not check (refused wherever the config is read), a ``--set`` of a disabled index (every
+  command that takes ``--set``), a custom slice rule matching no query (every command that
+  builds the run's slices), each exit 2 naming the key.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import typer
 from inv_case import Case, Outcome
 from inv_http import serve
 from inv_table import ANSWER_CACHE, GOLDEN, ROWS, SCORE_CACHE, Item, Row
@@ -61,6 +66,8 @@ from inv_world import (
     config_text,
     gate_line,
 )
+
+from evalret.cli import app
 
 Check = Callable[[Case, Outcome], None]
 
@@ -441,6 +448,90 @@ def set_situations(row: Row) -> Iterator[Situation]:
         yield Situation(f"{out.role}-is-golden-set-by-set", _golden_by_set(out), frozenset({2}))
 
 
+# --- settings that apply to nothing (#35) -------------------------------------------------------
+
+# gate settings on what the world's gate does not check (gate.indexes: [exact, service]; hnsw
+# and the rerank index `reranked` run ungated): (situation, the line's old text, its new text,
+# the key the error names)
+INERT_GATE = (
+    (
+        "floor-on-no-gated-index",
+        "  ann_min_recall: null",
+        "  ann_min_recall: 0.9",
+        "ann_min_recall",
+    ),
+    (
+        "budget-on-ungated-index",
+        "  ann_min_recall: null",
+        "  ann_min_recall: null\n  budgets: {hnsw: {max_index_bytes: 1000000}}",
+        "budgets.hnsw",
+    ),
+    (
+        "rerank-floor-on-ungated-index",
+        "  ann_min_recall: null",
+        "  ann_min_recall: null\n  rerank_min_recall: 0.5",
+        "rerank_min_recall",
+    ),
+)
+# the rows that build the run's slices (a custom slice rule is checked there)
+SLICE_ROWS = {"run", "hook", "pool", "sweep", "validate"}
+
+
+def _inert_gate(old: str, new: str, key: str) -> Callable[[Case], None]:
+    """The config's line ``old`` made ``new``: refused at the key's line, naming it."""
+
+    def prepare(case: Case) -> None:
+        text = case.config_text()
+        assert old + "\n" in text
+        text = text.replace(old + "\n", new + "\n", 1)
+        case.write_config(text)
+        last = new.rsplit("\n", 1)[-1]
+        case.must_name.append(f"gate.{key}")
+        case.must_lines = (text.splitlines().index(last) + 1,)
+        _normal(case)
+
+    return prepare
+
+
+def _set_of_disabled_index(case: Case) -> None:
+    """``--set`` of a setting of the disabled bm25 index: it would change nothing."""
+    case.extra += ["--set", "indexes.bm25.k1=1.2"]
+    case.must_name += ["indexes.bm25.k1", "index bm25 is disabled"]
+    _normal(case)
+
+
+def _empty_custom_slice(case: Case) -> None:
+    text = case.config_text()
+    rule = "slices: {custom: [{name: nothing, pattern: '^no query reads like this$'}]}\n"
+    case.write_config(text.replace("gate:\n", rule + "gate:\n", 1))
+    case.must_name.append("slices.custom[0]: nothing")
+    _normal(case)
+
+
+def _takes_set(row: Row) -> bool:
+    """Whether the row's command has a ``--set`` option (read from the Typer app)."""
+    group = typer.main.get_command(app)
+    command = group
+    for part in row.name.split():
+        ctx = command.make_context("evalret", ["--help"], resilient_parsing=True)
+        command = command.get_command(ctx, part)  # type: ignore[attr-defined]
+    return any("--set" in getattr(p, "opts", ()) for p in command.params)
+
+
+def inert_situations(row: Row) -> Iterator[Situation]:
+    """A setting that applies to nothing is a config error naming its key (exit 2) wherever
+    the config is read; a custom slice rule matching no query wherever the slices are built."""
+    if row.config is None:
+        return
+    two = frozenset({2})
+    for name, old, new, key in INERT_GATE:
+        yield Situation(name, _inert_gate(old, new, key), two)
+    if _takes_set(row):
+        yield Situation("set-of-disabled-index", _set_of_disabled_index, two)
+    if row.name in SLICE_ROWS:
+        yield Situation("custom-slice-matches-no-query", _empty_custom_slice, two)
+
+
 # --- golden-set inputs -------------------------------------------------------------------------
 
 # hostile query filters (#27): each is refused at its line, exit 2, naming what is wrong
@@ -706,6 +797,7 @@ def situations(row: Row) -> list[Situation]:
         golden_situations,
         store_situations,
         judge_situations,
+        inert_situations,
     )
     for family in (*families, http_situations, stream_situations):
         found += list(family(row))

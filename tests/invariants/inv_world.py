@@ -64,7 +64,7 @@ GATE_BLOCK = """\
 gate:
   baseline: baseline.json
   indexes: [exact, service]
-  ann_min_recall: 0.0
+  ann_min_recall: null
   thresholds:
     recall@10: {max_drop: 0.5}
     mrr@10: {max_drop: 0.5}

@@ -110,3 +110,6 @@ def test_every_row_meets_the_catalogue() -> None:
     assert "faiss-untrainable" in by_row["sweep"]
     assert "huge-vectors-from-encoder" in by_row["hook"]
     assert "stdout-closed" in by_row["config schema"]
+    assert "floor-on-no-gated-index" in by_row["history show"]
+    assert "set-of-disabled-index" in by_row["judge"]
+    assert "custom-slice-matches-no-query" in by_row["validate"]

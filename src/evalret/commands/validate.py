@@ -39,6 +39,7 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ from evalret.data.textfile import read_json
 from evalret.data.validation import SliceCheck, Summary, Validation
 from evalret.errors import ConfigError, InputError, Problem
 from evalret.pipeline.configs import golden_config
+from evalret.pipeline.gate import slice_setting_problems
 from evalret.report.escape import json_document
 
 ASSUMED_NDCG_SD = 0.40
@@ -352,13 +354,17 @@ def run_validation(cfg: Config, report: Path | None = None) -> Validation:
         scan = scan_golden_set(cfg.golden_set, cfg.relevance_level)
     except GoldenSetError as e:
         return unreadable(str(cfg.golden_set.path), e)
-    return check_golden_set(
+    result = check_golden_set(
         scan,
         cfg.slices,
         scores,
         str(report) if report else None,
         queries_without_relevant=cfg.queries_without_relevant,
     )
+    if not result.slices:  # the slices could not be built: their errors are listed
+        return result
+    names = [s.name for s in result.slices if s.n_queries]
+    return replace(result, errors=[*result.errors, *slice_setting_problems(cfg, names)])
 
 
 def validate_command(

@@ -538,7 +538,6 @@ def dsn_problem(dsn: str) -> str | None:
     return None
 
 
-DENSE_INDEXES = ("exact", "hnsw")
 INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # also a run file's name part
 
 
@@ -555,6 +554,9 @@ class TypedIndexBase(_Strict):
     """What every typed index (``indexes.<name>: {type: ...}``) has: ``type`` and ``enabled``."""
 
     enabled: bool = Field(True, description="search with it")
+    # an approximate nearest-neighbour search over the model's vectors: measured against exact
+    # search, gated by default and held to gate.ann_min_recall (a plug-in's type declares it too)
+    approximate: ClassVar[bool] = False
 
     def resolve_paths(self, base: Path) -> TypedIndexBase:
         """A copy whose relative paths are made absolute against ``base`` (none by default)."""
@@ -607,6 +609,7 @@ class PgvectorIndexConfig(TypedIndexBase):
     ``dsn_env`` when the index runs, and is never written anywhere."""
 
     type: Literal["pgvector"] = Field(description="pgvector: HNSW search in Postgres")
+    approximate: ClassVar[bool] = True
     dsn_env: str = Field(description="name of the environment variable holding the DSN")
     # pgvector's own bounds (hnsw.c): m 2..100, ef_construction 4..1000, ef_search 1..1000
     m: int = Field(16, ge=2, le=100, description="neighbours per node of the HNSW graph")
@@ -814,6 +817,7 @@ class FaissIndexConfig(TypedIndexBase):
     seeded sample of them and searched with ``params`` (engines/faiss_factory.py)."""
 
     type: Literal["faiss"] = Field(description="faiss: any faiss index-factory string")
+    approximate: ClassVar[bool] = True
     factory: str = Field(
         min_length=1,
         max_length=MAX_FACTORY,
@@ -857,6 +861,7 @@ class QuantizedIndexConfig(TypedIndexBase):
     (engines/quantize.py)."""
 
     type: Literal["quantized"] = Field(description="quantized: search over quantized vectors")
+    approximate: ClassVar[bool] = True
     precision: Literal["float32", "int8", "uint8", "binary", "ubinary"] = Field(
         description="int8 / uint8: ranges calibrated on the documents; binary / ubinary: sign "
         "bits, searched by Hamming distance"
@@ -904,6 +909,19 @@ class IndexesConfig(_Strict):
         """Every enabled index, built-in ones first."""
         builtin = [n for n in BUILTIN_INDEXES if getattr(self, n).enabled]
         return builtin + [n for n, t in self.typed.items() if t.enabled]
+
+    def kind(self, name: str) -> str:
+        """What index ``name`` is: a built-in index's name, a typed index's ``type``."""
+        typed = self.typed.get(name)
+        return typed.type if typed is not None else name
+
+    def approximate_names(self) -> list[str]:
+        """Every enabled approximate index (measured against exact search): hnsw, and each typed
+        index whose type declares itself approximate (faiss, quantized, pgvector)."""
+        typed = self.typed
+        return [
+            n for n in self.enabled_names() if n == "hnsw" or (n in typed and typed[n].approximate)
+        ]
 
     def resolve_paths(self, base: Path) -> IndexesConfig:
         """A copy whose typed indexes' relative paths are made absolute against ``base``."""
@@ -1189,20 +1207,30 @@ class GateConfig(_Strict):
     )
     slices: list[str] | None = Field(None, description="slices to gate; default all")
     indexes: list[str] | None = Field(
-        None, description="indexes of the config; default the dense indexes (exact, hnsw)"
+        None,
+        description="the indexes every check of an index applies to (thresholds, overrides, "
+        "ann_min_recall, rerank_min_recall, budgets); default: exact and every approximate "
+        "index (hnsw, faiss, quantized, pgvector)",
     )
-    ann_min_recall: float | None = Field(0.95, ge=0, le=1, description="HNSW recall@k floor")
+    ann_min_recall: float | None = Field(
+        0.95,
+        ge=0,
+        le=1,
+        description="floor on every gated approximate index's recall@ann_k against exact search "
+        "(slice all); written with no approximate index gated, a config error",
+    )
     ann_k: int = Field(10, ge=1, description="the k of ann_min_recall")
     rerank_min_recall: float | None = Field(
         None,
         ge=0,
         le=1,
-        description="floor on every rerank index's candidate ceiling (its first stage's recall@k)",
+        description="floor on every gated rerank index's candidate ceiling (its first stage's "
+        "recall@k); with no rerank index gated, a config error",
     )
     budgets: dict[str, IndexBudget] = Field(
         default_factory=dict,
-        description="index name -> its budget (hnsw, faiss and quantized indexes): a figure over "
-        "its budget fails the gate",
+        description="gated index name -> its budget (hnsw, faiss and quantized indexes): a "
+        "figure over its budget fails the gate",
     )
     max_cost_per_run: float | None = Field(
         None,
@@ -1551,17 +1579,144 @@ class Config(_Strict):
         disabled = sorted({i for i in named if i not in enabled})
         if disabled:  # their checks would never run: the gate could pass on nothing
             raise ValueError(f"the gate names indexes that are disabled: {', '.join(disabled)}")
-        gated = self.gate.indexes if self.gate.indexes is not None else DENSE_INDEXES
-        ungated = sorted({o.index for o in self.gate.overrides if o.index and o.index not in gated})
-        if ungated:  # such an override never applies
-            raise ValueError(
-                f"the gate overrides indexes it does not check: {', '.join(ungated)} "
-                "(add them to gate.indexes)"
-            )
         if self.gate.ann_k > self.depth:
             raise ValueError(f"gate.ann_k {self.gate.ann_k} exceeds the search depth {self.depth}")
         self._budgets_are_measured()
         return self
+
+    @model_validator(mode="after")
+    def _every_gate_setting_applies(self) -> Config:
+        """A gate setting written in the config (or by a --set) that would check nothing in a
+        run of it is refused at its key: a gate must never pass on a check that never ran. A
+        default that applies to nothing (ann_min_recall 0.95 without an approximate index) is
+        no error. Slices are checked once the golden set is read (pipeline.gate)."""
+        problem = self._inert_gate_setting()
+        if problem is not None:
+            raise problem
+        return self
+
+    def gated_indexes(self) -> list[str]:
+        """The indexes the gate checks, the one rule for every check of an index (thresholds
+        and overrides, ann_min_recall, rerank_min_recall, budgets): ``gate.indexes`` when given,
+        else every enabled index evalret searches over the model's vectors, exact search and
+        every approximate index (hnsw, faiss, quantized, pgvector). bm25, hybrid, run, python
+        and rerank indexes are gated only when named."""
+        if self.gate.indexes is not None:
+            return list(self.gate.indexes)
+        approximate = self.indexes.approximate_names()
+        return [n for n in self.indexes.enabled_names() if n == "exact" or n in approximate]
+
+    def _gated_text(self) -> str:
+        """The gated indexes and where they come from, for messages."""
+        gated = ", ".join(self.gated_indexes()) or "none"
+        return f"gate.indexes: {gated}" if self.gate.indexes is not None else f"gated: {gated}"
+
+    def _inert_gate_setting(self) -> AtKey | None:
+        """The first gate setting given that applies to no gated index, slice or figure."""
+        gate, gated = self.gate, self.gated_indexes()
+        if gate.thresholds and not gated:
+            return AtKey(f"no gated index to check ({self._gated_text()})", ("gate", "thresholds"))
+        if gate.unjudged is not None and gate.unjudged.min_judged and not gated:
+            return AtKey(
+                f"no gated index to check ({self._gated_text()})",
+                ("gate", "unjudged", "min_judged"),
+            )
+        for metric, t in (gate.thresholds or {}).items():
+            if t.min is None and t.max_drop is None and t.max_drop_pct is None:
+                return AtKey(
+                    "sets no bound: give min, max_drop or max_drop_pct (or leave the metric out)",
+                    ("gate", "thresholds", metric),
+                )
+        for n, o in enumerate(gate.overrides):
+            problem = self._inert_override(n, o, gated)
+            if problem is not None:
+                return problem
+        return self._inert_floor() or self._inert_budget() or self._inert_health()
+
+    def _inert_override(self, n: int, o: ThresholdOverride, gated: list[str]) -> AtKey | None:
+        """Why override ``n`` would replace no gated threshold (None: it applies)."""
+        at: tuple[int | str, ...] = ("gate", "overrides", n)
+        if o.index is not None and o.index not in gated:
+            return AtKey(
+                f"index {o.index} is not gated ({self._gated_text()}): add it to gate.indexes, "
+                "or drop the override",
+                (*at, "index"),
+            )
+        if not gated:
+            return AtKey(f"no gated index to check ({self._gated_text()})", at)
+        wanted = self.gate.slices
+        if o.slice is not None and wanted is not None and o.slice not in wanted:
+            return AtKey(
+                f"slice {o.slice} is not gated (gate.slices: {', '.join(wanted) or 'none'}): add "
+                "it there, or drop the override",
+                (*at, "slice"),
+            )
+        return None
+
+    def _inert_floor(self) -> AtKey | None:
+        """Why ann_min_recall (given) or rerank_min_recall would hold no gated index."""
+        gate, gated = self.gate, self.gated_indexes()
+        if "ann_min_recall" in gate.model_fields_set and gate.ann_min_recall is not None:
+            every = self.indexes.approximate_names()
+            if not any(i in every for i in gated):
+                fix = (
+                    f"add {', '.join(every)} to gate.indexes"
+                    if every
+                    else "enable an approximate index (hnsw, or a faiss, quantized or pgvector one)"
+                )
+                return AtKey(
+                    f"no gated approximate index to hold to this floor ({self._gated_text()}): "
+                    f"{fix}, or set it to null",
+                    ("gate", "ann_min_recall"),
+                )
+            if not self.indexes.exact.enabled:
+                return AtKey(
+                    "an approximate index's recall is measured against exact search, and "
+                    "indexes.exact is disabled: enable it, or set ann_min_recall to null",
+                    ("gate", "ann_min_recall"),
+                )
+        if gate.rerank_min_recall is not None:
+            every = [n for n in self.indexes.enabled_names() if self.indexes.kind(n) == "rerank"]
+            if not any(i in every for i in gated):
+                fix = f"add {', '.join(every)} to gate.indexes" if every else "add a rerank index"
+                return AtKey(
+                    f"no gated rerank index to hold to this floor ({self._gated_text()}): {fix}, "
+                    "or drop it",
+                    ("gate", "rerank_min_recall"),
+                )
+        return None
+
+    def _inert_budget(self) -> AtKey | None:
+        """Why a budget would hold nothing: its index is not gated, or it sets no limit."""
+        gated = self.gated_indexes()
+        for name, budget in self.gate.budgets.items():
+            if name not in gated:
+                return AtKey(
+                    f"index {name} is not gated ({self._gated_text()}): add it to gate.indexes, "
+                    "or drop this budget",
+                    ("gate", "budgets", name),
+                )
+            if all(getattr(budget, f) is None for f in IndexBudget.model_fields):
+                return AtKey(
+                    f"sets no limit: give one of {', '.join(IndexBudget.model_fields)}",
+                    ("gate", "budgets", name),
+                )
+        return None
+
+    def _inert_health(self) -> AtKey | None:
+        """Why gate.health (given) would bound nothing: the figures are not computed, or a
+        figure's bound sets neither min nor max."""
+        health = self.gate.health
+        if "health" in self.gate.model_fields_set and health and not self.health.enabled:
+            return AtKey(
+                "the health figures are not computed (health.enabled is false): enable them, "
+                "or leave gate.health out",
+                ("gate", "health", next(iter(health))),
+            )
+        for key, bound in health.items():
+            if bound.min is None and bound.max is None:
+                return AtKey("sets no bound: give min or max", ("gate", "health", key))
+        return None
 
     def _budgets_are_measured(self) -> None:
         """AtKey at a budget on an index the run does not measure, and at a cost budget for a

@@ -330,11 +330,65 @@ def configured(
         data = raw_config(path)
     base = path.resolve().parent if path is not None else Path.cwd()
     try:
-        return apply_overrides(data, base, overrides)
+        cfg = apply_overrides(data, base, overrides)
     except ConfigError:
         if path is not None:
             load_config(path)  # the file's own problems first, at their lines
         raise
+    for option in overrides:
+        inert = inert_setting(cfg, option.path)
+        if inert is not None:
+            raise ConfigError(
+                f"invalid {option.option}", [Problem(inert.message(option.path), option.option)]
+            )
+    return cfg
+
+
+# settings of the Ray engine alone: with ``embedding.engine: local`` they change nothing
+RAY_SETTINGS = ("address", "workers", "batch_size", "gpus_per_worker")
+
+
+@dataclass(frozen=True)
+class Inert:
+    """Why a setting changes nothing in a config (``why``), and how to make it count (``fix``)."""
+
+    why: str
+    fix: str
+
+    def message(self, path: str, at: str = "") -> str:
+        there = f" at {at}" if at else ""
+        return (
+            f"{self.why}{there}: {path} would change nothing{' there' if at else ''} ({self.fix})"
+        )
+
+
+def inert_setting(cfg: Config, path: str) -> Inert | None:
+    """Why a setting given on the command line at the dotted ``path`` would change nothing in a
+    run of ``cfg`` (None: it may change something): a setting of a disabled index, of the
+    health figures or the cache while they are disabled, or of the Ray engine while embedding
+    locally. A config file may keep such settings (a section switched off keeps its values);
+    a ``--set`` naming one is refused (the gate's own settings are checked by the config
+    model, data.config, wherever they come from)."""
+    keys = path.split(".")
+    if len(keys) < 2:
+        return None
+    head, key = keys[0], keys[1]
+    if head == "indexes" and len(keys) >= 3 and keys[2] != "enabled":
+        if key not in cfg.indexes.enabled_names():
+            return Inert(
+                f"index {key} is disabled",
+                f"enable it with indexes.{key}.enabled: true, or drop this --set",
+            )
+    elif head in ("health", "cache") and key != "enabled" and not getattr(cfg, head).enabled:
+        return Inert(
+            f"{head} is disabled", f"enable it with {head}.enabled: true, or drop this --set"
+        )
+    elif head == "embedding" and key in RAY_SETTINGS and cfg.embedding.engine == "local":
+        return Inert(
+            "embedding.engine is local",
+            "a setting of the Ray engine: set embedding.engine: ray, or drop this --set",
+        )
+    return None
 
 
 def point_config(
@@ -350,20 +404,15 @@ def point_config(
         texts = " ".join(f"--set {a.text}" for a in axes)
         problems = [Problem(p.message, "--set") for p in e.problems]
         raise ConfigError(f"invalid config at {settings} (from {texts})", problems) from None
-    _refuse_disabled_index_settings(cfg, axes, settings)
+    _refuse_inert_axes(cfg, axes, settings)
     return cfg
 
 
-def _refuse_disabled_index_settings(cfg: Config, axes: list[Axis], settings: str) -> None:
-    """ConfigError for an axis setting an index (other than its ``enabled``) that is disabled at
-    this point: the setting would change nothing, and the points would differ in name only."""
-    enabled = set(cfg.indexes.enabled_names())
+def _refuse_inert_axes(cfg: Config, axes: list[Axis], settings: str) -> None:
+    """ConfigError for an axis whose setting changes nothing at this point (``inert_setting``:
+    an index disabled there, by the file or by another axis): the points would differ in name
+    only."""
     for axis in axes:
-        keys = axis.keys
-        setting = len(keys) >= 3 and keys[0] == "indexes" and keys[2] != "enabled"
-        if setting and keys[1] not in enabled:
-            raise _bad(
-                axis.text,
-                f"index {keys[1]} is disabled at {settings}: {axis.path} would change nothing "
-                f"there (enable it with indexes.{keys[1]}.enabled: true, or drop this --set)",
-            )
+        inert = inert_setting(cfg, axis.path)
+        if inert is not None:
+            raise _bad(axis.text, inert.message(axis.path, settings))

@@ -187,11 +187,12 @@ def _summarize(
 
 
 def ann_cutoffs(metrics: list[Metric], ann_k: int, depth: int) -> list[int]:
-    """The k of the ANN recall@k figures: every metric cutoff; with a metric over the whole
-    ranking also the gate's ``ann_k`` and the search ``depth`` (its whole ranking)."""
-    ks = set(cutoffs(metrics))
+    """The k of the ANN recall@k figures: every metric cutoff and the gate's ``ann_k`` (the
+    recall its floor reads, whether a metric has that cutoff or not); with a metric over the
+    whole ranking also the search ``depth`` (its whole ranking)."""
+    ks = set(cutoffs(metrics)) | {min(ann_k, depth)}
     if has_uncut(metrics):
-        ks |= {min(ann_k, depth), depth}
+        ks.add(depth)
     return sorted(ks)
 
 

@@ -33,26 +33,39 @@ from evalret.data.baseline import (
     changed_settings,
     gate_check,
 )
-from evalret.data.config import DENSE_INDEXES, Config, GateConfig
+from evalret.data.config import Config, GateConfig
 from evalret.data.schema import GateSection, GateUnjudged, RunReport
 from evalret.errors import IncomparableError, InputError, Problem
 from evalret.report.views import machine_text
 
 
-def check_gate_slices(config: Config, slices: list[Slice]) -> None:
-    """Refuse (exit 2) gate.slices or an override naming a slice the run does not have (a typo,
-    a tag gone from the golden set): those checks would silently not run or keep the default
-    threshold, and the gate could pass on nothing it was asked to check. A slice without a
-    query (a custom pattern matching none) has nothing to check either."""
-    names = [s.name for s in slices if s.mask.any()]
+def slice_setting_problems(config: Config, names: list[str]) -> list[Problem]:
+    """The slice settings of ``config`` that match none of the run's slices with queries
+    (``names``), once the golden set's slices are known (what the config alone can tell,
+    data.config refuses when it is read): gate.slices or an override naming a slice the run
+    does not have (a typo, a tag gone from the golden set), whose checks would silently not run
+    or keep the default threshold, and a custom slice rule (slices.custom) that matches no
+    query the run scores. A slice without a query has nothing to check either."""
     named: list[tuple[str, str | None]] = [("gate.slices", n) for n in config.gate.slices or []]
     named += [(f"gate.overrides[{i}].slice", o.slice) for i, o in enumerate(config.gate.overrides)]
-    missing = [f"{key}: {name}" for key, name in named if name is not None and name not in names]
-    if missing:
+    named += [(f"slices.custom[{i}]", d.name) for i, d in enumerate(config.slices.custom)]
+    return [
+        Problem(f"{key}: {name}: no query of the run is in it", code="slice-without-queries")
+        for key, name in named
+        if name is not None and name not in names
+    ]
+
+
+def check_gate_slices(config: Config, slices: list[Slice]) -> None:
+    """Refuse (exit 2) a slice setting that matches no query of the run
+    (``slice_setting_problems``): the gate could pass on nothing it was asked to check."""
+    names = [s.name for s in slices if s.mask.any()]
+    problems = slice_setting_problems(config, names)
+    if problems:
         raise InputError(
-            "the gate names slices this golden set does not have (its slices with queries: "
+            "the config names slices with no query in this run (its slices with queries: "
             f"{', '.join(names)})",
-            [Problem(m) for m in missing],
+            problems,
         )
 
 
@@ -96,20 +109,14 @@ def _gate_checks(
         base_scores = aligned_scores(baseline, current.query_ids)
         _check_drops_answerable(rules, base_scores, baseline_source or "baseline")
     significance = gate.significance.to_core() if gate.significance else None
-    ann = current.ann
-    ann_recall = None
-    if ann is not None and "hnsw" in indexes:
-        ann_recall = ann.slices["all"].recall.get(f"recall@{gate.ann_k}")
     checks = evaluate_gate(
         aligned_scores(current, current.query_ids),
         base_scores,
         masks,
         rules,
         significance,
-        ann_recall,
-        gate.ann_min_recall,
-        gate.ann_k,
     )
+    checks += _ann_checks(current, gate, indexes)
     judged = JudgedSides(judged_figures(current), judged_figures(baseline) if baseline else None)
     unjudged = gate.unjudged.to_core() if gate.unjudged else None
     condensed = CondensedSides(
@@ -123,18 +130,18 @@ def _gate_checks(
         i = current.intrinsic
         health = {key: t.to_core() for key, t in gate.health.items()}
         checks += health_checks({"documents": i.documents, "queries": i.queries}, health)
-    checks += _ann_others_checks(current, gate, indexes)
-    return checks + _ceiling_checks(current, gate.rerank_min_recall) + _budget_checks(current, gate)
+    ceilings = _ceiling_checks(current, gate.rerank_min_recall, indexes)
+    return checks + ceilings + _budget_checks(current, gate)
 
 
-def _ann_others_checks(current: RunReport, gate: GateConfig, indexes: list[str]) -> list[Check]:
-    """``gate.ann_min_recall`` on every gated approximate index other than HNSW (slice
-    ``all``), as on HNSW."""
+def _ann_checks(current: RunReport, gate: GateConfig, indexes: list[str]) -> list[Check]:
+    """``gate.ann_min_recall`` on every gated approximate index, HNSW as any other (slice
+    ``all``)."""
     if gate.ann_min_recall is None:
         return []
     out = []
-    for name, section in current.ann_others.items():
-        all_ = section.slices.get("all")
+    for section in current.ann_sections():
+        name, all_ = section.index, section.slices.get("all")
         recall = all_.recall.get(f"recall@{gate.ann_k}") if all_ is not None else None
         if name in indexes and all_ is not None and recall is not None:
             out.append(ann_check(name, recall, gate.ann_min_recall, gate.ann_k, all_.n_queries))
@@ -142,8 +149,9 @@ def _ann_others_checks(current: RunReport, gate: GateConfig, indexes: list[str])
 
 
 def _budget_checks(current: RunReport, gate: GateConfig) -> list[Check]:
-    """Every budget of ``gate.budgets`` and ``gate.max_cost_per_run`` on the run's measured
-    figures (a figure not measured fails its budget)."""
+    """Every budget of ``gate.budgets`` (each on a gated index: the config refuses others) and
+    ``gate.max_cost_per_run`` on the run's measured figures (a figure not measured fails its
+    budget)."""
     n = len(current.query_ids)
     anns = {**({"hnsw": current.ann} if current.ann is not None else {}), **current.ann_others}
     timed = current.latency.indexes if current.latency is not None else {}
@@ -169,14 +177,14 @@ def _budget_checks(current: RunReport, gate: GateConfig) -> list[Check]:
     return out
 
 
-def _ceiling_checks(current: RunReport, floor: float | None) -> list[Check]:
-    """``gate.rerank_min_recall`` on every rerank index of the run (slice ``all``)."""
+def _ceiling_checks(current: RunReport, floor: float | None, indexes: list[str]) -> list[Check]:
+    """``gate.rerank_min_recall`` on every gated rerank index of the run (slice ``all``)."""
     if floor is None:
         return []
     out = []
     for section in current.rerank.values():
         all_ = section.slices.get("all")
-        if all_ is not None and all_.ceiling is not None:
+        if section.index in indexes and all_ is not None and all_.ceiling is not None:
             out.append(
                 ceiling_check(
                     section.index,
@@ -214,7 +222,7 @@ def run_gate(
     ``missing_baseline``: the baseline this run was to gate against but that does not exist yet
     (the run saves it); the section then says that only the fixed-bound checks ran."""
     gate = config.gate
-    gated = gate.indexes if gate.indexes is not None else DENSE_INDEXES
+    gated = config.gated_indexes()  # one rule for every check of an index
     indexes = [i for i in current.indexes if i in gated]
     wanted = set(gate.slices) if gate.slices is not None else None
     masks = {s.name: s.mask for s in slices if wanted is None or s.name in wanted}

@@ -44,7 +44,7 @@ from typing import Any
 
 from evalret.core.provenance import llm_source
 from evalret.core.ranking import SearchResult
-from evalret.data.config import DENSE_INDEXES, Config, JudgeConfig
+from evalret.data.config import Config, JudgeConfig
 from evalret.data.goldenset import GoldenSet
 from evalret.data.judgments import Scale, parse_scale
 from evalret.data.paths import Input
@@ -505,7 +505,7 @@ def judge_run(
     request that failed for good or an answer that could not be read is an IncompleteError
     (exit 3: no verdict on part of the labels); the answers read are in the cache by then."""
     judge = run_judge(config)
-    gated = [i for i in (config.gate.indexes or DENSE_INDEXES) if i in rankings]
+    gated = [i for i in config.gated_indexes() if i in rankings]
     k = min(mode.k, *(rankings[i].ids.shape[1] for i in gated)) if gated else mode.k
     pairs = _unjudged_pairs(golden, {i: rankings[i] for i in gated}, k)
     cache = AnswerCache.of(config)
