@@ -7,7 +7,14 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from evalret.core.gate import HealthBounds, Threshold, evaluate_gate, health_checks, resolve_rules
+from evalret.core.gate import (
+    HealthBounds,
+    Threshold,
+    ann_check,
+    evaluate_gate,
+    health_checks,
+    resolve_rules,
+)
 from evalret.data.config import (
     GateConfig,
     HealthThreshold,
@@ -131,12 +138,14 @@ def test_every_test_kind_gates(test: str) -> None:
 
 
 def test_ann_floor() -> None:
-    """The HNSW recall floor is one check on slice all."""
-    base = np.full(100, 0.5)
-    checks = run(base, None, Threshold(min=0.1), ann_recall=0.93, ann_min_recall=0.95, ann_k=10)
-    ann = [c for c in checks if c.kind == "ann_min_recall"]
-    assert len(ann) == 1 and not ann[0].passed and ann[0].metric == "ann_recall@10"
-    assert "below the floor 0.95" in ann[0].message
+    """An approximate index's recall floor is one check on slice all."""
+    ann = ann_check("hnsw", 0.93, 0.95, 10, 100)
+    assert (ann.kind, ann.index, ann.slice, ann.metric) == (
+        "ann_min_recall", "hnsw", "all", "ann_recall@10",
+    )  # fmt: skip
+    assert not ann.passed and "HNSW keeps 0.9300 of the exact top-10" in ann.message
+    assert "below the floor 0.95" in ann.message
+    assert ann_check("faiss", 0.95, 0.95, 10, 100).passed  # the floor itself passes
 
 
 def test_health_checks_bounds_and_targets() -> None:
@@ -216,9 +225,7 @@ def test_non_finite_check_survives_a_json_round_trip() -> None:
 
 @pytest.mark.parametrize("bad", NON_FINITE)
 def test_non_finite_ann_recall_fails(bad: float) -> None:
-    base = np.full(100, 0.5)
-    checks = run(base, None, Threshold(min=0.1), ann_recall=bad, ann_min_recall=0.95)
-    [ann] = [c for c in checks if c.kind == "ann_min_recall"]
+    ann = ann_check("hnsw", bad, 0.95, 10, 100)
     assert not ann.passed and "not a finite number" in ann.message
 
 

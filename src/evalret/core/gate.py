@@ -8,10 +8,10 @@ Checks, for every gated index, slice and metric with a threshold:
 * ``min``: fails when the slice's current mean is below the floor (no baseline needed);
 * ``max_drop``: fails when baseline - current exceeds the allowed absolute drop;
 * ``max_drop_pct``: fails when (baseline - current) / baseline * 100 exceeds the allowed percentage;
-* ``ann_min_recall``: fails when HNSW keeps less than the floor of the exact top-k (slice ``all``);
+* ``ann_min_recall``: fails when a gated approximate index (hnsw, faiss, quantized, pgvector)
+  keeps less than the floor of the exact top-k (slice ``all``);
 * ``rerank_min_recall``: fails when a rerank index's first stage puts less than the floor of the
   relevant documents among its k candidates (recall@k, slice ``all``);
-* ``ann_min_recall`` likewise for every other gated approximate index (faiss, quantized, pgvector);
 * ``budget_max``: fails when an index's cost figure (index bytes, bytes per vector, distances
   compared per query, p95 latency) or the run's embedding cost is above its budget, or was not
   measured; the latency check is marked machine-dependent in its message;
@@ -253,11 +253,10 @@ def evaluate_gate(
     slices: Mapping[str, np.ndarray],
     rules: Sequence[Rule],
     significance: Significance | None = None,
-    ann_recall: float | None = None,
-    ann_min_recall: float | None = None,
-    ann_k: int = 10,
 ) -> list[Check]:
-    """Every check's outcome. ``baseline`` arrays are aligned with ``current``'s queries."""
+    """Every floor and drop check's outcome. ``baseline`` arrays are aligned with ``current``'s
+    queries. (The fixed bounds of an index, its recall floor among them, are ``ann_check``,
+    ``ceiling_check`` and ``budget_check``.)"""
     alpha = significance.alpha if significance else 0.05
     power = significance.power if significance else 0.8
     pending: list[_Pending] = []
@@ -267,11 +266,7 @@ def evaluate_gate(
     if significance is not None:
         _attach_p_values(pending, paired, significance)
     p_adj = _adjusted_p_values(pending, significance)
-    checks = [_finish(c, p_adj.get(id(c)), alpha, significance) for c in pending]
-    if ann_recall is not None and ann_min_recall is not None:
-        n_all = int(next(iter(slices.values())).sum()) if slices else 0
-        checks.append(_ann_check(ann_recall, ann_min_recall, ann_k, n_all))
-    return checks
+    return [_finish(c, p_adj.get(id(c)), alpha, significance) for c in pending]
 
 
 def _rule_checks(
@@ -365,11 +360,6 @@ def _adjusted_p_values(
         significance.correction if significance else "none",
     )
     return {id(c): float(a) for c, a in zip(tested, adjusted, strict=True)}
-
-
-def _ann_check(ann_recall: float, ann_min_recall: float, ann_k: int, n_all: int) -> Check:
-    """The HNSW recall floor: one check on slice ``all``."""
-    return ann_check("hnsw", ann_recall, ann_min_recall, ann_k, n_all)
 
 
 def ann_check(index: str, recall: float, floor: float, k: int, n_all: int) -> Check:
