@@ -64,6 +64,12 @@ class Demo:
     qrels: dict[str, dict[str, int]]
     docs: list[str]
 
+    def deep(self, q: str) -> list[str]:
+        """The baseline's ranking of ``q``: its top 10, then other corpus documents in corpus
+        order, DEPTH in all (as deep as the demo config searches: its judged-only metrics look
+        past rank 10, and it holds a third of the corpus, not all of it)."""
+        return deepen(self.top[q], self.docs)
+
     def unjudged(self, q: str, n: int) -> list[str]:
         """The first ``n`` corpus documents nobody judged for ``q`` and not in its top 10."""
         taken = set(self.qrels[q]) | set(self.top[q])
@@ -79,6 +85,13 @@ class Demo:
             "--no-progress", "--set", f"indexes.model.path={run}", *sets,
         )  # fmt: skip
         return code, output, out
+
+
+DEPTH = 100  # the demo config's search depth (recall@100)
+
+
+def deepen(head: list[str], docs: list[str]) -> list[str]:
+    return (head + [d for d in docs if d not in head])[:DEPTH]
 
 
 def write_run(path: Path, ranking: Ranking) -> Path:
@@ -99,7 +112,7 @@ def demo(tmp_path: Path) -> Demo:
     lines = (DEMO / "queries.jsonl").read_text().splitlines()
     qrels = {q["id"]: q["relevant"] for q in map(json.loads, lines)}
     docs = [json.loads(line)["id"] for line in (DEMO / "corpus.jsonl").read_text().splitlines()]
-    base_run = write_run(tmp_path / "exact.trec", top)
+    base_run = write_run(tmp_path / "exact.trec", {q: deepen(ids, docs) for q, ids in top.items()})
     config = tmp_path / "evalret.yaml"
     config.write_text(CONFIG.format(golden=DEMO, run=base_run))
     baseline = tmp_path / "baseline.json"
@@ -124,15 +137,18 @@ def mostly_unjudged(demo: Demo) -> Ranking:
     default floor, a tenth of the baseline's 0.19; a random ranking's is 0.01."""
     return {
         q: (top := ([ids[0]] if i % 2 == 0 else []) + demo.unjudged(q, 10 if i % 2 else 9))
-        + [d for d in ids if d not in top]
+        + [d for d in demo.deep(q) if d not in top]
         for i, (q, ids) in enumerate(demo.top.items())
     }
 
 
 def lost(demo: Demo) -> Ranking:
-    """A broken change with the same top 10 as ``mostly_unjudged``, but the baseline's judged
-    documents gone from the ranking: the judged-only metrics drop with the others."""
-    return {q: ids[:10] for q, ids in mostly_unjudged(demo).items()}
+    """A broken change with the same top 10 as ``mostly_unjudged``, but the judged documents
+    below it gone from the ranking: the judged-only metrics drop with the others."""
+    return {
+        q: ids[:10] + [d for d in ids[10:] if d not in demo.qrels[q]]
+        for q, ids in mostly_unjudged(demo).items()
+    }
 
 
 def flat(text: str) -> str:
@@ -570,14 +586,14 @@ def test_the_judged_floor_defaults_to_a_tenth_of_the_baselines() -> None:
 
 def random_ranking(demo: Demo, seed: int = 0) -> Ranking:
     rng = np.random.default_rng(seed)
-    return {q: [demo.docs[i] for i in rng.permutation(len(demo.docs))[:10]] for q in demo.top}
+    return {q: [demo.docs[i] for i in rng.permutation(len(demo.docs))[:DEPTH]] for q in demo.top}
 
 
 def shifted_ids(demo: Demo) -> Ranking:
     """The baseline's rankings with every document id mapped to the next one in the corpus: a
     retriever that maps ids wrongly."""
     following = dict(zip(demo.docs, demo.docs[1:] + demo.docs[:1], strict=True))
-    return {q: [following[d] for d in ids] for q, ids in demo.top.items()}
+    return {q: [following[d] for d in demo.deep(q)] for q in demo.top}
 
 
 @pytest.mark.parametrize("broken", [random_ranking, shifted_ids, lost])
@@ -591,12 +607,13 @@ def test_a_broken_retriever_fails_the_default_gate(demo: Demo, broken) -> None:
     assert report["gate"]["verdict"] == "fail"
     drops = drop_checks(report)
     fell = [c for c in drops if c["judged_current"] < c["judged_baseline"] - 0.1]
-    assert fell and all(c["status"] == "fail" for c in fell)
-    assert all("FAILED although judged@10 fell" in c["message"] for c in fell)
+    failed = [c for c in fell if c["status"] == "fail"]
+    assert all("FAILED although judged@10 fell" in c["message"] for c in failed)
     heading = "of them although judged@k fell: the judged-only metric dropped too)"
-    assert f"{len(fell)} {heading}" in flat(output)
-    assert f"{len(fell)} {heading}" in (out / "report.md").read_text().splitlines()[0]
+    assert f"{len(failed)} {heading}" in flat(output)
+    assert f"{len(failed)} {heading}" in (out / "report.md").read_text().splitlines()[0]
     floor = next(c for c in report["gate"]["checks"] if c["kind"] == "judged_min")
+    assert len(failed) == len(fell) > 0
     if broken is random_ranking:  # judged@10 0.01, below a tenth of the baseline's 0.19
         assert not floor["passed"] and "document ids" in floor["message"], floor
 
@@ -614,3 +631,18 @@ def test_min_judged_is_settable_and_strict(demo: Demo) -> None:
     assert not [c for c in report["gate"]["checks"] if c["kind"] == "judged_min"]
     code, output = invoke("run", "-c", str(demo.config), "--set", "gate.unjudged.min_judged=2")
     assert code == 2 and "gate.unjudged.min_judged" in output, output
+
+
+def test_rankings_no_deeper_than_the_cutoff_cannot_be_inconclusive(demo: Demo) -> None:
+    """A ranking cut at rank 10 cannot show where its judged documents went: no judged-only
+    recall@10 is recorded for it, so its checks keep their own verdict (a drop fails) and say
+    to search deeper; map, over the whole ranking, still has its judged-only form."""
+    shallow = {q: ids[:10] for q, ids in mostly_unjudged(demo).items()}
+    code, output, out = demo.gate("shallow", shallow)
+    assert code == 1, output
+    report = json.loads((out / "report.json").read_text())
+    assert "recall@10" not in report["indexes"]["model"]["condensed"]
+    assert "map" in report["indexes"]["model"]["condensed"]
+    recall = [c for c in drop_checks(report) if c["metric"] == "recall@10"]
+    assert recall and all(c["status"] == "fail" for c in recall)
+    assert all("raise search_depth" in c["message"] for c in recall)

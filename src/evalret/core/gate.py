@@ -731,9 +731,10 @@ def _unjudged_outcome(c: Check, unjudged: Unjudged, reason: _Condensed | None) -
         return replace(
             c,
             message=f"{c.message}; {fell}, but the baseline or this run has no judged-only "
-            f"{c.metric}:judged figure to tell whether unjudged documents explain the drop "
-            "(a baseline of an older evalret? save a new one), so this check cannot be "
-            "inconclusive",
+            f"{c.metric}:judged figure to tell whether unjudged documents explain the drop (a "
+            "baseline of an older evalret: save a new one; or rankings no deeper than the "
+            "cutoff, which cannot show where the judged documents went: raise search_depth), "
+            "so this check cannot be inconclusive",
         )
     c = replace(c, condensed_baseline=reason.baseline, condensed_current=reason.current)
     limit = f"{c.threshold:g}" if c.kind == "max_drop" else f"{c.threshold:g}%"
@@ -771,11 +772,14 @@ def judged_floor_checks(
     out = []
     for index in indexes:
         figures = judged.current.get(index, {}).get("all", {})
-        k = max(figures, default=None)
+        base_figures = (judged.baseline or {}).get(index, {}).get("all", {})
+        # a default floor compares like with like: the largest k both sides have
+        ks = [k for k in figures if unjudged.min_judged is not None or k in base_figures]
+        k = max(ks, default=None)
         current = figures.get(k) if k is not None else None
         if k is None or current is None:
             continue
-        base = (judged.baseline or {}).get(index, {}).get("all", {}).get(k)
+        base = base_figures.get(k)
         if unjudged.min_judged is not None:
             floor, origin = unjudged.min_judged, "gate.unjudged.min_judged"
         elif base is not None and _finite(base):

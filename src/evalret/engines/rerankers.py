@@ -59,7 +59,6 @@ from evalret.engines.plugins import import_callable, materialised, plugin_call
 from evalret.engines.sqlite_table import SqliteTable
 from evalret.errors import ModelError, PluginError
 
-CACHE_FILE = RERANK_SCORES.file
 RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}  # the openai client's raw answer (its retries)
 Query = tuple[str, list[str]]  # a query's text and the texts of the documents to score
 

@@ -23,6 +23,7 @@ from evalret.core.digest import json_digest
 from evalret.core.filters import BUCKETS, Eligibility, selectivity_bucket
 from evalret.core.metrics import (
     Metric,
+    RankedJudgments,
     build_judgments,
     compute,
     compute_condensed,
@@ -44,7 +45,7 @@ from evalret.core.relevance import is_relevant
 from evalret.core.slices import Slice, reliability
 from evalret.core.stats import bootstrap_ci, seed_for
 from evalret.data.baseline import LABEL_SOURCES, check_compatible
-from evalret.data.config import Config, Labels
+from evalret.data.config import Config, Labels, PythonRerankerConfig, RerankIndexConfig
 from evalret.data.goldenset import GoldenSet, load_golden_set, scored_query_ids
 from evalret.data.schema import (
     TOP_KEPT,
@@ -569,10 +570,7 @@ def _score(
                     per_query[name], judged_at(judgments, cutoffs(metrics)), slices, config, labels
                 ),
                 per_query={m: v.tolist() for m, v in per_query[name].items()},
-                condensed={
-                    m: v.tolist()
-                    for m, v in compute_condensed(metrics, judgments, config.ndcg_gain).items()
-                },
+                condensed=_condensed(metrics, judgments, config),
                 top_ids=[
                     ranking.names(qi, golden.doc_ids, TOP_KEPT) for qi in range(len(ranking.ids))
                 ],
@@ -594,6 +592,19 @@ def _score(
             for st in retrieved.stages
         }
     return _Scored(indexes=indexes, ann=ann, lexical=lexical, rerank=rerank)
+
+
+def _condensed(
+    metrics: list[Metric], judgments: RankedJudgments, config: Config
+) -> dict[str, list[float]]:
+    """The judged-only form of every metric whose cutoff the rankings reach past (a ranking no
+    deeper than k cannot show where its judged documents went: its judged-only form would read
+    a document pushed below rank k by unjudged ones as lost, and the gate would call a drop
+    that unjudged documents made a regression)."""
+    retrieved = judgments.n_retrieved  # None: every rank of the table holds a document
+    depth = int(retrieved.max(initial=0)) if retrieved is not None else judgments.judged.shape[1]
+    deep = [m for m in metrics if m.k is None or m.k < depth]
+    return {m: v.tolist() for m, v in compute_condensed(deep, judgments, config.ndcg_gain).items()}
 
 
 def _labels_section(
@@ -798,6 +809,38 @@ def _latency_section(latency: dict[str, Latency]) -> LatencySection | None:
     )
 
 
+def check_caches(cfg: Config, judging: RunJudging | None) -> None:
+    """The SQLite stores a run writes (the judge's answer cache with ``judging``, the
+    reranker's score cache with a cached reranker), checked before any work: a file at one's
+    path that is not evalret's is refused (exit 2) untouched, not after the retrieval.
+    run_evaluation checks them for every command that evaluates (run, compare, sweep, pool)."""
+    if not cfg.cache.enabled:
+        return
+    if judging is not None:
+        from evalret.pipeline.judge import AnswerCache
+
+        answers = AnswerCache.of(cfg)
+        try:
+            answers.check()
+        finally:
+            answers.close()
+    reranked = [
+        index
+        for index in cfg.indexes.typed.values()
+        if isinstance(index, RerankIndexConfig)
+        and index.enabled
+        and not isinstance(index.reranker, PythonRerankerConfig)  # never cached
+    ]
+    if reranked:
+        from evalret.engines.rerankers import ScoreCache
+
+        scores = ScoreCache.of(cfg.cache)
+        try:
+            scores.check()
+        finally:
+            scores.close()
+
+
 def run_evaluation(
     config: Config,
     *,
@@ -831,6 +874,7 @@ def run_evaluation(
 
         judge = run_source(config)
     loaded = _load(config, timer, baseline, baseline_source, judge)
+    check_caches(config, judging)
     retrievers = make_retrievers(config)  # before embedding: a bad callable fails fast
     for r in retrievers:  # and an index the corpus cannot train (a faiss PQ16x20 over 338)
         check = getattr(r, "check_corpus", None) if r.enabled else None

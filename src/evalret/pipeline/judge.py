@@ -55,7 +55,6 @@ from evalret.errors import ConfigError, IncompleteError
 
 UMBRELA = "umbrela"
 HASH_CHARS = 12
-CACHE_FILE = JUDGE_ANSWERS.file
 FINAL = re.compile(r"##\s*final\s+score\s*:\s*\**\s*([+-]?\d+)\s*\**\s*\.?\s*$", re.IGNORECASE)
 BARE = re.compile(r"\s*([+-]?\d+)\s*\.?\s*")
 GRADE_CHARS = 12  # a grade written longer (leading zeros included) is not read as one

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from evalret.data.atomic import check_writable_dir, check_writable_file
 from evalret.data.baseline import baseline_for_run, save_baseline
-from evalret.data.config import Config, PythonRerankerConfig, RerankIndexConfig
+from evalret.data.config import Config
 from evalret.data.paths import (
     Declared,
     Input,
@@ -21,7 +21,7 @@ from evalret.data.paths import (
 )
 from evalret.errors import ExitCode
 from evalret.pipeline.configs import step_summary
-from evalret.pipeline.evaluate import Evaluation, run_evaluation
+from evalret.pipeline.evaluate import Evaluation, check_caches, run_evaluation
 from evalret.pipeline.outputs import new_run_id, report_names, write_outputs
 from evalret.pipeline.progress import ProgressBars, no_bars
 
@@ -73,37 +73,6 @@ def run_io(
     return Declared(command, reads, writes)
 
 
-def check_caches(cfg: Config, judging: RunJudging | None) -> None:
-    """The SQLite stores this run writes (the judge's answer cache with ``judging``, the
-    reranker's score cache with a cached reranker), checked before any work: a file at one's
-    path that is not evalret's is refused (exit 2) untouched, not after the retrieval."""
-    if not cfg.cache.enabled:
-        return
-    if judging is not None:
-        from evalret.pipeline.judge import AnswerCache
-
-        answers = AnswerCache.of(cfg)
-        try:
-            answers.check()
-        finally:
-            answers.close()
-    reranked = [
-        index
-        for index in cfg.indexes.typed.values()
-        if isinstance(index, RerankIndexConfig)
-        and index.enabled
-        and not isinstance(index.reranker, PythonRerankerConfig)  # never cached
-    ]
-    if reranked:
-        from evalret.engines.rerankers import ScoreCache
-
-        scores = ScoreCache.of(cfg.cache)
-        try:
-            scores.check()
-        finally:
-            scores.close()
-
-
 def run_configured(
     cfg: Config,
     *,
@@ -126,7 +95,7 @@ def run_configured(
     check_writable_dir(out_dir, "output directory")
     if save_to is not None:
         check_writable_file(save_to, "baseline")
-    check_caches(cfg, judging)
+    check_caches(cfg, judging)  # before this run's earlier files are removed
     clear_outputs(reports)
     baseline_path = baseline or cfg.gate.baseline
     reference, missing = baseline_for_run(baseline_path, save_to)
