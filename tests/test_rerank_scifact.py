@@ -45,7 +45,11 @@ def scifact_rerank(scifact_path: Path, tmp_path_factory: pytest.TempPathFactory)
             of: exact
             k: 100
             reranker: {{provider: python, callable: "test_rerank_scifact:overlap"}}
-        gate: {{baseline: null, ann_min_recall: null, rerank_min_recall: 0.9}}
+        gate:
+          baseline: null
+          indexes: [exact, overlap]
+          ann_min_recall: null
+          rerank_min_recall: 0.9
         output: {{dir: {tmp_path_factory.mktemp("out")}}}
         """
     )
