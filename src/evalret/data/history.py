@@ -26,14 +26,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from evalret.core.digest import json_digest
 from evalret.core.trend import EntryPrint
 from evalret.data.atomic import contained_target
 from evalret.data.baseline import definitions_of
 from evalret.data.schema import RunReport
-from evalret.data.stores import APPLICATION_ID, SQLITE_MAGIC
+from evalret.data.stores import APPLICATION_ID, CANNOT_WRITE, SQLITE_MAGIC, read_only
 from evalret.errors import EvalretError, InputError
 
 SCHEMA_VERSION = 1
@@ -152,7 +151,6 @@ def _check_file(db: Path, create: bool) -> None:
 _DAMAGED_HINT = ": restore it from a copy, or start a new history with another --db"
 _CORRUPT = ("not a database", "malformed", "corrupt")
 _BUSY = ("locked", "busy")
-_CANNOT_WRITE = ("readonly", "read-only", "unable to open", "permission", "disk is full")
 
 
 @contextmanager
@@ -171,7 +169,7 @@ def _sqlite_errors(db: Path, doing: str = "write") -> Iterator[None]:
                 f"history database {db} stayed locked by another process for "
                 f"{BUSY_TIMEOUT_S:.0f} s: {e}"
             ) from None
-        if any(word in text for word in _CANNOT_WRITE):
+        if any(word in text for word in CANNOT_WRITE):
             raise InputError(f"cannot {doing} history database {db}: {e}") from None
         raise EvalretError(f"history database {db}: {e}") from None
 
@@ -183,24 +181,6 @@ def _connect(db: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
-
-
-def _connect_read_only(db: Path) -> sqlite3.Connection:
-    """A connection that never writes: ``mode=ro``. A WAL database in a directory that cannot
-    be written (read-only, immutable, a read-only mount) cannot even be opened so, as SQLite
-    must make its shared-memory file beside it: then ``immutable=1``, which reads the file as it
-    is (no other process can change a file there either)."""
-    uri = "file:" + quote(str(db.resolve())) + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return conn
-    except sqlite3.OperationalError as e:
-        conn.close()
-        if not any(word in str(e).lower() for word in _CANNOT_WRITE):
-            raise
-    return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
 
 
 def _state(conn: sqlite3.Connection, db: Path) -> str:
@@ -385,7 +365,7 @@ def read_history(db: Path) -> History:
     _check_file(db, create=False)
     with (
         _sqlite_errors(db, "read"),
-        closing(_connect_read_only(db)) as conn,
+        closing(read_only(db.resolve(), BUSY_TIMEOUT_S)) as conn,
         _transaction(conn, "BEGIN"),
     ):
         if _state(conn, db) == "empty":

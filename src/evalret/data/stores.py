@@ -18,13 +18,36 @@ file before anything writes to it.
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from evalret.data.config import CacheConfig
 
 APPLICATION_ID = 0x65767274  # "evrt" in an SQLite database header: evalret's
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# what SQLite says when a file or its directory cannot be written (nor, read-only, opened)
+CANNOT_WRITE = ("readonly", "read-only", "unable to open", "permission", "disk is full")
+
+
+def read_only(path: Path, timeout: float) -> sqlite3.Connection:
+    """A connection to the SQLite file ``path`` that never writes: ``mode=ro`` (no journal
+    switch, no checkpoint on close). A WAL database in a directory that cannot be written
+    (read-only, immutable, a read-only mount) cannot even be opened so, as SQLite must make its
+    shared-memory file beside it: then ``immutable=1``, which reads the file as it is (no other
+    process can change a file there either). ``timeout``: how long a read waits for a writer."""
+    uri = "file:" + quote(str(path)) + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as e:
+        conn.close()
+        if not any(word in str(e).lower() for word in CANNOT_WRITE):
+            raise
+    return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
 
 
 @dataclass(frozen=True)

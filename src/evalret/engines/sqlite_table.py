@@ -23,37 +23,25 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from evalret.data.atomic import contained_target
-from evalret.data.stores import APPLICATION_ID, SQLITE_MAGIC, CacheRoot, SqliteStore
+from evalret.data.stores import (
+    APPLICATION_ID,
+    CANNOT_WRITE,
+    SQLITE_MAGIC,
+    CacheRoot,
+    SqliteStore,
+    read_only,
+)
 from evalret.errors import EvalretError, InputError
 
 CHUNK = 500  # keys per SELECT ... IN (...)
 HEADER_BYTES = 100  # an SQLite file's header
-_CANNOT_OPEN = ("readonly", "read-only", "unable to open", "permission")
-_CANNOT_WRITE = (*_CANNOT_OPEN, "disk is full")
 
 
 def _columns(db: sqlite3.Connection, table: str) -> list[tuple[Any, ...]]:
     """(name, type, not null, default, primary key) of each column of ``table``."""
     return [tuple(row[1:]) for row in db.execute(f"PRAGMA table_info({table})")]
-
-
-def _read_only(path: Path) -> sqlite3.Connection:
-    """A connection to ``path`` that writes nothing (``mode=ro``: no journal switch, no
-    checkpoint on close); ``immutable=1`` when even that cannot open it (a WAL database in a
-    directory that cannot be written, where SQLite cannot make its shared-memory file)."""
-    uri = "file:" + quote(str(path)) + "?mode=ro"
-    db = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
-    try:
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return db
-    except sqlite3.OperationalError as e:
-        db.close()
-        if not any(word in str(e).lower() for word in _CANNOT_OPEN):
-            raise
-    return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
 
 
 class SqliteTable:
@@ -86,7 +74,7 @@ class SqliteTable:
         """An error of SQLite or the file system as evalret's: a file that cannot be written is
         bad input (exit 2, naming it), anything else an internal error (exit 3)."""
         said = str(e.strerror if isinstance(e, OSError) and e.strerror else e)
-        if isinstance(e, OSError) or any(word in said.lower() for word in _CANNOT_WRITE):
+        if isinstance(e, OSError) or any(word in said.lower() for word in CANNOT_WRITE):
             return InputError(
                 f"cannot write {self.store.what} {self.path}: {said} (make it writable, or "
                 "set cache.enabled: false)"
@@ -133,7 +121,7 @@ class SqliteTable:
         if not head.startswith(SQLITE_MAGIC):
             raise self._refuse("it is not an SQLite file")
         try:
-            db = _read_only(real)
+            db = read_only(real, 30)
         except sqlite3.Error as e:
             raise self._refuse(f"SQLite cannot read it ({e})") from None
         try:
