@@ -18,12 +18,15 @@ file before anything writes to it.
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from evalret.data.config import CacheConfig
+
+if TYPE_CHECKING:
+    import sqlite3
 
 APPLICATION_ID = 0x65767274  # "evrt" in an SQLite database header: evalret's
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -36,7 +39,10 @@ def read_only(path: Path, timeout: float) -> sqlite3.Connection:
     switch, no checkpoint on close). A WAL database in a directory that cannot be written
     (read-only, immutable, a read-only mount) cannot even be opened so, as SQLite must make its
     shared-memory file beside it: then ``immutable=1``, which reads the file as it is (no other
-    process can change a file there either). ``timeout``: how long a read waits for a writer."""
+    process can change a file there either). ``timeout``: how long a read waits for a writer.
+    (sqlite3 is imported here: `evalret score` imports this module and no database.)"""
+    import sqlite3
+
     uri = "file:" + quote(str(path)) + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
     try:
