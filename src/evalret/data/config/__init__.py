@@ -14,7 +14,7 @@ never imports ``root``; the import-linter contract in pyproject.toml holds the o
 
 from __future__ import annotations
 
-from evalret.data.config.base import AtKey, UsablePath
+from evalret.data.config.base import MODEL_CONFIG, AtKey, StrictModel, UsablePath
 from evalret.data.config.dsn import OUT_OF_RANGE, dsn_problem, port_problem, url_port_problem
 from evalret.data.config.endpoints import (
     MAX_API_NAME,
@@ -22,6 +22,7 @@ from evalret.data.config.endpoints import (
     MIB,
     OPENAI_URL,
     checked_base_url,
+    max_response_field,
 )
 from evalret.data.config.faiss_settings import (
     C_INT_MAX,
@@ -135,6 +136,7 @@ __all__ = [
     "MAX_RESPONSE_MB",
     "MAX_THREADS",
     "MIB",
+    "MODEL_CONFIG",
     "MODEL_CONFIGS",
     "OPENAI_URL",
     "OUT_OF_RANGE",
@@ -188,6 +190,7 @@ __all__ = [
     "SliceDefinition",
     "SlicesConfig",
     "SqlName",
+    "StrictModel",
     "Threshold",
     "ThresholdOverride",
     "TypedIndexBase",
@@ -201,6 +204,7 @@ __all__ = [
     "faiss_error",
     "faiss_param_problem",
     "load_config",
+    "max_response_field",
     "parse_config",
     "port_problem",
     "read_yaml_mapping",

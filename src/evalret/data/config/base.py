@@ -29,11 +29,12 @@ UsablePath = Annotated[Path, Strict(False), AfterValidator(_usable_path)]
 # strict: no value is converted to another type (``queries: true`` is no 1, ``'10'`` no 10,
 # ``"0.5"`` no float, 1 no boolean); an integer is still a float. No NaN or infinity anywhere: a
 # NaN floor passes every check (nothing is below NaN)
-_MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
 
 
-class _Strict(BaseModel):
-    model_config = _MODEL_CONFIG
+# the base of every config model: MODEL_CONFIG's rules
+class StrictModel(BaseModel):
+    model_config = MODEL_CONFIG
 
 
 class AtKey(ValueError):

@@ -42,7 +42,7 @@ MIB = 1024 * 1024
 MAX_API_NAME = 256  # characters of a model name an API is sent (ids, deployments, ARNs)
 
 
-def _max_response_mb(default: int | None, reads: str) -> Any:
+def max_response_field(default: int | None, reads: str) -> Any:
     """The ``max_response_mb`` field of an HTTP section (``reads``: what it bounds)."""
     return Field(
         default,

@@ -11,13 +11,13 @@ from evalret.core import gate
 from evalret.core.gate import UnjudgedPolicy
 from evalret.core.metrics import parse_metrics
 from evalret.core.stats import Correction, PairedTest
-from evalret.data.config.base import UsablePath, _Strict
+from evalret.data.config.base import StrictModel, UsablePath
 from evalret.errors import MetricError
 
 Labels = Literal["all", "human"]  # gate.labels
 
 
-class Threshold(_Strict):
+class Threshold(StrictModel):
     """Limits for one metric: an absolute floor and/or the largest tolerated drop."""
 
     min: float | None = Field(None, description="fail when the current value is below this")
@@ -49,7 +49,7 @@ class ThresholdOverride(Threshold):
         return gate.ThresholdOverride(**self.model_dump())
 
 
-class HealthThreshold(_Strict):
+class HealthThreshold(StrictModel):
     """Bounds for one intrinsic-health figure (booleans count as 0 / 1)."""
 
     min: float | None = Field(None, description="fail below this")
@@ -73,7 +73,7 @@ def _health_key(key: str) -> str:
     return key
 
 
-class SignificanceConfig(_Strict):
+class SignificanceConfig(StrictModel):
     """Fail a drop only when a paired test against the baseline finds it significant."""
 
     test: PairedTest = Field("randomization", description="the paired test over queries")
@@ -92,7 +92,7 @@ class SignificanceConfig(_Strict):
         return gate.Significance(**self.model_dump())
 
 
-class UnjudgedConfig(_Strict):
+class UnjudgedConfig(StrictModel):
     """When a drop check cannot tell: the run's judged@k fell below the baseline's by more than
     max_drop (a new model retrieving documents nobody judged)."""
 
@@ -118,7 +118,7 @@ class UnjudgedConfig(_Strict):
 DEFAULT_THRESHOLDS = {"recall@10": Threshold(max_drop=0.01), "mrr@10": Threshold(max_drop=0.01)}
 
 
-class IndexBudget(_Strict):
+class IndexBudget(StrictModel):
     """What one index may cost (``gate.budgets.<index>``): the deterministic figures of its
     search, and the p95 latency only when asked, since latency depends on the machine."""
 
@@ -145,7 +145,7 @@ class IndexBudget(_Strict):
 BUDGET_INDEX_TYPES = ("hnsw", "faiss", "quantized")  # the indexes whose cost a run measures
 
 
-class GateConfig(_Strict):
+class GateConfig(StrictModel):
     """The CI gate: checks of the current run against floors and a stored baseline."""
 
     baseline: UsablePath | None = Field(None, description="baseline file to compare with")
@@ -207,7 +207,8 @@ class GateConfig(_Strict):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``rerank_min_recall`` only when set: reports of configs without it read as before."""
+        """``rerank_min_recall``, ``budgets`` and ``max_cost_per_run`` only when set: reports of
+        configs without them read as before."""
         data: dict[str, Any] = handler(self)
         if self.rerank_min_recall is None:
             data.pop("rerank_min_recall", None)

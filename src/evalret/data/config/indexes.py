@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from evalret.data.config.base import _MODEL_CONFIG, AtKey, _Strict
+from evalret.data.config.base import MODEL_CONFIG, AtKey, StrictModel
 from evalret.data.config.faiss_settings import MAX_EF, MAX_HNSW_M, MAX_THREADS, FaissIndexConfig
 from evalret.data.config.rerank import RerankIndexConfig, rerank_problem
 from evalret.data.config.typed_indexes import (
@@ -22,13 +22,13 @@ from evalret.data.config.typed_indexes import (
 from evalret.data.unions import RegisteredUnion, members_by_tag
 
 
-class ExactIndexConfig(_Strict):
+class ExactIndexConfig(StrictModel):
     """Brute-force inner-product search over every document vector (faiss IndexFlatIP)."""
 
     enabled: bool = Field(True, description="search with it")
 
 
-class HnswIndexConfig(_Strict):
+class HnswIndexConfig(StrictModel):
     """An approximate HNSW graph over the document vectors (faiss IndexHNSWFlat, inner product),
     checked against the exact index."""
 
@@ -47,7 +47,7 @@ class HnswIndexConfig(_Strict):
     )
 
 
-class Bm25IndexConfig(_Strict):
+class Bm25IndexConfig(StrictModel):
     """The lexical reference (bm25s): documents as title + " " + text, queries as text."""
 
     enabled: bool = Field(True, description="search with it")
@@ -60,7 +60,7 @@ class Bm25IndexConfig(_Strict):
     stopwords: str | None = Field("en", description="a bm25s stop-word list, or null")
 
 
-class HybridIndexConfig(_Strict):
+class HybridIndexConfig(StrictModel):
     """Reciprocal rank fusion of BM25 and a dense index: sum of 1 / (rrf_k + rank)."""
 
     enabled: bool = Field(True, description="search with it (needs bm25 and its dense index)")
@@ -83,12 +83,12 @@ INDEX_CONFIGS: dict[str, type[TypedIndexBase]] = members_by_tag(_INDEX_MEMBERS, 
 TypedIndexConfig = Annotated[_INDEX_MEMBERS, RegisteredUnion(INDEX_CONFIGS, "type", None)]
 
 
-class IndexesConfig(_Strict):
+class IndexesConfig(StrictModel):
     """The built-in indexes by their fixed keys, and any number of typed indexes by name."""
 
     # extra keys are typed indexes (validated as TypedIndexConfig); a config without them
     # dumps exactly as before
-    model_config = ConfigDict(**{**_MODEL_CONFIG, "extra": "allow"})
+    model_config = ConfigDict(**{**MODEL_CONFIG, "extra": "allow"})
     __pydantic_extra__: dict[str, TypedIndexConfig] = Field(init=False)
 
     exact: ExactIndexConfig = Field(ExactIndexConfig(), description="exact inner-product search")

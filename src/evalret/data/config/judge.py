@@ -6,18 +6,18 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from evalret.data.config.base import _Strict
+from evalret.data.config.base import StrictModel
 from evalret.data.config.endpoints import (
     MAX_API_NAME,
     MAX_RESPONSE_MB,
     MIB,
     OPENAI_URL,
-    _max_response_mb,
     checked_base_url,
+    max_response_field,
 )
 
 
-class JudgeConfig(_Strict):
+class JudgeConfig(StrictModel):
     """`evalret judge` (and `run --judge`): the LLM that grades (query, document) pairs through
     an OpenAI-compatible ``POST {base_url}/chat/completions`` (engines/chat_api.py), under the
     same HTTP policy, retries and redaction as the embedding provider."""
@@ -62,7 +62,7 @@ class JudgeConfig(_Strict):
         le=1,
         description="with --calibrate: refuse to write labels when Cohen's kappa is below this",
     )
-    max_response_mb: int = _max_response_mb(MAX_RESPONSE_MB, "the endpoint (one grade)")
+    max_response_mb: int = max_response_field(MAX_RESPONSE_MB, "the endpoint (one grade)")
 
     @property
     def response_limit(self) -> int:

@@ -3,7 +3,6 @@ provider (sentence-transformers, python, openai), told apart by ``provider``."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -14,7 +13,7 @@ from pydantic import (
     model_validator,
 )
 
-from evalret.data.config.base import _Strict
+from evalret.data.config.base import StrictModel
 from evalret.data.config.endpoints import (
     MAX_API_NAME,
     MAX_RESPONSE_MB,
@@ -28,7 +27,7 @@ PACKAGED_MODEL = "all-MiniLM-L6-v2"
 PATH_MAX = 4096  # characters of a path (Linux's PATH_MAX): a longer model name is no directory
 
 
-class PromptsConfig(_Strict):
+class PromptsConfig(StrictModel):
     """Names of the sentence-transformers model's own prompts (``SentenceTransformer.prompts``),
     one per kind of text; an alternative to ``query_prefix`` / ``document_prefix``."""
 
@@ -39,7 +38,7 @@ class PromptsConfig(_Strict):
 RESERVED_REQUEST_FIELDS = ("model", "input", "dimensions", "encoding_format")
 
 
-class RequestFieldsConfig(_Strict):
+class RequestFieldsConfig(StrictModel):
     """Extra JSON fields sent with each embedding request, per kind of text (provider openai):
     e.g. Voyage's or Cohere's ``input_type``, Jina's ``task``, Voyage's ``output_dimension``."""
 
@@ -62,7 +61,7 @@ DEFAULT_PROVIDER = "sentence-transformers"
 _CALLABLE = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"  # "pkg.module:name"
 
 
-class ModelConfigBase(_Strict):
+class ModelConfigBase(StrictModel):
     """What every provider's settings hold: the model's name and how texts and vectors are
     treated around it. A provider is a subclass that narrows ``provider`` to its ``Literal``
     and adds the keys it reads (any other key is refused, naming the providers that read it),
@@ -111,15 +110,6 @@ class ModelConfigBase(_Strict):
                 data.pop(key, None)
         first = [k for k in self.dump_first if k in data]
         return {k: data[k] for k in [*first, *(k for k in data if k not in first)]}
-
-
-def _is_local(base: Path, name: str) -> bool:
-    """Whether the relative ``name`` is a path under ``base`` (a name too long to be a path,
-    or one the system refuses, is none)."""
-    try:
-        return not Path(name).is_absolute() and (base / name).exists()
-    except (OSError, ValueError):
-        return False
 
 
 class SentenceTransformersModelConfig(ModelConfigBase):

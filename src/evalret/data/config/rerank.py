@@ -9,18 +9,18 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, field_validator
 
 from evalret.core.metrics import MAX_CUTOFF
-from evalret.data.config.base import AtKey, UsablePath, _Strict
+from evalret.data.config.base import AtKey, StrictModel, UsablePath
 from evalret.data.config.endpoints import (
     MAX_API_NAME,
     MAX_RESPONSE_MB,
     MIB,
-    _max_response_mb,
     checked_base_url,
+    max_response_field,
 )
 from evalret.data.config.typed_indexes import TypedIndexBase
 
 
-class CrossEncoderRerankerConfig(_Strict):
+class CrossEncoderRerankerConfig(StrictModel):
     """A local sentence-transformers CrossEncoder directory, loaded offline (never fetched)."""
 
     provider: Literal["cross-encoder"] = Field(description="cross-encoder: a local model")
@@ -34,7 +34,7 @@ class CrossEncoderRerankerConfig(_Strict):
     )
 
 
-class PythonRerankerConfig(_Strict):
+class PythonRerankerConfig(StrictModel):
     """``fn(query: str, documents: list[str]) -> one score per document``, called per query."""
 
     provider: Literal["python"] = Field(description="python: a function evalret calls")
@@ -43,7 +43,7 @@ class PythonRerankerConfig(_Strict):
     )
 
 
-class HttpRerankerConfig(_Strict):
+class HttpRerankerConfig(StrictModel):
     """``POST {base_url}/rerank`` as Cohere, Jina, Voyage and infinity answer it."""
 
     provider: Literal["http"] = Field(description="http: a /rerank endpoint")
@@ -59,7 +59,7 @@ class HttpRerankerConfig(_Strict):
     concurrency: int = Field(4, ge=1, le=64, description="requests in flight")
     max_retries: int = Field(6, ge=0, le=20, description="retries of a 429, 5xx or timeout")
     timeout: float = Field(60.0, gt=0, le=3600, description="seconds a request may take")
-    max_response_mb: int = _max_response_mb(MAX_RESPONSE_MB, "the endpoint (one query's scores)")
+    max_response_mb: int = max_response_field(MAX_RESPONSE_MB, "the endpoint (one query's scores)")
 
     @property
     def response_limit(self) -> int:

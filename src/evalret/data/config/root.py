@@ -18,7 +18,7 @@ from pydantic import (
 
 from evalret.core.metrics import MAX_CUTOFF, MAX_GRADE, cutoffs, parse_metrics, search_depth
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
-from evalret.data.config.base import AtKey, _Strict
+from evalret.data.config.base import AtKey, StrictModel
 from evalret.data.config.gate import (
     BUDGET_INDEX_TYPES,
     DEFAULT_THRESHOLDS,
@@ -29,7 +29,7 @@ from evalret.data.config.gate import (
 )
 from evalret.data.config.indexes import BUILTIN_INDEXES, IndexesConfig
 from evalret.data.config.judge import JudgeConfig
-from evalret.data.config.models import ModelConfig, SentenceTransformersModelConfig, _is_local
+from evalret.data.config.models import ModelConfig, SentenceTransformersModelConfig
 from evalret.data.config.settings import (
     BeyondAccuracyConfig,
     BootstrapConfig,
@@ -60,7 +60,16 @@ DEFAULT_METRICS = [
 WithoutRelevant = Literal["exclude", "zero"]
 
 
-class Config(_Strict):
+def _is_local(base: Path, name: str) -> bool:
+    """Whether the relative ``name`` is a path under ``base`` (a name too long to be a path,
+    or one the system refuses, is none)."""
+    try:
+        return not Path(name).is_absolute() and (base / name).exists()
+    except (OSError, ValueError):
+        return False
+
+
+class Config(StrictModel):
     """The whole evalret configuration."""
 
     golden_set: GoldenSetConfig = Field(GoldenSetConfig(), description="the golden set")
@@ -147,7 +156,7 @@ class Config(_Strict):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The config as a dict; ``search_depth`` and ``sample`` only when set, and
+        """The config as a dict; ``search_depth``, ``sample`` and ``judge`` only when set, and
         ``embedding`` only when not the default, so that reports of configs without them read
         as they did before the keys existed."""
         data: dict[str, Any] = handler(self)

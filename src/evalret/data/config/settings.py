@@ -9,14 +9,14 @@ from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
-from evalret.data.config.base import UsablePath, _Strict
+from evalret.data.config.base import StrictModel, UsablePath
 from evalret.data.config.dsn import url_port_problem
 
 GoldenFormatName = Literal["auto", "native", "beir", "trec"]
 GOLDEN_FORMATS: tuple[str, ...] = get_args(GoldenFormatName)
 
 
-class GoldenSetConfig(_Strict):
+class GoldenSetConfig(StrictModel):
     """Where the golden set is and how to read it."""
 
     path: UsablePath = Field(Path("golden_sets/demo"), description="directory (or TREC qrels file)")
@@ -32,7 +32,7 @@ class GoldenSetConfig(_Strict):
     qrels_only: bool = Field(False, exclude=True, description="TREC: the qrels file alone")
 
 
-class BootstrapConfig(_Strict):
+class BootstrapConfig(StrictModel):
     """The bootstrap confidence intervals of every metric."""
 
     samples: int = Field(1000, ge=100, description="bootstrap resamples")
@@ -40,7 +40,7 @@ class BootstrapConfig(_Strict):
     confidence: float = Field(0.95, gt=0, lt=1, description="the intervals' confidence level")
 
 
-class HealthConfig(_Strict):
+class HealthConfig(StrictModel):
     """Intrinsic embedding health of the corpus and query vectors (no labels needed)."""
 
     enabled: bool = Field(True, description="compute the health figures")
@@ -48,7 +48,7 @@ class HealthConfig(_Strict):
     max_rows: int = Field(50_000, ge=2, description="seeded rows for the spectral figures")
 
 
-class CacheConfig(_Strict):
+class CacheConfig(StrictModel):
     """The embedding cache: vectors kept on disk, keyed by model, settings and text."""
 
     enabled: bool = Field(True, description="read and write the cache")
@@ -60,7 +60,7 @@ class CacheConfig(_Strict):
 RAY_ADDRESS = re.compile(r"^ray://[^\s/:@]+(:\d{1,5})?$")
 
 
-class EmbeddingConfig(_Strict):
+class EmbeddingConfig(StrictModel):
     """Where the texts the cache misses are embedded: in this process (local), or on a Ray
     cluster through Ray Data (engines/ray_engine.py). Never part of the vectors' identity: both
     engines load the same model from the same ``model`` settings."""
@@ -96,13 +96,13 @@ class EmbeddingConfig(_Strict):
         return self
 
 
-class OutputConfig(_Strict):
+class OutputConfig(StrictModel):
     """Where report files go."""
 
     dir: UsablePath = Field(Path("reports"), description="report directory (--out overrides)")
 
 
-class HistoryConfig(_Strict):
+class HistoryConfig(StrictModel):
     """`evalret history`: the SQLite database that keeps a metric's trend across commits."""
 
     path: UsablePath | None = Field(
@@ -110,7 +110,7 @@ class HistoryConfig(_Strict):
     )
 
 
-class LeakageConfig(_Strict):
+class LeakageConfig(StrictModel):
     """`evalret leakage`: when a training query counts as a copy of a golden query, and when the
     check fails."""
 
@@ -122,7 +122,7 @@ class LeakageConfig(_Strict):
     )
 
 
-class BeyondAccuracyConfig(_Strict):
+class BeyondAccuracyConfig(StrictModel):
     """Corpus coverage and the Gini coefficient of retrieval counts in every index's top k
     (evalret.core.beyond); reported, never gated."""
 
@@ -131,7 +131,7 @@ class BeyondAccuracyConfig(_Strict):
     )
 
 
-class SampleConfig(_Strict):
+class SampleConfig(StrictModel):
     """A seeded, stratified sample of the golden set for a fast gate (evalret.core.sampling
     states the rule): ``queries`` queries, and with ``documents`` a corpus of that many."""
 

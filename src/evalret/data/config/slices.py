@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pydantic import Field, field_validator, model_validator
 
 from evalret.core.slices import CustomSlice, Slice, build_slices
-from evalret.data.config.base import _Strict
+from evalret.data.config.base import StrictModel
 
 
-class SliceDefinition(_Strict):
+class SliceDefinition(StrictModel):
     """A slice declared in the config: queries matching every given criterion."""
 
     name: str = Field(min_length=1, description="the slice's name in reports and gates")
@@ -41,7 +41,7 @@ class SliceDefinition(_Strict):
         return CustomSlice(**self.model_dump(exclude={"query_ids"}), query_ids=ids)
 
 
-class SlicesConfig(_Strict):
+class SlicesConfig(StrictModel):
     """The slices metrics are reported and gated for, beside ``all``."""
 
     tags: bool = Field(True, description="one slice per tag found in the golden set")

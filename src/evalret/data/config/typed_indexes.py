@@ -10,7 +10,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from evalret.data.config.base import AtKey, UsablePath, _Strict
+from evalret.data.config.base import AtKey, StrictModel, UsablePath
 from evalret.data.config.dsn import dsn_problem
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -39,7 +39,7 @@ SqlName = Annotated[str, AfterValidator(_sql_name)]
 INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # also a run file's name part
 
 
-class TypedIndexBase(_Strict):
+class TypedIndexBase(StrictModel):
     """What every typed index (``indexes.<name>: {type: ...}``) has: ``type`` and ``enabled``."""
 
     enabled: bool = Field(True, description="search with it")
