@@ -51,6 +51,11 @@ the correction across all drop checks (randomization tests draw at least enough 
 clear drop to survive that correction, see stats.resamples_for). Every drop check also states the
 minimum detectable drop for its slice (from the spread of the per-query differences, at the gate's
 alpha and power) and is marked underpowered when that exceeds its threshold.
+
+The parts: ``model`` (the settings, rules, ``Check`` values and the verdict), ``drops`` (the floor
+and drop checks of every rule), ``bounds`` (the fixed bounds: ANN recall, budgets, ceilings,
+health) and ``inconclusive`` (when the labels cannot tell, and the ``judged_min`` floor). Every
+name is importable from here.
 """
 
 from __future__ import annotations

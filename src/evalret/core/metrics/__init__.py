@@ -43,6 +43,12 @@ Each family declares, as data, the trec_eval measure it equals with a cutoff and
 (``Family.trec_eval``, a ``TrecEval``); ``trec_eval_reference`` turns a metric into the exact
 trec_eval call (measure, ``-J``, run cut) it equals. The conformance tests read it from there and
 compare every family and variant with trec_eval per query, so the mapping is written once.
+
+The parts: ``metric`` (a metric as a value, and what a list of them asks of a search),
+``judgments`` (the judged rankings the metrics read), ``families`` (one function per built-in
+family), ``registry`` (the families as data; a new family is a function and one ``Family`` line in
+``FAMILIES``, or from outside evalret one ``register_family`` call), ``parsing`` (names into
+metrics) and ``scoring`` (a list of metrics scored per query). Every name is importable from here.
 """
 
 from evalret.core.metrics.families import (

@@ -3,6 +3,11 @@
 A metric's value sits at ``indexes.<index>.slices.<slice>.metrics.<metric>.value`` beside
 ``ci_low`` and ``ci_high``; per-query scores at ``indexes.<index>.per_query.<metric>``, aligned with
 the top-level ``query_ids``.
+
+The parts: ``base`` (the base models, the schema version), ``results`` (per index: values,
+curves, sections), ``run_info`` (what the run read and used, the fingerprint), ``gate_section``,
+``run_report`` (the root, ``RunReport``), ``compare`` (compare.json) and ``plan`` (the dry run).
+Every name is importable from here.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Every chart carries an accessible name, axis labels, and an SVG ``<title>`` (the
 on each mark with its exact values. Colours are presentation attributes, so a chart renders the
 same with or without the page's stylesheet; every text that reaches the SVG is escaped. Nothing
 here knows about reports: the page module turns reports into rows and series.
+
+The parts: ``frame`` (palette, escaping, ticks, axes, wrappers), ``bars`` (bar and delta charts),
+``distributions`` (histogram, sorted per-query deltas), ``lines`` (curves and trends) and
+``scatter``. Every name is importable from here.
 """
 
 from __future__ import annotations
