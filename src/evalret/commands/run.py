@@ -17,8 +17,8 @@ from evalret.pipeline.sample import with_sample
 
 
 def run_command(
-    config: Path | None = None,
     *,
+    config: Path | None = None,
     out: Path | None = None,
     baseline: Path | None = None,
     save_to: Path | None = None,
@@ -48,8 +48,8 @@ def run_command(
 
 
 def plan_command(
-    config: Path | None = None,
     *,
+    config: Path | None = None,
     no_cache: bool = False,
     sample: int | None = None,
     overrides: Sequence[Override] = (),
