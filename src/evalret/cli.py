@@ -98,27 +98,25 @@ def run(
     against floors and a baseline (--baseline, default: the config's gate.baseline). Report
     files go to --out (default: the config's output.dir); --set KEY=VALUE (or --model,
     --dimension) changes a config setting for this run. Exit 1 when a check fails."""
-    from evalret.commands.run import plan_command, run_command
+    from evalret.commands.run import RunRequest, plan_command, run_command
     from evalret.report.terminal_brief import print_run
 
-    overrides = settings.overrides()
-    if dry_run:
-        from evalret.report.plan_view import print_plan
-
-        plan = plan_command(config=config, no_cache=no_cache, sample=sample, overrides=overrides)
-        print_plan(console, plan)
-        return ExitCode.OK
-    outcome = run_command(
+    request = RunRequest(
         config=config,
         out=out,
         baseline=baseline,
         save_to=save_baseline,
         no_cache=no_cache,
-        progress=progress,
         sample=sample,
-        overrides=overrides,
-        judging=_judging(judge, judge_cache_only),
+        overrides=settings.overrides(),
+        judging=None if dry_run else _judging(judge, judge_cache_only),
     )
+    if dry_run:
+        from evalret.report.plan_view import print_plan
+
+        print_plan(console, plan_command(request))
+        return ExitCode.OK
+    outcome = run_command(request, progress=progress)
     print_run(console, outcome.evaluation.report, outcome.written, verbose)
     if outcome.evaluation.report.judge is not None:
         from evalret.report.judge_view import render_run_judge
