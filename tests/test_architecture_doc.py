@@ -15,7 +15,15 @@ SRC = Path(evalret.__file__).parent
 REPO = SRC.parent.parent
 DOC = REPO / "docs" / "explanation" / "architecture.md"
 LAYERS = ("core", "data", "engines", "report", "pipeline", "commands")
-TOP_LEVEL = ("cli_reference.py", "cli.py", "cli_options.py", "errors.py", "version.py")
+TOP_LEVEL = (
+    "cli_reference.py",
+    "cli.py",
+    "cli_options.py",
+    "cli_runtime.py",
+    "errors.py",
+    "version.py",
+    "choices.py",
+)
 SPAN = re.compile(r"`([^`\n]+)`")
 # a span naming a place in the tree: a layer (or tests) then folders, modules and a name, joined
 # by "/" or "."; ".py" is part of a module's name

@@ -621,13 +621,13 @@ def test_comparing_saved_reports_loads_no_heavy_library(demo_run: DemoRun, tmp_p
 
 def test_progress_bars_draw_on_the_lazy_console() -> None:
     """The progress factory the commands use works with the console made on first use."""
-    from evalret.cli import _progress
+    from evalret.cli_runtime import progress_bars
 
-    with _progress(True) as factory:
+    with progress_bars(True) as factory:
         advance = factory("Embedding documents", 3)
         advance(2)
         advance(1)
-    with _progress(False) as nothing:
+    with progress_bars(False) as nothing:
         assert nothing is None
 
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 from evalret import cli_options
+from evalret import cli_options as o  # the aliases, as cli.py spells them
 from evalret.cli import app
 from evalret.data.overrides import command_overrides
 from evalret.errors import ConfigError
@@ -223,3 +224,35 @@ def test_set_changes_the_run_and_is_recorded_in_report_json(
     assert with_set["embedding"]["dim"] == 32 and plain["embedding"]["dim"] == 384
     ndcg = [r["indexes"]["exact"]["slices"]["all"]["metrics"]["ndcg@10"] for r in reports.values()]
     assert ndcg[1] == ndcg[2] and ndcg[0] != ndcg[1]
+
+
+def test_an_option_group_is_its_options_in_place_and_one_value_in_the_function() -> None:
+    """A command's ``Overrides`` parameter is --set, --model and --dimension on the command line,
+    listed where the parameter stands, and one ConfigSettings in the function; ``Progress`` is
+    --progress/--no-progress and the bars (a factory of a context manager)."""
+    from evalret.cli_runtime import command
+
+    group = typer.Typer()
+    got: dict[str, Any] = {}
+
+    @command(group, "probe")
+    def probe(
+        *,
+        first: o.NoCache = False,
+        settings: o.Overrides,
+        progress: o.Progress,
+        last: o.Force = False,
+    ) -> None:
+        got.update(settings=settings, progress=progress)
+
+    group.command("other")(lambda: None)  # two commands: typer makes a group of them
+    args = ["probe", "--set", "a.b=1", "--set", "c=2", "--model", "m", "--no-progress"]
+    result = runner.invoke(group, args)
+    assert result.exit_code == 0, result.output
+    assert got["settings"] == o.ConfigSettings(("a.b=1", "c=2"), "m", None)
+    with got["progress"]() as bars:
+        assert bars is None
+    names = [p.name for p in typer.main.get_command(group).commands["probe"].params]  # type: ignore[attr-defined]
+    assert names == ["first", "set_", "model", "dimension", "progress", "last"]
+    assert runner.invoke(group, ["probe"]).exit_code == 0
+    assert got["settings"] == o.ConfigSettings() and got["settings"].overrides() == []

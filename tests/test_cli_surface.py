@@ -5,6 +5,8 @@ range options refuse bad values with exit 2 naming the option."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
@@ -12,10 +14,11 @@ from typing import Any, get_args
 import pytest
 import typer
 
-from evalret import cli
+from evalret import choices, cli, cli_options
 from evalret.cli import app
-from evalret.core import stats
-from evalret.data import training
+from evalret.core import judgments, stats
+from evalret.data import config, training
+from evalret.report import history_view
 from helpers import handwritten_docs, invoke
 
 
@@ -68,10 +71,21 @@ def test_help_names_arguments_and_values_in_upper_case() -> None:
         assert not re.search(r"<[a-z]|\{", out), f"{name} --help: {out}"
 
 
-def test_cli_choices_match_the_library() -> None:
-    """The choices spelled in the CLI (kept light: no library import) are the library's."""
-    assert get_args(cli.Correction) == get_args(stats.Correction)
-    assert get_args(cli.TrainFormat) == get_args(training.TrainFormat)
+def test_cli_choices_are_the_librarys_one_statement() -> None:
+    """The choices and defaults the CLI shows are the library's own objects, stated once in
+    evalret.choices (never a copy), and that module loads nothing but the standard library."""
+    assert cli.Correction is cli_options.Correction is stats.Correction is choices.Correction
+    assert cli.TrainFormat is training.TrainFormat is choices.TrainFormat
+    assert cli.GOLDEN_FORMATS is cli_options.GOLDEN_FORMATS is choices.GOLDEN_FORMATS
+    assert get_args(config.GoldenSetConfig.model_fields["format"].annotation) == cli.GOLDEN_FORMATS
+    assert cli_options.POOL_FORMATS is choices.POOL_FORMATS
+    assert judgments.POLICIES is choices.POLICIES
+    assert history_view.SHOWN_ENTRIES is choices.SHOWN_ENTRIES
+    assert cli.MAX_SAMPLES is choices.MAX_SAMPLES
+    heavy = ("numpy", "pydantic", "yaml", "typer", "rich")
+    code = f"import sys, evalret.choices; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(

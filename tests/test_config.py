@@ -238,11 +238,11 @@ def test_every_yaml_reader_refuses_a_repeated_key(tmp_path: Path) -> None:
     config.write_text("gate: {baseline: base.json}\n")
     (tmp_path / ".pre-commit-config.yaml").write_text("repos: []\nrepos: []\n")
     with pytest.raises(InputError, match="duplicate key 'repos' on lines 1 and 2"):
-        add_pre_commit_hook(tmp_path, config, [])
+        add_pre_commit_hook(root=tmp_path, config=config, extra=[])
     # an integer too long to convert was an internal error there (the config already refused it)
     (tmp_path / ".pre-commit-config.yaml").write_text("repos: []\nx: " + "9" * 5000 + "\n")
     with pytest.raises(InputError, match="invalid YAML: Exceeds the limit"):
-        add_pre_commit_hook(tmp_path, config, [])
+        add_pre_commit_hook(root=tmp_path, config=config, extra=[])
     src = REPO / "src" / "evalret"
     readers = sorted(
         str(p.relative_to(src))

@@ -145,7 +145,7 @@ def test_shards_are_disjoint_and_cover_every_key(sharded: Sharded) -> None:
     for n in (1, 2, 3, 4):
         dealt: list[np.ndarray] = []
         for i in range(1, n + 1):
-            embed_command(sharded.config, shard=f"{i}/{n}", on_keys=dealt.append)
+            embed_command(config=sharded.config, shard=f"{i}/{n}", on_keys=dealt.append)
         joined = np.concatenate(dealt)
         assert len(joined) == len(every)  # disjoint: no key twice
         assert (distinct_keys(joined) == every).all()  # and together every key

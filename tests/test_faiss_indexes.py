@@ -223,9 +223,9 @@ def test_sweep_varies_factory_indexes_and_draws_them_against_bytes(
     config = tmp_path / "c.yaml"
     config.write_text(_yaml(tmp_path, f"  ivf: {IVF}\n  hnsw: {{enabled: false}}\n"))
     sweep_command(
-        config,
-        ["indexes.ivf.params.nprobe=1,16", 'indexes.ivf.factory="IVF16,PQ8x4np","IVF16,SQ8"'],
-        tmp_path / "sweep",
+        config=config,
+        sets=["indexes.ivf.params.nprobe=1,16", 'indexes.ivf.factory="IVF16,PQ8x4np","IVF16,SQ8"'],
+        out=tmp_path / "sweep",
         repeats=1,
     )
     report = SweepReport.model_validate_json((tmp_path / "sweep" / "sweep.json").read_text())

@@ -193,7 +193,7 @@ def test_a_changed_metric_definition_restarts_the_trend(reports: Reports, tmp_pa
     for path in (reports.base, reports.ef, reports.level):
         assert invoke("history", "add", str(path), "--db", str(db))[0] == 0
     view = history_view(
-        db, None, indexes=None, slices=None, metrics=["recall@10"], all_by_default=False
+        db=db, config=None, indexes=None, slices=None, metrics=["recall@10"], all_by_default=False
     )
     # entry 3 also has hnsw's default ef_search again
     assert [r.changed for r in view.rows] == [

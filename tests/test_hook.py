@@ -509,7 +509,7 @@ def test_the_hook_takes_its_verdict_from_this_runs_report_only(
 
     config = python_index_set(tmp_path, monkeypatch)
     monkeypatch.delenv("EVALRET_RUN_ID", raising=False)
-    done = hook_command(config)
+    done = hook_command(config=config)
     assert done.exit_code == 0 and done.report.run_id == done.run.run_id
     report_json = tmp_path / "reports" / "report.json"
     assert json.loads(report_json.read_text())["run_id"] == done.run.run_id

@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 
-from evalret import cli
-from evalret.data import config
 from evalret.data.baseline import load_baseline, save_baseline
 from evalret.data.config import Config, GoldenSetConfig, load_config
 from evalret.errors import ConfigError, InputError
@@ -203,7 +201,6 @@ def test_unknown_format_names_the_option_and_the_choices(tmp_path: Path) -> None
     assert code == 2
     assert "'--format'" in out and "choose auto, native, beir, trec" in out
     assert "pydantic" not in out and "validation error" not in out
-    assert cli.GOLDEN_FORMATS == config.GOLDEN_FORMATS
 
 
 def test_training_lines_too_deep_or_too_long_a_number_are_located(tmp_path: Path) -> None:

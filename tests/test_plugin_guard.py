@@ -18,7 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DEMO, REPO
-from evalret.cli import _exit_code, app
+from evalret.cli import app
+from evalret.cli_runtime import exit_code
 from evalret.errors import ExitCode, Terminated
 
 runner = CliRunner()
@@ -279,9 +280,9 @@ def test_the_hook_gives_no_verdict_when_the_retriever_exits(
 def test_a_systemexit_under_a_command_is_never_a_verdict() -> None:
     """Whatever raises SystemExit below a command (a library, not only a plug-in), the command
     exits 3, never the code it carries; Ctrl-C is 130 and SIGTERM 143."""
-    assert _exit_code(lambda: sys.exit(0)) == ExitCode.INTERNAL
-    assert _exit_code(lambda: sys.exit(1)) == ExitCode.INTERNAL
-    assert _exit_code(lambda: sys.exit("message")) == ExitCode.INTERNAL
+    assert exit_code(lambda: sys.exit(0)) == ExitCode.INTERNAL
+    assert exit_code(lambda: sys.exit(1)) == ExitCode.INTERNAL
+    assert exit_code(lambda: sys.exit("message")) == ExitCode.INTERNAL
 
     def interrupted() -> None:
         raise KeyboardInterrupt
@@ -289,8 +290,8 @@ def test_a_systemexit_under_a_command_is_never_a_verdict() -> None:
     def terminated() -> None:
         raise Terminated
 
-    assert _exit_code(interrupted) == ExitCode.INTERRUPTED == 130
-    assert _exit_code(terminated) == ExitCode.TERMINATED == 143
+    assert exit_code(interrupted) == ExitCode.INTERRUPTED == 130
+    assert exit_code(terminated) == ExitCode.TERMINATED == 143
 
 
 # --- a real process: stdout, signals -------------------------------------------------------------

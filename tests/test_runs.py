@@ -312,8 +312,8 @@ def test_score_equals_trec_eval(
     a relevant document."""
     qrels_path, run_path, qrels = _graded_qrels_and_run(scifact_path, tmp_path)
     outcome = score_command(
-        qrels_path,
-        [str(run_path)],
+        golden=qrels_path,
+        runs=[str(run_path)],
         metrics=METRICS,
         relevance_level=level,
         queries_without_relevant=without,  # type: ignore[arg-type]
@@ -379,7 +379,9 @@ def test_score_a_run_deeper_than_the_judged_documents(tmp_path: Path) -> None:
     qrels.write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 2\n")
     run = tmp_path / "deep.trec"
     run.write_text("".join(f"q1 Q0 x{i} {i} {10 - i} t\n" for i in range(5)) + "q1 Q0 a 6 1 t\n")
-    outcome = score_command(qrels, [str(run)], metrics=["recall@10", "mrr@10"], out=tmp_path / "o")
+    outcome = score_command(
+        golden=qrels, runs=[str(run)], metrics=["recall@10", "mrr@10"], out=tmp_path / "o"
+    )
     report = outcome.evaluation.report
     index = report.indexes["deep"]
     assert report.query_ids == ["q1", "q2"]
@@ -493,7 +495,9 @@ def test_score_on_a_reformatted_run_equals_trec_eval(scifact_path: Path, tmp_pat
             text = float(score).hex() if i % 3 == 0 else f"{float(score):e}"
             f.write(f"{qid}\tQ0 {doc}  {rank}\t{text} {tag} x{i}\r\n".encode())
         f.write(b"zz Q0 d1 1 7abc t")  # a query not evaluated: counted, not scored
-    outcome = score_command(qrels_path, [str(odd)], metrics=METRICS, out=tmp_path / "out")
+    outcome = score_command(
+        golden=qrels_path, runs=[str(odd)], metrics=METRICS, out=tmp_path / "out"
+    )
     report = outcome.evaluation.report
     evaluated = {q: j for q, j in qrels.items() if max(j.values()) >= 1}
     compared = assert_report_matches_trec_eval(

@@ -413,7 +413,12 @@ def scifact_sweep(tmp_path_factory: pytest.TempPathFactory, scifact_path: Path) 
     out = tmp_path_factory.mktemp("scifact-sweep")
     config = scifact_config(out, scifact_path)
     values = ",".join(map(str, EF_SEARCH))
-    sweep_command(config, [f"indexes.hnsw.ef_search={values}"], out / "sweep", repeats=3)
+    sweep_command(
+        config=config,
+        sets=[f"indexes.hnsw.ef_search={values}"],
+        out=out / "sweep",
+        repeats=3,
+    )
     return out / "sweep"
 
 

@@ -1,13 +1,11 @@
-"""The evalret command line: parse options, call one function of ``evalret.commands``, render,
-exit. Every option is declared once, in ``evalret.cli_options`` (one meaning per option name); a
-command that reads a config takes ``--set KEY=VALUE``, ``--model`` and ``--dimension``
-(``evalret.data.overrides``).
-
-Exit codes: 0 success, 1 regression found by the gate, 2 invalid input or usage, 3 internal or
-runtime failure (a plug-in's too, a plug-in's sys.exit included), 130 Ctrl-C, 143 SIGTERM; 0 and
-1 are only ever the verdict of a command that ran to its end. Heavy libraries (torch,
-sentence-transformers, faiss) load only inside commands; `evalret --help` imports neither rich,
-numpy nor pydantic.
+"""The evalret command line: parse options, call one function of ``evalret.commands`` (by
+keyword, or with its request dataclass), render, exit. Every option is declared once, in
+``evalret.cli_options`` (one meaning per option name); a command that reads a config takes the
+option group ``Overrides`` (``--set KEY=VALUE``, ``--model``, ``--dimension``: one
+``ConfigSettings``, ``evalret.data.overrides``), and ``Progress`` its bars. The consoles, the exit
+codes (``cli_runtime.exit_code``) and the registration of commands are ``evalret.cli_runtime``'s.
+Heavy libraries (torch, sentence-transformers, faiss) load only inside commands; `evalret --help`
+imports neither rich, numpy nor pydantic.
 
 Numeric options and their bounds (checked before anything runs, exit 2 naming the option):
 ``compare --alpha`` in (0, 1), ``--min-gain`` finite and >= 0, ``--samples`` from 100 to
@@ -18,30 +16,20 @@ takes the whole ranking); ``cache prune --days`` from 0 to 36,500; ``leakage --t
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
-import re
-import signal
 import sys
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
+from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand
 
 from evalret import cli_options as o
-from evalret.cli_options import GOLDEN_FORMATS, MAX_SAMPLES, Correction, TrainFormat
+from evalret.choices import GOLDEN_FORMATS, MAX_SAMPLES, SHOWN_ENTRIES, Correction, TrainFormat
+from evalret.cli_runtime import bars, console, err_console, exit_code, run_app
+from evalret.cli_runtime import command as _command
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
-from evalret.errors import EvalretError, ExitCode, InputError, Terminated
+from evalret.errors import ExitCode
 from evalret.report.escape import markup_safe
 from evalret.version import __version__
-
-if TYPE_CHECKING:
-    from evalret.pipeline.progress import ProgressBars
 
 __all__ = ["GOLDEN_FORMATS", "MAX_SAMPLES", "Correction", "TrainFormat", "app", "main"]
 
@@ -72,204 +60,6 @@ config_app = typer.Typer(help="The config file: its JSON Schema.", no_args_is_he
 app.add_typer(config_app, name="config")
 
 
-# --- the console -------------------------------------------------------------------------------
-
-
-class _LazyConsole:
-    """A rich Console made on first use, so that `evalret --help` never imports rich; when
-    output is not a terminal (CI logs, pipes) tables get 200 columns."""
-
-    def __init__(self, stderr: bool = False) -> None:
-        self._stderr = stderr
-        self._console: Any = None
-
-    @property
-    def real(self) -> Any:
-        """The rich Console itself (for rich objects that need it, e.g. as a context manager)."""
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(stderr=self._stderr)
-            if not self._console.is_terminal and "COLUMNS" not in os.environ:
-                self._console.width = 200
-        return self._console
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
-
-
-console: Any = _LazyConsole()
-err_console: Any = _LazyConsole(stderr=True)
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Any]:
-    """A progress-bar factory for the commands: (description, total) -> advance(n)."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console.real,
-        transient=False,
-    ) as progress:
-
-        def factory(description: str, total: int) -> Callable[[int], None]:
-            task = progress.add_task(description, total=total)
-            return lambda n: progress.advance(task, n)
-
-        yield factory
-
-
-# --- errors and exit codes ---------------------------------------------------------------------
-
-
-def _error_text(e: EvalretError) -> str:
-    """An error's message for the terminal: an input error's summary and each of its problems
-    escaped one by one, so that a newline quoted from input (a path, a config value) cannot
-    start a line of its own."""
-    if isinstance(e, InputError):
-        return "\n".join(markup_safe(line) for line in e.lines())
-    return markup_safe(str(e), multiline=True)
-
-
-def _say(*args: Any, **kwargs: Any) -> None:
-    """Print an error on stderr; a stderr that cannot be written (closed, a broken pipe) must not
-    turn the exit code into click's 1, which reads as a regression."""
-    with contextlib.suppress(OSError, ValueError):
-        err_console.print(*args, **kwargs)
-
-
-def _reader_left(e: BaseException) -> bool:
-    """Whether ``e`` is stdout's reader closing the pipe: a BrokenPipeError, or the SystemExit
-    rich raises for one (``Console.on_broken_pipe``, which has sent stdout to /dev/null)."""
-    if isinstance(e, SystemExit):
-        e = e.__context__ if e.__context__ is not None else e
-    if not isinstance(e, BrokenPipeError):
-        return False
-    with contextlib.suppress(OSError, ValueError):  # later writes and the final flush go nowhere
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    return True
-
-
-def _exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
-    """Run ``fn``; turn evalret's errors and unexpected crashes into messages and exit codes.
-    Exit 0 and 1 only come from ``fn`` returning: Ctrl-C is 130, SIGTERM 143, and a SystemExit
-    (or any other BaseException) from code that is not evalret's is 3, never the code it carries."""
-    try:
-        return fn() or ExitCode.OK
-    except EvalretError as e:
-        if os.environ.get("EVALRET_DEBUG") and e.__cause__ is not None:  # a plugin's own error
-            traceback.print_exception(e.__cause__)
-        # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
-        _say(f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True)
-        return e.exit_code
-    except KeyboardInterrupt:
-        _say("[bold red]Interrupted[/] (Ctrl-C): no verdict")
-        return ExitCode.INTERRUPTED
-    except Terminated:
-        _say("[bold red]Terminated[/] (SIGTERM): no verdict")
-        return ExitCode.TERMINATED
-    except BaseException as e:  # a crash, or a SystemExit from a library: never a verdict
-        if _reader_left(e):
-            return ExitCode.BROKEN_PIPE
-        if os.environ.get("EVALRET_DEBUG"):
-            traceback.print_exc()
-        what = f"{type(e).__name__}: {e}"
-        if isinstance(e, SystemExit):
-            what = f"SystemExit({e.code!r}) ended the command before it finished: no verdict"
-        _say(
-            f"[bold red]Internal error:[/] {markup_safe(what, True)}\n"
-            "(set EVALRET_DEBUG=1 for the traceback)",
-            highlight=False,
-        )
-        return ExitCode.INTERNAL
-
-
-# --- help: upper-case argument names and types, as click writes them ---------------------------
-
-_TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "path": "PATH"}
-_TYPE_LABEL = re.compile(r"<([^<>]+)>")
-
-
-def _type_label(match: re.Match[str]) -> str:
-    """``<path>`` -> ``PATH``, ``<int range>`` -> ``INTEGER RANGE``, ``<a|b>`` -> ``[a|b]``."""
-    label = match.group(1)
-    if label.startswith("list[") and label.endswith("]"):  # a repeatable option: one value each
-        label = label[5:-1]
-    if "|" in label:
-        return f"[{label}]"
-    return " ".join(_TYPE_NAMES.get(word, word.upper()) for word in label.split())
-
-
-def _argument_name(param: Any, usage: bool) -> str:
-    """An argument as help shows it: ``A``, ``[CONFIGS]...`` (brackets only in the usage line)."""
-    name = str(param.metavar or param.name).upper()
-    if usage and not param.required:
-        name = f"[{name}]"
-    return name + ("..." if param.nargs != 1 else "")
-
-
-class _Command(TyperCommand):
-    """A command whose help reads like click's: ``Usage: evalret compare [OPTIONS] A B``,
-    arguments listed as ``A``, option values as ``PATH``, ``FLOAT`` or ``[holm|bh|...]``."""
-
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        pieces = [self.options_metavar] if self.options_metavar else []
-        params = self.get_params(ctx)
-        return pieces + [_argument_name(p, True) for p in params if p.param_type_name == "argument"]
-
-    def format_options(self, ctx: Any, formatter: Any) -> None:
-        arguments, options = [], []
-        for param in self.get_params(ctx):
-            record = param.get_help_record(ctx)
-            if record is None:
-                continue
-            names, text = record
-            if param.param_type_name == "argument":
-                arguments.append((_argument_name(param, False), text))
-            else:
-                options.append((_TYPE_LABEL.sub(_type_label, names), text))
-        for title, rows in (("Arguments", arguments), ("Options", options)):
-            if rows:
-                with formatter.section(title):
-                    formatter.write_dl(rows)
-
-
-P = ParamSpec("P")
-
-
-def _command(
-    group: typer.Typer, name: str | None = None
-) -> Callable[[Callable[P, ExitCode | None]], Callable[P, None]]:
-    """Register a command on ``group`` whose function returns its exit code (None: 0); an
-    EvalretError becomes ``Error: ...`` and its ExitCode, a crash ``Internal error`` and 3."""
-
-    def register(fn: Callable[P, ExitCode | None]) -> Callable[P, None]:
-        @functools.wraps(fn)
-        def command(*args: P.args, **kwargs: P.kwargs) -> None:
-            raise typer.Exit(int(_exit_code(lambda: fn(*args, **kwargs))))
-
-        group.command(name, cls=_Command)(command)
-        return command
-
-    return register
-
-
 def _version(value: bool) -> None:
     if value:
         console.print(f"evalret {__version__}")
@@ -288,33 +78,19 @@ def _main(
 # --- the commands ------------------------------------------------------------------------------
 
 
-def bars(show: bool) -> ProgressBars:
-    """The progress bars a command draws while it works: rich's on stderr, or none."""
-    return lambda: _progress(show)
-
-
-def _overrides(sets: list[str] | None, model: str | None, dimension: int | None) -> Any:
-    """The config settings of ``--set``, ``--model`` and ``--dimension`` (a bad one: exit 2
-    naming the option and the key)."""
-    from evalret.data.overrides import command_overrides
-
-    return command_overrides(sets or [], model=model, dimension=dimension)
-
-
 @_command(app)
 def run(
+    *,
     config: o.ConfigFile = None,
     out: Annotated[Path | None, o.out("Directory for report files (overrides output.dir).")] = None,
     baseline: o.Baseline = None,
     save_baseline: o.SaveBaseline = None,
     no_cache: o.NoCache = False,
-    progress: o.ShowProgress = True,
+    progress: o.Progress,
     verbose: o.Verbose = False,
     dry_run: o.DryRun = False,
     sample: o.Sample = None,
-    set_: o.Sets = None,
-    model: o.ModelName = None,
-    dimension: o.Dimension = None,
+    settings: o.Overrides,
     judge: o.Judge = False,
     judge_cache_only: o.JudgeCacheOnly = False,
 ) -> ExitCode:
@@ -322,28 +98,25 @@ def run(
     against floors and a baseline (--baseline, default: the config's gate.baseline). Report
     files go to --out (default: the config's output.dir); --set KEY=VALUE (or --model,
     --dimension) changes a config setting for this run. Exit 1 when a check fails."""
-    from evalret.commands.run import plan_command, run_command
+    from evalret.commands.run import RunRequest, plan_command, run_command
     from evalret.report.terminal_brief import print_run
 
-    overrides = _overrides(set_, model, dimension)
-    if dry_run:
-        from evalret.report.plan_view import print_plan
-
-        print_plan(
-            console, plan_command(config, no_cache=no_cache, sample=sample, overrides=overrides)
-        )
-        return ExitCode.OK
-    outcome = run_command(
-        config,
+    request = RunRequest(
+        config=config,
         out=out,
         baseline=baseline,
         save_to=save_baseline,
         no_cache=no_cache,
-        progress=bars(progress),
         sample=sample,
-        overrides=overrides,
-        judging=_judging(judge, judge_cache_only),
+        overrides=settings.overrides(),
+        judging=None if dry_run else _judging(judge, judge_cache_only),
     )
+    if dry_run:
+        from evalret.report.plan_view import print_plan
+
+        print_plan(console, plan_command(request))
+        return ExitCode.OK
+    outcome = run_command(request, progress=progress)
     print_run(console, outcome.evaluation.report, outcome.written, verbose)
     if outcome.evaluation.report.judge is not None:
         from evalret.report.judge_view import render_run_judge
@@ -363,14 +136,13 @@ def _judging(judge: bool, cache_only: bool) -> Any:
 
 @_command(app)
 def embed(
+    *,
     config: o.ConfigFile = None,
     shard: o.Shard = None,
     directory: o.CacheDir = None,
     no_cache: o.NoCache = False,
-    progress: o.ShowProgress = True,
-    set_: o.Sets = None,
-    model: o.ModelName = None,
-    dimension: o.Dimension = None,
+    progress: o.Progress,
+    settings: o.Overrides,
 ) -> None:
     """Fill the embedding cache with what `evalret run` on the config embeds (documents and
     queries), or with one shard of it (--shard I/N, for a CI matrix), and stop. After the N
@@ -379,12 +151,12 @@ def embed(
     from evalret.report.embed_view import embed_lines
 
     outcome = embed_command(
-        config,
+        config=config,
         shard=shard,
         cache_dir=directory,
         no_cache=no_cache,
-        progress=bars(progress),
-        overrides=_overrides(set_, model, dimension),
+        progress=progress,
+        overrides=settings.overrides(),
     )
     for line in embed_lines(outcome.summary()):
         console.print(line, highlight=False, soft_wrap=True)
@@ -392,6 +164,7 @@ def embed(
 
 @_command(app)
 def score(
+    *,
     golden: Annotated[
         Path, typer.Argument(help="A TREC qrels file (alone will do) or a golden set directory.")
     ],
@@ -404,7 +177,7 @@ def score(
     queries_without_relevant: o.WithoutRelevant = "exclude",
     out: Annotated[Path | None, o.out("Directory for report files (default reports/).")] = None,
     baseline: o.ScoreBaseline = None,
-    progress: o.ShowProgress = True,
+    progress: o.Progress,
     verbose: o.Verbose = False,
 ) -> ExitCode:
     """Score run files against qrels like trec_eval, with no model and no embedding: each run is
@@ -414,14 +187,14 @@ def score(
     from evalret.report.terminal_brief import print_run
 
     outcome = score_command(
-        golden,
-        runs,
+        golden=golden,
+        runs=runs,
         metrics=metric,
         relevance_level=relevance_level,
         queries_without_relevant=queries_without_relevant,
         out=out,
         baseline=baseline,
-        progress=bars(progress),
+        progress=progress,
     )
     print_run(console, outcome.evaluation.report, outcome.written, verbose)
     return outcome.exit_code
@@ -429,6 +202,7 @@ def score(
 
 @_command(app)
 def compare(
+    *,
     a: Annotated[Path, typer.Argument(help="A: a config (.yaml) to run, or a saved report.json.")],
     b: Annotated[Path, typer.Argument(help="B: a config (.yaml) to run, or a saved report.json.")],
     out: Annotated[Path, o.out("Directory for compare.json and compare.md.")] = Path(
@@ -441,11 +215,9 @@ def compare(
     samples: o.Samples = 10_000,
     seed: o.CompareSeed = 0,
     fail_on_regression: o.FailOnRegression = False,
-    progress: o.ShowProgress = True,
+    progress: o.Progress,
     verbose: o.Verbose = False,
-    set_: o.Sets = None,
-    model: o.ModelName = None,
-    dimension: o.Dimension = None,
+    settings: o.Overrides,
 ) -> ExitCode:
     """Compare two model versions (configs or saved reports) with paired statistics; writes
     compare.json, compare.md, disagreements.md and report.html into --out. --set (--model,
@@ -454,17 +226,17 @@ def compare(
     from evalret.report.terminal_brief import print_compare
 
     report, written = compare_command(
-        a,
-        b,
-        out,
+        a=a,
+        b=b,
+        out=out,
         primary=primary,
         min_gain=min_gain,
         alpha=alpha,
         correction=correction,
         samples=samples,
         seed=seed,
-        progress=bars(progress),
-        overrides=_overrides(set_, model, dimension),
+        progress=progress,
+        overrides=settings.overrides(),
     )
     print_compare(console, report, [str(p) for p in written], verbose)
     regressed = fail_on_regression and report.verdict.regressions
@@ -473,6 +245,7 @@ def compare(
 
 @_command(app)
 def pool(
+    *,
     configs: Annotated[
         list[Path] | None,
         typer.Argument(help="Configs whose rankings are pooled; none: the built-in defaults."),
@@ -480,32 +253,30 @@ def pool(
     k: o.TopK = 10,
     index: o.PoolIndex = None,
     out: Annotated[Path, o.out("JSONL file of documents to label.")] = Path("pool.jsonl"),
-    progress: o.ShowProgress = True,
+    progress: o.Progress,
     gold_fraction: o.GoldFraction = 0.0,
     seed: o.PoolSeed = 0,
     output_format: o.PoolFormat = None,
     old_format: o.OldPoolFormat = None,
-    set_: o.Sets = None,
-    model: o.ModelName = None,
-    dimension: o.Dimension = None,
+    settings: o.Overrides,
 ) -> None:
     """Export the unjudged documents of every run's top k, per query, for annotators (JSONL with
     grade null to fill in, into --out): pooling across configs and indexes."""
-    from evalret.commands.pool import pool_command
+    from evalret.commands.pool import PoolRequest, pool_command
     from evalret.report.pool_view import pool_line
 
     fmt = o.renamed(output_format, old_format, "--output-format")
-    pooled = pool_command(
-        configs or [],
-        k,
-        index,
-        out,
-        bars(progress),
-        gold_fraction,
-        seed,
-        "label-studio" if fmt == "label-studio" else "jsonl",
-        overrides=_overrides(set_, model, dimension),
+    request = PoolRequest(
+        configs=configs or [],
+        k=k,
+        out=out,
+        indexes=index,
+        gold_fraction=gold_fraction,
+        seed=seed,
+        fmt="label-studio" if fmt == "label-studio" else "jsonl",
+        overrides=settings.overrides(),
     )
+    pooled = pool_command(request, progress=progress)
     line = pool_line(
         pooled.n_documents, pooled.n_queries, pooled.n_total_queries, k, pooled.labels, out
     )
@@ -516,6 +287,7 @@ def pool(
 
 @_command(app)
 def judge(
+    *,
     out: Annotated[Path, o.out("Annotation JSONL the judge's labels are written to.")],
     pool_file: o.JudgePool = None,
     config: o.JudgeConfigFile = None,
@@ -526,8 +298,8 @@ def judge(
     index: o.JudgeIndex = None,
     k: o.TopK = 10,
     calibrate: o.Calibrate = None,
-    progress: o.ShowProgress = True,
-    set_: o.Sets = None,
+    progress: o.Progress,
+    settings: o.SetsOnly,
 ) -> ExitCode:
     """Grade (query, document) pairs with an LLM (the config's judge: section): a pool's pairs,
     or the unjudged top k of a run (--from-report); writes annotation JSONL for `evalret
@@ -540,25 +312,26 @@ def judge(
     from evalret.report.judge_view import render_judge
 
     request = JudgeRequest(
-        pool_file,
-        out,
-        config,
-        dry_run,
-        votes,
-        limit,
-        from_report,
-        index,
-        k,
-        calibrate,
-        _overrides(set_, None, None),
+        pool=pool_file,
+        out=out,
+        config=config,
+        dry_run=dry_run,
+        votes=votes,
+        limit=limit,
+        from_report=from_report,
+        index=index,
+        k=k,
+        calibrate=calibrate,
+        overrides=settings.overrides(),
     )
-    outcome = judge_command(request, bars(progress))
+    outcome = judge_command(request, progress=progress)
     console.print(render_judge(asdict(outcome)), highlight=False, soft_wrap=True)
     return outcome.exit_code
 
 
 @_command(app)
 def annotate(
+    *,
     pool_file: Annotated[
         Path, typer.Argument(metavar="POOL", help="A pool file (JSONL) from `evalret pool`.")
     ],
@@ -573,16 +346,26 @@ def annotate(
 ) -> None:
     """Grade a pool's (query, document) pairs in a browser, one at a time, on 127.0.0.1 (needs
     evalret[annotate]); every grade is appended to the annotation file at once."""
-    from evalret.commands.annotate import annotate_command
+    from evalret.commands.annotate import AnnotateRequest, annotate_command
 
     def say(text: str) -> None:
         console.print(text, highlight=False, markup=False, soft_wrap=True)
 
-    annotate_command(pool_file, annotator, out, scale, seed, port, not no_browser, say)
+    request = AnnotateRequest(
+        pool=pool_file,
+        annotator=annotator,
+        out=out,
+        scale=scale,
+        seed=seed,
+        port=port,
+        open_browser=not no_browser,
+    )
+    annotate_command(request, say=say)
 
 
 @_command(app, "report")
 def report_command(
+    *,
     path: o.SavedReport,
     out: Annotated[Path | None, o.out("Directory for report.html (default: beside PATH).")] = None,
     baseline: o.DrawnBaseline = None,
@@ -592,49 +375,52 @@ def report_command(
     the gate's baseline, if found)."""
     from evalret.commands.report import write_saved_html
 
-    console.print(f"wrote {markup_safe(str(write_saved_html(path, out, baseline)))}")
+    written = write_saved_html(path=path, out_dir=out, baseline=baseline)
+    console.print(f"wrote {markup_safe(str(written))}")
 
 
 @_command(baseline_app, "show")
 def baseline_show(
+    *,
     path: Annotated[Path, typer.Argument(help="A baseline (or saved report.json).")],
 ) -> None:
     """Show what a baseline holds: fingerprint, settings and metrics per index and slice."""
     from evalret.commands.baseline import baseline_show_command
     from evalret.report.terminal import print_baseline
 
-    print_baseline(console, baseline_show_command(path), path)
+    print_baseline(console, baseline_show_command(path=path), path)
 
 
 @_command(cache_app, "info")
-def cache_info(directory: o.CacheDir = None) -> None:
+def cache_info(*, directory: o.CacheDir = None) -> None:
     """List the cached embedding sets: model, settings, entries, size, last use."""
     from evalret.commands.cache import cache_info_command
     from evalret.report.cache_view import info_view
 
-    console.print(info_view(*cache_info_command(directory)))
+    console.print(info_view(*cache_info_command(directory=directory)))
 
 
 @_command(cache_app, "clear")
-def cache_clear(directory: o.CacheDir = None) -> None:
+def cache_clear(*, directory: o.CacheDir = None) -> None:
     """Delete every cached embedding."""
     from evalret.commands.cache import cache_clear_command
     from evalret.report.cache_view import cleared_line
 
-    console.print(cleared_line(*cache_clear_command(directory)))
+    console.print(cleared_line(*cache_clear_command(directory=directory)))
 
 
 @_command(cache_app, "prune")
-def cache_prune(directory: o.CacheDir = None, days: o.Days = 30) -> None:
+def cache_prune(*, directory: o.CacheDir = None, days: o.Days = 30) -> None:
     """Remove embedding sets unused for a while, corrupt shards and stale temporary files."""
     from evalret.commands.cache import cache_prune_command
     from evalret.report.cache_view import pruned_line
 
-    console.print(pruned_line(*cache_prune_command(directory, days)))
+    console.print(pruned_line(*cache_prune_command(directory=directory, days=days)))
 
 
 @_command(app)
 def init(
+    *,
     directory: Annotated[Path, typer.Argument(help="Repository root to scaffold.")] = Path("."),
     force: o.Force = False,
     pre_commit: o.PreCommit = False,
@@ -648,7 +434,7 @@ def init(
     if pre_commit:
         from evalret.commands.init import PRE_COMMIT_NEXT_STEPS, add_pre_commit_hook
 
-        added = add_pre_commit_hook(directory, config, watch or [])
+        added = add_pre_commit_hook(root=directory, config=config, extra=watch or [])
         state = "added the evalret-gate hook to" if added.added else "evalret-gate is already in"
         console.print(f"{state} {markup_safe(str(added.path))}", highlight=False)
         console.print(f"watched: {markup_safe(', '.join(added.watched))}", highlight=False)
@@ -658,7 +444,7 @@ def init(
         return
     from evalret.commands.init import NEXT_STEPS, write_scaffold
 
-    for path in write_scaffold(directory, force=force):
+    for path in write_scaffold(root=directory, force=force):
         console.print(f"wrote {markup_safe(str(path))}")
     console.print(NEXT_STEPS)
 
@@ -674,12 +460,11 @@ def config_schema() -> None:
 
 @_command(app)
 def hook(
+    *,
     config: o.HookConfig = Path("evalret.yaml"),
     baseline: o.Baseline = None,
     out: Annotated[Path | None, o.out("Directory for report files (overrides output.dir).")] = None,
-    set_: o.Sets = None,
-    model: o.ModelName = None,
-    dimension: o.Dimension = None,
+    settings: o.Overrides,
 ) -> ExitCode:
     """The pre-commit hook evalret-gate (stage pre-push): `evalret run` against the config's
     baseline, then a short verdict and the path of report.md. Exit 1 when a check fails."""
@@ -688,9 +473,9 @@ def hook(
     from evalret.report.hook_view import hook_lines
 
     def gate() -> ExitCode:
-        overrides = _overrides(set_, model, dimension)
+        overrides = settings.overrides()
         done = hook_command(
-            config, baseline=baseline, out=out, commit=pushed_commit(), overrides=overrides
+            config=config, baseline=baseline, out=out, commit=pushed_commit(), overrides=overrides
         )
         lines = hook_lines(HOOK_ID, done.report.gate, done.baseline, done.report_md)
         if done.commit is not None:
@@ -699,7 +484,7 @@ def hook(
             console.print(line, highlight=False, markup=False, soft_wrap=True)
         return done.exit_code
 
-    code = _exit_code(gate)  # an error is printed there; the hint says what to do next
+    code = exit_code(gate)  # an error is printed there; the hint says what to do next
     hint = {ExitCode.INTERNAL: SKIP_HINT, ExitCode.INVALID_INPUT: INPUT_HINT}.get(code)
     if hint:
         err_console.print(hint, highlight=False, markup=False, soft_wrap=True)
@@ -708,6 +493,7 @@ def hook(
 
 @_command(app)
 def validate(
+    *,
     path: Annotated[
         Path,
         typer.Argument(help="A golden-set directory (or TREC qrels file), or an evalret config."),
@@ -716,17 +502,20 @@ def validate(
     golden_format: o.GoldenFormat = None,
     split: o.GoldenSplit = None,
     as_json: o.AsJson = False,
-    set_: o.Sets = None,
-    model: o.ModelName = None,
-    dimension: o.Dimension = None,
+    settings: o.Overrides,
 ) -> ExitCode:
     """Check a golden set without a model: every error and warning with file:line, counts,
     slice reliability and minimum detectable nDCG@10 difference. Exit 2 on errors."""
     from evalret.commands.validate import validate_command, validation_json
     from evalret.report.validate_view import render_validation
 
-    overrides = _overrides(set_, model, dimension)
-    result = validate_command(path, golden_format, split, report, overrides)
+    result = validate_command(
+        path=path,
+        fmt=golden_format,
+        split=split,
+        report=report,
+        overrides=settings.overrides(),
+    )
     if as_json:
         typer.echo(validation_json(result))
     else:
@@ -736,6 +525,7 @@ def validate(
 
 @_command(app)
 def leakage(
+    *,
     train: o.Train,
     golden: Annotated[
         Path | None,
@@ -748,10 +538,8 @@ def leakage(
     no_cache: o.NoCache = False,
     out: Annotated[Path | None, o.out("Write the full result as JSON here.")] = None,
     as_json: o.AsJson = False,
-    progress: o.ShowProgress = True,
-    set_: o.Sets = None,
-    model: o.ModelName = None,
-    dimension: o.Dimension = None,
+    progress: o.Progress,
+    settings: o.Overrides,
 ) -> ExitCode:
     """Find training queries that copy golden-set queries (exact, near-identical text, or
     embedding cosine above a threshold); --out writes the full result as JSON; exit 1 above
@@ -760,16 +548,16 @@ def leakage(
     from evalret.report.leakage_view import render_leakage
 
     found = leakage_command(
-        golden,
-        train,
-        train_format,
+        golden=golden,
+        train=train,
+        train_format=train_format,
         use_embedding=not no_embedding,
         threshold=threshold,
         max_fraction=max_fraction,
         no_cache=no_cache,
         out=out,
-        progress=bars(progress and not as_json),
-        overrides=_overrides(set_, model, dimension),
+        progress=bars(False) if as_json else progress,
+        overrides=settings.overrides(),
     )
     if as_json:
         typer.echo(found.json_text)
@@ -782,15 +570,15 @@ def leakage(
 
 @_command(app)
 def sweep(
+    *,
     out: Annotated[Path, o.out("Directory for sweep.json and sweep.html.")],
     set_: o.SweepSets = None,
     config: o.ConfigFile = None,
     repeats: o.Repeats = 3,
     max_points: o.MaxPoints = None,
     no_cache: o.NoCache = False,
-    progress: o.ShowProgress = True,
-    model: o.ModelName = None,
-    dimension: o.Dimension = None,
+    progress: o.Progress,
+    fixed: o.FixedSettings,
 ) -> None:
     """Evaluate every point of a grid of config settings (--set, repeatable; --model and
     --dimension fix one setting for every point) from one embedding cache, measure each faiss
@@ -801,14 +589,14 @@ def sweep(
     from evalret.report.sweep_view import sweep_table
 
     outcome = sweep_command(
-        config,
-        set_ or [],
-        out,
+        config=config,
+        sets=set_ or [],
+        out=out,
         repeats=repeats,
         no_cache=no_cache,
         max_points=max_points,
-        progress=bars(progress),
-        fixed=_overrides(None, model, dimension),
+        progress=progress,
+        fixed=fixed.overrides(),
     )
     console.print(sweep_table(outcome.report))
     for path in outcome.written:
@@ -820,6 +608,7 @@ def sweep(
 
 @_command(history_app, "add")
 def history_add(
+    *,
     report: Annotated[Path, typer.Argument(help="A report.json written by evalret run.")],
     db: o.HistoryDb = None,
     config: o.HistoryConfigFile = None,
@@ -835,7 +624,7 @@ def history_add(
 
     baseline = o.renamed(mark_baseline, old_baseline, "--mark-baseline")
     path, entry = history_add_command(
-        report, db, config, label=label, commit=commit, baseline=baseline
+        report_path=report, db=db, config=config, label=label, commit=commit, baseline=baseline
     )
     console.print(
         f"added entry {entry.id} ({markup_safe(entry_name(entry))}) to {markup_safe(str(path))}",
@@ -845,12 +634,13 @@ def history_add(
 
 @_command(history_app, "show")
 def history_show(
+    *,
     db: o.HistoryDb = None,
     config: o.HistoryConfigFile = None,
     metric: o.HistoryMetric = None,
     slice_name: o.HistorySlice = None,
     index: o.HistoryIndex = None,
-    last: o.HistoryLast = 200,
+    last: o.HistoryLast = SHOWN_ENTRIES,
 ) -> None:
     """Print the history as a table per index and slice, newest last: each metric's value and
     its change from the previous entry (default: the exact index, slice all, every metric)."""
@@ -858,8 +648,8 @@ def history_show(
     from evalret.report.history_view import history_tables
 
     view = history_view(
-        db, config, indexes=index, slices=slice_name, metrics=metric, all_by_default=False,
-        last=last,
+        db=db, config=config, indexes=index, slices=slice_name, metrics=metric,
+        all_by_default=False, last=last,
     )  # fmt: skip
     for table in history_tables(view):
         console.print(table, highlight=False)
@@ -867,6 +657,7 @@ def history_show(
 
 @_command(history_app, "report")
 def history_report(
+    *,
     db: o.HistoryDb = None,
     config: o.HistoryConfigFile = None,
     out: Annotated[
@@ -875,14 +666,14 @@ def history_report(
     metric: o.HistoryMetric = None,
     slice_name: o.HistorySlice = None,
     index: o.HistoryIndex = None,
-    last: o.HistoryLast = 200,
+    last: o.HistoryLast = SHOWN_ENTRIES,
 ) -> None:
     """Write trend.html: the entries, and per slice a trend chart per metric with a line per
     index, baselines ringed and golden-set or metric-definition changes marked (self-contained)."""
     from evalret.commands.history import history_report_command
 
     path = history_report_command(
-        db, config, out, indexes=index, slices=slice_name, metrics=metric, last=last
+        db=db, config=config, out=out, indexes=index, slices=slice_name, metrics=metric, last=last
     )
     console.print(f"wrote {markup_safe(str(path))}", highlight=False)
 
@@ -892,6 +683,7 @@ def history_report(
 
 @_command(judgments_app, "agreement")
 def judgments_agreement(
+    *,
     files: o.AnnotationFiles,
     scale: o.Scale = "0-3",
     top: o.Top = 10,
@@ -903,12 +695,14 @@ def judgments_agreement(
     from evalret.commands.agreement import agreement_command
     from evalret.report.judgments_view import render_agreement
 
-    report = agreement_command(files, scale, top, o.renamed(out, old_json, "--out"))
+    json_out = o.renamed(out, old_json, "--out")
+    report = agreement_command(files=files, scale=scale, top=top, json_out=json_out)
     console.print(render_agreement(report), highlight=False)
 
 
 @_command(judgments_app, "merge")
 def judgments_merge(
+    *,
     files: o.AnnotationFiles,
     into: o.Into,
     out: Annotated[Path, o.out("New golden set directory (new or empty).")],
@@ -926,9 +720,9 @@ def judgments_merge(
     from evalret.report.judgments_view import render_merge
 
     outcome = merge_judgments_command(
-        files,
-        into,
-        out,
+        files=files,
+        into=into,
+        out=out,
         scale=scale,
         policy=policy,
         min_annotators=min_annotators,
@@ -940,45 +734,6 @@ def judgments_merge(
     console.print(render_merge(outcome), highlight=False)
 
 
-_signalled: list[int] = []  # the signals that arrived (SIGINT, SIGTERM), in order
-
-
-def _on_sigint(signum: int, frame: Any) -> None:
-    _signalled.append(signum)
-    raise KeyboardInterrupt
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    _signalled.append(signum)
-    raise Terminated
-
-
-def _install_signal_handlers() -> None:
-    """SIGTERM raises Terminated and SIGINT KeyboardInterrupt, so that clean-up runs as for an
-    exception; each is recorded, for main() to tell click's exit 1 after Ctrl-C. A signal the parent
-    ignores (SIG_IGN, e.g. SIGINT for a background job) stays ignored."""
-    for signum, handler in ((signal.SIGINT, _on_sigint), (signal.SIGTERM, _on_sigterm)):
-        try:
-            if signal.getsignal(signum) != signal.SIG_IGN:
-                signal.signal(signum, handler)
-        except (ValueError, OSError):  # not the main thread, or a platform without it
-            continue
-
-
 def main() -> None:
-    """Console-script entry point. SIGTERM is exit 143 wherever it lands; Ctrl-C 130 in a command
-    (``_exit_code``) and during option parsing too, where click would exit 1, which reads as a
-    regression. A command that takes Ctrl-C as its normal end (annotate's server) exits as it
-    returns."""
-    _install_signal_handlers()
-    code: Any
-    try:
-        app()
-        code = ExitCode.OK
-    except SystemExit as e:  # click's and typer's own exit 1 for a closed stdout is 141 too
-        code = ExitCode.BROKEN_PIPE if _reader_left(e) else e.code
-    except Terminated:
-        code = ExitCode.TERMINATED
-    if code == ExitCode.REGRESSION and _signalled:  # click's Abort after a signal, no verdict
-        code = ExitCode.INTERRUPTED if _signalled[0] == signal.SIGINT else ExitCode.TERMINATED
-    sys.exit(code)
+    """Console-script entry point: the exit code of ``cli_runtime.run_app``."""
+    sys.exit(run_app(app))

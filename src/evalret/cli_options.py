@@ -8,30 +8,37 @@ JSON, ``--format`` always a golden set's format (tests/test_cli_surface.py check
 against ``DECLARED``). Spellings kept from before an option was renamed are hidden and say so on
 stderr (``deprecated``).
 
-This module imports typer and the standard library only: `evalret --help` stays light.
+Option groups (``Overrides``, ``SetsOnly``, ``FixedSettings``, ``Progress``) are several options
+that reach a command's function as one value (``cli_runtime.OptionGroup``). The choices an option
+offers are the library's, from ``evalret.choices``. This module imports typer, the standard
+library and those light modules only: `evalret --help` stays light.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-# Randomization-test resamples `evalret compare --samples` accepts at most: a million already
-# resolves p-values to 1e-6, and the test's time grows linearly with them.
-MAX_SAMPLES = 1_000_000
-# evalret.data.config.GOLDEN_FORMATS, not imported so that the CLI stays light (a test keeps the
-# two equal); every command taking --format checks it here, before anything runs
-GOLDEN_FORMATS = ("auto", "native", "beir", "trec")
-POOL_FORMATS = ("jsonl", "label-studio")
+# the choices and bounds the library states (stdlib only: the CLI stays light); typer refuses a
+# Literal's other values with exit 2, and every command taking --format checks it here, before
+# anything runs
+from evalret.choices import (
+    GOLDEN_FORMATS,
+    MAX_SAMPLES,
+    POOL_FORMATS,
+    Correction,
+    TrainFormat,
+)
+from evalret.choices import WithoutRelevant as QueriesWithoutRelevant
+from evalret.cli_runtime import OptionGroup, bars
+from evalret.pipeline.progress import ProgressBars
 
-# evalret.core.stats.Correction and evalret.data.training.TrainFormat, not imported so that the CLI
-# stays light (a test keeps them equal); typer refuses any other value with exit 2
-Correction = Literal["holm", "bonferroni", "bh", "none"]
-TrainFormat = Literal["auto", "jsonl", "text"]
-QueriesWithoutRelevant = Literal["exclude", "zero"]
+if TYPE_CHECKING:
+    from evalret.data.overrides import Override
 
 # long option name -> its one meaning (the help of its declaration, or, for a factory whose help
 # each command words, what the value always is)
@@ -137,6 +144,44 @@ Dimension = Annotated[
         help="Truncate embeddings to N dimensions: --set model.truncate_dim=N.",
     ),
 ]
+
+
+@dataclass(frozen=True)
+class ConfigSettings:
+    """What a command's ``--set KEY=VALUE`` (repeatable), ``--model`` and ``--dimension`` change
+    in the config it reads: one value, the option group ``Overrides`` (or ``SetsOnly``,
+    ``FixedSettings``: the members a command takes)."""
+
+    sets: tuple[str, ...] = ()
+    model: str | None = None
+    dimension: int | None = None
+
+    def overrides(self) -> list[Override]:
+        """The settings as the commands take them (a bad one: ConfigError, exit 2 naming the
+        option and the key), ``evalret.data.overrides``."""
+        from evalret.data.overrides import command_overrides
+
+        return command_overrides(self.sets, model=self.model, dimension=self.dimension)
+
+
+def _settings(
+    set_: list[str] | None = None, model: str | None = None, dimension: int | None = None
+) -> ConfigSettings:
+    return ConfigSettings(tuple(set_ or ()), model, dimension)
+
+
+_SET, _MODEL, _DIMENSION = (
+    ("set_", Sets, None),
+    ("model", ModelName, None),
+    ("dimension", Dimension, None),
+)
+# --set, --model, --dimension: every command that reads a config
+Overrides = Annotated[ConfigSettings, OptionGroup((_SET, _MODEL, _DIMENSION), _settings)]
+# --set alone (judge: the model is the judge's config, not the run's)
+SetsOnly = Annotated[ConfigSettings, OptionGroup((_SET,), _settings)]
+# --model, --dimension (sweep: its --set is a grid, SweepSets; these fix one setting of every point)
+FixedSettings = Annotated[ConfigSettings, OptionGroup((_MODEL, _DIMENSION), _settings)]
+
 NoCache = Annotated[bool, _option("--no-cache", help="Neither read nor write the embedding cache.")]
 CacheDir = Annotated[
     Path | None,
@@ -147,6 +192,10 @@ CacheDir = Annotated[
 
 out = _once("out", "--out", "-o", meaning="where the command writes (a file or a directory)")
 ShowProgress = Annotated[bool, _option("--progress/--no-progress", help="Show progress bars.")]
+# --progress/--no-progress as the bars a command draws (cli_runtime.bars): rich's, or none
+Progress = Annotated[
+    ProgressBars, OptionGroup((("progress", ShowProgress, True),), lambda progress: bars(progress))
+]
 Verbose = Annotated[
     bool, _option("--verbose", "-v", help="Print every table (default: a short summary).")
 ]

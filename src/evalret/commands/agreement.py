@@ -147,7 +147,7 @@ def agreement_report(annotations: Annotations, scale: Scale, top: int = 10) -> d
 
 
 def agreement_command(
-    files: Sequence[Path], scale: Scale | str, top: int, json_out: Path | None
+    *, files: Sequence[Path], scale: Scale | str, top: int, json_out: Path | None
 ) -> dict[str, Any]:
     """`evalret judgments agreement`: read ``files`` graded on ``scale`` (a Scale, or its text
     ``lo-hi``), compute, write the figures as JSON to ``json_out`` (--out) when asked."""

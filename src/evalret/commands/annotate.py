@@ -10,24 +10,31 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalret.errors import InputError
 from evalret.pipeline.annotation import EXTRA, prepare_annotation
 
 
-def annotate_command(
-    pool: Path,
-    annotator: str,
-    out: Path | None,
-    scale_text: str,
-    seed: int,
-    port: int,
-    open_browser: bool,
-    say: Callable[[str], None],
-) -> None:
-    """Check everything, then serve the annotation page on 127.0.0.1 until Ctrl-C."""
-    setup = prepare_annotation(pool, annotator, out, scale_text, seed)
+@dataclass(frozen=True, kw_only=True)
+class AnnotateRequest:
+    """What `evalret annotate` is asked for (``annotate_command``'s argument, every field named)."""
+
+    pool: Path
+    annotator: str
+    out: Path | None = None  # None: POOL.ANNOTATOR.jsonl
+    scale: str = "0-3"
+    seed: int = 0
+    port: int = 8765
+    open_browser: bool = True
+
+
+def annotate_command(request: AnnotateRequest, *, say: Callable[[str], None]) -> None:
+    """Check everything, then serve the annotation page on 127.0.0.1 until Ctrl-C; what the
+    command says goes to ``say``."""
+    r = request
+    setup = prepare_annotation(r.pool, r.annotator, r.out, r.scale, r.seed)
     try:
         from evalret.pipeline.annotate_app import serve
     except ImportError as e:
@@ -38,6 +45,6 @@ def annotate_command(
     for note in setup.notes:
         say(note)
     graded, total = setup.session.progress
-    say(f"{annotator}: {graded} of {total} items graded; grades go to {setup.out}")
-    serve(setup.session, setup.scale, port, open_browser, say)
+    say(f"{r.annotator}: {graded} of {total} items graded; grades go to {setup.out}")
+    serve(setup.session, setup.scale, r.port, r.open_browser, say)
     sys.stdout.flush()

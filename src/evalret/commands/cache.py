@@ -23,19 +23,19 @@ def cache_dir(directory: Path | None) -> Path:
     return root
 
 
-def cache_info_command(directory: Path | None = None) -> tuple[Path, list[dict[str, Any]]]:
+def cache_info_command(*, directory: Path | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """`evalret cache info`: one row per cached embedding set."""
     root = cache_dir(directory)
     return root, cache_info(root)
 
 
-def cache_clear_command(directory: Path | None = None) -> tuple[Path, int]:
+def cache_clear_command(*, directory: Path | None = None) -> tuple[Path, int]:
     """`evalret cache clear`: delete every cached embedding; how many sets went."""
     root = cache_dir(directory)
     return root, clear_cache(root)
 
 
-def cache_prune_command(directory: Path | None, days: float) -> tuple[Path, dict[str, int]]:
+def cache_prune_command(*, directory: Path | None, days: float) -> tuple[Path, dict[str, int]]:
     """`evalret cache prune`: remove sets unused for ``days``, corrupt shards and stale files;
     how many of each went."""
     root = cache_dir(directory)

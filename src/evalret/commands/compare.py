@@ -148,10 +148,10 @@ def run_comparison(
 
 
 def compare_command(
+    *,
     a: Path,
     b: Path,
     out: Path,
-    *,
     primary: str,
     min_gain: float,
     alpha: float,

@@ -126,8 +126,8 @@ def _check_written(cached: CachedEmbedder, embedded: int) -> None:
 
 
 def embed_command(
-    config: Path | None = None,
     *,
+    config: Path | None = None,
     shard: str | None = None,
     cache_dir: Path | None = None,
     no_cache: bool = False,

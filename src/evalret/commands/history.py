@@ -38,10 +38,10 @@ def history_path(db: Path | None, config: Path | None) -> Path:
 
 
 def history_add_command(
+    *,
     report_path: Path,
     db: Path | None = None,
     config: Path | None = None,
-    *,
     label: str | None = None,
     commit: str | None = None,
     baseline: bool = False,
@@ -103,9 +103,9 @@ def _chosen(kind: str, asked: Sequence[str], held: Sequence[str], db: Path) -> l
 
 
 def history_view(
+    *,
     db: Path | None,
     config: Path | None,
-    *,
     indexes: Sequence[str] | None,
     slices: Sequence[str] | None,
     metrics: Sequence[str] | None,
@@ -140,10 +140,10 @@ def history_view(
 
 
 def history_report_command(
+    *,
     db: Path | None,
     config: Path | None,
     out: Path | None,
-    *,
     indexes: Sequence[str] | None = None,
     slices: Sequence[str] | None = None,
     metrics: Sequence[str] | None = None,
@@ -159,7 +159,13 @@ def history_report_command(
     reads = [Input("the history database", path), *_config_input(config)]
     guard(Declared("history report", reads, [Output("--out", target)]))
     view = history_view(
-        db, config, indexes=indexes, slices=slices, metrics=metrics, all_by_default=True, last=last
+        db=db,
+        config=config,
+        indexes=indexes,
+        slices=slices,
+        metrics=metrics,
+        all_by_default=True,
+        last=last,
     )
     atomic_write_text(target, trend_html(view), "trend page")
     return target

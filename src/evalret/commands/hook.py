@@ -78,8 +78,8 @@ def pushed_commit() -> str | None:
 
 
 def hook_command(
-    config: Path = DEFAULT_CONFIG,
     *,
+    config: Path = DEFAULT_CONFIG,
     baseline: Path | None = None,
     out: Path | None = None,
     commit: str | None = None,

@@ -41,7 +41,7 @@ NEXT_STEPS = (
 )
 
 
-def write_scaffold(root: Path, force: bool = False) -> list[Path]:
+def write_scaffold(*, root: Path, force: bool = False) -> list[Path]:
     """Write the starter files under ``root``; refuse to overwrite any unless ``force``, and
     (even with it) to write through a symbolic link whose target lies outside ``root``."""
     if os.path.lexists(root) and not root.is_dir():
@@ -267,7 +267,7 @@ def _insert_repo(text: str, hook: dict[str, Any]) -> str:
     return "".join([*lines[:end], repo_block(hook, indent), *lines[end:]])
 
 
-def add_pre_commit_hook(root: Path, config: Path, extra: list[Path]) -> PreCommitHook:
+def add_pre_commit_hook(*, root: Path, config: Path, extra: list[Path]) -> PreCommitHook:
     """Add the evalret-gate hook for ``config`` to ``root``'s .pre-commit-config.yaml (made when
     absent), keeping the user's other hooks and comments; nothing changes when the same hook is
     there, and a different evalret-gate hook is an InputError (it is never overwritten)."""

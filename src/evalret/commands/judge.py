@@ -34,9 +34,9 @@ from evalret.pipeline.calibration import calibration
 from evalret.pipeline.progress import ProgressBars, no_bars
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JudgeRequest:
-    """What the command line asked for."""
+    """What the command line asked for (``judge_command``'s one argument, every field named)."""
 
     pool: Path | None
     out: Path
@@ -203,7 +203,7 @@ def _check_request(req: JudgeRequest, judge: JudgeConfig) -> None:
         )
 
 
-def judge_command(req: JudgeRequest, progress: ProgressBars = no_bars) -> JudgeOutcome:
+def judge_command(req: JudgeRequest, *, progress: ProgressBars = no_bars) -> JudgeOutcome:
     """`evalret judge` (module docstring)."""
     cfg = configured(req.config, req.overrides)
     judge = _judge_settings(cfg, req.config)

@@ -90,10 +90,10 @@ def run_leakage(
 
 
 def leakage_command(
+    *,
     golden: Path | None,
     train: Path,
     train_format: TrainFormat = "auto",
-    *,
     use_embedding: bool = True,
     threshold: float | None = None,
     max_fraction: float | None = None,

@@ -383,10 +383,10 @@ def merge_command(
 
 
 def merge_judgments_command(
+    *,
     files: Sequence[Path],
     into: Path,
     out: Path,
-    *,
     scale: str = "0-3",
     policy: str = "median",
     min_annotators: int = 1,

@@ -12,10 +12,11 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from evalret.choices import PoolFormat
 from evalret.core.ranking import SearchResult
 from evalret.data.atomic import atomic_write_text, check_writable_file
 from evalret.data.goldenset import GoldenSet
@@ -23,8 +24,6 @@ from evalret.data.judgments import label_studio_tasks
 from evalret.data.overrides import Override, configured
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
 from evalret.pipeline.progress import ProgressBars, no_bars
-
-PoolFormat = Literal["jsonl", "label-studio"]
 
 
 @dataclass
@@ -184,21 +183,26 @@ class PoolOutcome:
     n_gold: int = 0  # gold lines added (--gold-fraction)
 
 
-def pool_command(
-    configs: Sequence[Path | None],
-    k: int,
-    indexes: Sequence[str] | None,
-    out: Path,
-    progress: ProgressBars = no_bars,
-    gold_fraction: float = 0.0,
-    seed: int = 0,
-    fmt: PoolFormat = "jsonl",
-    overrides: Sequence[Override] = (),
-) -> PoolOutcome:
+@dataclass(frozen=True, kw_only=True)
+class PoolRequest:
+    """What `evalret pool` is asked for (``pool_command``'s one argument, every field named)."""
+
+    configs: Sequence[Path | None]  # none: the built-in defaults
+    k: int
+    out: Path
+    indexes: Sequence[str] | None = None  # None: every index
+    gold_fraction: float = 0.0
+    seed: int = 0
+    fmt: PoolFormat = "jsonl"
+    overrides: Sequence[Override] = ()
+
+
+def pool_command(request: PoolRequest, *, progress: ProgressBars = no_bars) -> PoolOutcome:
     """`evalret pool`: pool the unjudged top ``k`` of every config's runs and write them to
     ``out`` as JSON Lines, or as Label Studio tasks (checked writable before anything runs);
     ``gold_fraction`` adds that share of gold lines after them (seeded by ``seed``); ``overrides``
     (``--set``, ``--model``, ``--dimension``) apply to every config."""
+    configs, k, out, overrides = request.configs, request.k, request.out, request.overrides
     reads: list[Input] = []
     writes = [Output("--out", out)]
     for config in configs or [None]:
@@ -208,10 +212,12 @@ def pool_command(
     guard(Declared("pool", unique(reads), writes))
     check_writable_file(out, "pool file")
     with progress() as factory:
-        golden, records, labels = run_pool(configs or [None], k, indexes, factory, overrides)
-    gold = gold_records(golden, len(records), gold_fraction, seed)
+        golden, records, labels = run_pool(
+            configs or [None], k, request.indexes, factory, overrides
+        )
+    gold = gold_records(golden, len(records), request.gold_fraction, request.seed)
     lines = records + gold
-    if fmt == "label-studio":
+    if request.fmt == "label-studio":
         text = label_studio_tasks(lines)
     else:
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines)

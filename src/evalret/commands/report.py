@@ -89,7 +89,9 @@ def render_saved(path: Path, baseline: Path | None = None) -> str:
     return render_run_html(report, base, golden_set_of(report))
 
 
-def write_saved_html(path: Path, out_dir: Path | None = None, baseline: Path | None = None) -> Path:
+def write_saved_html(
+    *, path: Path, out_dir: Path | None = None, baseline: Path | None = None
+) -> Path:
     """Write ``report.html`` for the saved report at ``path`` into ``out_dir`` (default: beside
     it); returns the path written."""
     target_dir = out_dir if out_dir is not None else path.parent

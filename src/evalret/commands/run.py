@@ -4,6 +4,7 @@ files and (on request) save the run as a baseline."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalret.data.overrides import Override
@@ -16,46 +17,46 @@ from evalret.pipeline.runner import RunOutcome, run_configured
 from evalret.pipeline.sample import with_sample
 
 
-def run_command(
-    config: Path | None = None,
-    *,
-    out: Path | None = None,
-    baseline: Path | None = None,
-    save_to: Path | None = None,
-    no_cache: bool = False,
-    progress: ProgressBars = no_bars,
-    sample: int | None = None,
-    overrides: Sequence[Override] = (),
-    judging: RunJudging | None = None,
-) -> RunOutcome:
-    """Evaluate ``config`` (default: the built-in defaults), gate against ``baseline`` (default:
-    the config's gate.baseline), write the report files into ``out`` (default: output.dir) and,
-    with ``save_to``, save the run there as a baseline. Output places are checked first, so that
-    a long run never ends unable to write; ``progress`` draws bars while evaluating. ``sample``
+@dataclass(frozen=True, kw_only=True)
+class RunRequest:
+    """What `evalret run` is asked for (``run_command``'s and ``plan_command``'s one argument,
+    every field named): evaluate ``config`` (default: the built-in defaults), gate against
+    ``baseline`` (default: the config's gate.baseline), write the report files into ``out``
+    (default: output.dir) and, with ``save_to``, save the run there as a baseline. ``sample``
     (`--sample N`) evaluates a seeded, stratified sample of N queries (config ``sample``);
     ``overrides`` are the command line's settings (``--set``, ``--model``, ``--dimension``);
     ``judging`` (`--judge`, `--judge-cache-only`) scores with the LLM judge's labels added."""
-    cfg = with_sample(run_config(config, no_cache, overrides), sample)
+
+    config: Path | None = None
+    out: Path | None = None
+    baseline: Path | None = None
+    save_to: Path | None = None
+    no_cache: bool = False
+    sample: int | None = None
+    overrides: Sequence[Override] = ()
+    judging: RunJudging | None = None
+
+
+def run_command(request: RunRequest, *, progress: ProgressBars = no_bars) -> RunOutcome:
+    """Run ``request`` (``RunRequest``). Output places are checked first, so that a long run
+    never ends unable to write; ``progress`` draws bars while evaluating."""
+    r = request
+    cfg = with_sample(run_config(r.config, r.no_cache, r.overrides), r.sample)
     return run_configured(
         cfg,
-        out=out,
-        baseline=baseline,
-        save_to=save_to,
+        out=r.out,
+        baseline=r.baseline,
+        save_to=r.save_to,
         progress=progress,
-        inputs=config_inputs(cfg, config) + judge_inputs(cfg, judging),
-        judging=judging,
+        inputs=config_inputs(cfg, r.config) + judge_inputs(cfg, r.judging),
+        judging=r.judging,
     )
 
 
-def plan_command(
-    config: Path | None = None,
-    *,
-    no_cache: bool = False,
-    sample: int | None = None,
-    overrides: Sequence[Override] = (),
-) -> EmbeddingPlan:
-    """`evalret run --dry-run`: what the run would embed (with `--sample` ``sample``), and at
-    what cost; nothing is embedded, sent or written."""
+def plan_command(request: RunRequest) -> EmbeddingPlan:
+    """`evalret run --dry-run`: what ``request`` would embed (with `--sample`), and at what cost;
+    nothing is embedded, sent or written (its outputs and judging play no part)."""
     from evalret.pipeline.plan import dry_run
 
-    return dry_run(config, no_cache, sample, overrides)
+    r = request
+    return dry_run(r.config, r.no_cache, r.sample, r.overrides)

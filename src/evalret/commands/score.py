@@ -103,9 +103,9 @@ def score_config(
 
 
 def score_command(
+    *,
     golden: Path,
     runs: Sequence[str],
-    *,
     metrics: Sequence[str] | None = None,
     relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
     queries_without_relevant: WithoutRelevant = "exclude",

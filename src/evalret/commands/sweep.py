@@ -320,10 +320,10 @@ def _evaluate_points(
 
 
 def sweep_command(
+    *,
     config: Path | None,
     sets: list[str],
     out: Path,
-    *,
     repeats: int = 3,
     no_cache: bool = False,
     max_points: int | None = None,

@@ -368,6 +368,7 @@ def run_validation(cfg: Config, report: Path | None = None) -> Validation:
 
 
 def validate_command(
+    *,
     path: Path,
     fmt: str | None = None,
     split: str | None = None,

@@ -18,10 +18,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-Policy = Literal["median", "majority", "mean"]
-POLICIES: tuple[Policy, ...] = ("median", "majority", "mean")
+from evalret.choices import POLICIES as POLICIES
+from evalret.choices import Policy as Policy
 
 
 def merged_grade(grades: Sequence[int], policy: Policy) -> int | None:

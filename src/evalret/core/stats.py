@@ -8,6 +8,8 @@ from typing import Literal
 
 import numpy as np
 
+from evalret.choices import Correction as Correction
+
 MAX_CELLS = 8_000_000  # resampled values held in memory at once
 
 
@@ -89,7 +91,6 @@ def _resampled_means(columns: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 # the paired test and the multiple-comparison correction, as the config and the reports name them
 PairedTest = Literal["randomization", "t-test", "bootstrap"]
-Correction = Literal["holm", "bonferroni", "bh", "none"]
 Alternative = Literal["two-sided", "less", "greater"]
 
 

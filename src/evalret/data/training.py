@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from evalret.choices import TrainFormat as TrainFormat
 from evalret.core.leakage import TrainQuery
 from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
 
-TrainFormat = Literal["auto", "jsonl", "text"]
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 
 

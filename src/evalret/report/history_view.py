@@ -9,15 +9,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from evalret.choices import SHOWN_ENTRIES as SHOWN_ENTRIES
 from evalret.core.trend import BREAKING, TrendPoint, changed_parts, segments, trend_points
 from evalret.data.history import History, HistoryEntry, HistoryValue
 from evalret.report.escape import markup_safe
 from evalret.report.numbers import PLAIN, number
 
 SeriesKey = tuple[str, str, str]  # (index, slice, metric)
-# entries drawn at most (`--last N` chooses; the trends are computed over every entry): the page
-# and the table stay readable and bounded however long a history grows
-SHOWN_ENTRIES = 200
+# entries drawn at most: SHOWN_ENTRIES (evalret.choices; `--last N` chooses; the trends are
+# computed over every entry), so that the page and the table stay readable however long a history
+# grows
 # characters of an entry's label: `history add --label` refuses a longer one, and a longer one in
 # a database written otherwise is shown shortened
 LABEL_CHARS = 200

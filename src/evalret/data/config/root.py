@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from evalret.choices import WithoutRelevant as WithoutRelevant
 from evalret.core.metrics import MAX_CUTOFF, MAX_GRADE, cutoffs, parse_metrics, search_depth
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.config.base import AtKey, StrictModel
@@ -54,10 +55,6 @@ DEFAULT_METRICS = [
     "map@100",
     "hit_rate@10",
 ]
-
-
-# how queries without a relevant document count: left out of the means, or scored (trec_eval)
-WithoutRelevant = Literal["exclude", "zero"]
 
 
 def _is_local(base: Path, name: str) -> bool:

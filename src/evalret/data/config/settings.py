@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from evalret.choices import GOLDEN_FORMATS as GOLDEN_FORMATS
+from evalret.choices import GoldenFormatName as GoldenFormatName
 from evalret.data.config.base import StrictModel, UsablePath
 from evalret.data.config.dsn import url_port_problem
-
-GoldenFormatName = Literal["auto", "native", "beir", "trec"]
-GOLDEN_FORMATS: tuple[str, ...] = get_args(GoldenFormatName)
 
 
 class GoldenSetConfig(StrictModel):

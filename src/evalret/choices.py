@@ -1,0 +1,40 @@
+"""The literals the command line and the library share, stated once: the choices an option
+accepts and the defaults it shows are the library's own, never a copy kept equal by a test.
+
+This module imports the standard library only (it sits below every layer, with ``errors``), so
+that ``evalret.cli_options`` reads it and `evalret --help` still imports neither numpy nor
+pydantic (tests/test_cli.py, tests/test_score_startup.py).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# a golden set's format (config golden_set.format, `--format`): auto detects native, BEIR or TREC
+GoldenFormatName = Literal["auto", "native", "beir", "trec"]
+GOLDEN_FORMATS: tuple[str, ...] = get_args(GoldenFormatName)
+
+# what `evalret pool --output-format` writes: JSON Lines, or a Label Studio import (a JSON list)
+PoolFormat = Literal["jsonl", "label-studio"]
+POOL_FORMATS: tuple[str, ...] = get_args(PoolFormat)
+
+# the multiple-comparison correction (config compare.correction, `compare --correction`)
+Correction = Literal["holm", "bonferroni", "bh", "none"]
+
+# how `evalret leakage --train` is read: by suffix or first line (auto), JSON Lines, or plain text
+TrainFormat = Literal["auto", "jsonl", "text"]
+
+# how queries without a relevant document count (config queries_without_relevant,
+# `score --queries-without-relevant`): left out of the means, or scored (trec_eval)
+WithoutRelevant = Literal["exclude", "zero"]
+
+# how annotators' grades merge into one (`judgments merge --policy`)
+Policy = Literal["median", "majority", "mean"]
+POLICIES: tuple[Policy, ...] = get_args(Policy)
+
+# randomization-test resamples `evalret compare --samples` accepts at most: a million already
+# resolves p-values to 1e-6, and the test's time grows linearly with them
+MAX_SAMPLES = 1_000_000
+
+# the newest history entries `history show` and `history report` draw (`--last`; 0: all)
+SHOWN_ENTRIES = 200

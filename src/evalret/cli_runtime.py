@@ -1,0 +1,333 @@
+"""The machinery under the evalret command line (``evalret.cli``): the consoles, the progress bars,
+the one place where a command's end becomes an exit code, help that reads like click's, command
+registration with option groups, and the signal handlers.
+
+Option groups: an ``Annotated[T, OptionGroup(...)]`` parameter of a command (declared in
+``evalret.cli_options``, e.g. ``Overrides``, ``Progress``) is several options on the command line,
+listed in its place, and one value in the command's function, made by the group's ``make``.
+
+Exit codes: 0 success, 1 regression found by the gate, 2 invalid input or usage, 3 internal or
+runtime failure (a plug-in's too, a plug-in's sys.exit included), 130 Ctrl-C, 143 SIGTERM; 0 and
+1 are only ever the verdict of a command that ran to its end. This module imports typer and the
+standard library (rich only when a console or a bar is first used): `evalret --help` stays light.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import os
+import re
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, get_type_hints
+
+import typer
+from typer.core import TyperCommand
+
+from evalret.errors import EvalretError, ExitCode, InputError, Terminated
+from evalret.report.escape import markup_safe
+
+if TYPE_CHECKING:
+    from evalret.pipeline.progress import ProgressBars
+
+# --- the console -------------------------------------------------------------------------------
+
+
+class _LazyConsole:
+    """A rich Console made on first use, so that `evalret --help` never imports rich; when
+    output is not a terminal (CI logs, pipes) tables get 200 columns."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._console: Any = None
+
+    @property
+    def real(self) -> Any:
+        """The rich Console itself (for rich objects that need it, e.g. as a context manager)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr)
+            if not self._console.is_terminal and "COLUMNS" not in os.environ:
+                self._console.width = 200
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+console: Any = _LazyConsole()
+err_console: Any = _LazyConsole(stderr=True)
+
+
+@contextmanager
+def progress_bars(enabled: bool) -> Iterator[Any]:
+    """A progress-bar factory for the commands: (description, total) -> advance(n)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console.real,
+        transient=False,
+    ) as progress:
+
+        def factory(description: str, total: int) -> Callable[[int], None]:
+            task = progress.add_task(description, total=total)
+            return lambda n: progress.advance(task, n)
+
+        yield factory
+
+
+def bars(show: bool) -> ProgressBars:
+    """The progress bars a command draws while it works: rich's on stderr, or none."""
+    return lambda: progress_bars(show)
+
+
+# --- errors and exit codes ---------------------------------------------------------------------
+
+
+def _error_text(e: EvalretError) -> str:
+    """An error's message for the terminal: an input error's summary and each of its problems
+    escaped one by one, so that a newline quoted from input (a path, a config value) cannot
+    start a line of its own."""
+    if isinstance(e, InputError):
+        return "\n".join(markup_safe(line) for line in e.lines())
+    return markup_safe(str(e), multiline=True)
+
+
+def _say(*args: Any, **kwargs: Any) -> None:
+    """Print an error on stderr; a stderr that cannot be written (closed, a broken pipe) must not
+    turn the exit code into click's 1, which reads as a regression."""
+    with contextlib.suppress(OSError, ValueError):
+        err_console.print(*args, **kwargs)
+
+
+def _reader_left(e: BaseException) -> bool:
+    """Whether ``e`` is stdout's reader closing the pipe: a BrokenPipeError, or the SystemExit
+    rich raises for one (``Console.on_broken_pipe``, which has sent stdout to /dev/null)."""
+    if isinstance(e, SystemExit):
+        e = e.__context__ if e.__context__ is not None else e
+    if not isinstance(e, BrokenPipeError):
+        return False
+    with contextlib.suppress(OSError, ValueError):  # later writes and the final flush go nowhere
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return True
+
+
+def exit_code(fn: Callable[[], ExitCode | None]) -> ExitCode:
+    """Run ``fn``; turn evalret's errors and unexpected crashes into messages and exit codes.
+    Exit 0 and 1 only come from ``fn`` returning: Ctrl-C is 130, SIGTERM 143, and a SystemExit
+    (or any other BaseException) from code that is not evalret's is 3, never the code it carries."""
+    try:
+        return fn() or ExitCode.OK
+    except EvalretError as e:
+        if os.environ.get("EVALRET_DEBUG") and e.__cause__ is not None:  # a plugin's own error
+            traceback.print_exception(e.__cause__)
+        # escaped: a message may hold brackets (pip install 'evalret[onnx]') that are not markup
+        _say(f"[bold red]Error:[/] {_error_text(e)}", highlight=False, markup=True, soft_wrap=True)
+        return e.exit_code
+    except KeyboardInterrupt:
+        _say("[bold red]Interrupted[/] (Ctrl-C): no verdict")
+        return ExitCode.INTERRUPTED
+    except Terminated:
+        _say("[bold red]Terminated[/] (SIGTERM): no verdict")
+        return ExitCode.TERMINATED
+    except BaseException as e:  # a crash, or a SystemExit from a library: never a verdict
+        if _reader_left(e):
+            return ExitCode.BROKEN_PIPE
+        if os.environ.get("EVALRET_DEBUG"):
+            traceback.print_exc()
+        what = f"{type(e).__name__}: {e}"
+        if isinstance(e, SystemExit):
+            what = f"SystemExit({e.code!r}) ended the command before it finished: no verdict"
+        _say(
+            f"[bold red]Internal error:[/] {markup_safe(what, True)}\n"
+            "(set EVALRET_DEBUG=1 for the traceback)",
+            highlight=False,
+        )
+        return ExitCode.INTERNAL
+
+
+# --- help: upper-case argument names and types, as click writes them ---------------------------
+
+_TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "path": "PATH"}
+_TYPE_LABEL = re.compile(r"<([^<>]+)>")
+
+
+def _type_label(match: re.Match[str]) -> str:
+    """``<path>`` -> ``PATH``, ``<int range>`` -> ``INTEGER RANGE``, ``<a|b>`` -> ``[a|b]``."""
+    label = match.group(1)
+    if label.startswith("list[") and label.endswith("]"):  # a repeatable option: one value each
+        label = label[5:-1]
+    if "|" in label:
+        return f"[{label}]"
+    return " ".join(_TYPE_NAMES.get(word, word.upper()) for word in label.split())
+
+
+def _argument_name(param: Any, usage: bool) -> str:
+    """An argument as help shows it: ``A``, ``[CONFIGS]...`` (brackets only in the usage line)."""
+    name = str(param.metavar or param.name).upper()
+    if usage and not param.required:
+        name = f"[{name}]"
+    return name + ("..." if param.nargs != 1 else "")
+
+
+class _Command(TyperCommand):
+    """A command whose help reads like click's: ``Usage: evalret compare [OPTIONS] A B``,
+    arguments listed as ``A``, option values as ``PATH``, ``FLOAT`` or ``[holm|bh|...]``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        params = self.get_params(ctx)
+        return pieces + [_argument_name(p, True) for p in params if p.param_type_name == "argument"]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            names, text = record
+            if param.param_type_name == "argument":
+                arguments.append((_argument_name(param, False), text))
+            else:
+                options.append((_TYPE_LABEL.sub(_type_label, names), text))
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+# --- commands and option groups ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OptionGroup:
+    """Options that a command's function takes as one value: ``members`` are (parameter name,
+    ``Annotated`` option alias, default) in the order help lists them, ``make`` turns their values
+    (by parameter name) into the one value."""
+
+    members: tuple[tuple[str, Any, Any], ...]
+    make: Callable[..., Any]
+
+
+def _group_of(annotation: Any) -> OptionGroup | None:
+    return next(
+        (m for m in getattr(annotation, "__metadata__", ()) if isinstance(m, OptionGroup)), None
+    )
+
+
+def _expanded(fn: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, OptionGroup]]:
+    """``fn``'s signature as typer reads it, each option group's parameter replaced in place by
+    its members (keyword-only: typer passes every value by name), and the groups by parameter."""
+    hints = get_type_hints(fn, include_extras=True)
+    params: list[inspect.Parameter] = []
+    groups: dict[str, OptionGroup] = {}
+    for p in inspect.signature(fn).parameters.values():
+        annotation = hints.get(p.name, p.annotation)
+        group = _group_of(annotation)
+        if group is None:
+            params.append(p.replace(kind=p.KEYWORD_ONLY, annotation=annotation))
+            continue
+        groups[p.name] = group
+        params += [
+            inspect.Parameter(name, p.KEYWORD_ONLY, annotation=alias, default=default)
+            for name, alias, default in group.members
+        ]
+    return inspect.Signature(params), groups
+
+
+def command(
+    group: typer.Typer, name: str | None = None
+) -> Callable[[Callable[..., ExitCode | None]], Callable[..., None]]:
+    """Register a command on ``group`` whose function returns its exit code (None: 0); an
+    EvalretError becomes ``Error: ...`` and its ExitCode, a crash ``Internal error`` and 3. Each
+    option group's members reach the function as the group's one value."""
+
+    def register(fn: Callable[..., ExitCode | None]) -> Callable[..., None]:
+        signature, groups = _expanded(fn)
+
+        @functools.wraps(fn)
+        def run(**kwargs: Any) -> None:
+            def call() -> ExitCode | None:
+                for param, option_group in groups.items():
+                    values = {m: kwargs.pop(m) for m, _, _ in option_group.members}
+                    kwargs[param] = option_group.make(**values)
+                return fn(**kwargs)
+
+            raise typer.Exit(int(exit_code(call)))
+
+        run.__signature__ = signature  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+        group.command(name, cls=_Command)(run)
+        return run
+
+    return register
+
+
+# --- signals and the process's exit code -------------------------------------------------------
+
+
+_signalled: list[int] = []  # the signals that arrived (SIGINT, SIGTERM), in order
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    _signalled.append(signum)
+    raise KeyboardInterrupt
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _signalled.append(signum)
+    raise Terminated
+
+
+def _install_signal_handlers() -> None:
+    """SIGTERM raises Terminated and SIGINT KeyboardInterrupt, so that clean-up runs as for an
+    exception; each is recorded, for main() to tell click's exit 1 after Ctrl-C. A signal the parent
+    ignores (SIG_IGN, e.g. SIGINT for a background job) stays ignored."""
+    for signum, handler in ((signal.SIGINT, _on_sigint), (signal.SIGTERM, _on_sigterm)):
+        try:
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                signal.signal(signum, handler)
+        except (ValueError, OSError):  # not the main thread, or a platform without it
+            continue
+
+
+def run_app(app: typer.Typer) -> Any:
+    """Run ``app`` and return the process's exit code. SIGTERM is exit 143 wherever it lands;
+    Ctrl-C 130 in a command (``exit_code``) and during option parsing too, where click would
+    exit 1, which reads as a regression. A command that takes Ctrl-C as its normal end
+    (annotate's server) exits as it returns."""
+    _install_signal_handlers()
+    code: Any
+    try:
+        app()
+        code = ExitCode.OK
+    except SystemExit as e:  # click's and typer's own exit 1 for a closed stdout is 141 too
+        code = ExitCode.BROKEN_PIPE if _reader_left(e) else e.code
+    except Terminated:
+        code = ExitCode.TERMINATED
+    if code == ExitCode.REGRESSION and _signalled:  # click's Abort after a signal, no verdict
+        code = ExitCode.INTERRUPTED if _signalled[0] == signal.SIGINT else ExitCode.TERMINATED
+    return code
