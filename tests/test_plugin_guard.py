@@ -89,8 +89,8 @@ def moves_away(ids, texts, vectors, depth):
     return _ranking(len(ids))
 
 def hangs(ids, texts, vectors, depth):
-    Path(os.environ["PLUGIN_STARTED"]).write_text("started")
     try:
+        Path(os.environ["PLUGIN_STARTED"]).write_text("started")
         while True:
             time.sleep(0.05)
     finally:
@@ -388,6 +388,10 @@ def test_an_encoder_that_closes_stderr_does_not_change_the_verdict(
     assert (tmp_path / "out" / "report.json").exists()
 
 
+def _reads(path: Path, text: str) -> bool:
+    return path.exists() and path.read_text() == text
+
+
 @pytest.mark.parametrize(
     ("signum", "code", "word"),
     [(signal.SIGTERM, 143, "Terminated"), (signal.SIGINT, 130, "Interrupted")],
@@ -403,9 +407,10 @@ def test_a_signal_during_a_hanging_plugin(
         plugins, "run", "-c", str(config), "-o", str(tmp_path / "out"), PLUGIN_STARTED=str(started)
     )
     deadline = time.monotonic() + 120
-    while not started.exists() and process.poll() is None and time.monotonic() < deadline:
+    # the plug-in writes "started" inside its try: once the file reads so, its finally runs
+    while not _reads(started, "started") and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert started.exists(), process.communicate()[1]
+    assert _reads(started, "started"), process.communicate()[1]
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == code, stderr
