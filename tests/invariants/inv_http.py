@@ -22,19 +22,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import sys
 import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 
 from helpers import bomb, send_hostile_body, send_json
+from loopback import Loopback, LoopbackHTTPServer, QuietHandler
 
 DIM = 32
 DRIP_S = 0.5
@@ -76,11 +75,8 @@ class ServerState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+class _Handler(QuietHandler):
+    server: LoopbackHTTPServer[ServerState]
 
     def _send(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         send_json(self, code, body, headers)
@@ -150,27 +146,10 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up: what it should do
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    state: ServerState
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that closed the connection early (a hostile body cut) is expected."""
-        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            super().handle_error(request, client_address)
-
-
 @contextmanager
 def serve(mode: str = "ok", redirect_to: str = "") -> Iterator[tuple[str, ServerState]]:
     """A server on a free loopback port: (its base URL ending in /v1, its state)."""
     if HOSTILE.get(mode, "huge") != "huge":
         bomb(HOSTILE[mode])  # made now, not while a client waits for its answer
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.state = ServerState(mode=mode, redirect_to=redirect_to)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", server.state
-    finally:
-        server.shutdown()
-        server.server_close()
+    with Loopback(_Handler, ServerState(mode=mode, redirect_to=redirect_to)) as server:
+        yield server.base_url, server.state
