@@ -52,7 +52,6 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import typer
 from inv_case import Case, Outcome
 from inv_http import serve
 from inv_table import ANSWER_CACHE, GOLDEN, ROWS, SCORE_CACHE, Item, Row
@@ -67,7 +66,7 @@ from inv_world import (
     gate_line,
 )
 
-from evalret.cli import app
+from helpers import command_tree
 
 Check = Callable[[Case, Outcome], None]
 
@@ -510,11 +509,7 @@ def _empty_custom_slice(case: Case) -> None:
 
 def _takes_set(row: Row) -> bool:
     """Whether the row's command has a ``--set`` option (read from the Typer app)."""
-    group = typer.main.get_command(app)
-    command = group
-    for part in row.name.split():
-        ctx = command.make_context("evalret", ["--help"], resilient_parsing=True)
-        command = command.get_command(ctx, part)  # type: ignore[attr-defined]
+    command = dict(command_tree())[f"evalret {row.name}"]
     return any("--set" in getattr(p, "opts", ()) for p in command.params)
 
 
