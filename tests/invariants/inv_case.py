@@ -136,9 +136,27 @@ class Case:
         self._stack.close()
 
 
+# what every case's copy of the world holds whatever its row: the config's world (its golden
+# set, plug-in, baseline and cache directory, the stores of inv_table.STORES in it)
+CONFIG_WORLD = ("cfg.yaml", "golden", PLUGIN + ".py", "baseline.json", "cache")
+
+
+def copy_world(row: Row, template: Path, root: Path) -> None:
+    """The part of the world ``row`` meets into ``root``: CONFIG_WORLD and the top-level entry of
+    each of its inputs and outputs the world has (fewer files to copy than the whole world)."""
+    names = {*CONFIG_WORLD, *(item.rel.split("/")[0] for item in (*row.inputs, *row.outputs))}
+    root.mkdir()
+    for name in sorted(names):
+        source = template / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, symlinks=True)
+        elif source.exists():
+            shutil.copy2(source, root / name)
+
+
 def new_case(row: Row, template: Path, tmp_path: Path) -> Case:
     root = tmp_path / "w"
-    shutil.copytree(template, root, symlinks=True)
+    copy_world(row, template, root)
     paths = {item.role: root / item.rel for item in (*row.inputs, *row.outputs)}
     # the default cache directory is the world's: its stores are those of inv_table.STORES
     env = {SECRET_ENV: SECRET, "EVALRET_CACHE_DIR": str(root / "cache")}

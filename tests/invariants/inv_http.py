@@ -73,6 +73,14 @@ class ServerState:
     first_at: float | None = None  # time.monotonic() of the first request
     sent: list[tuple[int, int]] = field(default_factory=list)  # hostile bodies: (sent, size)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    answering: int = 0  # requests whose handler has not returned yet
+    idle: threading.Condition = field(default_factory=threading.Condition)
+
+    def settled(self, timeout: float = 60.0) -> bool:
+        """Wait until no request is being answered: a handler still writing a body its client
+        gave up on records what it sent when its write fails, maybe after the call ended."""
+        with self.idle:
+            return self.idle.wait_for(lambda: self.answering == 0, timeout)
 
 
 class _Handler(QuietHandler):
@@ -83,6 +91,16 @@ class _Handler(QuietHandler):
 
     def do_POST(self) -> None:
         state = self.server.state
+        with state.idle:
+            state.answering += 1
+        try:
+            self._answer(state)
+        finally:
+            with state.idle:
+                state.answering -= 1
+                state.idle.notify_all()
+
+    def _answer(self, state: ServerState) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         auth = self.headers.get("Authorization") or ""

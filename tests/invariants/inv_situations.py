@@ -398,8 +398,8 @@ def config_situations(row: Row) -> Iterator[Situation]:
     yield Situation("faiss-factory-too-large", _index(too_big, "indexes.ivf.factory"), two)
     threads = _then(_edit("threads: 1}", "threads: 100000}"), _named("indexes.hnsw.threads"))
     yield Situation("hnsw-threads-past-bound", threads, two)  # faiss's OpenMP crashed (139)
-    # one the golden set's 338 documents cannot train: refused before embedding where it is
-    # searched, and no concern of a command that does not search
+    # one the golden set's few dozen documents cannot train: refused before embedding where it
+    # is searched, and no concern of a command that does not search
     untrainable = _index('{type: faiss, factory: "PQ16x20"}', "indexes.ivf.factory")
     searches = bool(SEARCHING & row.plugins)
     yield Situation("faiss-untrainable", untrainable, two if searches else None)
@@ -635,6 +635,7 @@ def _judge_bomb(mode: str) -> Callable[[Case], None]:
 def _reading_stopped(case: Case, outcome: Outcome) -> None:
     """The client closed the connection before the server had sent the whole body (past what
     the kernels' buffers hold: it stopped reading)."""
+    assert case.servers[0].settled(), "the server was still answering a minute after the call"
     sent = case.servers[0].sent
     assert sent, "no request reached the server"
     for done, size in sent:
