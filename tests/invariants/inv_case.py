@@ -18,6 +18,7 @@ Every broken invariant of a case is listed in one failure message.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import typer.main
+import typer.testing
 import yaml
 from inv_http import echoed_forms
 from inv_table import Row
@@ -209,7 +212,15 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int, *_: A
     sys.stderr.write(warnings.formatwarning(message, category, filename, lineno))
 
 
+@functools.cache
+def _command() -> Any:
+    """evalret's click command, built once, as `evalret` builds it once a process (Typer's test
+    runner builds it anew for every call: a tenth of a second a case)."""
+    return typer.main.get_command(app)
+
+
 def run_in_process(case: Case, monkeypatch: pytest.MonkeyPatch) -> Outcome:
+    monkeypatch.setattr(typer.testing, "_get_command", lambda _app: _command())
     for name in SCRUBBED:
         monkeypatch.delenv(name, raising=False)
     for name, value in case.env.items():
