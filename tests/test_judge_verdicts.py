@@ -46,7 +46,7 @@ def judged_once(tmp_path_factory: pytest.TempPathFactory, demo: GoldenSet) -> Pa
         code, out = run(config, tmp / "a", "--judge", "--save-baseline", str(judged))
         assert code == 0, out
         assert server.state.requests > 0
-    judged.chmod(0o444)  # shared: no test may change it
+    judged.chmod(0o444)  # shared: a test changes its own copy (``judged``), never this file
     return judged
 
 
