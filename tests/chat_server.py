@@ -27,14 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from helpers import answer_body_fault, send_json
+from loopback import Loopback, LoopbackHTTPServer, QuietHandler
 
 PAIR = re.compile(r"Query: (.*?)\n\nPassage: (.*)\n\n(?:Work through|Answer)", re.DOTALL)
 
@@ -71,11 +70,8 @@ class ChatState:
         return lo + (true - lo + shift) % (hi - lo + 1)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
+class _Handler(QuietHandler):
+    server: LoopbackHTTPServer[ChatState]
 
     def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
         error = {"message": message, "type": "test", "code": code}
@@ -147,16 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    state: ChatState
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            super().handle_error(request, client_address)
-
-
-class ChatServer:
+class ChatServer(Loopback[ChatState]):
     """The judge on 127.0.0.1 and a free port, in a thread; ``base_url`` ends in /v1."""
 
     def __init__(
@@ -166,23 +153,6 @@ class ChatServer:
         error_rate: float = 0.0,
         seed: int = 0,
     ) -> None:
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.state = ChatState(truth=truth, name=name, error_rate=error_rate, seed=seed)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def state(self) -> ChatState:
-        return self.httpd.state
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def __enter__(self) -> ChatServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(
+            _Handler, ChatState(truth=truth, name=name, error_rate=error_rate, seed=seed)
+        )

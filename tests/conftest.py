@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from helpers import LANE_MARKS, marks_its_users
 
@@ -51,6 +52,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # a fresh embedding cache for the test session: no test reads vectors a developer left behind
 os.environ["EVALRET_CACHE_DIR"] = tempfile.mkdtemp(prefix="evalret-test-cache-")
+
+# Hypothesis's profiles (docs/how-to/development.md): "ci" (where $CI is set) a fixed budget and
+# fixed examples, "dev" (elsewhere) a fresh draw each run, "hunt" many more; EVALRET_HYPOTHESIS
+# names one. No deadline in any: a loaded machine is no failure. A test's own @settings (its own
+# max_examples) still counts.
+settings.register_profile("ci", max_examples=100, derandomize=True, database=None, deadline=None)
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.register_profile("hunt", max_examples=5000, deadline=None)
+settings.load_profile(
+    os.environ.get("EVALRET_HYPOTHESIS") or ("ci" if os.environ.get("CI") else "dev")
+)
 
 
 @pytest.fixture(scope="session")

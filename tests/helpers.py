@@ -210,6 +210,33 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def command_tree(prefix: str = "evalret") -> list[tuple[str, Any]]:
+    """Every command, group and sub-command of evalret's Typer app (the click objects Typer
+    builds), each with its full name ("evalret cache info"), a group before its sub-commands;
+    ``is_group`` tells them apart. The one walker of the command tree the tests share."""
+    import typer.main
+
+    from evalret.cli import app
+
+    def walk(group: Any, name: str) -> list[tuple[str, Any]]:
+        ctx = group.make_context(name, ["--help"], resilient_parsing=True)
+        found = []
+        for sub in group.list_commands(ctx):
+            command = group.get_command(ctx, sub)
+            assert command is not None, f"{name} {sub}"
+            found.append((f"{name} {sub}", command))
+            if is_group(command):
+                found += walk(command, f"{name} {sub}")
+        return found
+
+    return walk(typer.main.get_command(app), prefix)
+
+
+def is_group(command: Any) -> bool:
+    """Whether a command of ``command_tree`` is a group (it has sub-commands)."""
+    return hasattr(command, "list_commands")
+
+
 def make_set(tmp_path: Path) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]

@@ -41,17 +41,16 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 
 from helpers import answer_body_fault, send_json
+from loopback import Loopback, LoopbackHTTPServer, QuietHandler
 
 
 @dataclass
@@ -80,11 +79,8 @@ class ServerState:
         return sum(len(r.inputs) for r in self.requests)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
+class _Handler(QuietHandler):
+    server: LoopbackHTTPServer[ServerState]
 
     def _json(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         send_json(self, code, body, headers)
@@ -226,32 +222,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body[sent:])
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    state: ServerState
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that gave up (a timeout, a killed run) is expected: no traceback."""
-        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            super().handle_error(request, client_address)
-
-
-class EmbeddingServer:
+class EmbeddingServer(Loopback[ServerState]):
     """The server on 127.0.0.1 and a free port, in a thread; ``base_url`` ends in /v1."""
 
     def __init__(self, model: Any, name: str = "minilm-served", latency: float = 0.0) -> None:
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.state = ServerState(model=model, name=name, latency=latency)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def state(self) -> ServerState:
-        return self.httpd.state
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        super().__init__(_Handler, ServerState(model=model, name=name, latency=latency))
 
     def reset(self) -> None:
         """Forget requests and faults; release any hold."""
@@ -265,14 +240,9 @@ class EmbeddingServer:
         s.answered = 0
         s.sent.clear()
 
-    def __enter__(self) -> EmbeddingServer:
-        self.thread.start()
-        return self
-
     def __exit__(self, *_: object) -> None:
         self.state.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__exit__()
 
 
 def packaged_model() -> Any:

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from helpers import answer_body_fault, send_json
+from loopback import Loopback, LoopbackHTTPServer, QuietHandler
 
 
 def pair_score(query: str, document: str) -> float:
@@ -49,11 +48,8 @@ class RerankState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
+class _Handler(QuietHandler):
+    server: LoopbackHTTPServer[RerankState]
 
     def _error(self, code: int, message: str) -> None:
         send_json(self, code, {"error": {"message": message}}, {"Retry-After": "0"})
@@ -89,36 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
         send_json(self, 200, {"model": state.name, "results": results})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    state: RerankState
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            super().handle_error(request, client_address)
-
-
-class RerankServer:
+class RerankServer(Loopback[RerankState]):
     """The reranker on 127.0.0.1 and a free port, in a thread; ``base_url`` ends in /v1."""
 
     def __init__(self, name: str = "rerank-served") -> None:
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.state = RerankState(name=name)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def state(self) -> RerankState:
-        return self.httpd.state
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def __enter__(self) -> RerankServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(_Handler, RerankState(name=name))

@@ -27,7 +27,6 @@ from helpers import (
     HashEmbedder,
     assert_report_matches_trec_eval,
     cranfield_like,
-    handwritten_docs,
     invoke,
     make_set,
     marks_its_users,
@@ -482,29 +481,6 @@ def test_project_workflows_pass_actionlint() -> None:
     assert workflows
     lint = subprocess.run([ACTIONLINT, *workflows], capture_output=True, text=True, cwd=REPO)
     assert lint.returncode == 0, lint.stdout + lint.stderr
-
-
-def test_every_command_has_help_and_is_documented() -> None:
-    """Each command and sub-command has a help text and is shown in the hand-written
-    documentation (docs/: a how-to, the tutorial or a reference page; not only the generated
-    command reference)."""
-    import typer.main
-
-    docs = handwritten_docs()
-
-    def walk(command: Any, path: str) -> list[tuple[str, Any]]:
-        subcommands = getattr(command, "commands", None)  # a group (typer vendors click)
-        if subcommands:
-            return [
-                pair for name, sub in subcommands.items() for pair in walk(sub, f"{path} {name}")
-            ]
-        return [(path, command)]
-
-    commands = walk(typer.main.get_command(app), "evalret")
-    assert {"evalret run", "evalret init", "evalret baseline show"} <= {p for p, _ in commands}
-    for path, command in commands:
-        assert command.help, path
-        assert path in docs, path
 
 
 def compare_reports_cli(a: DemoRun, b: DemoRun, out: Path) -> tuple[int, str]:

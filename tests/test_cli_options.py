@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from conftest import REPO
@@ -20,6 +19,7 @@ from evalret.cli import app
 from evalret.data.overrides import command_overrides
 from evalret.errors import ConfigError
 from evalret.pipeline.configs import golden_config, run_config
+from helpers import command_tree, is_group
 
 runner = CliRunner()
 DEMO = REPO / "golden_sets" / "demo"
@@ -33,19 +33,12 @@ def invoke(*args: str) -> tuple[int, str]:
 def _options() -> list[tuple[str, Any]]:
     """(command name, click option) for every visible option of every command."""
     found = []
-
-    def walk(group: Any, prefix: str) -> None:
-        ctx = group.make_context(prefix, ["--help"], resilient_parsing=True)
-        for name in group.list_commands(ctx):
-            command = group.get_command(ctx, name)
-            if hasattr(command, "list_commands"):
-                walk(command, f"{prefix} {name}")
-                continue
-            for p in command.params:
-                if p.param_type_name == "option" and not p.hidden and p.name != "help":
-                    found.append((f"{prefix} {name}", p))
-
-    walk(typer.main.get_command(app), "evalret")
+    for name, command in command_tree():
+        if is_group(command):
+            continue
+        for p in command.params:
+            if p.param_type_name == "option" and not p.hidden and p.name != "help":
+                found.append((name, p))
     return found
 
 

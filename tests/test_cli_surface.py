@@ -7,36 +7,16 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
 import pytest
-import typer
 
 from evalret import choices, cli, cli_options
-from evalret.cli import app
 from evalret.core import judgments, stats
 from evalret.data import config, training
 from evalret.report import history_view
-from helpers import handwritten_docs, invoke
-
-
-def commands(group: Any, prefix: str = "evalret") -> Iterator[tuple[str, Any]]:
-    """Every command and subcommand of ``group`` (a click group as typer builds it) with its full
-    name, e.g. "evalret cache info"."""
-    ctx = group.make_context(prefix, ["--help"], resilient_parsing=True)
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        assert command is not None
-        yield f"{prefix} {name}", command
-        if hasattr(command, "list_commands"):
-            yield from commands(command, f"{prefix} {name}")
-
-
-def all_commands() -> list[tuple[str, Any]]:
-    """The app's commands, groups and subcommands."""
-    return list(commands(typer.main.get_command(app)))
+from helpers import command_tree, handwritten_docs, invoke
 
 
 def test_every_command_has_help_and_is_documented() -> None:
@@ -44,8 +24,10 @@ def test_every_command_has_help_and_is_documented() -> None:
     hand-written page of docs/ names each command (a new command cannot ship undocumented; the
     generated command reference does not count)."""
     docs = handwritten_docs()
-    found = all_commands()
-    assert {"evalret run", "evalret cache info", "evalret baseline show"} <= dict(found).keys()
+    found = command_tree()
+    assert {"evalret run", "evalret init", "evalret cache info", "evalret baseline show"} <= dict(
+        found
+    ).keys()
     for name, command in found:
         assert (command.help or "").strip(), f"{name} has no help text"
         assert name in docs, f"no page of docs/ names `{name}`"
@@ -65,7 +47,7 @@ def test_help_names_arguments_and_values_in_upper_case() -> None:
     assert "{" not in out and "<path>" not in out
     code, out = invoke("pool", "--help")
     assert "pool [OPTIONS] [CONFIGS]...\n" in out and "--index TEXT" in out
-    for name, _ in all_commands():
+    for name, _ in command_tree():
         code, out = invoke(*name.split()[1:], "--help")
         assert code == 0, name
         assert not re.search(r"<[a-z]|\{", out), f"{name} --help: {out}"

@@ -11,9 +11,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -32,6 +30,7 @@ from evalret.report.comment import (
 )
 from evalret.report.markdown import render_markdown
 from helpers import demo_report, gate_check, send_json
+from loopback import Loopback, LoopbackHTTPServer, QuietHandler
 from test_hostile import IMG, JS_LINK, SCRIPT, assert_markdown_inert
 
 REPO = Path(__file__).resolve().parents[1]
@@ -238,45 +237,35 @@ def _route(state: GitHub, method: str, url: Any, body: Any, host: str, auth: str
     return 404, {"message": "Not Found"}, None
 
 
-def _handler(holder: list[GitHub]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *_: Any) -> None:
-            pass
+class _GitHubHandler(QuietHandler):
+    server: LoopbackHTTPServer[list[GitHub]]
 
-        def _answer(self, method: str) -> None:
-            state = holder[0]
-            url = urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length)) if length else None
-            state.calls.append((method, url.path, body))
-            auth = self.headers.get("Authorization")
-            status, answer, headers = _route(state, method, url, body, self.headers["Host"], auth)
-            send_json(self, status, answer, headers)
+    def _answer(self, method: str) -> None:
+        state = self.server.state[0]
+        url = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else None
+        state.calls.append((method, url.path, body))
+        auth = self.headers.get("Authorization")
+        status, answer, headers = _route(state, method, url, body, self.headers["Host"], auth)
+        send_json(self, status, answer, headers)
 
-        def do_GET(self) -> None:
-            self._answer("GET")
+    def do_GET(self) -> None:
+        self._answer("GET")
 
-        def do_POST(self) -> None:
-            self._answer("POST")
+    def do_POST(self) -> None:
+        self._answer("POST")
 
-        def do_PATCH(self) -> None:
-            self._answer("PATCH")
-
-    return Handler
+    def do_PATCH(self) -> None:
+        self._answer("PATCH")
 
 
 @pytest.fixture
 def github() -> Iterator[tuple[str, list[GitHub]]]:
     """A loopback GitHub API; the test sets its state (index 0 of the list) before running."""
     holder: list[GitHub] = [GitHub([], None)]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(holder))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", holder
-    finally:
-        server.shutdown()
-        server.server_close()
+    with Loopback(_GitHubHandler, holder) as server:
+        yield server.origin, holder
 
 
 RUN_ID = "11111111-2222-3333-4444-555555555555"

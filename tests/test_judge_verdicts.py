@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,31 @@ MANY = 5000  # more faults than the demo has pairs to ask
 @pytest.fixture(scope="module")
 def demo() -> GoldenSet:
     return load_golden_set(GoldenSetConfig(path=DEMO))
+
+
+@pytest.fixture(scope="module")
+def judged_once(tmp_path_factory: pytest.TempPathFactory, demo: GoldenSet) -> Path:
+    """A `run --judge` of run_config saved as a baseline, made once for the module (its judge
+    asks every unjudged pair of the demo's top 10: the slow part) by the loopback judge a test
+    starts too (the same name and prompt: the same label source). Read it through ``judged``."""
+    tmp = tmp_path_factory.mktemp("judged")
+    with ChatServer(truth_of(demo)) as server:
+        config = run_config(tmp, server)
+        judged = tmp / "judged.json"
+        code, out = run(config, tmp / "a", "--judge", "--save-baseline", str(judged))
+        assert code == 0, out
+        assert server.state.requests > 0
+    judged.chmod(0o444)  # shared: a test changes its own copy (``judged``), never this file
+    return judged
+
+
+@pytest.fixture
+def judged(tmp_path: Path, judged_once: Path) -> Path:
+    """The test's own copy of the judged baseline (``judged_once``), which it may change."""
+    copy = tmp_path / "judged.json"
+    shutil.copyfile(judged_once, copy)
+    copy.chmod(0o644)
+    return copy
 
 
 def ranking_file(tmp_path: Path, index: str) -> None:
@@ -58,11 +84,11 @@ def run(config: Path, out: Path, *more: str) -> tuple[int, str]:
 
 
 def test_a_judged_run_is_refused_against_an_unjudged_baseline(
-    tmp_path: Path, demo: GoldenSet
+    tmp_path: Path, demo: GoldenSet, judged: Path
 ) -> None:
     """The issue's case: a baseline saved without --judge, a run with it (a lenient judge would
     lift its figures): refused before anything is sent, exit 2, naming both sides' sources and
-    counts; the other way round too."""
+    counts; the other way round too (a judged baseline: the module's)."""
     with ChatServer(truth_of(demo)) as server:
         config = run_config(tmp_path, server)
         plain = tmp_path / "plain.json"
@@ -79,9 +105,6 @@ def test_a_judged_run_is_refused_against_an_unjudged_baseline(
         assert SOURCE.search(text) and "counted once judged" in text
         assert "gate.labels: human" in text
         # a judged baseline and a run without the judge: refused, both counted
-        judged = tmp_path / "judged.json"
-        code, out = run(config, tmp_path / "j", "--judge", "--save-baseline", str(judged))
-        assert code == 0, out
         sources = RunReport.model_validate_json(judged.read_bytes()).label_sources
         assert sources is not None and len(sources) == 2
         (name,) = (n for n in sources if n != HUMAN)
@@ -92,13 +115,12 @@ def test_a_judged_run_is_refused_against_an_unjudged_baseline(
         assert f"{name} {sources[name]}; this run human {sources[HUMAN]}." in text
 
 
-def test_another_judge_is_refused_before_it_is_asked(tmp_path: Path, demo: GoldenSet) -> None:
+def test_another_judge_is_refused_before_it_is_asked(
+    tmp_path: Path, demo: GoldenSet, judged: Path
+) -> None:
     """A baseline labelled by one judge, a run by another model (or prompt): other sources."""
     with ChatServer(truth_of(demo)) as server:
         config = run_config(tmp_path, server)
-        judged = tmp_path / "judged.json"
-        code, out = run(config, tmp_path / "a", "--judge", "--save-baseline", str(judged))
-        assert code == 0, out
         asked = server.state.requests
         other = ["--judge", "--baseline", str(judged), "--set", "judge.name=judge-other"]
         code, out = run(config, tmp_path / "b", *other)
@@ -169,7 +191,7 @@ def test_runs_judged_by_the_same_judge_are_compared(tmp_path: Path, demo: Golden
 
 
 def test_an_older_report_without_label_sources_is_read_from_what_it_has(
-    tmp_path: Path, demo: GoldenSet
+    tmp_path: Path, demo: GoldenSet, judged: Path
 ) -> None:
     """A report of an older evalret has no ``label_sources``: without a labels section it is
     human only (the committed demo baseline still gates a plain run); a judged one is read from
@@ -179,9 +201,6 @@ def test_an_older_report_without_label_sources_is_read_from_what_it_has(
     assert label_sources_of(old) == {HUMAN: old.golden_set.n_judgments}
     with ChatServer(truth_of(demo)) as server:
         config = run_config(tmp_path, server)
-        judged = tmp_path / "judged.json"
-        code, out = run(config, tmp_path / "a", "--judge", "--save-baseline", str(judged))
-        assert code == 0, out
     data = json.loads(judged.read_text())
     recorded = data.pop("label_sources")
     judged.write_text(json.dumps(data))

@@ -5,16 +5,19 @@ rankings mapped to a SearchResult one (query, rank) at a time, and the TREC run 
 f-string line at a time. Random data covers what the vectorised code must get right: documents
 the corpus lacks (their extra ids numbered in the order first met), queries missing from the run
 and queries the golden set does not evaluate, depth cuts, ties, -0.0, tiny and huge floats,
-infinities, empty ranks (-1) and extra documents.
+infinities, empty ranks (-1) and extra documents. Hypothesis draws it (the number of examples
+is the profile's: tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalret.core.ranking import SearchResult, empty_result
 from evalret.data.goldenset import GoldenSet
@@ -88,9 +91,12 @@ def _as_run_file(ranked: dict[str, list[tuple[str, float]]]) -> RunFile:
     return RunFile(list(ranked), doc_ids, offsets, docs, scores, sha256="", n_lines=0)
 
 
-@pytest.mark.parametrize("seed", range(200))
-def test_columns_search_result_matches_the_mapping_path(seed: int) -> None:
-    rng = random.Random(seed)
+# a random.Random whose every draw Hypothesis makes (and shrinks): the random data below
+RANDOMS = st.randoms(use_true_random=False)
+
+
+@given(RANDOMS)
+def test_columns_search_result_matches_the_mapping_path(rng: random.Random) -> None:
     ranked, queries = _random_run(rng)
     corpus = [f"d{i}" for i in range(40)][: rng.randint(1, 40)]
     depth = rng.randint(1, 35)
@@ -139,34 +145,39 @@ _ODD_SCORES = [
 ]
 
 
-def _random_ranking(rng: np.random.Generator, n_docs: int, n_queries: int) -> SearchResult:
-    depth = int(rng.integers(0, 12))
-    n_extra = int(rng.integers(0, 6))
-    ids = rng.integers(0, n_docs + n_extra, size=(n_queries, depth)) if n_docs + n_extra else None
-    if ids is None:
-        ids = np.full((n_queries, depth), -1, dtype=np.int64)
-    kind = rng.integers(0, 3)
-    if kind == 0:  # ties and the odd floats
-        scores = rng.choice(np.array(_ODD_SCORES), size=(n_queries, depth))
-    elif kind == 1:  # mostly distinct
-        scores = rng.normal(size=(n_queries, depth)) * 10.0 ** rng.integers(-8, 8)
-    else:  # float32 scores promoted, as a dense index makes them
-        scores = rng.normal(size=(n_queries, depth)).astype(np.float32).astype(np.float64)
+def _random_ranking(rng: random.Random, n_docs: int, n_queries: int) -> SearchResult:
+    depth = rng.randrange(12)
+    n_extra = rng.randrange(6)
+
+    def grid(draw: Callable[[], float]) -> np.ndarray:
+        cells = [[draw() for _ in range(depth)] for _ in range(n_queries)]
+        return np.array(cells, dtype=np.float64).reshape(n_queries, depth)
+
+    ids = np.full((n_queries, depth), -1, dtype=np.int64)
+    if n_docs + n_extra:
+        ids = grid(lambda: rng.randrange(n_docs + n_extra)).astype(np.int64)
+    kind = rng.randrange(3)
+    with np.errstate(over="ignore"):  # Hypothesis's gauss draws extremes too: they become inf
+        if kind == 0:  # ties and the odd floats
+            scores = grid(lambda: rng.choice(_ODD_SCORES))
+        elif kind == 1:  # mostly distinct
+            scores = grid(lambda: rng.gauss(0, 1)) * 10.0 ** rng.randrange(-8, 8)
+        else:  # float32 scores promoted, as a dense index makes them
+            scores = grid(lambda: rng.gauss(0, 1)).astype(np.float32).astype(np.float64)
     for q in range(n_queries):  # -1 padding past a random length, and a stray -1 sometimes
-        cut = int(rng.integers(0, depth + 1))
+        cut = rng.randrange(depth + 1)
         ids[q, cut:] = -1
         if depth and rng.random() < 0.1:
-            ids[q, int(rng.integers(0, depth))] = -1
+            ids[q, rng.randrange(depth)] = -1
     extra = tuple(f"extra-{i}" for i in range(n_extra))
-    return SearchResult(ids=ids.astype(np.int64), scores=scores, extra_docs=extra)
+    return SearchResult(ids=ids, scores=scores, extra_docs=extra)
 
 
-@pytest.mark.parametrize("seed", range(200))
-def test_trec_run_is_byte_identical_to_the_line_by_line_writer(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    n_docs = int(rng.integers(0, 30))
+@given(RANDOMS)
+def test_trec_run_is_byte_identical_to_the_line_by_line_writer(rng: random.Random) -> None:
+    n_docs = rng.randrange(30)
     doc_ids = [f"doc-{i}" if i % 7 else f"dé{i}" for i in range(n_docs)]  # some non-ASCII
-    query_ids = [f"q{i}" if i % 5 else f"qü{i}" for i in range(int(rng.integers(0, 9)))]
+    query_ids = [f"q{i}" if i % 5 else f"qü{i}" for i in range(rng.randrange(9))]
     ranking = _random_ranking(rng, n_docs, len(query_ids))
     golden = _golden(doc_ids, query_ids)
     assert trec_run(golden, ranking, "evalret-x") == line_by_line_trec_run(

@@ -18,6 +18,7 @@ Every broken invariant of a case is listed in one failure message.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import typer.main
+import typer.testing
 import yaml
 from inv_http import echoed_forms
 from inv_table import Row
@@ -136,9 +139,27 @@ class Case:
         self._stack.close()
 
 
+# what every case's copy of the world holds whatever its row: the config's world (its golden
+# set, plug-in, baseline and cache directory, the stores of inv_table.STORES in it)
+CONFIG_WORLD = ("cfg.yaml", "golden", PLUGIN + ".py", "baseline.json", "cache")
+
+
+def copy_world(row: Row, template: Path, root: Path) -> None:
+    """The part of the world ``row`` meets into ``root``: CONFIG_WORLD and the top-level entry of
+    each of its inputs and outputs the world has (fewer files to copy than the whole world)."""
+    names = {*CONFIG_WORLD, *(item.rel.split("/")[0] for item in (*row.inputs, *row.outputs))}
+    root.mkdir()
+    for name in sorted(names):
+        source = template / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, symlinks=True)
+        elif source.exists():
+            shutil.copy2(source, root / name)
+
+
 def new_case(row: Row, template: Path, tmp_path: Path) -> Case:
     root = tmp_path / "w"
-    shutil.copytree(template, root, symlinks=True)
+    copy_world(row, template, root)
     paths = {item.role: root / item.rel for item in (*row.inputs, *row.outputs)}
     # the default cache directory is the world's: its stores are those of inv_table.STORES
     env = {SECRET_ENV: SECRET, "EVALRET_CACHE_DIR": str(root / "cache")}
@@ -191,7 +212,15 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int, *_: A
     sys.stderr.write(warnings.formatwarning(message, category, filename, lineno))
 
 
+@functools.cache
+def _command() -> Any:
+    """evalret's click command, built once, as `evalret` builds it once a process (Typer's test
+    runner builds it anew for every call: a tenth of a second a case)."""
+    return typer.main.get_command(app)
+
+
 def run_in_process(case: Case, monkeypatch: pytest.MonkeyPatch) -> Outcome:
+    monkeypatch.setattr(typer.testing, "_get_command", lambda _app: _command())
     for name in SCRUBBED:
         monkeypatch.delenv(name, raising=False)
     for name, value in case.env.items():

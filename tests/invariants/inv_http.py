@@ -22,19 +22,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import sys
 import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 
 from helpers import bomb, send_hostile_body, send_json
+from loopback import Loopback, LoopbackHTTPServer, QuietHandler
 
 DIM = 32
 DRIP_S = 0.5
@@ -74,19 +73,34 @@ class ServerState:
     first_at: float | None = None  # time.monotonic() of the first request
     sent: list[tuple[int, int]] = field(default_factory=list)  # hostile bodies: (sent, size)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    answering: int = 0  # requests whose handler has not returned yet
+    idle: threading.Condition = field(default_factory=threading.Condition)
+
+    def settled(self, timeout: float = 60.0) -> bool:
+        """Wait until no request is being answered: a handler still writing a body its client
+        gave up on records what it sent when its write fails, maybe after the call ended."""
+        with self.idle:
+            return self.idle.wait_for(lambda: self.answering == 0, timeout)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+class _Handler(QuietHandler):
+    server: LoopbackHTTPServer[ServerState]
 
     def _send(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         send_json(self, code, body, headers)
 
     def do_POST(self) -> None:
         state = self.server.state
+        with state.idle:
+            state.answering += 1
+        try:
+            self._answer(state)
+        finally:
+            with state.idle:
+                state.answering -= 1
+                state.idle.notify_all()
+
+    def _answer(self, state: ServerState) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         auth = self.headers.get("Authorization") or ""
@@ -150,27 +164,10 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up: what it should do
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    state: ServerState
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that closed the connection early (a hostile body cut) is expected."""
-        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            super().handle_error(request, client_address)
-
-
 @contextmanager
 def serve(mode: str = "ok", redirect_to: str = "") -> Iterator[tuple[str, ServerState]]:
     """A server on a free loopback port: (its base URL ending in /v1, its state)."""
     if HOSTILE.get(mode, "huge") != "huge":
         bomb(HOSTILE[mode])  # made now, not while a client waits for its answer
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.state = ServerState(mode=mode, redirect_to=redirect_to)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", server.state
-    finally:
-        server.shutdown()
-        server.server_close()
+    with Loopback(_Handler, ServerState(mode=mode, redirect_to=redirect_to)) as server:
+        yield server.base_url, server.state

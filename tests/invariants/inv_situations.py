@@ -52,7 +52,6 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import typer
 from inv_case import Case, Outcome
 from inv_http import serve
 from inv_table import ANSWER_CACHE, GOLDEN, ROWS, SCORE_CACHE, Item, Row
@@ -67,7 +66,7 @@ from inv_world import (
     gate_line,
 )
 
-from evalret.cli import app
+from helpers import command_tree
 
 Check = Callable[[Case, Outcome], None]
 
@@ -399,8 +398,8 @@ def config_situations(row: Row) -> Iterator[Situation]:
     yield Situation("faiss-factory-too-large", _index(too_big, "indexes.ivf.factory"), two)
     threads = _then(_edit("threads: 1}", "threads: 100000}"), _named("indexes.hnsw.threads"))
     yield Situation("hnsw-threads-past-bound", threads, two)  # faiss's OpenMP crashed (139)
-    # one the golden set's 338 documents cannot train: refused before embedding where it is
-    # searched, and no concern of a command that does not search
+    # one the golden set's few dozen documents cannot train: refused before embedding where it
+    # is searched, and no concern of a command that does not search
     untrainable = _index('{type: faiss, factory: "PQ16x20"}', "indexes.ivf.factory")
     searches = bool(SEARCHING & row.plugins)
     yield Situation("faiss-untrainable", untrainable, two if searches else None)
@@ -510,11 +509,7 @@ def _empty_custom_slice(case: Case) -> None:
 
 def _takes_set(row: Row) -> bool:
     """Whether the row's command has a ``--set`` option (read from the Typer app)."""
-    group = typer.main.get_command(app)
-    command = group
-    for part in row.name.split():
-        ctx = command.make_context("evalret", ["--help"], resilient_parsing=True)
-        command = command.get_command(ctx, part)  # type: ignore[attr-defined]
+    command = dict(command_tree())[f"evalret {row.name}"]
     return any("--set" in getattr(p, "opts", ()) for p in command.params)
 
 
@@ -640,6 +635,7 @@ def _judge_bomb(mode: str) -> Callable[[Case], None]:
 def _reading_stopped(case: Case, outcome: Outcome) -> None:
     """The client closed the connection before the server had sent the whole body (past what
     the kernels' buffers hold: it stopped reading)."""
+    assert case.servers[0].settled(), "the server was still answering a minute after the call"
     sent = case.servers[0].sent
     assert sent, "no request reached the server"
     for done, size in sent:

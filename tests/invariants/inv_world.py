@@ -1,10 +1,12 @@
 """The harness's world: one directory of real inputs that every command of the table can read,
 built once per session with evalret itself and copied for each case.
 
-``golden/`` the demo golden set; ``inv_plugin.py`` the plug-in module (a hashing encoder and a
-Python retriever, see inv_plugin_source); ``cfg.yaml`` a config that runs them, with a baseline
-(``baseline.json``, saved by a real run of that config); ``judge.yaml`` the same with a
-``judge:`` section; ``saved/report.json`` and
+``golden/`` a small golden set cut from the demo's (every tenth query and the documents they
+judge: 25 queries, 67 documents, so that a case's call takes a fraction of a second, and
+`run --judge --sample 20` still samples); ``inv_plugin.py`` the plug-in module (a hashing
+encoder and a Python retriever, see inv_plugin_source); ``cfg.yaml`` a config that runs them,
+with a baseline (``baseline.json``, saved by a real run of that config); ``judge.yaml`` the
+same with a ``judge:`` section; ``saved/report.json`` and
 ``saved/a.json`` / ``saved/b.json`` saved reports; ``qrels.txt`` and ``run.prod.trec`` for
 `score`; ``history.sqlite`` with one entry; ``pool.jsonl`` (a real pool of the config) and two
 annotators' label files ``alice.jsonl`` / ``bob.jsonl``; ``train.txt`` for `leakage`;
@@ -126,10 +128,31 @@ def _stores(cache: Path) -> None:
     Namespace(cache, OTHER_IDENTITY).store(text_keys(["a", "b", "c"]), vectors)
 
 
+# the world's golden set: every QUERY_STEP-th query of the demo set
+QUERY_STEP = 10
+
+
+def _small_golden(golden: Path) -> None:
+    """Every QUERY_STEP-th query of the demo golden set, and the documents they judge (their
+    lines as the demo has them, in its order): tags, grades, frequencies and the sections'
+    metadata of the demo, a small fraction of its size."""
+    golden.mkdir()
+    lines = (DEMO / "queries.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    queries = lines[::QUERY_STEP]
+    judged = {doc for line in queries for doc in json.loads(line)["relevant"]}
+    corpus = [
+        line
+        for line in (DEMO / "corpus.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        if json.loads(line)["id"] in judged
+    ]
+    (golden / "queries.jsonl").write_text("".join(queries), encoding="utf-8")
+    (golden / "corpus.jsonl").write_text("".join(corpus), encoding="utf-8")
+
+
 def build_world(world: Path) -> Path:
     """Build the template world in ``world`` (a new directory) with real evalret commands."""
     world.mkdir(parents=True)
-    shutil.copytree(DEMO, world / "golden")
+    _small_golden(world / "golden")
     (world / f"{PLUGIN}.py").write_text(SOURCE)
     (world / "cfg.yaml").write_text(config_text())
     (world / "judge.yaml").write_text(config_text() + JUDGE_BLOCK)

@@ -7,12 +7,9 @@ Typer app, so that a new command without a row fails here."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import typer
 from inv_case import (
     check_invariants,
     input_snapshot,
@@ -26,7 +23,7 @@ from inv_situations import Situation, all_cases
 from inv_table import ROWS, Row
 from inv_world import build_world
 
-from evalret.cli import app
+from helpers import command_tree, is_group
 
 CASES = all_cases()
 
@@ -66,20 +63,10 @@ def test_invariant(
     assert not problems, "\n".join(problems) + "\n" + tail(outcome)
 
 
-def _commands(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[str]:
-    ctx = group.make_context("evalret", ["--help"], resilient_parsing=True)
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        if hasattr(command, "list_commands"):
-            yield from _commands(command, (*prefix, name))
-        else:
-            yield " ".join((*prefix, name))
-
-
 def test_the_table_has_a_row_for_every_command() -> None:
     """Every command and sub-command of `evalret --help` has its row (a new command joins the
     harness by adding one), and no row names a command that is gone."""
-    commands = set(_commands(typer.main.get_command(app)))
+    commands = {name.removeprefix("evalret ") for name, c in command_tree() if not is_group(c)}
     rows = {row.name for row in ROWS}
     assert commands - rows == set(), "commands without a row in tests/invariants/inv_table.py"
     assert rows - commands == set(), "rows of commands the app no longer has"
