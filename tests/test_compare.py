@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalret.commands.compare import CompareSettings, compare_reports
+from evalret.pipeline.compare import CompareSettings, compare_reports
 from evalret.core.comparison import (
     RBO_P,
     CompareVerdict,

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from evalret.cli import app
-from evalret.commands.compare import CompareSettings, _obtain, run_comparison
+from evalret.pipeline.compare import CompareSettings, _obtain, run_comparison
 from evalret.commands.report import render_saved
 from evalret.data.baseline import load_baseline, save_baseline
 from evalret.data.config import Config, GoldenSetConfig, SlicesConfig, load_config

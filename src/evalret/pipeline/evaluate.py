@@ -4,8 +4,8 @@ enabled retriever of engines.retrievers, in registry order) -> score (per-query 
 slice summaries) -> assemble (the report) -> gate.
 
 Embedding and retrieval go through the registries; the report's sections are shaped from what the
-stages made in pipeline/sections.py (only its ANN and lexical sections name an index themselves). Everything heavy (model, faiss) happens here or below; the CLI only renders
-what comes back.
+stages made in pipeline/sections.py (only its ANN and lexical sections name an index themselves).
+Everything heavy (model, faiss) happens here or below; the CLI only renders what comes back.
 """
 
 from __future__ import annotations
@@ -96,8 +96,7 @@ class Evaluation:
     rankings: dict[str, SearchResult]
     slices: list[Slice]
     baseline: RunReport | None = None  # the report gated against, when there was one
-    # the document and query vectors searched ([n, 0] when nothing was embedded): `evalret sweep`
-    # measures its search costs on them
+    # the document and query vectors searched ([n, 0] when nothing was embedded)
     doc_vectors: np.ndarray | None = None
     query_vectors: np.ndarray | None = None
 
@@ -176,6 +175,7 @@ class _Retrieved:
     approximate: list[str]  # the approximate indexes, measured against exact search
     costs: dict[str, dict[str, float]]  # index -> its bytes, bytes per vector, distances
     latency: dict[str, Latency]  # index -> its single-query latency (machine-dependent)
+    latency_repeats: int = 1  # the searches of each timed query
     eligibility: Eligibility | None = None  # with filtered queries: what each may retrieve
 
 
@@ -279,6 +279,7 @@ def _retrieve(
     progress: ProgressFactory,
     timer: _Timer,
     retrievers: list[Retriever],
+    latency_repeats: int = 1,
 ) -> _Retrieved:
     """Run every enabled retriever of the registry, in its order, ``depth`` deep.
 
@@ -286,7 +287,8 @@ def _retrieve(
     non-relevant), except an external one that may rank documents the corpus lacks: then every
     ranking is ``depth`` long, the shorter ones padded with empty ranks. A retriever that reads
     earlier rankings (the hybrid) says how deep they must go: they are searched that deep, then
-    every ranking is cut to ``depth``."""
+    every ranking is cut to ``depth``. Each index's latency: every timed query searched
+    ``latency_repeats`` times."""
     enabled = [r for r in retrievers if r.enabled]
     n_docs = len(golden.doc_ids)
     wanted = max([depth, *(r.input_depth() for r in enabled)])
@@ -321,7 +323,7 @@ def _retrieve(
         probe = _told(r, "probe")
         if probe is not None:
             with timer(f"latency_{r.name}"):
-                timed = run_latency(probe, len(golden.query_ids))
+                timed = run_latency(probe, len(golden.query_ids), latency_repeats)
             if timed is not None:
                 latency[r.name] = timed
     rank_depth = min(depth, n_docs) if all(r.corpus_bound for r in enabled) else depth
@@ -335,6 +337,7 @@ def _retrieve(
         eligibility=eligible,
         costs={r.name: cost for r in enabled if (cost := _told(r, "index_cost")) is not None},
         latency=latency,
+        latency_repeats=latency_repeats,
     )
 
 
@@ -429,7 +432,7 @@ def _assemble(
         ann_others={k: v for k, v in scored.ann.items() if k != "hnsw"},
         lexical=scored.lexical,
         rerank=scored.rerank,
-        latency=latency_section(retrieved.latency),
+        latency=latency_section(retrieved.latency, retrieved.latency_repeats),
         intrinsic=intrinsic,
         timings={},
         sample=loaded.sampled.section if loaded.sampled is not None else None,
@@ -478,6 +481,7 @@ def run_evaluation(
     baseline_source: str | None = None,
     missing_baseline: str | None = None,
     judging: RunJudging | None = None,
+    latency_repeats: int = 1,
 ) -> Evaluation:
     """Evaluate ``config`` end to end, and gate it when checks are configured.
 
@@ -491,7 +495,8 @@ def run_evaluation(
     ``llm:<model>@<prompt hash>``), as the report's ``judge`` section says; a judge request
     that failed for good or an answer that could not be read ends the run (IncompleteError, exit
     3) before any verdict. The report's ``label_sources`` counts the judgments its metrics used
-    by source.
+    by source. ``latency_repeats``: how often each timed query is searched for the latency
+    section (`evalret sweep --repeats`).
     """
     progress = progress or _no_progress
     timer = _Timer()
@@ -511,7 +516,7 @@ def run_evaluation(
     embedded = _embed(config, loaded.selection, embedder, progress, timer, retrievers)
     intrinsic = _health(config, loaded.golden, embedded, timer)
     retrieved = _retrieve(
-        config, loaded.golden, embedded, config.depth, progress, timer, retrievers
+        config, loaded.golden, embedded, config.depth, progress, timer, retrievers, latency_repeats
     )
     judged, labelled = None, loaded.read
     if judging is not None:

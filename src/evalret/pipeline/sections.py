@@ -52,7 +52,7 @@ from evalret.data.schema import (
     SliceInfo,
     SliceResult,
 )
-from evalret.engines.search_cost import LATENCY_NOTE, Latency, machine
+from evalret.engines.search_cost import Latency, latency_note, machine
 from evalret.pipeline.intervals import LabelScores, slice_interval
 
 if TYPE_CHECKING:  # the embedding engines and the judge are imported when a run uses them
@@ -415,12 +415,13 @@ def slice_infos(slices: list[Slice]) -> dict[str, SliceInfo]:
     }
 
 
-def latency_section(latency: dict[str, Latency]) -> LatencySection | None:
-    """The report's latency section (None: no index was timed)."""
+def latency_section(latency: dict[str, Latency], repeats: int = 1) -> LatencySection | None:
+    """The report's latency section (None: no index was timed); ``repeats``: the searches of
+    each timed query."""
     if not latency:
         return None
     return LatencySection(
-        note=LATENCY_NOTE,
+        note=latency_note(repeats),
         machine=machine(),
         indexes={name: IndexLatency(**asdict(t)) for name, t in latency.items()},
     )
