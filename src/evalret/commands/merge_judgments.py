@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalret.core.judgments import POLICIES, MergeOutcome
+from evalret.core.judgments import MergeOutcome
 from evalret.data.config import GoldenSetConfig
 from evalret.data.judgments import Scale, parse_scale
 from evalret.data.paths import Declared, Input, Output, guard
-from evalret.errors import InputError
-from evalret.pipeline.merge import MergeOptions, merge_judgments, mergeable_format
+from evalret.pipeline.merge import MergeOptions, check_policy, merge_judgments, mergeable_format
 
 
 def merge_command(
@@ -47,9 +46,7 @@ def merge_judgments_command(
     """`evalret judgments merge` from its options as given: the policy and scale checked (exit 2
     naming the option), the golden set ``into`` read in ``golden_format`` (default auto) and
     ``split`` (default test), then ``merge_command``."""
-    chosen = next((p for p in POLICIES if p == policy), None)
-    if chosen is None:
-        raise InputError(f"--policy {policy!r}: choose {', '.join(POLICIES)}")
+    chosen = check_policy(policy)
     parsed = parse_scale(scale)
     cfg = GoldenSetConfig(path=into, format=golden_format or "auto", split=split or "test")
     options = MergeOptions(chosen, min_annotators, drop_below, overwrite)

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalret.core.judgments import MergeOutcome, Policy, dispute_reason, merged_grade
+from evalret.core.judgments import POLICIES, MergeOutcome, Policy, dispute_reason, merged_grade
 from evalret.core.provenance import HUMAN_PREFIX, human_source, is_llm
 from evalret.data.config import GoldenSetConfig
 from evalret.data.goldenset import (
@@ -67,6 +67,14 @@ class MergeOptions:
         d = self.drop_below
         if d is not None and not (isinstance(d, int | float) and math.isfinite(d) and 0 <= d <= 1):
             raise InputError(f"--drop-annotators-below {d}: a gold accuracy from 0 to 1 (e.g. 0.7)")
+
+
+def check_policy(policy: str) -> Policy:
+    """``policy`` as one of core.judgments.POLICIES; InputError naming --policy otherwise."""
+    chosen = next((p for p in POLICIES if p == policy), None)
+    if chosen is None:
+        raise InputError(f"--policy {policy!r}: choose {', '.join(POLICIES)}")
+    return chosen
 
 
 def _drop(annotations: Annotations, drop_below: float | None, outcome: MergeOutcome) -> set[str]:

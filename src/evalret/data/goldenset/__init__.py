@@ -37,7 +37,6 @@ written with merged grades: `evalret judgments merge`). Import from here: every 
 re-exported.
 """
 
-
 from __future__ import annotations
 
 from evalret.data.goldenset.model import (
