@@ -1,12 +1,9 @@
 """Annotators' grades merged into a new golden set, and the items that need adjudication in
-``disputed.jsonl`` (`evalret judgments merge`; ``evalret.merge`` for a library user). The
-writing is data.goldenset.write's.
+``disputed.jsonl`` (`evalret judgments merge`; ``evalret.merge`` for a library user).
 
-The new golden set is a copy of the input directory (every file kept) with the merged grades
-added to its judgments, written in the input's format: native (each query's ``relevant`` in
-``queries.jsonl``; a list of ids becomes a {doc id: grade} map where it gains a grade) or BEIR
-(rows appended to ``qrels/<split>.tsv``; with --overwrite an existing row's grade is replaced).
-A TREC golden set is refused (its qrels, queries and corpus may lie anywhere): convert it first.
+The new golden set is the input's with the merged grades added, in the input's format (how it is
+written: data.goldenset.write). A TREC golden set is refused (its qrels, queries and corpus may
+lie anywhere): convert it first.
 
 Provenance (core/provenance.py): every merged grade keeps its source. A line of an LLM judge
 (annotator ``llm:<model>`` with a ``prompt_hash``: `evalret judge`) is ``llm:<model>@<hash>``, any

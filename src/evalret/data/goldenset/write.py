@@ -1,10 +1,10 @@
-"""Golden sets written: a copy of a native or BEIR golden set with merged grades and their
-provenance (`evalret judgments merge`, pipeline/merge.py plans what changes). Native: each
-query's ``relevant`` in ``queries.jsonl`` (a list of ids becomes a {doc id: grade} map where it
-gains a grade), with its ``sources`` and ``llm_relevant``; BEIR: rows appended to (or, for an
-overwritten grade, replaced in) ``qrels/<split>.tsv``, the provenance in
-``judgments.sources.jsonl``. Lines the merge does not change are kept byte for byte. The formats
-are those the readers read (evalret.data.goldenset)."""
+"""Golden sets written: a copy of a native or BEIR golden set's directory (every file kept) with
+merged grades and their provenance (`evalret judgments merge`, pipeline/merge.py plans what
+changes). Native: each query's ``relevant`` in ``queries.jsonl`` (a list of ids becomes a {doc
+id: grade} map where it gains a grade), with its ``sources`` and ``llm_relevant``; BEIR: rows
+appended to ``qrels/<split>.tsv`` (with --overwrite an existing row's grade is replaced), the
+provenance in ``judgments.sources.jsonl``. Lines the merge does not change are kept byte for
+byte. The formats are those the readers read (evalret.data.goldenset)."""
 
 from __future__ import annotations
 
