@@ -130,3 +130,68 @@ def test_every_module_has_its_place_in_the_doc() -> None:
         )
     ]
     assert missing == [], f"modules docs/explanation/architecture.md does not place: {missing}"
+
+
+def _hashing_places() -> set[str]:
+    """``layer/module.Name`` of every top-level function or class of src/evalret whose code calls
+    ``hashlib`` (``core/sampling.seeded_keys``, ``data/goldenset.GoldenSet``), read from the
+    source."""
+    places = set()
+    for module in SRC.rglob("*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        for node in tree.body:
+            calls = [
+                call
+                for call in ast.walk(node)
+                if isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "hashlib"
+            ]
+            if calls and isinstance(node, ast.FunctionDef | ast.ClassDef):
+                places.add(f"{module.relative_to(SRC).with_suffix('').as_posix()}.{node.name}")
+    return places
+
+
+def test_the_doc_lists_every_hash_the_code_computes() -> None:
+    """Every function or class that hashes with ``hashlib`` is named in the doc (the shared
+    ``core/digest.json_digest`` and ``data/atomic.sha256_file``, and every hash with a recipe of
+    its own), so that a new hash is added to the list, or goes through the shared ones."""
+    spans = set(_spans(DOC.read_text(encoding="utf-8")))
+    places = _hashing_places()
+    assert {"core/digest.json_digest", "data/atomic.sha256_file"} <= places
+    assert sorted(places - spans) == []
+
+
+def _diagram_layers(diagram: str) -> list[list[str]]:
+    """The layers a diagram line names, top to bottom: the names at the start of each line
+    (``cli.py``, ``commands/``; two on a line sit side by side), before its description."""
+    layers = []
+    for line in diagram.splitlines():
+        names = []
+        for token in line.split():
+            if not re.search(r"\w", token):  # the lines and dots that draw the diagram
+                continue
+            if not re.fullmatch(r"\w+(?:/|\.py)", token):
+                break
+            names.append(token.rstrip("/").removesuffix(".py"))
+        if names:
+            layers.append(sorted(names))
+    return layers
+
+
+def test_the_layer_diagram_is_the_import_linter_contract() -> None:
+    """The doc's layer diagram names the layers of pyproject.toml's layers contract (what
+    ``lint-imports`` enforces), top to bottom in its order, independent layers side by side."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    contract = next(
+        c for c in project["tool"]["importlinter"]["contracts"] if c["type"] == "layers"
+    )
+    expected = [
+        sorted(m.strip().removeprefix("evalret.") for m in layer.split("|"))
+        for layer in contract["layers"]
+    ]
+    diagram = DOC.read_text(encoding="utf-8").split("```")[1]
+    assert _diagram_layers(diagram) == expected

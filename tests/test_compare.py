@@ -349,7 +349,7 @@ def test_examples_show_as_relevant_what_the_relevance_level_counts(
     page (it was, by a hard-coded grade >= 1)."""
     from evalret.data.examples import query_examples
     from evalret.data.goldenset import GoldenSet
-    from evalret.report.html.shared import query_card
+    from evalret.report.html.figures import query_card
 
     a = run_report([0.5] * N)
     golden = GoldenSet(

@@ -114,7 +114,7 @@ def test_markdown_text_is_escaped_outside_code() -> None:
 
 
 class _Documented(BaseModel):
-    """A model documented by comments, as data/schema.py's are."""
+    """A model documented by comments, as data/schema/'s are."""
 
     # above the field,
     # on two lines
@@ -145,7 +145,7 @@ def test_field_comments_are_read_from_the_source() -> None:
 
 def test_every_report_field_is_described() -> None:
     """Every field of report.json and compare.json says what it holds (a description or a
-    comment in data/schema.py): the report.json reference has no empty cell."""
+    comment in data/schema/): the report.json reference has no empty cell."""
     from evalret.data.schema import CompareReport, RunReport
     from evalret.report.reference_docs import field_description
 

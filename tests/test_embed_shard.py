@@ -23,7 +23,7 @@ from evalret.engines.cache import CachedEmbedder, text_keys
 from evalret.engines.st_embedder import SentenceTransformerEmbedder, check_device, resolve_device
 from evalret.errors import InputError, ModelError
 from evalret.pipeline.plan import texts_to_embed
-from evalret.report.views import backend_line
+from evalret.report.run_notes import backend_line
 from helpers import invoke, marks_its_users
 
 REPO = Path(__file__).resolve().parent.parent

@@ -33,7 +33,7 @@ from evalret.engines.tokens import ESTIMATE, estimate_tokens, token_counter
 from evalret.errors import ConfigError, ModelError
 from evalret.pipeline.evaluate import run_evaluation
 from evalret.pipeline.plan import dry_run
-from evalret.report.views import api_line
+from evalret.report.run_notes import api_line
 from helpers import HOSTILE_BYTES, bomb, marks_its_users, metric_table
 from openai_server import EmbeddingServer, packaged_model
 

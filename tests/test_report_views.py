@@ -21,15 +21,10 @@ from evalret.data.schema import (
     RunReport,
     SliceComparison,
 )
+from evalret.report.compare_rows import compare_rows
+from evalret.report.gate_rows import allowed_change, check_rows, gate_summary, limit_text
 from evalret.report.numbers import HTML, PLAIN, TYPOGRAPHIC, number, p_pair, p_value
-from evalret.report.views import (
-    allowed_change,
-    backend_line,
-    check_rows,
-    compare_rows,
-    gate_summary,
-    limit_text,
-)
+from evalret.report.run_notes import backend_line
 from helpers import gate_check
 
 REPO = Path(__file__).resolve().parents[1]

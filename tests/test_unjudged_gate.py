@@ -395,8 +395,8 @@ def test_compare_shows_judged_at_k_of_a_and_b_and_bs_unjudged_documents(demo: De
     compare.json records on its side (it once made compare exit 3)."""
     from collections import Counter
 
+    from evalret.report.compare_rows import snippet
     from evalret.report.escape import html_text, markdown
-    from evalret.report.views import snippet
 
     ranking = mostly_unjudged(demo)
     _, _, out = demo.gate("change", ranking)

@@ -14,7 +14,10 @@ class ExitCode(IntEnum):
     """Process exit codes, shared by every command."""
 
     OK = 0
-    REGRESSION = 1  # the gate found a regression (reserved for `evalret run --baseline`)
+    # a verdict of failure: a gate check failed (run, score, hook), or a command's own check
+    # (compare --fail-on-regression, leakage, judge --calibrate); docs/reference/exit-codes.md
+    # says which command gives it when
+    REGRESSION = 1
     INVALID_INPUT = 2  # bad config, golden set, arguments, or an incompatible baseline
     INTERNAL = 3  # runtime or internal failure, e.g. the model cannot be loaded, or a plug-in
     # (code the config names) failed or tried to end the process

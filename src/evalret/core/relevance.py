@@ -22,7 +22,8 @@ def is_relevant(grade: int, level: int) -> bool: ...
 def is_relevant(grade: np.ndarray, level: int) -> np.ndarray: ...
 def is_relevant(grade: int | np.ndarray, level: int) -> bool | np.ndarray:
     """Whether ``grade`` is relevant at relevance ``level``: grade >= level, for one grade or
-    elementwise for an array of grades. A lower grade (0, negative) is judged non-relevant."""
+    elementwise for an array of grades. A lower grade is non-relevant (a negative one is not
+    even judged: ``is_judged``)."""
     return grade >= level
 
 

@@ -3,8 +3,8 @@ alone (no faiss): the codebooks it trains (IVF's coarse centroids, PQ's sub-quan
 LSQ's stages, OPQ's rotation PQ), the inverted lists it allocates, the transforms that change the
 dimension. faiss allocates a PQ's codebooks (``d * 2**nbits`` floats) and an IVF's lists as soon
 as ``index_factory`` builds the index, before training checks anything, so these figures are
-checked before faiss is called (data/config.py when the config is read, engines/faiss_factory.py
-before the index is built).
+checked before faiss is called (data/config/faiss_settings.py when the config is read,
+engines/faiss_factory.py before the index is built).
 
 The words are faiss's own (faiss/index_factory.cpp): ``IVF<n>[k|M]``, ``PQ<M>[x<nbits>]``,
 ``RQ``/``LSQ``/``RCQ``/``LSCQ<M>x<nbits>[_<M>x<nbits>...]``, ``PRQ``/``PLSQ<splits>x<M>x<nbits>``,

@@ -36,7 +36,7 @@ from evalret.data.baseline import (
 from evalret.data.config import Config, GateConfig
 from evalret.data.schema import GateSection, GateUnjudged, RunReport
 from evalret.errors import IncomparableError, InputError, Problem
-from evalret.report.views import machine_text
+from evalret.report.run_notes import machine_text
 
 
 def slice_setting_problems(config: Config, names: list[str]) -> list[Problem]:

@@ -1,7 +1,7 @@
 """report.html's pages: what they show of single queries. The views draw; this module picks what
 they draw (the per-query changes against a baseline, the biggest losses and gains, the lowest
 scores) with numpy and the golden set, and hands the page plain values
-(``evalret.report.pagedata``)."""
+(``evalret.report.per_query``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from evalret.data.goldenset import GoldenSet
 from evalret.data.schema import CompareReport, RunReport
 from evalret.report.html.compare_page import compare_html
 from evalret.report.html.run_page import run_html
-from evalret.report.pagedata import DeltaSpread, RunQueries, ScoreSpread
+from evalret.report.per_query import DeltaSpread, RunQueries, ScoreSpread
 
 
 def _aligned(before: RunReport, after: RunReport, index: str, metric: str) -> np.ndarray:

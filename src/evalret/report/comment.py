@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from evalret.data.schema import GateCheck, QueryExample, RunReport
 from evalret.report.escape import markdown, markdown_code
+from evalret.report.gate_rows import check_rows, gate_summary
 from evalret.report.markdown import unjudged_lines, verdict_heading
 from evalret.report.numbers import TYPOGRAPHIC, number
-from evalret.report.views import check_rows, gate_summary
 
 MARKER = "<!-- evalret-comment -->"  # hidden in the rendered comment; the action finds it
 # the last line, hidden too: the run that wrote the comment (the action posts it only when the

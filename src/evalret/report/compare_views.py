@@ -13,10 +13,9 @@ from evalret.data.schema import (
     RankedDoc,
     SliceComparison,
 )
-from evalret.report.common import COMPARE_COLUMNS
+from evalret.report.compare_rows import COMPARE_COLUMNS, compare_rows, judged_rows, snippet
 from evalret.report.escape import markdown, markdown_code, terminal
 from evalret.report.numbers import PLAIN, number
-from evalret.report.views import compare_rows, judged_rows, snippet
 
 UNJUDGED_SHOWN = 3  # B's unjudged documents on the short terminal summary's line
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from evalret.data.schema import GateSection
 from evalret.report.escape import terminal
+from evalret.report.gate_rows import check_rows, gate_summary, unjudged_line, unjudged_rows
 from evalret.report.numbers import PLAIN
-from evalret.report.views import check_rows, gate_summary, unjudged_line, unjudged_rows
 
 # failed checks listed one per line before "... and N more (see report.md)"
 MAX_LISTED = 20

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 from evalret.data.schema import GateCheck, GateSection
 from evalret.report.escape import xml_text
-from evalret.report.views import gate_summary, judge_command
+from evalret.report.gate_rows import gate_summary, judge_command
 
 
 def _details(c: GateCheck) -> str:

@@ -8,33 +8,28 @@ from __future__ import annotations
 
 from evalret.data.schema import GateCheck, GateSection, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
-from evalret.report.common import (
+from evalret.report.escape import markdown, markdown_code
+from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
+from evalret.report.gate_rows import check_rows, gate_summary, judge_commands, unjudged_rows
+from evalret.report.judge_view import run_judge_text
+from evalret.report.numbers import TYPOGRAPHIC, number
+from evalret.report.rerank_view import rerank_markdown
+from evalret.report.run_notes import (
     alignment_notes,
     api_notes,
+    backend_line,
     cache_notes,
+    cost_text,
+    engine_line,
     interval_lines,
     intrinsic_rows,
     labels_note,
     labels_rows,
+    latency_text,
     sample_summary,
     shown_judged,
     warning_lines,
     without_relevant_note,
-)
-from evalret.report.escape import markdown, markdown_code
-from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
-from evalret.report.judge_view import run_judge_text
-from evalret.report.numbers import TYPOGRAPHIC, number
-from evalret.report.rerank_view import rerank_markdown
-from evalret.report.views import (
-    backend_line,
-    check_rows,
-    cost_text,
-    engine_line,
-    gate_summary,
-    judge_commands,
-    latency_text,
-    unjudged_rows,
 )
 
 RESULT_MARKS = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}

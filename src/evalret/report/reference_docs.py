@@ -1,5 +1,5 @@
 """The generated reference pages (docs/reference/): every config key from the pydantic models of
-``data/config.py``, every field of report.json from ``data/schema.py``, and the metric table
+``data/config/``, every field of report.json from ``data/schema/``, and the metric table
 from the metric registry (``core.metrics.FAMILIES``). The cog blocks of the pages call these
 functions; ``tests/test_docs_generated.py`` fails when a page differs from what they return.
 

@@ -13,10 +13,23 @@ from rich.text import Text
 from evalret.data.baseline import label_sources_of
 from evalret.data.schema import AnnSection, GateSection, MetricValue, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
-from evalret.report.common import (
+from evalret.report.escape import terminal
+from evalret.report.filter_view import selectivity_line
+from evalret.report.gate_rows import (
+    check_rows,
+    gate_summary,
+    judge_commands,
+    result_word,
+    unjudged_line,
+    unjudged_rows,
+)
+from evalret.report.numbers import PLAIN, number
+from evalret.report.run_notes import (
     alignment_notes,
     api_notes,
+    backend_line,
     cache_notes,
+    engine_line,
     interval_lines,
     interval_mark,
     intrinsic_rows,
@@ -25,19 +38,6 @@ from evalret.report.common import (
     shown_judged,
     warning_lines,
     without_relevant_note,
-)
-from evalret.report.escape import terminal
-from evalret.report.filter_view import selectivity_line
-from evalret.report.numbers import PLAIN, number
-from evalret.report.views import (
-    backend_line,
-    check_rows,
-    engine_line,
-    gate_summary,
-    judge_commands,
-    result_word,
-    unjudged_line,
-    unjudged_rows,
 )
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
@@ -290,7 +290,7 @@ def caveat_lines(gate: GateSection) -> list[RenderableType]:
 
 def sample_parts(report: RunReport) -> list[RenderableType]:
     """One line for a sampled run (config ``sample``): what it evaluated; none otherwise."""
-    from evalret.report.common import sample_summary
+    from evalret.report.run_notes import sample_summary
 
     line = sample_summary(report)
     return [Text(terminal(line), style="yellow")] if line is not None else []

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalret.data.schema import AnnSection, CompareReport, GateCheck, GateSection, RunReport
-from evalret.report.common import interval_lines, shown_judged
+from evalret.report.compare_rows import compare_rows, judged_rows
 from evalret.report.compare_views import (
     UNJUDGED_SHOWN,
     VERDICT_STYLE,
@@ -26,8 +26,10 @@ from evalret.report.compare_views import (
 )
 from evalret.report.escape import terminal
 from evalret.report.filter_view import selectivity_line
+from evalret.report.gate_rows import allowed_change, check_rows, result_word
 from evalret.report.numbers import PLAIN, number
 from evalret.report.rerank_view import rerank_line
+from evalret.report.run_notes import cost_text, interval_lines, latency_text, shown_judged
 from evalret.report.terminal import (
     UNRELIABLE_NOTE,
     caveat_lines,
@@ -39,15 +41,6 @@ from evalret.report.terminal import (
     report_json_of,
     unjudged_parts,
     verdict_text,
-)
-from evalret.report.views import (
-    allowed_change,
-    check_rows,
-    compare_rows,
-    cost_text,
-    judged_rows,
-    latency_text,
-    result_word,
 )
 
 HEADLINE_METRICS = 5  # the first metrics of the config's list shown (plus any a check reads)

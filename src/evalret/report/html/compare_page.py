@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from evalret.data.schema import CompareReport, CompareSide, RunReport, SliceComparison
-from evalret.report.common import COMPARE_COLUMNS
+from evalret.report.compare_rows import COMPARE_COLUMNS, compare_rows, judged_rows, snippet
 from evalret.report.html.document import (
     Section,
     changes_list,
@@ -23,7 +23,7 @@ from evalret.report.html.document import (
     signed_num,
     verdict_badge,
 )
-from evalret.report.html.shared import (
+from evalret.report.html.figures import (
     Side,
     curves_block,
     delta_distribution,
@@ -32,9 +32,8 @@ from evalret.report.html.shared import (
     metric_bars,
 )
 from evalret.report.numbers import HTML, p_value
-from evalret.report.pagedata import DeltaSpread
+from evalret.report.per_query import DeltaSpread
 from evalret.report.svg import BLUE, GREY, DeltaRow, delta_chart, esc, figure
-from evalret.report.views import compare_rows, judged_rows, snippet
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,15 @@ from dataclasses import dataclass
 
 from evalret.data.schema import AnnSection, GateCheck, GateSection, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
-from evalret.report.common import (
-    interval_lines,
-    interval_mark,
-    intrinsic_rows,
-    sample_summary,
-    shown_judged,
-    warning_lines,
-    without_relevant_note,
-)
 from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
+from evalret.report.gate_rows import (
+    GateSummary,
+    allowed_change,
+    check_rows,
+    gate_summary,
+    unjudged_line,
+    unjudged_rows,
+)
 from evalret.report.html.document import (
     Section,
     changes_list,
@@ -36,7 +35,7 @@ from evalret.report.html.document import (
     slug,
     verdict_badge,
 )
-from evalret.report.html.shared import (
+from evalret.report.html.figures import (
     Side,
     confidence_text,
     curves_block,
@@ -47,8 +46,19 @@ from evalret.report.html.shared import (
     query_card,
 )
 from evalret.report.numbers import HTML
-from evalret.report.pagedata import RunQueries, ScoreSpread
+from evalret.report.per_query import RunQueries, ScoreSpread
 from evalret.report.rerank_view import COLUMNS, MEANING, rerank_table
+from evalret.report.run_notes import (
+    cost_text,
+    interval_lines,
+    interval_mark,
+    intrinsic_rows,
+    latency_text,
+    sample_summary,
+    shown_judged,
+    warning_lines,
+    without_relevant_note,
+)
 from evalret.report.svg import (
     BLUE,
     GREY,
@@ -62,16 +72,6 @@ from evalret.report.svg import (
     esc,
     figure,
     histogram,
-)
-from evalret.report.views import (
-    GateSummary,
-    allowed_change,
-    check_rows,
-    cost_text,
-    gate_summary,
-    latency_text,
-    unjudged_line,
-    unjudged_rows,
 )
 
 

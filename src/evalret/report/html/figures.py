@@ -8,9 +8,9 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from evalret.data.schema import MetricCurves, QueryExample, RankedDoc, RunReport
-from evalret.report.common import interval_mark
 from evalret.report.html.document import num, signed_num
-from evalret.report.pagedata import DeltaSpread
+from evalret.report.per_query import DeltaSpread
+from evalret.report.run_notes import interval_mark
 from evalret.report.svg import (
     BLUE,
     DASHES,

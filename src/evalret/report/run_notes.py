@@ -1,4 +1,6 @@
-"""Small presentation choices shared by the terminal, Markdown and HTML renderers."""
+"""The lines and notes a run's report shows beside its metrics, shared by the terminal, Markdown
+and HTML renderers: intervals, intrinsic health, alignment, the embedding cache, API and
+backend, reader warnings, a sampled run, the label sources, and what an index costs."""
 
 from __future__ import annotations
 
@@ -6,24 +8,19 @@ from collections.abc import Mapping
 
 from evalret.core.ppi import MIN_LABELLED
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
-from evalret.data.schema import EmbeddingInfo, GoldenSetInfo, MetricValue, RunReport, SliceResult
+from evalret.data.schema import (
+    AnnSection,
+    ApiUse,
+    EmbeddingInfo,
+    GoldenSetInfo,
+    LatencySection,
+    MetricValue,
+    RunReport,
+    SliceResult,
+)
 from evalret.report.numbers import PLAIN, number
 
 WARNINGS_SHOWN = 10  # reader warnings listed in the terminal and Markdown; all are in report.json
-
-# the per-slice columns of a comparison on its primary metric (terminal and HTML)
-COMPARE_COLUMNS = (
-    "slice",
-    "n",
-    "A",
-    "B",
-    "delta",
-    "95% CI",
-    "p rand. (adj.)",
-    "p t (adj.)",
-    "W/T/L",
-    "MDE",
-)
 
 
 def shown_judged(slices: Mapping[str, SliceResult]) -> str | None:
@@ -240,3 +237,99 @@ def labels_rows(report: RunReport, metrics: list[str]) -> list[tuple[str, str, i
             ]
             rows.append((index, name, view.n_queries, cells))
     return rows
+
+
+# --- the embedding -----------------------------------------------------------------------------
+
+
+def api_line(api: ApiUse) -> str:
+    """The embedding API's endpoint and what each kind of text used there."""
+    parts = []
+    for label, use in (("documents", api.document), ("queries", api.query)):
+        if use is None:
+            continue
+        tokens = "tokens not reported" if use.tokens is None else f"{use.tokens} tokens"
+        cost = f", cost {use.cost:.4f}" if use.cost is not None else ""
+        retries = f", {use.retries} retried" if use.retries else ""
+        texts = f"{use.texts} text{'s' if use.texts != 1 else ''}"
+        requests = f"{use.requests} request{'s' if use.requests != 1 else ''}"
+        parts.append(f"{label} {texts} in {requests}, {tokens}{cost}{retries}")
+    used = "; ".join(parts) if parts else "nothing sent (all cached)"
+    return f"API {api.model} at {api.endpoint}: {used}"
+
+
+def engine_line(embedding: EmbeddingInfo) -> str | None:
+    """One line on the Ray engine that embedded the cache misses (configured text, to be
+    escaped where shown); None for the local engine."""
+    engine = embedding.engine
+    if engine is None:
+        return None
+    gpus = f", {engine.gpus_per_worker:g} GPU each" if engine.gpus_per_worker else ""
+    where = engine.address if engine.address != "local runtime" else "a local Ray runtime"
+    return (
+        f"embedded on Ray ({where}): {engine.workers} workers{gpus}, batches of "
+        f"{engine.batch_size}, {engine.texts} texts"
+    )
+
+
+def backend_line(embedding: EmbeddingInfo) -> str | None:
+    """One line on a non-torch backend and its agreement with torch, or on the embedding API
+    (the terminal and report.md; it holds configured text, to be escaped where shown), or on
+    torch running on another device than the CPU; None for torch on the CPU or a report that does
+    not say."""
+    backend, check = embedding.backend, embedding.backend_check
+    if embedding.api is not None:
+        return api_line(embedding.api)
+    if backend is not None and backend.name == "torch" and backend.device not in (None, "cpu"):
+        return f"backend torch {backend.precision} on {backend.device}"
+    if backend is None or backend.name == "torch":
+        return None
+    line = f"backend {backend.name} {backend.precision}"
+    if backend.threads:
+        line += f", {backend.threads} threads"
+    if backend.model in ("read", "exported"):
+        line += ", model " + ("read from cache" if backend.model == "read" else "exported")
+    if check is not None:
+        line += (
+            f": cosine to {check.reference} on {check.sample} sampled documents "
+            f"mean {check.mean_cosine:.5f}, min {check.min_cosine:.5f}"
+        )
+    return line
+
+
+# --- what an index costs -----------------------------------------------------------------------
+
+
+def cost_text(ann: AnnSection) -> str:
+    """What an approximate index told of its cost ('index 0.58 MiB (1,807 bytes a vector),
+    334 distances a query'); empty when it told nothing."""
+    parts = []
+    if ann.index_bytes is not None and ann.bytes_per_vector is not None:
+        parts.append(
+            f"index {ann.index_bytes / 2**20:.2f} MiB ({ann.bytes_per_vector:,.0f} bytes a vector)"
+        )
+    if ann.distances_per_query is not None:
+        parts.append(f"{ann.distances_per_query:,.0f} distances a query")
+    return ", ".join(parts)
+
+
+def machine_text(latency: LatencySection) -> str:
+    """The machine latency was measured on, in a few words ('2 CPUs, x86_64, load 0.98')."""
+    m = latency.machine
+    load = m.get("load_average_1m")
+    return f"{m.get('cpu_count')} CPUs, {m.get('processor')}" + (
+        f", load {load}" if load is not None else ""
+    )
+
+
+def latency_text(report: RunReport) -> str | None:
+    """One line: every timed index's single-query latency and the machine ('latency
+    (machine-dependent; 2 CPUs, x86_64, load 0.98): exact p50 0.17 ms, p95 0.22 ms; ...');
+    None when nothing was timed."""
+    lat = report.latency
+    if lat is None or not lat.indexes:
+        return None
+    each = "; ".join(
+        f"{name} p50 {t.p50_ms:.3g} ms, p95 {t.p95_ms:.3g} ms" for name, t in lat.indexes.items()
+    )
+    return f"latency (machine-dependent; {machine_text(lat)}): {each}"

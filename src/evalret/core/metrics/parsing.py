@@ -1,0 +1,62 @@
+"""Metric names into ``Metric`` values: ``ndcg@10``, ``P@5``, ``map``, ``ndcg@10:judged``, read
+through the registry's alias table, so the error for an unknown name lists what is registered."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from evalret.core.metrics.metric import JUDGED_SUFFIX, MAX_CUTOFF, Metric
+from evalret.core.metrics.registry import REGISTRY, aliases
+from evalret.errors import MetricError, Problem
+
+_NAME_RE = re.compile(
+    rf"^\s*([A-Za-z_]+)\s*(?:@\s*(\d+)\s*)?(:\s*{JUDGED_SUFFIX}\s*)?$", re.IGNORECASE
+)
+
+
+def known_metrics() -> str:
+    """Human-readable list of the metric names the registry accepts."""
+    return ", ".join(f"{name}@k" for name in REGISTRY) + (
+        f" (k >= 1; without @k: the whole ranking; :{JUDGED_SUFFIX} after either: unjudged "
+        "documents dropped first)"
+    )
+
+
+def parse_metric(name: str) -> Metric:
+    """Parse ``ndcg@10`` into a Metric; case-insensitive, with aliases (``P@5``, ``success@1``).
+    A name without ``@k`` (``map``, ``RR``) is the metric over the whole ranking; a trailing
+    ``:judged`` (``ndcg@10:judged``, ``map:judged``) its judged-only variant."""
+    m = _NAME_RE.match(name)
+    family = aliases().get(m.group(1).lower()) if m else None
+    if m is None or family is None:
+        raise MetricError(f"unknown metric {name!r}; known metrics: {known_metrics()}")
+    judged = m.group(3) is not None
+    if m.group(2) is None:
+        return Metric(family, judged=judged)
+    k = int(m.group(2))
+    if k < 1:
+        raise MetricError(f"metric {name!r}: the cutoff k must be at least 1")
+    if k > MAX_CUTOFF:
+        raise MetricError(
+            f"metric {name!r}: the cutoff k must be at most {MAX_CUTOFF:,} (rankings are cut at "
+            "the corpus size anyway)"
+        )
+    return Metric(family, k, judged)
+
+
+def parse_metrics(names: Iterable[str]) -> list[Metric]:
+    """Parse several names, reporting every bad one at once; duplicates are dropped, order kept."""
+    out: list[Metric] = []
+    problems: list[Problem] = []
+    for name in names:
+        try:
+            metric = parse_metric(name)
+        except MetricError as e:
+            problems.append(Problem(e.summary))
+            continue
+        if metric not in out:
+            out.append(metric)
+    if problems:
+        raise MetricError("invalid metric names", problems)
+    return out
