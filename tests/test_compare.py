@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalret.commands.compare import CompareSettings, compare_reports
 from evalret.core.comparison import (
     RBO_P,
     CompareVerdict,
@@ -21,6 +20,7 @@ from evalret.core.comparison import (
 )
 from evalret.data.schema import RunReport
 from evalret.errors import InputError
+from evalret.pipeline.compare import CompareSettings, compare_reports
 
 
 def _rbo_by_hand(a: list[str], b: list[str], k: int) -> float:

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from evalret.cli import app
-from evalret.commands.compare import CompareSettings, _obtain, run_comparison
 from evalret.commands.report import render_saved
 from evalret.data.baseline import load_baseline, save_baseline
 from evalret.data.config import Config, GoldenSetConfig, SlicesConfig, load_config
 from evalret.data.goldenset import load_golden_set
 from evalret.errors import GoldenSetError, InputError, Problem
+from evalret.pipeline.compare import CompareSettings, _obtain, run_comparison
 from evalret.pipeline.evaluate import run_evaluation
 from helpers import HashEmbedder, make_set
 from strategies import config_text, fuzzed_file, report_bytes

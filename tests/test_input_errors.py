@@ -230,7 +230,7 @@ def test_compare_json_whose_slices_disagree_is_refused(
     """Found by the fuzzer: a compare.json slice without the primary metric, a side whose model
     is not an object, a changed setting that is not an object, an index without slices each
     crashed `evalret report` (exit 3); now exit 2 naming the file and the field."""
-    from evalret.commands.compare import CompareSettings, run_comparison
+    from evalret.pipeline.compare import CompareSettings, run_comparison
 
     (tmp_path / "a.json").write_text(json.dumps(saved_report))
     settings = CompareSettings(primary="ndcg@10", min_gain=0.01, alpha=0.05, samples=200)
@@ -266,7 +266,7 @@ def test_non_finite_numbers_in_a_saved_report_are_refused(
     """Found by the fuzzer: an Infinity in compare.json crashed the HTML charts (exit 3).
     evalret writes a non-finite number as null, so NaN, Infinity or 1e309 in a report or
     compare.json is refused where it is read, naming the file and the number."""
-    from evalret.commands.compare import CompareSettings, run_comparison
+    from evalret.pipeline.compare import CompareSettings, run_comparison
 
     (tmp_path / "a.json").write_text(json.dumps(saved_report))
     settings = CompareSettings(primary="ndcg@10", min_gain=0.01, alpha=0.05, samples=200)

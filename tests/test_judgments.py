@@ -15,12 +15,13 @@ import pytest
 
 from conftest import DEMO
 from evalret.commands.agreement import agreement_report
-from evalret.commands.merge_judgments import MergeOptions, merge_command
+from evalret.commands.merge_judgments import merge_command
 from evalret.core.judgments import dispute_reason, merged_grade
 from evalret.data.config import GoldenSetConfig
 from evalret.data.goldenset import load_golden_set
 from evalret.data.judgments import Scale, label_studio_tasks, parse_scale, read_annotations
 from evalret.errors import InputError
+from evalret.pipeline.merge import MergeOptions
 from helpers import invoke
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 
 from conftest import REPO
-from evalret.commands.merge_judgments import MergeOptions, merge_command
+from evalret.commands.merge_judgments import merge_command
 from evalret.data.config import Config, GateConfig, GoldenSetConfig, Threshold
 from evalret.data.goldenset import GoldenSet, load_golden_set, scan_trec
 from evalret.data.judgments import Scale, read_annotations
 from evalret.data.schema import RunReport
 from evalret.errors import GoldenSetError, IncomparableError, InputError
 from evalret.pipeline.evaluate import run_evaluation
+from evalret.pipeline.merge import MergeOptions
 from evalret.report.markdown import render_markdown
 from evalret.report.terminal_brief import brief_run
 from helpers import HashEmbedder, invoke, make_set

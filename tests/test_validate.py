@@ -348,8 +348,8 @@ def test_word_difference_names_what_tells_near_duplicates_apart() -> None:
 def test_a_report_score_outside_0_1_is_refused(value: Any, problem: str) -> None:
     """validate --report reads only query_ids and per-query scores: a forged 1e308 overflowed the
     sd (a RuntimeWarning and a meaningless minimum detectable effect, exit 0). Refused, exit 2."""
-    from evalret.commands.validate import report_scores
     from evalret.errors import InputError
+    from evalret.pipeline.validate import report_scores
 
     report = {"query_ids": ["a", "b"], "indexes": {"exact": {"per_query": {}}}}
     report["indexes"]["exact"]["per_query"]["ndcg@10"] = [0.5, value]  # type: ignore[index]

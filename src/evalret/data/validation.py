@@ -1,6 +1,6 @@
 """What `evalret validate` finds about a golden set, as plain frozen dataclasses: the errors and
 warnings, the counts, and every slice's size, reliability and minimum detectable nDCG@10
-difference. Made by ``evalret.commands.validate``, drawn by ``evalret.report.validate_view``."""
+difference. Made by ``evalret.pipeline.validate``, drawn by ``evalret.report.validate_view``."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@ compatibility) -> embed (the configured backend through the cache) -> health -> 
 enabled retriever of engines.retrievers, in registry order) -> score (per-query metrics, curves,
 slice summaries) -> assemble (the report) -> gate.
 
-Embedding and retrieval go through the registries; only the ANN and lexical report sections name
-an index themselves. Everything heavy (model, faiss) happens here or below; the CLI only renders
-what comes back.
+Embedding and retrieval go through the registries; the report's sections are shaped from what the
+stages made in pipeline/sections.py (only its ANN and lexical sections name an index themselves).
+Everything heavy (model, faiss) happens here or below; the CLI only renders what comes back.
 """
 
 from __future__ import annotations
@@ -13,75 +13,72 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalret.core.curves import metric_curves
 from evalret.core.digest import json_digest
-from evalret.core.filters import BUCKETS, Eligibility, selectivity_bucket
+from evalret.core.filters import Eligibility
 from evalret.core.metrics import (
     Metric,
-    RankedJudgments,
     build_judgments,
     compute,
-    compute_condensed,
     cutoffs,
     has_uncut,
     judged_at,
-    parse_metrics,
 )
-from evalret.core.provenance import has_llm_labels, human_view, is_llm, label_sources
+from evalret.core.provenance import is_llm
 from evalret.core.ranking import (
     PRIMARY_INDEX,
     TIE_RULE,
     SearchResult,
     id_rank,
     judgeable_ids,
-    topk_overlap,
 )
-from evalret.core.relevance import is_relevant
-from evalret.core.slices import Slice, reliability
-from evalret.core.stats import bootstrap_ci, seed_for
+from evalret.core.slices import Slice
 from evalret.data.baseline import LABEL_SOURCES, check_compatible
-from evalret.data.config import Config, Labels, PythonRerankerConfig, RerankIndexConfig
-from evalret.data.goldenset import GoldenSet, load_golden_set, scored_query_ids
+from evalret.data.config import Config, PythonRerankerConfig, RerankIndexConfig
+from evalret.data.goldenset import GoldenSet, load_golden_set
 from evalret.data.schema import (
     TOP_KEPT,
     AnnSection,
-    AnnSlice,
     Fingerprint,
-    GoldenSetInfo,
-    IndexLatency,
     IndexResult,
     IntrinsicSection,
-    LabelsSection,
-    LabelView,
-    LatencySection,
     LexicalSection,
-    LexicalSlice,
     MetricCurves,
-    MetricValue,
-    ReaderWarning,
     RerankSection,
     RunReport,
-    SelectivityBucket,
-    SliceInfo,
-    SliceResult,
 )
 from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, make_retrievers
-from evalret.engines.search_cost import LATENCY_NOTE, Latency, machine, run_latency
+from evalret.engines.search_cost import Latency, run_latency
 from evalret.pipeline.beyond import add_beyond
 from evalret.pipeline.gate import check_gate_slices, run_gate
-from evalret.pipeline.intervals import LabelScores, label_scores, slice_interval
+from evalret.pipeline.intervals import label_scores
 from evalret.pipeline.plan import Selection, cold_cost, needs_vectors, select
 from evalret.pipeline.rerank_report import Stage, rerank_section, rerank_stages
 from evalret.pipeline.sample import Sampled, check_sample_baseline
+from evalret.pipeline.sections import (
+    NOT_EMBEDDED,
+    Embedded,
+    ann_cutoffs,
+    ann_section,
+    condensed,
+    embedding_section,
+    golden_set_info,
+    intrinsic_section,
+    label_sources_section,
+    labels_section,
+    latency_section,
+    lexical_section,
+    slice_infos,
+    summarize_slices,
+)
 from evalret.version import __version__
 
 if TYPE_CHECKING:  # the embedding engines and the judge are imported when a run uses them
-    from evalret.engines.embedders import OpenedEmbedder
     from evalret.engines.st_embedder import Embedder
     from evalret.pipeline.judge import RunJudging
 
@@ -99,8 +96,7 @@ class Evaluation:
     rankings: dict[str, SearchResult]
     slices: list[Slice]
     baseline: RunReport | None = None  # the report gated against, when there was one
-    # the document and query vectors searched ([n, 0] when nothing was embedded): `evalret sweep`
-    # measures its search costs on them
+    # the document and query vectors searched ([n, 0] when nothing was embedded)
     doc_vectors: np.ndarray | None = None
     query_vectors: np.ndarray | None = None
 
@@ -120,7 +116,7 @@ def metric_definitions(config: Config) -> dict[str, Any]:
     """Everything that decides what a metric value means; part of the fingerprint. The search
     depth is in it when configured or when a metric scores the whole ranking (and so depends on
     it); otherwise the largest cutoff decides it, and the names already say that."""
-    metrics = parse_metrics(config.metrics)
+    metrics = config.metric_specs
     depth = (
         {"search_depth": config.depth}
         if config.search_depth is not None or has_uncut(metrics)
@@ -138,178 +134,8 @@ def metric_definitions(config: Config) -> dict[str, Any]:
     }
 
 
-def reader_warnings(golden: GoldenSet) -> list[ReaderWarning]:
-    return [
-        ReaderWarning(code=p.code, file=p.file, line=p.line, message=p.message)
-        for p in golden.warnings
-    ]
-
-
 def _no_progress(_: str, __: int) -> Callable[[int], None]:
     return lambda _n: None
-
-
-def _summarize(
-    per_query: dict[str, np.ndarray],
-    judged: dict[str, np.ndarray],
-    slices: list[Slice],
-    config: Config,
-    labels: LabelScores | None = None,
-) -> dict[str, SliceResult]:
-    """Mean and interval of every metric in every slice (the bootstrap, or with LLM labels the
-    prediction-powered one: pipeline/intervals.py); mean judged@k."""
-    names = list(per_query)
-    matrix = np.column_stack([per_query[m] for m in names]) if names else np.zeros((0, 0))
-    out = {}
-    for s in slices:
-        values = matrix[s.mask]
-        ci = slice_interval(names, values, s.mask, s.name, labels, config)
-        means = values.mean(axis=0) if len(values) else np.full(len(names), np.nan)
-        out[s.name] = SliceResult(
-            n_queries=s.n_queries,
-            reliability=reliability(s.n_queries),
-            judged={k: float(v[s.mask].mean()) if s.n_queries else None for k, v in judged.items()},
-            metrics={
-                m: MetricValue(
-                    **{
-                        k: (None if np.isnan(v) else float(v))
-                        for k, v in (
-                            ("value", means[i]),
-                            ("ci_low", ci.low[i]),
-                            ("ci_high", ci.high[i]),
-                        )
-                    },
-                    **ci.notes[i],
-                )
-                for i, m in enumerate(names)
-            },
-        )
-    return out
-
-
-def ann_cutoffs(metrics: list[Metric], ann_k: int, depth: int) -> list[int]:
-    """The k of the ANN recall@k figures: every metric cutoff and the gate's ``ann_k`` (the
-    recall its floor reads, whether a metric has that cutoff or not); with a metric over the
-    whole ranking also the search ``depth`` (its whole ranking)."""
-    ks = set(cutoffs(metrics)) | {min(ann_k, depth)}
-    if has_uncut(metrics):
-        ks.add(depth)
-    return sorted(ks)
-
-
-def _ann_section(
-    name: str,
-    rankings: dict[str, SearchResult],
-    per_query: dict[str, dict[str, np.ndarray]],
-    ks: list[int],
-    slices: list[Slice],
-    eligible: Eligibility | None = None,
-) -> AnnSection:
-    """The approximate index ``name`` against exact search: recall of the exact top k and the
-    change in every metric, per slice; with filtered queries, recall by selectivity bucket
-    (against filtered exact search: both searched the eligible documents)."""
-    exact = PRIMARY_INDEX
-    recall = {f"recall@{k}": topk_overlap(rankings[name].ids, rankings[exact].ids, k) for k in ks}
-    deltas = {m: per_query[name][m] - per_query[exact][m] for m in per_query[exact]}
-
-    def mean(v: np.ndarray, mask: np.ndarray) -> float | None:
-        return float(v[mask].mean()) if mask.any() else None
-
-    return AnnSection(
-        index=name,
-        reference=exact,
-        slices={
-            s.name: AnnSlice(
-                n_queries=s.n_queries,
-                recall={k: mean(v, s.mask) for k, v in recall.items()},
-                metric_deltas={k: mean(v, s.mask) for k, v in deltas.items()},
-            )
-            for s in slices
-        },
-        **({"selectivity": _selectivity(recall, eligible)} if eligible is not None else {}),
-    )
-
-
-def _selectivity(
-    recall: dict[str, np.ndarray], eligible: Eligibility
-) -> dict[str, SelectivityBucket]:
-    """Mean recall@k per selectivity bucket (core.filters.BUCKETS), every bucket listed."""
-    names = np.array([selectivity_bucket(f) for f in eligible.selectivity()])
-    out = {}
-    for bucket, _, _ in BUCKETS:
-        mask = names == bucket
-        out[bucket] = SelectivityBucket(
-            n_queries=int(mask.sum()),
-            recall={k: float(v[mask].mean()) if mask.any() else None for k, v in recall.items()},
-        )
-    return out
-
-
-def _intrinsic_section(
-    doc_vectors: np.ndarray,
-    query_vectors: np.ndarray,
-    qrels: tuple[np.ndarray, np.ndarray, np.ndarray],
-    config: Config,
-) -> IntrinsicSection | None:
-    """Health figures of the document and query vectors (None for fewer than 2 documents);
-    alignment over (query, relevant document) pairs."""
-    from evalret.core.health import collapse_reasons, embedding_health
-
-    h = config.health
-    seed = config.bootstrap.seed
-    if len(doc_vectors) < 2:
-        return None
-    documents = embedding_health(doc_vectors, seed=seed, sample=h.sample, max_rows=h.max_rows)
-    queries = None
-    if len(query_vectors) >= 2:
-        q, d, grade = qrels
-        relevant = is_relevant(grade, config.relevance_level)
-        queries = embedding_health(
-            query_vectors,
-            seed=seed,
-            sample=h.sample,
-            max_rows=h.max_rows,
-            positives=(q[relevant], d[relevant]),
-            partner=doc_vectors,
-        )
-    reasons = {"documents": collapse_reasons(documents)}
-    if queries is not None:
-        reasons["queries"] = collapse_reasons(queries)
-    return IntrinsicSection(
-        documents=documents,
-        queries=queries,
-        collapse_reasons=reasons,
-        settings={"seed": seed, "sample": h.sample, "max_rows": h.max_rows},
-    )
-
-
-def _lexical_section(
-    per_query: dict[str, dict[str, np.ndarray]], slices: list[Slice], dense: str
-) -> LexicalSection | None:
-    """Per slice and metric: the dense index against BM25, and the hybrid against the dense."""
-    if not {"bm25", dense} <= per_query.keys():
-        return None
-    d, b = per_query[dense], per_query["bm25"]
-    h = per_query.get("hybrid")
-
-    def mean(v: np.ndarray, mask: np.ndarray) -> float | None:
-        return float(v[mask].mean()) if mask.any() else None
-
-    return LexicalSection(
-        dense=dense,
-        slices={
-            s.name: LexicalSlice(
-                n_queries=s.n_queries,
-                dense_minus_bm25={m: mean(d[m] - b[m], s.mask) for m in d},
-                hybrid_minus_dense=(
-                    {m: mean(h[m] - d[m], s.mask) for m in d} if h is not None else {}
-                ),
-                dense_wins={m: int((d[m] > b[m])[s.mask].sum()) for m in d},
-                bm25_wins={m: int((d[m] < b[m])[s.mask].sum()) for m in d},
-            )
-            for s in slices
-        },
-    )
 
 
 @dataclass(frozen=True)
@@ -338,20 +164,6 @@ class _Loaded:
 
 
 @dataclass(frozen=True)
-class _Embedded:
-    """The document and query vectors, and what embedded them."""
-
-    docs: np.ndarray  # [n_docs, 0] when nothing was embedded
-    queries: np.ndarray
-    opened: OpenedEmbedder | None  # None: no enabled index needs vectors, nothing was embedded
-    agreement: dict[str, Any] | None  # the backend against torch (None for torch)
-    cold_cost: float | None = None  # gate.max_cost_per_run: every text's cost, nothing cached
-
-
-NOT_EMBEDDED = "not embedded: no index needs vectors"
-
-
-@dataclass(frozen=True)
 class _Retrieved:
     """Every enabled retriever's ranking, cut to ``depth``, with its described parameters."""
 
@@ -363,6 +175,7 @@ class _Retrieved:
     approximate: list[str]  # the approximate indexes, measured against exact search
     costs: dict[str, dict[str, float]]  # index -> its bytes, bytes per vector, distances
     latency: dict[str, Latency]  # index -> its single-query latency (machine-dependent)
+    latency_repeats: int = 1  # the searches of each timed query
     eligibility: Eligibility | None = None  # with filtered queries: what each may retrieve
 
 
@@ -374,17 +187,6 @@ class _Scored:
     ann: dict[str, AnnSection]  # approximate index -> its comparison with exact search
     lexical: LexicalSection | None
     rerank: dict[str, RerankSection] = field(default_factory=dict)
-
-
-def _label_sources(golden: GoldenSet, judge: str | None) -> dict[str, int]:
-    """How many of the scored queries' judgments each label source gave
-    (core.provenance.label_sources), and ``judge``, `run --judge`'s source when its labels join
-    the metrics, listed even when it labelled nothing (0): what the run admits is what compares."""
-    scored = {q: golden.qrels.get(q, {}) for q in golden.query_ids}
-    found = label_sources(scored, golden.sources)
-    if judge is not None:
-        found.setdefault(judge, 0)
-    return found
 
 
 def _load(
@@ -404,7 +206,7 @@ def _load(
         full = load_golden_set(config.golden_set, config.relevance_level)
     labelled = full.with_labels(config.gate.labels)
     selection = select(config, labelled, timer)
-    planned: dict[str, int | None] = dict(_label_sources(selection.golden, judge))
+    planned: dict[str, int | None] = dict(label_sources_section(selection.golden, judge))
     if judge is not None:
         planned[judge] = None  # counted once judged
     if any(is_llm(name) for name in planned):  # only then: a run on human labels keeps its digest
@@ -425,7 +227,7 @@ def _embed(
     progress: ProgressFactory,
     timer: _Timer,
     retrievers: list[Retriever],
-) -> _Embedded:
+) -> Embedded:
     """Embed the texts the plan selects (pipeline/plan.py) through the cache; check a non-torch
     backend's vectors against torch's when the embedder comes from the config. Nothing is
     embedded (no model is opened) when no enabled retriever needs vectors."""
@@ -433,7 +235,7 @@ def _embed(
         golden = selection.golden
         empty = np.zeros((len(golden.doc_ids), 0), dtype=np.float32)
         queries = np.zeros((len(golden.query_ids), 0), dtype=np.float32)
-        return _Embedded(docs=empty, queries=queries, opened=None, agreement=None)
+        return Embedded(docs=empty, queries=queries, opened=None, agreement=None)
     from evalret.engines.embedders import backend_check
     from evalret.engines.ray_engine import embedding_engine
 
@@ -456,27 +258,28 @@ def _embed(
     cold = None
     if config.gate.max_cost_per_run is not None and config.model.price is not None:
         cold = cold_cost(config.model, opened.backend, texts)
-    return _Embedded(docs, queries, opened, agreement, cold)
+    return Embedded(docs, queries, opened, agreement, cold)
 
 
 def _health(
-    config: Config, golden: GoldenSet, e: _Embedded, timer: _Timer
+    config: Config, golden: GoldenSet, e: Embedded, timer: _Timer
 ) -> IntrinsicSection | None:
     """The intrinsic health section, when ``health`` is enabled and there are vectors."""
     if not config.health.enabled or e.opened is None:
         return None
     with timer("health"):
-        return _intrinsic_section(e.docs, e.queries, golden.qrel_arrays(), config)
+        return intrinsic_section(e.docs, e.queries, golden.qrel_arrays(), config)
 
 
 def _retrieve(
     config: Config,
     golden: GoldenSet,
-    e: _Embedded,
+    e: Embedded,
     depth: int,
     progress: ProgressFactory,
     timer: _Timer,
     retrievers: list[Retriever],
+    latency_repeats: int = 1,
 ) -> _Retrieved:
     """Run every enabled retriever of the registry, in its order, ``depth`` deep.
 
@@ -484,7 +287,8 @@ def _retrieve(
     non-relevant), except an external one that may rank documents the corpus lacks: then every
     ranking is ``depth`` long, the shorter ones padded with empty ranks. A retriever that reads
     earlier rankings (the hybrid) says how deep they must go: they are searched that deep, then
-    every ranking is cut to ``depth``."""
+    every ranking is cut to ``depth``. Each index's latency: every timed query searched
+    ``latency_repeats`` times."""
     enabled = [r for r in retrievers if r.enabled]
     n_docs = len(golden.doc_ids)
     wanted = max([depth, *(r.input_depth() for r in enabled)])
@@ -519,7 +323,7 @@ def _retrieve(
         probe = _told(r, "probe")
         if probe is not None:
             with timer(f"latency_{r.name}"):
-                timed = run_latency(probe, len(golden.query_ids))
+                timed = run_latency(probe, len(golden.query_ids), latency_repeats)
             if timed is not None:
                 latency[r.name] = timed
     rank_depth = min(depth, n_docs) if all(r.corpus_bound for r in enabled) else depth
@@ -533,6 +337,7 @@ def _retrieve(
         eligibility=eligible,
         costs={r.name: cost for r in enabled if (cost := _told(r, "index_cost")) is not None},
         latency=latency,
+        latency_repeats=latency_repeats,
     )
 
 
@@ -566,11 +371,11 @@ def _score(
             indexes[name] = IndexResult(
                 kind=name,
                 params=retrieved.params[name],
-                slices=_summarize(
+                slices=summarize_slices(
                     per_query[name], judged_at(judgments, cutoffs(metrics)), slices, config, labels
                 ),
                 per_query={m: v.tolist() for m, v in per_query[name].items()},
-                condensed=_condensed(metrics, judgments, config),
+                condensed=condensed(metrics, judgments, config),
                 top_ids=[
                     ranking.names(qi, golden.doc_ids, TOP_KEPT) for qi in range(len(ranking.ids))
                 ],
@@ -580,13 +385,13 @@ def _score(
         indexes = add_beyond(indexes, rankings, slices, n_docs=n_docs, k=k, depth=retrieved.depth)
         ks = ann_cutoffs(metrics, config.gate.ann_k, retrieved.depth)
         ann = {
-            name: _ann_section(
+            name: ann_section(
                 name, rankings, per_query, ks, slices, retrieved.eligibility
             ).model_copy(update=retrieved.costs.get(name, {}))
             for name in retrieved.approximate
             if PRIMARY_INDEX in rankings
         }
-        lexical = _lexical_section(per_query, slices, config.indexes.hybrid.dense)
+        lexical = lexical_section(per_query, slices, config.indexes.hybrid.dense)
         rerank = {
             st.index: rerank_section(st, per_query, golden, slices, config, retrieved.depth)
             for st in retrieved.stages
@@ -594,173 +399,10 @@ def _score(
     return _Scored(indexes=indexes, ann=ann, lexical=lexical, rerank=rerank)
 
 
-def _condensed(
-    metrics: list[Metric], judgments: RankedJudgments, config: Config
-) -> dict[str, list[float]]:
-    """The judged-only form of every metric whose cutoff the rankings reach past (a ranking no
-    deeper than k cannot show where its judged documents went: its judged-only form would read
-    a document pushed below rank k by unjudged ones as lost, and the gate would call a drop
-    that unjudged documents made a regression)."""
-    retrieved = judgments.n_retrieved  # None: every rank of the table holds a document
-    depth = int(retrieved.max(initial=0)) if retrieved is not None else judgments.judged.shape[1]
-    deep = [m for m in metrics if m.k is None or m.k < depth]
-    return {m: v.tolist() for m, v in compute_condensed(deep, judgments, config.ndcg_gain).items()}
-
-
-def _labels_section(
-    config: Config,
-    read: GoldenSet,
-    golden: GoldenSet,
-    rankings: dict[str, SearchResult],
-    scored: _Scored,
-) -> LabelsSection | None:
-    """The headline on human labels alone beside all labels, when an LLM judge graded part of
-    the golden set: the run's metrics are on gate.labels' labels; the other labelling is scored
-    here by the same metric code, on the run's queries it scores (under
-    queries_without_relevant). ``read``: the golden set's labels (with `run --judge`'s added),
-    ``golden``: the scored queries."""
-    if not has_llm_labels(read.sources, read.llm_qrels):
-        return None
-    gate = config.gate.labels
-    other: Labels = "human" if gate == "all" else "all"
-    other_qrels = read.qrels if other == "all" else human_view(read.qrels, read.sources)
-    judged = [q for q in golden.query_ids if other_qrels.get(q)]
-    keep = set(
-        scored_query_ids(
-            judged, other_qrels, config.relevance_level, config.queries_without_relevant
-        )
-    )
-    mask = np.array([q in keep for q in golden.query_ids], dtype=bool)
-    arrays = replace(
-        golden, qrels={q: dict(other_qrels.get(q, {})) for q in golden.query_ids}
-    ).qrel_arrays()
-    metrics, b = parse_metrics(config.metrics), config.bootstrap
-    indexes: dict[str, dict[str, MetricValue]] = {}
-    for name, ranking in rankings.items():
-        judgments = build_judgments(
-            judgeable_ids(ranking.ids, len(golden.doc_ids)),
-            *arrays,
-            n_docs=len(golden.doc_ids),
-            relevance_level=config.relevance_level,
-        )
-        values = compute(metrics, judgments, config.ndcg_gain)
-        indexes[name] = _headline(values, mask, b.samples, b.confidence, seed_for(b.seed, other))
-    views = {
-        gate: LabelView(
-            n_queries=len(golden.query_ids),
-            indexes={
-                n: dict(next(iter(r.slices.values())).metrics) for n, r in scored.indexes.items()
-            },
-        ),
-        other: LabelView(n_queries=int(mask.sum()), indexes=indexes),
-    }
-    return LabelsSection(
-        gate=gate,
-        n_judgments=sum(len(m) for m in read.qrels.values()),
-        n_llm_judgments=sum(is_llm(s) for m in read.sources.values() for s in m.values()),
-        n_llm_beside_human=sum(
-            not is_llm(read.sources.get(q, {}).get(d)) for q, m in read.llm_qrels.items() for d in m
-        ),
-        **views,
-    )
-
-
-def _headline(
-    values: dict[str, np.ndarray],
-    mask: np.ndarray,
-    samples: int,
-    confidence: float,
-    seed: np.random.SeedSequence,
-) -> dict[str, MetricValue]:
-    """Each metric's mean over the ``mask``ed queries, with its bootstrap interval."""
-    names = list(values)
-    matrix = np.column_stack([values[m][mask] for m in names]) if names else np.zeros((0, 0))
-    low, high = bootstrap_ci(matrix, samples, confidence, seed)
-    means = matrix.mean(axis=0) if len(matrix) else np.full(len(names), np.nan)
-    return {
-        m: MetricValue(
-            **{
-                k: (None if np.isnan(v) else float(v))
-                for k, v in (("value", means[i]), ("ci_low", low[i]), ("ci_high", high[i]))
-            }
-        )
-        for i, m in enumerate(names)
-    }
-
-
-def _golden_set_info(read: GoldenSet, full: GoldenSet, golden: GoldenSet) -> GoldenSetInfo:
-    """The report's golden_set section: where it came from, its fingerprints (of the set as
-    read) and sizes (under gate.labels: ``full``)."""
-    return GoldenSetInfo(
-        source=full.source,
-        format=full.format,
-        fingerprint=read.fingerprint,
-        corpus_fingerprint=read.corpus_fingerprint,
-        query_fingerprints=read.query_fingerprints,
-        n_documents=len(full.doc_ids),
-        n_queries_judged=len(full.query_ids),
-        n_queries_evaluated=len(golden.query_ids),
-        queries_without_relevant=full.queries_without_relevant,
-        n_judgments=sum(len(j) for j in full.qrels.values()),
-        warnings=reader_warnings(full),
-    )
-
-
-def _api(config: Config, e: _Embedded) -> dict[str, Any] | None:
-    """The report's ``embedding.api`` (None for a local model), with the cold cost when the
-    gate holds a budget on it."""
-    from evalret.engines.embedders import api_use
-
-    assert e.opened is not None
-    api = api_use(config.model, e.opened.backend)
-    if api is not None and e.cold_cost is not None:
-        api["cold_cost"] = e.cold_cost
-    return api
-
-
-def _embedding_info(config: Config, e: _Embedded, retrieved: _Retrieved) -> dict[str, Any]:
-    """The report's embedding section: shapes, the cache's report, the backend and its check."""
-    if e.opened is None:
-        return {
-            "dim": 0,
-            "n_documents": int(e.docs.shape[0]),
-            "n_queries": int(e.queries.shape[0]),
-            "document_text": NOT_EMBEDDED,
-        }
-    from evalret.engines.backends import describe_backend
-    from evalret.engines.ray_engine import engine_report, local_backend
-
-    cached = e.opened.cached
-    return {
-        "dim": int(e.docs.shape[1]),
-        "n_documents": int(e.docs.shape[0]),
-        "n_queries": int(e.queries.shape[0]),
-        "document_text": "title + ' ' + text, stripped, after document_prefix",
-        "cache": {**cached.report(), **retrieved.cache_notes} if cached is not None else None,
-        "backend": describe_backend(config.model, local_backend(e.opened.backend)),
-        "backend_check": e.agreement,
-        **({"api": api} if (api := _api(config, e)) is not None else {}),
-        **({"engine": eng} if (eng := engine_report(e.opened.backend)) is not None else {}),
-    }
-
-
-def _slice_infos(slices: list[Slice]) -> dict[str, SliceInfo]:
-    return {
-        s.name: SliceInfo(
-            kind=s.kind,
-            definition=s.definition,
-            n_queries=s.n_queries,
-            reliability=reliability(s.n_queries),
-            members=np.flatnonzero(s.mask).tolist(),
-        )
-        for s in slices
-    }
-
-
 def _assemble(
     config: Config,
     loaded: _Loaded,
-    e: _Embedded,
+    e: Embedded,
     intrinsic: IntrinsicSection | None,
     retrieved: _Retrieved,
     scored: _Scored,
@@ -780,32 +422,21 @@ def _assemble(
         fingerprint=Fingerprint(
             **parts, evalret_version=__version__, digest=json_digest({**parts, "v": __version__})
         ),
-        golden_set=_golden_set_info(loaded.read, loaded.full, loaded.golden),
-        embedding=_embedding_info(config, e, retrieved),
+        golden_set=golden_set_info(loaded.read, loaded.full, loaded.golden),
+        embedding=embedding_section(config, e, retrieved.cache_notes),
         bootstrap={**config.bootstrap.model_dump(), "method": "percentile, resampling queries"},
         query_ids=loaded.golden.query_ids,
-        slices=_slice_infos(loaded.slices),
+        slices=slice_infos(loaded.slices),
         indexes=scored.indexes,
         ann=scored.ann.get("hnsw"),
         ann_others={k: v for k, v in scored.ann.items() if k != "hnsw"},
         lexical=scored.lexical,
         rerank=scored.rerank,
-        latency=_latency_section(retrieved.latency),
+        latency=latency_section(retrieved.latency, retrieved.latency_repeats),
         intrinsic=intrinsic,
         timings={},
         sample=loaded.sampled.section if loaded.sampled is not None else None,
         overrides=config.overrides or None,
-    )
-
-
-def _latency_section(latency: dict[str, Latency]) -> LatencySection | None:
-    """The report's latency section (None: no index was timed)."""
-    if not latency:
-        return None
-    return LatencySection(
-        note=LATENCY_NOTE,
-        machine=machine(),
-        indexes={name: IndexLatency(**asdict(t)) for name, t in latency.items()},
     )
 
 
@@ -850,6 +481,7 @@ def run_evaluation(
     baseline_source: str | None = None,
     missing_baseline: str | None = None,
     judging: RunJudging | None = None,
+    latency_repeats: int = 1,
 ) -> Evaluation:
     """Evaluate ``config`` end to end, and gate it when checks are configured.
 
@@ -863,11 +495,12 @@ def run_evaluation(
     ``llm:<model>@<prompt hash>``), as the report's ``judge`` section says; a judge request
     that failed for good or an answer that could not be read ends the run (IncompleteError, exit
     3) before any verdict. The report's ``label_sources`` counts the judgments its metrics used
-    by source.
+    by source. ``latency_repeats``: how often each timed query is searched for the latency
+    section (`evalret sweep --repeats`).
     """
     progress = progress or _no_progress
     timer = _Timer()
-    metrics = parse_metrics(config.metrics)
+    metrics = config.metric_specs
     judge = None  # the source of `run --judge`'s labels, when they join the metrics
     if judging is not None and config.gate.labels == "all":
         from evalret.pipeline.judge import run_source
@@ -883,7 +516,7 @@ def run_evaluation(
     embedded = _embed(config, loaded.selection, embedder, progress, timer, retrievers)
     intrinsic = _health(config, loaded.golden, embedded, timer)
     retrieved = _retrieve(
-        config, loaded.golden, embedded, config.depth, progress, timer, retrievers
+        config, loaded.golden, embedded, config.depth, progress, timer, retrievers, latency_repeats
     )
     judged, labelled = None, loaded.read
     if judging is not None:
@@ -896,12 +529,13 @@ def run_evaluation(
             loaded = replace(loaded, selection=replace(loaded.selection, golden=add(loaded.golden)))
     scored = _score(config, loaded, retrieved, metrics, timer)
     report = _assemble(config, loaded, embedded, intrinsic, retrieved, scored)
-    labels = _labels_section(config, labelled, loaded.golden, retrieved.rankings, scored)
+    labels = labels_section(config, labelled, loaded.golden, retrieved.rankings, scored.indexes)
     if labels is not None:
         report = report.model_copy(update={"labels": labels})
     if judged is not None:
         report = report.model_copy(update={"judge": judged})
-    report = report.model_copy(update={"label_sources": _label_sources(loaded.golden, judge)})
+    sources = label_sources_section(loaded.golden, judge)
+    report = report.model_copy(update={"label_sources": sources})
     with timer("gate"):
         gate = run_gate(config, report, loaded.slices, baseline, baseline_source, missing_baseline)
     report = report.model_copy(update={"gate": gate, "timings": timer.timings})

@@ -112,7 +112,7 @@ def rerank_section(
     depth: int,
 ) -> RerankSection:
     """The section of one rerank index (``scores``: per index, its per-query metric values)."""
-    metrics = parse_metrics(config.metrics)
+    metrics = config.metric_specs
     rank = id_rank(golden.doc_ids)
     pool_ids = empty_result(len(stage.pools), stage.k).ids
     for q, pool in enumerate(stage.pools):

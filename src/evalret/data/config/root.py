@@ -17,7 +17,14 @@ from pydantic import (
 )
 
 from evalret.choices import WithoutRelevant as WithoutRelevant
-from evalret.core.metrics import MAX_CUTOFF, MAX_GRADE, cutoffs, parse_metrics, search_depth
+from evalret.core.metrics import (
+    MAX_CUTOFF,
+    MAX_GRADE,
+    Metric,
+    cutoffs,
+    parse_metrics,
+    search_depth,
+)
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.config.base import AtKey, StrictModel
 from evalret.data.config.gate import (
@@ -377,11 +384,25 @@ class Config(StrictModel):
             return dict(self.gate.thresholds)
         return {m: t for m, t in DEFAULT_THRESHOLDS.items() if m in self.metrics}
 
+    # ``metrics`` parsed (core.metrics.parse_metrics), once per list of names: a private
+    # attribute, so no part of the schema or the dump; keyed by the names, so a copy with other
+    # metrics (model_copy(update=...)) parses its own
+    _parsed_metrics: tuple[tuple[str, ...], tuple[Metric, ...]] | None = PrivateAttr(None)
+
+    @property
+    def metric_specs(self) -> list[Metric]:
+        """The configured metrics, parsed: every stage reads them here (the names are parsed
+        once per config, not once per stage)."""
+        names = tuple(self.metrics)
+        if self._parsed_metrics is None or self._parsed_metrics[0] != names:
+            self._parsed_metrics = (names, tuple(parse_metrics(names)))
+        return list(self._parsed_metrics[1])
+
     @property
     def depth(self) -> int:
         """The search depth of ``metrics`` and ``search_depth`` (core.metrics.search_depth
         states the rule; the pipeline searches no deeper than the corpus size)."""
-        return search_depth(parse_metrics(self.metrics), self.search_depth)
+        return search_depth(self.metric_specs, self.search_depth)
 
     def resolve_paths(self, base: Path) -> Config:
         """A copy whose relative paths are made absolute against ``base``."""
