@@ -455,7 +455,10 @@ def test_a_reader_that_closes_stdout_ends_the_command_quietly(
     error' of rich's SystemExit). So do the options answered while the command line is parsed
     (`--show-completion`, `--help`, `--version`), where click's and typer's own exit was 1, which
     reads as a regression."""
-    process = evalret(plugins, *args, HOME=str(tmp_path))
+    # typer otherwise detects the shell from the process's ancestors and ignores "bash" (no
+    # shell among them, as under a detached runner: "Shell  not supported", exit 1)
+    no_detection = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    process = evalret(plugins, *args, HOME=str(tmp_path), **no_detection)
     assert process.stdout is not None
     process.stdout.close()  # before evalret has printed anything
     _, stderr = process.communicate(timeout=120)
