@@ -280,7 +280,12 @@ def openai_client(
 
 
 class OpenAIEmbedder:
-    """Embeds through an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring)."""
+    """Embeds through an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring):
+    an ``ApiEmbedder`` and a ``StreamingEmbedder`` that says the text it sends (``fed``), not a
+    ``LocalModel``: the kind also picks its ``request_fields``, so the cache keys a text by kind
+    and text (engines/protocols.py)."""
+
+    endpoint: str  # engines/protocols.ApiEmbedder
 
     def __init__(self, config: OpenAIModelConfig, _model_cache: Path | None = None) -> None:
         self.config = config
@@ -315,7 +320,7 @@ class OpenAIEmbedder:
         )
 
     def requests(self, fed: Sequence[str]) -> int:
-        """How many requests the texts ``fed`` (as sent) take (the dry run's plan)."""
+        """How many requests the texts ``fed`` (as sent: ``fed()``) take (the dry run's plan)."""
         return len(plan_batches(fed, self.config.max_batch, self.config.max_batch_tokens))
 
     def identity(self) -> dict[str, Any]:
@@ -336,7 +341,7 @@ class OpenAIEmbedder:
         }
 
     def fed(self, texts: Sequence[str], kind: Kind) -> list[str]:
-        """The texts as they are sent: after their kind's prefix."""
+        """The texts as they are fed to the model (sent): after their kind's prefix."""
         prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
         return [prefix + t for t in texts]
 
