@@ -171,6 +171,4 @@ def _check_retriever(what: str, target: object) -> None:
     missing = missing_members(target, Retriever)
     if missing:
         klass = target if isinstance(target, type) else type(target)
-        raise TypeError(
-            f"{what}: {klass.__name__} is no Retriever: it lacks {', '.join(missing)}"
-        )
+        raise TypeError(f"{what}: {klass.__name__} is no Retriever: it lacks {', '.join(missing)}")
