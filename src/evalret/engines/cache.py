@@ -3,7 +3,8 @@
 Vectors are keyed by (embedding identity, text): the identity is everything that changes a vector
 (model, weights hash, prefixes, max length, normalization, truncation, device, library versions)
 and selects a namespace directory; inside it, each text is keyed by the first 16 bytes of the
-sha256 of the text as fed to the model.
+sha256 of the text as fed to the model (of kind and text when the kind may move the vector:
+engines/protocols.key_texts).
 
 A namespace holds shards. A shard is written once and never modified: ``<id>.vecs.npy`` (float32
 [n, dim]), ``<id>.keys.npy`` (uint8 [n, 16]) and, last, ``<id>.json`` with the counts and the sha256
