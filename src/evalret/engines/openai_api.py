@@ -64,7 +64,8 @@ from evalret.engines.http_policy import (
     Redactor,
     async_client,
 )
-from evalret.engines.st_embedder import Kind, Progress, finish_vectors
+from evalret.engines.protocols import Batch, Kind, Progress
+from evalret.engines.st_embedder import finish_vectors
 from evalret.engines.tokens import TOKENS_PER_TEXT, estimate_tokens, max_tokens
 from evalret.errors import ConfigError, ModelError
 
@@ -85,7 +86,6 @@ HINTS = {
     422: "the request was refused: the batch may be too large (lower model.max_batch, now "
     "{max_batch}), an input too long for the model, or a setting not supported",
 }
-Batch = tuple[np.ndarray, np.ndarray]  # (positions in the input, float32 vectors)
 
 
 def endpoint_of(base_url: str) -> str:
