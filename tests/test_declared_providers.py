@@ -46,6 +46,7 @@ from evalret.engines.openai_api import OpenAIEmbedder
 from evalret.engines.protocols import (
     ApiEmbedder,
     FeedsText,
+    KeepsFiles,
     LocalModel,
     StreamingEmbedder,
     key_texts,
@@ -509,14 +510,14 @@ def test_the_built_in_engines_declare_their_protocols() -> None:
         "python": CustomEmbedder,
         "openai": OpenAIEmbedder,
     }
-    protocols = [FeedsText, LocalModel, StreamingEmbedder, ApiEmbedder]
+    protocols = [FeedsText, LocalModel, KeepsFiles, StreamingEmbedder, ApiEmbedder]
     said = {
         k: [p.__name__ for p in protocols if not missing_members(c, p)]
         for k, c in embedders.items()
     }
     assert said == {
         "torch": ["FeedsText", "LocalModel"],
-        "onnx": ["FeedsText", "LocalModel"],
+        "onnx": ["FeedsText", "LocalModel", "KeepsFiles"],
         "python": [],
         "openai": ["FeedsText", "StreamingEmbedder", "ApiEmbedder"],
     }

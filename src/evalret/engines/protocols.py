@@ -8,10 +8,12 @@ runtime-checkable), never discovered by name:
   prefix or named prompt); the dry run counts tokens and plans requests on it. Any other
   embedder's texts are taken as fed after the configured prefix.
 - ``LocalModel``: a ``FeedsText`` whose vector the text as fed alone decides (the kind picks
-  nothing but the prefix): the embedding cache keys each text by its fed form, names its
-  namespace by ``cache_identity()`` and reports the model's own ``warnings`` (what it could not
-  keep in the cache directory). Any other embedder's texts are keyed by kind and text (an API's
-  or a custom encoder's vector may depend on the kind), its namespace named by ``identity()``.
+  nothing but the prefix): the embedding cache keys each text by its fed form and names its
+  namespace by ``cache_identity()``. Any other embedder's texts are keyed by kind and text (an
+  API's or a custom encoder's vector may depend on the kind), its namespace named by
+  ``identity()``.
+- ``KeepsFiles``: it keeps files of its own in the cache directory (an exported model) and
+  says what it could not keep (``warnings``); the cache's report carries them with its own.
 - ``StreamingEmbedder``: it yields each batch as it is answered (``embed_batches``); the cache
   keeps every batch as it arrives.
 - ``ApiEmbedder``: what a provider declaring ``Capabilities(api=True)`` must be
@@ -60,14 +62,19 @@ class FeedsText(Embedder, Protocol):
 class LocalModel(FeedsText, Protocol):
     """A model whose vector the text as fed alone decides (see the module docstring)."""
 
-    @property
-    def warnings(self) -> list[str]:
-        """What it could not keep in the cache directory (the run went on without it)."""
-        ...
-
     def cache_identity(self) -> dict[str, Any]:
         """``identity()`` plus what else can move a vector (device, library versions): the
         name of its cache namespace."""
+        ...
+
+
+@runtime_checkable
+class KeepsFiles(Embedder, Protocol):
+    """An embedder that keeps files of its own in the cache directory (an exported model)."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """What it could not keep there (the run went on without it)."""
         ...
 
 
@@ -113,9 +120,9 @@ def cache_identity(embedder: Embedder) -> dict[str, Any]:
 
 
 def model_warnings(embedder: Embedder) -> list[str]:
-    """What ``embedder`` could not keep in the cache directory (a ``LocalModel``'s ``warnings``;
-    none for any other)."""
-    return list(embedder.warnings) if isinstance(embedder, LocalModel) else []
+    """What ``embedder`` could not keep in the cache directory (a ``KeepsFiles``'s
+    ``warnings``; none for any other)."""
+    return list(embedder.warnings) if isinstance(embedder, KeepsFiles) else []
 
 
 def missing_members(target: object, protocol: type) -> list[str]:

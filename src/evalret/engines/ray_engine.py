@@ -34,7 +34,7 @@ from evalret.engines.embedders import (
     open_embedder,
     with_cache,
 )
-from evalret.engines.protocols import Embedder, Kind, LocalModel, Progress
+from evalret.engines.protocols import Embedder, Kind, LocalModel, Progress, model_warnings
 from evalret.errors import ConfigError, EvalretError, ModelError, PluginError
 
 LOCAL_RUNTIME = "local runtime"
@@ -118,6 +118,11 @@ class RayEmbedder:
 
     def identity(self) -> dict[str, Any]:
         return self.local.identity()
+
+    @property
+    def warnings(self) -> list[str]:
+        """The local embedder's (engines/protocols.KeepsFiles)."""
+        return model_warnings(self.local)
 
     def _connect(self) -> None:
         """Join the cluster at ``address``, or start a local runtime (once per run)."""
@@ -206,8 +211,8 @@ class RayEmbedder:
 
 class RayLocalModel(RayEmbedder):
     """The Ray engine over a ``LocalModel`` (engines/protocols.py): a ``LocalModel`` too, whose
-    text as fed, cache identity and warnings are the local model's, so the cache keys its
-    vectors as the local engine does. Over any other embedder (a custom encoder) the Ray engine
+    text as fed and cache identity are the local model's, so the cache keys its vectors as the
+    local engine does. Over any other embedder (a custom encoder) the Ray engine
     is a plain ``RayEmbedder``, keyed as that embedder is."""
 
     local: LocalModel
@@ -217,10 +222,6 @@ class RayLocalModel(RayEmbedder):
 
     def fed(self, texts: Sequence[str], kind: Kind) -> list[str]:
         return self.local.fed(texts, kind)
-
-    @property
-    def warnings(self) -> list[str]:
-        return list(self.local.warnings)
 
 
 def ray_embedder(

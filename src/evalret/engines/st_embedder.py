@@ -296,11 +296,6 @@ class SentenceTransformerEmbedder:
             **({"prompts": c.prompts.model_dump(exclude_none=True)} if c.prompts else {}),
         }
 
-    @property
-    def warnings(self) -> list[str]:
-        """None: it keeps nothing in the cache directory (engines/protocols.LocalModel)."""
-        return []
-
     def cache_identity(self) -> dict[str, Any]:
         """identity() plus what else can move a vector: the device (resolved: ``auto`` is
         recorded as the device it chose) and library versions."""
