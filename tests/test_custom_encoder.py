@@ -223,7 +223,7 @@ def test_prompt_equals_the_same_prefix(prompted_model: Path) -> None:
         a, b = prompted.embed(texts, kind), prefixed.embed(texts, kind)  # type: ignore[arg-type]
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
         assert not np.allclose(a, plain.embed(texts, kind), atol=1e-3)  # type: ignore[arg-type]
-        assert prompted.prefixed(texts, kind) == prefixed.prefixed(texts, kind)  # type: ignore[arg-type]
+        assert prompted.fed(texts, kind) == prefixed.fed(texts, kind)  # type: ignore[arg-type]
     assert prompted.identity()["prompts"] == {"query": "query", "document": "passage"}
     assert "prompts" not in plain.identity()
 

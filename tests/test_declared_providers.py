@@ -30,25 +30,47 @@ from evalret.data.config import (
     TypedIndexBase,
     parse_config,
 )
+from evalret.engines.backends import OnnxEmbedder
+from evalret.engines.custom import CustomEmbedder
 from evalret.engines.embedders import (
     EMBEDDERS,
     Capabilities,
     api_use,
     backend_check,
     capabilities,
+    make_embedder,
     register_provider,
     unregister_provider,
 )
 from evalret.engines.openai_api import OpenAIEmbedder
+from evalret.engines.protocols import (
+    ApiEmbedder,
+    FeedsText,
+    KeepsFiles,
+    LocalModel,
+    StreamingEmbedder,
+    key_texts,
+    missing_members,
+)
 from evalret.engines.retrievers import (
     RETRIEVER_TYPES,
     RETRIEVERS,
+    CorpusChecked,
+    Costed,
+    Probed,
     SearchJob,
+    Staged,
+    make_retrievers,
     register_retriever_type,
     unregister_retriever_type,
 )
 from evalret.engines.retrievers.base import BaseRetriever
+from evalret.engines.retrievers.bm25 import Bm25Retriever
+from evalret.engines.retrievers.faiss import FaissRetriever
+from evalret.engines.retrievers.rerank import RerankRetriever
+from evalret.engines.st_embedder import SentenceTransformerEmbedder
 from evalret.errors import ConfigError
+from evalret.pipeline.plan import dry_run
 
 runner = CliRunner()
 
@@ -73,6 +95,7 @@ class HashedEmbedder:
     def __init__(self, config: HashedModelConfig, _model_cache: Path | None) -> None:
         self.config = config
         self.sent = 0
+        self.endpoint = "test://hashed"
 
     def identity(self) -> dict[str, Any]:
         return {"provider": "hashed", "name": self.config.name, "dim": self.config.dim}
@@ -159,6 +182,7 @@ def test_a_registered_provider_is_asked_what_it_can_do(tmp_path: Path, hashed: s
     assert re.search(r"documents\W+338\W+0\W+338\W+\d+\W+4\b", planned.output), planned.output
     assert re.search(r"queries\W+244\W+0\W+244\W+\d+\W+3\b", planned.output), planned.output
     assert "tokens: estimate" in planned.output
+    assert dry_run(config).endpoint == "test://hashed"  # an ApiEmbedder's endpoint
 
     ray = _config(tmp_path, HASHED_RUN + "embedding: {engine: ray}\n")
     refused = _run(ray, "-o", str(tmp_path / "out"))
@@ -350,3 +374,169 @@ def test_strict_messages_name_the_key_and_the_members() -> None:
         line = text.count("\n") + 1
         assert [str(p) for p in refused.value.problems] == [f"c.yaml:{line}: {said}"], text
     assert parse_config("model: {}").model.provider == "sentence-transformers"  # the default
+
+
+# --- what a declaration claims is checked: when registered, and when made ---------------------
+
+
+class SilentApi:
+    """Declares itself an API (``HASHED``) but plans no requests and reports nothing: once, it
+    registered and silently planned no requests."""
+
+    def __init__(self, config: HashedModelConfig, _model_cache: Path | None) -> None:
+        self.config = config
+
+    def identity(self) -> dict[str, Any]:
+        return {"provider": "hashed"}
+
+    def embed(self, texts: Sequence[str], kind: str, progress: Any = None) -> np.ndarray:
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+
+class NoEmbed:
+    """Has an identity and nothing to embed with."""
+
+    def __init__(self, config: HashedModelConfig, _model_cache: Path | None) -> None:
+        self.config = config
+
+    def identity(self) -> dict[str, Any]:
+        return {"provider": "hashed"}
+
+
+class Unplaced(HashedEmbedder):
+    """An API embedder whose ``__init__`` forgets its endpoint (a data member, so it is
+    checked on the made embedder, not on the class)."""
+
+    def __init__(self, config: HashedModelConfig, _model_cache: Path | None) -> None:
+        self.config = config
+
+
+LOCAL_ONLY = Capabilities(
+    api=False, counts_tokens=False, runs_under_ray=False, hashes_weights=False
+)
+
+
+def test_a_provider_lacking_what_it_claims_is_refused_at_registration() -> None:
+    """A class declaring an API without the API's methods, or no embedder at all, is refused
+    when registered, naming the provider, the class and every missing method; nothing of it
+    is registered. The same class declaring no API registers."""
+    cases = [
+        (
+            SilentApi,
+            HASHED,
+            "SilentApi is no ApiEmbedder (it declares api=True): it lacks requests, report",
+        ),
+        (NoEmbed, LOCAL_ONLY, "NoEmbed is no Embedder: it lacks embed"),
+        (NoEmbed, HASHED, "NoEmbed is no Embedder: it lacks embed"),
+    ]
+    for factory, declared, said in cases:
+        with pytest.raises(TypeError) as refused:
+            register_provider(HashedModelConfig, factory, declared)
+        assert str(refused.value) == f"provider 'hashed': {said}"
+        assert "hashed" not in MODEL_CONFIGS and "hashed" not in EMBEDDERS
+    name = register_provider(HashedModelConfig, SilentApi, LOCAL_ONLY)
+    try:
+        assert isinstance(make_embedder(parse_config("model: {provider: hashed}").model), SilentApi)
+    finally:
+        unregister_provider(name)
+
+
+def test_an_embedder_lacking_what_its_provider_claims_is_refused_when_made() -> None:
+    """What registration cannot see (a function factory, an attribute set in ``__init__``) is
+    checked on the embedder it makes, before it embeds anything."""
+
+    def silent(config: HashedModelConfig, cache: Path | None) -> SilentApi:
+        return SilentApi(config, cache)
+
+    for factory, said in [
+        (
+            silent,
+            "SilentApi is no ApiEmbedder (it declares api=True): it lacks endpoint, "
+            "requests, report",
+        ),
+        (Unplaced, "Unplaced is no ApiEmbedder (it declares api=True): it lacks endpoint"),
+    ]:
+        name = register_provider(HashedModelConfig, factory, HASHED)
+        try:
+            with pytest.raises(TypeError) as refused:
+                make_embedder(parse_config("model: {provider: hashed}").model)
+            assert str(refused.value) == f"provider 'hashed': {said}"
+        finally:
+            unregister_provider(name)
+
+
+def test_an_index_type_lacking_a_retrievers_methods_is_refused() -> None:
+    """A retriever class without ``retrieve`` is refused when registered; a function factory's
+    retriever lacking a declared attribute, when it is made for a config."""
+
+    class NoRetrieve(BaseRetriever):
+        def params(self) -> dict[str, Any]:
+            return {}
+
+    with pytest.raises(TypeError) as refused:
+        register_retriever_type(FirstIndexConfig, NoRetrieve)
+    assert str(refused.value) == "index type 'first': NoRetrieve is no Retriever: it lacks retrieve"
+    assert "first" not in INDEX_CONFIGS and "first" not in RETRIEVER_TYPES
+
+    class Bare:
+        name, enabled = "mine", True
+
+        def params(self) -> dict[str, Any]:
+            return {}
+
+    def bare(name: str, settings: FirstIndexConfig, config: Config) -> Bare:
+        return Bare()
+
+    registered = register_retriever_type(FirstIndexConfig, bare)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(TypeError) as refused:
+            make_retrievers(parse_config("indexes:\n  mine: {type: first}"))
+        assert str(refused.value) == (
+            "index type 'first': Bare is no Retriever: it lacks needs_vectors, corpus_bound, "
+            "approximate, input_depth, cache_notes, retrieve"
+        )
+    finally:
+        unregister_retriever_type(registered)
+
+
+def test_the_built_in_engines_declare_their_protocols() -> None:
+    """What the pipeline once discovered by name is declared: only the API plans requests and
+    streams; the local models (not the API, not a custom encoder, whose vectors the kind may
+    move) have the cache key their texts as fed; a faiss index checks the corpus first, a
+    rerank index is a stage."""
+    embedders = {
+        "torch": SentenceTransformerEmbedder,
+        "onnx": OnnxEmbedder,
+        "python": CustomEmbedder,
+        "openai": OpenAIEmbedder,
+    }
+    protocols = [FeedsText, LocalModel, KeepsFiles, StreamingEmbedder, ApiEmbedder]
+    said = {
+        k: [p.__name__ for p in protocols if not missing_members(c, p)]
+        for k, c in embedders.items()
+    }
+    assert said == {
+        "torch": ["FeedsText", "LocalModel"],
+        "onnx": ["FeedsText", "LocalModel", "KeepsFiles"],
+        "python": [],
+        "openai": ["FeedsText", "StreamingEmbedder", "ApiEmbedder"],
+    }
+    api = OpenAIEmbedder(parse_config("model: {provider: openai, name: m}").model)  # type: ignore[arg-type]
+    assert isinstance(api, ApiEmbedder) and not isinstance(api, LocalModel)
+    assert key_texts(api, ["a"], "query") == ["query\0a"]  # its kind also picks request fields
+    retrievers = {"faiss": FaissRetriever, "rerank": RerankRetriever, "bm25": Bm25Retriever}
+    checks = {
+        k: [p.__name__ for p in (CorpusChecked, Costed, Probed) if not missing_members(c, p)]
+        for k, c in retrievers.items()
+    }
+    assert checks == {
+        "faiss": ["CorpusChecked", "Costed", "Probed"],
+        "rerank": ["Costed", "Probed"],
+        "bm25": ["Costed", "Probed"],
+    }
+    reranked = parse_config(
+        "indexes:\n  r: {type: rerank, of: exact, k: 5, reranker: {provider: python, "
+        "callable: 'builtins:len'}}"
+    )
+    stage = make_retrievers(reranked)[-1]
+    assert isinstance(stage, Staged) and stage.stage == ("exact", 5)

@@ -3,8 +3,10 @@ wrapper applied in one place; a retriever added to the registry runs with no pip
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -17,13 +19,30 @@ from evalret.data.config import (
     HnswIndexConfig,
     HybridIndexConfig,
     IndexesConfig,
+    ModelConfigBase,
+    TypedIndexBase,
+    parse_config,
 )
 from evalret.data.config import (
     SentenceTransformersModelConfig as ModelConfig,
 )
 from evalret.engines.cache import CachedEmbedder
-from evalret.engines.embedders import EMBEDDERS, make_embedder, open_embedder
-from evalret.engines.retrievers import RETRIEVERS, SearchJob, make_retriever, make_retrievers
+from evalret.engines.embedders import (
+    EMBEDDERS,
+    Capabilities,
+    make_embedder,
+    open_embedder,
+    register_provider,
+    unregister_provider,
+)
+from evalret.engines.retrievers import (
+    RETRIEVERS,
+    SearchJob,
+    make_retriever,
+    make_retrievers,
+    register_retriever_type,
+    unregister_retriever_type,
+)
 from evalret.engines.retrievers.base import BaseRetriever
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
@@ -141,3 +160,104 @@ def test_a_registered_retriever_runs_through_the_pipeline(
     assert report.indexes["first"].params == {"type": "first documents", "size": 3}
     assert report.fingerprint.indexes["first"] == {"type": "first documents", "size": 3}
     assert report.indexes["first"].top_ids[0] == ["d0", "d1", "d2"]
+
+
+# --- the extension cost: a new provider and a new index type, each one module and one call ---
+# (the module is the settings model and the class; the registry call adds both; no file of
+# evalret changes: `register_provider` and `register_retriever_type` add the config's union
+# member and the registry line)
+
+
+class LetterModelConfig(ModelConfigBase):
+    """A provider's settings: the common keys and its own."""
+
+    provider: Literal["letters"]
+    name: str = "letter-counts"
+
+
+class LetterEmbedder:
+    """A provider's embedder: an ``Embedder`` only (engines/protocols.py), so the cache keys
+    its texts by kind and text and the dry run takes them as fed after the prefix."""
+
+    def __init__(self, config: LetterModelConfig, _model_cache: Path | None) -> None:
+        self.config = config
+
+    def identity(self) -> dict[str, Any]:
+        return {"provider": "letters", "name": self.config.name}
+
+    def embed(self, texts: Sequence[str], kind: str, progress: Any = None) -> np.ndarray:
+        out = np.zeros((len(texts), 26), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for c in text.lower():
+                if "a" <= c <= "z":
+                    out[i, ord(c) - ord("a")] += 1
+        if progress:
+            progress(len(texts))
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+class LastIndexConfig(TypedIndexBase):
+    """An index type's settings."""
+
+    type: Literal["last"]
+    size: int = 2
+
+
+class LastDocuments:
+    """An index type's retriever: a ``Retriever`` only, no ``BaseRetriever`` (it tells no cost
+    and is not timed): every query gets the last ``size`` documents, the last first."""
+
+    needs_vectors = False
+    corpus_bound = True
+    approximate = False
+
+    def __init__(self, name: str, settings: LastIndexConfig, config: Config) -> None:
+        self.name, self.enabled, self.size = name, settings.enabled, settings.size
+
+    def params(self) -> dict[str, Any]:
+        return {"type": "last", "size": self.size}
+
+    def input_depth(self) -> int:
+        return 0
+
+    def cache_notes(self) -> dict[str, str]:
+        return {}
+
+    def retrieve(self, job: SearchJob) -> SearchResult:
+        n = len(job.doc_ids)
+        docs = np.arange(max(n - self.size, 0), n)
+        ids = np.full((len(job.query_texts), job.depth), -1, dtype=np.int64)
+        scores = np.full(ids.shape, -np.inf)
+        for qi in range(len(ids)):
+            ids[qi], scores[qi] = top_candidates(docs, docs.astype(float), job.depth, job.rank)
+        return SearchResult(ids=ids, scores=scores)
+
+
+LETTERS = Capabilities(api=False, counts_tokens=False, runs_under_ray=False, hashes_weights=False)
+
+
+def test_a_new_provider_and_index_type_are_one_module_and_one_call_each(tmp_path: Path) -> None:
+    """Registered from here, both run through ``run_evaluation`` on a tiny set: the config
+    takes their keys, the run embeds with the provider, searches with the index type beside
+    the built-in exact index, and reports both; the index type, telling no cost and not
+    timed, has neither."""
+    provider = register_provider(LetterModelConfig, LetterEmbedder, LETTERS)
+    index_type = register_retriever_type(LastIndexConfig, LastDocuments)
+    try:
+        config = parse_config(
+            f"golden_set: {{path: {json.dumps(str(make_set(tmp_path)))}}}\n"
+            "model: {provider: letters}\n"
+            "indexes:\n  hnsw: {enabled: false}\n  bm25: {enabled: false}\n"
+            "  hybrid: {enabled: false}\n  tail: {type: last, size: 3}\n"
+            "metrics: [ndcg@10]\nhealth: {enabled: false}\ncache: {enabled: false}\n"
+        )
+        report = run_evaluation(config).report
+    finally:
+        unregister_retriever_type(index_type)
+        unregister_provider(provider)
+    assert report.fingerprint.model == {"provider": "letters", "name": "letter-counts"}
+    assert report.embedding.dim == 26
+    assert list(report.indexes) == ["exact", "tail"]
+    assert report.indexes["tail"].params == {"type": "last", "size": 3}
+    assert report.indexes["tail"].top_ids[0] == ["d59", "d58", "d57"]
+    assert report.latency is None or "tail" not in report.latency.indexes

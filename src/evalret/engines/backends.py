@@ -467,8 +467,8 @@ class OnnxEmbedder:
             "versions": {p: _version(p) for p in (runtime, "tokenizers")},
         }
 
-    def prefixed(self, texts: Sequence[str], kind: Kind) -> list[str]:
-        return self.torch.prefixed(texts, kind)
+    def fed(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        return self.torch.fed(texts, kind)
 
     def _export(self, target: Path) -> None:
         export_onnx(self.layout.transformer_dir, target)
@@ -512,7 +512,7 @@ class OnnxEmbedder:
         return TextClipper(self.tokenizer, self.layout.max_seq_length)
 
     def _clipped(self, texts: Sequence[str], kind: Kind) -> list[str]:
-        """The texts as fed (``prefixed``), each cut to a prefix that tokenizes alike."""
+        """The texts as fed to the model (``fed``), each cut to a prefix that tokenizes alike."""
         return self.clipper.fed(texts, self.torch.prefix(kind))
 
     def embed(

@@ -3,7 +3,8 @@
 Vectors are keyed by (embedding identity, text): the identity is everything that changes a vector
 (model, weights hash, prefixes, max length, normalization, truncation, device, library versions)
 and selects a namespace directory; inside it, each text is keyed by the first 16 bytes of the
-sha256 of the text as fed to the model.
+sha256 of the text as fed to the model (of kind and text when the kind may move the vector:
+engines/protocols.key_texts).
 
 A namespace holds shards. A shard is written once and never modified: ``<id>.vecs.npy`` (float32
 [n, dim]), ``<id>.keys.npy`` (uint8 [n, 16]) and, last, ``<id>.json`` with the counts and the sha256
@@ -31,7 +32,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,16 @@ from evalret.data.atomic import (
     sha256_file,
 )
 from evalret.data.stores import default_cache_dir as default_cache_dir  # where it was before
-from evalret.engines.st_embedder import Embedder, Kind, Progress, vector_matrix
+from evalret.engines.protocols import (
+    Embedder,
+    Kind,
+    Progress,
+    StreamingEmbedder,
+    cache_identity,
+    key_texts,
+    model_warnings,
+)
+from evalret.engines.st_embedder import vector_matrix
 from evalret.errors import InputError
 
 KEY_BYTES = 16
@@ -285,15 +295,12 @@ class CachedEmbedder:
         return self._namespace
 
     def cache_identity(self) -> dict[str, Any]:
-        extra: Callable[[], dict[str, Any]] | None = getattr(self.inner, "cache_identity", None)
-        return extra() if extra is not None else self.inner.identity()
+        """What names the namespace (engines/protocols.LocalModel)."""
+        return cache_identity(self.inner)
 
     def _keys(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
-        """The cache keys of ``texts``: of the text as fed to the model when the embedder says
-        (``prefixed``), else of the kind and the text."""
-        prefixed = getattr(self.inner, "prefixed", None)
-        fed = prefixed(texts, kind) if prefixed is not None else [f"{kind}\0{t}" for t in texts]
-        return text_keys(fed)
+        """The cache keys of ``texts`` (engines/protocols.key_texts)."""
+        return text_keys(key_texts(self.inner, texts, kind))
 
     def keys(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
         """uint8 [n, 16]: the cache keys of ``texts`` (what `evalret embed --shard` deals out);
@@ -358,11 +365,10 @@ class CachedEmbedder:
         """(positions in ``texts``, vectors) to store: batch by batch as each is answered when
         the embedder streams (``embed_batches``: an API, whose every answered batch is kept
         even if the run stops), else all at once."""
-        batches = getattr(self.inner, "embed_batches", None)
-        if batches is None or not texts:
+        if not isinstance(self.inner, StreamingEmbedder) or not texts:
             yield np.arange(len(texts)), self.inner.embed(texts, kind, progress)
             return
-        for rows, vectors in batches(texts, kind):
+        for rows, vectors in self.inner.embed_batches(texts, kind):
             yield rows, vectors
             if progress is not None:
                 progress(len(rows))
@@ -391,7 +397,7 @@ class CachedEmbedder:
                 for kind, s in self.stats.items()
             },
             # the inner embedder's own use of the cache directory (an exported model) counts too
-            "warnings": [*self.warnings, *getattr(self.inner, "warnings", [])],
+            "warnings": [*self.warnings, *model_warnings(self.inner)],
         }
 
 

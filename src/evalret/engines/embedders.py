@@ -6,8 +6,10 @@ them.
 ``(model settings, model cache dir) -> Embedder`` and the embedder's declared ``Capabilities``.
 Every question the pipeline asks of a provider (is it an API, are its tokens counted, may it run
 under Ray, is there a reference to check it against) is asked of the declaration, never of the
-name. A new provider is one module holding its Embedder, one line here and one member of
-``data.config.ModelConfig``; from outside evalret, ``register_provider`` does the last two.
+name; a declared capability says which protocols of engines/protocols.py the embedder must
+satisfy, checked when it is registered and made. A new provider is one module holding its
+Embedder, one line here and one member of ``data.config.ModelConfig``; from outside evalret,
+``register_provider`` does the last two.
 ``open_embedder`` is how every command gets its embedder: the configured backend, wrapped by the
 content-addressed cache when the cache is on. Nothing heavy is imported here: each backend loads
 its libraries when it first embeds.
@@ -34,7 +36,8 @@ from evalret.engines.backends import OnnxEmbedder, agreement
 from evalret.engines.cache import CachedEmbedder, default_cache_dir
 from evalret.engines.custom import CustomEmbedder
 from evalret.engines.openai_api import OpenAIEmbedder
-from evalret.engines.st_embedder import Embedder, SentenceTransformerEmbedder
+from evalret.engines.protocols import ApiEmbedder, Embedder, missing_members
+from evalret.engines.st_embedder import SentenceTransformerEmbedder
 from evalret.errors import ConfigError
 
 # (the settings of the union member the entry is registered for, model cache dir) -> Embedder
@@ -47,9 +50,9 @@ CHECK_SEED = 0
 class Capabilities:
     """What an embedder can do, declared beside its registry entry."""
 
-    # texts go to a remote service: the dry run plans its requests (the embedder's
-    # ``requests(texts)``) and shows its ``endpoint``, the report records what it sent and was
-    # billed for (``report()``, the report's ``embedding.api``)
+    # texts go to a remote service: the embedder is an ``engines.protocols.ApiEmbedder`` (checked
+    # by ``register_provider`` and ``make_embedder``): the dry run plans its ``requests(fed)``
+    # and shows its ``endpoint``, the report records its ``report()`` (``embedding.api``)
     api: bool
     # tiktoken counts its tokens exactly (the dry run's tokens and cost); else they are estimated
     counts_tokens: bool
@@ -92,14 +95,38 @@ def register_provider(
 ) -> str:
     """Add a provider from outside evalret: ``settings`` (a ``ModelConfigBase`` subclass whose
     ``provider`` is a ``Literal`` of its name) joins the config's ``model`` union, and
-    ``factory`` with its ``capabilities`` the registry. Returns the provider's name."""
+    ``factory`` with its ``capabilities`` the registry. Returns the provider's name. A factory
+    that is a class must be what its capabilities claim (``claimed``): TypeError naming the
+    class and what it lacks; any other factory's embedder is checked when it is made."""
     name = tag_of(settings, "provider")
     if name in MODEL_CONFIGS or name in EMBEDDERS:
         raise ValueError(f"provider {name!r} is registered already")
+    if isinstance(factory, type):
+        _check_claims(name, factory, capabilities)
     MODEL_CONFIGS[name] = settings
     EMBEDDERS[name] = EmbedderEntry(factory, capabilities)
     refresh_unions()
     return name
+
+
+def claimed(capabilities: Capabilities) -> list[type]:
+    """The protocols (engines/protocols.py) an embedder declaring ``capabilities`` must
+    satisfy: ``Embedder``, and ``ApiEmbedder`` for an API."""
+    return [Embedder, *([ApiEmbedder] if capabilities.api else [])]
+
+
+def _check_claims(name: str, target: object, capabilities: Capabilities) -> None:
+    """TypeError when ``target`` (an embedder class or instance) lacks a member of a protocol
+    its ``capabilities`` claim, naming provider ``name``, its class and the members."""
+    klass = target if isinstance(target, type) else type(target)
+    for protocol in claimed(capabilities):
+        missing = missing_members(target, protocol)
+        if missing:
+            api = " (it declares api=True)" if protocol is ApiEmbedder else ""
+            raise TypeError(
+                f"provider {name!r}: {klass.__name__} is no {protocol.__name__}{api}: it "
+                f"lacks {', '.join(missing)}"
+            )
 
 
 def unregister_provider(name: str) -> None:
@@ -129,17 +156,18 @@ def make_embedder(config: ModelConfig, model_cache: Path | None = None) -> Embed
     """The embedder ``config`` selects (its backend, or its provider); ``model_cache`` keeps what
     a backend prepares once (an exported model; None: a temporary directory for this run).
     ConfigError listing the known backends for any other name."""
-    return _entry(config).factory(config, model_cache)
+    entry = _entry(config)
+    embedder = entry.factory(config, model_cache)
+    _check_claims(config.embedder_key, embedder, entry.capabilities)
+    return embedder
 
 
 def api_use(config: ModelConfig, backend: Embedder) -> dict[str, Any] | None:
     """What an API embedder sent and was billed for (its ``report()``, the report's
     ``embedding.api``); None for a local model."""
-    report = getattr(backend, "report", None)
-    if not capabilities(config).api or report is None:
+    if not capabilities(config).api or not isinstance(backend, ApiEmbedder):
         return None
-    used: dict[str, Any] = report()
-    return used
+    return backend.report()
 
 
 def cache_root(cache: CacheConfig) -> Path | None:

@@ -64,7 +64,8 @@ from evalret.engines.http_policy import (
     Redactor,
     async_client,
 )
-from evalret.engines.st_embedder import Kind, Progress, finish_vectors
+from evalret.engines.protocols import Batch, Kind, Progress
+from evalret.engines.st_embedder import finish_vectors
 from evalret.engines.tokens import TOKENS_PER_TEXT, estimate_tokens, max_tokens
 from evalret.errors import ConfigError, ModelError
 
@@ -85,7 +86,6 @@ HINTS = {
     422: "the request was refused: the batch may be too large (lower model.max_batch, now "
     "{max_batch}), an input too long for the model, or a setting not supported",
 }
-Batch = tuple[np.ndarray, np.ndarray]  # (positions in the input, float32 vectors)
 
 
 def endpoint_of(base_url: str) -> str:
@@ -280,7 +280,12 @@ def openai_client(
 
 
 class OpenAIEmbedder:
-    """Embeds through an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring)."""
+    """Embeds through an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring):
+    an ``ApiEmbedder`` and a ``StreamingEmbedder`` that says the text it sends (``fed``), not a
+    ``LocalModel``: the kind also picks its ``request_fields``, so the cache keys a text by kind
+    and text (engines/protocols.py)."""
+
+    endpoint: str  # engines/protocols.ApiEmbedder
 
     def __init__(self, config: OpenAIModelConfig, _model_cache: Path | None = None) -> None:
         self.config = config
@@ -315,7 +320,7 @@ class OpenAIEmbedder:
         )
 
     def requests(self, fed: Sequence[str]) -> int:
-        """How many requests the texts ``fed`` (as sent) take (the dry run's plan)."""
+        """How many requests the texts ``fed`` (as sent: ``fed()``) take (the dry run's plan)."""
         return len(plan_batches(fed, self.config.max_batch, self.config.max_batch_tokens))
 
     def identity(self) -> dict[str, Any]:
@@ -336,7 +341,7 @@ class OpenAIEmbedder:
         }
 
     def fed(self, texts: Sequence[str], kind: Kind) -> list[str]:
-        """The texts as they are sent: after their kind's prefix."""
+        """The texts as they are fed to the model (sent): after their kind's prefix."""
         prefix = self.config.query_prefix if kind == "query" else self.config.document_prefix
         return [prefix + t for t in texts]
 

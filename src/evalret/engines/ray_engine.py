@@ -34,7 +34,7 @@ from evalret.engines.embedders import (
     open_embedder,
     with_cache,
 )
-from evalret.engines.st_embedder import Embedder, Kind, Progress
+from evalret.engines.protocols import Embedder, Kind, LocalModel, Progress, model_warnings
 from evalret.errors import ConfigError, EvalretError, ModelError, PluginError
 
 LOCAL_RUNTIME = "local runtime"
@@ -96,7 +96,7 @@ def plugin_failure(error: BaseException) -> PluginError | None:
 
 class RayEmbedder:
     """Embeds through Ray Data; everything that decides a vector (identity, the cache's
-    identity, the text as fed to the model) is the local embedder's."""
+    identity, the text as fed to the model: ``RayLocalModel``) is the local embedder's."""
 
     def __init__(
         self, local: Embedder, model: ModelConfig, settings: EmbeddingConfig, cache: Path | None
@@ -119,18 +119,10 @@ class RayEmbedder:
     def identity(self) -> dict[str, Any]:
         return self.local.identity()
 
-    def cache_identity(self) -> dict[str, Any]:
-        extra = getattr(self.local, "cache_identity", None)
-        return extra() if extra is not None else self.local.identity()
-
-    def prefixed(self, texts: Sequence[str], kind: Kind) -> list[str]:
-        """The local embedder's cache keys' texts (the cache's own fallback when it has none)."""
-        prefixed = getattr(self.local, "prefixed", None)
-        return prefixed(texts, kind) if prefixed is not None else [f"{kind}\0{t}" for t in texts]
-
     @property
     def warnings(self) -> list[str]:
-        return list(getattr(self.local, "warnings", []))
+        """The local embedder's (engines/protocols.KeepsFiles)."""
+        return model_warnings(self.local)
 
     def _connect(self) -> None:
         """Join the cluster at ``address``, or start a local runtime (once per run)."""
@@ -217,6 +209,29 @@ class RayEmbedder:
         }
 
 
+class RayLocalModel(RayEmbedder):
+    """The Ray engine over a ``LocalModel`` (engines/protocols.py): a ``LocalModel`` too, whose
+    text as fed and cache identity are the local model's, so the cache keys its vectors as the
+    local engine does. Over any other embedder (a custom encoder) the Ray engine
+    is a plain ``RayEmbedder``, keyed as that embedder is."""
+
+    local: LocalModel
+
+    def cache_identity(self) -> dict[str, Any]:
+        return self.local.cache_identity()
+
+    def fed(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        return self.local.fed(texts, kind)
+
+
+def ray_embedder(
+    local: Embedder, model: ModelConfig, settings: EmbeddingConfig, cache: Path | None
+) -> RayEmbedder:
+    """The Ray engine over ``local``: a ``RayLocalModel`` when ``local`` is a ``LocalModel``."""
+    engine = RayLocalModel if isinstance(local, LocalModel) else RayEmbedder
+    return engine(local, model, settings, cache)
+
+
 def engine_report(backend: Embedder) -> dict[str, Any] | None:
     """The report's ``embedding.engine`` for a Ray run; None for the local engine."""
     return backend.report() if isinstance(backend, RayEmbedder) else None
@@ -241,8 +256,8 @@ def embedding_engine(
         yield open_embedder(model, cache, backend)
         return
     root = cache_root(cache)
-    ray_embedder = RayEmbedder(make_embedder(model, root), model, settings, root)
+    engine = ray_embedder(make_embedder(model, root), model, settings, root)
     try:
-        yield with_cache(ray_embedder, root)
+        yield with_cache(engine, root)
     finally:
-        ray_embedder.close()
+        engine.close()

@@ -1,4 +1,4 @@
-"""Embedding: the Embedder protocol and the sentence-transformers implementation.
+"""Embedding with sentence-transformers (the ``Embedder`` protocols are in engines/protocols.py).
 
 torch and sentence-transformers are imported only when a model is actually loaded, so that the
 CLI starts fast. The Hugging Face libraries are forced offline: evalret never downloads a model.
@@ -10,33 +10,22 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import numpy as np
 
 from evalret.data.config import PACKAGED_MODEL, SentenceTransformersModelConfig
 from evalret.engines.clip import TextClipper, backend_tokenizer
+from evalret.engines.protocols import Embedder as Embedder  # re-exported from its old home
+from evalret.engines.protocols import Kind as Kind
+from evalret.engines.protocols import Progress as Progress
 from evalret.errors import ConfigError, EvalretError, ModelError
 
-Kind = Literal["query", "document"]
-Progress = Callable[[int], None]
 PACKAGED_ALIASES = {PACKAGED_MODEL, f"sentence-transformers/{PACKAGED_MODEL}"}
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".onnx")
-
-
-class Embedder(Protocol):
-    """Turns texts into float32 vectors [n, dim]; rows align with the input texts."""
-
-    def identity(self) -> dict[str, Any]:
-        """Everything that decides the vectors: model, weights, settings."""
-        ...
-
-    def embed(
-        self, texts: Sequence[str], kind: Kind, progress: Progress | None = None
-    ) -> np.ndarray: ...
 
 
 def resolve_model(name: str) -> tuple[str, str]:
@@ -319,7 +308,7 @@ class SentenceTransformerEmbedder:
             return self.prompts[kind][1]
         return self.config.query_prefix if kind == "query" else self.config.document_prefix
 
-    def prefixed(self, texts: Sequence[str], kind: Kind) -> list[str]:
+    def fed(self, texts: Sequence[str], kind: Kind) -> list[str]:
         """The texts exactly as they are fed to the model (a named prompt is a prefix)."""
         prefix = self.prefix(kind)
         return [prefix + t for t in texts]
@@ -341,7 +330,7 @@ class SentenceTransformerEmbedder:
         clipper, prefix = self.clipper, self.prefix(kind)
         if kind in self.prompts:
             return list(texts) if clipper is None else [clipper.cut(t, prefix) for t in texts]
-        return self.prefixed(texts, kind) if clipper is None else clipper.fed(texts, prefix)
+        return self.fed(texts, kind) if clipper is None else clipper.fed(texts, prefix)
 
     def embed(
         self, texts: Sequence[str], kind: Kind, progress: Progress | None = None

@@ -52,7 +52,15 @@ from evalret.data.schema import (
     RerankSection,
     RunReport,
 )
-from evalret.engines.retrievers import ProgressFactory, Retriever, SearchJob, make_retrievers
+from evalret.engines.retrievers import (
+    CorpusChecked,
+    Costed,
+    Probed,
+    ProgressFactory,
+    Retriever,
+    SearchJob,
+    make_retrievers,
+)
 from evalret.engines.search_cost import Latency, run_latency
 from evalret.pipeline.beyond import add_beyond
 from evalret.pipeline.gate import check_gate_slices, run_gate
@@ -320,7 +328,7 @@ def _retrieve(
         own_depth = job.depth if r.corpus_bound else wanted
         rankings[r.name] = r.retrieve(replace(job, earlier=dict(rankings), depth=own_depth))
         # timed at once: the probe holds the index, which goes before the next one is built
-        probe = _told(r, "probe")
+        probe = r.probe() if isinstance(r, Probed) else None
         if probe is not None:
             with timer(f"latency_{r.name}"):
                 timed = run_latency(probe, len(golden.query_ids), latency_repeats)
@@ -335,17 +343,14 @@ def _retrieve(
         depth=rank_depth,
         approximate=[r.name for r in enabled if r.approximate],
         eligibility=eligible,
-        costs={r.name: cost for r in enabled if (cost := _told(r, "index_cost")) is not None},
+        costs={
+            r.name: c
+            for r in enabled
+            if isinstance(r, Costed) and (c := r.index_cost()) is not None
+        },
         latency=latency,
         latency_repeats=latency_repeats,
     )
-
-
-def _told(r: Retriever, what: str) -> Any:
-    """What ``r`` tells by its method ``what`` (``index_cost``, ``probe``): None when it has
-    none (a retriever from outside may not tell)."""
-    tell = getattr(r, what, None)
-    return tell() if tell is not None else None
 
 
 def _score(
@@ -510,9 +515,8 @@ def run_evaluation(
     check_caches(config, judging)
     retrievers = make_retrievers(config)  # before embedding: a bad callable fails fast
     for r in retrievers:  # and an index the corpus cannot train (a faiss PQ16x20 over 338)
-        check = getattr(r, "check_corpus", None) if r.enabled else None
-        if check is not None:
-            check(len(loaded.golden.doc_ids))
+        if r.enabled and isinstance(r, CorpusChecked):
+            r.check_corpus(len(loaded.golden.doc_ids))
     embedded = _embed(config, loaded.selection, embedder, progress, timer, retrievers)
     intrinsic = _health(config, loaded.golden, embedded, timer)
     retrieved = _retrieve(

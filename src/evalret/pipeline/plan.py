@@ -45,7 +45,7 @@ from evalret.pipeline.sample import Sampled, draw_sample, with_sample
 
 if TYPE_CHECKING:  # the embedders are imported by the dry run that opens one (not by a run)
     from evalret.engines.cache import CachedEmbedder
-    from evalret.engines.st_embedder import Embedder, Kind
+    from evalret.engines.protocols import ApiEmbedder, Embedder, Kind
     from evalret.engines.tokens import TokenCounter
 
 KINDS: tuple[Kind, ...] = ("document", "query")
@@ -113,11 +113,12 @@ def held(cached: CachedEmbedder | None, texts: Sequence[str], kind: Kind) -> np.
 
 
 def _fed(backend: Embedder, model: ModelConfig, texts: Sequence[str], kind: Kind) -> list[str]:
-    """``texts`` as the backend would send them: after their prefix or named prompt."""
-    feed = getattr(backend, "prefixed", None) or getattr(backend, "fed", None)
-    if feed is not None:
-        fed: list[str] = feed(texts, kind)
-        return fed
+    """``texts`` as the backend would feed them to the model: after their prefix or named
+    prompt (its ``fed``, engines/protocols.FeedsText)."""
+    from evalret.engines.protocols import FeedsText
+
+    if isinstance(backend, FeedsText):
+        return backend.fed(texts, kind)
     prefix = model.query_prefix if kind == "query" else model.document_prefix
     return [prefix + t for t in texts]
 
@@ -130,14 +131,12 @@ def _plan_kind(
     cached: np.ndarray,
     counter: TokenCounter,
 ) -> PlannedKind:
-    from evalret.engines.embedders import capabilities
-
     todo = [t for t, hit in zip(texts, cached, strict=True) if not hit]
     fed = _fed(backend, model, todo, kind)
     price = model.price
     tokens = counter.total(fed)
-    plan_requests = getattr(backend, "requests", None) if capabilities(model).api else None
-    requests = plan_requests(fed) if plan_requests is not None else None
+    api = _api(backend, model)
+    requests = api.requests(fed) if api is not None else None
     return PlannedKind(
         texts=len(texts),
         cached=int(cached.sum()),
@@ -146,6 +145,15 @@ def _plan_kind(
         requests=requests,
         cost=round(tokens * price / 1e6, 6) if price is not None else None,
     )
+
+
+def _api(backend: Embedder, model: ModelConfig) -> ApiEmbedder | None:
+    """``backend`` when ``model`` declares an API (engines/embedders.Capabilities: it is then an
+    ``ApiEmbedder``, checked when it was made), else None."""
+    from evalret.engines.embedders import capabilities
+    from evalret.engines.protocols import ApiEmbedder
+
+    return backend if capabilities(model).api and isinstance(backend, ApiEmbedder) else None
 
 
 def _counter(model: ModelConfig) -> TokenCounter:
@@ -178,7 +186,7 @@ def dry_run(
     """What `evalret run` on ``config`` (with `--sample` ``sample`` and the `--set` settings
     ``overrides``) would embed: per kind, the texts, how many the cache holds, the rest and their
     tokens and cost. Reads the golden set and the cache only."""
-    from evalret.engines.embedders import capabilities, open_embedder
+    from evalret.engines.embedders import open_embedder
 
     cfg = with_sample(run_config(config, no_cache, overrides), sample)
     kinds = texts_to_embed(cfg)
@@ -192,7 +200,7 @@ def dry_run(
     return EmbeddingPlan(
         model=str(backend.identity().get("source")),
         provider=cfg.model.provider,
-        endpoint=getattr(backend, "endpoint", None) if capabilities(cfg.model).api else None,
+        endpoint=api.endpoint if (api := _api(backend, cfg.model)) is not None else None,
         cache=str(opened.root) if opened.root is not None else None,
         tokenizer=counter.method,
         tokenizer_note=counter.note,

@@ -31,7 +31,7 @@ from evalret.core.slices import Slice
 from evalret.data.config import Config
 from evalret.data.goldenset import GoldenSet
 from evalret.data.schema import RerankSection, RerankSlice
-from evalret.engines.retrievers import Retriever
+from evalret.engines.retrievers import Retriever, Staged
 from evalret.engines.retrievers.rerank import candidates
 
 
@@ -48,13 +48,12 @@ class Stage:
 def rerank_stages(
     enabled: Sequence[Retriever], rankings: dict[str, SearchResult], n_docs: int
 ) -> list[Stage]:
-    """The stage of every enabled rerank index (one with a ``stage``: (first stage, k)), its
+    """The stage of every enabled rerank index (a ``Staged`` retriever: (first stage, k)), its
     candidates taken from the first stage's ranking before it is cut to the run's depth."""
     out = []
     for r in enabled:
-        stage = getattr(r, "stage", None)
-        if stage is not None:
-            first, k = stage
+        if isinstance(r, Staged):
+            first, k = r.stage
             out.append(Stage(r.name, first, k, candidates(rankings[first], k, n_docs)))
     return out
 

@@ -9,7 +9,8 @@ registry and needs no change.
 factory ``(name, settings, config) -> Retriever``; one retriever is built per typed entry, after
 the built-in ones, in the config's order. A new type is one module in this package, one line
 here and one member of ``data.config.TypedIndexConfig``; from outside evalret,
-``register_retriever_type`` does the last two. A typed index that reads another's ranking (a
+``register_retriever_type`` does the last two. What a retriever must be, and the smaller
+protocols that say what else it tells, are in base.py. A typed index that reads another's ranking (a
 rerank stage's ``of``) is built, and so runs, after it.
 """
 
@@ -26,7 +27,17 @@ from evalret.data.config import (
     refresh_unions,
 )
 from evalret.data.unions import tag_of
-from evalret.engines.retrievers.base import ProgressFactory, Retriever, SearchJob
+from evalret.engines.protocols import missing_members
+from evalret.engines.retrievers.base import (
+    CorpusChecked,
+    Costed,
+    Probed,
+    ProgressFactory,
+    Retriever,
+    SearchJob,
+    Staged,
+    StagedSettings,
+)
 from evalret.engines.retrievers.bm25 import Bm25Retriever
 from evalret.engines.retrievers.exact import ExactRetriever
 from evalret.engines.retrievers.faiss import FaissRetriever
@@ -42,9 +53,13 @@ from evalret.errors import ConfigError
 __all__ = [
     "RETRIEVERS",
     "RETRIEVER_TYPES",
+    "CorpusChecked",
+    "Costed",
+    "Probed",
     "ProgressFactory",
     "Retriever",
     "SearchJob",
+    "Staged",
     "make_retriever",
     "make_retrievers",
     "register_retriever_type",
@@ -76,10 +91,14 @@ RETRIEVER_TYPES: dict[str, TypedRetrieverFactory] = {
 def register_retriever_type(settings: type[TypedIndexBase], factory: TypedRetrieverFactory) -> str:
     """Add a typed index from outside evalret: ``settings`` (a ``TypedIndexBase`` subclass whose
     ``type`` is a ``Literal`` of its name) joins the config's typed-index union and ``factory``
-    the registry. Returns the type's name."""
+    the registry. Returns the type's name. A factory that is a class must have the methods of a
+    ``Retriever`` (TypeError naming the class and what it lacks); every retriever is checked
+    whole when it is made."""
     name = tag_of(settings, "type")
     if name in INDEX_CONFIGS or name in RETRIEVER_TYPES:
         raise ValueError(f"index type {name!r} is registered already")
+    if isinstance(factory, type):
+        _check_retriever(f"index type {name!r}", factory)
     INDEX_CONFIGS[name] = settings
     RETRIEVER_TYPES[name] = factory
     refresh_unions()
@@ -121,7 +140,8 @@ def _stage_order(typed: dict[str, Any]) -> list[str]:
     def place(name: str) -> None:
         if name in out:
             return
-        first = getattr(typed[name], "of", None)
+        settings = typed[name]
+        first = settings.of if isinstance(settings, StagedSettings) else None
         if isinstance(first, str) and first in typed:
             place(first)
         out.append(name)
@@ -140,4 +160,15 @@ def _typed(name: str, settings: Any, config: Config) -> Retriever:
             f"indexes.{name}.type: no retriever is registered for type {settings.type!r} "
             f"(registered: {', '.join(RETRIEVER_TYPES)})"
         )
-    return factory(name, settings, config)
+    retriever = factory(name, settings, config)
+    _check_retriever(f"index type {settings.type!r}", retriever)
+    return retriever
+
+
+def _check_retriever(what: str, target: object) -> None:
+    """TypeError when ``target`` (a retriever class or instance) is no ``Retriever``, naming
+    ``what`` registered it, its class and the members it lacks."""
+    missing = missing_members(target, Retriever)
+    if missing:
+        klass = target if isinstance(target, type) else type(target)
+        raise TypeError(f"{what}: {klass.__name__} is no Retriever: it lacks {', '.join(missing)}")

@@ -1,4 +1,4 @@
-"""What a retriever is: the Retriever protocol, and the SearchJob every retriever is handed.
+"""What a retriever is: the Retriever protocols, and the SearchJob every retriever is handed.
 
 A retriever turns a golden set's queries into a ``SearchResult`` (core.ranking) under the tie rule,
 from the documents' texts or vectors, or from the rankings of the retrievers before it (a fusion).
@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -48,8 +48,12 @@ class SearchJob:
     doc_metadata: Sequence[Mapping[str, Any] | None] = ()  # aligned with doc_ids, when filtered
 
 
+@runtime_checkable
 class Retriever(Protocol):
-    """One index of a run, as the registry builds it from the config."""
+    """One index of a run, as the registry builds it from the config. What else it tells is
+    declared by the smaller protocols below, asked with ``isinstance``: ``CorpusChecked``
+    (before embedding), ``Costed`` and ``Probed`` (after ``retrieve``), ``Staged`` (a rerank
+    stage). ``BaseRetriever`` is the first three, with defaults."""
 
     name: str  # its key in the report's indexes and the run file name
     enabled: bool  # whether this run searches with it
@@ -69,11 +73,35 @@ class Retriever(Protocol):
         """What it says under the report's ``embedding.cache`` (whether it ran or not)."""
         ...
 
+    def retrieve(self, job: SearchJob) -> SearchResult:
+        """The top ``job.depth`` documents of every query under the tie rule."""
+        ...
+
+
+@runtime_checkable
+class CorpusChecked(Retriever, Protocol):
+    """A retriever that can tell, before anything is embedded, that the corpus does not suit
+    it (a faiss index the corpus cannot train)."""
+
+    def check_corpus(self, n_docs: int) -> None:
+        """ConfigError when ``n_docs`` documents cannot make its index."""
+        ...
+
+
+@runtime_checkable
+class Costed(Retriever, Protocol):
+    """A retriever that tells what its index costs."""
+
     def index_cost(self) -> dict[str, float] | None:
         """After ``retrieve``: the searched index's ``index_bytes`` (serialized),
         ``bytes_per_vector`` and ``distances_per_query`` (vectors compared), for the report's
         ANN section and the gate's budgets; None when it has none to tell."""
         ...
+
+
+@runtime_checkable
+class Probed(Retriever, Protocol):
+    """A retriever whose search can be timed (the report's latency)."""
 
     def probe(self) -> Probe | None:
         """After ``retrieve``: its search of the query rows given, as ``retrieve`` searched them
@@ -81,13 +109,27 @@ class Retriever(Protocol):
         once: the retriever keeps no reference to it (nor to the index it searches)."""
         ...
 
-    def retrieve(self, job: SearchJob) -> SearchResult:
-        """The top ``job.depth`` documents of every query under the tie rule."""
-        ...
+
+@runtime_checkable
+class Staged(Retriever, Protocol):
+    """A rerank stage: the report's ``rerank`` section (pipeline/rerank_report.py) sets it
+    beside its first stage."""
+
+    stage: tuple[str, int]  # (its first stage's index name, how many of its documents it reads)
+
+
+@runtime_checkable
+class StagedSettings(Protocol):
+    """A typed index's settings that name a first stage (a rerank index's ``of``): its
+    retriever is built, and so runs, after that index's."""
+
+    of: str
 
 
 class BaseRetriever:
-    """Defaults for a retriever that reads no earlier ranking and keeps nothing in the cache."""
+    """Defaults for a retriever that reads no earlier ranking and keeps nothing in the cache: a
+    ``Costed`` and ``Probed`` one that tells nothing until its ``retrieve`` sets ``cost`` and
+    ``searcher``."""
 
     name = ""
     enabled = True
