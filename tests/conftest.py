@@ -49,13 +49,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("LINES", None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-# a fresh embedding cache for the test session: no test reads vectors a developer left behind.
-# One for the whole session: pytest-xdist's workers are started after this ran in the controller
-# and inherit its environment, so a collection is embedded once, not once per worker (the cache
-# is content-addressed and written shard by shard, atomically: several processes may fill it at
-# once, tests/test_cache.py::test_two_concurrent_runs_share_one_cache)
-if not os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ["EVALRET_CACHE_DIR"] = tempfile.mkdtemp(prefix="evalret-test-cache-")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A fresh embedding cache for the test session: no test reads vectors a developer left
+    behind. One for the whole session: pytest-xdist's workers (``config.workerinput``) are
+    started after this ran in the controller and keep the one they inherit, so a collection is
+    embedded once, not once per worker (the cache is content-addressed and written shard by
+    shard, atomically: tests/test_cache.py::test_two_concurrent_runs_share_one_cache)."""
+    if not hasattr(config, "workerinput"):
+        os.environ["EVALRET_CACHE_DIR"] = tempfile.mkdtemp(prefix="evalret-test-cache-")
 
 
 @pytest.fixture(scope="session")
