@@ -6,6 +6,7 @@ marked test, or one using a fixture declared with helpers.marks_its_users, may l
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -102,3 +103,68 @@ def test_a_file_that_imports_a_lane_library_at_collection_is_refused(tmp_path: P
     code, out = pytest_in(tmp_path, name)
     assert code != 0 and "1 passed" not in out, out
     assert "collecting the tests imported playwright" in out, out
+
+
+WORKERS = """
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def scifact_path(tmp_path):  # the name groups its users (tests/conftest.py), not the data
+    return tmp_path
+
+
+def record(name):
+    seen = {"worker": os.environ["PYTEST_XDIST_WORKER"], "cache": os.environ["EVALRET_CACHE_DIR"]}
+    Path(os.environ["RECORD_DIR"], name).write_text(json.dumps(seen))
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_reads_scifact(scifact_path, n):
+    record(f"scifact-{n}")
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_other(n):
+    record(f"other-{n}")
+"""
+
+
+def test_xdist_workers_share_one_cache_and_the_scifact_tests_run_on_one_worker(
+    tmp_path: Path,
+) -> None:
+    """Under scripts/test.sh's ``-n 2 --dist loadgroup`` both workers see the controller's fresh
+    embedding cache (not the one this session's conftest made), and every test using the
+    ``scifact_path`` fixture runs on the same worker."""
+    name = write(tmp_path, "test_workers.py", WORKERS)
+    record = tmp_path / "record"
+    record.mkdir()
+    os.environ["RECORD_DIR"] = str(record)
+    try:
+        code, out = pytest_in(tmp_path, name, "-n", "2", "--dist", "loadgroup")
+    finally:
+        del os.environ["RECORD_DIR"]
+    assert code == 0 and "12 passed" in out, out
+    seen = {p.name: json.loads(p.read_text()) for p in record.iterdir()}
+    assert len({s["worker"] for s in seen.values()}) == 2, seen  # the work was shared
+    assert len({s["cache"] for s in seen.values()}) == 1, seen
+    assert next(iter(seen.values()))["cache"] != os.environ["EVALRET_CACHE_DIR"]
+    assert len({s["worker"] for n, s in seen.items() if n.startswith("scifact")}) == 1, seen
+
+
+def test_ci_runs_the_test_command_of_the_readme() -> None:
+    """README.md (and the site's home page) give one command to set up and run the tests, and
+    .ci/run runs its parts, in order, each as a line of its own (lint goes between them)."""
+    commands = []
+    for page in ("README.md", "docs/index.md"):
+        text = (REPO / page).read_text(encoding="utf-8")
+        block = text.split("Set up and run the tests", 1)[1].split("```bash\n", 1)[1]
+        commands.append(block.split("\n```", 1)[0].strip())
+    assert commands[0] == commands[1], commands
+    lines = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    at = [lines.index(part) for part in commands[0].split(" && ")]
+    assert at == sorted(at), (commands[0], at)
