@@ -61,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         os.environ["EVALRET_CACHE_DIR"] = tempfile.mkdtemp(prefix="evalret-test-cache-")
 
+
 # Hypothesis's profiles (docs/how-to/development.md): "ci" (where $CI is set) a fixed budget and
 # fixed examples, "dev" (elsewhere) a fresh draw each run, "hunt" many more; EVALRET_HYPOTHESIS
 # names one. No deadline in any: a loaded machine is no failure. A test's own @settings (its own
