@@ -17,6 +17,28 @@ case "${1:-}" in
   *) echo "usage: $0 [--test|--dev]" >&2; exit 2 ;;
 esac
 
+# tests/test_infinity.py serves the packaged model with infinity-emb, a real third-party
+# OpenAI-compatible server, from a virtualenv of its own (its pins clash with evalret's:
+# numpy<2, typer<0.13); torch is the same CPU build, installed first and held by a constraint.
+# It is installed in the background, beside evalret's own environment, and waited for at the end
+# (its failure fails the setup)
+infinity_env() {
+  python3 -m venv .venv-infinity
+  echo "torch==2.13.0" > .venv-infinity/constraints.txt
+  ipip=(.venv-infinity/bin/python -m pip --quiet --disable-pip-version-check)
+  if [ -n "${EVALRET_TORCH_INDEX:-}" ]; then
+    "${ipip[@]}" install "torch==2.13.0" --index-url "$EVALRET_TORCH_INDEX"
+  else
+    "${ipip[@]}" install "torch==2.13.0"
+  fi
+  "${ipip[@]}" install -c .venv-infinity/constraints.txt "infinity-emb[server,torch]==0.0.78"
+}
+infinity_pid=""
+if [ -n "$extra" ] && ! [ -x .venv-infinity/bin/infinity_emb ]; then
+  infinity_env &
+  infinity_pid=$!
+fi
+
 python3 -m venv .venv
 pip=(.venv/bin/python -m pip --quiet --disable-pip-version-check)
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
@@ -40,18 +62,5 @@ if [ -n "$extra" ] && ! [ -x "${EVALRET_CHROMIUM:-/usr/bin/chromium}" ]; then
     echo "setup.sh: warning: Chromium missing; the browser test of report.html will fail" >&2
   fi
 fi
-# tests/test_infinity.py serves the packaged model with infinity-emb, a real third-party
-# OpenAI-compatible server, from a virtualenv of its own (its pins clash with evalret's:
-# numpy<2, typer<0.13); torch is the same CPU build, installed first and held by a constraint
-if [ -n "$extra" ] && ! [ -x .venv-infinity/bin/infinity_emb ]; then
-  python3 -m venv .venv-infinity
-  echo "torch==2.13.0" > .venv-infinity/constraints.txt
-  ipip=(.venv-infinity/bin/python -m pip --quiet --disable-pip-version-check)
-  if [ -n "${EVALRET_TORCH_INDEX:-}" ]; then
-    "${ipip[@]}" install "torch==2.13.0" --index-url "$EVALRET_TORCH_INDEX"
-  else
-    "${ipip[@]}" install "torch==2.13.0"
-  fi
-  "${ipip[@]}" install -c .venv-infinity/constraints.txt "infinity-emb[server,torch]==0.0.78"
-fi
+if [ -n "$infinity_pid" ]; then wait "$infinity_pid"; fi
 .venv/bin/evalret --version
