@@ -16,7 +16,22 @@ cd "$(dirname "$0")/.."
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 xdist=(-n "${EVALRET_TEST_WORKERS:-2}" --dist loadgroup --durations=20)
 heavy="model or browser or postgres or ray"
+# The heavy lanes' SciFact tests embed SciFact with the packaged model (minutes): with the whole
+# suite to run, that embedding starts now, beside the fast lane, into the fresh embedding cache the
+# heavy lanes' session then uses (EVALRET_TEST_CACHE_DIR, tests/conftest.py). Should it fail, the
+# tests embed SciFact themselves.
+warm_pid=""
+if [ $# -eq 0 ] && [ -f ../shared/data/scifact/corpus.jsonl ]; then
+  heavy_cache=$(mktemp -d "${TMPDIR:-/tmp}/evalret-test-cache-heavy.XXXXXX")
+  EVALRET_CACHE_DIR=$heavy_cache .venv/bin/evalret embed -c configs/scifact.yaml --no-progress \
+    >"$heavy_cache.log" 2>&1 &
+  warm_pid=$!
+fi
 echo "== fast lane (not $heavy): $(date -u +%T)"
 .venv/bin/python -m pytest "${xdist[@]}" -m "not ($heavy)" "$@"
+if [ -n "$warm_pid" ]; then
+  wait "$warm_pid" || { echo "scripts/test.sh: SciFact not embedded ahead:"; cat "$heavy_cache.log"; }
+  export EVALRET_TEST_CACHE_DIR=$heavy_cache
+fi
 echo "== heavy lanes ($heavy): $(date -u +%T)"
 .venv/bin/python -m pytest "${xdist[@]}" -m "$heavy" "$@"

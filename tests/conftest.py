@@ -59,7 +59,10 @@ def pytest_configure(config: pytest.Config) -> None:
     embedded once, not once per worker (the cache is content-addressed and written shard by
     shard, atomically: tests/test_cache.py::test_two_concurrent_runs_share_one_cache)."""
     if not hasattr(config, "workerinput"):
-        os.environ["EVALRET_CACHE_DIR"] = tempfile.mkdtemp(prefix="evalret-test-cache-")
+        # scripts/test.sh hands the heavy lanes a fresh cache it filled with SciFact beside the
+        # fast lane; it is this session's alone (a pytest a test starts makes its own)
+        given = os.environ.pop("EVALRET_TEST_CACHE_DIR", None)
+        os.environ["EVALRET_CACHE_DIR"] = given or tempfile.mkdtemp(prefix="evalret-test-cache-")
 
 
 # Hypothesis's profiles (docs/how-to/development.md): "ci" (where $CI is set) a fixed budget and
