@@ -264,7 +264,11 @@ class SentenceTransformerEmbedder:
         force_offline()
         try:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
+            # the environment force_offline sets is read when transformers is first imported:
+            # in a process that imported it before, its "Loading weights" bar would print
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             model = SentenceTransformer(self.source, device=self.device)
         except Exception as e:
             raise ModelError(
