@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,12 @@ def _truth() -> dict[tuple[str, str], int]:
 
 
 def _cut_short(sent: list[tuple[int, int]]) -> None:
-    """One hostile body asked for, and the connection closed before it was all sent."""
+    """One hostile body asked for, and the connection closed before it was all sent. The server's
+    handler records what it sent when its write fails, which may be after the command ended: the
+    record is waited for (a minute at most)."""
+    deadline = time.monotonic() + 60
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(sent) == 1, sent
     done, size = sent[0]
     assert size == HOSTILE_BYTES and done < size, f"{done:,} of {size:,} bytes were sent"
