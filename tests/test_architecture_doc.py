@@ -18,6 +18,7 @@ LAYERS = ("core", "data", "engines", "report", "pipeline", "commands")
 TOP_LEVEL = (
     "cli_reference.py",
     "cli.py",
+    "cli_golden.py",
     "cli_options.py",
     "cli_runtime.py",
     "errors.py",

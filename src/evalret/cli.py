@@ -24,6 +24,7 @@ import typer
 
 from evalret import cli_options as o
 from evalret.choices import GOLDEN_FORMATS, MAX_SAMPLES, SHOWN_ENTRIES, Correction, TrainFormat
+from evalret.cli_golden import golden_app
 from evalret.cli_runtime import bars, console, err_console, exit_code, run_app
 from evalret.cli_runtime import command as _command
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
@@ -58,6 +59,7 @@ judgments_app = typer.Typer(
 app.add_typer(judgments_app, name="judgments")
 config_app = typer.Typer(help="The config file: its JSON Schema.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+app.add_typer(golden_app, name="golden")
 
 
 def _version(value: bool) -> None:

@@ -33,7 +33,8 @@ judged@k, bpref and the judged-only metrics: core.relevance.is_judged), and a de
 
 The package: ``model`` (the GoldenSet read), ``scan`` (what every reader collects, and the line
 schemas), ``read`` (the three formats, detection, ``load_golden_set``), ``write`` (a golden set
-written with merged grades: `evalret judgments merge`). Import from here: every name below is
+written with merged grades: `evalret judgments merge`), ``draft`` (the drafts of `evalret golden`:
+``evalret.data.goldenset.draft``, imported from there). Import from here: every name below is
 re-exported.
 """
 

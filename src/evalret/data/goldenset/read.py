@@ -57,8 +57,9 @@ def scan_native(directory: Path, relevance_level: int = DEFAULT_RELEVANCE_LEVEL)
         b.qrels.setdefault(q.id, {})
         for doc_id, grade in relevant.items():
             b.add_judgment(q.id, doc_id, grade, queries, n)
-        if q.tags:
-            b.tags[q.id] = tuple(dict.fromkeys(q.tags))
+        tags = [*q.tags, f"origin:{q.origin}"] if q.origin else q.tags
+        if tags:
+            b.tags[q.id] = tuple(dict.fromkeys(tags))
         if q.frequency is not None:
             b.frequency[q.id] = q.frequency
         if "filter" in q.model_fields_set:

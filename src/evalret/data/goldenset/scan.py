@@ -8,7 +8,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
@@ -56,6 +56,16 @@ class _LlmGrade(BaseModel):
     source: str
 
 
+class _Generated(BaseModel):
+    """How a synthetic query was made (native ``generated``, `evalret golden synth`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str = Field(min_length=1)  # the chat model that wrote it
+    prompt_hash: str = Field(min_length=1)  # sha256 of the prompt template, 12 hex digits
+    source_docs: list[str] = Field(min_length=1)  # the document(s) it was written from
+    style: str | None = None  # keyword | question | identifier | multi-document
+
+
 class _NativeQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
@@ -67,6 +77,8 @@ class _NativeQuery(BaseModel):
     filter: Any = None  # read by core.filters.parse_filter, with the line
     sources: dict[str, str] = {}  # doc id -> source of its grade in relevant
     llm_relevant: dict[str, _LlmGrade] = {}
+    origin: Literal["log", "synthetic", "human"] | None = None  # read as the tag origin:<value>
+    generated: _Generated | None = None
 
 
 class _SourceLine(BaseModel):
@@ -142,18 +154,30 @@ class _Reader:
 
     def jsonl(self, path: Path, model: type[BaseModel]) -> Iterator[tuple[int, Any]]:
         for n, raw in self.lines(path):
-            try:
-                obj = parse_json(raw)
-            except TextProblem as e:
-                self.problems.append(e.at(path, n))
-                continue
-            if not isinstance(obj, dict):
-                self.problem("each line must be a JSON object", path, n, code="invalid-json")
-                continue
-            try:
-                yield n, model.model_validate(obj)
-            except ValidationError as e:
-                self.problem(_first_pydantic_problem(e), path, n, code="schema")
+            record = self.record(raw, path, n, model)
+            if record is not None:
+                yield n, record
+
+    def record(
+        self, raw: str, path: Path, n: int, model: type[BaseModel] | None = None
+    ) -> Any | None:
+        """One JSON-object line read as ``model`` (as a dict without one); None, with the problem
+        recorded at its line, when it is not one."""
+        try:
+            obj = parse_json(raw)
+        except TextProblem as e:
+            self.problems.append(e.at(path, n))
+            return None
+        if not isinstance(obj, dict):
+            self.problem("each line must be a JSON object", path, n, code="invalid-json")
+            return None
+        if model is None:
+            return obj
+        try:
+            return model.model_validate(obj)
+        except ValidationError as e:
+            self.problem(_first_pydantic_problem(e), path, n, code="schema")
+            return None
 
     def fail_if_any(self, source: str) -> None:
         if self.problems:
