@@ -49,4 +49,5 @@ def kmeans(vectors: np.ndarray, k: int, seed: int, iterations: int = ITERATIONS)
         _, assignment = km.index.search(x, 1)
     finally:
         faiss.omp_set_num_threads(threads)
-    return Clusters(km.centroids.copy(), assignment[:, 0].astype(np.int64))
+    centroids = np.array(km.centroids, dtype=np.float32)
+    return Clusters(centroids, assignment[:, 0].astype(np.int64))
