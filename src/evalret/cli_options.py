@@ -489,3 +489,32 @@ JudgeCacheOnly = Annotated[
         "cached stays unjudged).",
     ),
 ]
+
+# --- golden synth (issue #37) ------------------------------------------------------------------
+
+_corpus = _once("corpus", "--corpus", meaning="CORPUS: a corpus.jsonl or a golden-set directory")
+_n = _once("n", "--n", meaning="how many queries the command draws or writes")
+_log = _once("log", "--log", meaning="a query log: text, JSONL or CSV (gzip accepted)")
+SynthConfigFile = Annotated[
+    Path | None,
+    _config("YAML config: its model, its judge: section (or synth.chat) and synth: settings."),
+]
+SynthCorpus = Annotated[
+    Path,
+    _corpus(
+        "A corpus.jsonl, or a draft or golden-set directory (its queries are kept first).",
+        show_default=False,
+    ),
+]
+SynthN = Annotated[int, _n("Queries to ask for (one per drawn document; filters may drop some).")]
+SynthLog = Annotated[
+    Path | None, _log("Few-shot examples from this log's queries (default the draft's log ones).")
+]
+SynthDryRun = Annotated[
+    bool,
+    _dry_run(
+        "Say what would be asked (generation and judge requests, cached, tokens, cost) and "
+        "stop: nothing is sent, nothing written (the corpus is embedded to draw the documents)."
+    ),
+]
+SynthSeed = Annotated[int, _seed("Seed of the clusters, the document draw, styles and examples.")]
