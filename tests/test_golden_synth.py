@@ -330,3 +330,33 @@ def test_allocation_gives_every_cluster_one_then_shares() -> None:
 def test_answers_are_read_strictly(answer: str | None, fmt: str, query: str | None) -> None:
     """The first non-empty line, or a JSON object's query string or queries list; else none."""
     assert read_answer(answer, fmt) == query
+
+
+@pytest.mark.model
+def test_few_shot_from_the_log_never_personal(
+    tmp_path: Path, warm: Path, draft: Path, server: ChatServer
+) -> None:
+    """--log's queries are the few-shot examples (a seeded handful, the same in every prompt),
+    except those holding personal data, which never reach a prompt; the log's sha256 is in the
+    manifest; without --log the draft's log queries serve."""
+    log = tmp_path / "log.txt"
+    personal = "reset password for jane.doe@example.com"
+    log.write_text(f"loom sync dry run\nspool quota exceeded\n{personal}\nLMW-4031\n")
+    cfg = _config(tmp_path, warm, server, "{examples: 10, check_answerable: false}")
+    code, said = _synth(cfg, draft, tmp_path / "out", 6, "--log", str(log))
+    assert code == 0, said
+    prompts = [b["messages"][-1]["content"] for b in server.state.bodies]
+    assert len(prompts) == 6
+    for prompt in prompts:
+        assert "- loom sync dry run\n" in prompt and "- LMW-4031\n" in prompt
+        assert "jane.doe" not in prompt
+    assert "1 log quer(ies) holding personal data left out" in said
+    step = json.loads((tmp_path / "out" / "manifest.json").read_text())["steps"][-1]
+    digest = hashlib.sha256(log.read_bytes()).hexdigest()
+    assert {"role": "log", "path": str(log), "sha256": digest} in step["inputs"]
+    assert step["counts"]["examples"] == 3 and step["counts"]["examples_dropped_pii"] == 1
+    code, said = _synth(cfg, draft, tmp_path / "out2", 6)
+    assert code == 0, said
+    kept = [q["text"] for q in _lines(draft / "queries.jsonl")]
+    prompt = server.state.bodies[-1]["messages"][-1]["content"]
+    assert all(f"- {text}\n" in prompt for text in kept)  # KEPT < synth.examples

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from inv_case import Case, Outcome
 from inv_http import serve
-from inv_table import ANSWER_CACHE, GOLDEN, ROWS, SCORE_CACHE, Item, Row
+from inv_table import ANSWER_CACHE, GOLDEN, ROWS, SCORE_CACHE, SYNTH_CACHE, Item, Row
 from inv_world import (
     ENCODER,
     JUDGE_BLOCK,
@@ -587,7 +587,8 @@ def _http(mode: str, url_form: str = "{url}") -> Callable[[Case], None]:
         if mode in BOMBS:
             model += f"\n  max_response_mb: {LIMIT}"
             case.must_name += [f"{url}/embeddings", f"model.max_response_mb ({LIMIT} MiB)"]
-        case.write_config(config_text(model=model))
+        judge = JUDGE_BLOCK if JUDGE_BLOCK in case.config_text() else ""  # golden synth's
+        case.write_config(config_text(model=model) + judge)
         case.servers = (state, elsewhere)
 
     return prepare
@@ -749,6 +750,8 @@ def store_situations(row: Row) -> Iterator[Situation]:
         uses.append((ANSWER_CACHE, row.judge_argv))
     if "reranker" in row.plugins and row.config is not None:
         uses.append((SCORE_CACHE, ()))
+    if row.name == "golden synth":
+        uses.append((SYNTH_CACHE, ()))
     for store, argv in uses:
         if store not in row.inputs:
             continue

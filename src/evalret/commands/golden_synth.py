@@ -21,9 +21,10 @@ from typing import Any
 from evalret.core.duplicates import NEAR_DUPLICATE_JACCARD
 from evalret.core.query_shapes import shape_tags
 from evalret.core.relevance import is_relevant
-from evalret.data.atomic import sha256_file
+from evalret.data.atomic import check_writable_dir, sha256_file
 from evalret.data.config import ChatEndpointConfig, Config, JudgeConfig, SynthConfig
 from evalret.data.goldenset.draft import (
+    MANIFEST,
     CorpusDoc,
     DraftQuery,
     corpus_file,
@@ -100,14 +101,19 @@ def _declare(req: SynthRequest, cfg: Config, synth: SynthConfig, judge: JudgeCon
         reads.append(Input("the prompt (synth.template)", synth.template))
     if judge is not None and judge.prompt != jp.UMBRELA:
         reads.append(Input("the prompt (judge.prompt)", Path(judge.prompt)))
-    writes = [Output("--out", req.out, "tree"), *cache_output(cfg)]
+    # the draft's files by name, so that the guard names an input among them (write_draft
+    # publishes the directory whole, and refuses one that is not new or empty)
+    draft = Output("--out", req.out, "dir", ("corpus.jsonl", "queries.jsonl", MANIFEST))
+    writes = [draft, *cache_output(cfg)]
     guard(Declared(COMMAND, unique(reads), writes))
 
 
 def _check_out(out: Path) -> None:
-    """Refuse an --out that write_draft would refuse, before anything is paid for."""
+    """Refuse an --out that write_draft would refuse, before anything is paid for (a dry run
+    says so too)."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"{out}: the output must be a new or empty directory")
+    check_writable_dir(out.parent, "draft")
 
 
 def _log_texts(req: SynthRequest, kept: list[DraftQuery]) -> tuple[list[str], str | None]:
