@@ -517,4 +517,6 @@ SynthDryRun = Annotated[
         "stop: nothing is sent, nothing written (the corpus is embedded to draw the documents)."
     ),
 ]
-SynthSeed = Annotated[int, _seed("Seed of the clusters, the document draw, styles and examples.")]
+SynthSeed = Annotated[
+    int, _seed("Seed of the clusters, the document draw, styles and examples.", min=0)
+]

@@ -106,7 +106,7 @@ from evalret.data.config.settings import (
     SampleConfig,
 )
 from evalret.data.config.slices import SliceDefinition, SlicesConfig, configured_slices
-from evalret.data.config.synth import STYLES, SynthConfig
+from evalret.data.config.synth import STYLES, Style, SynthConfig
 from evalret.data.config.typed_indexes import (
     INDEX_NAME,
     PgvectorIndexConfig,
@@ -196,6 +196,7 @@ __all__ = [
     "SlicesConfig",
     "SqlName",
     "StrictModel",
+    "Style",
     "SynthConfig",
     "Threshold",
     "ThresholdOverride",

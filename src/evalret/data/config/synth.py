@@ -31,8 +31,9 @@ class SynthConfig(StrictModel):
     )
     template: UsablePath | None = Field(
         None,
-        description="a prompt file replacing the built-in prompt, with {document} and {style} "
-        "(and optionally {examples}); its sha256 is recorded in the draft's manifest",
+        description="a prompt file replacing the built-in prompt, with {document} (and "
+        "optionally {style}, {examples} and {task}); its sha256 is recorded in the draft's "
+        "manifest",
     )
     answer_format: Literal["line", "json"] = Field(
         "line",
