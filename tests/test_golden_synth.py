@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -250,7 +251,7 @@ def test_a_killed_process_keeps_its_answers(
         sys.executable, "-m", "evalret", "golden", "synth", "-c", str(cfg), "--corpus",
         str(draft), "--n", "20", "--out", str(tmp_path / "out"), "--no-progress",
     ]  # fmt: skip
-    env = {**__import__("os").environ, "PYTHONPATH": str(SRC)}
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
