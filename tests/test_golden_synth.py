@@ -300,6 +300,24 @@ def test_a_template_and_json_answers(
     assert prompt.startswith("Write a ") and "Passage: " in prompt
 
 
+def test_a_dry_run_sends_no_text_to_an_embedding_api(tmp_path: Path) -> None:
+    """With an API model (nothing listens at its address) and an empty cache, the dry run draws
+    no documents, says its figures are estimated, and sends nothing: exit 0, nothing written."""
+    nowhere = "'http://127.0.0.1:9/v1'"
+    cfg = tmp_path / "api.yaml"
+    cfg.write_text(
+        f"cache: {{dir: {json.dumps(str(tmp_path / 'cache'))}}}\n"
+        f"model: {{provider: openai, name: m, base_url: {nowhere}, api_key_env: null}}\n"
+        f"judge: {{name: w, base_url: {nowhere}, api_key_env: null}}\n"
+    )
+    code, said = _synth(cfg, DEMO, tmp_path / "out", 5, "--dry-run")
+    assert code == 0, said
+    assert "estimated: the corpus is not in the embedding cache" in said
+    assert "generation: 5 request(s) to send, 0 answer(s) cached" in said
+    assert "judge checks: at most 5 request(s) to send" in said
+    assert not (tmp_path / "out").exists()
+
+
 # --- the pure rules (fast lane) ----------------------------------------------------------------
 
 

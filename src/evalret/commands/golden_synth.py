@@ -77,6 +77,7 @@ class SynthOutcome:
     judge: dict[str, Any] = field(default_factory=dict)
     examples_dropped_pii: int = 0
     kept: int = 0  # queries of CORPUS kept
+    estimated: bool = False  # a dry run that drew no documents (an API model, not cached)
 
 
 def _judge(cfg: Config, synth: SynthConfig, config: Path | None) -> JudgeConfig | None:
@@ -164,7 +165,7 @@ def synth_command(req: SynthRequest, *, progress: ProgressBars = no_bars) -> Syn
         cache.check()
         answers.check()
         with progress() as factory:
-            choice = sf.choose(cfg, docs, req.n, req.seed, factory)
+            choice = sf.choose(cfg, docs, req.n, req.seed, factory, req.dry_run)
         plan = sp.make_gen_plan(choice.items, prompt, writer, examples, cache)
         outcome = SynthOutcome(
             req.out,
@@ -179,6 +180,7 @@ def synth_command(req: SynthRequest, *, progress: ProgressBars = no_bars) -> Syn
             kept=len(kept),
         )
         outcome.counts = {"asked": len(choice.items), "two_document": choice.multi}
+        outcome.estimated = choice.estimated
         if req.dry_run:
             _dry_run(outcome, plan, judge, answers)
             return outcome

@@ -118,11 +118,13 @@ def draw_styles(synth: SynthConfig, count: int, seed: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Choice:
-    """The items to write, the number of clusters, and how many are two-document questions."""
+    """The items to write, the number of clusters, and how many are two-document questions;
+    ``estimated``: a dry run's stand-in draw (``choose``), not the run's."""
 
     items: list[Item]
     clusters: int
     multi: int
+    estimated: bool = False
 
 
 def choose(
@@ -131,16 +133,24 @@ def choose(
     n: int,
     seed: int,
     progress: ProgressFactory | None = None,
+    dry_run: bool = False,
 ) -> Choice:
-    """Embed the corpus, cluster it, draw the documents and styles (the module docstring)."""
-    from evalret.engines.embedders import open_embedder
+    """Embed the corpus, cluster it, draw the documents and styles (the module docstring). A
+    dry run whose model is an API (engines/embedders.Capabilities.api) sends nothing to embed
+    what its cache lacks: it stands in ``n`` documents in the seeded order, without clusters
+    or pairs, for its counts (``estimated``)."""
+    from evalret.engines.embedders import capabilities, open_embedder
     from evalret.engines.kmeans import kmeans
 
     synth = cfg.synth or SynthConfig()
     texts = [d.embedded for d in docs]
-    embedder = open_embedder(cfg.model, cfg.cache).embedder
+    opened = open_embedder(cfg.model, cfg.cache)
+    if dry_run and capabilities(cfg.model).api:
+        held = opened.cached.cached(texts, "document") if opened.cached is not None else None
+        if held is None or not held.all():
+            return _stand_in(synth, docs, n, seed)
     tick = progress("embedding the corpus", len(texts)) if progress is not None else None
-    vectors = np.asarray(embedder.embed(texts, "document", tick), dtype=np.float32)
+    vectors = np.asarray(opened.embedder.embed(texts, "document", tick), dtype=np.float32)
     k = min(synth.clusters or default_clusters(n), len(docs))
     clusters = kmeans(vectors, k, seed)
     drawn = draw_documents(
@@ -156,6 +166,17 @@ def choose(
             Item(tuple(docs[c].id for c in chosen), tuple(texts[c] for c in chosen), style)
         )
     return Choice(items, clusters.k, sum(len(it.doc_ids) == 2 for it in items))
+
+
+def _stand_in(synth: SynthConfig, docs: Sequence[CorpusDoc], n: int, seed: int) -> Choice:
+    """``n`` documents in the seeded order, one query each (a dry run's estimate)."""
+    keys = seeded_keys([d.id for d in docs], seed, "synth")
+    order = sorted(range(len(docs)), key=lambda i: (int(keys[i]), i))[:n]
+    styles = draw_styles(synth, len(order), seed)
+    items = [
+        Item((docs[i].id,), (docs[i].embedded,), s) for i, s in zip(order, styles, strict=True)
+    ]
+    return Choice(items, 0, 0, estimated=True)
 
 
 # --- examples ----------------------------------------------------------------------------------

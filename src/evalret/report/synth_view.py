@@ -49,6 +49,12 @@ def render_synth(o: dict[str, Any]) -> str:
         )
     lines.append(_requests("generation", o["generation"], o["dry_run"]))
     lines.append(_requests("judge checks", o["judge"], o["dry_run"]))
+    if o["estimated"]:
+        lines.append(
+            "estimated: the corpus is not in the embedding cache and the model is an API, so "
+            "no document was drawn (nothing is sent to embed it in a dry run): the figures are "
+            f"those of {c['asked']} documents in the seeded order, without clusters or pairs"
+        )
     if o["dry_run"]:
         lines.append("dry run: nothing was sent, nothing written")
         return "\n".join(lines)
