@@ -514,7 +514,8 @@ SynthDryRun = Annotated[
     bool,
     _dry_run(
         "Say what would be asked (generation and judge requests, cached, tokens, cost) and "
-        "stop: nothing is sent, nothing written (the corpus is embedded to draw the documents)."
+        "stop: nothing is sent, nothing written (the corpus is embedded to draw the documents; "
+        "with an API model and an uncached corpus, the figures are estimated instead)."
     ),
 ]
 SynthSeed = Annotated[

@@ -587,8 +587,7 @@ def _http(mode: str, url_form: str = "{url}") -> Callable[[Case], None]:
         if mode in BOMBS:
             model += f"\n  max_response_mb: {LIMIT}"
             case.must_name += [f"{url}/embeddings", f"model.max_response_mb ({LIMIT} MiB)"]
-        judge = JUDGE_BLOCK if JUDGE_BLOCK in case.config_text() else ""  # golden synth's
-        case.write_config(config_text(model=model) + judge)
+        case.write_config(config_text(model=model))
         case.servers = (state, elsewhere)
 
     return prepare

@@ -325,8 +325,8 @@ ROWS: tuple[Row, ...] = (
     ),
     # prints the config's JSON Schema: reads and writes nothing
     Row("config schema", ("config", "schema")),
-    # --dry-run: embeds and plans, sends nothing (its judge: section points nowhere); told to
-    # call the judge (the query writer is its endpoint), it writes the draft
+    # --dry-run: embeds (the plug-in encoder) and plans, sends nothing (its judge: section points
+    # nowhere); told to call the judge (its endpoint is the query writer's), it sends
     Row(
         "golden synth",
         (
@@ -353,7 +353,8 @@ ROWS: tuple[Row, ...] = (
         outputs=(Item("out", "draft", dir=True, products=DRAFT_FILES),),
         config="config",
         plugins=ENCODER,
-        embeds=True,
+        # not embeds: its dry run sends no text to an API model whose cache lacks the corpus
+        # (tests/test_golden_synth.py), so the HTTP embedding situations would see no request
         judges=Asks(drop=("--dry-run",)),
         judge_argv=(),
     ),
