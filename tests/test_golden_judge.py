@@ -100,9 +100,12 @@ def golden_judge(draft: Path, config: Path, out: Path, *more: str) -> tuple[int,
     )
 
 
-def check_written(out: Path, golden: GoldenSet, server: ChatServer, draft: Path) -> None:
-    """Every judge grade in ``out`` is the server's truth; the person's grade is kept; the
-    sources name the judge; every synthetic query's source document is graded."""
+def check_written(
+    out: Path, golden: GoldenSet, server: ChatServer, draft: Path, calibrated: bool = False
+) -> None:
+    """Every judge grade in ``out`` is the server's truth; the person's grade is kept (and not
+    sent, but to calibrate); the sources name the judge; every synthetic query's source document
+    is graded."""
     hq, hd, hg = _human(golden)
     truth = truth_of(golden)
     docs = {d.id: d.embedded for d in read_corpus(out)}
@@ -120,7 +123,7 @@ def check_written(out: Path, golden: GoldenSet, server: ChatServer, draft: Path)
             assert d in q.relevant
     asked = {(query, doc) for query, doc in server.state.answered}
     human_pair = (golden.query_texts[HUMAN_QUERY], golden.doc_texts[golden.doc_index[hd]])
-    assert human_pair not in asked  # kept, never sent
+    assert calibrated or human_pair not in asked  # kept, never sent
 
 
 def test_a_bm25_pool_is_graded_as_the_server_knows_and_written_whole(
@@ -271,3 +274,23 @@ def test_the_full_pool_builds_a_set_that_gates_a_cut_dimension(
         *run, "--out", str(tmp_path / "r2"), "--baseline", str(baseline), "--dimension", "32"
     )
     assert code == 1, text
+
+
+def test_calibration_below_min_kappa_writes_nothing(tmp_path: Path, demo: GoldenSet) -> None:
+    """--calibrate asks the judge about the humans' pairs too (as `evalret judge` does): a judge
+    that agrees writes the set; one below judge.min_kappa is refused (exit 1, nothing written)."""
+    draft = make_draft(tmp_path / "draft", demo, 3, 1)
+    out = tmp_path / "golden"
+    with ChatServer(truth_of(demo), error_rate=0.6, seed=3) as server:
+        config = judge_config(tmp_path, server, min_kappa=0.9)
+        more = ("--retrievers", "bm25", "--k", "3")
+        code, text = golden_judge(draft, config, out, *more)
+        assert code == 2 and "--calibrate" in text and server.state.requests == 0, text
+        code, text = golden_judge(draft, config, out, *more, "--calibrate", str(DEMO))
+        assert code == 1 and "below judge.min_kappa 0.9" in text, text
+        assert "nothing written" in text and not out.exists()
+    with ChatServer(truth_of(demo), name="judge-true") as server:
+        config = judge_config(tmp_path, server, min_kappa=0.9)
+        code, text = golden_judge(draft, config, out, *more, "--calibrate", str(DEMO))
+        assert code == 0 and "Cohen's kappa 1.0000" in text, text
+        check_written(out, demo, server, draft, calibrated=True)

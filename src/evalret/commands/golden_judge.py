@@ -84,6 +84,7 @@ class GoldenJudgeOutcome:
     out: Path
     dry_run: bool
     queries: int
+    k: int
     pooled: dict[str, int]  # pairs in each retriever's top k, the source documents, all
     kept: int  # pooled pairs the draft grades already: kept, not sent
     to_judge: int  # pooled pairs the judge grades (cached or asked)
@@ -245,16 +246,19 @@ def pool(
 ) -> tuple[list[PoolEntry], dict[str, int]]:
     """The pool: per query (in order), the top ``k`` of each ranking (label -> ranking) and the
     query's source documents, each pair once (in the order first pooled); and how many pairs
-    each label put in, with ``all`` the pool's size."""
+    each label put in, ``source_outside`` the source documents in no ranking's top k, ``all``
+    the pool's size."""
     entries: dict[tuple[str, str], PoolEntry] = {}
-    counts = dict.fromkeys([*rankings, SOURCE], 0)
+    counts = dict.fromkeys([*rankings, SOURCE, "source_outside"], 0)
     for qi, q in enumerate(golden.query_ids):
         for label, ranking in rankings.items():
             for rank, d in enumerate(ranking.names(qi, golden.doc_ids, k), start=1):
                 entries.setdefault((q, d), PoolEntry(q, d)).retrieved_by[label] = rank
                 counts[label] += 1
         for d in dict.fromkeys(sources.get(q, ())):
-            entries.setdefault((q, d), PoolEntry(q, d)).retrieved_by[SOURCE] = 0
+            entry = entries.setdefault((q, d), PoolEntry(q, d))
+            counts["source_outside"] += not entry.retrieved_by  # in no ranking's top k
+            entry.retrieved_by[SOURCE] = 0
             counts[SOURCE] += 1
     counts["all"] = len(entries)
     return list(entries.values()), counts
@@ -314,6 +318,7 @@ def golden_judge_command(
                 req.out,
                 req.dry_run,
                 len(golden.query_ids),
+                req.k,
                 pooled,
                 kept=len(entries) - n_out,
                 to_judge=n_out,

@@ -15,9 +15,11 @@ def _pool_line(o: dict[str, Any]) -> str:
     pooled = dict(o["pooled"])
     total = pooled.pop("all")
     source = pooled.pop("source", 0)
+    outside = pooled.pop("source_outside", 0)
     parts = ", ".join(f"{name} {n}" for name, n in pooled.items())
     return (
-        f"pool of {o['queries']} queries: {total} pairs ({parts}; source documents {source}); "
+        f"pool of {o['queries']} queries: {total} pairs (top {o['k']}: {parts}; source "
+        f"documents {source}, {outside} of them in no top {o['k']}); "
         f"{o['kept']} graded in the draft already (kept, not sent), {o['to_judge']} to judge"
     )
 
