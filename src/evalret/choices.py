@@ -38,3 +38,8 @@ MAX_SAMPLES = 1_000_000
 
 # the newest history entries `history show` and `history report` draw (`--last`; 0: all)
 SHOWN_ENTRIES = 200
+
+# the retrievers whose top k `evalret golden judge --retrievers` pools: the config's model with
+# exact search, BM25, and their reciprocal rank fusion
+PoolRetriever = Literal["dense", "bm25", "hybrid"]
+POOL_RETRIEVERS: tuple[PoolRetriever, ...] = get_args(PoolRetriever)

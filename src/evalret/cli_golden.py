@@ -6,10 +6,63 @@ imported inside it; rendering from ``evalret.report``. Registered on the main ap
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from evalret import cli_options as o
+from evalret.cli_runtime import command as _command
+from evalret.cli_runtime import console
+from evalret.errors import ExitCode
 
 golden_app = typer.Typer(
     help="Build a golden set from nothing: sample a query log, write synthetic queries, judge "
     "pooled results, and check that the set can catch a regression.",
     no_args_is_help=True,
 )
+
+
+@_command(golden_app, "judge")
+def golden_judge(
+    *,
+    draft: o.GoldenJudgeDraft,
+    config: o.GoldenJudgeConfig = None,
+    out: Annotated[Path, o.out("The golden set written: a new directory (the draft, graded).")],
+    k: o.TopK = 10,
+    retrievers: o.PoolRetrievers = "dense,bm25,hybrid",
+    votes: o.Votes = None,
+    calibrate: o.Calibrate = None,
+    dry_run: o.JudgeDryRun = False,
+    progress: o.Progress,
+    settings: o.Overrides,
+) -> ExitCode:
+    """Pool the top k of several retrievers (and each synthetic query's source documents) for
+    every query of DRAFT, grade the pool with the config's LLM judge (as `evalret judge`: its
+    cache, votes, calibration), and write the graded golden set to --out. Pairs the draft grades
+    already are kept and not sent. Exit 1 when --calibrate finds kappa below judge.min_kappa;
+    exit 3 when a request failed for good or an answer could not be read: nothing is written,
+    the answers read are cached, a rerun asks the rest."""
+    from dataclasses import asdict
+
+    from evalret.commands.golden_judge import (
+        GoldenJudgeRequest,
+        golden_judge_command,
+        parse_retrievers,
+    )
+    from evalret.report.golden_judge_view import render_golden_judge
+
+    request = GoldenJudgeRequest(
+        draft=draft,
+        out=out,
+        config=config,
+        k=k,
+        retrievers=parse_retrievers(retrievers),
+        votes=votes,
+        calibrate=calibrate,
+        dry_run=dry_run,
+        overrides=settings.overrides(),
+    )
+    outcome = golden_judge_command(request, progress=progress)
+    console.print(render_golden_judge(asdict(outcome)), highlight=False, soft_wrap=True)
+    return outcome.exit_code

@@ -489,3 +489,24 @@ JudgeCacheOnly = Annotated[
         "cached stays unjudged).",
     ),
 ]
+
+# --- evalret golden judge ----------------------------------------------------------------------
+
+GoldenJudgeDraft = Annotated[
+    Path,
+    typer.Argument(
+        metavar="DRAFT", help="The draft: a golden-set directory whose queries may judge nothing."
+    ),
+]
+GoldenJudgeConfig = Annotated[
+    Path | None,
+    _config("YAML config: the model and indexes pooled, and the judge: section."),
+]
+PoolRetrievers = Annotated[
+    str,
+    _option(
+        "--retrievers",
+        help="Retrievers whose top k is pooled, comma-separated: dense (the config's model, "
+        "exact search), bm25, hybrid (their reciprocal rank fusion).",
+    ),
+]

@@ -19,7 +19,7 @@ from inv_world import SECRET_ENV
 
 from chat_server import ChatServer
 
-JUDGE_ROWS = {"run", "judge"}
+JUDGE_ROWS = {"run", "judge", "golden judge"}
 MANY = 20_000  # more faults than any row asks
 SAMPLE = ["--sample", "20"]  # `run --judge` on 20 queries: a few hundred pairs, not thousands
 
@@ -45,7 +45,8 @@ def _with_judge(
     case.write_config(text + _judge_block(server.base_url))
     case.servers = (server,)
     case.ask_judge(own_baseline=own_baseline)
-    case.extra += SAMPLE if case.row.name == "run" else ["--limit", "20"]
+    if case.row.name != "golden judge":  # which pairs it judges: the draft's pool, whole
+        case.extra += SAMPLE if case.row.name == "run" else ["--limit", "20"]
     return server
 
 

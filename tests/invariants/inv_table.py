@@ -323,4 +323,41 @@ ROWS: tuple[Row, ...] = (
     ),
     # prints the config's JSON Schema: reads and writes nothing
     Row("config schema", ("config", "schema")),
+    # the world's golden set as the draft (its judged pairs kept); the config's golden set is
+    # replaced by it (so not read); the typed indexes are off in the pool (the encoder alone)
+    Row(
+        "golden judge",
+        (
+            "golden",
+            "judge",
+            "{draft}",
+            "-c",
+            "{config}",
+            "--retrievers",
+            "dense",
+            "--dry-run",
+            "--out",
+            "{out}",
+            "--no-progress",
+        ),
+        inputs=(
+            Item("draft", "golden", dir=True),
+            Item("config", "judge.yaml"),
+            PLUGIN_FILE,
+            *STORES,
+        ),
+        outputs=(
+            Item(
+                "out",
+                "graded",
+                dir=True,
+                products=("corpus.jsonl", "queries.jsonl", "manifest.json"),
+            ),
+        ),
+        config="config",
+        plugins=ENCODER,
+        embeds=True,
+        judge_argv=(),
+        judges=Asks(drop=("--dry-run",)),
+    ),
 )
