@@ -96,13 +96,15 @@ def test_counts_and_kept_fields_from_jsonl(tmp_path: Path, corpus: Path) -> None
         {"query": "reset password", "n": 40, "lang": "en"},
         {"query": "Reset Password!", "n": 2, "lang": "de"},
         {"query": "sso pricing", "n": 5, "lang": "en"},
+        {"query": "reset passwords", "n": 50, "lang": "de"},  # merged into the first
     ]
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, output = _run(log, corpus, tmp_path / "out", "--count-field", "n", "--keep-field", "lang")
     assert code == 0, output
     found = _queries(tmp_path / "out")
-    assert [(t, f) for t, f, _ in found] == [("reset password", 42), ("sso pricing", 5)]
-    assert "lang:en" in found[0][2] and "traffic:head" in found[0][2]
+    assert [(t, f) for t, f, _ in found] == [("reset passwords", 92), ("sso pricing", 5)]
+    # the value typed most often over every spelling merged: de 52 times, en 40
+    assert "lang:de" in found[0][2] and "traffic:head" in found[0][2]
 
 
 def test_bad_lines_are_named_or_skipped_and_counted(tmp_path: Path, corpus: Path) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evalret.core import query_shapes as qs
-from evalret.core.duplicates import NEAR_DUPLICATE_JACCARD
+from evalret.core.duplicates import NEAR_DUPLICATE_JACCARD, normalize_text
 from evalret.core.querylog import (
     DEFAULT_CUTS,
     STRATA,
@@ -100,15 +100,13 @@ def _field_tags(
     entries: Sequence[LogEntry], chosen: Sequence[LoggedQuery]
 ) -> list[tuple[str, ...]]:
     """``FIELD:VALUE`` tags of each chosen query: per kept field, the value its log entries
-    (those whose normalized text the query stands for) gave most often, by count (ties: the
-    smallest value)."""
-    from evalret.core.duplicates import normalize_text
-
-    wanted = {q.normalized for q in chosen}
+    (those whose normalized text the query stands for, near-duplicates merged into it included)
+    gave most often, by count (ties: the smallest value)."""
+    wanted = {m: q.normalized for q in chosen for m in (q.normalized, *q.merged)}
     values: dict[str, dict[str, Counter[str]]] = {}
     for e in entries:
-        key = normalize_text(e.text)
-        if key in wanted:
+        key = wanted.get(normalize_text(e.text))
+        if key is not None:
             for k, v in e.fields.items():
                 if v.strip():
                     values.setdefault(key, {}).setdefault(k, Counter())[v.strip()] += e.count

@@ -61,6 +61,7 @@ class LoggedQuery:
     normalized: str
     count: int
     members: int = 1
+    merged: tuple[str, ...] = ()  # the other normalized texts collapsed into this one, sorted
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,8 @@ def collapse_near_duplicates(
         kept = min(members, key=lambda q: (-q.count, q.normalized, q.text))
         total = sum(q.count for q in members)
         n_members = sum(q.members for q in members)
-        out.append(LoggedQuery(kept.text, kept.normalized, total, n_members))
+        merged = {m for q in members for m in (q.normalized, *q.merged)} - {kept.normalized}
+        out.append(LoggedQuery(kept.text, kept.normalized, total, n_members, tuple(sorted(merged))))
     return out
 
 
