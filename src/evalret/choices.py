@@ -43,3 +43,13 @@ SHOWN_ENTRIES = 200
 # exact search, BM25, and their reciprocal rank fusion
 PoolRetriever = Literal["dense", "bm25", "hybrid"]
 POOL_RETRIEVERS: tuple[PoolRetriever, ...] = get_args(PoolRetriever)
+
+# how `evalret golden from-logs` reads a query log (`--log-format`): by suffix (auto), plain text
+# (one query a line), JSON Lines or CSV
+LogFileFormat = Literal["auto", "text", "jsonl", "csv"]
+
+# what `evalret golden from-logs --pii` does with a logged query holding personal data
+PiiMode = Literal["drop", "mask", "keep"]
+
+# how `evalret golden from-logs --allocation` shares --n among the traffic strata
+Allocation = Literal["proportional", "equal"]

@@ -66,3 +66,49 @@ def golden_judge(
     outcome = golden_judge_command(request, progress=progress)
     console.print(render_golden_judge(asdict(outcome)), highlight=False, soft_wrap=True)
     return outcome.exit_code
+
+
+# --- golden from-logs ---------------------------------------------------------------------------
+
+
+@_command(golden_app, "from-logs")
+def from_logs(
+    *,
+    log: Annotated[
+        Path,
+        typer.Argument(help="The query log: text (a query a line), JSONL or CSV; gzip too."),
+    ],
+    corpus: o.GoldenCorpus,
+    n: o.LogQueriesN = 300,
+    out: Annotated[Path, o.out("The draft directory written (new or empty).")],
+    seed: o.LogSeed = 0,
+    pii: o.PiiOption = "drop",
+    pii_pattern: o.PiiPattern = None,
+    allocation: o.AllocationOption = "proportional",
+    traffic_cuts: o.TrafficCuts = "0.5,0.8",
+    reading: o.LogOptions,
+    progress: o.Progress,
+) -> None:
+    """Sample a query log into a golden-set draft: personal data found first (--pii), queries
+    counted by normalized text, near-duplicates collapsed, strata by traffic (head, torso,
+    tail), --n drawn seeded; writes --out (corpus.jsonl, queries.jsonl, manifest.json)."""
+    from dataclasses import asdict
+
+    from evalret.commands.golden_logs import FromLogsRequest, from_logs_command, parse_cuts
+    from evalret.data.querylog import LogFormat
+    from evalret.report.golden_logs_view import render_from_logs
+
+    request = FromLogsRequest(
+        log=log,
+        corpus=corpus,
+        n=n,
+        out=out,
+        seed=seed,
+        pii=pii,
+        pii_patterns=tuple(pii_pattern or ()),
+        allocation=allocation,
+        cuts=parse_cuts(traffic_cuts),
+        log_format=LogFormat(**asdict(reading)),
+    )
+    result = from_logs_command(request, progress=progress)
+    console.print(render_from_logs(result), highlight=False)

@@ -360,4 +360,30 @@ ROWS: tuple[Row, ...] = (
         judge_argv=(),
         judges=Asks(drop=("--dry-run",)),
     ),
+    # a query log (train.txt: a text log) sampled into a draft over the small set's corpus
+    Row(
+        "golden from-logs",
+        (
+            "golden",
+            "from-logs",
+            "{log}",
+            "--corpus",
+            "{corpus}",
+            "--n",
+            "3",
+            "--out",
+            "{out}",
+            "--no-progress",
+        ),
+        inputs=(Item("log", "train.txt"), Item("corpus", "golden", dir=True), *STORES),
+        outputs=(
+            Item(
+                "out",
+                "draft",
+                dir=True,
+                products=("corpus.jsonl", "queries.jsonl", "manifest.json"),
+            ),
+        ),
+        report=("out", "manifest.json"),
+    ),
 )
