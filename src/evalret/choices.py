@@ -38,3 +38,18 @@ MAX_SAMPLES = 1_000_000
 
 # the newest history entries `history show` and `history report` draw (`--last`; 0: all)
 SHOWN_ENTRIES = 200
+
+# the retrievers whose top k `evalret golden judge --retrievers` pools: the config's model with
+# exact search, BM25, and their reciprocal rank fusion
+PoolRetriever = Literal["dense", "bm25", "hybrid"]
+POOL_RETRIEVERS: tuple[PoolRetriever, ...] = get_args(PoolRetriever)
+
+# how `evalret golden from-logs` reads a query log (`--log-format`): by suffix (auto), plain text
+# (one query a line), JSON Lines or CSV
+LogFileFormat = Literal["auto", "text", "jsonl", "csv"]
+
+# what `evalret golden from-logs --pii` does with a logged query holding personal data
+PiiMode = Literal["drop", "mask", "keep"]
+
+# how `evalret golden from-logs --allocation` shares --n among the traffic strata
+Allocation = Literal["proportional", "equal"]

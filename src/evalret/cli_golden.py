@@ -23,16 +23,108 @@ golden_app = typer.Typer(
 )
 
 
+@_command(golden_app, "judge")
+def golden_judge(
+    *,
+    draft: o.GoldenJudgeDraft,
+    config: o.GoldenJudgeConfig = None,
+    out: Annotated[Path, o.out("The golden set written: a new directory (the draft, graded).")],
+    k: o.TopK = 10,
+    retrievers: o.PoolRetrievers = "dense,bm25,hybrid",
+    votes: o.Votes = None,
+    calibrate: o.Calibrate = None,
+    dry_run: o.JudgeDryRun = False,
+    progress: o.Progress,
+    settings: o.Overrides,
+) -> ExitCode:
+    """Pool the top k of several retrievers (and each synthetic query's source documents) for
+    every query of DRAFT, grade the pool with the config's LLM judge (as `evalret judge`: its
+    cache, votes, calibration), and write the graded golden set to --out. Pairs the draft grades
+    already are kept and not sent. Exit 1 when --calibrate finds kappa below judge.min_kappa;
+    exit 3 when a request failed for good or an answer could not be read: nothing is written,
+    the answers read are cached, a rerun asks the rest."""
+    from dataclasses import asdict
+
+    from evalret.commands.golden_judge import (
+        GoldenJudgeRequest,
+        golden_judge_command,
+        parse_retrievers,
+    )
+    from evalret.report.golden_judge_view import render_golden_judge
+
+    request = GoldenJudgeRequest(
+        draft=draft,
+        out=out,
+        config=config,
+        k=k,
+        retrievers=parse_retrievers(retrievers),
+        votes=votes,
+        calibrate=calibrate,
+        dry_run=dry_run,
+        overrides=settings.overrides(),
+    )
+    outcome = golden_judge_command(request, progress=progress)
+    console.print(render_golden_judge(asdict(outcome)), highlight=False, soft_wrap=True)
+    return outcome.exit_code
+
+
+# --- golden from-logs ---------------------------------------------------------------------------
+
+
+@_command(golden_app, "from-logs")
+def from_logs(
+    *,
+    log: Annotated[
+        Path,
+        typer.Argument(help="The query log: text (a query a line), JSONL or CSV; gzip too."),
+    ],
+    corpus: o.GoldenCorpus,
+    n: o.LogQueriesN = 300,
+    out: Annotated[Path, o.out("The draft directory written (new or empty).")],
+    seed: o.LogSeed = 0,
+    pii: o.PiiOption = "drop",
+    pii_pattern: o.PiiPattern = None,
+    allocation: o.AllocationOption = "proportional",
+    traffic_cuts: o.TrafficCuts = "0.5,0.8",
+    reading: o.LogOptions,
+    progress: o.Progress,
+) -> None:
+    """Sample a query log into a golden-set draft: personal data found first (--pii), queries
+    counted by normalized text, near-duplicates collapsed, strata by traffic (head, torso,
+    tail), --n drawn seeded; writes --out (corpus.jsonl, queries.jsonl, manifest.json)."""
+    from dataclasses import asdict
+
+    from evalret.commands.golden_logs import FromLogsRequest, from_logs_command, parse_cuts
+    from evalret.data.querylog import LogFormat
+    from evalret.report.golden_logs_view import render_from_logs
+
+    request = FromLogsRequest(
+        log=log,
+        corpus=corpus,
+        n=n,
+        out=out,
+        seed=seed,
+        pii=pii,
+        pii_patterns=tuple(pii_pattern or ()),
+        allocation=allocation,
+        cuts=parse_cuts(traffic_cuts),
+        log_format=LogFormat(**asdict(reading)),
+    )
+    result = from_logs_command(request, progress=progress)
+    console.print(render_from_logs(result), highlight=False)
+
+
 @_command(golden_app, "synth")
 def golden_synth(
     *,
-    corpus: o.SynthCorpus,
+    corpus: o.GoldenCorpus,
     n: o.SynthN,
     out: Annotated[Path, o.out("The draft directory to write (new or empty).")],
     config: o.SynthConfigFile = None,
     log: o.SynthLog = None,
     dry_run: o.SynthDryRun = False,
     seed: o.SynthSeed = 0,
+    reading: o.LogOptions,
     progress: o.Progress,
     settings: o.Overrides,
 ) -> ExitCode:
@@ -44,6 +136,7 @@ def golden_synth(
     from dataclasses import asdict
 
     from evalret.commands.golden_synth import SynthRequest, synth_command
+    from evalret.data.querylog import LogFormat
     from evalret.report.synth_view import render_synth
 
     request = SynthRequest(
@@ -52,6 +145,7 @@ def golden_synth(
         out=out,
         config=config,
         log=log,
+        log_format=LogFormat(**asdict(reading)),
         dry_run=dry_run,
         seed=seed,
         overrides=settings.overrides(),

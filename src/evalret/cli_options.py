@@ -30,7 +30,10 @@ from evalret.choices import (
     GOLDEN_FORMATS,
     MAX_SAMPLES,
     POOL_FORMATS,
+    Allocation,
     Correction,
+    LogFileFormat,
+    PiiMode,
     TrainFormat,
 )
 from evalret.choices import WithoutRelevant as QueriesWithoutRelevant
@@ -490,23 +493,161 @@ JudgeCacheOnly = Annotated[
     ),
 ]
 
+# --- evalret golden judge ----------------------------------------------------------------------
+
+GoldenJudgeDraft = Annotated[
+    Path,
+    typer.Argument(
+        metavar="DRAFT", help="The draft: a golden-set directory whose queries may judge nothing."
+    ),
+]
+GoldenJudgeConfig = Annotated[
+    Path | None,
+    _config("YAML config: the model and indexes pooled, and the judge: section."),
+]
+PoolRetrievers = Annotated[
+    str,
+    _option(
+        "--retrievers",
+        help="Retrievers whose top k is pooled, comma-separated: dense (the config's model, "
+        "exact search), bm25, hybrid (their reciprocal rank fusion).",
+    ),
+]
+
+# --- golden from-logs (and the other golden commands: --corpus, --n, the log options) -----------
+
+
+GoldenCorpus = Annotated[
+    Path,
+    _option(
+        "--corpus",
+        help="The corpus: a corpus.jsonl (native id or BEIR _id lines) or a golden-set "
+        "directory holding one.",
+    ),
+]
+queries_n = _once("n", "--n", meaning="how many queries the command writes", min=1)
+LogQueriesN = Annotated[int, queries_n("Queries to draw (all of them when the log has fewer).")]
+LogSeed = Annotated[int, _seed("Seed of the draw in each traffic stratum.", min=0)]
+LogFileFormatOption = Annotated[
+    LogFileFormat,
+    _option(
+        "--log-format",
+        help="How to read the log: auto (by suffix: .jsonl, .csv, else text; .gz dropped "
+        "first), text (a query a line), jsonl or csv.",
+    ),
+]
+QueryField = Annotated[
+    str, _option("--query-field", help="JSONL key or CSV column holding the query.")
+]
+CountField = Annotated[
+    str | None,
+    _option("--count-field", help="JSONL key or CSV column: how many times it was typed."),
+]
+TimestampField = Annotated[
+    str | None, _option("--timestamp-field", help="JSONL key or CSV column: when it was typed.")
+]
+KeepField = Annotated[
+    list[str] | None,
+    _option(
+        "--keep-field",
+        help="JSONL key or CSV column kept as the tag FIELD:VALUE (repeatable).",
+    ),
+]
+SkipBadLines = Annotated[
+    bool,
+    _option("--skip-bad-lines", help="Skip (and count) the log lines that cannot be read."),
+]
+
+
+@dataclass(frozen=True)
+class LogReading:
+    """How a query log is read (the option group ``LogOptions``): the fields of
+    ``evalret.data.querylog.LogFormat``."""
+
+    format: str = "auto"
+    query_field: str = "query"
+    count_field: str | None = None
+    timestamp_field: str | None = None
+    keep_fields: tuple[str, ...] = ()
+    skip_bad_lines: bool = False
+
+
+def _log_reading(
+    log_format: str = "auto",
+    query_field: str = "query",
+    count_field: str | None = None,
+    timestamp_field: str | None = None,
+    keep_field: list[str] | None = None,
+    skip_bad_lines: bool = False,
+) -> LogReading:
+    return LogReading(
+        log_format,
+        query_field,
+        count_field,
+        timestamp_field,
+        tuple(keep_field or ()),
+        skip_bad_lines,
+    )
+
+
+# --log-format, --query-field, --count-field, --timestamp-field, --keep-field, --skip-bad-lines
+LogOptions = Annotated[
+    LogReading,
+    OptionGroup(
+        (
+            ("log_format", LogFileFormatOption, "auto"),
+            ("query_field", QueryField, "query"),
+            ("count_field", CountField, None),
+            ("timestamp_field", TimestampField, None),
+            ("keep_field", KeepField, None),
+            ("skip_bad_lines", SkipBadLines, False),
+        ),
+        _log_reading,
+    ),
+]
+PiiOption = Annotated[
+    PiiMode,
+    _option(
+        "--pii",
+        help="A logged query holding personal data (email, phone, card, IP address, "
+        "--pii-pattern): drop it, mask it ([EMAIL], ...), or keep it (with a warning).",
+    ),
+]
+PiiPattern = Annotated[
+    list[str] | None,
+    _option(
+        "--pii-pattern",
+        metavar="REGEX",
+        help="A Python regular expression for more personal data (repeatable; masked as [PII]).",
+    ),
+]
+AllocationOption = Annotated[
+    Allocation,
+    _option(
+        "--allocation",
+        help="How --n is shared among the strata: proportional (to each stratum's share of "
+        "traffic) or equal (protects the tail).",
+    ),
+]
+TrafficCuts = Annotated[
+    str,
+    _option(
+        "--traffic-cuts",
+        metavar="HEAD,TORSO",
+        help="Cumulative traffic shares where the head and the torso end (the rest: the tail).",
+    ),
+]
+
 # --- golden synth (issue #37) ------------------------------------------------------------------
 
-_corpus = _once("corpus", "--corpus", meaning="CORPUS: a corpus.jsonl or a golden-set directory")
-_n = _once("n", "--n", meaning="how many queries the command draws or writes")
 _log = _once("log", "--log", meaning="a query log: text, JSONL or CSV (gzip accepted)")
 SynthConfigFile = Annotated[
     Path | None,
     _config("YAML config: its model, its judge: section (or synth.chat) and synth: settings."),
 ]
-SynthCorpus = Annotated[
-    Path,
-    _corpus(
-        "A corpus.jsonl, or a draft or golden-set directory (its queries are kept first).",
-        show_default=False,
-    ),
+SynthN = Annotated[
+    int, queries_n("Queries to ask for (one per drawn document; filters may drop some).")
 ]
-SynthN = Annotated[int, _n("Queries to ask for (one per drawn document; filters may drop some).")]
 SynthLog = Annotated[
     Path | None, _log("Few-shot examples from this log's queries (default the draft's log ones).")
 ]

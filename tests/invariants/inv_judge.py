@@ -19,10 +19,10 @@ from inv_world import SECRET_ENV
 
 from chat_server import ChatServer
 
-JUDGE_ROWS = {"run", "judge", "golden synth"}
+JUDGE_ROWS = {"run", "judge", "golden judge", "golden synth"}
 MANY = 20_000  # more faults than any row asks
 SAMPLE = ["--sample", "20"]  # `run --judge` on 20 queries: a few hundred pairs, not thousands
-SMALL = {"run": SAMPLE, "judge": ["--limit", "20"]}  # `golden synth`: its --n 5
+SMALL = {"run": SAMPLE, "judge": ["--limit", "20"]}
 # `golden synth` asks its query writer (the judge's endpoint) first
 FAILED = ("judge request(s) failed for good", "generation request(s) failed for good")
 
@@ -48,6 +48,7 @@ def _with_judge(
     case.write_config(text + _judge_block(server.base_url))
     case.servers = (server,)
     case.ask_judge(own_baseline=own_baseline)
+    # `golden judge` judges the draft's pool whole, `golden synth` its --n 5
     case.extra += SMALL.get(case.row.name, [])
     return server
 

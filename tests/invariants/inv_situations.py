@@ -587,7 +587,8 @@ def _http(mode: str, url_form: str = "{url}") -> Callable[[Case], None]:
         if mode in BOMBS:
             model += f"\n  max_response_mb: {LIMIT}"
             case.must_name += [f"{url}/embeddings", f"model.max_response_mb ({LIMIT} MiB)"]
-        case.write_config(config_text(model=model))
+        judge = JUDGE_BLOCK if JUDGE_BLOCK in case.config_text() else ""  # a judge row's judge
+        case.write_config(config_text(model=model) + judge)
         case.servers = (state, elsewhere)
 
     return prepare

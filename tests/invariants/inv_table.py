@@ -325,6 +325,69 @@ ROWS: tuple[Row, ...] = (
     ),
     # prints the config's JSON Schema: reads and writes nothing
     Row("config schema", ("config", "schema")),
+    # the world's golden set as the draft (its judged pairs kept); the config's golden set is
+    # replaced by it (so not read); the typed indexes are off in the pool (the encoder alone)
+    Row(
+        "golden judge",
+        (
+            "golden",
+            "judge",
+            "{draft}",
+            "-c",
+            "{config}",
+            "--retrievers",
+            "dense",
+            "--dry-run",
+            "--out",
+            "{out}",
+            "--no-progress",
+        ),
+        inputs=(
+            Item("draft", "golden", dir=True),
+            Item("config", "judge.yaml"),
+            PLUGIN_FILE,
+            *STORES,
+        ),
+        outputs=(
+            Item(
+                "out",
+                "graded",
+                dir=True,
+                products=("corpus.jsonl", "queries.jsonl", "manifest.json"),
+            ),
+        ),
+        config="config",
+        plugins=ENCODER,
+        embeds=True,
+        judge_argv=(),
+        judges=Asks(drop=("--dry-run",)),
+    ),
+    # a query log (train.txt: a text log) sampled into a draft over the small set's corpus
+    Row(
+        "golden from-logs",
+        (
+            "golden",
+            "from-logs",
+            "{log}",
+            "--corpus",
+            "{corpus}",
+            "--n",
+            "3",
+            "--out",
+            "{out}",
+            "--no-progress",
+        ),
+        inputs=(Item("log", "train.txt"), Item("corpus", "golden", dir=True), *STORES),
+        outputs=(
+            Item(
+                "out",
+                "draft",
+                dir=True,
+                products=("corpus.jsonl", "queries.jsonl", "manifest.json"),
+            ),
+        ),
+        report=("out", "manifest.json"),
+    ),
     # --dry-run: embeds (the plug-in encoder) and plans, sends nothing (its judge: section points
     # nowhere); told to call the judge (its endpoint is the query writer's), it sends
     Row(

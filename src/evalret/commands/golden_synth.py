@@ -35,6 +35,7 @@ from evalret.data.goldenset.draft import (
 )
 from evalret.data.overrides import Override, configured
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
+from evalret.data.querylog import LogFormat
 from evalret.errors import ConfigError, IncompleteError, InputError
 from evalret.pipeline import judge as jp
 from evalret.pipeline import synth as sp
@@ -54,6 +55,7 @@ class SynthRequest:
     out: Path
     config: Path | None = None
     log: Path | None = None
+    log_format: LogFormat = field(default_factory=LogFormat)
     dry_run: bool = False
     seed: int = 0
     overrides: Sequence[Override] = ()
@@ -121,9 +123,9 @@ def _log_texts(req: SynthRequest, kept: list[DraftQuery]) -> tuple[list[str], st
     """The log's queries (``--log``, else the draft's ``origin: log`` ones) and the log's sha256."""
     if req.log is None:
         return [q.text for q in kept if q.origin == "log"], None
-    from evalret.data.querylog import LogFormat, read_log
+    from evalret.data.querylog import read_log
 
-    log = read_log(req.log, LogFormat())
+    log = read_log(req.log, req.log_format)
     return [e.text for e in log.entries], log.sha256
 
 

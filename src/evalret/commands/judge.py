@@ -21,16 +21,16 @@ from typing import Any
 
 from evalret.core.ranking import primary_index
 from evalret.data.atomic import atomic_write_text, check_writable_file
-from evalret.data.config import Config, GoldenSetConfig, JudgeConfig
+from evalret.data.config import Config, JudgeConfig
 from evalret.data.goldenset import GoldenSet, load_golden_set
-from evalret.data.judgments import Scale, parse_scale, read_annotations
+from evalret.data.judgments import Scale, parse_scale
 from evalret.data.overrides import Override, configured
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
 from evalret.data.schema import TOP_KEPT, RunReport
 from evalret.errors import ConfigError, ExitCode, InputError
 from evalret.pipeline import judge as jp
 from evalret.pipeline.annotation import read_pool
-from evalret.pipeline.calibration import calibration
+from evalret.pipeline.calibration import below_min, calibration, human_pairs
 from evalret.pipeline.progress import ProgressBars, no_bars
 
 
@@ -149,29 +149,6 @@ def _report_pairs(req: JudgeRequest, golden: GoldenSet) -> tuple[list[jp.Pair], 
     return pairs, skipped
 
 
-def _human_pairs(path: Path, scale: Scale) -> list[tuple[jp.Pair, int]]:
-    """The human-graded pairs of an annotation file (each pair's humans' median, rounded down;
-    ``llm:`` annotators left out) or of a golden set directory, with their texts."""
-    if path.is_dir():
-        golden = load_golden_set(GoldenSetConfig(path=path))
-        texts = dict(zip(golden.query_ids, golden.query_texts, strict=True))
-        return [
-            (jp.Pair(q, d, texts[q], golden.doc_texts[golden.doc_index[d]], {}), g)
-            for q in golden.query_ids
-            for d, g in golden.qrels.get(q, {}).items()
-            if d in golden.doc_index and g in scale
-        ]
-    grades: dict[tuple[str, str], list[int]] = {}
-    found: dict[tuple[str, str], jp.Pair] = {}
-    for a in read_annotations([path], scale).items:
-        if a.annotator.startswith("llm:") or not a.document:
-            continue
-        key = (a.query_id, a.doc_id)
-        grades.setdefault(key, []).append(a.grade)
-        found.setdefault(key, jp.Pair(a.query_id, a.doc_id, a.query, a.document, {}))
-    return [(found[k], jp.vote_grade(g)) for k, g in grades.items()]
-
-
 def _declare(req: JudgeRequest, cfg: Config, judge: JudgeConfig) -> None:
     reads: list[Input] = []
     if req.pool is not None:
@@ -216,7 +193,7 @@ def judge_command(req: JudgeRequest, *, progress: ProgressBars = no_bars) -> Jud
         pairs, skipped = _report_pairs(req, _golden(cfg))
     if req.limit is not None:
         pairs = pairs[: req.limit]
-    humans = _human_pairs(req.calibrate, scale) if req.calibrate is not None else []
+    humans = human_pairs(req.calibrate, scale) if req.calibrate is not None else []
     n_out = len(pairs)
     known = {(p.query_id, p.doc_id) for p in pairs}
     pairs += [p for p, _ in humans if (p.query_id, p.doc_id) not in known]
@@ -253,13 +230,13 @@ def _finish(
     labels = judged.labels(plan)
     outcome.asked, outcome.unparseable = judged.asked, judged.unparseable
     outcome.failed, outcome.failures = len(judged.failed), judged.failed[: jp.SHOWN_FAILURES]
-    outcome.cost, outcome.cost_from = _cost(judge, judged, outcome.plan)
+    outcome.cost, outcome.cost_from = jp.spent(judge, judged, outcome.plan)
     position = {(p.query_id, p.doc_id): i for i, p in enumerate(plan.pairs)}
     if humans:
         by_pair = {(p.query_id, p.doc_id): jp.vote_grade(v) for p, v, _ in labels}
         human = {(p.query_id, p.doc_id): g for p, g in humans}
         outcome.calibration = calibration(human, by_pair, scale)
-        outcome.refused = _below_min(judge, outcome.calibration)
+        outcome.refused = below_min(judge, outcome.calibration)
     written = [
         jp.label_line(p, v, at, plan.model, plan.prompt.hash)
         for p, v, at in labels
@@ -271,28 +248,3 @@ def _finish(
         atomic_write_text(req.out, text, "labels file")
         outcome.written = len(written)
     return outcome
-
-
-def _below_min(judge: JudgeConfig, figures: dict[str, Any]) -> str | None:
-    """Why the labels are not written, when Cohen's kappa is below judge.min_kappa."""
-    floor = judge.min_kappa
-    kappa = figures.get("cohen_kappa")
-    if floor is None or (kappa is not None and kappa >= floor):
-        return None
-    shown = "undefined" if kappa is None else f"{kappa:.3f}"
-    return (
-        f"Cohen's kappa against the human labels is {shown}, below judge.min_kappa {floor} "
-        f"(on {figures['items']} pairs): no labels written"
-    )
-
-
-def _cost(judge: JudgeConfig, judged: jp.Judged, plan: dict[str, Any]) -> tuple[float | None, str]:
-    """What the answers cost: from the API's token counts when every answer had them, else
-    the dry run's estimate of what was asked; None without both prices."""
-    pin, pout = judge.price_per_million_input_tokens, judge.price_per_million_output_tokens
-    if pin is None or pout is None:
-        return None, ""
-    usage = judged.usage
-    if usage is not None and usage.tokens_reported:
-        return round((usage.input_tokens * pin + usage.output_tokens * pout) / 1e6, 6), "usage"
-    return plan["cost"], "estimate"

@@ -60,6 +60,8 @@ class Validation:
     summary: Summary | None = None
     slices: list[SliceCheck] = field(default_factory=list)
     mde: dict[str, Any] = field(default_factory=dict)  # metric, alpha, power, sd settings
+    # a draft (`evalret golden ...`): its number of queries, none judged yet; None: a golden set
+    draft: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -72,7 +74,7 @@ class Validation:
         if self.summary is not None:
             summary = asdict(self.summary)
             summary["grades"] = {str(k): v for k, v in self.summary.grades.items()}
-        return {
+        out = {
             "source": self.source,
             "ok": self.ok,
             "errors": [_problem_json(p) for p in self.errors],
@@ -81,3 +83,6 @@ class Validation:
             "slices": [asdict(s) for s in self.slices],
             "mde": self.mde,
         }
+        if self.draft is not None:  # only a draft's document has the key
+            out["draft"] = {"queries": self.draft, "judged": 0}
+        return out

@@ -1,6 +1,8 @@
 """Agreement of two graders on the items both graded, from scikit-learn (the ``judgments``
 extra): shared by `evalret judgments agreement` (every pair of annotators) and `evalret judge
---calibrate` (the LLM judge against human labels, with the confusion matrix and the mean bias).
+--calibrate` (the LLM judge against human labels, with the confusion matrix and the mean bias),
+and what `judge --calibrate` and `golden judge --calibrate` share: the human pairs read, and the
+refusal below ``judge.min_kappa``.
 
 A figure that is undefined (no shared item; one category only, so chance agreement is 1) is
 None.
@@ -11,12 +13,16 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from evalret.data.judgments import Scale
+from evalret.data.config import GoldenSetConfig, JudgeConfig
+from evalret.data.goldenset import load_golden_set
+from evalret.data.judgments import Scale, read_annotations
 from evalret.errors import InputError
+from evalret.pipeline import judge as jp
 
 EXTRA = "judgments"
 
@@ -72,3 +78,39 @@ def calibration(
         "bias": float(np.mean(np.array(y) - np.array(x))) if both else None,
         "human_pairs": len(human),
     }
+
+
+def human_pairs(path: Path, scale: Scale) -> list[tuple[jp.Pair, int]]:
+    """The human-graded pairs of an annotation file (each pair's humans' median, rounded down;
+    ``llm:`` annotators left out) or of a golden set directory, with their texts."""
+    if path.is_dir():
+        golden = load_golden_set(GoldenSetConfig(path=path))
+        texts = dict(zip(golden.query_ids, golden.query_texts, strict=True))
+        return [
+            (jp.Pair(q, d, texts[q], golden.doc_texts[golden.doc_index[d]], {}), g)
+            for q in golden.query_ids
+            for d, g in golden.qrels.get(q, {}).items()
+            if d in golden.doc_index and g in scale
+        ]
+    grades: dict[tuple[str, str], list[int]] = {}
+    found: dict[tuple[str, str], jp.Pair] = {}
+    for a in read_annotations([path], scale).items:
+        if a.annotator.startswith("llm:") or not a.document:
+            continue
+        key = (a.query_id, a.doc_id)
+        grades.setdefault(key, []).append(a.grade)
+        found.setdefault(key, jp.Pair(a.query_id, a.doc_id, a.query, a.document, {}))
+    return [(found[k], jp.vote_grade(g)) for k, g in grades.items()]
+
+
+def below_min(judge: JudgeConfig, figures: dict[str, Any]) -> str | None:
+    """Why the labels are not written, when Cohen's kappa is below judge.min_kappa."""
+    floor = judge.min_kappa
+    kappa = figures.get("cohen_kappa")
+    if floor is None or (kappa is not None and kappa >= floor):
+        return None
+    shown = "undefined" if kappa is None else f"{kappa:.3f}"
+    return (
+        f"Cohen's kappa against the human labels is {shown}, below judge.min_kappa {floor} "
+        f"(on {figures['items']} pairs): no labels written"
+    )

@@ -11,7 +11,7 @@ Everything heavy (model, faiss) happens here or below; the CLI only renders what
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -475,6 +475,28 @@ def check_caches(cfg: Config, judging: RunJudging | None) -> None:
             scores.check()
         finally:
             scores.close()
+
+
+def rank_queries(
+    config: Config,
+    golden: GoldenSet,
+    depth: int,
+    progress: ProgressFactory | None = None,
+    names: Collection[str] | None = None,
+) -> dict[str, SearchResult]:
+    """Every enabled index's ranking (of those ``names``, all by default: a hybrid needs its
+    parts named too) of every query of ``golden``, ``depth`` deep, judged or not: a run's embed
+    and retrieve stages alone (nothing scored, gated or reported; nothing embedded when no
+    index named needs vectors), for a set whose queries may judge nothing yet (`evalret golden
+    judge` pools a draft's rankings)."""
+    progress = progress or _no_progress
+    timer = _Timer()
+    retrievers = [r for r in make_retrievers(config) if names is None or r.name in names]
+    for r in retrievers:
+        if r.enabled and isinstance(r, CorpusChecked):
+            r.check_corpus(len(golden.doc_ids))
+    embedded = _embed(config, Selection(golden, golden, []), None, progress, timer, retrievers)
+    return _retrieve(config, golden, embedded, depth, progress, timer, retrievers).rankings
 
 
 def run_evaluation(

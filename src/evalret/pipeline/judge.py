@@ -421,6 +421,18 @@ def label_line(
     }
 
 
+def spent(judge: JudgeConfig, judged: Judged, plan: dict[str, Any]) -> tuple[float | None, str]:
+    """What the answers cost: from the API's token counts when every answer had them, else
+    the dry run's estimate of what was asked; None without both prices."""
+    pin, pout = judge.price_per_million_input_tokens, judge.price_per_million_output_tokens
+    if pin is None or pout is None:
+        return None, ""
+    usage = judged.usage
+    if usage is not None and usage.tokens_reported:
+        return round((usage.input_tokens * pin + usage.output_tokens * pout) / 1e6, 6), "usage"
+    return plan["cost"], "estimate"
+
+
 # --- run --judge -------------------------------------------------------------------------------
 
 RUN_K = 10  # `run --judge` labels the unjudged documents of each gated index's top 10

@@ -151,11 +151,16 @@ def _exact_duplicates(
     return out
 
 
-def text_warnings(scan: GoldenSetScan, threshold: float = NEAR_DUPLICATE_JACCARD) -> list[Problem]:
-    """Duplicate and near-duplicate evaluated queries, duplicate documents, texts without a
-    letter or digit. Each warning points at the later of the two records."""
+def text_warnings(
+    scan: GoldenSetScan,
+    threshold: float = NEAR_DUPLICATE_JACCARD,
+    queries: list[str] | None = None,
+) -> list[Problem]:
+    """Duplicate and near-duplicate evaluated queries (or ``queries``: a draft's, none
+    evaluated), duplicate documents, texts without a letter or digit. Each warning points at the
+    later of the two records."""
     out: list[Problem] = []
-    queries = scan.evaluate
+    queries = scan.evaluate if queries is None else queries
     q_norm = [normalize_text(scan.queries[q]) for q in queries]
     d_ids = list(scan.docs)
     d_norm = [normalize_text(scan.docs[d]) for d in d_ids]
@@ -194,8 +199,10 @@ def text_warnings(scan: GoldenSetScan, threshold: float = NEAR_DUPLICATE_JACCARD
     return out
 
 
-def summarize(scan: GoldenSetScan) -> Summary:
-    """Counts, grade distribution and relevant documents per evaluated query."""
+def summarize(scan: GoldenSetScan, draft: bool = False) -> Summary:
+    """Counts, grade distribution and relevant documents per evaluated query (a draft: its tags
+    and frequencies counted over all its queries, none evaluated)."""
+    counted = list(scan.queries) if draft else scan.evaluate
     judged = [scan.qrels.get(q, {}) for q in scan.evaluate]
     relevant = [relevant_count(j, scan.relevance_level) for j in judged]
     grades = Counter(g for j in judged for g in j.values())
@@ -210,7 +217,7 @@ def summarize(scan: GoldenSetScan) -> Summary:
     histogram = {
         label: sum(1 for r in relevant if low <= r <= high) for low, high, label in RELEVANT_BUCKETS
     }
-    tags = Counter(t for q in scan.evaluate for t in scan.tags.get(q, ()))
+    tags = Counter(t for q in counted for t in scan.tags.get(q, ()))
     return Summary(
         format=scan.format,
         n_documents=len(scan.docs),
@@ -222,7 +229,7 @@ def summarize(scan: GoldenSetScan) -> Summary:
         relevant_per_query=per_query,
         relevant_histogram=histogram,
         tags=dict(sorted(tags.items())),
-        n_with_frequency=sum(1 for q in scan.evaluate if q in scan.frequency),
+        n_with_frequency=sum(1 for q in counted if q in scan.frequency),
     )
 
 
@@ -274,6 +281,34 @@ def slice_checks(
     return out
 
 
+def is_draft(scan: GoldenSetScan) -> bool:
+    """A draft (`evalret golden ...`): a native set with queries, none of which judges a
+    document yet. Validate checks what can be checked of it (ids, duplicates, the corpus) and
+    says so, rather than failing on nothing to evaluate."""
+    return (
+        scan.format == "native"
+        and bool(scan.queries)
+        and not any(scan.qrels.get(q) for q in scan.queries)
+    )
+
+
+def _check_draft(scan: GoldenSetScan, near_threshold: float) -> Validation:
+    """A draft's errors and warnings: those of its files, less "no query to evaluate" and the
+    unjudged-query warning of each query (a draft judges nothing yet, by design)."""
+    errors = [p for p in scan.problems if p.code != "no-queries"]
+    warnings = [p for p in scan.warnings if p.code != "unjudged-query"]
+    warnings += text_warnings(scan, near_threshold, list(scan.queries))
+    warnings.sort(key=lambda p: (p.file or "", p.line or 0))
+    return Validation(
+        source=scan.source,
+        errors=errors,
+        warnings=warnings,
+        summary=summarize(scan, draft=True),
+        mde=mde_settings(None),
+        draft=len(scan.queries),
+    )
+
+
 def check_golden_set(
     scan: GoldenSetScan,
     slices: SlicesConfig,
@@ -284,7 +319,9 @@ def check_golden_set(
 ) -> Validation:
     """Every error and warning of a scanned golden set, its summary and its slices; excluding
     queries without a relevant document, a set with none left is an error (a run would refuse
-    it)."""
+    it). A draft (``is_draft``) is checked as one."""
+    if is_draft(scan):
+        return _check_draft(scan, near_threshold)
     errors = list(scan.problems)
     warnings = list(scan.warnings) + text_warnings(scan, near_threshold)
     if scores is not None and not set(scores) & set(scan.evaluate):

@@ -10,7 +10,7 @@ from evalret.report.escape import markup_safe
 from evalret.report.judgments_view import fig
 
 
-def _money(x: float | None) -> str:
+def money(x: float | None) -> str:
     if x is None:
         return "n/a (no judge.price_per_million_input_tokens and _output_tokens)"
     return f"${x:.4f}"
@@ -30,11 +30,11 @@ def render_plan(p: dict[str, Any]) -> list[str]:
         f"{p['requests']} requests{_unusable(p.get('cache_unusable', 0))}",
         f"input tokens {p['input_tokens']} ({markup_safe(p['token_count'])}), output tokens "
         f"{p['output_tokens']} (assumed {markup_safe(p['output_assumed'])}); cost "
-        f"{_money(p['cost'])}",
+        f"{money(p['cost'])}",
     ]
 
 
-def _calibration(c: dict[str, Any]) -> list[str]:
+def calibration_lines(c: dict[str, Any]) -> list[str]:
     grades = c["grades"]
     bias = "n/a" if c["bias"] is None else f"{c['bias']:+.4f}"
     lines = [
@@ -62,10 +62,10 @@ def render_judge(o: dict[str, Any]) -> str:
     lines.append(
         f"asked {o['asked']}, cached {o['plan']['cached']}, unparseable {o['unparseable']} "
         f"(asked twice, left unjudged), failed {o['failed']}; cost "
-        + (_money(o["cost"]) + (f" ({o['cost_from']})" if o["cost_from"] else ""))
+        + (money(o["cost"]) + (f" ({o['cost_from']})" if o["cost_from"] else ""))
     )
     if o["calibration"] is not None:
-        lines += _calibration(o["calibration"])
+        lines += calibration_lines(o["calibration"])
     if o["refused"] is not None:
         lines.append(f"refused: {markup_safe(o['refused'])}")
     else:

@@ -120,6 +120,13 @@ def render_validation(v: Validation) -> Group:
                 )
             )
     parts.append(Text(""))
+    if v.draft is not None:
+        parts.append(
+            Text(
+                f"a draft: {v.draft:,} queries, none judged yet; next: evalret golden judge "
+                f"{terminal(v.source)} -c CONFIG"
+            )
+        )
     if v.errors:
         parts.append(
             Text(
