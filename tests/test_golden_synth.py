@@ -299,6 +299,40 @@ def test_a_template_and_json_answers(
     assert prompt.startswith("Write a ") and "Passage: " in prompt
 
 
+@pytest.mark.model
+def test_synth_chat_is_its_own_endpoint(
+    tmp_path: Path, warm: Path, draft: Path, server: ChatServer
+) -> None:
+    """With synth.chat, the queries are written there (its model in their provenance) and only
+    the judge's checks go to the judge: section's endpoint."""
+    with ChatServer({}, name="other-writer") as writer:
+        server.state.generated = writer.state.generated  # the judge knows what was written
+        chat = {"name": "other-writer", "base_url": writer.base_url, "api_key_env": None}
+        cfg = _config(tmp_path, warm, server, f"{{chat: {json.dumps(chat)}}}")
+        code, said = _synth(cfg, draft, tmp_path / "out", 6)
+        assert code == 0, said
+        assert writer.state.generations == writer.state.requests == 6
+    assert server.state.generations == 0 and server.state.requests >= 6  # the judge's checks
+    synthetic = _lines(tmp_path / "out" / "queries.jsonl")[KEPT:]
+    assert synthetic and {q["generated"]["model"] for q in synthetic} == {"other-writer"}
+
+
+def test_the_synth_section_is_strict(tmp_path: Path) -> None:
+    """An unknown key, a style of no weight at all, a count of two-document questions that is
+    no whole number: each refused (exit 2) at its key."""
+    cases = {
+        "{stlyes: {keyword: 1}}": "stlyes",
+        "{styles: {keyword: 0}}": "styles",
+        "{multi_document: 1.5}": "multi_document",
+        "{styles: {shouting: 1}}": "shouting",
+    }
+    for synth, key in cases.items():
+        cfg = tmp_path / "bad.yaml"
+        cfg.write_text(f"synth: {synth}\n")
+        code, said = _synth(cfg, DEMO, tmp_path / "out", 5, "--dry-run")
+        assert code == 2 and key in said, (synth, said)
+
+
 def test_a_dry_run_sends_no_text_to_an_embedding_api(tmp_path: Path) -> None:
     """With an API model (nothing listens at its address) and an empty cache, the dry run draws
     no documents, says its figures are estimated, and sends nothing: exit 0, nothing written."""
