@@ -20,6 +20,20 @@ deflate) every answer is compressed so.
 ``always_malformed`` holds query texts whose every answer is prose. ``answer_format`` "bare"
 answers a bare integer. Every request is counted (``requests``), and every grade answered
 kept (``answered``: (query, document) -> list of grades). Nothing of evalret is imported.
+
+It also writes queries, for `evalret golden synth`: a prompt with ``Passage: ...`` (or ``Passage
+1: ...`` and ``Passage 2: ...``) lines and no ``Query:`` line is a generation prompt. The answer
+is a plausible query derived from the (first) passage: a seeded choice of words from its start
+(its title) and a word of the user's own (``EVERYDAY``), as keywords, as a question when the
+prompt asks for one (``a natural question``), or, for a seeded share ``copy_rate`` of the
+passages, a run of the passage's own words copied (too easy for BM25); ``written`` ({passage
+text: answer}) plants an answer for a passage. A prompt asking for JSON (``{"query": ...}``) is
+answered ``{"query": "..."}`` (``{"queries": [...]}`` with ``json_list``). Each query written is
+remembered with its passages (``generated``), and a judge prompt for (that query, one of its
+passages) that ``truth`` does not know is graded ``generated_grade`` (3), or 0 for a query in
+``unanswerable``: the judge confirms what was written from a passage. ``generations`` counts the
+generation prompts answered (a status fault is no answer); ``delay`` holds each generation
+answer that long.
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +51,9 @@ from helpers import answer_body_fault, send_json
 from loopback import Loopback, LoopbackHTTPServer, QuietHandler
 
 PAIR = re.compile(r"Query: (.*?)\n\nPassage: (.*)\n\n(?:Work through|Answer)", re.DOTALL)
+PASSAGE = re.compile(r"^Passage(?: \d+)?: (.*)$", re.MULTILINE)
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]{3,}")
+EVERYDAY = ("help", "tips", "howto", "trouble", "guide")
 
 
 @dataclass
@@ -54,13 +72,47 @@ class ChatState:
     answered: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     sent: list[tuple[int, int]] = field(default_factory=list)  # hostile bodies: (sent, size)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # golden synth's query writer (the module docstring)
+    copy_rate: float = 0.0
+    written: dict[str, str] = field(default_factory=dict)
+    json_list: bool = False
+    generated: dict[str, set[str]] = field(default_factory=dict)
+    generated_grade: int = 3
+    unanswerable: set[str] = field(default_factory=set)
+    generations: int = 0
+    delay: float = 0.0  # seconds before each generation answer
+
+    def write_query(self, prompt: str, passages: list[str]) -> str:
+        """The query written for ``passages`` (the module docstring), remembered."""
+        first = passages[0]
+        digest = hashlib.sha256(f"gen\0{self.seed}\0{first}".encode()).digest()
+        if first in self.written:
+            query = self.written[first]
+        elif int.from_bytes(digest[:8], "big") / 2**64 < self.copy_rate:
+            start = digest[8] % 4
+            query = " ".join(first.split()[start : start + 12])
+        else:
+            words = list(dict.fromkeys(WORD.findall(first)[:8])) or first.split()[:3]
+            picked = [w for i, w in enumerate(words) if digest[9 + i] % 3]  # about two in three
+            query = " ".join((picked or words)[:3]).lower()
+            query += f" {EVERYDAY[digest[20] % len(EVERYDAY)]}"  # a word of the user's own
+            if "a natural question" in prompt:
+                query = f"how does {query} work?"
+        with self.lock:
+            self.generated.setdefault(query, set()).update(passages)
+        return query
+
+    def grade(self, query: str, document: str) -> int:
+        if (query, document) not in self.truth and document in self.generated.get(query, ()):
+            return 0 if query in self.unanswerable else self.generated_grade
+        return self._grade(query, document)
 
     def wrong(self, query: str, document: str) -> bool:
         """Whether the server answers this pair wrong (seeded, the same on every ask)."""
         digest = hashlib.sha256(f"{self.seed}\0{query}\0{document}".encode()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64 < self.error_rate
 
-    def grade(self, query: str, document: str) -> int:
+    def _grade(self, query: str, document: str) -> int:
         true = self.truth.get((query, document), 0)
         if not self.wrong(query, document):
             return true
@@ -104,6 +156,10 @@ class _Handler(QuietHandler):
             return
         prompt = body["messages"][-1]["content"]
         m = PAIR.search(prompt)
+        passages = PASSAGE.findall(prompt) if m is None else []
+        if passages:
+            self._write(state, fault, prompt, passages)
+            return
         if m is None:
             self._error(400, "no query and passage in the prompt")
             return
@@ -117,6 +173,24 @@ class _Handler(QuietHandler):
         text = str(grade) if state.answer_format == "bare" else f"##final score: {grade}"
         usage = fault[1:] if fault is not None and fault[0] == "usage" else (300, 6)
         self._reply(state, text, usage)
+
+    def _write(
+        self, state: ChatState, fault: tuple[Any, ...] | None, prompt: str, passages: list[str]
+    ) -> None:
+        if state.delay:
+            time.sleep(state.delay)
+        with state.lock:
+            state.generations += 1
+        if fault is not None and fault[0] == "malformed":
+            self._reply(state, "")
+            return
+        query = state.write_query(prompt, passages)
+        if '{"query"' in prompt:
+            answer = {"queries": [query]} if state.json_list else {"query": query}
+            text = "```json\n" + json.dumps(answer) + "\n```"
+        else:
+            text = f"{query}\n"
+        self._reply(state, text, (400, 12))
 
     def _reply(self, state: ChatState, text: str, usage: tuple[int, ...] = (300, 6)) -> None:
         send_json(

@@ -112,3 +112,44 @@ def from_logs(
     )
     result = from_logs_command(request, progress=progress)
     console.print(render_from_logs(result), highlight=False)
+
+
+@_command(golden_app, "synth")
+def golden_synth(
+    *,
+    corpus: o.GoldenCorpus,
+    n: o.SynthN,
+    out: Annotated[Path, o.out("The draft directory to write (new or empty).")],
+    config: o.SynthConfigFile = None,
+    log: o.SynthLog = None,
+    dry_run: o.SynthDryRun = False,
+    seed: o.SynthSeed = 0,
+    reading: o.LogOptions,
+    progress: o.Progress,
+    settings: o.Overrides,
+) -> ExitCode:
+    """Write synthetic queries with a chat model (synth.chat, else the judge: section) for
+    documents drawn to cover the corpus (k-means of the embeddings), few-shot from a log's
+    queries; drop duplicates and queries the judge finds unanswerable, tag (or drop) too-easy
+    ones; write a draft with provenance on every query. Exit 3 when the endpoint fails for good
+    (the answers got are cached: a rerun asks only the rest)."""
+    from dataclasses import asdict
+
+    from evalret.commands.golden_synth import SynthRequest, synth_command
+    from evalret.data.querylog import LogFormat
+    from evalret.report.synth_view import render_synth
+
+    request = SynthRequest(
+        corpus=corpus,
+        n=n,
+        out=out,
+        config=config,
+        log=log,
+        log_format=LogFormat(**asdict(reading)),
+        dry_run=dry_run,
+        seed=seed,
+        overrides=settings.overrides(),
+    )
+    outcome = synth_command(request, progress=progress)
+    console.print(render_synth(asdict(outcome)), highlight=False, soft_wrap=True)
+    return ExitCode.OK

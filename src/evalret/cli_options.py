@@ -637,3 +637,28 @@ TrafficCuts = Annotated[
         help="Cumulative traffic shares where the head and the torso end (the rest: the tail).",
     ),
 ]
+
+# --- golden synth (issue #37) ------------------------------------------------------------------
+
+_log = _once("log", "--log", meaning="a query log: text, JSONL or CSV (gzip accepted)")
+SynthConfigFile = Annotated[
+    Path | None,
+    _config("YAML config: its model, its judge: section (or synth.chat) and synth: settings."),
+]
+SynthN = Annotated[
+    int, queries_n("Queries to ask for (one per drawn document; filters may drop some).")
+]
+SynthLog = Annotated[
+    Path | None, _log("Few-shot examples from this log's queries (default the draft's log ones).")
+]
+SynthDryRun = Annotated[
+    bool,
+    _dry_run(
+        "Say what would be asked (generation and judge requests, cached, tokens, cost) and "
+        "stop: nothing is sent, nothing written (the corpus is embedded to draw the documents; "
+        "with an API model and an uncached corpus, the figures are estimated instead)."
+    ),
+]
+SynthSeed = Annotated[
+    int, _seed("Seed of the clusters, the document draw, styles and examples.", min=0)
+]

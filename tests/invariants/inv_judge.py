@@ -19,9 +19,12 @@ from inv_world import SECRET_ENV
 
 from chat_server import ChatServer
 
-JUDGE_ROWS = {"run", "judge", "golden judge"}
+JUDGE_ROWS = {"run", "judge", "golden judge", "golden synth"}
 MANY = 20_000  # more faults than any row asks
 SAMPLE = ["--sample", "20"]  # `run --judge` on 20 queries: a few hundred pairs, not thousands
+SMALL = {"run": SAMPLE, "judge": ["--limit", "20"]}
+# `golden synth` asks its query writer (the judge's endpoint) first
+FAILED = ("judge request(s) failed for good", "generation request(s) failed for good")
 
 
 def _judge_block(url: str) -> str:
@@ -45,12 +48,12 @@ def _with_judge(
     case.write_config(text + _judge_block(server.base_url))
     case.servers = (server,)
     case.ask_judge(own_baseline=own_baseline)
-    if case.row.name != "golden judge":  # which pairs it judges: the draft's pool, whole
-        case.extra += SAMPLE if case.row.name == "run" else ["--limit", "20"]
+    # `golden judge` judges the draft's pool whole, `golden synth` its --n 5
+    case.extra += SMALL.get(case.row.name, [])
     return server
 
 
-def _failing(fault: tuple[object, ...], names: str) -> Callable[[Case], None]:
+def _failing(fault: tuple[object, ...], names: str | tuple[str, ...]) -> Callable[[Case], None]:
     def prepare(case: Case) -> None:
         _with_judge(case, fault)
         case.must_name.append(names)
@@ -90,10 +93,11 @@ def judge_situations(row: Row) -> Iterator[Situation]:
     if row.name in JUDGE_ROWS:
         yield Situation(
             "judge-fails-every-request",
-            _failing(("status", 503, 0), "judge request(s) failed for good"),
+            _failing(("status", 503, 0), FAILED),
             three,
             checks=(_no_pass,),
         )
+    if row.name in JUDGE_ROWS - {"golden synth"}:  # an unreadable query is counted, not fatal
         yield Situation(
             "judge-answers-unreadable",
             _failing(("malformed",), "could not be read"),

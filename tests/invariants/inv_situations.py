@@ -54,7 +54,7 @@ from pathlib import Path
 
 from inv_case import Case, Outcome
 from inv_http import serve
-from inv_table import ANSWER_CACHE, GOLDEN, ROWS, SCORE_CACHE, Item, Row
+from inv_table import ANSWER_CACHE, GOLDEN, ROWS, SCORE_CACHE, SYNTH_CACHE, Item, Row
 from inv_world import (
     ENCODER,
     JUDGE_BLOCK,
@@ -750,6 +750,8 @@ def store_situations(row: Row) -> Iterator[Situation]:
         uses.append((ANSWER_CACHE, row.judge_argv))
     if "reranker" in row.plugins and row.config is not None:
         uses.append((SCORE_CACHE, ()))
+    if row.name == "golden synth":
+        uses.append((SYNTH_CACHE, ()))
     for store, argv in uses:
         if store not in row.inputs:
             continue

@@ -86,14 +86,16 @@ ENCODER = frozenset({"encoder"})
 OTHER_IDENTITY = {"name": "inv-other-model"}  # an embedding set no row embeds into
 ANSWER_CACHE = Item("answer-cache", "cache/judgments/judge.sqlite", in_argv=False)
 SCORE_CACHE = Item("score-cache", "cache/rerank/scores.sqlite", in_argv=False)
+SYNTH_CACHE = Item("synth-cache", "cache/judgments/synth.sqlite", in_argv=False)
 EMBEDDING_STORE = Item(
     "embedding-store",
     f"cache/embeddings/{json_digest(OTHER_IDENTITY)[:32]}",
     dir=True,
     in_argv=False,
 )
-STORES = (ANSWER_CACHE, SCORE_CACHE, EMBEDDING_STORE)
+STORES = (ANSWER_CACHE, SCORE_CACHE, SYNTH_CACHE, EMBEDDING_STORE)
 GOLDEN_NAMED = Item("golden-set", "golden", dir=True, in_argv=False, read=False)
+DRAFT_FILES = ("corpus.jsonl", "queries.jsonl", "manifest.json")  # a golden command's draft
 
 ROWS: tuple[Row, ...] = (
     Row(
@@ -385,5 +387,38 @@ ROWS: tuple[Row, ...] = (
             ),
         ),
         report=("out", "manifest.json"),
+    ),
+    # --dry-run: embeds (the plug-in encoder) and plans, sends nothing (its judge: section points
+    # nowhere); told to call the judge (its endpoint is the query writer's), it sends
+    Row(
+        "golden synth",
+        (
+            "golden",
+            "synth",
+            "-c",
+            "{config}",
+            "--corpus",
+            "{corpus}",
+            "--n",
+            "5",
+            "--dry-run",
+            "--out",
+            "{out}",
+            "--no-progress",
+        ),
+        inputs=(
+            Item("config", "judge.yaml"),
+            Item("corpus", "golden/corpus.jsonl"),
+            GOLDEN_NAMED,
+            PLUGIN_FILE,
+            *STORES,
+        ),
+        outputs=(Item("out", "draft", dir=True, products=DRAFT_FILES),),
+        config="config",
+        plugins=ENCODER,
+        # not embeds: its dry run sends no text to an API model whose cache lacks the corpus
+        # (tests/test_golden_synth.py), so the HTTP embedding situations would see no request
+        judges=Asks(drop=("--dry-run",)),
+        judge_argv=(),
     ),
 )

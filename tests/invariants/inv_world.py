@@ -12,8 +12,8 @@ same with a ``judge:`` section; ``saved/report.json`` and
 annotators' label files ``alice.jsonl`` / ``bob.jsonl``; ``train.txt`` for `leakage`;
 ``cachefull/`` a filled embedding cache; ``cache/``, the config's cache directory (and every
 case's $EVALRET_CACHE_DIR), holding evalret's stores as evalret writes them: the judge's answer
-cache and the reranker's score cache with a row each, and an embedding set of a model no row
-embeds with (inv_table.STORES).
+cache, the query writer's (golden synth) and the reranker's score cache with a row each, and an
+embedding set of a model no row embeds with (inv_table.STORES).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 
 from conftest import DEMO
 from evalret.cli import app
-from evalret.data.stores import JUDGE_ANSWERS, RERANK_SCORES, CacheRoot
+from evalret.data.stores import JUDGE_ANSWERS, RERANK_SCORES, SYNTH_ANSWERS, CacheRoot
 from evalret.engines.cache import Namespace, text_keys
 from evalret.engines.sqlite_table import SqliteTable
 
@@ -124,6 +124,9 @@ def _stores(cache: Path) -> None:
     scores = SqliteTable(RERANK_SCORES, root)
     scores.put([("inv-score", 0.5)])
     scores.close()
+    written = SqliteTable(SYNTH_ANSWERS, root, durable=True)
+    written.put([("inv-written", "loom install", "2026-01-01T00:00:00Z")])
+    written.close()
     vectors = np.eye(3, 8, dtype=np.float32)
     Namespace(cache, OTHER_IDENTITY).store(text_keys(["a", "b", "c"]), vectors)
 

@@ -7,10 +7,12 @@ directory) holds:
 - ``embeddings/`` the embedding cache (engines/cache.py), ``models/`` exported ONNX models and
   ``indexes/`` HNSW and faiss graphs;
 - ``judgments/judge.sqlite`` the LLM judge's answers (pipeline/judge.py);
+- ``judgments/synth.sqlite`` the query writer's answers of `evalret golden synth`
+  (pipeline/synth.py);
 - ``rerank/scores.sqlite`` the rerankers' scores (engines/rerankers.py).
 
 Every command declares these as inputs (data/paths.py): no output may be one, be a link to one,
-or lie inside one. evalret's SQLite files (these two and the history database) carry the
+or lie inside one. evalret's SQLite files (these three and the history database) carry the
 application id ``APPLICATION_ID`` in their header; engines/sqlite_table.py checks an existing
 file before anything writes to it.
 """
@@ -74,13 +76,19 @@ JUDGE_ANSWERS = SqliteStore(
     "key TEXT PRIMARY KEY, grade INTEGER NOT NULL, answer TEXT NOT NULL, graded_at TEXT NOT NULL",
     "the judge's answer cache",
 )
+SYNTH_ANSWERS = SqliteStore(
+    Path("judgments") / "synth.sqlite",
+    "generations",
+    "key TEXT PRIMARY KEY, answer TEXT NOT NULL, asked_at TEXT NOT NULL",
+    "the query writer's answer cache",
+)
 RERANK_SCORES = SqliteStore(
     Path("rerank") / "scores.sqlite",
     "scores",
     "key TEXT PRIMARY KEY, score REAL",
     "the reranker's score cache",
 )
-SQLITE_STORES = (JUDGE_ANSWERS, RERANK_SCORES)
+SQLITE_STORES = (JUDGE_ANSWERS, SYNTH_ANSWERS, RERANK_SCORES)
 # the directories of the embedding cache, by name, and what to call each
 STORE_DIRS = {
     "embeddings": "the embedding cache",

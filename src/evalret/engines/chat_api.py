@@ -12,9 +12,12 @@ What a caller gets: each prompt's answer text as soon as it arrives (``concurren
 flight), so that it can keep the answer at once. A request that fails for good is no exception
 for the whole batch: its prompt comes back with ``failed`` set (a message naming the endpoint,
 the status and what it likely means, the server's text redacted), and the other prompts go on.
-Only a key that is missing, or refused (401, 403) or a model or path not found (404), or what
-the HTTP policy refuses (a redirect elsewhere, an answer larger than ``judge.max_response_mb``)
-stops everything (ModelError, exit 3): every other request would fail the same way.
+The same client sends `evalret golden synth`'s generation requests (``synth.chat``, or the
+judge's endpoint): ``section`` names the config section in every message (``judge.name``,
+``synth.chat.max_retries``). Only a key that is missing, or refused (401, 403) or a model or
+path not found (404), or what the HTTP policy refuses (a redirect elsewhere, an answer larger
+than ``judge.max_response_mb``) stops everything (ModelError, exit 3): every other request would
+fail the same way.
 
 An answer's token counts (``usage``) are checked as the embedding provider checks its own
 (engines/tokens.max_tokens): the prompt's at most one per byte of the prompt and 256 more, the
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
-from evalret.data.config import JudgeConfig
+from evalret.data.config import ChatEndpointConfig
 from evalret.engines.http_policy import LoopThread, PolicyError, Redactor
 from evalret.engines.openai_api import (
     answer_json,
@@ -50,7 +53,7 @@ K = TypeVar("K")
 FATAL = {
     401: "the key was refused: check the key in {key}",
     403: "the key in {key} may not use this model or endpoint",
-    404: "not found: check judge.name ({name!r}) and judge.base_url",
+    404: "not found: check {section}.name ({name!r}) and {section}.base_url",
 }
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 BEYOND = ("", f", and {HIDDEN_OUTPUT_TOKENS:,} of hidden reasoning")  # what each bound adds
@@ -86,15 +89,17 @@ class ChatReply(Generic[K]):
 class ChatClient:
     """Sends prompts to ``{base_url}/chat/completions`` (see the module docstring)."""
 
-    def __init__(self, config: JudgeConfig) -> None:
+    def __init__(self, config: ChatEndpointConfig, section: str = "judge") -> None:
         self.config = config
+        self.section = section  # the config section named in messages
+        self.who = "the judge" if section == "judge" else "the query writer"
         self.endpoint = endpoint_of(config.base_url)
         self.url = f"{self.endpoint}/chat/completions"
         self.usage = ChatUsage()
 
     @cached_property
     def _key(self) -> str:
-        return api_key(self.config.api_key_env, "judge", self.endpoint, "the judge")
+        return api_key(self.config.api_key_env, self.section, self.endpoint, self.who)
 
     @cached_property
     def redact(self) -> Redactor:
@@ -108,8 +113,8 @@ class ChatClient:
             self._key,
             c.max_retries,
             c.timeout,
-            "judge",
-            "the judge (provider openai)",
+            self.section,
+            f"{self.who} (provider openai)",
             c.response_limit,
         )
 
@@ -172,10 +177,12 @@ class ChatClient:
                 raise ModelError(message) from None
             return self._failed(key, message)
         except openai.APIConnectionError as e:
-            said = connection_failure(e, c.max_retries, "judge", self.redact)
-            return self._failed(key, f"judge request to {self.url} failed {said}")
+            said = connection_failure(e, c.max_retries, self.section, self.redact)
+            return self._failed(key, f"{self.section} request to {self.url} failed {said}")
         except PolicyError as e:
-            raise ModelError(f"judge request to {self.url}: {self.redact(str(e))}") from None
+            raise ModelError(
+                f"{self.section} request to {self.url}: {self.redact(str(e))}"
+            ) from None
         self.usage.requests += 1
         self.usage.retries += int(getattr(raw, "retries_taken", 0) or 0)
         answer = self._answer(raw.http_response)
@@ -192,11 +199,11 @@ class ChatClient:
     def _status_message(self, error: Any) -> str:
         c = self.config
         hints = {
-            status: hint.format(key=c.api_key_env, name=c.name)
+            status: hint.format(key=c.api_key_env, name=c.name, section=self.section)
             for status, hint in (FATAL | HINTS).items()
         }
-        said = status_failure(error, hints, "judge", c.max_retries, self.redact)
-        return f"judge request to {self.url} failed: {said}"
+        said = status_failure(error, hints, self.section, c.max_retries, self.redact)
+        return f"{self.section} request to {self.url} failed: {said}"
 
     def _answer(self, response: Any) -> dict[str, Any] | None:
         """The answer's JSON object; None when it is none (not JSON, a number Python cannot
@@ -235,7 +242,7 @@ class ChatClient:
         for name, n, bound, beyond in zip(TOKEN_FIELDS, counts, bounds, BEYOND, strict=True):
             if not 0 <= n <= bound:
                 return (
-                    f"judge request to {self.url}: the answer's usage.{name} "
+                    f"{self.section} request to {self.url}: the answer's usage.{name} "
                     f"{self.redact.shown(str(n), 40)} is no token count (0 to {bound:,}: one per "
                     f"byte and {TOKENS_PER_TEXT} more{beyond})"
                 )

@@ -7,9 +7,10 @@ One module per section, re-exported here (import from ``evalret.data.config``), 
 ``base`` (the strict model, the path type, ``AtKey``), ``dsn`` (ports, URLs and libpq connection
 strings), ``endpoints`` (what HTTP sections share), ``models`` (``model``, by provider),
 ``typed_indexes``, ``faiss_settings`` and ``rerank`` (the typed indexes, by type), ``indexes``
-(``indexes``), ``slices``, ``gate``, ``judge``, ``settings`` (the smaller sections), ``root`` (the
-root ``Config`` and its cross-section validators) and ``loading`` (YAML, lines, errors). A section
-never imports ``root``; the import-linter contract in pyproject.toml holds the order.
+(``indexes``), ``slices``, ``gate``, ``judge``, ``synth``, ``settings`` (the smaller sections),
+``root`` (the root ``Config`` and its cross-section validators) and ``loading`` (YAML, lines,
+errors). A section never imports ``root``; the import-linter contract in pyproject.toml holds
+the order.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from evalret.data.config.endpoints import (
     MAX_RESPONSE_MB,
     MIB,
     OPENAI_URL,
+    ChatEndpointConfig,
     checked_base_url,
     max_response_field,
 )
@@ -104,6 +106,7 @@ from evalret.data.config.settings import (
     SampleConfig,
 )
 from evalret.data.config.slices import SliceDefinition, SlicesConfig, configured_slices
+from evalret.data.config.synth import STYLES, Style, SynthConfig
 from evalret.data.config.typed_indexes import (
     INDEX_NAME,
     PgvectorIndexConfig,
@@ -145,11 +148,13 @@ __all__ = [
     "RAY_ADDRESS",
     "RERANKER_PROVIDERS",
     "RESERVED_REQUEST_FIELDS",
+    "STYLES",
     "AtKey",
     "BeyondAccuracyConfig",
     "Bm25IndexConfig",
     "BootstrapConfig",
     "CacheConfig",
+    "ChatEndpointConfig",
     "Config",
     "CrossEncoderRerankerConfig",
     "EmbeddingConfig",
@@ -191,6 +196,8 @@ __all__ = [
     "SlicesConfig",
     "SqlName",
     "StrictModel",
+    "Style",
+    "SynthConfig",
     "Threshold",
     "ThresholdOverride",
     "TypedIndexBase",

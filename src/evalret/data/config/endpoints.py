@@ -1,13 +1,15 @@
 """What every HTTP section (the embedding provider's, the reranker's, the judge's) shares: the
-default base URL, the check of a ``base_url``, and the bounds of an answer's size."""
+default base URL, the check of a ``base_url``, the bounds of an answer's size, and the chat
+endpoint the judge's section and ``synth.chat`` share."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from evalret.data.config.base import StrictModel
 from evalret.data.config.dsn import url_port_problem
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -50,3 +52,48 @@ def max_response_field(default: int | None, reads: str) -> Any:
         le=16384,
         description=f"MiB an answer of {reads} may hold, as sent and decoded (gzip, deflate)",
     )
+
+
+class ChatEndpointConfig(StrictModel):
+    """An OpenAI-compatible chat endpoint (``POST {base_url}/chat/completions``,
+    engines/chat_api.py) under the same HTTP policy, retries and redaction as the embedding
+    provider: what the judge's section and ``synth.chat`` share."""
+
+    provider: Literal["openai"] = Field("openai", description="an OpenAI-compatible chat API")
+    base_url: str = Field(
+        OPENAI_URL,
+        pattern=r"^https?://[^\s]+$",
+        description="the API's base URL (its /chat/completions is called)",
+    )
+    name: str = Field(
+        min_length=1, max_length=MAX_API_NAME, description="the chat model the endpoint serves"
+    )
+    api_key_env: str | None = Field(
+        "OPENAI_API_KEY",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="the environment variable holding the key (null: no key, for a local server)",
+    )
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature sent")
+    concurrency: int = Field(4, ge=1, le=64, description="requests in flight")
+    max_retries: int = Field(6, ge=0, le=20, description="retries of a 429, 5xx or timeout")
+    timeout: float = Field(60.0, gt=0, le=3600, description="seconds a request may take")
+    price_per_million_input_tokens: float | None = Field(
+        None, ge=0, description="the price of prompt tokens, for the cost"
+    )
+    price_per_million_output_tokens: float | None = Field(
+        None, ge=0, description="the price of answer tokens, for the cost"
+    )
+    request_fields: dict[str, Any] | None = Field(
+        None, description="extra fields sent with every request (e.g. seed, top_p)"
+    )
+    max_response_mb: int = max_response_field(MAX_RESPONSE_MB, "the endpoint (one answer)")
+
+    @property
+    def response_limit(self) -> int:
+        """The most bytes an answer may hold."""
+        return self.max_response_mb * MIB
+
+    @field_validator("base_url")
+    @classmethod
+    def _safe_base_url(cls, value: str) -> str:
+        return checked_base_url(value)

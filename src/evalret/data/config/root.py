@@ -51,6 +51,7 @@ from evalret.data.config.settings import (
     SampleConfig,
 )
 from evalret.data.config.slices import SlicesConfig
+from evalret.data.config.synth import SynthConfig
 from evalret.errors import MetricError
 
 DEFAULT_METRICS = [
@@ -135,6 +136,9 @@ class Config(StrictModel):
     judge: JudgeConfig | None = Field(
         None, description="the LLM judge of `evalret judge` and `run --judge`; null: none"
     )
+    synth: SynthConfig | None = Field(
+        None, description="the settings of `evalret golden synth`; null: the defaults"
+    )
     # the settings given on the command line (--set, --model, --dimension; data/overrides.py),
     # by dotted path: no key of the file, recorded in report.json
     _overrides: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -160,11 +164,11 @@ class Config(StrictModel):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The config as a dict; ``search_depth``, ``sample`` and ``judge`` only when set, and
-        ``embedding`` only when not the default, so that reports of configs without them read
-        as they did before the keys existed."""
+        """The config as a dict; ``search_depth``, ``sample``, ``judge`` and ``synth`` only when
+        set, and ``embedding`` only when not the default, so that reports of configs without
+        them read as they did before the keys existed."""
         data: dict[str, Any] = handler(self)
-        for key in ("search_depth", "sample", "judge"):
+        for key in ("search_depth", "sample", "judge", "synth"):
             if getattr(self, key) is None:
                 data.pop(key, None)
         if self.embedding == EmbeddingConfig():  # the default engine: dumps read as before
@@ -428,9 +432,13 @@ class Config(StrictModel):
         if judge is not None and judge.prompt != "umbrela":
             prompt = fix(Path(judge.prompt)) or judge.prompt
             judge = judge.model_copy(update={"prompt": str(prompt)})
+        synth = self.synth
+        if synth is not None and synth.template is not None:
+            synth = synth.model_copy(update={"template": fix(synth.template) or synth.template})
         return self.model_copy(
             update={
                 "judge": judge,
+                "synth": synth,
                 "indexes": self.indexes.resolve_paths(base),
                 "golden_set": golden,
                 "model": model,
