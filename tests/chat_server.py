@@ -33,7 +33,7 @@ remembered with its passages (``generated``), and a judge prompt for (that query
 passages) that ``truth`` does not know is graded ``generated_grade`` (3), or 0 for a query in
 ``unanswerable``: the judge confirms what was written from a passage. ``generations`` counts the
 generation prompts answered (a status fault is no answer); ``delay`` holds each generation
-answer that long.
+answer that long, ``judge_delay`` each grade.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ class ChatState:
     unanswerable: set[str] = field(default_factory=set)
     generations: int = 0
     delay: float = 0.0  # seconds before each generation answer
+    judge_delay: float = 0.0  # seconds before each grade
 
     def write_query(self, prompt: str, passages: list[str]) -> str:
         """The query written for ``passages`` (the module docstring), remembered."""
@@ -167,6 +168,8 @@ class _Handler(QuietHandler):
         if (fault is not None and fault[0] == "malformed") or query in state.always_malformed:
             self._reply(state, "The passage seems quite relevant to me, I would say.")
             return
+        if state.judge_delay:
+            time.sleep(state.judge_delay)
         grade = state.grade(query, document)
         with state.lock:
             state.answered.setdefault((query, document), []).append(grade)
