@@ -489,3 +489,30 @@ JudgeCacheOnly = Annotated[
         "cached stays unjudged).",
     ),
 ]
+
+# --- golden doctor -----------------------------------------------------------------------------
+
+_log = _once(
+    "log",
+    "--log",
+    meaning="a query log: one query a line, JSONL or CSV (gzip accepted)",
+)
+DoctorLog = Annotated[
+    Path | None,
+    _log(
+        "A query log (one query a line, JSONL or CSV; gzip accepted): measure how much of its "
+        "traffic the golden set covers, and the drift between them."
+    ),
+]
+LogSample = Annotated[
+    int,
+    _option(
+        "--log-sample",
+        min=1,
+        help="With --log: embed a seeded sample of this many distinct logged queries.",
+    ),
+]
+DoctorSeed = Annotated[
+    int,
+    _seed("Seed of the random ranking, the resamplings, the log's sample and its k-means.", min=0),
+]
