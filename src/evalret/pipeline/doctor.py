@@ -283,7 +283,7 @@ def _log_texts(path: Path, size: int, seed: int) -> tuple[dict[str, Any], list[s
             continue
         text = entry.text.strip()
         if text:
-            counts[text] = counts.get(text, 0) + max(1, int(getattr(entry, "count", 1) or 1))
+            counts[text] = counts.get(text, 0) + entry.count
     texts = list(counts)
     rng = np.random.default_rng(seed_for(seed, "log-sample"))
     drawn = sorted(rng.choice(len(texts), size=min(size, len(texts)), replace=False).tolist())
