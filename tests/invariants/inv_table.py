@@ -323,4 +323,24 @@ ROWS: tuple[Row, ...] = (
     ),
     # prints the config's JSON Schema: reads and writes nothing
     Row("config schema", ("config", "schema")),
+    Row(
+        "golden doctor",
+        (
+            "golden",
+            "doctor",
+            "-c",
+            "{config}",
+            "--log",
+            "{log}",
+            "--out",
+            "{out}",
+            "--no-progress",
+        ),
+        inputs=(Item("log", "train.txt"), CONFIG, GOLDEN, PLUGIN_FILE, *STORES),
+        outputs=(Item("out", "doctor", dir=True, products=("doctor.json", "doctor.html")),),
+        report=("out", "doctor.json"),
+        config="config",
+        plugins=EVERY_PLUGIN,
+        embeds=True,
+    ),
 )

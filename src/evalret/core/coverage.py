@@ -112,7 +112,7 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """float64 rows scaled to length 1 (a zero row stays zero)."""
     x = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    return np.asarray(np.divide(x, norms, out=np.zeros_like(x), where=norms > 0))
 
 
 def nearest_similarity(log: np.ndarray, golden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -182,7 +182,7 @@ def _pairwise(z: np.ndarray) -> np.ndarray:
     d2 = sq[:, None] + sq[None, :] - 2.0 * (z @ z.T)
     np.maximum(d2, 0.0, out=d2)
     np.fill_diagonal(d2, 0.0)
-    return np.sqrt(d2)
+    return np.asarray(np.sqrt(d2))
 
 
 def _energy(dist: np.ndarray, row_sums: np.ndarray, total: float, s: np.ndarray) -> np.ndarray:
