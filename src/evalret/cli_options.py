@@ -492,11 +492,7 @@ JudgeCacheOnly = Annotated[
 
 # --- golden doctor -----------------------------------------------------------------------------
 
-_log = _once(
-    "log",
-    "--log",
-    meaning="a query log: one query a line, JSONL or CSV (gzip accepted)",
-)
+_log = _once("log", "--log", meaning="a query log: text, JSONL or CSV (gzip accepted)")
 DoctorLog = Annotated[
     Path | None,
     _log(
