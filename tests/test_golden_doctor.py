@@ -79,7 +79,9 @@ def test_energy_test_tells_a_shift_from_the_same_distribution() -> None:
     assert shifted.p_value == pytest.approx(1 / 200)
     assert shifted.statistic > 10 * same.statistic
     assert energy_test(x, y, permutations=199, seed=3) == same
-    assert energy_test(x, x.copy(), permutations=99, seed=0).statistic == pytest.approx(0.0, abs=1e-6)
+    assert energy_test(x, x.copy(), permutations=99, seed=0).statistic == pytest.approx(
+        0.0, abs=1e-6
+    )
 
 
 def test_coverage_counts_and_uncovered_clusters() -> None:
@@ -290,6 +292,7 @@ def test_example_queries_are_escaped(foreign_log: Path, tmp_path: Path) -> None:
     code, output = _doctor(
         "-c", DEFAULT, "--log", str(foreign_log), "--out", str(tmp_path), "--json"
     )
+    assert code == 0, output
     data = _hostile(json.loads(output))
     html = doctor_html(data)
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html

@@ -125,9 +125,9 @@ def nearest_similarity(log: np.ndarray, golden: np.ndarray) -> tuple[np.ndarray,
     return sims[np.arange(len(log)), best], best.astype(np.int64)
 
 
-def covered(nearest: np.ndarray, level: float) -> np.ndarray:
-    """bool [N]: the logged queries whose nearest golden query has cosine >= ``level``."""
-    return np.asarray(nearest, dtype=np.float64) >= level
+def covered(nearest: np.ndarray, similarity: float) -> np.ndarray:
+    """bool [N]: the logged queries whose nearest golden query has cosine >= ``similarity``."""
+    return np.asarray(nearest, dtype=np.float64) >= similarity
 
 
 @dataclass(frozen=True)

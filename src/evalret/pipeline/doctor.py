@@ -309,7 +309,9 @@ def traffic_section(
     from evalret.engines.kmeans import kmeans
 
     assert settings.log is not None
-    level = cfg.gate.coverage.similarity if cfg.gate.coverage is not None else DEFAULT_SIMILARITY
+    similarity = (
+        cfg.gate.coverage.similarity if cfg.gate.coverage is not None else DEFAULT_SIMILARITY
+    )
     info, texts, weights = _log_texts(settings.log, settings.log_sample, settings.seed)
     if not texts:
         raise InputError(f"{settings.log}: no query left to sample (empty, or all personal data)")
@@ -318,7 +320,7 @@ def traffic_section(
     vectors = unit_rows(embedder.embed(texts, "query", tick))
     golden = unit_rows(golden_vectors)
     nearest, _ = nearest_similarity(vectors, golden)
-    is_covered = covered(nearest, level)
+    is_covered = covered(nearest, similarity)
     w = np.asarray(weights, dtype=np.float64)
     clusters = kmeans(vectors, cluster_count(len(texts)), settings.seed)
     uncovered = []
@@ -340,7 +342,7 @@ def traffic_section(
     gate = cfg.gate.coverage
     return {
         "log": info,
-        "similarity": level,
+        "similarity": similarity,
         "coverage": round(float(is_covered.mean()), 4),
         "coverage_by_traffic": round(float(w[is_covered].sum() / w.sum()), 4),
         "min": gate.min if gate is not None else None,

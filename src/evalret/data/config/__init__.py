@@ -40,6 +40,7 @@ from evalret.data.config.faiss_settings import (
 from evalret.data.config.gate import (
     BUDGET_INDEX_TYPES,
     DEFAULT_THRESHOLDS,
+    CoverageGate,
     GateConfig,
     HealthThreshold,
     IndexBudget,
@@ -151,6 +152,7 @@ __all__ = [
     "BootstrapConfig",
     "CacheConfig",
     "Config",
+    "CoverageGate",
     "CrossEncoderRerankerConfig",
     "EmbeddingConfig",
     "ExactIndexConfig",
