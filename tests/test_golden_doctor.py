@@ -296,6 +296,7 @@ def test_example_queries_are_escaped(foreign_log: Path, tmp_path: Path) -> None:
     data = _hostile(json.loads(output))
     html = doctor_html(data)
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<svg" in html and "coverage of the logged queries" in html  # the coverage plot
     console = Console(record=True, width=200, color_system=None)
     console.print(render_doctor(data, []))
     text = console.export_text()
