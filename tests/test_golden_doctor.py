@@ -301,3 +301,25 @@ def test_example_queries_are_escaped(foreign_log: Path, tmp_path: Path) -> None:
     console.print(render_doctor(data, []))
     text = console.export_text()
     assert "[bold red]x[/bold red]" in text and "\x1b" not in text
+
+
+def test_a_bad_log_fails_before_anything_is_embedded(tmp_path: Path) -> None:
+    """An unreadable log line: exit 2 naming file and line, before the model is loaded (the lane
+    check of conftest fails this unmarked test otherwise); nothing written."""
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"query": "upload speed is terrible"}\nnot json\n')
+    code, output = _doctor("-c", DEFAULT, "--log", str(log), "--out", str(tmp_path / "out"))
+    assert code == 2, output
+    assert f"{log}:2" in output
+    assert not (tmp_path / "out" / "doctor.json").exists()
+
+
+def test_a_log_of_personal_data_only_is_refused_unshown(tmp_path: Path) -> None:
+    """Every logged query holds personal data: nothing left to sample (exit 2), none of it
+    printed."""
+    log = tmp_path / "log.txt"
+    log.write_text("\n".join(PII) + "\n")
+    code, output = _doctor("-c", DEFAULT, "--log", str(log), "--out", str(tmp_path / "out"))
+    assert code == 2, output
+    assert "no query left" in output
+    assert "jane" not in output and "555" not in output

@@ -75,6 +75,10 @@ DEFAULT_LOG_SAMPLE = 1_000
 DEFAULT_SIMILARITY = 0.5  # gate.coverage.similarity's default (data/config/gate.py)
 EXAMPLES = 3  # example queries shown per uncovered cluster
 NDCG = Metric("ndcg", 10)
+NEEDS_MODEL = (
+    "evalret golden doctor needs the config's model: enable a dense index (indexes.exact) so "
+    "that the golden set is embedded"
+)
 
 
 @dataclass(frozen=True)
@@ -299,22 +303,38 @@ def _log_texts(path: Path, size: int, seed: int) -> tuple[dict[str, Any], list[s
     return info, sample, [counts[t] for t in sample]
 
 
+@dataclass(frozen=True)
+class LogSample:
+    """What the doctor took from a log: its counts, the sampled texts and their traffic."""
+
+    info: dict[str, Any]
+    texts: list[str]
+    weights: list[int]
+
+
+def read_log_sample(settings: DoctorSettings) -> LogSample:
+    """The log's seeded sample (read before anything is evaluated: a bad log fails fast)."""
+    assert settings.log is not None
+    info, texts, weights = _log_texts(settings.log, settings.log_sample, settings.seed)
+    if not texts:
+        raise InputError(f"{settings.log}: no query left to sample (empty, or all personal data)")
+    return LogSample(info, texts, weights)
+
+
 def traffic_section(
     cfg: Config,
-    settings: DoctorSettings,
+    sample: LogSample,
+    seed: int,
     golden_vectors: np.ndarray,
     progress: ProgressFactory | None,
 ) -> dict[str, Any]:
     from evalret.engines.embedders import open_embedder
     from evalret.engines.kmeans import kmeans
 
-    assert settings.log is not None
     similarity = (
         cfg.gate.coverage.similarity if cfg.gate.coverage is not None else DEFAULT_SIMILARITY
     )
-    info, texts, weights = _log_texts(settings.log, settings.log_sample, settings.seed)
-    if not texts:
-        raise InputError(f"{settings.log}: no query left to sample (empty, or all personal data)")
+    info, texts, weights = sample.info, sample.texts, sample.weights
     embedder = open_embedder(cfg.model, cfg.cache).embedder
     tick = progress("Embedding logged queries", len(texts)) if progress else None
     vectors = unit_rows(embedder.embed(texts, "query", tick))
@@ -322,7 +342,7 @@ def traffic_section(
     nearest, _ = nearest_similarity(vectors, golden)
     is_covered = covered(nearest, similarity)
     w = np.asarray(weights, dtype=np.float64)
-    clusters = kmeans(vectors, cluster_count(len(texts)), settings.seed)
+    clusters = kmeans(vectors, cluster_count(len(texts)), seed)
     uncovered = []
     for c in cluster_coverage(clusters.assignment, is_covered):
         if not c.uncovered:
@@ -338,7 +358,7 @@ def traffic_section(
                 "examples": [texts[i] for i in closest.tolist()],
             }
         )
-    test = energy_test(vectors, golden, PERMUTATIONS, settings.seed)
+    test = energy_test(vectors, golden, PERMUTATIONS, seed)
     gate = cfg.gate.coverage
     return {
         "log": info,
@@ -347,7 +367,7 @@ def traffic_section(
         "coverage_by_traffic": round(float(w[is_covered].sum() / w.sum()), 4),
         "min": gate.min if gate is not None else None,
         "nearest_similarity": [round(float(v), 4) for v in nearest],
-        "clusters": {"k": clusters.k, "seed": settings.seed, "uncovered": uncovered},
+        "clusters": {"k": clusters.k, "seed": seed, "uncovered": uncovered},
         "drift": {
             "test": "energy distance, permutation p-value",
             "statistic": round(test.statistic, 6),
@@ -378,25 +398,29 @@ def run_doctor(
     cfg: Config, settings: DoctorSettings, progress: ProgressFactory | None = None
 ) -> DoctorResult:
     """Evaluate the config's golden set once and diagnose it (see the module)."""
+    from evalret.engines.retrievers import make_retrievers
     from evalret.pipeline.evaluate import run_evaluation
+    from evalret.pipeline.plan import needs_vectors
 
     if settings.log_sample < 1:
         raise InputError(f"--log-sample {settings.log_sample}: at least 1")
+    if not needs_vectors(make_retrievers(cfg)):
+        raise ConfigError(NEEDS_MODEL)
+    sample = read_log_sample(settings) if settings.log is not None else None
     evaluation = run_evaluation(cfg, progress=progress)
     g = evaluation.golden_set
     docs, queries = evaluation.doc_vectors, evaluation.query_vectors
     if docs is None or queries is None or docs.shape[1] == 0:
-        raise ConfigError(
-            "evalret golden doctor needs the config's model: enable a dense index "
-            "(indexes.exact) so that the set is embedded"
-        )
+        raise ConfigError(NEEDS_MODEL)
     recall = recall_metric(cfg)
     depth = min(max(10, recall.k or 10), len(g.doc_ids))
     rankings = zoo_rankings(cfg, g, docs, queries, depth, settings.seed)
     scores = zoo_scores(cfg, g, rankings, [NDCG, recall])
     masks = {s.name: s.mask for s in evaluation.slices}
     ndcg = {name: scores[name][str(NDCG)] for name in ZOO}
-    traffic = traffic_section(cfg, settings, queries, progress) if settings.log else None
+    traffic = None
+    if sample is not None:
+        traffic = traffic_section(cfg, sample, settings.seed, queries, progress)
     data = {
         "format": DOCTOR_FORMAT,
         "evalret_version": __version__,
