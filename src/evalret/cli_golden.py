@@ -6,6 +6,7 @@ imported inside it; rendering from ``evalret.report``. Registered on the main ap
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -43,8 +44,6 @@ def golden_judge(
     already are kept and not sent. Exit 1 when --calibrate finds kappa below judge.min_kappa;
     exit 3 when a request failed for good or an answer could not be read: nothing is written,
     the answers read are cached, a rerun asks the rest."""
-    from dataclasses import asdict
-
     from evalret.commands.golden_judge import (
         GoldenJudgeRequest,
         golden_judge_command,
@@ -92,10 +91,7 @@ def from_logs(
     """Sample a query log into a golden-set draft: personal data found first (--pii), queries
     counted by normalized text, near-duplicates collapsed, strata by traffic (head, torso,
     tail), --n drawn seeded; writes --out (corpus.jsonl, queries.jsonl, manifest.json)."""
-    from dataclasses import asdict
-
     from evalret.commands.golden_logs import FromLogsRequest, from_logs_command, parse_cuts
-    from evalret.data.querylog import LogFormat
     from evalret.report.golden_logs_view import render_from_logs
 
     request = FromLogsRequest(
@@ -108,7 +104,7 @@ def from_logs(
         pii_patterns=tuple(pii_pattern or ()),
         allocation=allocation,
         cuts=parse_cuts(traffic_cuts),
-        log_format=LogFormat(**asdict(reading)),
+        log_format=reading.log_format(),
     )
     result = from_logs_command(request, progress=progress)
     console.print(render_from_logs(result), highlight=False)
@@ -133,10 +129,7 @@ def golden_synth(
     queries; drop duplicates and queries the judge finds unanswerable, tag (or drop) too-easy
     ones; write a draft with provenance on every query. Exit 3 when the endpoint fails for good
     (the answers got are cached: a rerun asks only the rest)."""
-    from dataclasses import asdict
-
     from evalret.commands.golden_synth import SynthRequest, synth_command
-    from evalret.data.querylog import LogFormat
     from evalret.report.synth_view import render_synth
 
     request = SynthRequest(
@@ -145,7 +138,7 @@ def golden_synth(
         out=out,
         config=config,
         log=log,
-        log_format=LogFormat(**asdict(reading)),
+        log_format=reading.log_format(),
         dry_run=dry_run,
         seed=seed,
         overrides=settings.overrides(),
@@ -153,3 +146,46 @@ def golden_synth(
     outcome = synth_command(request, progress=progress)
     console.print(render_synth(asdict(outcome)), highlight=False, soft_wrap=True)
     return ExitCode.OK
+
+
+@_command(golden_app, "doctor")
+def doctor(
+    *,
+    config: o.ConfigFile = None,
+    log: o.DoctorLog = None,
+    reading: o.LogOptions,
+    log_sample: o.LogSample = 1000,
+    seed: o.DoctorSeed = 0,
+    out: Annotated[
+        Path | None,
+        o.out("Directory for doctor.json and doctor.html (default: the config's output.dir)."),
+    ] = None,
+    as_json: o.AsJson = False,
+    progress: o.Progress,
+    settings: o.Overrides,
+) -> ExitCode:
+    """Ask whether the config's golden set can catch a regression: headroom (queries already
+    perfect, per slice), discrimination (a zoo: the model, its quarter dimension, BM25, a random
+    ranking, paired tests and the queries needed), edge-case coverage by query shape, and with
+    --log the share of logged queries the set covers, the uncovered traffic clusters and the
+    drift. Writes doctor.json and doctor.html into --out (default: the config's output.dir).
+    Exit 1 when coverage is below gate.coverage.min."""
+    from evalret.commands.golden_doctor import doctor_command
+    from evalret.pipeline.doctor import DoctorSettings
+    from evalret.report.doctor_view import render_doctor
+
+    log_format = reading.log_format()
+    done = doctor_command(
+        config=config,
+        settings=DoctorSettings(log, log_sample, seed, log_format),
+        out=out,
+        progress=progress,
+        overrides=settings.overrides(),
+    )
+    if as_json:
+        typer.echo(done.json_text)
+    else:
+        console.print(
+            render_doctor(done.result.data, [str(p) for p in done.written]), highlight=False
+        )
+    return done.exit_code

@@ -17,7 +17,7 @@ library and those light modules only: `evalret --help` stays light.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -42,6 +42,7 @@ from evalret.pipeline.progress import ProgressBars
 
 if TYPE_CHECKING:
     from evalret.data.overrides import Override
+    from evalret.data.querylog import LogFormat
 
 # long option name -> its one meaning (the help of its declaration, or, for a factory whose help
 # each command words, what the value always is)
@@ -571,6 +572,11 @@ class LogReading:
     keep_fields: tuple[str, ...] = ()
     skip_bad_lines: bool = False
 
+    def log_format(self) -> LogFormat:
+        from evalret.data.querylog import LogFormat
+
+        return LogFormat(**asdict(self))
+
 
 def _log_reading(
     log_format: str = "auto",
@@ -661,4 +667,26 @@ SynthDryRun = Annotated[
 ]
 SynthSeed = Annotated[
     int, _seed("Seed of the clusters, the document draw, styles and examples.", min=0)
+]
+
+# --- golden doctor -----------------------------------------------------------------------------
+
+DoctorLog = Annotated[
+    Path | None,
+    _log(
+        "A query log (one query a line, JSONL or CSV; gzip accepted): measure how much of its "
+        "traffic the golden set covers, and the drift between them."
+    ),
+]
+LogSample = Annotated[
+    int,
+    _option(
+        "--log-sample",
+        min=1,
+        help="With --log: embed a seeded sample of this many distinct logged queries.",
+    ),
+]
+DoctorSeed = Annotated[
+    int,
+    _seed("Seed of the random ranking, the resamplings, the log's sample and its k-means.", min=0),
 ]

@@ -42,6 +42,7 @@ from evalret.data.config.faiss_settings import (
 from evalret.data.config.gate import (
     BUDGET_INDEX_TYPES,
     DEFAULT_THRESHOLDS,
+    CoverageGate,
     GateConfig,
     HealthThreshold,
     IndexBudget,
@@ -156,6 +157,7 @@ __all__ = [
     "CacheConfig",
     "ChatEndpointConfig",
     "Config",
+    "CoverageGate",
     "CrossEncoderRerankerConfig",
     "EmbeddingConfig",
     "ExactIndexConfig",

@@ -142,6 +142,26 @@ class IndexBudget(StrictModel):
     )
 
 
+class CoverageGate(StrictModel):
+    """`evalret golden doctor --log`: how much of the logged traffic the golden set must cover.
+    A logged query is covered when its nearest golden query's cosine is at least ``similarity``
+    (core/coverage.py)."""
+
+    min: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="fail (exit 1) when the covered share of the logged queries is below this; "
+        "null: reported, never failed",
+    )
+    similarity: float = Field(
+        0.5,
+        gt=-1,
+        le=1,
+        description="the cosine (the config's model) from which a golden query covers a logged one",
+    )
+
+
 BUDGET_INDEX_TYPES = ("hnsw", "faiss", "quantized")  # the indexes whose cost a run measures
 
 
@@ -204,6 +224,11 @@ class GateConfig(StrictModel):
         default_factory=lambda: {"collapsed": HealthThreshold(max=0)},
         description="intrinsic-health figure -> {min, max}; default: fail a collapsed embedding",
     )
+    coverage: CoverageGate | None = Field(
+        None,
+        description="`evalret golden doctor --log`: the share of logged queries the golden set "
+        "must cover; null: the doctor reports coverage at similarity 0.5 and never fails on it",
+    )
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -216,6 +241,8 @@ class GateConfig(StrictModel):
             data.pop("budgets", None)
         if self.max_cost_per_run is None:
             data.pop("max_cost_per_run", None)
+        if self.coverage is None:
+            data.pop("coverage", None)
         return data
 
     @field_validator("health")
