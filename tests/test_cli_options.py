@@ -50,7 +50,7 @@ def test_an_option_name_means_one_thing_in_every_command() -> None:
     where the help is not worded per command) wherever it appears."""
     seen: dict[str, tuple[str, tuple[Any, ...]]] = {}
     worded = {"--out", "--config", "--baseline", "--index", "--metric", "--seed", "--set"}
-    worded |= {"--dry-run", "--n"}
+    worded |= {"--dry-run", "--n", "--log"}
     for command, p in _options():
         long = next(n for n in p.opts if n.startswith("--"))
         kind = (p.is_flag, str(p.display_type), tuple(sorted(p.opts)))
