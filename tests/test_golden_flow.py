@@ -118,7 +118,7 @@ def test_a_golden_set_from_nothing_gates_a_cut_dimension(tmp_path: Path) -> None
         # the resumed run asked only what the killed one had not kept: a pair answered twice
         # is one whose answer was in flight at the kill
         to_judge = int(re.search(r"(\d+) to judge", said)[1])  # type: ignore[index]
-        sent, cached = map(int, re.search(r"sent (\d+), cached (\d+)", said).groups())  # type: ignore[union-attr]
+        sent, cached = map(int, re.search(r"asked (\d+), cached (\d+)", said).groups())  # type: ignore[union-attr]
         assert cached >= 40 - IN_FLIGHT and sent + cached == to_judge, said
         twice = [p for p, g in server.state.answered.items() if len(g) > 1]
         assert len(twice) <= IN_FLIGHT and all(answered_before[p] == 1 for p in twice), twice

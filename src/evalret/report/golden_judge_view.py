@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalret.report.escape import markup_safe
-from evalret.report.judge_view import calibration_lines, money, render_plan
+from evalret.report.judge_view import answered_lines, render_plan
 
 
 def _pool_line(o: dict[str, Any]) -> str:
@@ -48,13 +48,7 @@ def render_golden_judge(o: dict[str, Any]) -> str:
     if o["dry_run"]:
         lines.append("dry run: nothing was sent, nothing written")
         return "\n".join(lines)
-    lines.append(
-        f"sent {o['asked']}, cached {o['plan']['cached']}, unparseable {o['unparseable']} "
-        f"(asked twice), failed {o['failed']}; cost "
-        + (money(o["cost"]) + (f" ({o['cost_from']})" if o["cost_from"] else ""))
-    )
-    if o["calibration"] is not None:
-        lines += calibration_lines(o["calibration"])
+    lines += answered_lines(o, "asked twice")
     if o["incomplete"] is not None:
         lines.append(f"incomplete (exit 3), nothing written: {markup_safe(o['incomplete'])}")
     elif o["refused"] is not None:

@@ -51,6 +51,20 @@ def calibration_lines(c: dict[str, Any]) -> list[str]:
     return lines
 
 
+def answered_lines(o: dict[str, Any], unparseable: str) -> list[str]:
+    """What a judging asked, found cached, could not read (``unparseable`` says what became of
+    those) and failed, its cost, and the calibration when there is one (a judge's outcome as a
+    dict: `evalret judge`, `evalret golden judge`)."""
+    cost = money(o["cost"]) + (f" ({o['cost_from']})" if o["cost_from"] else "")
+    lines = [
+        f"asked {o['asked']}, cached {o['plan']['cached']}, unparseable {o['unparseable']} "
+        f"({unparseable}), failed {o['failed']}; cost {cost}"
+    ]
+    if o["calibration"] is not None:
+        lines += calibration_lines(o["calibration"])
+    return lines
+
+
 def render_judge(o: dict[str, Any]) -> str:
     """`evalret judge`'s outcome (a JudgeOutcome as a dict) as terminal lines."""
     lines = render_plan(o["plan"])
@@ -59,13 +73,7 @@ def render_judge(o: dict[str, Any]) -> str:
     if o["dry_run"]:
         lines.append("dry run: nothing was sent, nothing written")
         return "\n".join(lines)
-    lines.append(
-        f"asked {o['asked']}, cached {o['plan']['cached']}, unparseable {o['unparseable']} "
-        f"(asked twice, left unjudged), failed {o['failed']}; cost "
-        + (money(o["cost"]) + (f" ({o['cost_from']})" if o["cost_from"] else ""))
-    )
-    if o["calibration"] is not None:
-        lines += calibration_lines(o["calibration"])
+    lines += answered_lines(o, "asked twice, left unjudged")
     if o["refused"] is not None:
         lines.append(f"refused: {markup_safe(o['refused'])}")
     else:
