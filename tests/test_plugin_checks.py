@@ -245,7 +245,7 @@ def test_setup_state_and_close(tmp_path: Path, plugin: Any) -> None:
     plugin.CALLS.clear()
     report = run_evaluation(_demo_config(tmp_path, HOOKED), embedder=HashEmbedder()).report
     state = {"client": "open"}
-    assert plugin.CALLS == ["setup", ("search", state), ("close", state)]
+    assert ["setup", ("search", state), ("close", state)] == plugin.CALLS
     assert report.indexes["p"].slices == report.indexes["exact"].slices
     assert "setup_p" in report.timings and "search_p" in report.timings
     assert report.indexes["p"].params["setup"] == "evalret_check_plugin:setup"
@@ -273,7 +273,7 @@ def test_hook_failures_exit_3_naming_the_hook(
         run_evaluation(_demo_config(tmp_path, HOOKED), embedder=HashEmbedder())
     assert e.value.exit_code == 3 and names in str(e.value)
     if calls is not None:
-        assert plugin.CALLS == calls
+        assert calls == plugin.CALLS
     else:
         assert plugin.CALLS[-1] == ("close", {"client": "open"})
     if mode == "search-raises":
@@ -282,15 +282,13 @@ def test_hook_failures_exit_3_naming_the_hook(
 
 def test_setup_needs_a_state_keyword(tmp_path: Path, plugin: Any) -> None:
     """A setup whose value the search function cannot take is a config error (exit 2)."""
-    cfg = _demo_config(
-        tmp_path, SEARCH + ", setup: 'evalret_check_plugin:setup'"
-    )
+    cfg = _demo_config(tmp_path, SEARCH + ", setup: 'evalret_check_plugin:setup'")
     with pytest.raises(ConfigError, match=r"indexes\.p\.setup: .* takes no 'state' keyword"):
         run_evaluation(cfg, embedder=HashEmbedder())
 
 
 def test_hooks_are_strict_config() -> None:
-    with pytest.raises(ConfigError, match="indexes.p.setup"):
+    with pytest.raises(ConfigError, match=r"indexes\.p\.setup"):
         parse_config("indexes:\n  p: {type: python, callable: 'a:b', setup: 'not a spec'}\n")
-    with pytest.raises(ConfigError, match="indexes.p.open"):
+    with pytest.raises(ConfigError, match=r"indexes\.p\.open"):
         parse_config("indexes:\n  p: {type: python, callable: 'a:b', open: 'a:b'}\n")
