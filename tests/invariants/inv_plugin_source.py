@@ -8,10 +8,11 @@ What they do is chosen per case by the environment, read at call time (and at im
 ``exit-at-import``): ``INV_PLUGIN_MODE`` names a misbehaviour and ``INV_PLUGIN_TARGET`` where it
 happens (import, factory, identity, encode, setup, search, close, rerank: ``setup`` and ``close``
 are the retriever's hooks, and ``search`` checks that it is handed the setup's value);
-``INV_PLUGIN_READY`` is a file the plug-in creates just before it hangs, so that a test knows
-when to send its signal. The encoder's modes ``huge`` and ``tiny`` answer its vectors times 2**100 or 2**-100: finite float32 whose
-squares overflow or underflow, which normalize to the same unit vectors. The hashing is the same
-as ``inv_http.embed_texts`` so that an HTTP model scores as the Python one.
+``INV_PLUGIN_READY`` is a file the plug-in creates just before it hangs, so that a test knows when
+to send its signal. The encoder's modes ``huge`` and ``tiny`` answer its vectors times 2**100 or
+2**-100: finite float32 whose squares overflow or underflow, which normalize to the same unit
+vectors. The hashing is the same as ``inv_http.embed_texts`` so that an HTTP model scores as the
+Python one.
 """
 
 SOURCE = r'''
