@@ -52,7 +52,7 @@ def search(query_ids, query_texts, query_vectors, depth):
     out = []
     for qid in query_ids:
         pairs = exact[qid]  # best first, as the TREC file holds them
-        if MODE == "distance":  # 1 - cosine similarity: smaller is nearer, still best first
+        if MODE in ("distance", "refused-close-raises"):  # 1 - cosine: smaller is nearer
             pairs = [(doc, 1.0 - score) for doc, score in pairs]
         elif MODE == "shuffled":
             pairs = list(pairs)
@@ -81,7 +81,7 @@ def with_state(query_ids, query_texts, query_vectors, depth, state):
 
 def close(state):
     CALLS.append(("close", state))
-    if MODE in ("close-raises", "search-raises"):
+    if MODE in ("close-raises", "search-raises", "refused-close-raises"):
         raise RuntimeError("close failed")
     if MODE == "close-exits":
         raise SystemExit(1)
@@ -278,6 +278,17 @@ def test_hook_failures_exit_3_naming_the_hook(
         assert plugin.CALLS[-1] == ("close", {"client": "open"})
     if mode == "search-raises":
         assert "then evalret_check_plugin:close failed" in str(e.value)
+
+
+def test_a_refused_search_is_closed(tmp_path: Path, plugin: Any) -> None:
+    """Distances refused (exit 2) still close the client; a close failing then is appended to
+    the refusal, which keeps its exit code."""
+    plugin.CALLS.clear()
+    plugin.MODE = "refused-close-raises"
+    with pytest.raises(ConfigError) as e:
+        run_evaluation(_demo_config(tmp_path, HOOKED), embedder=HashEmbedder())
+    assert e.value.exit_code == 2 and plugin.CALLS[-1] == ("close", {"client": "open"})
+    assert "then evalret_check_plugin:close failed: RuntimeError: close failed" in str(e.value)
 
 
 def test_setup_needs_a_state_keyword(tmp_path: Path, plugin: Any) -> None:

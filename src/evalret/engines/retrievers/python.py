@@ -38,10 +38,10 @@ the index's params (``RankingCounts``), which the terminal and report.md show as
 Setup and close hooks: ``setup: "pkg.module:fn"`` is called once, without arguments, before the
 search, and what it returns (a client, a connection) is passed to the search function as the
 keyword ``state=``; ``close: "pkg.module:fn"`` is called with that value (None without a setup)
-after the search, also when the search failed. Both run inside the plug-in guard (a failure is
-exit 3 naming that callable; when the search failed too, the search's failure is reported, the
-close's appended). The setup is timed on its own (``setup_<name>`` in the report's timings),
-outside the search's time.
+after the search, also when the search failed. Both run inside the plug-in guard (a failure is exit
+3 naming that callable; when the search failed or was refused, the search's failure is reported,
+the close's appended; an interrupted run stays interrupted). The setup is timed on its own
+(``setup_<name>`` in the report's timings), outside the search's time.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from evalret.engines.retrievers.external import (
     check_score_direction,
     to_search_result,
 )
-from evalret.errors import ConfigError, PluginError
+from evalret.errors import ConfigError, InputError, PluginError, Problem
 
 
 def load_callable(name: str, spec: str) -> Callable[..., Any]:
@@ -265,8 +265,12 @@ class PythonRetriever(BaseRetriever):
             except PluginError as closing:
                 raise PluginError(f"{e.message}; then {closing.message}") from e
             raise
-        except BaseException:
-            self._close(extra.get("state"))
+        except BaseException as e:  # a refusal (exit 2), Ctrl-C, SIGTERM: they go on as they are
+            try:
+                self._close(extra.get("state"))
+            except PluginError as closing:
+                if isinstance(e, InputError):
+                    e.problems.append(Problem(f"then {closing.message}"))
             raise
         self._close(extra.get("state"))
         return result
