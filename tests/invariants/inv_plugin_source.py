@@ -6,11 +6,13 @@ real model.
 
 What they do is chosen per case by the environment, read at call time (and at import for
 ``exit-at-import``): ``INV_PLUGIN_MODE`` names a misbehaviour and ``INV_PLUGIN_TARGET`` where it
-happens (import, factory, identity, encode, search, rerank); ``INV_PLUGIN_READY`` is a file the
-plug-in creates just before it hangs, so that a test knows when to send its signal. The encoder's
-modes ``huge`` and ``tiny`` answer its vectors times 2**100 or 2**-100: finite float32 whose
-squares overflow or underflow, which normalize to the same unit vectors. The hashing is the same
-as ``inv_http.embed_texts`` so that an HTTP model scores as the Python one.
+happens (import, factory, identity, encode, setup, search, close, rerank: ``setup`` and ``close``
+are the retriever's hooks, and ``search`` checks that it is handed the setup's value);
+``INV_PLUGIN_READY`` is a file the plug-in creates just before it hangs, so that a test knows when
+to send its signal. The encoder's modes ``huge`` and ``tiny`` answer its vectors times 2**100 or
+2**-100: finite float32 whose squares overflow or underflow, which normalize to the same unit
+vectors. The hashing is the same as ``inv_http.embed_texts`` so that an HTTP model scores as the
+Python one.
 """
 
 SOURCE = r'''
@@ -111,7 +113,17 @@ def _rankings(query_texts, depth):
     return out
 
 
-def search(query_ids, query_texts, query_vectors, depth):
+def setup():
+    _misbehave("setup")
+    return {"client": "inv"}
+
+
+def close(state):
+    _misbehave("close")
+
+
+def search(query_ids, query_texts, query_vectors, depth, state=None):
+    assert state == {"client": "inv"}, f"the setup's value did not arrive: {state!r}"
     _misbehave("search")
     mode = os.environ.get("INV_PLUGIN_MODE", "ok")
     ranked = _rankings(query_texts, depth)

@@ -56,12 +56,14 @@ from inv_case import Case, Outcome
 from inv_http import serve
 from inv_table import ANSWER_CACHE, GOLDEN, ROWS, SCORE_CACHE, SYNTH_CACHE, Item, Row
 from inv_world import (
+    CLOSE,
     ENCODER,
     JUDGE_BLOCK,
     RERANKER,
     RETRIEVER,
     SECRET,
     SECRET_ENV,
+    SETUP,
     config_text,
     gate_line,
 )
@@ -262,6 +264,9 @@ def plugin_situations(row: Row) -> Iterator[Situation]:
     if "retriever" in row.plugins:
         for mode in ENDINGS + RETRIEVER_ANSWERS:
             yield Situation(f"{mode}-in-retriever", _plugin("search", mode, RETRIEVER), three)
+        for hook, spec in (("setup", SETUP), ("close", CLOSE)):  # the retriever's hooks
+            for mode in (*ENDINGS, "raise"):
+                yield Situation(f"{mode}-in-retriever-{hook}", _plugin(hook, mode, spec), three)
         yield Situation(
             # a real process: what a CI log shows is what reaches file descriptor 1
             "print-in-retriever",

@@ -37,6 +37,8 @@ from evalret.engines.sqlite_table import SqliteTable
 PLUGIN = "inv_plugin"
 ENCODER = f"{PLUGIN}:make_encoder"
 RETRIEVER = f"{PLUGIN}:search"
+SETUP = f"{PLUGIN}:setup"  # the retriever's setup and close hooks
+CLOSE = f"{PLUGIN}:close"
 RERANKER = f"{PLUGIN}:rerank"
 SECRET_ENV = "INV_API_KEY"
 # characters a URL, a header and base64 each treat differently, so every echoed form differs
@@ -52,7 +54,7 @@ indexes:
   hnsw: {{enabled: true, m: 16, ef_construction: 64, ef_search: 64, threads: 1}}
   bm25: {{enabled: false}}
   hybrid: {{enabled: false}}
-  service: {{type: python, callable: "{retriever}"}}
+  service: {{type: python, callable: "{retriever}", setup: "{setup}", close: "{close}"}}
   reranked:
     {{type: rerank, of: service, k: 20, reranker: {{provider: python, callable: "{reranker}"}}}}
 metrics: [ndcg@10, mrr@10, recall@10]
@@ -78,7 +80,10 @@ PYTHON_MODEL = f'  provider: python\n  callable: "{ENCODER}"\n  name: hash-32'
 
 def config_text(model: str = PYTHON_MODEL, retriever: str = RETRIEVER) -> str:
     """The world's config with ``model`` (the YAML body of the model: block)."""
-    return CONFIG_HEAD.format(model=model, retriever=retriever, reranker=RERANKER) + GATE_BLOCK
+    head = CONFIG_HEAD.format(
+        model=model, retriever=retriever, reranker=RERANKER, setup=SETUP, close=CLOSE
+    )
+    return head + GATE_BLOCK
 
 
 def gate_line() -> int:

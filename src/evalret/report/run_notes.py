@@ -5,6 +5,7 @@ backend, reader warnings, a sampled run, the label sources, and what an index co
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from evalret.core.ppi import MIN_LABELLED
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
@@ -117,19 +118,31 @@ ALIGNMENT_NOTES = {
     "rows_null_id": "table rows with a NULL id (skipped when retrieved)",
     "ranks_unknown_id": "ranks held by rows whose id is NULL or not in the corpus (skipped)",
     "rows_folded": "rows folded into a better row of the same document (one rank per document)",
-    "queries_short": "queries ranked fewer documents than the depth (pgvector returns at most "
-    "1000 rows)",
+    # (pgvector returns at most 1000 rows: engines.retrievers.pgvector)
+    "queries_short": "queries ranked fewer documents than the depth while the corpus had more "
+    "eligible",
+    # code returning rankings (engines.retrievers.external.RankingCounts)
+    "documents_outside_filter": "returned documents outside the query's filter (dropped)",
 }
 
 
 def alignment_notes(report: RunReport) -> list[str]:
-    """One line per nonzero count of ALIGNMENT_NOTES of every index (terminal and report.md)."""
+    """One line per nonzero count of ALIGNMENT_NOTES of every index (terminal and report.md),
+    with the example query ids its params keep beside it (``<key>_examples``); untrusted text,
+    escaped where shown."""
     return [
-        f"{name}: {count} {text}"
+        f"{name}: {count} {text}" + _examples(index.params.get(f"{key}_examples"))
         for name, index in report.indexes.items()
         for key, text in ALIGNMENT_NOTES.items()
         if isinstance(count := index.params.get(key), int) and count
     ]
+
+
+def _examples(ids: Any) -> str:
+    """``ids`` (a list of query ids) as a note's tail: " (e.g. queries q1, q2)"."""
+    if not isinstance(ids, list) or not ids:
+        return ""
+    return f" (e.g. queries {', '.join(str(i) for i in ids)})"
 
 
 def cache_notes(embedding: EmbeddingInfo) -> list[str]:

@@ -88,6 +88,18 @@ class PythonIndexConfig(TypedIndexBase):
     callable: str = Field(
         pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description='"pkg.module:function"'
     )
+    setup: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
+        description='"pkg.module:function" called once before the search; what it returns '
+        "is passed to the search function as the keyword state=",
+    )
+    close: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
+        description='"pkg.module:function" called with what the setup returned (None without '
+        "one) after the search, also when the search failed",
+    )
 
 
 class PgvectorIndexConfig(TypedIndexBase):

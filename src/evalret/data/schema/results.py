@@ -62,7 +62,7 @@ class MetricCurves(_Model):
 
 class IndexResult(_Sparse):
     kind: str  # exact | hnsw
-    params: dict[str, Any]  # the index's settings
+    params: dict[str, Any]  # the index's settings; an external ranking's counts beside them
     slices: dict[str, SliceResult]  # metrics per slice, by slice name
     per_query: dict[str, list[float]]  # each metric's score per query, aligned with query_ids
     # the judged-only (condensed) form of each metric per query (recall@10 holds
