@@ -353,6 +353,29 @@ def test_export_into_the_embedding_cache_is_refused(world: Path) -> None:
     assert not (namespace / "v.parquet").exists()
 
 
+def _docs_example(page: str, heading: str) -> str:
+    """The first ```python block under ``heading`` of docs/``page``."""
+    text = (REPO / "docs" / page).read_text()
+    section = text.split(heading, 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_lancedb_example_loads_the_export(
+    world: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The how-to's LanceDB example, run on an export: every row loaded, a document's own vector
+    finds it first. LanceDB is no dependency of evalret: without it this test does not run."""
+    pytest.importorskip("lancedb")
+    _export(world / "cfg.yaml", world / "vectors.parquet")
+    monkeypatch.chdir(world)
+    code = _docs_example("how-to/python-retrievers.md", "## Load your store with evalret's vectors")
+    exec(compile(code, "python-retrievers.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "export_encoder:make 64 ip ''" in printed
+    first = _demo_docs()[0]["id"]
+    assert f"[('{first}'" in printed
+
+
 # --- the packaged model ----------------------------------------------------------------------
 
 
