@@ -124,7 +124,9 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _export(config: Path, target: Path, *extra: str) -> str:
-    code, output = invoke("embed", "-c", str(config), "--no-progress", "--export", str(target), *extra)
+    code, output = invoke(
+        "embed", "-c", str(config), "--no-progress", "--export", str(target), *extra
+    )
     assert code == 0, output
     return output
 
@@ -222,9 +224,7 @@ def test_npz_round_trip_equals_exact(world: Path, monkeypatch: pytest.MonkeyPatc
     # the plug-in reads Parquet: the .npz's columns rewritten as one, nothing else changed
     dim = columns["vector"].shape[1]
     flat = pa.array(columns["vector"].reshape(-1), pa.float32())
-    table = pa.table(
-        {"id": columns["id"], "vector": pa.FixedSizeListArray.from_arrays(flat, dim)}
-    )
+    table = pa.table({"id": columns["id"], "vector": pa.FixedSizeListArray.from_arrays(flat, dim)})
     pq.write_table(table, world / "from-npz.parquet")
     _round_trip(world / "cfg.yaml", world / "from-npz.parquet", world / "run", monkeypatch)
 
@@ -248,9 +248,10 @@ def test_dimension_is_honoured(world: Path) -> None:
     short, carried = read_export(world / "short.npz")
     assert short["vector"].shape == (338, 16)
     assert carried["model"]["dimension"] == 16 and carried["model"]["truncate_dim"] == 16
-    assert carried["model"]["fingerprint"] != read_export(world / "full.parquet")[1]["model"][
-        "fingerprint"
-    ]
+    assert (
+        carried["model"]["fingerprint"]
+        != read_export(world / "full.parquet")[1]["model"]["fingerprint"]
+    )
     # the unnormalised hash counts, cut to 16 and normalised, are the full vectors' first 16
     # dimensions normalised again (both are one positive scale of the same counts)
     cut = full["vector"][:, :16]
@@ -279,7 +280,9 @@ def test_export_without_a_dense_index_embeds_the_documents(world: Path) -> None:
     document."""
     text = (world / "cfg.yaml").read_text().replace("[exact, store]", "[store]")
     (world / "store.yaml").write_text(
-        text.replace("  hnsw: {enabled: false}", "  exact: {enabled: false}\n  hnsw: {enabled: false}")
+        text.replace(
+            "  hnsw: {enabled: false}", "  exact: {enabled: false}\n  hnsw: {enabled: false}"
+        )
     )
     output = _export(world / "store.yaml", world / "v.parquet")
     assert "0 text(s)" not in output

@@ -256,20 +256,20 @@ def embed_command(
         for kind in KINDS:
             rows = first_rows_in(keys[kind], chosen)
             counts[kind] = _embed_kind(cached, [texts[kind][int(i)] for i in rows], kind, factory)
+        seconds = time.perf_counter() - start  # the embedding's (the export is not timed)
         embedded = sum(c.embedded for c in counts.values())
         _check_written(cached, embedded)
         exported = None
         if export is not None:
-            rows = _export_rows(cfg, selection, metadata, opened)
-            bar = factory("Exporting vectors", len(rows.ids)) if factory is not None else None
-            write_export(export, rows, bar)
+            table = _export_rows(cfg, selection, metadata, opened)
+            bar = factory("Exporting vectors", len(table.ids)) if factory is not None else None
+            write_export(export, table, bar)
             exported = {
                 "path": str(export),
                 "format": export_format(export),
-                "rows": len(rows.ids),
-                "dimension": int(rows.vectors.shape[1]),
+                "rows": len(table.ids),
+                "dimension": int(table.vectors.shape[1]),
             }
-    seconds = time.perf_counter() - start
     return EmbedOutcome(
         shard=spec,
         total_keys=len(every),

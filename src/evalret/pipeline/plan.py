@@ -105,9 +105,7 @@ def run_selection(config: Config, full: GoldenSet | None = None) -> Selection:
     return select(config, full.with_labels(config.gate.labels))
 
 
-def texts_to_embed(
-    config: Config, selection: Selection | None = None
-) -> dict[Kind, list[str]]:
+def texts_to_embed(config: Config, selection: Selection | None = None) -> dict[Kind, list[str]]:
     """The document and query texts `evalret run` on ``config`` embeds (its sample applied):
     the golden set read (``selection``: what run_selection gave), its retrievers set up,
     nothing embedded."""

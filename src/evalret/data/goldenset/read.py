@@ -290,7 +290,9 @@ def detect_format(cfg: GoldenSetConfig) -> Format:
 
 
 def scan_golden_set(
-    cfg: GoldenSetConfig, relevance_level: int = DEFAULT_RELEVANCE_LEVEL, keep_metadata: bool = False
+    cfg: GoldenSetConfig,
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
+    keep_metadata: bool = False,
 ) -> GoldenSetScan:
     """Read the files of the golden set the config points at, collecting every problem;
     ``relevance_level`` decides which queries have a relevant document.
@@ -308,9 +310,7 @@ def scan_golden_set(
     qrels = cfg.qrels or (cfg.path if cfg.path.is_file() else _find(cfg.path, TREC_QRELS_NAMES))
     if qrels is None:
         raise GoldenSetError(f"TREC golden set {cfg.path}: no qrels file (set golden_set.qrels)")
-    return scan_trec(
-        qrels, cfg.queries, cfg.corpus, relevance_level, cfg.qrels_only, keep_metadata
-    )
+    return scan_trec(qrels, cfg.queries, cfg.corpus, relevance_level, cfg.qrels_only, keep_metadata)
 
 
 def load_golden_set(
