@@ -200,6 +200,31 @@ def _selection(cfg: Config, export: Path | None) -> tuple[Selection, dict[str, A
     return run_selection(cfg, scan.golden_set()), scan.raw_metadata or {}
 
 
+def _check_export(export: Path | None, shard: str | None) -> None:
+    """InputError (exit 2) for an ``export`` with a shard or of an unknown suffix."""
+    if export is None:
+        return
+    if shard is not None:
+        raise InputError(
+            f"--export with --shard {shard}: a shard embeds a part of the documents and the "
+            "export holds all of them; export in a job of its own, after the shards "
+            "(it then embeds nothing)"
+        )
+    export_format(export)
+
+
+def _write(export: Path, table: ExportRows, factory: ProgressFactory | None) -> dict[str, Any]:
+    """Write ``table`` to ``export`` (a progress bar over its rows); what the summary says."""
+    bar = factory("Exporting vectors", len(table.ids)) if factory is not None else None
+    write_export(export, table, bar)
+    return {
+        "path": str(export),
+        "format": export_format(export),
+        "rows": len(table.ids),
+        "dimension": int(table.vectors.shape[1]),
+    }
+
+
 def embed_command(
     *,
     config: Path | None = None,
@@ -216,14 +241,7 @@ def embed_command(
     there (the module docstring). The spec and the export's suffix are checked first
     (InputError, exit 2). ``on_keys`` (tests) receives the shard's distinct keys."""
     spec = parse_shard(shard) if shard is not None else None
-    if export is not None:
-        if spec is not None:
-            raise InputError(
-                f"--export with --shard {shard}: a shard embeds a part of the documents and the "
-                "export holds all of them; export in a job of its own, after the shards "
-                "(it then embeds nothing)"
-            )
-        export_format(export)
+    _check_export(export, shard)
     cfg = _config(config, cache_dir, no_cache, overrides)
     role = "--dir" if cache_dir is not None else "cache.dir"
     reads = config_inputs(cfg, config, cache_key=role)
@@ -261,15 +279,7 @@ def embed_command(
         _check_written(cached, embedded)
         exported = None
         if export is not None:
-            table = _export_rows(cfg, selection, metadata, opened)
-            bar = factory("Exporting vectors", len(table.ids)) if factory is not None else None
-            write_export(export, table, bar)
-            exported = {
-                "path": str(export),
-                "format": export_format(export),
-                "rows": len(table.ids),
-                "dimension": int(table.vectors.shape[1]),
-            }
+            exported = _write(export, _export_rows(cfg, selection, metadata, opened), factory)
     return EmbedOutcome(
         shard=spec,
         total_keys=len(every),
