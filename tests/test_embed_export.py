@@ -412,3 +412,16 @@ def test_demo_model_round_trip(demo_world: Path, monkeypatch: pytest.MonkeyPatch
     assert carried["model"]["dimension"] == 384
     assert carried["model"]["identity"]["weights_sha256"]
     _round_trip(demo_world / "cfg.yaml", exported, demo_world / "run", monkeypatch)
+
+
+def test_a_sample_exports_the_documents_the_run_searches(
+    world: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `sample`, the run searches the documents kept for the drawn queries: the export
+    holds those, and the round trip still equals exact."""
+    with (world / "cfg.yaml").open("a") as f:
+        f.write("sample: {queries: 20, documents: 100, seed: 3}\n")
+    _export(world / "cfg.yaml", world / "v.parquet")
+    columns, _ = read_export(world / "v.parquet")
+    assert len(columns["id"]) == 100
+    _round_trip(world / "cfg.yaml", world / "v.parquet", world / "run", monkeypatch)
