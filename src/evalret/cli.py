@@ -145,10 +145,12 @@ def embed(
     no_cache: o.NoCache = False,
     progress: o.Progress,
     settings: o.Overrides,
+    export: o.Export = None,
 ) -> None:
     """Fill the embedding cache with what `evalret run` on the config embeds (documents and
     queries), or with one shard of it (--shard I/N, for a CI matrix), and stop. After the N
-    shards share one cache directory, `evalret run` embeds nothing."""
+    shards share one cache directory, `evalret run` embeds nothing. --export FILE also writes
+    the documents' vectors with the model's identity (Parquet or .npz), to load a store with."""
     from evalret.commands.embed import embed_command
     from evalret.report.embed_view import embed_lines
 
@@ -159,6 +161,7 @@ def embed(
         no_cache=no_cache,
         progress=progress,
         overrides=settings.overrides(),
+        export=export,
     )
     for line in embed_lines(outcome.summary()):
         console.print(line, highlight=False, soft_wrap=True)

@@ -690,3 +690,16 @@ DoctorSeed = Annotated[
     int,
     _seed("Seed of the random ranking, the resamplings, the log's sample and its k-means.", min=0),
 ]
+
+# --- embed --export ------------------------------------------------------------------------------
+
+Export = Annotated[
+    Path | None,
+    _option(
+        "--export",
+        metavar="FILE",
+        help="Also write the documents' vectors, as a run searches them, with the model's "
+        "identity, to FILE (.parquet or .npz: one row per document, id, vector, text_sha256, "
+        "metadata), to load a vector store with.",
+    ),
+]

@@ -129,9 +129,13 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         "embed",
-        ("embed", "-c", "{config}", "--no-progress", "--dir", "{cache}"),
+        ("embed", "-c", "{config}", "--no-progress", "--dir", "{cache}", "--export", "{export}"),
         inputs=(CONFIG, GOLDEN, PLUGIN_FILE, *STORES),
-        outputs=(Item("cache", "cache", dir=True, products=("embeddings",)),),
+        outputs=(
+            Item("cache", "cache", dir=True, products=("embeddings",)),
+            # --export: the documents' vectors (never over an input, as every output)
+            Item("export", "vectors.parquet"),
+        ),
         config="config",
         plugins=ENCODER,
         embeds=True,

@@ -8,6 +8,12 @@ queries, as fed to the model: after their prefixes), sorted and dealt out round-
 everything, whatever the cache already holds. Each job embeds only the keys of its shard still
 missing from the cache; after the N jobs (sharing, or merging, the cache directory) a run on the
 same config embeds nothing.
+
+``--export FILE`` also writes the documents' vectors, as the run searches them, to a Parquet or
+``.npz`` file (data/vector_export.py) with the model identity (``model_identity``): the documents
+of the run (its sample applied) are embedded whatever its indexes, so a store can be loaded with
+evalret's vectors. It takes every document, so it is refused with ``--shard`` (a shard holds a
+part of them): export with a job of its own after the shards, which then embeds nothing.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ import numpy as np
 
 from evalret.core.sharding import distinct_keys, first_rows_in, parse_shard, shard_keys
 from evalret.data.config import Config
+from evalret.data.goldenset import scan_golden_set
 from evalret.data.overrides import Override
 from evalret.data.paths import (
     Declared,
+    Output,
     cache_output,
     config_inputs,
     guard,
@@ -32,12 +40,27 @@ from evalret.data.paths import (
     unique,
 )
 from evalret.data.stores import cache_root
+from evalret.data.vector_export import (
+    ExportRows,
+    check_export_target,
+    export_format,
+    metadata_json,
+    text_sha256,
+    write_export,
+)
 from evalret.engines.cache import CachedEmbedder, check_cache_writable
-from evalret.engines.embedders import open_embedder
+from evalret.engines.embedders import OpenedEmbedder, open_embedder
 from evalret.engines.st_embedder import Kind
 from evalret.errors import ConfigError, InputError
 from evalret.pipeline.configs import run_config
-from evalret.pipeline.plan import KINDS, held, texts_to_embed
+from evalret.pipeline.plan import (
+    KINDS,
+    Selection,
+    fed_prefix,
+    held,
+    run_selection,
+    texts_to_embed,
+)
 from evalret.pipeline.progress import ProgressBars, ProgressFactory, no_bars
 
 
@@ -63,6 +86,8 @@ class EmbedOutcome:
     namespace: str | None
     kinds: dict[str, KindCount] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # --export: {"path", "format", "rows", "dimension"} of the file written
+    export: dict[str, Any] | None = None
 
     @property
     def cached(self) -> int:
@@ -82,6 +107,7 @@ class EmbedOutcome:
             "namespace": self.namespace,
             "kinds": {k: vars(c) for k, c in self.kinds.items()},
             "warnings": list(self.warnings),
+            **({"export": dict(self.export)} if self.export is not None else {}),
         }
 
 
@@ -125,6 +151,80 @@ def _check_written(cached: CachedEmbedder, embedded: int) -> None:
         raise InputError(f"{lost[0]}: the {embedded} vector(s) embedded are lost")
 
 
+def model_identity(cfg: Config, opened: OpenedEmbedder, dimension: int) -> dict[str, Any]:
+    """The model identity an export carries (data/vector_export.py): name, dimension,
+    normalisation, the prefixes as fed (a named prompt's text), the metric of the exact index,
+    the fingerprint naming the cache namespace (its full digest; the folder is its first 32
+    digits) and the embedder's whole identity."""
+    assert opened.cached is not None
+    model = cfg.model
+    return {
+        "name": model.name,
+        "provider": model.provider,
+        "dimension": dimension,
+        "normalize": model.normalize,
+        "truncate_dim": model.truncate_dim,
+        "query_prefix": fed_prefix(opened.backend, model, "query"),
+        "document_prefix": fed_prefix(opened.backend, model, "document"),
+        "metric": "ip",  # the exact index ranks by inner product (cosine when normalised)
+        "fingerprint": opened.cached.namespace.digest,
+        "identity": opened.backend.identity(),
+    }
+
+
+def _export_rows(
+    cfg: Config,
+    selection: Selection,
+    metadata: dict[str, Any],
+    opened: OpenedEmbedder,
+) -> ExportRows:
+    """The rows of ``--export``: the run's documents with their vectors from the cache (all
+    there once embedded), text hashes and metadata as written."""
+    assert opened.cached is not None
+    golden = selection.golden
+    vectors = opened.cached.embed(golden.doc_texts, "document")
+    return ExportRows(
+        ids=list(golden.doc_ids),
+        vectors=vectors,
+        text_sha256=[text_sha256(t) for t in golden.doc_texts],
+        metadata=[metadata_json(metadata.get(d)) for d in golden.doc_ids],
+        model=model_identity(cfg, opened, int(vectors.shape[1])),
+    )
+
+
+def _selection(cfg: Config, export: Path | None) -> tuple[Selection, dict[str, Any]]:
+    """The run's selection, and with ``export`` every document's metadata as written."""
+    if export is None:
+        return run_selection(cfg), {}
+    scan = scan_golden_set(cfg.golden_set, cfg.relevance_level, keep_metadata=True)
+    return run_selection(cfg, scan.golden_set()), scan.raw_metadata or {}
+
+
+def _check_export(export: Path | None, shard: str | None) -> None:
+    """InputError (exit 2) for an ``export`` with a shard or of an unknown suffix."""
+    if export is None:
+        return
+    if shard is not None:
+        raise InputError(
+            f"--export with --shard {shard}: a shard embeds a part of the documents and the "
+            "export holds all of them; export in a job of its own, after the shards "
+            "(it then embeds nothing)"
+        )
+    export_format(export)
+
+
+def _write(export: Path, table: ExportRows, factory: ProgressFactory | None) -> dict[str, Any]:
+    """Write ``table`` to ``export`` (a progress bar over its rows); what the summary says."""
+    bar = factory("Exporting vectors", len(table.ids)) if factory is not None else None
+    write_export(export, table, bar)
+    return {
+        "path": str(export),
+        "format": export_format(export),
+        "rows": len(table.ids),
+        "dimension": int(table.vectors.shape[1]),
+    }
+
+
 def embed_command(
     *,
     config: Path | None = None,
@@ -134,18 +234,29 @@ def embed_command(
     progress: ProgressBars = no_bars,
     on_keys: Callable[[np.ndarray], None] | None = None,
     overrides: Sequence[Override] = (),
+    export: Path | None = None,
 ) -> EmbedOutcome:
     """Embed shard ``shard`` ("I/N"; None: all) of what `evalret run` on ``config`` embeds into
-    the cache (``cache_dir`` overrides cache.dir). The spec is checked first (InputError, exit 2).
-    ``on_keys`` (tests) receives the shard's distinct keys."""
+    the cache (``cache_dir`` overrides cache.dir); with ``export``, write the documents' vectors
+    there (the module docstring). The spec and the export's suffix are checked first
+    (InputError, exit 2). ``on_keys`` (tests) receives the shard's distinct keys."""
     spec = parse_shard(shard) if shard is not None else None
+    _check_export(export, shard)
     cfg = _config(config, cache_dir, no_cache, overrides)
     role = "--dir" if cache_dir is not None else "cache.dir"
     reads = config_inputs(cfg, config, cache_key=role)
     if cache_dir is not None:  # the config's own cache is a store too: --dir is not inside it
         reads += store_inputs(cache_root(run_config(config, overrides=overrides).cache))
-    guard(Declared("embed", unique(reads), cache_output(cfg, role)))
-    texts = texts_to_embed(cfg)
+    writes = cache_output(cfg, role)
+    if export is not None:
+        writes.append(Output("--export", export))
+    guard(Declared("embed", unique(reads), writes))
+    if export is not None:
+        check_export_target(export)
+    selection, metadata = _selection(cfg, export)
+    texts = texts_to_embed(cfg, selection)
+    if export is not None and not texts["document"]:  # no index of the run needs vectors
+        texts["document"] = list(selection.golden.doc_texts)
     opened = open_embedder(cfg.model, cfg.cache)
     cached = opened.cached
     assert cached is not None  # the cache is on (checked above)
@@ -163,9 +274,12 @@ def embed_command(
         for kind in KINDS:
             rows = first_rows_in(keys[kind], chosen)
             counts[kind] = _embed_kind(cached, [texts[kind][int(i)] for i in rows], kind, factory)
-    seconds = time.perf_counter() - start
-    embedded = sum(c.embedded for c in counts.values())
-    _check_written(cached, embedded)
+        seconds = time.perf_counter() - start  # the embedding's (the export is not timed)
+        embedded = sum(c.embedded for c in counts.values())
+        _check_written(cached, embedded)
+        exported = None
+        if export is not None:
+            exported = _write(export, _export_rows(cfg, selection, metadata, opened), factory)
     return EmbedOutcome(
         shard=spec,
         total_keys=len(every),
@@ -176,4 +290,5 @@ def embed_command(
         namespace=cached.namespace.digest[:32] if len(every) else None,
         kinds=counts,
         warnings=list(cached.warnings),
+        export=exported,
     )

@@ -98,11 +98,19 @@ def select(config: Config, full: GoldenSet, timed: Timed = _untimed) -> Selectio
     return Selection(full, sampled.golden, sampled.slices, sampled)
 
 
-def texts_to_embed(config: Config) -> dict[Kind, list[str]]:
+def run_selection(config: Config, full: GoldenSet | None = None) -> Selection:
+    """What `evalret run` on ``config`` evaluates of its golden set (``full``, else read)."""
+    if full is None:
+        full = load_golden_set(config.golden_set, config.relevance_level)
+    return select(config, full.with_labels(config.gate.labels))
+
+
+def texts_to_embed(config: Config, selection: Selection | None = None) -> dict[Kind, list[str]]:
     """The document and query texts `evalret run` on ``config`` embeds (its sample applied):
-    the golden set read, its retrievers set up, nothing embedded."""
-    full = load_golden_set(config.golden_set, config.relevance_level)
-    return select(config, full.with_labels(config.gate.labels)).texts(make_retrievers(config))
+    the golden set read (``selection``: what run_selection gave), its retrievers set up,
+    nothing embedded."""
+    chosen = selection if selection is not None else run_selection(config)
+    return chosen.texts(make_retrievers(config))
 
 
 def held(cached: CachedEmbedder | None, texts: Sequence[str], kind: Kind) -> np.ndarray:
@@ -110,6 +118,11 @@ def held(cached: CachedEmbedder | None, texts: Sequence[str], kind: Kind) -> np.
     if cached is None or not texts:
         return np.zeros(len(texts), dtype=bool)
     return cached.cached(texts, kind)
+
+
+def fed_prefix(backend: Embedder, model: ModelConfig, kind: Kind) -> str:
+    """What the backend puts before a text of ``kind``: its prefix, or its named prompt."""
+    return _fed(backend, model, [""], kind)[0]
 
 
 def _fed(backend: Embedder, model: ModelConfig, texts: Sequence[str], kind: Kind) -> list[str]:

@@ -28,5 +28,11 @@ def embed_lines(summary: dict[str, Any]) -> list[str]:
     if summary["namespace"]:
         where += f" (namespace {summary['namespace'][:12]})"
     lines.append(f"  cache: {where}")
+    export = summary.get("export")
+    if export is not None:
+        lines.append(
+            f"  export: {export['rows']} document vector(s) of dimension {export['dimension']} "
+            f"({export['format']}) to {markup_safe(export['path'])}"
+        )
     lines.extend(f"  [yellow]warning:[/] {markup_safe(w)}" for w in summary["warnings"])
     return lines

@@ -34,8 +34,10 @@ _INT_GRADE = re.compile(r"^[+-]?\d+$")
 _DECIMAL_GRADE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+)$")
 
 
-def scan_native(directory: Path, relevance_level: int = DEFAULT_RELEVANCE_LEVEL) -> GoldenSetScan:
-    b = GoldenSetScan(relevance_level)
+def scan_native(
+    directory: Path, relevance_level: int = DEFAULT_RELEVANCE_LEVEL, keep_metadata: bool = False
+) -> GoldenSetScan:
+    b = GoldenSetScan(relevance_level, keep_metadata)
     corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
     for n, doc in b.jsonl(corpus, _NativeDoc):
         b.add_doc(doc.id, _doc_text(doc.title, doc.text), corpus, n)
@@ -118,9 +120,12 @@ def _read_qrels_rows(b: GoldenSetScan, path: Path, columns: int, header: bool) -
 
 
 def scan_beir(
-    directory: Path, split: str, relevance_level: int = DEFAULT_RELEVANCE_LEVEL
+    directory: Path,
+    split: str,
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
+    keep_metadata: bool = False,
 ) -> GoldenSetScan:
-    b = GoldenSetScan(relevance_level)
+    b = GoldenSetScan(relevance_level, keep_metadata)
     corpus, queries = directory / "corpus.jsonl", directory / "queries.jsonl"
     qrels = directory / "qrels" / f"{split}.tsv"
     if not qrels.exists():
@@ -215,6 +220,7 @@ def scan_trec(
     corpus: Path | None,
     relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
     qrels_only: bool = False,
+    keep_metadata: bool = False,
 ) -> GoldenSetScan:
     """A TREC golden set: qrels, queries and corpus (found beside the qrels when not given);
     with ``qrels_only``, the qrels alone when no queries or corpus file is there."""
@@ -233,7 +239,7 @@ def scan_trec(
     ]
     if queries is None or corpus is None:
         raise GoldenSetError(f"TREC golden set {qrels}: missing " + "; ".join(missing))
-    b = GoldenSetScan(relevance_level)
+    b = GoldenSetScan(relevance_level, keep_metadata)
     _read_trec_corpus(b, corpus)
     _read_trec_queries(b, queries)
     judged = _read_qrels_rows(b, qrels, columns=4, header=False)
@@ -284,23 +290,27 @@ def detect_format(cfg: GoldenSetConfig) -> Format:
 
 
 def scan_golden_set(
-    cfg: GoldenSetConfig, relevance_level: int = DEFAULT_RELEVANCE_LEVEL
+    cfg: GoldenSetConfig,
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL,
+    keep_metadata: bool = False,
 ) -> GoldenSetScan:
     """Read the files of the golden set the config points at, collecting every problem;
     ``relevance_level`` decides which queries have a relevant document.
 
     Raises GoldenSetError only when the files cannot be located (unknown format, missing split
     or TREC companion files); problems inside the files are in the scan's errors and warnings.
+    ``keep_metadata``: the scan's ``raw_metadata`` holds each document's metadata as written
+    (`evalret embed --export`).
     """
     fmt = detect_format(cfg)
     if fmt == "native":
-        return scan_native(cfg.path, relevance_level)
+        return scan_native(cfg.path, relevance_level, keep_metadata)
     if fmt == "beir":
-        return scan_beir(cfg.path, cfg.split, relevance_level)
+        return scan_beir(cfg.path, cfg.split, relevance_level, keep_metadata)
     qrels = cfg.qrels or (cfg.path if cfg.path.is_file() else _find(cfg.path, TREC_QRELS_NAMES))
     if qrels is None:
         raise GoldenSetError(f"TREC golden set {cfg.path}: no qrels file (set golden_set.qrels)")
-    return scan_trec(qrels, cfg.queries, cfg.corpus, relevance_level, cfg.qrels_only)
+    return scan_trec(qrels, cfg.queries, cfg.corpus, relevance_level, cfg.qrels_only, keep_metadata)
 
 
 def load_golden_set(

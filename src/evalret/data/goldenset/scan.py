@@ -207,7 +207,9 @@ class GoldenSetScan(_Reader):
     found on the way. ``load_golden_set`` turns it into a GoldenSet when there is no error;
     ``evalret validate`` reports it as it is (errors, warnings, counts)."""
 
-    def __init__(self, relevance_level: int = DEFAULT_RELEVANCE_LEVEL) -> None:
+    def __init__(
+        self, relevance_level: int = DEFAULT_RELEVANCE_LEVEL, keep_metadata: bool = False
+    ) -> None:
         super().__init__()
         self.relevance_level = relevance_level
         self.source = ""
@@ -231,6 +233,9 @@ class GoldenSetScan(_Reader):
         self.filters: dict[str, Filter] = {}
         self.filter_where: dict[str, Where] = {}
         self.unfilterable: dict[Path, list[int]] = {}
+        # with ``keep_metadata``: document id -> its metadata as written, whatever its values
+        # (`evalret embed --export` writes it); None: not kept
+        self.raw_metadata: dict[str, Any] | None = {} if keep_metadata else None
 
     def check_id(self, kind: str, value: str, path: Path, line: int) -> None:
         """Refuse an id with whitespace or a control character: run files cannot hold it."""
@@ -270,6 +275,8 @@ class GoldenSetScan(_Reader):
         +-2**53), or metadata that is not an object, is left out, its line noted."""
         if metadata is None or doc_id not in self.docs or self.doc_where[doc_id] != (path, line):
             return
+        if self.raw_metadata is not None:
+            self.raw_metadata[doc_id] = metadata
         if not isinstance(metadata, dict):
             self.unfilterable.setdefault(path, []).append(line)
             return
