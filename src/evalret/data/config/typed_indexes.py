@@ -81,7 +81,19 @@ class RunIndexConfig(TypedIndexBase):
         return self.model_copy(update={"path": (base / self.path).resolve()})
 
 
-class PythonIndexConfig(TypedIndexBase):
+class DeclaredApproximate(StrictModel):
+    """``approximate`` as a setting, for a type that may be either (``python``): mixed in before
+    TypedIndexBase, whose ClassVar it overrides (every other type fixes it by its type)."""
+
+    approximate: bool = Field(
+        False,
+        description="an approximate search (a vector store's ANN index, say): measured against "
+        "exact search like hnsw (recall, metric change, selectivity buckets), gated by default and "
+        "held to gate.ann_min_recall and budgets; needs the exact index",
+    )
+
+
+class PythonIndexConfig(DeclaredApproximate, TypedIndexBase):
     """A ranking returned by a Python function (engines.retrievers.python documents the call)."""
 
     type: Literal["python"] = Field(description="python: rankings returned by a function")
