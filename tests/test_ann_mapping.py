@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +145,7 @@ def test_other_versions_and_misfiled_sections_are_refused(tmp_path: Path) -> Non
         load_baseline(bad)
     assert e.value.exit_code == 2 and "ann_others" in str(e.value)
     bad.write_text(json.dumps({**raw, "ann": {"ivf": raw["ann"]["hnsw"]}}))
-    with pytest.raises(InputError, match="ann.ivf.index: 'hnsw', not the index"):
+    with pytest.raises(InputError, match=r"ann\.ivf\.index: .hnsw., not the index"):
         load_baseline(bad)
 
 
@@ -253,7 +252,9 @@ def test_a_python_approximate_index_gets_selectivity_buckets(
     sys.modules.pop("evalret_ann_plugin", None)
     golden = tmp_path / "set"
     golden.mkdir()
-    docs = [{"id": f"d{i}", "text": f"w{i % 7} w{i % 5}", "metadata": {"g": i % 4}} for i in range(60)]
+    docs = [
+        {"id": f"d{i}", "text": f"w{i % 7} w{i % 5}", "metadata": {"g": i % 4}} for i in range(60)
+    ]
     queries = [
         {"id": f"q{q}", "text": f"w{q % 7}", "relevant": {f"d{q}": 1}}
         | ({"filter": {"g": q % 4}} if q % 2 else {})

@@ -93,7 +93,10 @@ def test_distances_are_faiss_counts(budgeted: Evaluation) -> None:
     ivf = report.ann["ivf"].distances_per_query
     assert ivf is not None and 0 < ivf < n_docs
     again = _run("gate: {indexes: [exact, hnsw, ivf], ann_min_recall: 0.5}\n").report
-    assert "hnsw" in again.ann and again.ann["hnsw"].distances_per_query == report.ann["hnsw"].distances_per_query
+    assert (
+        "hnsw" in again.ann
+        and again.ann["hnsw"].distances_per_query == report.ann["hnsw"].distances_per_query
+    )
     assert again.ann["ivf"].distances_per_query == ivf
 
     # the same graph searched the same way, counted by faiss's statistics directly

@@ -100,7 +100,7 @@ def test_trec_export_scores_identically_in_trec_eval(config: Config, tmp_path: P
         assert ours["ndcg@10"][i] == pytest.approx(got[q]["ndcg_cut_10"], abs=1e-9)
         assert ours["precision@3"][i] == pytest.approx(got[q]["P_3"], abs=1e-9)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert report["indexes"]["hnsw"]["slices"]["odd"]["metrics"]["ndcg@10"].keys() == {
         "value",
         "ci_low",

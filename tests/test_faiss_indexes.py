@@ -168,7 +168,11 @@ def test_reported_like_every_approximate_index(tmp_path: Path, encoder: None) ->
     assert len(cached) == 1
     assert section.index_bytes == cached[0].stat().st_size
     assert section.bytes_per_vector == pytest.approx(section.index_bytes / 338)
-    assert "hnsw" in r.ann and r.ann["hnsw"].index_bytes is not None and r.ann["hnsw"].index_bytes > 338 * 64 * 4
+    assert (
+        "hnsw" in r.ann
+        and r.ann["hnsw"].index_bytes is not None
+        and r.ann["hnsw"].index_bytes > 338 * 64 * 4
+    )
     assert r.indexes["ivf"].params == {
         "type": "faiss.index_factory",
         "factory": "IVF16,PQ8x4np",

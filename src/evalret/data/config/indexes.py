@@ -119,7 +119,9 @@ class IndexesConfig(StrictModel):
         its setting (python's ``approximate: true``)."""
         typed = self.typed
         return [
-            n for n in self.enabled_names() if n == "hnsw" or (n in typed and typed[n].approximate)
+            n
+            for n in self.enabled_names()
+            if n == "hnsw" or (n in typed and typed[n].approximate_of())
         ]
 
     def resolve_paths(self, base: Path) -> IndexesConfig:

@@ -40,8 +40,9 @@ from evalret.data.schema.run_info import (
 
 
 class RunReport(_Model):
-    """report.json. A report of an older layout (``schema_version`` 1) is read into this one by
-    ``_older_layout``; a newer one is refused where it is read (data/baseline.py)."""
+    """report.json, schema version 2. A report of version 1 (``ann`` the hnsw index's section
+    or null, ``ann_others`` every other approximate index by name) reads as this layout: both
+    become the one mapping ``ann``. A newer version is refused (data/baseline.py)."""
 
     schema_version: int = SCHEMA_VERSION  # the version of this layout (2)
     evalret_version: str  # the evalret that wrote the report
