@@ -62,8 +62,8 @@ def test_budgets_check_the_figures_the_run_measured(budgeted: Evaluation) -> Non
     budget it fails the gate, within it passes; the latency check says it depends on the
     machine."""
     report = budgeted.report
-    assert report.ann is not None and report.ann.index_bytes is not None
-    ivf = report.ann_others["ivf"]
+    assert "hnsw" in report.ann and report.ann["hnsw"].index_bytes is not None
+    ivf = report.ann["ivf"]
     checks = _checks(budgeted, "budget_max")
     assert set(checks) == {
         "hnsw/budget/index_bytes max 1,000",
@@ -73,7 +73,7 @@ def test_budgets_check_the_figures_the_run_measured(budgeted: Evaluation) -> Non
         "ivf/budget/distances_per_query max 1",
     }
     passed, message, current = checks["hnsw/budget/index_bytes max 1,000"]
-    assert not passed and current == report.ann.index_bytes and "over the budget" in message
+    assert not passed and current == report.ann["hnsw"].index_bytes and "over the budget" in message
     assert checks["hnsw/budget/distances_per_query max 1,000,000"][0]
     assert checks["ivf/budget/bytes_per_vector max 1,000,000"][2] == ivf.bytes_per_vector
     assert not checks["ivf/budget/distances_per_query max 1"][0]
@@ -87,14 +87,17 @@ def test_distances_are_faiss_counts(budgeted: Evaluation) -> None:
     """HNSW's distances per query are faiss's own count for the same search; the IVF's are
     the codes its nprobe lists hold, fewer than the corpus; both are deterministic."""
     report = budgeted.report
-    assert report.ann is not None and report.ann.distances_per_query is not None
+    assert "hnsw" in report.ann and report.ann["hnsw"].distances_per_query is not None
     n_docs = len(budgeted.golden_set.doc_ids)
-    assert 0 < report.ann.distances_per_query < n_docs * 1.5
-    ivf = report.ann_others["ivf"].distances_per_query
+    assert 0 < report.ann["hnsw"].distances_per_query < n_docs * 1.5
+    ivf = report.ann["ivf"].distances_per_query
     assert ivf is not None and 0 < ivf < n_docs
     again = _run("gate: {indexes: [exact, hnsw, ivf], ann_min_recall: 0.5}\n").report
-    assert again.ann is not None and again.ann.distances_per_query == report.ann.distances_per_query
-    assert again.ann_others["ivf"].distances_per_query == ivf
+    assert (
+        "hnsw" in again.ann
+        and again.ann["hnsw"].distances_per_query == report.ann["hnsw"].distances_per_query
+    )
+    assert again.ann["ivf"].distances_per_query == ivf
 
     # the same graph searched the same way, counted by faiss's statistics directly
     docs, queries = budgeted.doc_vectors, budgeted.query_vectors
@@ -104,7 +107,7 @@ def test_distances_are_faiss_counts(budgeted: Evaluation) -> None:
     stats = faiss.cvar.hnsw_stats  # type: ignore[attr-defined]  # not in its stubs
     stats.reset()
     search(index, queries, config.depth, id_rank(budgeted.golden_set.doc_ids))
-    assert report.ann.distances_per_query == stats.ndis / len(queries)
+    assert report.ann["hnsw"].distances_per_query == stats.ndis / len(queries)
 
 
 def test_latency_is_reported_with_the_machine(budgeted: Evaluation) -> None:
@@ -126,7 +129,7 @@ def test_ann_floor_holds_every_gated_approximate_index(budgeted: Evaluation) -> 
     """``ann_min_recall`` gives a gated faiss index its recall floor, as HNSW has."""
     checks = _checks(budgeted, "ann_min_recall")
     assert set(checks) == {"hnsw/all/ann_recall@10 min 0.5", "ivf/all/ann_recall@10 min 0.5"}
-    recall = budgeted.report.ann_others["ivf"].slices["all"].recall["recall@10"]
+    recall = budgeted.report.ann["ivf"].slices["all"].recall["recall@10"]
     assert checks["ivf/all/ann_recall@10 min 0.5"][2] == recall
     assert checks["ivf/all/ann_recall@10 min 0.5"][1].startswith("ivf keeps ")
 

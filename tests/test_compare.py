@@ -243,7 +243,7 @@ def run_report(ndcg: list[float], order: list[int] | None = None) -> RunReport:
                     "top_ids": [[f"d{i}", "x", "y"] for i in order],
                 }
             },
-            "ann": None,
+            "ann": {},
             "timings": {},
         }
     )

@@ -57,7 +57,7 @@ def test_report_shape_and_slices(config: Config) -> None:
     exact, bm25 = r.indexes["exact"].per_query["ndcg@10"], r.indexes["bm25"].per_query["ndcg@10"]
     assert lex.dense_minus_bm25["ndcg@10"] == pytest.approx(np.mean(np.subtract(exact, bm25)))
     assert lex.dense_wins["ndcg@10"] == int(np.sum(np.greater(exact, bm25)))
-    assert r.ann is not None and set(r.ann.slices["all"].recall) == {
+    assert "hnsw" in r.ann and set(r.ann["hnsw"].slices["all"].recall) == {
         "recall@1",
         "recall@3",
         "recall@5",
@@ -100,7 +100,7 @@ def test_trec_export_scores_identically_in_trec_eval(config: Config, tmp_path: P
         assert ours["ndcg@10"][i] == pytest.approx(got[q]["ndcg_cut_10"], abs=1e-9)
         assert ours["precision@3"][i] == pytest.approx(got[q]["P_3"], abs=1e-9)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert report["indexes"]["hnsw"]["slices"]["odd"]["metrics"]["ndcg@10"].keys() == {
         "value",
         "ci_low",
@@ -166,7 +166,7 @@ def test_cutoffs_beyond_the_corpus_and_zero_mode_equal_trec_eval(
     assert all(ranking.ids.shape[1] == 60 for ranking in ev.rankings.values())
     assert r.indexes["exact"].curves.k[-1] == 60
     assert set(r.indexes["exact"].slices["all"].judged) == {"judged@500", f"judged@{MAX_CUTOFF}"}
-    assert r.ann is not None and r.ann.slices["all"].recall["recall@500"] is not None
+    assert "hnsw" in r.ann and r.ann["hnsw"].slices["all"].recall["recall@500"] is not None
     write_outputs(ev, tmp_path / "out")
     g = ev.golden_set
     qrels = {q: g.qrels[q] for q in g.query_ids}
@@ -207,7 +207,7 @@ def test_metrics_without_a_cutoff_equal_trec_eval_on_the_run_files(
     assert all(ranking.ids.shape[1] == 60 for ranking in ev.rankings.values())
     assert (ev.rankings["bm25"].ids < 0).any()  # BM25 retrieves only matching documents
     assert list(r.indexes["exact"].slices["all"].judged) == ["judged@10"]
-    assert r.ann is not None and set(r.ann.slices["all"].recall) == {"recall@10", "recall@60"}
+    assert "hnsw" in r.ann and set(r.ann["hnsw"].slices["all"].recall) == {"recall@10", "recall@60"}
     assert "search_depth" not in r.config
     write_outputs(ev, tmp_path / "out")
     g = ev.golden_set

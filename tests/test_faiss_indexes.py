@@ -156,7 +156,7 @@ def test_reported_like_every_approximate_index(tmp_path: Path, encoder: None) ->
     config = parse_config(_yaml(tmp_path, f"  ivf: {IVF}\n"), "c.yaml")
     ev = run_evaluation(config)
     r = ev.report
-    section = r.ann_others["ivf"]
+    section = r.ann["ivf"]
     all_ = section.slices["all"]
     exact, ivf = ev.rankings["exact"], ev.rankings["ivf"]
     assert all_.recall["recall@10"] == pytest.approx(topk_overlap(ivf.ids, exact.ids, 10).mean())
@@ -168,7 +168,11 @@ def test_reported_like_every_approximate_index(tmp_path: Path, encoder: None) ->
     assert len(cached) == 1
     assert section.index_bytes == cached[0].stat().st_size
     assert section.bytes_per_vector == pytest.approx(section.index_bytes / 338)
-    assert r.ann is not None and r.ann.index_bytes is not None and r.ann.index_bytes > 338 * 64 * 4
+    assert (
+        "hnsw" in r.ann
+        and r.ann["hnsw"].index_bytes is not None
+        and r.ann["hnsw"].index_bytes > 338 * 64 * 4
+    )
     assert r.indexes["ivf"].params == {
         "type": "faiss.index_factory",
         "factory": "IVF16,PQ8x4np",
@@ -177,7 +181,7 @@ def test_reported_like_every_approximate_index(tmp_path: Path, encoder: None) ->
         "train_size": 200,
         "seed": 3,
     }
-    assert json.loads(r.model_dump_json())["ann_others"]["ivf"]["index_bytes"] > 0
+    assert json.loads(r.model_dump_json())["ann"]["ivf"]["index_bytes"] > 0
     page = render_run_html(r, None, ev.golden_set)
     size = f"{section.index_bytes / 2**20:.2f} MiB ({section.bytes_per_vector:,.0f} bytes a vector)"
     assert section.distances_per_query is not None and section.distances_per_query < 338
@@ -204,9 +208,9 @@ def test_cached_like_the_hnsw_graph_and_searched_with_its_params(
     assert every_list.report.embedding.cache is not None
     assert every_list.report.embedding.cache.model_extra == {"faiss.ivf": "hit"}
     assert len(list((tmp_path / "cache" / "indexes").glob("faiss-*.faiss"))) == 1
-    wide_recall = every_list.report.ann_others["ivf"].slices["all"].recall["recall@10"]
+    wide_recall = every_list.report.ann["ivf"].slices["all"].recall["recall@10"]
     assert wide_recall is not None
-    assert wide_recall > first.report.ann_others["ivf"].slices["all"].recall["recall@10"]
+    assert wide_recall > first.report.ann["ivf"].slices["all"].recall["recall@10"]
     uncached = run_evaluation(parse_config(_yaml(tmp_path, f"  ivf: {IVF}\n", False), "c.yaml"))
     assert np.array_equal(first.rankings["ivf"].ids, uncached.rankings["ivf"].ids)
     assert first.report.fingerprint.digest != every_list.report.fingerprint.digest
@@ -257,9 +261,9 @@ def test_the_terminal_says_each_approximate_index_and_its_size(
         line.split(" against ")[0]: line for line in out.splitlines() if line.startswith("ANN ")
     }
     assert set(lines) == {"ANN hnsw", "ANN ivf"}
-    mib = report["ann_others"]["ivf"]["index_bytes"] / 2**20
-    per_vector = report["ann_others"]["ivf"]["bytes_per_vector"]
-    work = report["ann_others"]["ivf"]["distances_per_query"]
+    mib = report["ann"]["ivf"]["index_bytes"] / 2**20
+    per_vector = report["ann"]["ivf"]["bytes_per_vector"]
+    work = report["ann"]["ivf"]["distances_per_query"]
     assert lines["ANN ivf"].endswith(
         f"; index {mib:.2f} MiB ({per_vector:,.0f} bytes a vector), {work:,.0f} distances a query"
     )

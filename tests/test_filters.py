@@ -443,8 +443,8 @@ def test_filtered_demo_shows_the_hnsw_drop_at_low_selectivity(tmp_path: Path) ->
         metrics=["recall@10", "ndcg@10"],
     )
     ev = run_evaluation(config, embedder=HashEmbedder())
-    assert ev.report.ann is not None and ev.report.ann.selectivity is not None
-    buckets = ev.report.ann.selectivity
+    assert "hnsw" in ev.report.ann and ev.report.ann["hnsw"].selectivity is not None
+    buckets = ev.report.ann["hnsw"].selectivity
     assert [b.n_queries for b in buckets.values()] == [30, 30, 30, 30]
     recall = {name: b.recall["recall@10"] for name, b in buckets.items()}
     assert recall["<1%"] is not None and recall[">=50%"] is not None
@@ -467,7 +467,7 @@ def test_filtered_demo_shows_the_hnsw_drop_at_low_selectivity(tmp_path: Path) ->
     html = (tmp_path / "out" / "report.html").read_text()
     assert "By filter selectivity" in html and "&lt;1%" in html
     saved = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert saved["ann"]["selectivity"]["<1%"]["n_queries"] == 30
+    assert saved["ann"]["hnsw"]["selectivity"]["<1%"]["n_queries"] == 30
 
 
 def test_a_run_without_filters_reports_no_selectivity(tmp_path: Path) -> None:
@@ -475,8 +475,8 @@ def test_a_run_without_filters_reports_no_selectivity(tmp_path: Path) -> None:
     from helpers import make_set
 
     ev = run_evaluation(_config(make_set(tmp_path / "set")), embedder=HashEmbedder())
-    assert ev.report.ann is not None
-    assert "selectivity" not in ev.report.ann.model_dump()
+    assert "hnsw" in ev.report.ann
+    assert "selectivity" not in ev.report.ann["hnsw"].model_dump()
 
 
 def test_run_judge_grades_no_document_outside_the_filter(tmp_path: Path) -> None:

@@ -201,7 +201,7 @@ def test_the_ann_floor_reads_its_own_cutoff(tmp_path: Path, encoder: None) -> No
     config = config.replace("[ndcg@10, recall@10]", "[ndcg@5, recall@20]")
     config = config.replace("hnsw: {enabled: false}", "hnsw: {m: 8, threads: 1}")
     report = run_evaluation(parse_config(config, "c.yaml")).report
-    assert report.ann is not None and "recall@10" in report.ann.slices["all"].recall
+    assert "hnsw" in report.ann and "recall@10" in report.ann["hnsw"].slices["all"].recall
     assert report.gate is not None
     assert [c.name for c in report.gate.checks if c.kind == "ann_min_recall"] == [
         "hnsw/all/ann_recall@10 min 0.5"

@@ -131,7 +131,7 @@ def _mutated(data: dict[str, Any], tmp_path: Path, change: Any) -> Path:
         (lambda d: d["indexes"]["bm25"]["curves"]["values"]["ndcg"]["all"].pop(), "curves"),
         (lambda d: d["fingerprint"]["metrics"].update(names=None), "fingerprint.metrics"),
         (lambda d: d["lexical"]["slices"]["odd"]["dense_wins"].clear(), "odd.dense_wins"),
-        (lambda d: d["ann"]["slices"].clear(), "ann.slices: empty"),
+        (lambda d: d["ann"]["hnsw"]["slices"].clear(), "ann.hnsw.slices: empty"),
     ],
 )
 def test_report_arrays_out_of_line_with_query_ids_are_input_errors(

@@ -375,7 +375,7 @@ def test_dsn_never_appears_in_the_report(
     assert ev.report.embedding.cache is not None
     assert (ev.report.embedding.cache.model_extra or {})["pgvector.pg"].startswith("scratch table")
     assert _tables(dsn) == []
-    ann = ev.report.ann_others["pg"]  # measured against exact search like hnsw
+    ann = ev.report.ann["pg"]  # measured against exact search like hnsw
     assert ann.index == "pg" and ann.reference == "exact"
     overlap = topk_overlap(ev.rankings["pg"].ids, ev.rankings["exact"].ids, 10)
     assert ann.slices["all"].recall["recall@10"] == pytest.approx(float(overlap.mean()))

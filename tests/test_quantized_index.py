@@ -120,7 +120,7 @@ def test_reported_against_float_exact_search(run: Evaluation) -> None:
     64-dimensional vector, int8 64;
     rescoring wins back recall; binary and ubinary rank alike."""
     r = run.report
-    sections = r.ann_others
+    sections = r.ann
     assert set(sections) == {"bin", "ubin", "bin4", "i8", "u8"}
     for s in sections.values():
         assert s.reference == "exact" and s.index_bytes is not None
@@ -179,7 +179,7 @@ def test_a_quantized_index_below_the_floor_fails_the_gate(
     gate.indexes, the floor holds nothing and the config is refused (exit 2)."""
     from helpers import invoke
 
-    recall = run.report.ann_others["bin"].slices["all"].recall["recall@10"]
+    recall = run.report.ann["bin"].slices["all"].recall["recall@10"]
     assert recall is not None and recall < 0.9
     (tmp_path / "quantized_encoder.py").write_text(ENCODER)
     monkeypatch.syspath_prepend(str(tmp_path))

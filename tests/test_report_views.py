@@ -32,15 +32,21 @@ DASH = "\u2013"  # the en dash report.md and the HTML page write for a missing n
 
 
 def test_committed_baseline_reads_and_writes_back_unchanged() -> None:
-    """baselines/demo.json (an older report: no reader warnings, no cache warnings) loads into
-    the typed schema and dumps back to the same JSON, key order and text included."""
+    """baselines/demo.json (an older report, schema version 1: no reader warnings, no cache
+    warnings) loads into the typed schema and dumps back to the same JSON, key order included,
+    but for what version 2 changed: the version, and ``ann`` keyed by index name."""
     text = (REPO / "baselines" / "demo.json").read_text()
     report = RunReport.model_validate_json(text)
     assert report.embedding.cache is not None and report.embedding.cache.hnsw_index == "hit"
     assert report.bootstrap.confidence == 0.95
     assert report.gate is not None and report.gate.verdict == "pass"
-    assert json.loads(report.model_dump_json()) == json.loads(text)
-    assert report.model_dump_json(indent=1) + "\n" == text
+    old = json.loads(text)
+    assert old["schema_version"] == 1
+    expected = {**old, "schema_version": 2, "ann": {"hnsw": old["ann"]}}
+    dumped = json.loads(report.model_dump_json())
+    assert dumped == expected and list(dumped) == list(old)
+    again = RunReport.model_validate_json(report.model_dump_json(indent=1))
+    assert again.model_dump_json(indent=1) == report.model_dump_json(indent=1)
 
 
 def _embedding(**extra: Any) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def test_compressed_indexes_report_recall_metric_change_and_bytes(report: RunRep
         f"float32 vectors {float_bytes:,} bytes"
     )
     for name in COMPRESSED:
-        s = report.ann_others[name]
+        s = report.ann[name]
         a = s.slices["all"]
         assert s.index_bytes is not None and s.bytes_per_vector is not None
         print(
@@ -53,7 +53,7 @@ def test_compressed_indexes_report_recall_metric_change_and_bytes(report: RunRep
             f"{a.recall['recall@100']:.4f} ndcg@10 change {a.metric_deltas['ndcg@10']:+.4f} "
             f"index bytes {s.index_bytes:,} ({s.bytes_per_vector:.1f} per vector)"
         )
-    sections = report.ann_others
+    sections = report.ann
     binary, rescored = sections["binary"].slices["all"], sections["binary_rescore"].slices["all"]
     assert sections["binary"].bytes_per_vector == pytest.approx(48, abs=1)  # 384 bits
     # 16-byte codes and 8-byte ids a document, plus the 64 centroids and the PQ codebooks

@@ -23,7 +23,7 @@ from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.atomic import atomic_write_text
 from evalret.data.config import GoldenSetConfig
 from evalret.data.goldenset import GoldenSet, load_golden_set
-from evalret.data.schema import SCHEMA_VERSION, GateCheck, RunReport
+from evalret.data.schema import READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION, GateCheck, RunReport
 from evalret.data.textfile import read_json, schema_problems
 from evalret.errors import EvalretError, IncomparableError, InputError, Problem
 
@@ -52,17 +52,16 @@ def load_baseline(path: Path, what: str = "baseline") -> RunReport:
     """Read a baseline (or any saved report.json, ``what`` names it in messages); bad files,
     binary, truncated or inconsistent, are input errors (exit 2) naming the file and field."""
     data = read_json(path, what)
-    try:
-        report = RunReport.model_validate(data)
+    version = data.get("schema_version", SCHEMA_VERSION) if isinstance(data, dict) else None
+    if isinstance(version, int) and version not in READABLE_SCHEMA_VERSIONS:
+        readable = ", ".join(map(str, READABLE_SCHEMA_VERSIONS))
+        raise InputError(f"{path}: schema version {version}, this evalret reads {readable}")
+    try:  # an older layout is read into the current one (RunReport._older_layout)
+        return RunReport.model_validate(data)
     except ValidationError as e:
         raise InputError(
             f"{path} is not an evalret baseline or report", schema_problems(e, path)
         ) from None
-    if report.schema_version != SCHEMA_VERSION:
-        raise InputError(
-            f"{path}: schema version {report.schema_version}, this evalret reads {SCHEMA_VERSION}"
-        )
-    return report
 
 
 def baseline_for_run(path: Path | None, save_to: Path | None) -> tuple[RunReport | None, bool]:

@@ -33,7 +33,7 @@ from evalret.data.examples import query_examples, unjudged_documents
 from evalret.data.goldenset import GoldenSet
 from evalret.data.overrides import Override, configured
 from evalret.data.schema import (
-    SCHEMA_VERSION,
+    COMPARE_SCHEMA_VERSION,
     TOP_KEPT,
     CompareReport,
     JudgedPair,
@@ -335,7 +335,7 @@ def compare_reports(
     )
     losers, gainers = example_positions(delta)
     return CompareReport(
-        schema_version=SCHEMA_VERSION,
+        schema_version=COMPARE_SCHEMA_VERSION,
         evalret_version=__version__,
         a=_side(a, labels[0]),
         b=_side(b, labels[1]),

@@ -153,7 +153,7 @@ def _budget_checks(current: RunReport, gate: GateConfig) -> list[Check]:
     ``gate.max_cost_per_run`` on the run's measured figures (a figure not measured fails its
     budget)."""
     n = len(current.query_ids)
-    anns = {**({"hnsw": current.ann} if current.ann is not None else {}), **current.ann_others}
+    anns = current.ann
     timed = current.latency.indexes if current.latency is not None else {}
     out = []
     for index, budget in gate.budgets.items():

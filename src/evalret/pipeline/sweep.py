@@ -125,8 +125,7 @@ def _costs(cfg: Config, report: RunReport, exact: dict[str, IndexCost]) -> dict[
     timed = report.latency.indexes if report.latency is not None else {}
     if dim == 0 or n_queries == 0 or not timed:
         return {}
-    ann = {report.ann.index: report.ann} if report.ann is not None else {}
-    ann.update(report.ann_others)
+    ann = report.ann
     fetch = min(n_docs, cfg.depth + TIE_MARGIN)
     vector_bytes = n_docs * dim * 4
     figures = _Figures(report.timings, n_queries, fetch, vector_bytes)
@@ -199,8 +198,7 @@ def quality_metric(cfg: Config) -> str:
 def _point(
     pid: int, settings: dict[str, Any], report: RunReport, costs: dict[str, IndexCost], q: str
 ) -> SweepPoint:
-    ann = {report.ann.index: report.ann} if report.ann is not None else {}
-    ann.update(report.ann_others)
+    ann = report.ann
     indexes = {}
     for name, result in report.indexes.items():
         metrics = result.slices["all"].metrics

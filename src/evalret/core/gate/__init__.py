@@ -8,8 +8,8 @@ Checks, for every gated index, slice and metric with a threshold:
 * ``min``: fails when the slice's current mean is below the floor (no baseline needed);
 * ``max_drop``: fails when baseline - current exceeds the allowed absolute drop;
 * ``max_drop_pct``: fails when (baseline - current) / baseline * 100 exceeds the allowed percentage;
-* ``ann_min_recall``: fails when a gated approximate index (hnsw, faiss, quantized, pgvector)
-  keeps less than the floor of the exact top-k (slice ``all``);
+* ``ann_min_recall``: fails when a gated approximate index (hnsw, faiss, quantized, pgvector,
+  a python one declared approximate) keeps less than the floor of the exact top-k (slice ``all``);
 * ``rerank_min_recall``: fails when a rerank index's first stage puts less than the floor of the
   relevant documents among its k candidates (recall@k, slice ``all``);
 * ``budget_max``: fails when an index's cost figure (index bytes, bytes per vector, distances

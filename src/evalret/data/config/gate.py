@@ -180,7 +180,7 @@ class GateConfig(StrictModel):
         None,
         description="the indexes every check of an index applies to (thresholds, overrides, "
         "ann_min_recall, rerank_min_recall, budgets); default: exact and every approximate "
-        "index (hnsw, faiss, quantized, pgvector)",
+        "index (hnsw, faiss, quantized, pgvector, python with approximate: true)",
     )
     ann_min_recall: float | None = Field(
         0.95,

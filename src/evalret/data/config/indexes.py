@@ -115,10 +115,13 @@ class IndexesConfig(StrictModel):
 
     def approximate_names(self) -> list[str]:
         """Every enabled approximate index (measured against exact search): hnsw, and each typed
-        index whose type declares itself approximate (faiss, quantized, pgvector)."""
+        index that declares itself approximate, by its type (faiss, quantized, pgvector) or by
+        its setting (python's ``approximate: true``)."""
         typed = self.typed
         return [
-            n for n in self.enabled_names() if n == "hnsw" or (n in typed and typed[n].approximate)
+            n
+            for n in self.enabled_names()
+            if n == "hnsw" or (n in typed and typed[n].approximate_of())
         ]
 
     def resolve_paths(self, base: Path) -> IndexesConfig:

@@ -224,8 +224,9 @@ class Config(StrictModel):
         """The indexes the gate checks, the one rule for every check of an index (thresholds
         and overrides, ann_min_recall, rerank_min_recall, budgets): ``gate.indexes`` when given,
         else every enabled index evalret searches over the model's vectors, exact search and
-        every approximate index (hnsw, faiss, quantized, pgvector). bm25, hybrid, run, python
-        and rerank indexes are gated only when named."""
+        every approximate index (hnsw, faiss, quantized, pgvector, a python one declared
+        ``approximate: true``). bm25, hybrid, run, other python and rerank indexes are gated only
+        when named."""
         if self.gate.indexes is not None:
             return list(self.gate.indexes)
         approximate = self.indexes.approximate_names()
@@ -287,7 +288,8 @@ class Config(StrictModel):
                 fix = (
                     f"add {', '.join(every)} to gate.indexes"
                     if every
-                    else "enable an approximate index (hnsw, or a faiss, quantized or pgvector one)"
+                    else "enable an approximate index (hnsw, a faiss, quantized or pgvector one, "
+                    "or a python one with approximate: true)"
                 )
                 return AtKey(
                     f"no gated approximate index to hold to this floor ({self._gated_text()}): "

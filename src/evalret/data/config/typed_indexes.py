@@ -45,8 +45,14 @@ class TypedIndexBase(StrictModel):
     enabled: bool = Field(True, description="search with it")
     # an approximate nearest-neighbour search over the model's vectors: measured against exact
     # search and held to gate.ann_min_recall; gated by default (the rule: Config.gated_indexes).
-    # A plug-in's type declares it too
-    approximate: ClassVar[bool] = False
+    # A type that is approximate sets it (a plug-in's type too); python's is a setting; a type
+    # without it is exact (read through ``approximate_of``). Declared here without a value, so
+    # that a type may make it a setting without shadowing a default of the base
+    approximate: ClassVar[bool]
+
+    def approximate_of(self) -> bool:
+        """Whether this index is approximate: its type's or its setting's ``approximate``."""
+        return bool(getattr(self, "approximate", False))
 
     def resolve_paths(self, base: Path) -> TypedIndexBase:
         """A copy whose relative paths are made absolute against ``base`` (none by default)."""
@@ -99,6 +105,12 @@ class PythonIndexConfig(TypedIndexBase):
         pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
         description='"pkg.module:function" called with what the setup returned (None without '
         "one) after the search, also when the search failed",
+    )
+    approximate: bool = Field(  # type: ignore[misc]  # a setting here: python may be either
+        False,
+        description="an approximate search (a vector store's ANN index, say): measured against "
+        "exact search like hnsw (recall, metric change, selectivity buckets), gated by default "
+        "and held to gate.ann_min_recall and budgets",
     )
 
 

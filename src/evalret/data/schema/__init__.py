@@ -13,6 +13,8 @@ Every name is importable from here.
 from __future__ import annotations
 
 from evalret.data.schema.base import (
+    COMPARE_SCHEMA_VERSION,
+    READABLE_SCHEMA_VERSIONS,
     SCHEMA_VERSION,
     TOP_KEPT,
     Change,
@@ -84,6 +86,8 @@ from evalret.data.schema.run_report import (
 )
 
 __all__ = [
+    "COMPARE_SCHEMA_VERSION",
+    "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
     "TOP_KEPT",
     "AnnSection",

@@ -15,7 +15,11 @@ from pydantic import (
 
 # the closed vocabularies are the core's, defined once there
 
-SCHEMA_VERSION = 1
+# report.json's layout: 2 keys ``ann`` by index name (1 had the hnsw index's section as ``ann``
+# and every other approximate index in ``ann_others``; read into 2 by RunReport's migration)
+SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)  # the report.json layouts this evalret reads
+COMPARE_SCHEMA_VERSION = 1  # compare.json's layout
 TOP_KEPT = 10  # ranked document ids kept per query in a report (drift, qualitative review)
 
 

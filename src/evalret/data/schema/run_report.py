@@ -40,7 +40,11 @@ from evalret.data.schema.run_info import (
 
 
 class RunReport(_Model):
-    schema_version: int = SCHEMA_VERSION  # the version of this layout (1)
+    """report.json, schema version 2. A report of version 1 (``ann`` the hnsw index's section
+    or null, ``ann_others`` every other approximate index by name) reads as this layout: both
+    become the one mapping ``ann``. A newer version is refused (data/baseline.py)."""
+
+    schema_version: int = SCHEMA_VERSION  # the version of this layout (2)
     evalret_version: str  # the evalret that wrote the report
     config: dict[str, Any]  # the resolved config the run used, every key (paths absolute)
     # what must match for two runs to be compared: golden set, model, indexes, metrics
@@ -51,7 +55,9 @@ class RunReport(_Model):
     query_ids: list[str]  # the evaluated queries, in the order every per-query list follows
     slices: dict[str, SliceInfo]  # every slice by name: its rule and member queries
     indexes: dict[str, IndexResult]  # every index by name: its settings and metrics per slice
-    ann: AnnSection | None  # the hnsw index against exact search
+    # every approximate index (hnsw, faiss, quantized, pgvector, a python one declared
+    # approximate) against exact search, by index name; empty when there is none
+    ann: dict[str, AnnSection] = {}
     # the dense index against BM25 and the hybrid, per slice; absent without bm25
     lexical: LexicalSection | None = None
     # the label-free health of the vectors; absent when health is off
@@ -59,9 +65,6 @@ class RunReport(_Model):
     # the gate's verdict and every check; absent when nothing was gated
     gate: GateSection | None = None
     timings: dict[str, float]  # seconds spent per stage of the run
-    # every other approximate index (pgvector, ...) against exact search, by index name; absent
-    # when there is none (and in reports of older versions)
-    ann_others: dict[str, AnnSection] = {}
     # what a sampled run evaluated; absent for a run on the whole golden set
     sample: SampleSection | None = None
     # the id of the run that wrote this report.json (a fresh uuid per run, or $EVALRET_RUN_ID):
@@ -89,13 +92,26 @@ class RunReport(_Model):
     # when none was timed (and in reports of older versions)
     latency: LatencySection | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _older_layout(cls, data: Any) -> Any:
+        """Schema version 1 read as this layout: its ``ann`` (the hnsw index's section, or null)
+        and ``ann_others`` (every other approximate index by name) become the one mapping
+        ``ann``, keyed by each section's index, hnsw first; nothing else changed."""
+        if not isinstance(data, dict) or data.get("schema_version") != 1:
+            return data
+        first, others = data.get("ann"), data.get("ann_others", {})
+        if not isinstance(others, dict) or not (first is None or isinstance(first, dict)):
+            return data  # left to the field checks, which name the wrong part
+        ann = {str(first.get("index", "hnsw")): first} if first is not None else {}
+        rest = {k: v for k, v in data.items() if k not in ("ann", "ann_others")}
+        return {**rest, "schema_version": SCHEMA_VERSION, "ann": {**ann, **others}}
+
     @model_serializer(mode="wrap")
-    def _no_other_ann_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A report without other approximate indexes dumps without ``ann_others``, one on the
-        whole golden set without ``sample``, one not written by a run without ``run_id``."""
+    def _absent_stays_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A report on the whole golden set dumps without ``sample``, one not written by a run
+        without ``run_id``, and so on for every optional section left out."""
         data: dict[str, Any] = handler(self)
-        if not self.ann_others:
-            data.pop("ann_others", None)
         if self.sample is None:
             data.pop("sample", None)
         if self.run_id is None:
@@ -115,8 +131,8 @@ class RunReport(_Model):
         return data
 
     def ann_sections(self) -> list[AnnSection]:
-        """Every approximate index against exact search: hnsw first, then the others."""
-        return [*([self.ann] if self.ann is not None else []), *self.ann_others.values()]
+        """Every approximate index against exact search, in the run's order of indexes."""
+        return list(self.ann.values())
 
     @model_validator(mode="after")
     def _aligned_with_query_ids(self) -> RunReport:
@@ -139,8 +155,11 @@ def alignment_problems(report: RunReport) -> list[str]:
             out.append(f"slices.{name}.members: position {outside[0]} is not in query_ids")
     for name, index in report.indexes.items():
         out += _index_problems(f"indexes.{name}", index, n, report.slices.keys())
-    if report.ann is not None and not report.ann.slices:
-        out.append("ann.slices: empty")
+    for name, section in report.ann.items():
+        if not section.slices:
+            out.append(f"ann.{name}.slices: empty")
+        if section.index != name:
+            out.append(f"ann.{name}.index: {section.index!r}, not the index it is filed under")
     if report.lexical is not None:
         out += _lexical_problems(report.lexical)
     return out

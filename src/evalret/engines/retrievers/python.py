@@ -206,6 +206,7 @@ class PythonRetriever(BaseRetriever):
         self.name = name
         self.settings = settings
         self.enabled = settings.enabled
+        self.approximate = settings.approximate  # declared: then measured against exact search
         self.function = load_callable(name, settings.callable) if settings.enabled else None
         self.setup: Callable[..., Any] | None = None
         self.close: Callable[..., Any] | None = None

@@ -356,11 +356,12 @@ def ann_section(p: RunPage) -> Section | None:
     sections = p.report.ann_sections()
     if not sections:
         return None
-    floor = next(
-        (c for c in (p.report.gate.checks if p.report.gate else []) if c.kind == "ann_min_recall"),
-        None,
-    )
-    body = "".join(_ann_block(ann, floor if ann is p.report.ann else None) for ann in sections)
+    floors = {
+        c.index: c
+        for c in (p.report.gate.checks if p.report.gate else [])
+        if c.kind == "ann_min_recall"
+    }
+    body = "".join(_ann_block(ann, floors.get(ann.index)) for ann in sections)
     latency = latency_text(p.report)
     if latency is not None:
         body += f'<p class="note">{esc(latency)[0].upper()}{esc(latency)[1:]}.</p>'
