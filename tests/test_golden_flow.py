@@ -108,7 +108,6 @@ def test_a_golden_set_from_nothing_gates_a_cut_dimension(tmp_path: Path) -> None
         generated_before = server.state.generations
 
         _killed_golden_judge(cfg, synthetic, golden, server)
-        answered_before = Counter({pair: len(g) for pair, g in server.state.answered.items()})
         code, said = invoke(
             "golden", "judge", str(synthetic), "-c", str(cfg), "--out", str(golden),
             "--no-progress",
@@ -116,12 +115,14 @@ def test_a_golden_set_from_nothing_gates_a_cut_dimension(tmp_path: Path) -> None
         assert code == 0, said
         assert server.state.generations == generated_before  # nothing written twice
         # the resumed run asked only what the killed one had not kept: a pair answered twice
-        # is one whose answer was in flight at the kill
+        # is one whose answer was in flight at the kill (the server may record it after the
+        # kill), so at most one per request in flight, and none thrice
         to_judge = int(re.search(r"(\d+) to judge", said)[1])  # type: ignore[index]
         sent, cached = map(int, re.search(r"asked (\d+), cached (\d+)", said).groups())  # type: ignore[union-attr]
         assert cached >= 40 - IN_FLIGHT and sent + cached == to_judge, said
         twice = [p for p, g in server.state.answered.items() if len(g) > 1]
-        assert len(twice) <= IN_FLIGHT and all(answered_before[p] == 1 for p in twice), twice
+        assert len(twice) <= IN_FLIGHT, twice
+        assert all(len(g) == 2 for p, g in server.state.answered.items() if p in twice)
 
     steps = [s["command"] for s in read_manifest(golden)]
     assert steps == ["golden from-logs", "golden synth", "golden judge"]
