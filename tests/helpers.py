@@ -448,3 +448,29 @@ def handwritten_docs() -> str:
         for page in sorted(docs.rglob("*.md"))
         if page.relative_to(docs).as_posix() not in GENERATED_DOCS
     )
+
+
+# a plug-in encoder module (`model: {provider: python, encoder: "module:make"}`): a hashed bag of
+# words, 64 dimensions by default; fast, deterministic, no model to load
+HASH_ENCODER = """
+import hashlib
+import numpy as np
+
+class HashEncoder:
+    def __init__(self, dim):
+        self.dim = dim
+
+    def identity(self):
+        return {"kind": "hashed bag of words", "dim": self.dim}
+
+    def encode(self, texts, kind):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for tok in t.lower().split():
+                h = hashlib.sha256(tok.encode()).digest()
+                out[i, int.from_bytes(h[:4], "little") % self.dim] += 1.0
+        return out
+
+def make(dim=64):
+    return HashEncoder(dim)
+"""

@@ -17,33 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalret.data.vector_export import METADATA_KEY, read_export
-from helpers import invoke, marks_its_users
+from helpers import HASH_ENCODER, invoke, marks_its_users
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "golden_sets" / "demo"
 
-ENCODER = """
-import hashlib
-import numpy as np
-
-class HashEncoder:
-    def __init__(self, dim):
-        self.dim = dim
-
-    def identity(self):
-        return {"kind": "hashed bag of words", "dim": self.dim}
-
-    def encode(self, texts, kind):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for tok in t.lower().split():
-                h = hashlib.sha256(tok.encode()).digest()
-                out[i, int.from_bytes(h[:4], "little") % self.dim] += 1.0
-        return out
-
-def make(dim=64):
-    return HashEncoder(dim)
-"""
+ENCODER = HASH_ENCODER
 
 # a user's retriever: the exported file searched exactly (faiss's flat inner product), every
 # document returned (evalret applies the tie rule and the depth)

@@ -39,30 +39,9 @@ from evalret.engines.faiss_factory import (
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
 from evalret.pipeline.pages import render_run_html
-from helpers import invoke
+from helpers import HASH_ENCODER, invoke
 
-ENCODER = """
-import hashlib
-import numpy as np
-
-class HashEncoder:
-    def __init__(self, dim):
-        self.dim = dim
-
-    def identity(self):
-        return {"kind": "hashed bag of words", "dim": self.dim}
-
-    def encode(self, texts, kind):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for tok in t.lower().split():
-                h = hashlib.sha256(tok.encode()).digest()
-                out[i, int.from_bytes(h[:4], "little") % self.dim] += 1.0
-        return out
-
-def make(dim=64):
-    return HashEncoder(dim)
-"""
+ENCODER = HASH_ENCODER
 
 IVF = '{type: faiss, factory: "IVF16,PQ8x4np", params: {nprobe: 4}, train_size: 200, seed: 3}'
 
