@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from evalret.data.config import parse_config
-from evalret.engines.retrievers.external import (
+from evalret.engines.ranking_checks import (
     RISING_MIN_QUERIES,
     check_score_direction,
     rising_queries,

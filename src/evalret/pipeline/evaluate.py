@@ -55,10 +55,12 @@ from evalret.data.schema import (
 from evalret.engines.retrievers import (
     CorpusChecked,
     Costed,
+    FiltersChecked,
     Probed,
     ProgressFactory,
     Retriever,
     SearchJob,
+    Timed,
     make_retrievers,
 )
 from evalret.engines.search_cost import Latency, run_latency
@@ -316,6 +318,7 @@ def _retrieve(
         cache_warnings=cached.warnings if cached is not None else None,
         query_ids=golden.query_ids,
         has_vectors=e.opened is not None,
+        latency_repeats=latency_repeats,
         eligibility=(eligible := golden.eligibility()),
         filters=[golden.filters.get(q) for q in golden.query_ids] if eligible is not None else (),
         doc_metadata=(
@@ -334,6 +337,8 @@ def _retrieve(
                 timed = run_latency(probe, len(golden.query_ids), latency_repeats)
             if timed is not None:
                 latency[r.name] = timed
+        elif isinstance(r, Timed) and (own := r.latency()) is not None:
+            latency[r.name] = own
     rank_depth = min(depth, n_docs) if all(r.corpus_bound for r in enabled) else depth
     return _Retrieved(
         rankings={name: ranking.padded(rank_depth) for name, ranking in rankings.items()},
@@ -476,6 +481,17 @@ def check_caches(cfg: Config, judging: RunJudging | None) -> None:
             scores.close()
 
 
+def check_before_embedding(retrievers: list[Retriever], golden: GoldenSet) -> None:
+    """What the enabled retrievers can tell before anything is embedded: an index the corpus
+    cannot train (a faiss PQ16x20 over 338 documents), a filter a store cannot express."""
+    filters = list(golden.filters.values())
+    for r in retrievers:
+        if r.enabled and isinstance(r, CorpusChecked):
+            r.check_corpus(len(golden.doc_ids))
+        if r.enabled and filters and isinstance(r, FiltersChecked):
+            r.check_filters(filters)
+
+
 def rank_queries(
     config: Config,
     golden: GoldenSet,
@@ -491,9 +507,7 @@ def rank_queries(
     progress = progress or _no_progress
     timer = _Timer()
     retrievers = [r for r in make_retrievers(config) if names is None or r.name in names]
-    for r in retrievers:
-        if r.enabled and isinstance(r, CorpusChecked):
-            r.check_corpus(len(golden.doc_ids))
+    check_before_embedding(retrievers, golden)
     embedded = _embed(config, Selection(golden, golden, []), None, progress, timer, retrievers)
     return _retrieve(config, golden, embedded, depth, progress, timer, retrievers).rankings
 
@@ -535,9 +549,7 @@ def run_evaluation(
     loaded = _load(config, timer, baseline, baseline_source, judge)
     check_caches(config, judging)
     retrievers = make_retrievers(config)  # before embedding: a bad callable fails fast
-    for r in retrievers:  # and an index the corpus cannot train (a faiss PQ16x20 over 338)
-        if r.enabled and isinstance(r, CorpusChecked):
-            r.check_corpus(len(loaded.golden.doc_ids))
+    check_before_embedding(retrievers, loaded.golden)
     embedded = _embed(config, loaded.selection, embedder, progress, timer, retrievers)
     intrinsic = _health(config, loaded.golden, embedded, timer)
     retrieved = _retrieve(

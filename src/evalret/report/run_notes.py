@@ -121,7 +121,7 @@ ALIGNMENT_NOTES = {
     # (pgvector returns at most 1000 rows: engines.retrievers.pgvector)
     "queries_short": "queries ranked fewer documents than the depth while the corpus had more "
     "eligible",
-    # code returning rankings (engines.retrievers.external.RankingCounts)
+    # code returning rankings (engines.ranking_checks.RankingCounts)
     "documents_outside_filter": "returned documents outside the query's filter (dropped)",
 }
 

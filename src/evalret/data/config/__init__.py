@@ -107,6 +107,7 @@ from evalret.data.config.settings import (
     SampleConfig,
 )
 from evalret.data.config.slices import SliceDefinition, SlicesConfig, configured_slices
+from evalret.data.config.store import STORE_DRIVERS, StoreConnect, StoreIndexConfig
 from evalret.data.config.synth import STYLES, Style, SynthConfig
 from evalret.data.config.typed_indexes import (
     INDEX_NAME,
@@ -149,6 +150,7 @@ __all__ = [
     "RAY_ADDRESS",
     "RERANKER_PROVIDERS",
     "RESERVED_REQUEST_FIELDS",
+    "STORE_DRIVERS",
     "STYLES",
     "AtKey",
     "BeyondAccuracyConfig",
@@ -197,6 +199,8 @@ __all__ = [
     "SliceDefinition",
     "SlicesConfig",
     "SqlName",
+    "StoreConnect",
+    "StoreIndexConfig",
     "StrictModel",
     "Style",
     "SynthConfig",

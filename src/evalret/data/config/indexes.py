@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, model_validator
 from evalret.data.config.base import MODEL_CONFIG, AtKey, StrictModel
 from evalret.data.config.faiss_settings import MAX_EF, MAX_HNSW_M, MAX_THREADS, FaissIndexConfig
 from evalret.data.config.rerank import RerankIndexConfig, rerank_problem
+from evalret.data.config.store import StoreIndexConfig
 from evalret.data.config.typed_indexes import (
     INDEX_NAME,
     PgvectorIndexConfig,
@@ -78,6 +79,7 @@ _INDEX_MEMBERS = (
     | RerankIndexConfig
     | FaissIndexConfig
     | QuantizedIndexConfig
+    | StoreIndexConfig
 )
 INDEX_CONFIGS: dict[str, type[TypedIndexBase]] = members_by_tag(_INDEX_MEMBERS, "type")
 TypedIndexConfig = Annotated[_INDEX_MEMBERS, RegisteredUnion(INDEX_CONFIGS, "type", None)]

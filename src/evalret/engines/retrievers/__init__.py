@@ -31,12 +31,14 @@ from evalret.engines.protocols import missing_members
 from evalret.engines.retrievers.base import (
     CorpusChecked,
     Costed,
+    FiltersChecked,
     Probed,
     ProgressFactory,
     Retriever,
     SearchJob,
     Staged,
     StagedSettings,
+    Timed,
 )
 from evalret.engines.retrievers.bm25 import Bm25Retriever
 from evalret.engines.retrievers.exact import ExactRetriever
@@ -48,6 +50,7 @@ from evalret.engines.retrievers.python import PythonRetriever
 from evalret.engines.retrievers.quantized import QuantizedRetriever
 from evalret.engines.retrievers.rerank import RerankRetriever
 from evalret.engines.retrievers.run import RunRetriever
+from evalret.engines.retrievers.store import StoreRetriever
 from evalret.errors import ConfigError
 
 __all__ = [
@@ -55,11 +58,13 @@ __all__ = [
     "RETRIEVER_TYPES",
     "CorpusChecked",
     "Costed",
+    "FiltersChecked",
     "Probed",
     "ProgressFactory",
     "Retriever",
     "SearchJob",
     "Staged",
+    "Timed",
     "make_retriever",
     "make_retrievers",
     "register_retriever_type",
@@ -85,6 +90,7 @@ RETRIEVER_TYPES: dict[str, TypedRetrieverFactory] = {
     "rerank": RerankRetriever,
     "faiss": FaissRetriever,
     "quantized": QuantizedRetriever,
+    "store": StoreRetriever,
 }
 
 

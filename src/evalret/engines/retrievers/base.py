@@ -17,6 +17,7 @@ import numpy as np
 
 from evalret.core.filters import Eligibility, Filter
 from evalret.core.ranking import SearchResult
+from evalret.engines.search_cost import Latency
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]  # (label, total) -> tick(n)
 Probe = Callable[[np.ndarray], object]  # search these query rows (engines/search_cost.run_latency)
@@ -46,14 +47,16 @@ class SearchJob:
     eligibility: Eligibility | None = None
     filters: Sequence[Filter | None] = ()
     doc_metadata: Sequence[Mapping[str, Any] | None] = ()  # aligned with doc_ids, when filtered
+    latency_repeats: int = 1  # how often a ``Timed`` retriever searches each timed query
 
 
 @runtime_checkable
 class Retriever(Protocol):
     """One index of a run, as the registry builds it from the config. What else it tells is
-    declared by the smaller protocols below, asked with ``isinstance``: ``CorpusChecked``
-    (before embedding), ``Costed`` and ``Probed`` (after ``retrieve``), ``Staged`` (a rerank
-    stage). ``BaseRetriever`` is the first three, with defaults."""
+    declared by the smaller protocols below, asked with ``isinstance``: ``CorpusChecked`` and
+    ``FiltersChecked`` (before embedding), ``Costed``, ``Probed`` and ``Timed`` (after
+    ``retrieve``), ``Staged`` (a rerank stage). ``BaseRetriever`` is a ``Retriever``, ``Costed``
+    and ``Probed``, with defaults."""
 
     name: str  # its key in the report's indexes and the run file name
     enabled: bool  # whether this run searches with it
@@ -85,6 +88,26 @@ class CorpusChecked(Retriever, Protocol):
 
     def check_corpus(self, n_docs: int) -> None:
         """ConfigError when ``n_docs`` documents cannot make its index."""
+        ...
+
+
+@runtime_checkable
+class FiltersChecked(Retriever, Protocol):
+    """A retriever that can tell, before anything is embedded, that it cannot express a filter
+    of the golden set (a store whose filter language lacks an operator)."""
+
+    def check_filters(self, filters: Sequence[Filter]) -> None:
+        """ConfigError naming the first filter it cannot search exactly."""
+        ...
+
+
+@runtime_checkable
+class Timed(Retriever, Protocol):
+    """A retriever that times its own search inside ``retrieve`` (its index lives only there:
+    a store's session), instead of handing a ``Probe`` out."""
+
+    def latency(self) -> Latency | None:
+        """After ``retrieve``: its single-query latency, as ``run_latency`` measures it."""
         ...
 
 

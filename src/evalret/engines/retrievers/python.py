@@ -29,7 +29,7 @@ any code; what the function prints goes to stderr marked ``[plugin pkg.module:fn
 ``callable`` that cannot be imported is a config error (exit 2).
 
 Before ranking, the answer passes the checks every external ranking passes
-(``engines/retrievers/external.py``): scores that rise along the returned lists are refused as
+(``engines/ranking_checks.py``): scores that rise along the returned lists are refused as
 distances (exit 2, ``check_score_direction``: returning pairs best-first is what lets evalret
 check; any other order is accepted), and rankings shorter than the depth while the corpus had more
 eligible documents, and documents returned outside a query's filter (dropped), are counted into
@@ -58,13 +58,9 @@ from evalret.core.filters import canonical
 from evalret.core.ranking import SearchResult
 from evalret.data.config import Config, PythonIndexConfig
 from evalret.engines.plugins import import_callable, materialised, plugin_call
+from evalret.engines.ranking_checks import RankingCounts, check_score_direction
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
-from evalret.engines.retrievers.external import (
-    Alignment,
-    RankingCounts,
-    check_score_direction,
-    to_search_result,
-)
+from evalret.engines.retrievers.external import Alignment, to_search_result
 from evalret.errors import ConfigError, InputError, PluginError, Problem
 
 

@@ -1,0 +1,305 @@
+"""LanceDB (embedded, a directory of Lance tables) as a store: driver ``lancedb``.
+
+Rows are searched with LanceDB's query builder, all queries of a batch in one call (its
+``query_index`` column tells them apart); ``_distance`` is ``1 - dot`` for ``ip``, ``1 - cos``
+for ``cosine`` and the squared L2 for ``l2``. Search settings (``search:``) are the query
+builder's: ``nprobes``, ``refine_factor``, ``ef``, ``minimum_nprobes``, ``maximum_nprobes``,
+``bypass_vector_index``. Filters run before the vector search (``prefilter``).
+
+Metadata lives in top-level columns: scratch mode makes one per key (strings, float64 numbers,
+booleans), and one per key and type, named ``__<type>__<key>``, for a key holding values of
+several types. A filter is compiled to SQL over them with core/filters.py's semantics, against
+LanceDB's NULL logic and column types: a condition on a key the table has no column of the
+operand's type for is false for ``$eq``, ``$in`` and ranges and true for ``$ne``/``$nin``;
+a NULL (a missing key) fails ``$eq`` and passes ``$ne`` (``col IS NULL OR col <> v``: SQL's
+``col <> v`` alone is NULL there, and the row would be dropped). Every condition is two-valued,
+so ``NOT``/``OR`` compose as they do in core/filters.py.
+
+Scratch mode writes the table into ``connect.path`` (a temporary directory without one) under a
+name ``evalret_scratch_<pid>_<random>``, builds the index ``build:`` describes
+(``{index_type: IVF_PQ, num_partitions: 16, num_sub_vectors: 8}``; empty: none, a flat scan),
+and drops it (and the temporary directory) when the session ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from evalret.core.filters import Condition, Filter, Logical, value_type
+from evalret.data.config import StoreIndexConfig
+from evalret.engines.stores.driver import Hit, ScratchRows
+from evalret.errors import ConfigError
+
+EXTRA = "evalret[lancedb]"
+SCRATCH_PREFIX = "evalret_scratch_"
+LOAD_BATCH = 10_000
+SEARCH_KEYS = (
+    "nprobes",
+    "refine_factor",
+    "ef",
+    "minimum_nprobes",
+    "maximum_nprobes",
+    "bypass_vector_index",
+)
+_DISTANCE = {"ip": "dot", "cosine": "cosine", "l2": "l2"}
+_COMPARE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _library() -> Any:
+    try:
+        import lancedb
+    except ImportError:
+        raise ConfigError(
+            f"driver lancedb needs the lancedb package (not installed): pip install '{EXTRA}'"
+        ) from None
+    return lancedb
+
+
+def _identifier(key: str) -> str:
+    return f"`{key}`"
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(float(value))
+
+
+def _kind(arrow_type: Any) -> str | None:
+    """The filter type a column holds: string, number or boolean (None: none of them)."""
+    import pyarrow as pa
+
+    if pa.types.is_boolean(arrow_type):
+        return "boolean"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type):
+        return "number"
+    return None
+
+
+Columns = Mapping[tuple[str, str], str]  # (metadata key, filter type) -> its column
+
+
+def condition_sql(c: Condition, columns: Columns) -> str:
+    """One condition, two-valued, over the columns ``columns`` names."""
+    negated = c.op in ("$ne", "$nin")
+    name = columns.get((c.key, c.type))
+    if name is None:  # no column of the operand's type: never equal
+        return "TRUE" if negated else "FALSE"
+    col = _identifier(name)
+    if c.op in _COMPARE:
+        return f"({col} IS NOT NULL AND {col} {_COMPARE[c.op]} {_literal(c.value)})"
+    items = c.value if isinstance(c.value, tuple) else (c.value,)
+    values = ", ".join(_literal(v) for v in items)
+    if negated:
+        return f"({col} IS NULL OR {col} NOT IN ({values}))"
+    return f"({col} IS NOT NULL AND {col} IN ({values}))"
+
+
+def where_sql(f: Filter, columns: Columns) -> str:
+    """The filter as LanceDB SQL over top-level columns (core/filters.py's semantics)."""
+    if isinstance(f, Logical):
+        joiner = " AND " if f.op == "$and" else " OR "
+        return "(" + joiner.join(where_sql(p, columns) for p in f.parts) + ")"
+    return condition_sql(f, columns)
+
+
+def typed_column(key: str, kind: str) -> str:
+    """Scratch mode's column for the values of ``kind`` under a key that holds several types
+    (a key of one type is a column of its own name)."""
+    return f"__{kind}__{key}"
+
+
+def _metadata_columns(metadata: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """One arrow column per metadata key and type (NULL where a document has no such value):
+    the key's name when it holds one type, ``typed_column`` names for each type otherwise."""
+    import pyarrow as pa
+
+    kinds: dict[str, set[str]] = {}
+    for row in metadata:
+        for key, value in (row or {}).items():
+            found_type = value_type(value)
+            if found_type is not None:
+                kinds.setdefault(key, set()).add(found_type)
+    arrow = {"string": pa.string(), "number": pa.float64(), "boolean": pa.bool_()}
+    out = {}
+    for key, found in kinds.items():
+        for kind in sorted(found):
+            values: list[Any] = []
+            for row in metadata:
+                v: Any = (row or {}).get(key)
+                values.append(
+                    (float(v) if kind == "number" else v) if value_type(v) == kind else None
+                )
+            name = key if len(found) == 1 else typed_column(key, kind)
+            out[name] = pa.array(values, type=arrow[kind])
+    return out
+
+
+def _schema_columns(schema: Any) -> dict[tuple[str, str], str]:
+    """(key, type) -> column, from a table's schema: each column of a filterable type under its
+    name, and scratch mode's typed columns under their key."""
+    out: dict[tuple[str, str], str] = {}
+    for f in schema:
+        kind = _kind(f.type)
+        if kind is None:
+            continue
+        prefix = f"__{kind}__"
+        out[(f.name[len(prefix) :] if f.name.startswith(prefix) else f.name, kind)] = f.name
+    return out
+
+
+class LanceSession:
+    """One LanceDB table, searched."""
+
+    def __init__(self, table: Any, settings: StoreIndexConfig, id_field: str, vector: str) -> None:
+        self.table = table
+        self.settings = settings
+        self.id_field = id_field
+        self.vector = vector
+        self.limit = max(1, int(table.count_rows()))
+        self.columns = _schema_columns(table.schema)
+
+    def describe(self) -> dict[str, Any]:
+        lancedb = _library()
+        indices = [
+            {"name": i.name, "index_type": str(i.index_type), "columns": list(i.columns)}
+            for i in self.table.list_indices()
+        ]
+        return {
+            "version": lancedb.__version__,
+            "index": indices or "flat",
+            "rows": int(self.table.count_rows()),
+        }
+
+    def where(self, f: Filter) -> str:
+        return where_sql(f, self.columns)
+
+    def search(self, vectors: np.ndarray, limit: int, where: Any | None) -> list[list[Hit]]:
+        query = (
+            self.table.search(np.asarray(vectors, dtype=np.float32), vector_column_name=self.vector)
+            .distance_type(_DISTANCE[self.settings.metric])
+            .limit(int(limit))
+            .select([self.id_field, "_distance"])
+        )
+        for key, value in self.settings.search.items():
+            if key != "bypass_vector_index":
+                query = getattr(query, key)(value)
+            elif value:
+                query = query.bypass_vector_index()
+        if where is not None:
+            query = query.where(where, prefilter=True)
+        got = query.to_arrow().to_pydict()
+        out: list[list[Hit]] = [[] for _ in range(len(vectors))]
+        rows = got.get("query_index") or [0] * len(got[self.id_field])
+        for n, found, dist in zip(rows, got[self.id_field], got["_distance"], strict=True):
+            out[int(n)].append((found, float(dist)))
+        return out
+
+
+class LanceDriver:
+    """The ``lancedb`` driver."""
+
+    name = "lancedb"
+    extra = EXTRA
+
+    def check(self, settings: StoreIndexConfig, index: str) -> None:
+        _library()
+        unknown = sorted(set(settings.search) - set(SEARCH_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"indexes.{index}.search: {unknown[0]!r} is no lancedb search setting "
+                f"(one of {', '.join(SEARCH_KEYS)})"
+            )
+        if settings.metadata_field is not None:
+            raise ConfigError(
+                f"indexes.{index}.metadata_field: lancedb reads metadata from top-level "
+                "columns (leave metadata_field out)"
+            )
+
+    def check_filter(self, f: Filter, index: str) -> None:
+        if isinstance(f, Logical):
+            for p in f.parts:
+                self.check_filter(p, index)
+        elif "`" in f.key:
+            raise ConfigError(
+                f"index {index}: lancedb cannot filter on the metadata key {f.key!r} "
+                "(a backtick in a column name)"
+            )
+
+    def similarity(self, metric: str, raw: np.ndarray) -> np.ndarray:
+        return -raw if metric == "l2" else 1.0 - raw
+
+    @contextlib.contextmanager
+    def open(
+        self,
+        settings: StoreIndexConfig,
+        index: str,
+        scratch: ScratchRows | None,
+        tick: Callable[[int], None],
+    ) -> Iterator[LanceSession]:
+        lancedb = _library()
+        if scratch is None:
+            path = settings.connect.path or settings.connect.url
+            db = lancedb.connect(str(path))
+            try:
+                table = db.open_table(settings.collection)
+            except (FileNotFoundError, ValueError) as e:
+                raise ConfigError(
+                    f"indexes.{index}.collection: no table {settings.collection!r} in {path}: {e}"
+                ) from None
+            yield LanceSession(table, settings, settings.id_field, settings.vector_field)
+            return
+        made = None if settings.connect.path else tempfile.mkdtemp(prefix="evalret-lance-")
+        db = lancedb.connect(str(settings.connect.path or made))
+        name = f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+        try:
+            table = _load(db, name, scratch, tick)
+            if settings.build:
+                build = dict(settings.build)
+                table.create_index(
+                    metric=_DISTANCE[settings.metric], vector_column_name="vector", **build
+                )
+            yield LanceSession(table, settings, "id", "vector")
+        finally:
+            with contextlib.suppress(Exception):
+                db.drop_table(name)
+            if made is not None:
+                shutil.rmtree(made, ignore_errors=True)
+
+
+def _load(db: Any, name: str, rows: ScratchRows, tick: Callable[[int], None]) -> Any:
+    """The scratch table: ``id``, ``vector`` and one column per metadata key, in batches."""
+    import pyarrow as pa
+
+    meta = _metadata_columns(rows.metadata) if rows.metadata else {}
+    table = None
+    for start in range(0, len(rows.ids), LOAD_BATCH):
+        stop = min(start + LOAD_BATCH, len(rows.ids))
+        chunk = np.ascontiguousarray(rows.vectors[start:stop], dtype=np.float32)
+        columns = {
+            "id": pa.array(list(rows.ids[start:stop]), type=pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(chunk.ravel()), chunk.shape[1]),
+            **{k: v.slice(start, stop - start) for k, v in meta.items()},
+        }
+        batch = pa.table(columns)
+        if table is None:
+            table = db.create_table(name, batch)
+        else:
+            table.add(batch)
+        tick(stop - start)
+    return table
+
+
+DRIVER = LanceDriver()
