@@ -18,7 +18,10 @@ so ``NOT``/``OR`` compose as they do in core/filters.py.
 Scratch mode writes the table into ``connect.path`` (a temporary directory without one) under a
 name ``evalret_scratch_<pid>_<random>``, builds the index ``build:`` describes
 (``{index_type: IVF_PQ, num_partitions: 16, num_sub_vectors: 8}``; empty: none, a flat scan),
-and drops it (and the temporary directory) when the session ends.
+and drops it (and the temporary directory) when the session ends. ``build:`` takes
+``index_type`` (``INDEX_TYPES``: IVF_PQ by default) and that index config's own parameters
+(``num_partitions``, ``num_sub_vectors``, ``m``, ``ef_construction``, ...), checked with the
+rest of the config.
 """
 
 from __future__ import annotations
@@ -160,6 +163,35 @@ def _schema_columns(schema: Any) -> dict[tuple[str, str], str]:
     return out
 
 
+INDEX_TYPES = {
+    "IVF_FLAT": "IvfFlat",
+    "IVF_SQ": "IvfSq",
+    "IVF_PQ": "IvfPq",
+    "IVF_RQ": "IvfRq",
+    "IVF_HNSW_FLAT": "IvfHnswFlat",
+    "IVF_HNSW_SQ": "IvfHnswSq",
+    "IVF_HNSW_PQ": "IvfHnswPq",
+}
+
+
+def index_config(settings: StoreIndexConfig, index: str) -> Any:
+    """``build:`` as LanceDB's index config (``index_type`` one of ``INDEX_TYPES``, the other
+    keys its parameters); ConfigError at ``indexes.<index>.build`` when LanceDB refuses them."""
+    import lancedb.index
+
+    build = dict(settings.build)
+    kind = build.pop("index_type", "IVF_PQ")
+    where = f"indexes.{index}.build"
+    if kind not in INDEX_TYPES:
+        raise ConfigError(f"{where}.index_type: one of {', '.join(INDEX_TYPES)}, not {kind!r}")
+    try:
+        return getattr(lancedb.index, INDEX_TYPES[str(kind)])(
+            distance_type=_DISTANCE[settings.metric], **build
+        )
+    except TypeError as e:
+        raise ConfigError(f"{where}: LanceDB's {kind} does not take these settings: {e}") from None
+
+
 class LanceSession:
     """One LanceDB table, searched."""
 
@@ -222,6 +254,8 @@ class LanceDriver:
                 f"indexes.{index}.search: {unknown[0]!r} is no lancedb search setting "
                 f"(one of {', '.join(SEARCH_KEYS)})"
             )
+        if settings.build:
+            index_config(settings, index)
         if settings.metadata_field is not None:
             raise ConfigError(
                 f"indexes.{index}.metadata_field: lancedb reads metadata from top-level "
@@ -267,10 +301,7 @@ class LanceDriver:
         try:
             table = _load(db, name, scratch, tick)
             if settings.build:
-                build = dict(settings.build)
-                table.create_index(
-                    metric=_DISTANCE[settings.metric], vector_column_name="vector", **build
-                )
+                table.create_index("vector", config=index_config(settings, index))
             yield LanceSession(table, settings, "id", "vector")
         finally:
             with contextlib.suppress(Exception):
