@@ -217,6 +217,8 @@ def test_a_python_index_declared_approximate_is_measured_and_gated(
     assert said in (tmp_path / "strict" / "report.md").read_text()
     assert said in (tmp_path / "strict" / "junit.xml").read_text()
     assert "- `p`: recall@10 0.9000" in (tmp_path / "strict" / "report.md").read_text()
+    # the single-query latency every approximate index has: one query per call, timed
+    assert report.latency is not None and report.latency.indexes["p"].n_queries > 0
     loose = _config(tmp_path, "loose.yaml", index + "gate: {ann_min_recall: 0.85}\n")
     code, out = invoke("run", "-c", str(loose), "--out", str(tmp_path / "loose"))
     assert code == 0, out
@@ -230,7 +232,7 @@ def test_without_the_declaration_a_python_index_has_no_section(tmp_path: Path, p
     code, out = invoke("run", "-c", str(config), "--out", str(tmp_path / "plain"))
     assert code == 0, out
     report = json.loads((tmp_path / "plain" / "report.json").read_text())
-    assert report["ann"] == {}
+    assert report["ann"] == {} and "p" not in report["latency"]["indexes"]
     floor = _config(tmp_path, "floor.yaml", index + "gate: {ann_min_recall: 0.95}\n")
     code, out = invoke("run", "-c", str(floor), "--out", str(tmp_path / "floor"))
     assert code == 2 and "no gated approximate index" in out, out

@@ -161,3 +161,34 @@ def test_a_missing_package_names_its_extra(world: Path, monkeypatch: pytest.Monk
     code, output = invoke("run", "-c", str(_config(world, store)), "--no-progress")
     assert code == 2 and "pip install 'evalret[lancedb]'" in output, output
     assert not (world / "cache").exists()
+
+
+def test_a_filtered_store_reports_recall_by_selectivity(world: Path) -> None:
+    """test_filters' filtered demo (tenants of 0.5% to 65% of 3,000 documents), searched in
+    an IVF_PQ scratch collection loaded with the documents' metadata: the ANN section has the
+    four selectivity buckets of 30 queries each, and the store's translation of the filters let
+    no other tenant's document through (no documents_outside_filter) while every query ranks
+    only its tenant's documents."""
+    from test_filters import filtered_set
+
+    golden = filtered_set(world / "set")
+    store = (
+        f"{{type: store, driver: lancedb, mode: scratch, connect: {{path: {world / 'l'}}}, "
+        "build: {index_type: IVF_PQ, num_partitions: 16, num_sub_vectors: 8}, "
+        "search: {nprobes: 2}}"
+    )
+    config = _config(world, store, gate="{ann_min_recall: 0.0}")
+    config.write_text(config.read_text().replace(str(DEMO), str(golden)))
+    report = _run(config, world / "out")
+    buckets = report["ann"]["store"]["selectivity"]
+    assert [b["n_queries"] for b in buckets.values()] == [30, 30, 30, 30]
+    assert all(b["recall"]["recall@10"] is not None for b in buckets.values())
+    assert "documents_outside_filter" not in report["indexes"]["store"]["params"]
+    tenant = {
+        d["id"]: d["metadata"]["tenant"]
+        for d in map(json.loads, (golden / "corpus.jsonl").read_text().splitlines())
+    }
+    top = report["indexes"]["store"]["top_ids"]
+    assert all({tenant[d] for d in ids} <= {q.split("-")[1]} for q, ids in zip(
+        report["query_ids"], top, strict=True
+    ))

@@ -42,6 +42,11 @@ after the search, also when the search failed. Both run inside the plug-in guard
 3 naming that callable; when the search failed or was refused, the search's failure is reported,
 the close's appended; an interrupted run stays interrupted). The setup is timed on its own
 (``setup_<name>`` in the report's timings), outside the search's time.
+
+An index declared ``approximate: true`` also gets the single-query latency every approximate
+index has: after the search and before the close hook, the function is called with one query at
+a time (the first ``LATENCY_QUERIES``, without filters), timed as engines/search_cost.py times
+every index.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -61,6 +66,7 @@ from evalret.engines.plugins import import_callable, materialised, plugin_call
 from evalret.engines.ranking_checks import RankingCounts, check_score_direction
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 from evalret.engines.retrievers.external import Alignment, to_search_result
+from evalret.engines.search_cost import Latency, run_latency
 from evalret.errors import ConfigError, InputError, PluginError, Problem
 
 
@@ -218,6 +224,7 @@ class PythonRetriever(BaseRetriever):
         self.alignment: Alignment | None = None
         self.counts = RankingCounts()
         self.filters_to: str | None = None  # who applied the filters, once searched
+        self.timed: Latency | None = None  # an approximate one's latency, once searched
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "python", "callable": self.settings.callable}
@@ -269,8 +276,35 @@ class PythonRetriever(BaseRetriever):
                 if isinstance(e, InputError):
                     e.problems.append(Problem(f"then {closing.message}"))
             raise
-        self._close(extra.get("state"))
+        try:
+            if self.approximate:  # timed between the search and the close: the state is open
+                with job.timed(f"latency_{self.name}"):
+                    self.timed = self._time(job, extra)
+        finally:
+            self._close(extra.get("state"))
         return result
+
+    def latency(self) -> Latency | None:
+        return self.timed
+
+    def _time(self, job: SearchJob, extra: dict[str, Any]) -> Latency | None:
+        """Single-query latency of the function (an approximate index's figure, as every
+        approximate index has it): called with one query at a time, without filters, and its
+        answer materialised, as the search called it (``job.latency_repeats`` calls each)."""
+
+        def one(rows: np.ndarray) -> object:
+            picked = [int(r) for r in rows]
+            sub = replace(
+                job,
+                query_ids=[job.query_ids[r] for r in picked],
+                query_texts=[job.query_texts[r] for r in picked],
+                query_vectors=job.query_vectors[picked],
+                eligibility=None,
+                filters=(),
+            )
+            return self._call(sub, extra)
+
+        return run_latency(one, len(job.query_ids), job.latency_repeats)
 
     def _close(self, state: Any) -> None:
         """The close hook, when named, called with what the setup returned."""
