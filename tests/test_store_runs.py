@@ -192,3 +192,25 @@ def test_a_filtered_store_reports_recall_by_selectivity(world: Path) -> None:
     assert all({tenant[d] for d in ids} <= {q.split("-")[1]} for q, ids in zip(
         report["query_ids"], top, strict=True
     ))
+
+
+def test_the_how_to_loads_an_export_into_lancedb(
+    world: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/how-to/store-lancedb.md's loading example, run on an export; then the page's
+    existing-mode config searches the table through its IVF_PQ index: measured against exact,
+    and the description names the index."""
+    store = (
+        f"{{type: store, driver: lancedb, connect: {{path: {world / 'stores' / 'lance'}}}, "
+        "collection: docs, search: {nprobes: 8}}"
+    )
+    config = _config(world, store, gate="{ann_min_recall: 0.0}")
+    monkeypatch.chdir(world)
+    code, output = invoke("embed", "-c", str(config), "--no-progress", "--export", "vectors.parquet")
+    assert code == 0, output
+    page = (REPO / "docs" / "how-to" / "store-lancedb.md").read_text()
+    example = page.split("## Your own table", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(example, "store-lancedb.md", "exec"), {})
+    report = _run(config, world / "out")
+    assert 0 < report["ann"]["store"]["slices"]["all"]["recall"]["recall@10"] <= 1
+    assert "IvfPq" in json.dumps(report["indexes"]["store"]["params"]["store"]["index"])
