@@ -189,9 +189,10 @@ def test_a_filtered_store_reports_recall_by_selectivity(world: Path) -> None:
         for d in map(json.loads, (golden / "corpus.jsonl").read_text().splitlines())
     }
     top = report["indexes"]["store"]["top_ids"]
-    assert all({tenant[d] for d in ids} <= {q.split("-")[1]} for q, ids in zip(
-        report["query_ids"], top, strict=True
-    ))
+    assert all(
+        {tenant[d] for d in ids} <= {q.split("-")[1]}
+        for q, ids in zip(report["query_ids"], top, strict=True)
+    )
 
 
 def test_the_how_to_loads_an_export_into_lancedb(
@@ -206,7 +207,9 @@ def test_the_how_to_loads_an_export_into_lancedb(
     )
     config = _config(world, store, gate="{ann_min_recall: 0.0}")
     monkeypatch.chdir(world)
-    code, output = invoke("embed", "-c", str(config), "--no-progress", "--export", "vectors.parquet")
+    code, output = invoke(
+        "embed", "-c", str(config), "--no-progress", "--export", "vectors.parquet"
+    )
     assert code == 0, output
     page = (REPO / "docs" / "how-to" / "store-lancedb.md").read_text()
     example = page.split("## Your own table", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
@@ -214,3 +217,30 @@ def test_the_how_to_loads_an_export_into_lancedb(
     report = _run(config, world / "out")
     assert 0 < report["ann"]["store"]["slices"]["all"]["recall"]["recall@10"] <= 1
     assert "IvfPq" in json.dumps(report["indexes"]["store"]["params"]["store"]["index"])
+
+
+def test_a_sweep_over_a_store_setting_times_each_point(world: Path) -> None:
+    """`evalret sweep` over `search.nprobes` of a scratch IVF_PQ store: each point's store has
+    its recall against exact and its latency (on the latency front's candidates), and no size
+    (evalret cannot measure a store's index bytes): the memory front leaves it out."""
+    config = _config(
+        world,
+        f"{{type: store, driver: lancedb, mode: scratch, connect: {{path: {world / 'l'}}}, "
+        f"build: {IVF}}}",
+        gate="{ann_min_recall: 0.0}",
+    )
+    code, output = invoke(
+        "sweep", "-c", str(config), "--no-progress", "-o", str(world / "sw"),
+        "--set", "indexes.store.search.nprobes=1,8",
+    )  # fmt: skip
+    assert code == 0, output
+    sweep = json.loads((world / "sw" / "sweep.json").read_text())
+    stores = [p["indexes"]["store"] for p in sweep["points"]]
+    assert [s["params"]["search"] for s in stores] == [{"nprobes": 1}, {"nprobes": 8}]
+    for s in stores:
+        assert 0 < s["ann_recall"]["recall@10"] <= 1
+        assert s["cost"]["p50_ms"] > 0 and s["cost"]["index_bytes"] is None
+        assert s["pareto_memory"] is False
+    assert any(s["pareto_latency"] for s in stores) or any(
+        p["indexes"]["exact"]["pareto_latency"] for p in sweep["points"]
+    )

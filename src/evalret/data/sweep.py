@@ -18,16 +18,18 @@ class _Model(BaseModel):
 
 
 class IndexCost(_Model):
-    """A faiss index's search cost (machine-dependent; see ``SweepReport.timing``) and size."""
+    """An index's search cost (machine-dependent; see ``SweepReport.timing``) and size: a faiss
+    index's every figure; a store's or an approximate Python index's latency alone (None: what
+    evalret cannot measure of a search outside it)."""
 
     p50_ms: float
     p95_ms: float
     qps: float
     fetch: int
     ef_search: int | None  # HNSW: the efSearch searched with (raised to the fetch when lower)
-    distances_per_query: float
+    distances_per_query: float | None
     build_s: float
-    index_bytes: int
+    index_bytes: int | None
     vector_bytes: int
 
 
@@ -37,7 +39,7 @@ class SweepIndex(_Model):
     params: dict[str, Any]
     metrics: dict[str, MetricValue]  # slice all: the quality metric and every recall@k
     ann_recall: dict[str, float | None] | None = None  # approximate indexes: top-k kept of exact's
-    cost: IndexCost | None = None  # faiss indexes only
+    cost: IndexCost | None = None  # timed indexes: faiss ones, stores, approximate python ones
     pareto_latency: bool = False
     pareto_memory: bool = False
 

@@ -156,7 +156,22 @@ def _costs(cfg: Config, report: RunReport, exact: dict[str, IndexCost]) -> dict[
             name, timed[name], section.index_bytes, section.distances_per_query, build_s
         )
         out[name] = cost.model_copy(update={"ef_search": ef_search})
+    for name in _timed_elsewhere(cfg, report, builds):  # a store's search: its latency alone
+        out[name] = figures.cost(
+            name, timed[name], None, None, report.timings.get(f"open_{name}", 0.0)
+        )
     return out
+
+
+def _timed_elsewhere(cfg: Config, report: RunReport, faiss: dict[str, Any]) -> list[str]:
+    """The approximate indexes of the point that were timed but are no faiss index: stores and
+    approximate Python indexes (no size, no vectors compared)."""
+    timed = report.latency.indexes if report.latency is not None else {}
+    return [
+        name
+        for name in cfg.indexes.approximate_names()
+        if name not in faiss and name in report.indexes and name in timed
+    ]
 
 
 @dataclass(frozen=True)
@@ -172,8 +187,8 @@ class _Figures:
         self,
         name: str,
         latency: IndexLatency,
-        index_bytes: int,
-        distances: float,
+        index_bytes: int | None,
+        distances: float | None,
         build_s: float,
     ) -> IndexCost:
         seconds = max(self.timings.get(f"search_{name}", 0.0), TIMER_RESOLUTION)
@@ -234,19 +249,29 @@ def _embedded(report: RunReport) -> dict[str, int] | None:
 
 
 def mark_pareto(points: list[SweepPoint], q: str) -> tuple[list[list[Any]], list[list[Any]]]:
-    """Mark every (point, faiss index) on the quality/latency and quality/memory fronts; return
-    both fronts as [point id, index] pairs, in point order."""
-    cands = [(p, n, i) for p in points for n, i in p.indexes.items() if i.cost is not None]
-    quality = [v if (v := i.metrics[q].value) is not None else float("nan") for _, _, i in cands]
+    """Mark every (point, timed index) on the quality/latency front, and every one whose size is
+    known on the quality/memory front; return both fronts as [point id, index] pairs, in point
+    order."""
     fronts = []
-    for attr, cost in (
-        ("pareto_latency", [i.cost.p50_ms for _, _, i in cands if i.cost is not None]),
-        ("pareto_memory", [float(i.cost.index_bytes) for _, _, i in cands if i.cost is not None]),
-    ):
-        on = pareto_front(quality, cost) if cands else np.zeros(0, dtype=bool)
-        for (_, _, index), flag in zip(cands, on, strict=True):
+    figures: tuple[tuple[str, Callable[[IndexCost], float | int | None]], ...] = (
+        ("pareto_latency", lambda c: c.p50_ms),
+        ("pareto_memory", lambda c: c.index_bytes),
+    )
+    for attr, figure in figures:
+        cands = [
+            (p, n, i, float(f))
+            for p in points
+            for n, i in p.indexes.items()
+            if i.cost is not None and (f := figure(i.cost)) is not None
+        ]
+        quality = [
+            v if (v := i.metrics[q].value) is not None else float("nan") for *_, i, _ in cands
+        ]
+        costs = [c for *_, c in cands]
+        on = pareto_front(quality, costs) if cands else np.zeros(0, dtype=bool)
+        for (_, _, index, _), flag in zip(cands, on, strict=True):
             setattr(index, attr, bool(flag))
-        fronts.append([[p.id, n] for (p, n, _), flag in zip(cands, on, strict=True) if flag])
+        fronts.append([[p.id, n] for (p, n, _, _), flag in zip(cands, on, strict=True) if flag])
     return fronts[0], fronts[1]
 
 

@@ -72,9 +72,9 @@ def _row(report: SweepReport, point: SweepPoint, name: str, medium: Medium) -> l
         f"{c.p50_ms:.3f}",
         f"{c.p95_ms:.3f}",
         f"{c.qps:,.0f}",
-        f"{c.distances_per_query:,.0f}",
+        medium.missing if c.distances_per_query is None else f"{c.distances_per_query:,.0f}",
         f"{c.build_s:.2f}",
-        f"{c.index_bytes / MIB:.2f}",
+        medium.missing if c.index_bytes is None else f"{c.index_bytes / MIB:.2f}",
         f"{c.vector_bytes / MIB:.2f}",
     ]
 
@@ -131,13 +131,14 @@ def _scatter(report: SweepReport, memory: bool) -> str:
     for p in report.points:
         for name, index in p.indexes.items():
             value = _value(index, q)
-            if index.cost is None or value is None:
+            size = index.cost.index_bytes if index.cost is not None else None
+            if index.cost is None or value is None or (memory and size is None):
                 continue
-            x = index.cost.index_bytes / MIB if memory else index.cost.p50_ms
-            tip = (
-                f"#{p.id} {name} · {settings_text(p)} · {q} {value:.4f} · "
-                f"p50 {index.cost.p50_ms:.3f} ms · {index.cost.index_bytes / MIB:.2f} MiB"
-            )
+            x = size / MIB if memory and size is not None else index.cost.p50_ms
+            tip = f"#{p.id} {name} · {settings_text(p)} · {q} {value:.4f}"
+            tip += f" · p50 {index.cost.p50_ms:.3f} ms"
+            if size is not None:
+                tip += f" · {size / MIB:.2f} MiB"
             marked = index.pareto_memory if memory else index.pareto_latency
             color = PALETTE[names.index(name) % len(PALETTE)]
             points.append(ScatterPoint(x, value, name, color, tip, marked))
