@@ -334,7 +334,15 @@ def test_the_index_lists_derive_from_the_models_and_registries(tmp_path: Path) -
     assert BUILTIN_INDEXES == ("exact", "hnsw", "bm25", "hybrid")
     assert tuple(RETRIEVERS) == BUILTIN_INDEXES
     assert list(INDEX_CONFIGS) == list(RETRIEVER_TYPES)
-    assert list(INDEX_CONFIGS) == ["run", "python", "pgvector", "rerank", "faiss", "quantized"]
+    assert list(INDEX_CONFIGS) == [
+        "run",
+        "python",
+        "pgvector",
+        "rerank",
+        "faiss",
+        "quantized",
+        "store",
+    ]
     from evalret.commands.score import score_config
 
     run = tmp_path / "r.tsv"
@@ -362,9 +370,9 @@ def test_strict_messages_name_the_key_and_the_members() -> None:
         "sentence-transformers, python, openai",
         "model: null": "model: Input should be a mapping, not null",
         "indexes:\n  r: {type: nope}": "indexes.r.type: 'nope' is no index type: one of run, "
-        "python, pgvector, rerank, faiss, quantized",
+        "python, pgvector, rerank, faiss, quantized, store",
         "indexes:\n  r: {path: x}": "indexes.r.type: required: one of run, python, pgvector, "
-        "rerank, faiss, quantized",
+        "rerank, faiss, quantized, store",
         "indexes:\n  r: {type: run}": "indexes.r.path: index type run needs path: the run file "
         "(TREC or JSONL, gzipped or not)",
     }

@@ -107,7 +107,13 @@ from evalret.data.config.settings import (
     SampleConfig,
 )
 from evalret.data.config.slices import SliceDefinition, SlicesConfig, configured_slices
-from evalret.data.config.store import STORE_DRIVERS, StoreConnect, StoreIndexConfig
+from evalret.data.config.store import (
+    STORE_DRIVERS,
+    SearchValue,
+    StoreConnect,
+    StoreIndexConfig,
+    StoreStability,
+)
 from evalret.data.config.synth import STYLES, Style, SynthConfig
 from evalret.data.config.typed_indexes import (
     INDEX_NAME,
@@ -194,6 +200,7 @@ __all__ = [
     "RerankerConfig",
     "RunIndexConfig",
     "SampleConfig",
+    "SearchValue",
     "SentenceTransformersModelConfig",
     "SignificanceConfig",
     "SliceDefinition",
@@ -201,6 +208,7 @@ __all__ = [
     "SqlName",
     "StoreConnect",
     "StoreIndexConfig",
+    "StoreStability",
     "StrictModel",
     "Style",
     "SynthConfig",
