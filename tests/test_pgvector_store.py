@@ -15,17 +15,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+import test_stores
 from evalret.core.filters import MetadataColumns, eligibility, parse_filter
 from evalret.core.ranking import id_rank
-from evalret.data.config import Config, PgvectorIndexConfig
+from evalret.data.config import Config, PgvectorIndexConfig, StoreIndexConfig
 from evalret.engines.retrievers.base import SearchJob
 from evalret.engines.retrievers.pgvector import PgvectorRetriever
+from evalret.engines.retrievers.store import StoreRetriever
+from evalret.errors import ConfigError
 from test_filters import DOCS, FILTERS
 from test_pgvector import ENV, dsn, server  # noqa: F401  (the fixtures, one server per module)
 
@@ -465,3 +470,189 @@ def test_type_pgvector_keeps_its_figures(dsn: str) -> None:  # noqa: F811
     """The rankings, params and notes of ``type: pgvector`` are those the earlier, separate
     implementation gave (recorded on it, PINNED)."""
     assert json.loads(json.dumps(figures(dsn))) == PINNED
+
+
+# --- type: store, driver: pgvector -------------------------------------------------------------
+
+
+def _store(tmp_path: Path, **more: Any) -> StoreRetriever:
+    return test_stores.scratch("pgvector", tmp_path, **more)
+
+
+@pytest.mark.usefixtures("dsn")
+@pytest.mark.parametrize("build", [{}, {"build": {"m": 16, "ef_construction": 200}}])
+def test_filter_conformance(build: dict[str, Any], tmp_path: Path, monkeypatch: Any) -> None:
+    """test_stores' conformance test with the pgvector driver: each filter, as a WHERE on the
+    scratch table's jsonb column, keeps exactly the documents core/filters.py keeps; flat (an
+    exact scan) and through an HNSW index searched with ef_search past the corpus."""
+    if build:
+        more = {**build, "search": {"ef_search": 1000}}
+        original = test_stores.scratch
+        monkeypatch.setattr(test_stores, "scratch", lambda d, p: original(d, p, **more))
+    test_stores.test_filter_conformance("pgvector", tmp_path)
+
+
+@pytest.mark.usefixtures("dsn")
+def test_a_flat_table_equals_exact_search(tmp_path: Path) -> None:
+    """test_stores' flat test with the pgvector driver (no index built: an exact scan); the
+    description says so."""
+    test_stores.test_a_flat_collection_equals_exact_search("pgvector", tmp_path)
+    retriever = _store(tmp_path)
+    retriever.retrieve(test_stores.job_of(_random(30, 8, 1), _random(3, 8, 2), 5))
+    store = retriever.params()["store"]
+    assert store["index"] == "flat" and store["rows"] == 30
+    assert (store["rows_null_vector"], store["rows_null_id"]) == (0, 0)
+
+
+def test_scratch_hnsw_is_described_and_dropped(server: str, dsn: str, tmp_path: Path) -> None:  # noqa: F811
+    """Scratch mode with ``build``: the HNSW index's method, operator class and options as
+    Postgres stores them go into the params (not its random name); with ef_search past the
+    corpus it ranks as exact search; l2 and cosine too; no table is left and no DSN shown."""
+    from evalret.engines.faiss_index import build_exact, search
+    from test_pgvector import SECRET, _tables
+
+    docs, queries = _random(200, 16, 3), _random(12, 16, 4)
+    job = test_stores.job_of(docs, queries, 10)
+    exact = search(build_exact(docs), queries, 10, job.rank)
+    for metric, opclass in (
+        ("ip", "vector_ip_ops"),
+        ("l2", "vector_l2_ops"),
+        ("cosine", "vector_cosine_ops"),
+    ):
+        build = {"m": 8, "ef_construction": 64}
+        retriever = _store(tmp_path, build=build, search={"ef_search": 400}, metric=metric)
+        got = retriever.retrieve(job)
+        assert got.ids.tolist() == exact.ids.tolist(), metric
+        params = retriever.params()
+        assert params["store"]["index"] == {
+            "method": "hnsw",
+            "opclass": opclass,
+            "options": {"m": "8", "ef_construction": "64"},
+        }
+        assert params["type"] == "store.pgvector" and params["build"] == build
+        assert params["search"] == {"ef_search": 400} and params["store"]["rows"] == 200
+        text = json.dumps(params) + json.dumps(retriever.cache_notes())
+        assert SECRET not in text and dsn not in text
+        assert retriever.latency() is not None
+    assert _tables(server) == []
+
+
+@pytest.fixture()
+def docs_table(server: str) -> Iterator[tuple[SearchJob, str]]:  # noqa: F811
+    """A committed table ``docs`` (id text, vector, metadata jsonb) with an HNSW index, of a
+    filtered job's documents and one row whose id the corpus lacks; the job and the DSN of a
+    role that may only read it."""
+    raw: list[Any] = [{"lang": "fr"}, None, {"year": {"$lt": 2021}}, {"missing": 1}, None]
+    job = test_stores.job_of(_random(60, 8, 5), _random(5, 8, 6), 10, raw)
+    rows = list(zip(job.doc_ids, job.doc_vectors, job.doc_metadata, strict=True))
+    rows.append(("ghost", job.query_vectors[1], {}))
+    with psycopg.connect(server, autocommit=True) as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        conn.execute("CREATE TABLE docs (id text, vector vector(8), metadata jsonb)")
+        for key, vector, meta in rows:
+            conn.execute(
+                "INSERT INTO docs VALUES (%s, %s, %s)", (key, vector, json.dumps(meta or {}))
+            )
+        conn.execute(
+            "CREATE INDEX docs_hnsw ON docs USING hnsw (vector vector_ip_ops) WITH (m = 8)"
+        )
+        conn.execute("CREATE ROLE docs_reader LOGIN")
+        conn.execute("GRANT SELECT ON docs TO docs_reader")
+    from test_pgvector import SECRET
+
+    yield job, server.replace(f"postgres:{SECRET}@", f"docs_reader:{SECRET}@", 1)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE docs")
+        conn.execute("DROP ROLE docs_reader")
+
+
+def test_existing_table_is_searched_read_only(
+    docs_table: tuple[SearchJob, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Existing mode on a table a read-only role searches: filtered queries read the jsonb
+    ``metadata`` column (the default), rank as filtered exact search, and count as the store
+    interface counts (a filter keeping no document is not short); the id the corpus lacks is
+    counted; the description names the index the planner uses, with its options."""
+    from evalret.engines.filtered import filtered_exact
+
+    job, reader = docs_table
+    monkeypatch.setenv(ENV, reader)
+    settings = StoreIndexConfig.model_validate(
+        {"type": "store", "driver": "pgvector", "connect": {"dsn_env": ENV}, "collection": "docs"}
+        | {"search": {"ef_search": 1000}}
+    )
+    retriever = StoreRetriever("prod", settings, Config())
+    got = retriever.retrieve(job)
+    assert job.eligibility is not None
+    exact = filtered_exact(job.doc_vectors, job.query_vectors, 10, job.rank, job.eligibility)
+    assert got.ids.tolist() == exact.ids.tolist()
+    params = retriever.params()
+    assert params["store"]["index"] == {
+        "name": "docs_hnsw",
+        "method": "hnsw",
+        "opclass": "vector_ip_ops",
+        "options": {"m": "8"},
+    }
+    assert params["store"]["rows"] == 61 and params["collection"] == "docs"
+    assert params["ranks_unknown_id"] == 1  # the ghost, first for query 1
+    assert "queries_short" not in params and "documents_outside_filter" not in params
+    assert "metadata_field" not in params  # the default column, metadata
+
+
+@pytest.mark.usefixtures("docs_table", "dsn")
+def test_existing_mode_names_the_collection_and_connect_keys(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A missing table is a config error naming ``collection``; an unset variable one naming
+    ``connect.dsn_env``; a setting pgvector lacks one naming it."""
+    job = test_stores.job_of(_random(20, 8, 7), _random(2, 8, 8), 5)
+
+    def existing(**more: Any) -> StoreRetriever:
+        base = {"type": "store", "driver": "pgvector", "connect": {"dsn_env": ENV}}
+        settings = StoreIndexConfig.model_validate(base | {"collection": "missing"} | more)
+        return StoreRetriever("prod", settings, Config())
+
+    with pytest.raises(ConfigError, match=r"indexes\.prod\.collection 'missing'"):
+        existing().retrieve(job)
+    monkeypatch.delenv(ENV)
+    with pytest.raises(ConfigError, match=rf"indexes\.prod\.connect\.dsn_env: .*{ENV} is not set"):
+        existing().retrieve(job)
+    with pytest.raises(ConfigError, match=r"indexes\.prod\.search: 'nprobes' is no pgvector"):
+        existing(search={"nprobes": 3})
+    with pytest.raises(ConfigError, match=r"indexes\.store\.build\.ef_construction: at least"):
+        _store(tmp_path, build={"m": 32, "ef_construction": 40})
+
+
+def test_a_run_with_both_types_ranks_alike_and_shows_no_dsn(dsn: str, tmp_path: Path) -> None:  # noqa: F811
+    """A run holding ``type: pgvector`` and ``type: store, driver: pgvector`` with the same
+    settings (ef_search past the corpus): the same rankings, each measured against exact search,
+    and the DSN nowhere in the report."""
+    from evalret.pipeline.evaluate import run_evaluation
+    from helpers import HashEmbedder, make_set
+
+    graph = {"m": 16, "ef_construction": 200}
+    config = Config.model_validate(
+        {
+            "golden_set": {"path": make_set(tmp_path / "set")},
+            "indexes": {
+                "old": {"type": "pgvector", "dsn_env": ENV, "ef_search": 1000, **graph},
+                "new": {
+                    "type": "store",
+                    "driver": "pgvector",
+                    "mode": "scratch",
+                    "connect": {"dsn_env": ENV},
+                    "build": graph,
+                    "search": {"ef_search": 1000},
+                },
+            },
+        }
+    )
+    ev = run_evaluation(config, embedder=HashEmbedder())
+    np.testing.assert_array_equal(ev.rankings["old"].ids, ev.rankings["new"].ids)
+    np.testing.assert_array_equal(ev.rankings["old"].scores, ev.rankings["new"].scores)
+    assert ev.report.indexes["new"].params["store"]["rows"] == 60
+    assert set(ev.report.ann) >= {"old", "new"}
+    text = ev.report.model_dump_json()
+    assert dsn not in text and "s3cr3t" not in text
