@@ -86,11 +86,16 @@ def job_of(
     )
 
 
+# where a server's driver connects (pgvector: the Postgres of test_pgvector.py's fixture, whose
+# DSN it puts in this variable; its tests are in test_pgvector_store.py)
+CONNECT: dict[str, dict[str, Any]] = {"pgvector": {"dsn_env": "EVALRET_TEST_PG_DSN"}}
+
+
 def scratch(driver: str, tmp_path: Path, **more: Any) -> StoreRetriever:
     """A scratch-mode store index of ``driver`` in ``tmp_path`` (flat unless ``build``)."""
+    connect = CONNECT.get(driver, {"path": tmp_path / "s"})
     settings = StoreIndexConfig.model_validate(
-        {"type": "store", "driver": driver, "mode": "scratch", "connect": {"path": tmp_path / "s"}}
-        | more
+        {"type": "store", "driver": driver, "mode": "scratch", "connect": connect} | more
     )
     return StoreRetriever("store", settings, Config())
 

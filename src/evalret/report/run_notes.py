@@ -118,7 +118,7 @@ ALIGNMENT_NOTES = {
     "rows_null_id": "table rows with a NULL id (skipped when retrieved)",
     "ranks_unknown_id": "ranks held by rows whose id is NULL or not in the corpus (skipped)",
     "rows_folded": "rows folded into a better row of the same document (one rank per document)",
-    # (pgvector returns at most 1000 rows: engines.retrievers.pgvector)
+    # (pgvector returns at most 1000 rows: engines.stores.pgvector)
     "queries_short": "queries ranked fewer documents than the depth while the corpus had more "
     "eligible",
     # code returning rankings (engines.ranking_checks.RankingCounts)

@@ -115,7 +115,8 @@ class PythonIndexConfig(TypedIndexBase):
 
 
 class PgvectorIndexConfig(TypedIndexBase):
-    """An HNSW index in Postgres with pgvector (engines/retrievers/pgvector.py).
+    """An HNSW index in Postgres with pgvector (engines/retrievers/pgvector.py: the store driver
+    engines/stores/pgvector.py under these settings).
 
     Scratch mode (``table: null``): evalret's document vectors are loaded into a scratch table,
     indexed with these settings, searched, and dropped. Table mode: an existing table is queried

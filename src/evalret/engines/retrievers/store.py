@@ -33,7 +33,7 @@ from evalret.engines.filtered import by_filter
 from evalret.engines.ranking_checks import check_score_direction
 from evalret.engines.retrievers.base import BaseRetriever, SearchJob
 from evalret.engines.search_cost import Latency, run_latency
-from evalret.engines.stores import ScratchRows, StoreSession, driver_of
+from evalret.engines.stores import ScratchRows, StoreDriver, StoreSession, driver_of
 from evalret.engines.stores.search import IdMap, Query, StoreCounts, search_store
 
 
@@ -42,12 +42,18 @@ class StoreRetriever(BaseRetriever):
 
     approximate = True
 
-    def __init__(self, name: str, settings: StoreIndexConfig, config: Config) -> None:
+    def __init__(
+        self,
+        name: str,
+        settings: StoreIndexConfig,
+        config: Config,
+        driver: StoreDriver | None = None,
+    ) -> None:
         self.name = name
         self.settings = settings
         self.config = config
         self.enabled = settings.enabled
-        self.driver = driver_of(settings.driver)
+        self.driver = driver or driver_of(settings.driver)  # ``driver``: one set up otherwise
         if self.enabled:  # before anything is embedded: a missing extra fails fast
             self.driver.check(settings, name)
         self.description: dict[str, Any] = {}
@@ -163,8 +169,7 @@ class StoreRetriever(BaseRetriever):
 
         def group(rows: np.ndarray, mask: np.ndarray | None) -> SearchResult:
             f = job.filters[int(rows[0])] if job.filters else None
-            wanted = min(job.depth, int(mask.sum()) if mask is not None else n_docs)
-            plan = [Query(qids[int(r)], wanted, mask) for r in rows]
+            plan = self._plan([qids[int(r)] for r in rows], job.depth, n_docs, mask)
             where = None if f is None else session.where(f)
             return search_store(
                 session, self.driver, metric, job.query_vectors[rows], plan, where,
@@ -175,6 +180,14 @@ class StoreRetriever(BaseRetriever):
         if job.eligibility is None:
             return group(everything, None)
         return by_filter(len(job.query_vectors), job.depth, job.eligibility, group)
+
+    def _plan(
+        self, qids: Sequence[str], depth: int, n_docs: int, mask: np.ndarray | None
+    ) -> list[Query]:
+        """The queries of one filter group: each wants the depth, or the documents its filter
+        keeps when fewer, and its documents are checked against the filter (``mask``)."""
+        wanted = min(depth, int(mask.sum()) if mask is not None else n_docs)
+        return [Query(qid, wanted, mask) for qid in qids]
 
     def _time(self, session: StoreSession, job: SearchJob) -> Latency | None:
         """Single-query latency of the open session, unfiltered, as the report measures every
