@@ -31,7 +31,7 @@ from evalret.engines.retrievers.store import StoreRetriever
 from test_filters import DOCS, FILTERS
 
 # the local drivers (pgvector's conformance is in test_pgvector.py: it needs a server)
-DRIVERS = ["lancedb"]
+DRIVERS = ["lancedb", "qdrant", "chroma"]
 
 CONFORMANCE = [
     *FILTERS,
