@@ -12,10 +12,11 @@ Chroma's HNSW settings belong to the collection, not to a query: ``search:`` tak
 existing collection searches with its own ``ef_search``; scratch mode sets it in ``build:``).
 Scratch mode's ``build:`` is the HNSW configuration: ``max_neighbors`` (M), ``ef_construction``,
 ``ef_search``, ``num_threads``, ``resize_factor``, ``sync_threshold``, ``batch_size``, and the old
-metadata names ``M``, ``construction_ef``, ``search_ef``; it builds single-threaded unless
-``num_threads`` says otherwise (hnswlib's levels are seeded: one thread builds the same graph
-each time). An empty ``build:`` is a flat search as near as Chroma has one: ``ef_search`` at least
-the row count, so the graph search visits every row it reaches (all of them on a connected graph).
+metadata names ``M``, ``construction_ef``, ``search_ef``. Chroma's build takes no seed and is
+not reproducible (the same rows, even on one thread, give another graph each time: its recall
+varies between builds; ``stability.repeats`` reports the spread). An empty ``build:`` is a flat
+search as near as Chroma has one: ``ef_search`` at least the row count, so the graph search
+visits every row it reaches (all of them on a connected graph).
 Without ``connect.path`` or a URL, scratch mode uses an in-memory client.
 
 Chroma's metadata filter (``where``) has core/filters.py's grammar and semantics (checked by
@@ -105,6 +106,21 @@ def where_of(f: Filter) -> dict[str, Any]:
         return parts[0] if len(parts) == 1 else {f.op: parts}
     value = list(f.value) if isinstance(f.value, tuple) else f.value
     return {f.key: {f.op: value}}
+
+
+def _where(settings: StoreIndexConfig, index: str) -> None:
+    """An existing collection is in a store the config points at, which is there (opening a
+    local store that is not would create one)."""
+    c = settings.connect
+    if settings.mode != "existing" or c.url is not None or c.url_env is not None:
+        return
+    if c.path is None:
+        raise ConfigError(
+            f"indexes.{index}.connect: an existing collection is read from a store: set "
+            "connect.path (a local store) or connect.url (a server)"
+        )
+    if not c.path.is_dir():
+        raise ConfigError(f"indexes.{index}.connect.path: no store at {c.path}")
 
 
 def _secret(name: str, what: str, index: str) -> str:
@@ -222,6 +238,7 @@ class ChromaDriver:
                 "an existing collection searches with its own)"
             )
         hnsw_build(dict(settings.build), index)
+        _where(settings, index)
         if settings.metadata_field is not None:
             raise ConfigError(
                 f"indexes.{index}.metadata_field: chroma reads metadata from each row's "
@@ -289,7 +306,7 @@ def _load(
 ) -> Any:
     """The scratch collection: one row per document, its id Chroma's, its filterable metadata;
     the HNSW configuration of ``build:``."""
-    hnsw = {"space": settings.metric, "num_threads": 1} | hnsw_build(dict(settings.build), index)
+    hnsw = {"space": settings.metric} | hnsw_build(dict(settings.build), index)
     if not settings.build:
         hnsw["ef_search"] = max(100, len(rows.ids))
     collection = client.create_collection(

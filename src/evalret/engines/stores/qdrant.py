@@ -106,7 +106,9 @@ def _settings(given: dict[str, Any], known: dict[str, Any], at: str) -> None:
     """Each key of ``given`` known and of its type."""
     for key, value in given.items():
         if key not in known:
-            raise ConfigError(f"{at}: {key!r} is no qdrant setting here (one of {', '.join(known)})")
+            raise ConfigError(
+                f"{at}: {key!r} is no qdrant setting here (one of {', '.join(known)})"
+            )
         kind = known[key][1] if isinstance(known[key], tuple) else known[key]
         _typed(f"{at}.{key}", value, kind)
 
@@ -176,6 +178,21 @@ def _part(f: Filter, prefix: str | None) -> Any:
     return filter_of(f, prefix) if isinstance(f, Logical) else condition_of(f, prefix)
 
 
+def _where(settings: StoreIndexConfig, index: str) -> None:
+    """An existing collection is in a store the config points at, which is there (opening a
+    local store that is not would create one)."""
+    c = settings.connect
+    if settings.mode != "existing" or c.url is not None or c.url_env is not None:
+        return
+    if c.path is None:
+        raise ConfigError(
+            f"indexes.{index}.connect: an existing collection is read from a store: set "
+            "connect.path (a local store) or connect.url (a server)"
+        )
+    if not c.path.is_dir():
+        raise ConfigError(f"indexes.{index}.connect.path: no store at {c.path}")
+
+
 def _secret(name: str, what: str, index: str) -> str:
     value = os.environ.get(name)
     if not value:
@@ -211,7 +228,9 @@ def _vector(info: Any, settings: StoreIndexConfig, index: str) -> tuple[str | No
             )
         return settings.vector_field, vectors[settings.vector_field]
     if vectors is None:
-        raise ConfigError(f"indexes.{index}.collection: {settings.collection!r} has no dense vector")
+        raise ConfigError(
+            f"indexes.{index}.collection: {settings.collection!r} has no dense vector"
+        )
     return None, vectors
 
 
@@ -295,6 +314,7 @@ class QdrantDriver:
         _library()
         _settings(dict(settings.search), SEARCH_KEYS, f"indexes.{index}.search")
         _settings(dict(settings.build), BUILD_KEYS, f"indexes.{index}.build")
+        _where(settings, index)
 
     def check_filter(self, f: Filter, index: str) -> None:
         if isinstance(f, Logical):
