@@ -183,6 +183,12 @@ def test_keys_are_quoted_and_numbers_are_ranges() -> None:
     """A key with a dot is quoted under the metadata path; a number's equality is a range (no
     MatchValue, which takes no float); $ne is a must_not."""
     assert key_path("meta", "a.b") == 'meta."a.b"' and key_path(None, "lang-2") == "lang-2"
+    client = QdrantClient(location=":memory:")
+    client.create_collection("k", vectors_config=models.VectorParams(size=2, distance="Dot"))
+    payloads = [{"meta": {"a.b": 1, "a": {"b": 2}}}, {"meta": {"a": {"b": 1}}}]
+    client.upsert("k", points=models.Batch(ids=[0, 1], vectors=[[1, 0], [0, 1]], payloads=payloads))
+    kept = client.scroll("k", scroll_filter=filter_of(parse_filter({"a.b": 1}), "meta"))[0]
+    assert [p.id for p in kept] == [0]
     f = filter_of(parse_filter({"year": {"$ne": 2021}}), None)
     (cond,) = f.must_not
     assert cond.key == "year" and cond.range == models.Range(gte=2021.0, lte=2021.0)

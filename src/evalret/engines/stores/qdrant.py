@@ -28,7 +28,7 @@ takes no float, and an integer operand would miss a float payload): ``$eq`` on a
 range ``gte = lte = value``, which Qdrant applies to integers and floats alike and never to
 booleans; the ranges likewise. ``$ne`` / ``$nin`` are ``must_not`` of ``$eq`` / ``$in``, which
 keeps the points without the key or with a value of another type, as core/filters.py does. A key
-is quoted in the path when it holds characters other than letters, digits, ``_`` and ``-``; a
+is quoted in the path when it holds characters other than ASCII letters, digits, ``_`` and ``-``; a
 key with a double quote cannot be written (``check_filter``). One difference is left: Qdrant
 matches each element of a payload list, where evalret's metadata holds no lists (scratch mode
 loads only filterable values; an existing collection's lists are read as Qdrant reads them).
@@ -57,7 +57,8 @@ SCRATCH_PREFIX = "evalret_scratch_"
 SCRATCH_ID = "id"  # scratch mode's payload keys: the document id and its metadata
 SCRATCH_METADATA = "metadata"
 LOAD_BATCH = 1_000
-# search: key -> (SearchParams' field, the quantization object's field or None, value type)
+# search: key -> (its field in SearchParams, or in its quantization object for quantization_*;
+# the value's type)
 SEARCH_KEYS: dict[str, tuple[str, type]] = {
     "hnsw_ef": ("hnsw_ef", int),
     "exact": ("exact", bool),
@@ -127,7 +128,7 @@ def search_params(search: dict[str, Any]) -> Any:
 
 def key_path(prefix: str | None, key: str) -> str:
     """A metadata key as a Qdrant key path under ``prefix`` (quoted unless plain)."""
-    plain = all(ch.isalnum() or ch in "_-" for ch in key)
+    plain = all(ch.isascii() and (ch.isalnum() or ch in "_-") for ch in key)
     part = key if plain else f'"{key}"'
     return part if prefix is None else f"{prefix}.{part}"
 
