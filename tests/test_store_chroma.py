@@ -29,7 +29,7 @@ from evalret.engines.stores.chroma import where_of
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
 from helpers import HASH_ENCODER, invoke
-from test_stores import _random, job_of, scratch
+from test_stores import _random, filtered_run, job_of, scratch
 
 
 @pytest.fixture(scope="module")
@@ -261,3 +261,17 @@ def test_an_existing_collection_needs_a_store_that_is_there(tmp_path: Path) -> N
     with pytest.raises(ConfigError, match=r"indexes\.c\.connect\.path: no store at"):
         _existing(tmp_path / "nowhere", "docs")
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_lean_graph_on_a_filtered_set_gets_selectivity_buckets(tmp_path: Path) -> None:
+    """The lean graph on a golden set whose queries filter: recall@10 against exact below 1,
+    the queries by selectivity, and what the filtered graph search could not fill counted, never
+    a document outside its filter."""
+    report = filtered_run(tmp_path, LEAN)
+    section = report.ann["s"]
+    recall = section.slices["all"].recall["recall@10"]
+    assert recall is not None and recall < 1
+    assert section.selectivity is not None
+    buckets = {name: b.n_queries for name, b in section.selectivity.items()}
+    assert (buckets["1-10%"], buckets["10-50%"], buckets[">=50%"]) == (10, 10, 20)
+    assert "documents_outside_filter" not in report.indexes["s"].params

@@ -21,7 +21,7 @@ from evalret.data.config import Config, StoreIndexConfig
 from evalret.engines.retrievers.store import StoreRetriever
 from evalret.engines.stores.qdrant import filter_of, key_path
 from evalret.errors import ConfigError
-from test_stores import _random, job_of, scratch
+from test_stores import _random, filtered_run, job_of, scratch
 
 
 def _existing(path: Path, **more: Any) -> StoreRetriever:
@@ -208,3 +208,17 @@ def test_an_existing_collection_needs_a_store_that_is_there(tmp_path: Path) -> N
     with pytest.raises(ConfigError, match=r"indexes\.q\.connect\.path: no store at"):
         _existing(tmp_path / "nowhere")
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_filtered_run_gets_recall_and_selectivity_buckets(tmp_path: Path) -> None:
+    """Scratch mode in local mode (an exact search) on a golden set whose queries filter: the
+    index's section holds recall@10 1 against exact and the queries by selectivity; nothing
+    came back outside a filter."""
+    report = filtered_run(tmp_path, "{type: store, driver: qdrant, mode: scratch}")
+    section = report.ann["s"]
+    assert section.slices["all"].recall["recall@10"] == 1.0
+    assert section.selectivity is not None
+    buckets = {name: b.n_queries for name, b in section.selectivity.items()}
+    assert (buckets["1-10%"], buckets["10-50%"], buckets[">=50%"]) == (10, 10, 20)
+    params = report.indexes["s"].params
+    assert params["type"] == "store.qdrant" and "documents_outside_filter" not in params
