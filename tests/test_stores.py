@@ -24,14 +24,16 @@ import pytest
 
 from evalret.core.filters import MetadataColumns, eligibility, parse_filter
 from evalret.core.ranking import id_rank
-from evalret.data.config import Config, StoreIndexConfig
+from evalret.data.config import Config, StoreIndexConfig, parse_config
 from evalret.engines.faiss_index import build_exact, search
 from evalret.engines.retrievers.base import SearchJob
 from evalret.engines.retrievers.store import StoreRetriever
+from evalret.pipeline.evaluate import run_evaluation
+from helpers import HashEmbedder
 from test_filters import DOCS, FILTERS
 
 # the local drivers (pgvector's conformance is in test_pgvector.py: it needs a server)
-DRIVERS = ["lancedb"]
+DRIVERS = ["lancedb", "qdrant", "chroma"]
 
 CONFORMANCE = [
     *FILTERS,
@@ -134,3 +136,42 @@ def test_a_flat_collection_equals_exact_search(driver: str, tmp_path: Path) -> N
     assert not (tmp_path / "s").exists() or not any(
         p.name.startswith("evalret_scratch_") for p in (tmp_path / "s").iterdir()
     )
+
+
+def filtered_set(directory: Path) -> Path:
+    """A golden set of 300 documents whose queries filter: every fourth query on ``g`` (a
+    quarter of the corpus eligible), every fourth on ``r`` (a twentieth), the rest unfiltered."""
+    directory.mkdir()
+    docs = [
+        {
+            "id": f"d{i}",
+            "text": f"w{i % 7} v{i % 5} u{i % 11} t{i % 13}",
+            "metadata": {"g": i % 4} | ({"r": True} if i % 20 == 0 else {}),
+        }
+        for i in range(300)
+    ]
+    filters = {1: {"g": 1}, 3: {"r": True}}
+    relevant = {1: lambda q: 4 * q + 1, 3: lambda q: 20 * (q % 15)}  # a document it keeps
+    queries = [
+        {
+            "id": f"q{q}",
+            "text": f"w{q % 7} u{q % 11}",
+            "relevant": {f"d{relevant.get(q % 4, lambda q: q)(q)}": 1},
+        }
+        | ({"filter": filters[q % 4]} if q % 4 in filters else {})
+        for q in range(40)
+    ]
+    for name, rows in (("corpus.jsonl", docs), ("queries.jsonl", queries)):
+        (directory / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return directory
+
+
+def filtered_run(directory: Path, index: str) -> Any:
+    """The report of ``indexes.s: <index>`` (YAML) on filtered_set's golden set."""
+    text = (
+        f"golden_set: {{path: {filtered_set(directory / 'set')}}}\ncache: {{enabled: false}}\n"
+        "indexes:\n  hnsw: {enabled: false}\n  bm25: {enabled: false}\n"
+        f"  hybrid: {{enabled: false}}\n  s: {index}\nmetrics: [recall@10, ndcg@10]\n"
+    )
+    config = parse_config(text, "c.yaml").resolve_paths(directory)
+    return run_evaluation(config, embedder=HashEmbedder()).report
