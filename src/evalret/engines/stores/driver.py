@@ -14,8 +14,9 @@ version, its index as the store reports it, the row count), translates a filter 
 store's own (``where``) and searches a batch of query vectors (``search``).
 
 Filter semantics are core/filters.py's; each driver's translation is held to them by
-tests/test_store_filters.py (one conformance fixture, every driver). A new store is one module in
-this package exposing ``DRIVER`` and one line in ``DRIVERS`` (engines/stores/__init__.py).
+``test_filter_conformance`` in tests/test_stores.py (one fixture, every driver). A new store is
+one module in this package exposing ``DRIVER`` and one line in ``DRIVERS``
+(engines/stores/__init__.py).
 """
 
 from __future__ import annotations
