@@ -257,9 +257,11 @@ def test_a_lean_graph_is_measured_against_exact_and_gated(
 
 
 def test_an_existing_collection_needs_a_store_that_is_there(tmp_path: Path) -> None:
-    """A path with nothing there: a ConfigError at connect.path, and no store created."""
+    """A path with nothing there: a ConfigError at connect.path before a search (and when a
+    search starts), and no store created; `evalret embed` with the config (to make the export
+    the store is loaded from) does not look."""
     with pytest.raises(ConfigError, match=r"indexes\.c\.connect\.path: no store at"):
-        _existing(tmp_path / "nowhere", "docs")
+        _existing(tmp_path / "nowhere", "docs").check_ready()
     assert not (tmp_path / "nowhere").exists()
 
 

@@ -206,7 +206,7 @@ def test_an_existing_collection_needs_a_store_that_is_there(tmp_path: Path) -> N
             Config(),
         )
     with pytest.raises(ConfigError, match=r"indexes\.q\.connect\.path: no store at"):
-        _existing(tmp_path / "nowhere")
+        _existing(tmp_path / "nowhere").check_ready()
     assert not (tmp_path / "nowhere").exists()
 
 

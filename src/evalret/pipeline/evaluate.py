@@ -58,6 +58,7 @@ from evalret.engines.retrievers import (
     FiltersChecked,
     Probed,
     ProgressFactory,
+    ReadyChecked,
     Retriever,
     SearchJob,
     Timed,
@@ -483,13 +484,16 @@ def check_caches(cfg: Config, judging: RunJudging | None) -> None:
 
 def check_before_embedding(retrievers: list[Retriever], golden: GoldenSet) -> None:
     """What the enabled retrievers can tell before anything is embedded: an index the corpus
-    cannot train (a faiss PQ16x20 over 338 documents), a filter a store cannot express."""
+    cannot train (a faiss PQ16x20 over 338 documents), a filter a store cannot express, a store
+    that is not there."""
     filters = list(golden.filters.values())
     for r in retrievers:
         if r.enabled and isinstance(r, CorpusChecked):
             r.check_corpus(len(golden.doc_ids))
         if r.enabled and filters and isinstance(r, FiltersChecked):
             r.check_filters(filters)
+        if r.enabled and isinstance(r, ReadyChecked):
+            r.check_ready()
 
 
 def rank_queries(

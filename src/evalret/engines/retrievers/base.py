@@ -53,10 +53,10 @@ class SearchJob:
 @runtime_checkable
 class Retriever(Protocol):
     """One index of a run, as the registry builds it from the config. What else it tells is
-    declared by the smaller protocols below, asked with ``isinstance``: ``CorpusChecked`` and
-    ``FiltersChecked`` (before embedding), ``Costed``, ``Probed`` and ``Timed`` (after
-    ``retrieve``), ``Staged`` (a rerank stage). ``BaseRetriever`` is a ``Retriever``, ``Costed``
-    and ``Probed``, with defaults."""
+    declared by the smaller protocols below, asked with ``isinstance``: ``CorpusChecked``,
+    ``FiltersChecked`` and ``ReadyChecked`` (before embedding), ``Costed``, ``Probed`` and
+    ``Timed`` (after ``retrieve``), ``Staged`` (a rerank stage). ``BaseRetriever`` is a
+    ``Retriever``, ``Costed`` and ``Probed``, with defaults."""
 
     name: str  # its key in the report's indexes and the run file name
     enabled: bool  # whether this run searches with it
@@ -98,6 +98,16 @@ class FiltersChecked(Retriever, Protocol):
 
     def check_filters(self, filters: Sequence[Filter]) -> None:
         """ConfigError naming the first filter it cannot search exactly."""
+        ...
+
+
+@runtime_checkable
+class ReadyChecked(Retriever, Protocol):
+    """A retriever that can tell, before a search's embedding, that what it searches is not
+    there (a store's directory)."""
+
+    def check_ready(self) -> None:
+        """ConfigError naming the setting when what it searches is missing."""
         ...
 
 

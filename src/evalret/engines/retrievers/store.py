@@ -62,6 +62,10 @@ class StoreRetriever(BaseRetriever):
         self.timed: Latency | None = None
         self.repeats: list[SearchResult] = []  # every repeat's ranking (the first is the index's)
 
+    def check_ready(self) -> None:
+        """The store is there (before a search's embedding; not for `evalret embed`)."""
+        self.driver.check_store(self.settings, self.name)
+
     def check_filters(self, filters: Sequence[Filter]) -> None:
         """Every distinct filter checked by the driver, before anything is embedded."""
         seen: set[str] = set()
@@ -115,6 +119,7 @@ class StoreRetriever(BaseRetriever):
     def retrieve(self, job: SearchJob) -> SearchResult:
         """The top ``job.depth`` documents of every query, searched in the store (every repeat
         of ``stability.repeats``; the first is returned)."""
+        self.check_ready()  # a local store opened where none is would be created
         if len(job.query_vectors) == 0:
             return empty_result(0, job.depth)
         self.filtered = job.eligibility is not None

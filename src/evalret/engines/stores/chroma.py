@@ -108,9 +108,9 @@ def where_of(f: Filter) -> dict[str, Any]:
     return {f.key: {f.op: value}}
 
 
-def _where(settings: StoreIndexConfig, index: str) -> None:
+def _where(settings: StoreIndexConfig, index: str, look: bool = True) -> None:
     """An existing collection is in a store the config points at, which is there (opening a
-    local store that is not would create one)."""
+    local store that is not would create one); ``look`` False: only that it is named."""
     c = settings.connect
     if settings.mode != "existing" or c.url is not None or c.url_env is not None:
         return
@@ -119,7 +119,7 @@ def _where(settings: StoreIndexConfig, index: str) -> None:
             f"indexes.{index}.connect: an existing collection is read from a store: set "
             "connect.path (a local store) or connect.url (a server)"
         )
-    if not c.path.is_dir():
+    if look and not c.path.is_dir():
         raise ConfigError(f"indexes.{index}.connect.path: no store at {c.path}")
 
 
@@ -238,12 +238,15 @@ class ChromaDriver:
                 "an existing collection searches with its own)"
             )
         hnsw_build(dict(settings.build), index)
-        _where(settings, index)
+        _where(settings, index, look=False)  # the store itself: check_store, before a search
         if settings.metadata_field is not None:
             raise ConfigError(
                 f"indexes.{index}.metadata_field: chroma reads metadata from each row's "
                 "metadata (leave metadata_field out)"
             )
+
+    def check_store(self, settings: StoreIndexConfig, index: str) -> None:
+        _where(settings, index)
 
     def check_filter(self, f: Filter, index: str) -> None:
         if isinstance(f, Logical):

@@ -77,6 +77,12 @@ class StoreDriver(Protocol):
         do not suit the store."""
         ...
 
+    def check_store(self, settings: StoreIndexConfig, index: str) -> None:
+        """ConfigError when the store the settings point at is not there (a local store's
+        directory), checked before a search's embedding; never when only vectors are wanted
+        (`evalret embed`), so a store can be loaded from an export made with its config."""
+        ...
+
     def check_filter(self, f: Filter, index: str) -> None:
         """ConfigError naming the operator when the store cannot express ``f`` exactly."""
         ...

@@ -262,6 +262,11 @@ class LanceDriver:
                 "columns (leave metadata_field out)"
             )
 
+    def check_store(self, settings: StoreIndexConfig, index: str) -> None:
+        path = settings.connect.path
+        if settings.mode == "existing" and path is not None and not path.is_dir():
+            raise ConfigError(f"indexes.{index}.connect.path: no LanceDB store at {path}")
+
     def check_filter(self, f: Filter, index: str) -> None:
         if isinstance(f, Logical):
             for p in f.parts:

@@ -507,6 +507,9 @@ class PgvectorDriver:
         if settings.collection is not None and len(settings.collection.split(".")) > 2:
             raise ConfigError(f"indexes.{index}.collection: a table name, NAME or SCHEMA.NAME")
 
+    def check_store(self, settings: StoreIndexConfig, index: str) -> None:
+        """Nothing to look at before the search: the DSN is checked with the config."""
+
     def check_filter(self, f: Filter, index: str) -> None:
         """Every filter of core/filters.py is expressed over jsonb: nothing to refuse."""
 

@@ -179,9 +179,9 @@ def _part(f: Filter, prefix: str | None) -> Any:
     return filter_of(f, prefix) if isinstance(f, Logical) else condition_of(f, prefix)
 
 
-def _where(settings: StoreIndexConfig, index: str) -> None:
+def _where(settings: StoreIndexConfig, index: str, look: bool = True) -> None:
     """An existing collection is in a store the config points at, which is there (opening a
-    local store that is not would create one)."""
+    local store that is not would create one); ``look`` False: only that it is named."""
     c = settings.connect
     if settings.mode != "existing" or c.url is not None or c.url_env is not None:
         return
@@ -190,7 +190,7 @@ def _where(settings: StoreIndexConfig, index: str) -> None:
             f"indexes.{index}.connect: an existing collection is read from a store: set "
             "connect.path (a local store) or connect.url (a server)"
         )
-    if not c.path.is_dir():
+    if look and not c.path.is_dir():
         raise ConfigError(f"indexes.{index}.connect.path: no store at {c.path}")
 
 
@@ -315,6 +315,9 @@ class QdrantDriver:
         _library()
         _settings(dict(settings.search), SEARCH_KEYS, f"indexes.{index}.search")
         _settings(dict(settings.build), BUILD_KEYS, f"indexes.{index}.build")
+        _where(settings, index, look=False)  # the store itself: check_store, before a search
+
+    def check_store(self, settings: StoreIndexConfig, index: str) -> None:
         _where(settings, index)
 
     def check_filter(self, f: Filter, index: str) -> None:
