@@ -150,17 +150,35 @@ def test_a_repeat_without_a_number_fails_the_floor(built: Evaluation) -> None:
         assert verdict == "fail" and "not a finite number" in message, message
 
 
-def test_worst_on_an_index_searched_once_reads_its_recall(tmp_path: Path, encoder: None) -> None:
-    """``ann_floor_on: worst`` on an index searched once: its one recall is read (no spread is
-    no pass); the section has no stability."""
-    once = IVF_PQ.replace("stability: {repeats: 3}", "stability: {repeats: 1}")
-    ev = run_evaluation(parse_config(_yaml(tmp_path, once), "c.yaml"))
-    assert ev.report.ann["lance"].stability is None
-    recall = ev.report.ann["lance"].slices["all"].recall["recall@10"]
+def test_worst_on_an_index_searched_once_reads_its_recall(built: Evaluation) -> None:
+    """An approximate index without a spread (searched once) under ``ann_floor_on: worst`` is
+    held to its one recall: no spread is no pass."""
+    section = built.report.ann["lance"]
+    once = section.model_copy(update={"stability": None})
+    report = built.report.model_copy(update={"ann": {"lance": once}})
+    ev = Evaluation(report, built.golden_set, built.rankings, built.slices)
+    recall = once.slices["all"].recall["recall@10"]
     assert recall is not None and recall < 1.0
     verdict, message = _gated(ev, min(1.0, recall + 0.01), "worst")
     assert verdict == "fail" and "repeats" not in message
-    assert "stability" not in json.loads(ev.report.model_dump_json())["ann"]["lance"]
+
+
+def test_worst_without_a_repeated_index_or_a_floor_is_refused(tmp_path: Path) -> None:
+    """``ann_floor_on: worst`` that would change no check is a config error at its key: no
+    gated approximate index searched more than once, or ann_min_recall null; left at mean,
+    it stays out of the report's config (a report of a config without it reads as before)."""
+    once = IVF_PQ.replace("stability: {repeats: 3}", "stability: {repeats: 1}")
+    with pytest.raises(ConfigError, match=r"gate\.ann_floor_on.*searched more than once"):
+        parse_config(_yaml(tmp_path, once, "{ann_floor_on: worst}"), "c.yaml")
+    with pytest.raises(ConfigError, match=r"gate\.ann_floor_on.*no floor"):
+        parse_config(
+            _yaml(tmp_path, IVF_PQ, "{ann_min_recall: null, ann_floor_on: worst}"), "c.yaml"
+        )
+    parse_config(_yaml(tmp_path, IVF_PQ, "{ann_floor_on: worst}"), "c.yaml")
+    with pytest.raises(ConfigError, match="ann_floor_on"):
+        parse_config(_yaml(tmp_path, IVF_PQ, "{ann_floor_on: median}"), "c.yaml")
+    plain = Config.model_validate({}).model_dump(mode="json")
+    assert "ann_floor_on" not in plain["gate"]
 
 
 def test_the_spread_is_shown_and_the_worst_floor_fails_the_run(
@@ -192,12 +210,3 @@ def test_the_spread_is_shown_and_the_worst_floor_fails_the_run(
     html = render_run_html(report)
     assert "Over 3 builds (slice all):" in html and f"{recall.min:.4f}" in html
     assert "ann_floor_on" in json.loads((out / "report.json").read_text())["config"]["gate"]
-
-
-def test_a_config_without_the_setting_keeps_its_report(tmp_path: Path) -> None:
-    """``ann_floor_on`` left at mean stays out of the report's config (a report of a config
-    without it reads as before); another value is refused at its key."""
-    plain = Config.model_validate({}).model_dump(mode="json")
-    assert "ann_floor_on" not in plain["gate"]
-    with pytest.raises(ConfigError, match="ann_floor_on"):
-        parse_config(_yaml(tmp_path, IVF_PQ, "{ann_floor_on: median}"), "c.yaml")

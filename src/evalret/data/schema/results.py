@@ -133,7 +133,7 @@ class AnnSection(_Sparse):
     # vector for a scan); absent when the index does not tell and in reports of older versions
     distances_per_query: float | None = None
     # with stability.repeats above 1 only: the spread of recall and of each metric's change over
-    # the repeats (its slices figures are the first repeat's); absent otherwise
+    # the repeats (the section's slices hold the first repeat's figures); absent otherwise
     stability: AnnStability | None = None
 
 
