@@ -85,7 +85,8 @@ def _spread(report: RunReport) -> Spread:
 def test_three_builds_report_their_spread(built: Evaluation) -> None:
     """The section's stability holds 3 repeats; each figure's first value is the index's own
     (its slices' figures), mean / min / max are those of the values; the builds differ (LanceDB
-    seeds no build), so worst < best; every metric's change has its spread too."""
+    seeds no build), so worst < best; every metric's change has its spread too; the section
+    reads back from its JSON unchanged."""
     report = built.report
     section = report.ann["lance"]
     assert section.stability is not None and section.stability.repeats == 3
@@ -106,6 +107,8 @@ def test_three_builds_report_their_spread(built: Evaluation) -> None:
     )
     assert recall.min is not None and recall.max is not None and recall.min < recall.max
     assert set(section.stability.slices["all"].metric_deltas) == {"ndcg@10", "recall@10"}
+    again = RunReport.model_validate_json(report.model_dump_json())  # report.json reads back
+    assert again.ann["lance"].stability == section.stability
 
 
 def test_a_floor_between_worst_and_mean_fails_only_on_the_worst(built: Evaluation) -> None:

@@ -264,8 +264,9 @@ def metrics_section(p: RunPage) -> Section:
         kind_html = f'<span class="muted">({esc(kind)})</span>'
         parts.append(f'<h3 id="index-{slug(index)}">{esc(index)} {kind_html}</h3>')
         store, notes = store_line(p.report, index), index_notes(p.report, index)
-        parts.append(f"<p>The {esc(store)}.</p>" if store is not None else "")
-        parts.append("".join(f'<p class="note">{esc(n)}</p>' for n in notes))
+        parts.append(f'<p class="muted">The {esc(store)}.</p>' if store is not None else "")
+        items = "".join(f'<li class="warn">{esc(n)}</li>' for n in notes)
+        parts.append(f'<ul class="plain">{items}</ul>' if notes else "")
         parts.append(metric_bars(p.sides, index))
         parts.append(metric_table(p.report, index))
     parts.append(beyond_block(p.report))
