@@ -23,6 +23,7 @@ from evalret.core.digest import json_digest
 from evalret.core.filters import Eligibility
 from evalret.core.metrics import (
     Metric,
+    RankedJudgments,
     build_judgments,
     compute,
     cutoffs,
@@ -59,6 +60,7 @@ from evalret.engines.retrievers import (
     Probed,
     ProgressFactory,
     ReadyChecked,
+    Repeated,
     Retriever,
     SearchJob,
     Timed,
@@ -85,6 +87,7 @@ from evalret.pipeline.sections import (
     latency_section,
     lexical_section,
     slice_infos,
+    stability_section,
     summarize_slices,
 )
 from evalret.version import __version__
@@ -188,6 +191,8 @@ class _Retrieved:
     latency: dict[str, Latency]  # index -> its single-query latency (machine-dependent)
     latency_repeats: int = 1  # the searches of each timed query
     eligibility: Eligibility | None = None  # with filtered queries: what each may retrieve
+    # index -> every repeat's ranking (stability.repeats above 1; the first is ``rankings``')
+    repeats: dict[str, list[SearchResult]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -356,7 +361,17 @@ def _retrieve(
         },
         latency=latency,
         latency_repeats=latency_repeats,
+        repeats=_repeats(enabled, rank_depth),
     )
+
+
+def _repeats(enabled: list[Retriever], depth: int) -> dict[str, list[SearchResult]]:
+    """Every repeat's ranking of each index searched several times, padded like the others."""
+    return {
+        r.name: [ranking.padded(depth) for ranking in got]
+        for r in enabled
+        if isinstance(r, Repeated) and (got := r.repeat_rankings())
+    }
 
 
 def _score(
@@ -368,14 +383,18 @@ def _score(
     masks = {s.name: s.mask for s in slices}
     per_query: dict[str, dict[str, np.ndarray]] = {}
     indexes: dict[str, IndexResult] = {}
+
+    def judged(ranking: SearchResult) -> RankedJudgments:
+        return build_judgments(
+            judgeable_ids(ranking.ids, len(golden.doc_ids)),
+            *qrels,
+            n_docs=len(golden.doc_ids),
+            relevance_level=config.relevance_level,
+        )
+
     with timer("metrics"):
         for name, ranking in rankings.items():
-            judgments = build_judgments(
-                judgeable_ids(ranking.ids, len(golden.doc_ids)),
-                *qrels,
-                n_docs=len(golden.doc_ids),
-                relevance_level=config.relevance_level,
-            )
+            judgments = judged(ranking)
             per_query[name] = compute(metrics, judgments, config.ndcg_gain)
             labels = label_scores(golden, ranking.ids, metrics, config)
             ks, curve_values = metric_curves(judgments, masks, retrieved.depth, config.ndcg_gain)
@@ -402,6 +421,12 @@ def _score(
             for name in retrieved.approximate
             if PRIMARY_INDEX in rankings
         }
+        for name, repeated in retrieved.repeats.items():
+            if name in ann:  # each repeat scored as the index's own ranking is
+                scores = [(r, compute(metrics, judged(r), config.ndcg_gain)) for r in repeated]
+                exact = rankings[PRIMARY_INDEX], per_query[PRIMARY_INDEX]
+                stability = stability_section(*exact, scores, ks, slices)
+                ann[name] = ann[name].model_copy(update={"stability": stability})
         lexical = lexical_section(per_query, slices, config.indexes.hybrid.dense)
         rerank = {
             st.index: rerank_section(st, per_query, golden, slices, config, retrieved.depth)

@@ -34,7 +34,7 @@ from evalret.data.baseline import (
     gate_check,
 )
 from evalret.data.config import Config, GateConfig
-from evalret.data.schema import GateSection, GateUnjudged, RunReport
+from evalret.data.schema import AnnSection, GateSection, GateUnjudged, RunReport, Spread
 from evalret.errors import IncomparableError, InputError, Problem
 from evalret.report.run_notes import machine_text
 
@@ -136,16 +136,33 @@ def _gate_checks(
 
 def _ann_checks(current: RunReport, gate: GateConfig, indexes: list[str]) -> list[Check]:
     """``gate.ann_min_recall`` on every gated approximate index, HNSW as any other (slice
-    ``all``)."""
+    ``all``). An index searched several times (its section's ``stability``) is held to the
+    floor on the mean recall over its repeats, or with ``gate.ann_floor_on: worst`` on its
+    worst repeat's (every repeat counts: one whose recall is not a number fails the check)."""
     if gate.ann_min_recall is None:
         return []
     out = []
+    key = f"recall@{gate.ann_k}"
     for section in current.ann_sections():
         name, all_ = section.index, section.slices.get("all")
-        recall = all_.recall.get(f"recall@{gate.ann_k}") if all_ is not None else None
+        recall = all_.recall.get(key) if all_ is not None else None
+        over = ""
+        spread = _repeat_spread(section, key)
+        if spread is not None and all_ is not None:
+            recall = spread.mean if gate.ann_floor_on == "mean" else spread.min
+            recall = float("nan") if recall is None and all_.n_queries else recall
+            over = f" ({gate.ann_floor_on} of {len(spread.values)} repeats)"
         if name in indexes and all_ is not None and recall is not None:
-            out.append(ann_check(name, recall, gate.ann_min_recall, gate.ann_k, all_.n_queries))
+            check = ann_check(name, recall, gate.ann_min_recall, gate.ann_k, all_.n_queries, over)
+            out.append(check)
     return out
+
+
+def _repeat_spread(section: AnnSection, key: str) -> Spread | None:
+    """The spread of ``key`` on slice ``all`` over the index's repeats (None: searched once)."""
+    if section.stability is None or "all" not in section.stability.slices:
+        return None
+    return section.stability.slices["all"].recall.get(key)
 
 
 def _budget_checks(current: RunReport, gate: GateConfig) -> list[Check]:

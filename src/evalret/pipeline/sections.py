@@ -37,6 +37,8 @@ from evalret.data.goldenset import GoldenSet, scored_query_ids
 from evalret.data.schema import (
     AnnSection,
     AnnSlice,
+    AnnStability,
+    AnnStabilitySlice,
     GoldenSetInfo,
     IndexLatency,
     IndexResult,
@@ -51,6 +53,7 @@ from evalret.data.schema import (
     SelectivityBucket,
     SliceInfo,
     SliceResult,
+    Spread,
 )
 from evalret.engines.search_cost import Latency, latency_note, machine
 from evalret.pipeline.intervals import LabelScores, slice_interval
@@ -144,6 +147,50 @@ def ann_section(
             for s in slices
         },
         **({"selectivity": selectivity_section(recall, eligible)} if eligible is not None else {}),
+    )
+
+
+def stability_section(
+    exact: SearchResult,
+    exact_scores: dict[str, np.ndarray],
+    repeats: list[tuple[SearchResult, dict[str, np.ndarray]]],
+    ks: list[int],
+    slices: list[Slice],
+) -> AnnStability:
+    """An approximate index searched (built) several times: per slice, each repeat's recall of
+    the exact top k and change of every metric (``repeats``: each repeat's ranking and per-query
+    metrics, the first the index's own), and their mean, worst and best over the repeats. A
+    repeat whose figure is not a number makes the mean and the extremes not a number: no
+    repeat is left out of what the gate reads."""
+    figures = [
+        (
+            {f"recall@{k}": topk_overlap(ranking.ids, exact.ids, k) for k in ks},
+            {m: scores[m] - exact_scores[m] for m in exact_scores},
+        )
+        for ranking, scores in repeats
+    ]
+
+    def spread(values: list[float | None]) -> Spread:
+        if any(v is None for v in values):
+            return Spread(mean=None, min=None, max=None, values=values)
+        arr = np.array(values, dtype=np.float64)
+        return Spread(
+            mean=float(arr.mean()), min=float(arr.min()), max=float(arr.max()), values=values
+        )
+
+    def over(which: int, key: str, mask: np.ndarray) -> Spread:
+        return spread([float(f[which][key][mask].mean()) if mask.any() else None for f in figures])
+
+    return AnnStability(
+        repeats=len(repeats),
+        slices={
+            s.name: AnnStabilitySlice(
+                n_queries=s.n_queries,
+                recall={k: over(0, k, s.mask) for k in figures[0][0]},
+                metric_deltas={m: over(1, m, s.mask) for m in figures[0][1]},
+            )
+            for s in slices
+        },
     )
 
 

@@ -26,8 +26,11 @@ from evalret.report.run_notes import (
     labels_note,
     labels_rows,
     latency_text,
+    repeats_word,
     sample_summary,
     shown_judged,
+    stability_rows,
+    store_line,
     warning_lines,
     without_relevant_note,
 )
@@ -172,6 +175,9 @@ def _metrics_lines(report: RunReport) -> list[str]:
             cells = [_num(s.metrics[m].value) for m in metrics]
             cells += [_num(s.judged.get(judged))] if judged else []
             lines.append(f"| {markdown(name)} | {s.n_queries} | " + " | ".join(cells) + " |")
+        store = store_line(report, index)
+        if store is not None:
+            lines += ["", f"The {markdown(store)}."]
         notes = interval_lines(report, index)
         if notes:
             lines += ["", "Intervals:", "", *(f"- {markdown(n)}" for n in notes)]
@@ -235,9 +241,33 @@ def _cost_lines(report: RunReport) -> list[str]:
         )
     if lines:
         lines = ["", "### Approximate indexes against exact search", "", *lines]
+    lines += _stability_lines(report)
     latency = latency_text(report)
     if latency is not None:
         lines += ["", f"{markdown(latency[0].upper() + latency[1:])}."]
+    return lines
+
+
+def _stability_lines(report: RunReport) -> list[str]:
+    """Each approximate index searched several times: the mean, worst and best of its recall
+    and metric changes over the repeats (slice all)."""
+    lines: list[str] = []
+    for ann in report.ann_sections():
+        rows = stability_rows(ann, TYPOGRAPHIC)
+        if not rows or ann.stability is None:
+            continue
+        over = f"{ann.stability.repeats} {repeats_word(report, ann.index)}"
+        lines += [
+            "",
+            f"{markdown(ann.index)} over {over} (slice all):",
+            "",
+            "| figure | mean | worst | best |",
+            "|" + " --- |" * 4,
+            *(
+                f"| {markdown(name)} | {mean} | {worst} | {best} |"
+                for name, mean, worst, best in rows
+            ),
+        ]
     return lines
 
 

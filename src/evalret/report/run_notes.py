@@ -18,8 +18,9 @@ from evalret.data.schema import (
     MetricValue,
     RunReport,
     SliceResult,
+    Spread,
 )
-from evalret.report.numbers import PLAIN, number
+from evalret.report.numbers import PLAIN, Medium, number
 
 WARNINGS_SHOWN = 10  # reader warnings listed in the terminal and Markdown; all are in report.json
 
@@ -117,6 +118,8 @@ ALIGNMENT_NOTES = {
     "rows_null_vector": "table rows with a NULL vector (never searched)",
     "rows_null_id": "table rows with a NULL id (skipped when retrieved)",
     "ranks_unknown_id": "ranks held by rows whose id is NULL or not in the corpus (skipped)",
+    # a store (engines.stores.search.StoreCounts): of ranks_unknown_id, those of a NULL id
+    "ranks_null_id": "of those skipped ranks held by rows whose id is NULL",
     "rows_folded": "rows folded into a better row of the same document (one rank per document)",
     # (pgvector returns at most 1000 rows: engines.stores.pgvector)
     "queries_short": "queries ranked fewer documents than the depth while the corpus had more "
@@ -126,23 +129,68 @@ ALIGNMENT_NOTES = {
 }
 
 
-def alignment_notes(report: RunReport) -> list[str]:
-    """One line per nonzero count of ALIGNMENT_NOTES of every index (terminal and report.md),
-    with the example query ids its params keep beside it (``<key>_examples``); untrusted text,
-    escaped where shown."""
+# whose ids a count's examples are (``<key>_examples`` in the params; default: query ids)
+EXAMPLES_OF = {"ranks_unknown_id": "stored ids"}
+
+
+def index_notes(report: RunReport, index: str) -> list[str]:
+    """One line per nonzero count of ALIGNMENT_NOTES in ``index``'s params, naming the index,
+    with the examples its params keep beside it (``<key>_examples``: query ids, or the stored
+    ids a store holds and the corpus lacks); untrusted text, escaped where shown."""
+    params = report.indexes[index].params
     return [
-        f"{name}: {count} {text}" + _examples(index.params.get(f"{key}_examples"))
-        for name, index in report.indexes.items()
+        f"{index}: {count} {text}"
+        + _examples(params.get(f"{key}_examples"), EXAMPLES_OF.get(key, "queries"))
         for key, text in ALIGNMENT_NOTES.items()
-        if isinstance(count := index.params.get(key), int) and count
+        if isinstance(count := params.get(key), int) and count
     ]
 
 
-def _examples(ids: Any) -> str:
-    """``ids`` (a list of query ids) as a note's tail: " (e.g. queries q1, q2)"."""
+def alignment_notes(report: RunReport) -> list[str]:
+    """``index_notes`` of every index (terminal, report.md and report.html)."""
+    return [line for index in report.indexes for line in index_notes(report, index)]
+
+
+def _examples(ids: Any, what: str) -> str:
+    """``ids`` (a list of ids) as a note's tail: " (e.g. queries q1, q2)"."""
     if not isinstance(ids, list) or not ids:
         return ""
-    return f" (e.g. queries {', '.join(str(i) for i in ids)})"
+    return f" (e.g. {what} {', '.join(str(i) for i in ids)})"
+
+
+def _described(value: Any) -> str:
+    """A value of a store's description in words: a mapping as ``key=value`` pairs, a list
+    item after item."""
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_described(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "; ".join(_described(v) for v in value)
+    return str(value)
+
+
+def store_line(report: RunReport, index: str) -> str | None:
+    """A store index's description as its driver reported it ('store lancedb 0.40.0, index
+    name=vector_idx, index_type=IVF_PQ, columns=vector; 338 rows'); None for any other index.
+    Untrusted text (the store names its own index), escaped where shown."""
+    params = report.indexes[index].params
+    described = params.get("store")
+    if not isinstance(described, Mapping):
+        return None
+    driver = str(params.get("type", "store")).removeprefix("store.")
+    head = f"store {driver}" + (f" {described['version']}" if "version" in described else "")
+    parts = [f"index {_described(described['index'])}"] if "index" in described else []
+    parts += [
+        f"{k} {_described(v)}"
+        for k, v in described.items()
+        if k not in ("version", "index", "rows")
+    ]
+    rows = f"; {described['rows']} rows" if "rows" in described else ""
+    return head + (f", {', '.join(parts)}" if parts else "") + rows
+
+
+def store_lines(report: RunReport) -> list[str]:
+    """``store_line`` of every store index, naming it."""
+    return [f"{i}: {line}" for i in report.indexes if (line := store_line(report, i)) is not None]
 
 
 def cache_notes(embedding: EmbeddingInfo) -> list[str]:
@@ -346,3 +394,49 @@ def latency_text(report: RunReport) -> str | None:
         f"{name} p50 {t.p50_ms:.3g} ms, p95 {t.p95_ms:.3g} ms" for name, t in lat.indexes.items()
     )
     return f"latency (machine-dependent; {machine_text(lat)}): {each}"
+
+
+# --- an index searched several times -----------------------------------------------------------
+
+
+def repeats_word(report: RunReport, index: str) -> str:
+    """What each repeat of ``index`` was: a build (a scratch store loads and builds its index
+    each time) or a search of the same index."""
+    result = report.indexes.get(index)
+    return "builds" if result is not None and result.params.get("mode") == "scratch" else "searches"
+
+
+def stability_rows(ann: AnnSection, medium: Medium) -> list[tuple[str, str, str, str]]:
+    """(figure, mean, worst, best) over the repeats on slice ``all``: each recall@k, then each
+    metric's change (``Δndcg@10``); empty for an index searched once."""
+    s = ann.stability.slices.get("all") if ann.stability is not None else None
+    if s is None:
+        return []
+    rows = []
+    for figures, signed, mark in ((s.recall, False, ""), (s.metric_deltas, True, "Δ")):
+        for name, sp in figures.items():
+            mean, worst, best = (number(v, signed=signed, medium=medium) for v in _trio(sp))
+            rows.append((f"{mark}{name}", mean, worst, best))
+    return rows
+
+
+def _trio(sp: Spread) -> tuple[float | None, float | None, float | None]:
+    """A spread's (mean, worst, best)."""
+    return sp.mean, sp.min, sp.max
+
+
+def stability_text(report: RunReport, ann: AnnSection) -> str | None:
+    """One line on the spread over an index's repeats: each recall@k and the first metric's
+    change ('lance: recall@10 mean 0.9100 (worst 0.8900, best 0.9300 over 3 builds); Δndcg@10
+    mean -0.0120 (worst -0.0200, best -0.0050)'); None for an index searched once."""
+    rows = stability_rows(ann, PLAIN)
+    if not rows or ann.stability is None:
+        return None
+    over = f" over {ann.stability.repeats} {repeats_word(report, ann.index)}"
+    recall = [r for r in rows if not r[0].startswith("Δ")]
+    shown = [*recall, *[r for r in rows if r[0].startswith("Δ")][:1]]
+    parts = [
+        f"{name} mean {mean} (worst {worst}, best {best}{over if i == 0 else ''})"
+        for i, (name, mean, worst, best) in enumerate(shown)
+    ]
+    return f"{ann.index}: " + "; ".join(parts)

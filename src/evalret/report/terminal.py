@@ -36,6 +36,8 @@ from evalret.report.run_notes import (
     labels_note,
     labels_rows,
     shown_judged,
+    stability_text,
+    store_lines,
     warning_lines,
     without_relevant_note,
 )
@@ -331,6 +333,7 @@ def context_parts(report: RunReport) -> list[RenderableType]:
     notes = cache_notes(report.embedding) + api_notes(report.embedding)
     parts += [Text(terminal(n), style="yellow") for n in notes]
     parts += [Text(terminal(n), style="yellow") for n in alignment_notes(report)]
+    parts += [Text(terminal(line), style="dim") for line in store_lines(report)]
     backend = backend_line(report.embedding)
     if backend:
         parts.append(Text(terminal(backend), style="dim"))
@@ -365,6 +368,8 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     for extra in (*map(ann_table, report.ann_sections()), lexical_table(report)):
         if extra is not None:
             parts += [Text(""), extra]
+    spreads = (stability_text(report, ann) for ann in report.ann_sections())
+    parts += [Text("ANN spread " + terminal(line)) for line in spreads if line is not None]
     lines = (selectivity_line(ann, PLAIN) for ann in report.ann_sections())
     parts += [Text(terminal(line)) for line in lines if line is not None]
     parts += beyond_parts(report)

@@ -29,7 +29,13 @@ from evalret.report.filter_view import selectivity_line
 from evalret.report.gate_rows import allowed_change, check_rows, result_word
 from evalret.report.numbers import PLAIN, number
 from evalret.report.rerank_view import rerank_line
-from evalret.report.run_notes import cost_text, interval_lines, latency_text, shown_judged
+from evalret.report.run_notes import (
+    cost_text,
+    interval_lines,
+    latency_text,
+    shown_judged,
+    stability_text,
+)
 from evalret.report.terminal import (
     UNRELIABLE_NOTE,
     caveat_lines,
@@ -174,6 +180,12 @@ def ann_line(ann: AnnSection) -> Text:
     )
 
 
+def stability_lines(report: RunReport) -> list[Text]:
+    """Per approximate index searched several times: the spread of its figures."""
+    lines = (stability_text(report, ann) for ann in report.ann_sections())
+    return [Text("ANN spread " + terminal(line)) for line in lines if line is not None]
+
+
 def selectivity_lines(report: RunReport) -> list[Text]:
     """Per approximate index of a run with filtered queries: its recall by selectivity."""
     lines = (selectivity_line(ann, PLAIN) for ann in report.ann_sections())
@@ -259,6 +271,7 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
     latency = latency_text(report)
     tail = [
         *map(ann_line, report.ann_sections()),
+        *stability_lines(report),
         *selectivity_lines(report),
         Text(terminal(latency), style="dim") if latency is not None else None,
         health_line(report),

@@ -16,9 +16,10 @@ from evalret.core.gate.model import (
 )
 
 
-def ann_check(index: str, recall: float, floor: float, k: int, n_all: int) -> Check:
+def ann_check(index: str, recall: float, floor: float, k: int, n_all: int, over: str = "") -> Check:
     """The recall floor of approximate index ``index`` against exact search's top k: one check
-    on slice ``all``."""
+    on slice ``all``; ``over`` says which of its repeated searches the recall is of (" (worst
+    of 3 repeats)"), empty for an index searched once."""
     who = "HNSW" if index == "hnsw" else index
     return _at_least(
         (index, "all", f"ann_recall@{k}", "ann_min_recall"),
@@ -26,6 +27,7 @@ def ann_check(index: str, recall: float, floor: float, k: int, n_all: int) -> Ch
         recall,
         n_all,
         f"{who} keeps {_fmt(recall)} of the exact top-{k}",
+        over,
     )
 
 

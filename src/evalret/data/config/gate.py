@@ -190,6 +190,11 @@ class GateConfig(StrictModel):
         "(slice all); written with no approximate index gated, a config error",
     )
     ann_k: int = Field(10, ge=1, description="the k of ann_min_recall")
+    ann_floor_on: Literal["mean", "worst"] = Field(
+        "mean",
+        description="an index searched several times (a store's stability.repeats): "
+        "ann_min_recall on the mean recall over the repeats, or on the worst repeat's",
+    )
     rerank_min_recall: float | None = Field(
         None,
         ge=0,
@@ -232,11 +237,14 @@ class GateConfig(StrictModel):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``rerank_min_recall``, ``budgets`` and ``max_cost_per_run`` only when set: reports of
-        configs without them read as before."""
+        """``rerank_min_recall``, ``budgets`` and ``max_cost_per_run`` only when set,
+        ``ann_floor_on`` only when not ``mean``: reports of configs without them read as
+        before."""
         data: dict[str, Any] = handler(self)
         if self.rerank_min_recall is None:
             data.pop("rerank_min_recall", None)
+        if self.ann_floor_on == "mean":
+            data.pop("ann_floor_on", None)
         if not self.budgets:
             data.pop("budgets", None)
         if self.max_cost_per_run is None:

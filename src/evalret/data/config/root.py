@@ -302,6 +302,10 @@ class Config(StrictModel):
                     "indexes.exact is disabled: enable it, or set ann_min_recall to null",
                     ("gate", "ann_min_recall"),
                 )
+        if "ann_floor_on" in gate.model_fields_set and gate.ann_floor_on == "worst":
+            problem = self._inert_floor_on(gated)
+            if problem is not None:
+                return problem
         if gate.rerank_min_recall is not None:
             every = [n for n in self.indexes.enabled_names() if self.indexes.kind(n) == "rerank"]
             if not any(i in every for i in gated):
@@ -311,6 +315,22 @@ class Config(StrictModel):
                     "or drop it",
                     ("gate", "rerank_min_recall"),
                 )
+        return None
+
+    def _inert_floor_on(self, gated: list[str]) -> AtKey | None:
+        """Why ``ann_floor_on: worst`` would change no check: no floor, or no gated approximate
+        index searched several times (the worst of one search is its recall)."""
+        at = ("gate", "ann_floor_on")
+        if self.gate.ann_min_recall is None:
+            return AtKey("ann_min_recall is null: no floor to hold the worst repeat to", at)
+        typed = self.indexes.typed
+        approximate = self.indexes.approximate_names()
+        if not any(i in approximate and i in typed and typed[i].repeats_of() > 1 for i in gated):
+            return AtKey(
+                "no gated approximate index is searched more than once (stability.repeats above "
+                f"1; {self._gated_text()}): set repeats on one, or leave ann_floor_on out",
+                at,
+            )
         return None
 
     def _inert_budget(self) -> AtKey | None:

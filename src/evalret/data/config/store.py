@@ -127,6 +127,9 @@ class StoreIndexConfig(TypedIndexBase):
             raise AtKey("pgvector reads its DSN from the variable connect.dsn_env", ("connect",))
         return self
 
+    def repeats_of(self) -> int:
+        return self.stability.repeats
+
     def resolve_paths(self, base: Path) -> StoreIndexConfig:
         """A copy whose relative ``connect.path`` is made absolute against ``base``."""
         return self.model_copy(update={"connect": self.connect.resolve_paths(base)})

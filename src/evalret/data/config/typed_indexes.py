@@ -54,6 +54,10 @@ class TypedIndexBase(StrictModel):
         """Whether this index is approximate: its type's or its setting's ``approximate``."""
         return bool(getattr(self, "approximate", False))
 
+    def repeats_of(self) -> int:
+        """How many times a run searches it (a store's ``stability.repeats``; 1 by default)."""
+        return 1
+
     def resolve_paths(self, base: Path) -> TypedIndexBase:
         """A copy whose relative paths are made absolute against ``base`` (none by default)."""
         return self

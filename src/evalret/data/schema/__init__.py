@@ -48,6 +48,8 @@ from evalret.data.schema.plan import (
 from evalret.data.schema.results import (
     AnnSection,
     AnnSlice,
+    AnnStability,
+    AnnStabilitySlice,
     IndexLatency,
     IndexResult,
     IntrinsicSection,
@@ -63,6 +65,7 @@ from evalret.data.schema.results import (
     SelectivityBucket,
     SliceInfo,
     SliceResult,
+    Spread,
 )
 from evalret.data.schema.run_info import (
     ApiKindUse,
@@ -92,6 +95,8 @@ __all__ = [
     "TOP_KEPT",
     "AnnSection",
     "AnnSlice",
+    "AnnStability",
+    "AnnStabilitySlice",
     "ApiKindUse",
     "ApiUse",
     "BackendCheck",
@@ -139,6 +144,7 @@ __all__ = [
     "SliceComparison",
     "SliceInfo",
     "SliceResult",
+    "Spread",
     "UnjudgedDoc",
     "UnjudgedDocs",
     "Verdict",

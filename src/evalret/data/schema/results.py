@@ -94,6 +94,30 @@ class SelectivityBucket(_Model):
     recall: dict[str, float | None]  # "recall@k" against filtered exact search, mean (None: none)
 
 
+class Spread(_Model):
+    """One figure over the repeated searches of an index (``stability.repeats``; in scratch mode
+    each a new build): its mean over the repeats, the worst and the best (None: an empty
+    slice)."""
+
+    mean: float | None  # the mean over the repeats
+    min: float | None  # the worst repeat's (every figure here is higher-is-better)
+    max: float | None  # the best repeat's
+    values: list[float | None]  # each repeat's, in order (the first is the index's own ranking)
+
+
+class AnnStabilitySlice(_Model):
+    n_queries: int  # queries in the slice
+    recall: dict[str, Spread]  # "recall@k" against the exact top-k, over the repeats
+    metric_deltas: dict[str, Spread]  # ann - exact per metric, over the repeats
+
+
+class AnnStability(_Model):
+    """The spread of an approximate index's figures over its repeated searches (builds)."""
+
+    repeats: int  # the searches (scratch mode: builds) of the index
+    slices: dict[str, AnnStabilitySlice]  # the spread per slice
+
+
 class AnnSection(_Sparse):
     index: str  # the approximate index
     reference: str  # the exact index it is measured against
@@ -108,6 +132,9 @@ class AnnSection(_Sparse):
     # vectors the index's search compared per query (faiss's HNSW / IVF statistics, every
     # vector for a scan); absent when the index does not tell and in reports of older versions
     distances_per_query: float | None = None
+    # with stability.repeats above 1 only: the spread of recall and of each metric's change over
+    # the repeats (the section's slices hold the first repeat's figures); absent otherwise
+    stability: AnnStability | None = None
 
 
 class LexicalSlice(_Model):

@@ -54,9 +54,9 @@ class SearchJob:
 class Retriever(Protocol):
     """One index of a run, as the registry builds it from the config. What else it tells is
     declared by the smaller protocols below, asked with ``isinstance``: ``CorpusChecked``,
-    ``FiltersChecked`` and ``ReadyChecked`` (before embedding), ``Costed``, ``Probed`` and
-    ``Timed`` (after ``retrieve``), ``Staged`` (a rerank stage). ``BaseRetriever`` is a
-    ``Retriever``, ``Costed`` and ``Probed``, with defaults."""
+    ``FiltersChecked`` and ``ReadyChecked`` (before embedding), ``Costed``, ``Probed``,
+    ``Timed`` and ``Repeated`` (after ``retrieve``), ``Staged`` (a rerank stage).
+    ``BaseRetriever`` is a ``Retriever``, ``Costed`` and ``Probed``, with defaults."""
 
     name: str  # its key in the report's indexes and the run file name
     enabled: bool  # whether this run searches with it
@@ -118,6 +118,18 @@ class Timed(Retriever, Protocol):
 
     def latency(self) -> Latency | None:
         """After ``retrieve``: its single-query latency, as ``run_latency`` measures it."""
+        ...
+
+
+@runtime_checkable
+class Repeated(Retriever, Protocol):
+    """A retriever that searched its index several times (a store's ``stability.repeats``; in
+    scratch mode each repeat a new build): the report's ANN section shows the spread of recall
+    and of every metric's change over the repeats."""
+
+    def repeat_rankings(self) -> list[SearchResult]:
+        """After ``retrieve``: every repeat's ranking in order, the first the one ``retrieve``
+        returned; empty when the index was searched once."""
         ...
 
 

@@ -116,6 +116,10 @@ class StoreRetriever(BaseRetriever):
     def latency(self) -> Latency | None:
         return self.timed
 
+    def repeat_rankings(self) -> list[SearchResult]:
+        """Every repeat's ranking under ``stability.repeats`` (empty when searched once)."""
+        return list(self.repeats) if len(self.repeats) > 1 else []
+
     def retrieve(self, job: SearchJob) -> SearchResult:
         """The top ``job.depth`` documents of every query, searched in the store (every repeat
         of ``stability.repeats``; the first is returned)."""

@@ -31,11 +31,12 @@ from typing import Any
 import numpy as np
 
 from evalret.core.ranking import SearchResult, empty_result, top_candidates
-from evalret.engines.ranking_checks import RankingCounts
+from evalret.engines.ranking_checks import EXAMPLES_SHOWN, RankingCounts
 from evalret.engines.stores.driver import StoreDriver, StoreSession
 
 TIE_MARGIN = 16
 QUERY_BATCH = 256
+EXAMPLE_CHARS = 64  # a stored id shown as an example is cut to this many characters
 
 Scored = list[tuple[Any, float]]  # (stored id, similarity), best first
 
@@ -52,7 +53,9 @@ class StoreCounts:
     returned: list[list[float]] = field(default_factory=list)  # similarities in store order
 
     def params(self) -> dict[str, Any]:
-        """The nonzero counts, as the index's params name them (a clean search adds none)."""
+        """The nonzero counts, as the index's params name them (a clean search adds none), with
+        the first few unknown stored ids (in id order, each cut to ``EXAMPLE_CHARS``) as
+        examples."""
         out: dict[str, Any] = {
             k: v
             for k, v in (
@@ -62,6 +65,9 @@ class StoreCounts:
             )
             if v
         }
+        if self.unknown_ids:
+            shown = sorted(self.unknown_ids)[:EXAMPLES_SHOWN]
+            out["ranks_unknown_id_examples"] = [i[:EXAMPLE_CHARS] for i in shown]
         return {**out, **self.ranking.params()}
 
 

@@ -50,12 +50,16 @@ from evalret.report.per_query import RunQueries, ScoreSpread
 from evalret.report.rerank_view import COLUMNS, MEANING, rerank_table
 from evalret.report.run_notes import (
     cost_text,
+    index_notes,
     interval_lines,
     interval_mark,
     intrinsic_rows,
     latency_text,
+    repeats_word,
     sample_summary,
     shown_judged,
+    stability_rows,
+    store_line,
     warning_lines,
     without_relevant_note,
 )
@@ -259,6 +263,10 @@ def metrics_section(p: RunPage) -> Section:
         kind = result.params.get("type", index)
         kind_html = f'<span class="muted">({esc(kind)})</span>'
         parts.append(f'<h3 id="index-{slug(index)}">{esc(index)} {kind_html}</h3>')
+        store, notes = store_line(p.report, index), index_notes(p.report, index)
+        parts.append(f'<p class="muted">The {esc(store)}.</p>' if store is not None else "")
+        items = "".join(f'<li class="warn">{esc(n)}</li>' for n in notes)
+        parts.append(f'<ul class="plain">{items}</ul>' if notes else "")
         parts.append(metric_bars(p.sides, index))
         parts.append(metric_table(p.report, index))
     parts.append(beyond_block(p.report))
@@ -361,7 +369,7 @@ def ann_section(p: RunPage) -> Section | None:
         for c in (p.report.gate.checks if p.report.gate else [])
         if c.kind == "ann_min_recall"
     }
-    body = "".join(_ann_block(ann, floors.get(ann.index)) for ann in sections)
+    body = "".join(_ann_block(p, ann, floors.get(ann.index)) for ann in sections)
     latency = latency_text(p.report)
     if latency is not None:
         body += f'<p class="note">{esc(latency)[0].upper()}{esc(latency)[1:]}.</p>'
@@ -375,7 +383,7 @@ def ann_section(p: RunPage) -> Section | None:
     return Section("ann", title, body)
 
 
-def _ann_block(ann: AnnSection, floor: GateCheck | None) -> str:
+def _ann_block(p: RunPage, ann: AnnSection, floor: GateCheck | None) -> str:
     """One approximate index: its recall and metric-change charts and its table."""
     return (
         f"<p>The approximate index <code>{esc(ann.index)}</code> against exact search "
@@ -386,7 +394,20 @@ def _ann_block(ann: AnnSection, floor: GateCheck | None) -> str:
         + _ann_loss_chart(ann)
         + "</div>"
         + _ann_table(ann)
+        + _stability_table(p, ann)
         + _selectivity_table(ann)
+    )
+
+
+def _stability_table(p: RunPage, ann: AnnSection) -> str:
+    """An index searched several times: mean, worst and best of each figure over the repeats."""
+    rows = stability_rows(ann, HTML)
+    if not rows or ann.stability is None:
+        return ""
+    over = f"{ann.stability.repeats} {repeats_word(p.report, ann.index)}"
+    body = [[esc(name), mean, worst, best] for name, mean, worst, best in rows]
+    return f"<p>Over {esc(over)} (slice all):</p>" + data_table(
+        ["figure", "mean", "worst", "best"], body
     )
 
 
