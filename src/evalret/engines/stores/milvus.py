@@ -457,7 +457,8 @@ def _load(client: Any, name: str, rows: ScratchRows, tick: Callable[[int], None]
     schema.add_field("id", pymilvus.DataType.VARCHAR, max_length=max(1, longest), is_primary=True)
     schema.add_field("vector", pymilvus.DataType.FLOAT_VECTOR, dim=dim)
     schema.add_field("metadata", pymilvus.DataType.JSON)
-    client.create_collection(name, schema=schema)
+    # strong consistency: a server's search sees every row inserted, as Milvus Lite's does
+    client.create_collection(name, schema=schema, consistency_level="Strong")
     batch = max(1, min(10_000, LOAD_FLOATS // max(1, dim)))
     for start in range(0, len(rows.ids), batch):
         stop = min(start + batch, len(rows.ids))
