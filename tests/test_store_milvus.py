@@ -193,6 +193,7 @@ def test_a_metric_that_is_not_the_collections_is_refused(lite: Any) -> None:
         ({"id_field": "missing"}, "indexes.prod.id_field"),
         ({"vector_field": "meta"}, "indexes.prod.vector_field"),
         ({"id_field": "meta"}, "indexes.prod.id_field"),
+        ({"connect": {"path": "/nonexistent/evalret.db"}}, "indexes.prod.connect.path"),
     ],
 )
 def test_an_existing_collection_that_does_not_fit_is_a_config_error(

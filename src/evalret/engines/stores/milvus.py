@@ -318,6 +318,11 @@ class MilvusDriver:
     ) -> Iterator[MilvusSession]:
         _library()
         if scratch is None:
+            path = settings.connect.path
+            if _url(settings, index) is None and path is not None and not Path(path).exists():
+                raise ConfigError(
+                    f"indexes.{index}.connect.path: no Milvus Lite database at {path}"
+                )
             client = _client(settings, index, None)
             try:
                 yield _existing(client, settings, index)
@@ -411,7 +416,7 @@ def _existing(client: Any, settings: StoreIndexConfig, index: str) -> MilvusSess
         if getattr(settings, key) not in fields:
             raise ConfigError(
                 f"indexes.{index}.{key}: collection {name!r} has no field "
-                f"{getattr(settings, key)!r} (its fields: {', '.join(sorted(fields))})"
+                f"{getattr(settings, key)!r} (its fields: {', '.join(map(repr, sorted(fields)))})"
             )
     types = _library().DataType
     vector = fields[settings.vector_field].get("type")
