@@ -24,6 +24,7 @@ import pytest
 
 from conftest import DEMO
 from evalret.core.filters import parse_filter
+from evalret.core.ranking import topk_overlap
 from evalret.data.config import Config, StoreIndexConfig, parse_config
 from evalret.engines.faiss_index import build_exact, search
 from evalret.engines.retrievers.store import StoreRetriever
@@ -289,6 +290,26 @@ def test_scratch_leaves_nothing_behind(
     assert list((tmp_path / "dir").iterdir()) == []
     assert list((tmp_path / "tmp").iterdir()) == []
     assert sorted(lite["client"].list_collections()) == ["chunks", "docs", "docs_l2", "dynamic"]
+
+
+def test_hnsw_is_built_as_configured_and_searched_with_ef(tmp_path: Path) -> None:
+    """A lean HNSW graph (M 4, efConstruction 8) built twice (``stability.repeats``): searched
+    at ef 10 it misses much of exact's top 10, at ef 500 almost nothing; Milvus reports the
+    build parameters; both builds are dropped."""
+    docs, queries = _random(2000, DIM, 1), _random(40, DIM, 2)
+    job = job_of(docs, queries, 10)
+    exact = search(build_exact(docs), queries, 10, job.rank)
+    build = {"index_type": "HNSW", "M": 4, "efConstruction": 8}
+    recall = {}
+    for ef in (10, 500):
+        retriever = _scratch(
+            tmp_path / "dir", build=build, search={"ef": ef}, stability={"repeats": 2}
+        )
+        recall[ef] = topk_overlap(retriever.retrieve(job).ids, exact.ids, 10).mean()
+        assert len(retriever.repeats) == 2
+        assert retriever.params()["store"]["index"]["params"] == {"M": 4, "efConstruction": 8}
+    assert recall[10] < 0.8 < 0.95 < recall[500]
+    assert list((tmp_path / "dir").iterdir()) == []
 
 
 def test_settings_milvus_does_not_know_are_refused(tmp_path: Path) -> None:

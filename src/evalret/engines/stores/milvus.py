@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -172,6 +173,21 @@ def scratch_metadata(
             doc[name] = float(value) if kind == "number" else value
         out.append(doc)
     return out, types
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """pymilvus' and Milvus Lite's own logs of a failed call silenced while it runs (evalret
+    reports the failure itself, at the config key)."""
+    loggers = [logging.getLogger(n) for n in ("pymilvus", "pymilvus.milvus_client", "milvus_lite")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 def _jsonable(value: Any) -> Any:
@@ -496,8 +512,9 @@ def _build(client: Any, name: str, settings: StoreIndexConfig, index: str, wait:
         params={"params": build} if build else None,
     )
     try:
-        client.create_index(name, params, sync=wait)
-        client.load_collection(name)
+        with _quiet():
+            client.create_index(name, params, sync=wait)
+            client.load_collection(name)
     except (pymilvus.MilvusException, ValueError, NotImplementedError) as e:
         raise ConfigError(
             f"indexes.{index}.build: milvus cannot build {index_type} with {build}: "
