@@ -292,6 +292,27 @@ def test_scratch_leaves_nothing_behind(
     assert sorted(lite["client"].list_collections()) == ["chunks", "docs", "docs_l2", "dynamic"]
 
 
+@pytest.mark.parametrize("metric", ["ip", "cosine", "l2"])
+def test_each_metric_reads_higher_is_better(metric: str) -> None:
+    """Vectors of unequal lengths in a scratch FLAT collection of each metric: the ranking and
+    the similarities of exact search under that metric (L2: the negated squared distance)."""
+    rng = np.random.default_rng(0)
+    docs = rng.standard_normal((300, 8)) * rng.uniform(0.5, 3, (300, 1))
+    queries = rng.standard_normal((10, 8))
+    docs, queries = docs.astype(np.float32), queries.astype(np.float32)
+    if metric == "cosine":
+        unit = docs / np.linalg.norm(docs, axis=1, keepdims=True)
+        sims = queries / np.linalg.norm(queries, axis=1, keepdims=True) @ unit.T
+    elif metric == "l2":
+        sims = -((queries[:, None] - docs[None]) ** 2).sum(-1)
+    else:
+        sims = queries @ docs.T
+    expected = np.argsort(-sims, axis=1, kind="stable")[:, :10]
+    got = _scratch(metric=metric).retrieve(job_of(docs, queries, 10))
+    assert got.ids.tolist() == expected.tolist()
+    np.testing.assert_allclose(got.scores, np.take_along_axis(sims, expected, 1), atol=1e-5)
+
+
 def test_hnsw_is_built_as_configured_and_searched_with_ef(tmp_path: Path) -> None:
     """A lean HNSW graph (M 4, efConstruction 8) built twice (``stability.repeats``): searched
     at ef 10 it misses much of exact's top 10, at ef 500 almost nothing; Milvus reports the

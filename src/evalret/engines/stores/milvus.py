@@ -316,7 +316,9 @@ class MilvusDriver:
             raise ConfigError(f"indexes.{index}.metadata_field: the name of a JSON field or $meta")
 
     def check_filter(self, f: Filter, index: str) -> None:
-        """Every operator of core/filters.py is expressible (see the module docstring)."""
+        """Every operator of core/filters.py is expressible (the module docstring says how; on an
+        existing Milvus Lite collection a key holding booleans and numbers is refused when the
+        session translates the filter)."""
         if isinstance(f, Logical):
             for p in f.parts:
                 self.check_filter(p, index)
