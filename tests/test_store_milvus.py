@@ -3,8 +3,9 @@ existing collections made here with pymilvus' own API (whole documents, and chun
 their documents with ids unknown to the corpus counted), scratch mode leaving nothing behind
 (after an error too), a metric that is not the collection's refused, the missing package named,
 the settings Milvus does not know refused, the filter translation on an existing collection,
-and IVF_FLAT at a small nprobe measured like every approximate index (recall against exact,
-selectivity buckets, ``gate.ann_min_recall``).
+IVF_FLAT at a small nprobe measured like every approximate index (recall against exact,
+selectivity buckets, ``gate.ann_min_recall``), HNSW built and searched as configured, each metric
+read higher-is-better, and the how-to's loading example run on ``embed --export``.
 
 Milvus Lite serves each ``.db`` from a server thread in this process: the collections are made
 once per module, in one database.
@@ -433,3 +434,30 @@ def test_ivf_flat_on_a_filtered_set_reports_selectivity_buckets(tmp_path: Path) 
     assert all(b.recall["recall@10"] is not None for b in buckets.values())
     assert ev.report.ann["ivf"].slices["all"].recall["recall@10"] < 1
     assert "documents_outside_filter" not in ev.report.indexes["ivf"].params
+
+
+def test_the_how_to_loads_an_export_into_milvus(
+    tmp_path: Path, encoder: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/how-to/store-milvus.md's loading example, run on an export of the demo's vectors;
+    then the page's existing-mode config searches the collection through its IVF_FLAT index
+    (16 lists, as built: the nested parameters reached Milvus Lite), measured against exact."""
+    store = (
+        f"{{type: store, driver: milvus, connect: {{path: {tmp_path / 'stores' / 'milvus.db'}}}, "
+        "collection: docs, id_field: id, vector_field: vector, search: {nprobe: 8}}"
+    )
+    config = tmp_path / "c.yaml"
+    text = _yaml(DEMO, store, "gate: {ann_min_recall: 0.0}\n")
+    config.write_text(text.replace("{enabled: false}", f"{{dir: {tmp_path / 'cache'}}}", 1))
+    monkeypatch.chdir(tmp_path)
+    code, out = invoke("embed", "-c", str(config), "--no-progress", "--export", "vectors.parquet")
+    assert code == 0, out
+    page = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "store-milvus.md").read_text()
+    example = page.split("## Your own collection", 1)[1].split("```python\n", 1)[1]
+    exec(compile(example.split("```", 1)[0], "store-milvus.md", "exec"), {})
+    ev = run_evaluation(parse_config(config.read_text(), str(config)))
+    recall = ev.report.ann["ivf"].slices["all"].recall["recall@10"]
+    assert recall is not None and 0 < recall <= 1
+    index = ev.report.indexes["ivf"].params["store"]["index"]
+    assert index["index_type"] == "IVF_FLAT" and index["params"] == {"nlist": 16}
+    assert ev.report.indexes["ivf"].params["store"]["rows"] == 338
