@@ -29,7 +29,8 @@ from evalret.core.ranking import topk_overlap
 from evalret.data.config import Config, StoreIndexConfig, parse_config
 from evalret.engines.faiss_index import build_exact, search
 from evalret.engines.retrievers.store import StoreRetriever
-from evalret.engines.stores.milvus import condition_expr, where_expr
+from evalret.engines.stores import ScratchRows
+from evalret.engines.stores.milvus import DRIVER, condition_expr, where_expr
 from evalret.errors import ConfigError
 from evalret.pipeline.evaluate import run_evaluation
 from helpers import HASH_ENCODER, HashEmbedder, invoke
@@ -332,6 +333,13 @@ def test_hnsw_is_built_as_configured_and_searched_with_ef(tmp_path: Path) -> Non
         assert retriever.params()["store"]["index"]["params"] == {"M": 4, "efConstruction": 8}
     assert recall[10] < 0.8 < 0.95 < recall[500]
     assert list((tmp_path / "dir").iterdir()) == []
+    settings = _scratch(build=build, search={"ef": 10, "nprobe": 3}).settings
+    rows = ScratchRows([f"d{i}" for i in range(50)], docs[:50])
+    with DRIVER.open(settings, "s", rows, lambda _n: None) as session:
+        got = session.search(queries[:2], 40, None)  # a server refuses ef below the limit
+        assert [len(hits) for hits in got] == [40, 40]
+        assert session._params(40) == {"ef": 40, "nprobe": 3}  # raised to the rows fetched
+        assert session._params(5) == {"ef": 10, "nprobe": 3}
 
 
 def test_settings_milvus_does_not_know_are_refused(tmp_path: Path) -> None:

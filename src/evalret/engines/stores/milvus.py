@@ -11,7 +11,8 @@ dynamic fields instead (its top-level keys outside the schema).
 All queries of a batch go in one ``search`` call, with the collection's own index and metric
 (no ``metric_type`` is sent: a ``metric`` that is not the collection's turns its values the
 wrong way round, and the score-direction check refuses it); ``search:`` keys go into the search
-parameters (``nprobe``, ``ef``, ``level``, ``search_list``, ``reorder_k``). Milvus returns
+parameters (``nprobe``, ``ef``, ``level``, ``search_list``, ``reorder_k``; ``ef`` raised to
+the rows a search fetches, which a server requires and Milvus Lite does itself). Milvus returns
 IP and COSINE as similarities and L2 as the squared distance (``similarity`` negates it). One
 search returns at most 16384 rows (Milvus' topk bound), and no more than the collection holds.
 
@@ -221,7 +222,8 @@ class MilvusSession:
         out: dict[str, Any] = {"version": pymilvus.__version__}
         with contextlib.suppress(Exception):
             out["server"] = str(self.client.get_server_version())
-        index = self.client.describe_index(self.collection, self.vector_field)
+        names = self.client.list_indexes(self.collection, field_name=self.vector_field)
+        index = self.client.describe_index(self.collection, names[0]) if names else None
         return out | {"index": _jsonable(dict(index or {})) or "none", "rows": self.rows}
 
     def where(self, f: Filter) -> str:
@@ -262,6 +264,14 @@ class MilvusSession:
                 "or the same vectors in scratch mode)"
             )
 
+    def _params(self, limit: int) -> dict[str, Any]:
+        """``search:`` as Milvus' search params, ``ef`` raised to the rows fetched (a server
+        refuses an ef below them; Milvus Lite's faiss raises it alike)."""
+        params = dict(self.settings.search)
+        if isinstance(params.get("ef"), int) and not isinstance(params["ef"], bool):
+            params["ef"] = max(int(params["ef"]), limit)
+        return params
+
     def search(self, vectors: np.ndarray, limit: int, where: Any | None) -> list[list[Hit]]:
         got = self.client.search(
             collection_name=self.collection,
@@ -270,7 +280,7 @@ class MilvusSession:
             limit=int(limit),
             filter=where or "",
             output_fields=[self.id_field],
-            search_params={"params": dict(self.settings.search)},
+            search_params={"params": self._params(int(limit))},
         )
         return [
             [(hit["entity"].get(self.id_field), float(hit["distance"])) for hit in hits]
