@@ -46,6 +46,19 @@ SETTINGS: dict[str, list[tuple[str, dict[str, Any], bool]]] = {
             True,
         ),
     ],
+    "milvus": [
+        ("flat", {}, False),
+        (
+            "IVF_FLAT 64 lists, nprobe 8",
+            {"build.index_type": "IVF_FLAT", "build.nlist": 64, "search.nprobe": 8},
+            True,
+        ),
+        (
+            "HNSW M 8, efConstruction 64, ef 128",
+            {"build.index_type": "HNSW", "build.M": 8, "build.efConstruction": 64, "search.ef": 128},
+            True,
+        ),
+    ],
 }
 
 

@@ -33,7 +33,7 @@ from helpers import HashEmbedder
 from test_filters import DOCS, FILTERS
 
 # the local drivers (pgvector's conformance is in test_pgvector.py: it needs a server)
-DRIVERS = ["lancedb", "qdrant", "chroma"]
+DRIVERS = ["lancedb", "qdrant", "chroma", "milvus"]
 
 CONFORMANCE = [
     *FILTERS,
