@@ -325,6 +325,12 @@ class MilvusDriver:
         if settings.metadata_field is not None and not settings.metadata_field:
             raise ConfigError(f"indexes.{index}.metadata_field: the name of a JSON field or $meta")
 
+    def check_store(self, settings: StoreIndexConfig, index: str) -> None:
+        c = settings.connect
+        local = c.url is None and c.url_env is None
+        if settings.mode == "existing" and local and c.path is not None and not c.path.exists():
+            raise ConfigError(f"indexes.{index}.connect.path: no Milvus Lite database at {c.path}")
+
     def check_filter(self, f: Filter, index: str) -> None:
         """Every operator of core/filters.py is expressible (the module docstring says how; on an
         existing Milvus Lite collection a key holding booleans and numbers is refused when the
