@@ -138,7 +138,7 @@ def test_a_config_with_only_a_store_embeds_the_queries(world: Path) -> None:
         ),
         (
             "{type: store, driver: lancedb, connect: {path: nowhere}, collection: docs}",
-            "indexes.store.connect.path: no LanceDB store at",
+            "indexes.store.connect.path: no store at",
         ),
         ("{type: store, driver: lancedb, mode: existing}", "set collection"),
         (

@@ -41,6 +41,7 @@ import numpy as np
 
 from evalret.core.filters import Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
+from evalret.engines.stores.common import local_store, package, refuse_keys, secret
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
@@ -65,13 +66,7 @@ _DESCRIBED = ("space", "max_neighbors", "ef_construction", "ef_search", "resize_
 
 
 def _library() -> Any:
-    try:
-        import chromadb
-    except ImportError:
-        raise ConfigError(
-            f"driver chroma needs the chromadb package (not installed): pip install '{EXTRA}'"
-        ) from None
-    return chromadb
+    return package("chromadb", "chroma", EXTRA)
 
 
 def _keeps(key: str) -> bool:
@@ -108,43 +103,19 @@ def where_of(f: Filter) -> dict[str, Any]:
     return {f.key: {f.op: value}}
 
 
-def _where(settings: StoreIndexConfig, index: str, look: bool = True) -> None:
-    """An existing collection is in a store the config points at, which is there (opening a
-    local store that is not would create one); ``look`` False: only that it is named."""
-    c = settings.connect
-    if settings.mode != "existing" or c.url is not None or c.url_env is not None:
-        return
-    if c.path is None:
-        raise ConfigError(
-            f"indexes.{index}.connect: an existing collection is read from a store: set "
-            "connect.path (a local store) or connect.url (a server)"
-        )
-    if look and not c.path.is_dir():
-        raise ConfigError(f"indexes.{index}.connect.path: no store at {c.path}")
-
-
-def _secret(name: str, what: str, index: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        raise ConfigError(
-            f"indexes.{index}.connect.{what}: the environment variable {name} is not set"
-        )
-    return value
-
-
 def _client(settings: StoreIndexConfig, index: str) -> Any:
     """The server's client when a URL is configured, else the local store at ``connect.path``
     (None: in memory)."""
     chromadb = _library()
     c = settings.connect
-    url = c.url or (_secret(c.url_env, "url_env", index) if c.url_env else None)
+    url = c.url or (secret(c.url_env, "url_env", index) if c.url_env else None)
     if url is not None:
         parts = urlsplit(url)
         headers = {}
         token_env = c.token_env or c.api_key_env
         if token_env is not None:
             what = "token_env" if c.token_env else "api_key_env"
-            headers["Authorization"] = f"Bearer {_secret(token_env, what, index)}"
+            headers["Authorization"] = f"Bearer {secret(token_env, what, index)}"
         https = parts.scheme == "https"
         return chromadb.HttpClient(
             host=parts.hostname or "localhost",
@@ -238,7 +209,7 @@ class ChromaDriver:
                 "an existing collection searches with its own)"
             )
         hnsw_build(dict(settings.build), index)
-        _where(settings, index, look=False)  # the store itself: check_store, before a search
+        local_store(settings, index, look=False)  # the store itself: check_store, before a search
         if settings.metadata_field is not None:
             raise ConfigError(
                 f"indexes.{index}.metadata_field: chroma reads metadata from each row's "
@@ -246,17 +217,11 @@ class ChromaDriver:
             )
 
     def check_store(self, settings: StoreIndexConfig, index: str) -> None:
-        _where(settings, index)
+        local_store(settings, index)
 
     def check_filter(self, f: Filter, index: str) -> None:
-        if isinstance(f, Logical):
-            for p in f.parts:
-                self.check_filter(p, index)
-        elif not _keeps(f.key):
-            raise ConfigError(
-                f"index {index}: chroma cannot filter on the metadata key {f.key!r} (Chroma "
-                f"stores no key starting with # or $, and reserves {RESERVED})"
-            )
+        why = f"Chroma stores no key starting with # or $, and reserves {RESERVED}"
+        refuse_keys(f, index, "chroma", lambda k: None if _keeps(k) else why)
 
     def similarity(self, metric: str, raw: np.ndarray) -> np.ndarray:
         out: np.ndarray = -raw if metric == "l2" else 1.0 - raw

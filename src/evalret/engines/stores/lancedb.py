@@ -36,8 +36,16 @@ from typing import Any
 
 import numpy as np
 
-from evalret.core.filters import Condition, Filter, Logical, value_type
+from evalret.core.filters import Condition, Filter, Logical
 from evalret.data.config import StoreIndexConfig
+from evalret.engines.stores.common import (
+    key_types,
+    local_store,
+    package,
+    refuse_keys,
+    typed_key,
+    typed_rows,
+)
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
@@ -57,13 +65,7 @@ _COMPARE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
 def _library() -> Any:
-    try:
-        import lancedb
-    except ImportError:
-        raise ConfigError(
-            f"driver lancedb needs the lancedb package (not installed): pip install '{EXTRA}'"
-        ) from None
-    return lancedb
+    return package("lancedb", "lancedb", EXTRA)
 
 
 def _identifier(key: str) -> str:
@@ -118,35 +120,19 @@ def where_sql(f: Filter, columns: Columns) -> str:
     return condition_sql(f, columns)
 
 
-def typed_column(key: str, kind: str) -> str:
-    """Scratch mode's column for the values of ``kind`` under a key that holds several types
-    (a key of one type is a column of its own name)."""
-    return f"__{kind}__{key}"
-
-
 def _metadata_columns(metadata: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
     """One arrow column per metadata key and type (NULL where a document has no such value):
-    the key's name when it holds one type, ``typed_column`` names for each type otherwise."""
+    the key's name when it holds one type, ``typed_key`` names for each type otherwise."""
     import pyarrow as pa
 
-    kinds: dict[str, set[str]] = {}
-    for row in metadata:
-        for key, value in (row or {}).items():
-            found_type = value_type(value)
-            if found_type is not None:
-                kinds.setdefault(key, set()).add(found_type)
+    types = key_types(metadata)
+    rows = typed_rows(metadata, types)
     arrow = {"string": pa.string(), "number": pa.float64(), "boolean": pa.bool_()}
     out = {}
-    for key, found in kinds.items():
+    for key, found in types.items():
         for kind in sorted(found):
-            values: list[Any] = []
-            for row in metadata:
-                v: Any = (row or {}).get(key)
-                values.append(
-                    (float(v) if kind == "number" else v) if value_type(v) == kind else None
-                )
-            name = key if len(found) == 1 else typed_column(key, kind)
-            out[name] = pa.array(values, type=arrow[kind])
+            name = key if len(found) == 1 else typed_key(key, kind)
+            out[name] = pa.array([row.get(name) for row in rows], type=arrow[kind])
     return out
 
 
@@ -256,6 +242,7 @@ class LanceDriver:
             )
         if settings.build:
             index_config(settings, index)
+        local_store(settings, index, look=False)  # the store itself: check_store
         if settings.metadata_field is not None:
             raise ConfigError(
                 f"indexes.{index}.metadata_field: lancedb reads metadata from top-level "
@@ -263,19 +250,12 @@ class LanceDriver:
             )
 
     def check_store(self, settings: StoreIndexConfig, index: str) -> None:
-        path = settings.connect.path
-        if settings.mode == "existing" and path is not None and not path.is_dir():
-            raise ConfigError(f"indexes.{index}.connect.path: no LanceDB store at {path}")
+        local_store(settings, index)
 
     def check_filter(self, f: Filter, index: str) -> None:
-        if isinstance(f, Logical):
-            for p in f.parts:
-                self.check_filter(p, index)
-        elif "`" in f.key:
-            raise ConfigError(
-                f"index {index}: lancedb cannot filter on the metadata key {f.key!r} "
-                "(a backtick in a column name)"
-            )
+        refuse_keys(
+            f, index, "lancedb", lambda k: "a backtick in a column name" if "`" in k else None
+        )
 
     def similarity(self, metric: str, raw: np.ndarray) -> np.ndarray:
         return -raw if metric == "l2" else 1.0 - raw

@@ -61,6 +61,7 @@ import numpy as np
 
 from evalret.core.filters import Condition, Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
+from evalret.engines.stores.common import conditions, key_types, package, typed_key, typed_rows
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
@@ -79,13 +80,7 @@ KeyTypes = Mapping[str, set[str]]  # scratch mode: metadata key -> the filter ty
 
 
 def _library() -> Any:
-    try:
-        import pymilvus
-    except ImportError:
-        raise ConfigError(
-            f"driver milvus needs the pymilvus package (not installed): pip install '{EXTRA}'"
-        ) from None
-    return pymilvus
+    return package("pymilvus", "milvus", EXTRA)
 
 
 def _lite(index: str) -> None:
@@ -111,12 +106,6 @@ def _literal(value: Any) -> str:
     return str(int(number)) if number.is_integer() else repr(number)
 
 
-def typed_key(key: str, kind: str) -> str:
-    """Scratch mode's JSON key for the values of ``kind`` under a key that holds several types
-    (a key of one type keeps its name)."""
-    return f"__{kind}__{key}"
-
-
 def condition_expr(c: Condition, field: str, types: KeyTypes | None) -> str:
     """One condition, two-valued, on the JSON field ``field`` (``$meta``: dynamic fields);
     ``types``: scratch mode's key types (None: an existing collection, keys as written)."""
@@ -136,14 +125,6 @@ def condition_expr(c: Condition, field: str, types: KeyTypes | None) -> str:
     return f"(not {positive})" if negated else positive
 
 
-def _conditions(f: Filter) -> Iterator[Condition]:
-    if isinstance(f, Logical):
-        for p in f.parts:
-            yield from _conditions(p)
-    else:
-        yield f
-
-
 def where_expr(f: Filter, field: str, types: KeyTypes | None) -> str:
     """The filter as a Milvus boolean expression (core/filters.py's semantics)."""
     if isinstance(f, Logical):
@@ -157,23 +138,8 @@ def scratch_metadata(
 ) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
     """Each document's JSON for scratch mode and the types each key holds: filterable values
     only, numbers as floats, a key holding several types split into ``typed_key`` keys."""
-    types: dict[str, set[str]] = {}
-    for row in metadata:
-        for key, value in (row or {}).items():
-            kind = value_type(value)
-            if kind is not None:
-                types.setdefault(key, set()).add(kind)
-    out = []
-    for row in metadata:
-        doc: dict[str, Any] = {}
-        for key, value in (row or {}).items():
-            kind = value_type(value)
-            if kind is None:
-                continue
-            name = key if len(types[key]) == 1 else typed_key(key, kind)
-            doc[name] = float(value) if kind == "number" else value
-        out.append(doc)
-    return out, types
+    types = key_types(metadata)
+    return typed_rows(metadata, types), types
 
 
 @contextlib.contextmanager
@@ -230,7 +196,7 @@ class MilvusSession:
         if self.missing is not None:
             raise ConfigError(self.missing)
         if self.lite_index is not None:
-            for c in _conditions(f):
+            for c in conditions(f):
                 self._check_lite(c, self.lite_index)
         return where_expr(f, self.metadata_field, self.types)
 

@@ -49,6 +49,7 @@ import numpy as np
 
 from evalret.core.filters import Condition, Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
+from evalret.engines.stores.common import local_store, package, refuse_keys, secret
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
@@ -74,13 +75,7 @@ _RANGE = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 
 
 def _library() -> Any:
-    try:
-        import qdrant_client
-    except ImportError:
-        raise ConfigError(
-            f"driver qdrant needs the qdrant-client package (not installed): pip install '{EXTRA}'"
-        ) from None
-    return qdrant_client
+    return package("qdrant_client", "qdrant", EXTRA)
 
 
 def _models() -> Any:
@@ -179,38 +174,14 @@ def _part(f: Filter, prefix: str | None) -> Any:
     return filter_of(f, prefix) if isinstance(f, Logical) else condition_of(f, prefix)
 
 
-def _where(settings: StoreIndexConfig, index: str, look: bool = True) -> None:
-    """An existing collection is in a store the config points at, which is there (opening a
-    local store that is not would create one); ``look`` False: only that it is named."""
-    c = settings.connect
-    if settings.mode != "existing" or c.url is not None or c.url_env is not None:
-        return
-    if c.path is None:
-        raise ConfigError(
-            f"indexes.{index}.connect: an existing collection is read from a store: set "
-            "connect.path (a local store) or connect.url (a server)"
-        )
-    if look and not c.path.is_dir():
-        raise ConfigError(f"indexes.{index}.connect.path: no store at {c.path}")
-
-
-def _secret(name: str, what: str, index: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        raise ConfigError(
-            f"indexes.{index}.connect.{what}: the environment variable {name} is not set"
-        )
-    return value
-
-
 def _client(settings: StoreIndexConfig, index: str, local: Path | None) -> Any:
     """A client: the server's when a URL is configured, else local mode at ``local`` (None:
     in memory)."""
     qdrant_client = _library()
     c = settings.connect
-    url = c.url or (_secret(c.url_env, "url_env", index) if c.url_env else None)
+    url = c.url or (secret(c.url_env, "url_env", index) if c.url_env else None)
     if url is not None:
-        key = _secret(c.api_key_env, "api_key_env", index) if c.api_key_env else None
+        key = secret(c.api_key_env, "api_key_env", index) if c.api_key_env else None
         return qdrant_client.QdrantClient(url=url, api_key=key)
     if local is None:
         return qdrant_client.QdrantClient(location=":memory:")
@@ -315,20 +286,15 @@ class QdrantDriver:
         _library()
         _settings(dict(settings.search), SEARCH_KEYS, f"indexes.{index}.search")
         _settings(dict(settings.build), BUILD_KEYS, f"indexes.{index}.build")
-        _where(settings, index, look=False)  # the store itself: check_store, before a search
+        local_store(settings, index, look=False)  # the store itself: check_store, before a search
 
     def check_store(self, settings: StoreIndexConfig, index: str) -> None:
-        _where(settings, index)
+        local_store(settings, index)
 
     def check_filter(self, f: Filter, index: str) -> None:
-        if isinstance(f, Logical):
-            for p in f.parts:
-                self.check_filter(p, index)
-        elif '"' in f.key:
-            raise ConfigError(
-                f"index {index}: qdrant cannot filter on the metadata key {f.key!r} "
-                "(a double quote in a key path)"
-            )
+        refuse_keys(
+            f, index, "qdrant", lambda k: "a double quote in a key path" if '"' in k else None
+        )
 
     def similarity(self, metric: str, raw: np.ndarray) -> np.ndarray:
         out: np.ndarray = -np.square(raw) if metric == "l2" else raw
