@@ -70,6 +70,11 @@ SETTINGS: dict[str, list[tuple[str, dict[str, Any], bool]]] = {
             },
             True,
         ),
+        (
+            "HNSW M 4, ef_construction 8",
+            {"build.max_neighbors": 4, "build.ef_construction": 8, "build.ef_search": 1},
+            True,
+        ),
     ],
     "pgvector": [
         ("flat (no index: an exact scan)", {}, False),
