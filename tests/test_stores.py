@@ -58,10 +58,14 @@ def _random(n: int, dim: int, seed: int) -> np.ndarray:
 
 
 def job_of(
-    docs: np.ndarray, queries: np.ndarray, depth: int, raw: list[Any] | None = None
+    docs: np.ndarray,
+    queries: np.ndarray,
+    depth: int,
+    raw: list[Any] | None = None,
+    cycle: list[dict[str, Any] | None] = DOCS,
 ) -> SearchJob:
     """A job over ``docs`` (ids d00000...); with ``raw``, the documents' metadata cycles through
-    test_filters.DOCS and query i has filter ``raw[i]`` (None: none)."""
+    ``cycle`` (test_filters.DOCS) and query i has filter ``raw[i]`` (None: none)."""
     ids = [f"d{i:05d}" for i in range(len(docs))]
     job = SearchJob(
         doc_ids=ids,
@@ -78,7 +82,7 @@ def job_of(
     )
     if raw is None:
         return job
-    metadata = [DOCS[i % len(DOCS)] for i in range(len(docs))]
+    metadata = [cycle[i % len(cycle)] for i in range(len(docs))]
     filters = [None if f is None else parse_filter(f) for f in raw]
     return replace(
         job,
@@ -118,6 +122,46 @@ def test_filter_conformance(driver: str, tmp_path: Path) -> None:
         assert {int(d) for d in got.ids[qi] if d >= 0} == expected, json.dumps(f)
     params = retriever.params()
     assert "documents_outside_filter" not in params and "queries_short" not in params
+
+
+# metadata keys named like the fields a store keeps itself (ids, vectors, a metadata field, a
+# distance column): scratch mode must keep them apart from its own
+OWN_NAMES: list[dict[str, Any] | None] = [
+    {"id": "x", "vector": 1, "metadata": "m", "_distance": 2.0, "doc_id": "q", "query_index": 1},
+    {"id": "y", "vector": True},
+    {"metadata": {"nested": 1}, "_distance": 0.5},
+    None,
+]
+OWN_FILTERS = [
+    {"id": "x"},
+    {"id": {"$ne": "x"}},
+    {"vector": 1},
+    {"vector": True},
+    {"metadata": "m"},
+    {"_distance": {"$gt": 1}},
+    {"doc_id": "q"},
+    {"query_index": {"$in": [1, 2]}},
+]
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_metadata_named_like_a_stores_own_fields(driver: str, tmp_path: Path) -> None:
+    """Metadata keys ``id``, ``vector``, ``metadata``, ``_distance``... are filtered as any
+    other key, and the documents keep their own ids (a scratch column or payload key of the
+    store's own is never overwritten by metadata)."""
+    docs = _random(40, 8, 5)
+    raw: list[Any] = [*OWN_FILTERS, None]
+    job = job_of(docs, _random(len(raw), 8, 6), 40, raw, cycle=OWN_NAMES)
+    retriever = scratch(driver, tmp_path)
+    retriever.check_filters([f for f in job.filters if f is not None])
+    got = retriever.retrieve(job)
+    assert job.eligibility is not None
+    for qi, f in enumerate(raw):
+        mask = job.eligibility.mask(qi)
+        expected = set(range(40)) if mask is None else set(np.flatnonzero(mask).tolist())
+        assert {int(d) for d in got.ids[qi] if d >= 0} == expected, json.dumps(f)
+    exact = search(build_exact(docs), job.query_vectors, 10, job.rank)
+    assert got.ids[-1, :10].tolist() == exact.ids[-1].tolist()  # the unfiltered query
 
 
 @pytest.mark.parametrize("driver", DRIVERS)

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from evalret.core.filters import Condition, Filter, Logical
+from evalret.core.filters import Condition, Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
 from evalret.engines.stores.common import (
     key_types,
@@ -44,13 +44,13 @@ from evalret.engines.stores.common import (
     package,
     refuse_keys,
     typed_key,
-    typed_rows,
 )
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
 EXTRA = "evalret[lancedb]"
 SCRATCH_PREFIX = "evalret_scratch_"
+SCRATCH_ID, SCRATCH_VECTOR = "id", "vector"  # scratch mode's own columns
 LOAD_BATCH = 10_000
 SEARCH_KEYS = (
     "nprobes",
@@ -122,25 +122,37 @@ def where_sql(f: Filter, columns: Columns) -> str:
 
 def _metadata_columns(metadata: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
     """One arrow column per metadata key and type (NULL where a document has no such value):
-    the key's name when it holds one type, ``typed_key`` names for each type otherwise."""
+    the key's name when it holds one type, ``typed_key`` names for each type otherwise, and for
+    a key that is the name of a column of scratch mode's own or starts with ``_`` (LanceDB's
+    ``_distance``, ``_rowid``...)."""
     import pyarrow as pa
 
-    types = key_types(metadata)
-    rows = typed_rows(metadata, types)
     arrow = {"string": pa.string(), "number": pa.float64(), "boolean": pa.bool_()}
     out = {}
-    for key, found in types.items():
+    for key, found in key_types(metadata).items():
+        plain = len(found) == 1 and key not in (SCRATCH_ID, SCRATCH_VECTOR)
         for kind in sorted(found):
-            name = key if len(found) == 1 else typed_key(key, kind)
-            out[name] = pa.array([row.get(name) for row in rows], type=arrow[kind])
+            values = [_typed_value((row or {}).get(key), kind) for row in metadata]
+            name = key if plain and not key.startswith("_") else typed_key(key, kind)
+            out[name] = pa.array(values, type=arrow[kind])
     return out
 
 
-def _schema_columns(schema: Any) -> dict[tuple[str, str], str]:
+def _typed_value(value: Any, kind: str) -> Any:
+    """``value`` when it is of the filter type ``kind`` (numbers as floats), else None."""
+    if value_type(value) != kind:
+        return None
+    return float(value) if kind == "number" else value
+
+
+def _schema_columns(schema: Any, own: tuple[str, ...] = ()) -> dict[tuple[str, str], str]:
     """(key, type) -> column, from a table's schema: each column of a filterable type under its
-    name, and scratch mode's typed columns under their key."""
+    name, and scratch mode's typed columns under their key; ``own``: columns that hold no
+    metadata (scratch mode's id and vector)."""
     out: dict[tuple[str, str], str] = {}
     for f in schema:
+        if f.name in own:
+            continue
         kind = _kind(f.type)
         if kind is None:
             continue
@@ -181,13 +193,15 @@ def index_config(settings: StoreIndexConfig, index: str) -> Any:
 class LanceSession:
     """One LanceDB table, searched."""
 
-    def __init__(self, table: Any, settings: StoreIndexConfig, id_field: str, vector: str) -> None:
+    def __init__(
+        self, table: Any, settings: StoreIndexConfig, id_field: str, vector: str, scratch: bool
+    ) -> None:
         self.table = table
         self.settings = settings
         self.id_field = id_field
         self.vector = vector
         self.limit = max(1, int(table.count_rows()))
-        self.columns = _schema_columns(table.schema)
+        self.columns = _schema_columns(table.schema, (id_field, vector) if scratch else ())
 
     def describe(self) -> dict[str, Any]:
         lancedb = _library()
@@ -278,7 +292,7 @@ class LanceDriver:
                 raise ConfigError(
                     f"indexes.{index}.collection: no table {settings.collection!r} in {path}: {e}"
                 ) from None
-            yield LanceSession(table, settings, settings.id_field, settings.vector_field)
+            yield LanceSession(table, settings, settings.id_field, settings.vector_field, False)
             return
         made = None if settings.connect.path else tempfile.mkdtemp(prefix="evalret-lance-")
         db = lancedb.connect(str(settings.connect.path or made))
@@ -286,8 +300,8 @@ class LanceDriver:
         try:
             table = _load(db, name, scratch, tick)
             if settings.build:
-                table.create_index("vector", config=index_config(settings, index))
-            yield LanceSession(table, settings, "id", "vector")
+                table.create_index(SCRATCH_VECTOR, config=index_config(settings, index))
+            yield LanceSession(table, settings, SCRATCH_ID, SCRATCH_VECTOR, True)
         finally:
             with contextlib.suppress(Exception):
                 db.drop_table(name)
@@ -305,8 +319,10 @@ def _load(db: Any, name: str, rows: ScratchRows, tick: Callable[[int], None]) ->
         stop = min(start + LOAD_BATCH, len(rows.ids))
         chunk = np.ascontiguousarray(rows.vectors[start:stop], dtype=np.float32)
         columns = {
-            "id": pa.array(list(rows.ids[start:stop]), type=pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(chunk.ravel()), chunk.shape[1]),
+            SCRATCH_ID: pa.array(list(rows.ids[start:stop]), type=pa.string()),
+            SCRATCH_VECTOR: pa.FixedSizeListArray.from_arrays(
+                pa.array(chunk.ravel()), chunk.shape[1]
+            ),
             **{k: v.slice(start, stop - start) for k, v in meta.items()},
         }
         batch = pa.table(columns)
