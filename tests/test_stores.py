@@ -219,3 +219,68 @@ def filtered_run(directory: Path, index: str) -> Any:
     )
     config = parse_config(text, "c.yaml").resolve_paths(directory)
     return run_evaluation(config, embedder=HashEmbedder()).report
+
+
+def _make_store(driver: str, root: Path, ids: list[str], vectors: np.ndarray) -> Path:
+    """A collection ``docs`` of ``driver`` made with the store's own API; its path."""
+    rows = range(len(ids))
+    if driver == "lancedb":
+        import lancedb
+        import pyarrow as pa
+
+        flat = pa.array(vectors.ravel())
+        table = pa.table(
+            {"id": ids, "vector": pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])}
+        )
+        lancedb.connect(str(root / "lance")).create_table("docs", table)
+        return root / "lance"
+    if driver == "qdrant":
+        from qdrant_client import QdrantClient, models
+
+        client = QdrantClient(path=str(root / "qdrant"))
+        params = models.VectorParams(size=vectors.shape[1], distance=models.Distance.DOT)
+        client.create_collection("docs", vectors_config=params)
+        points = [models.PointStruct(id=i, vector=vectors[i].tolist(), payload={"id": ids[i]})
+                  for i in rows]  # fmt: skip
+        client.upsert("docs", points)
+        client.close()
+        return root / "qdrant"
+    if driver == "chroma":
+        import chromadb
+
+        client = chromadb.PersistentClient(path=str(root / "chroma"))
+        docs = client.create_collection("docs", configuration={"hnsw": {"space": "ip"}})
+        docs.add(ids=ids, embeddings=vectors.tolist())
+        return root / "chroma"
+    from pymilvus import MilvusClient
+
+    milvus = MilvusClient(str(root / "milvus.db"))
+    milvus.create_collection(
+        "docs", dimension=vectors.shape[1], primary_field_name="id", id_type="string",
+        max_length=64, vector_field_name="vector", metric_type="IP",
+    )  # fmt: skip
+    milvus.insert("docs", [{"id": ids[i], "vector": vectors[i].tolist()} for i in rows])
+    milvus.close()
+    return root / "milvus.db"
+
+
+def _tree(path: Path) -> dict[str, tuple[bytes, int]]:
+    files = [p for p in sorted(path.rglob("*")) if p.is_file()] if path.is_dir() else [path]
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in files}
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_existing_store_is_only_read(driver: str, tmp_path: Path) -> None:
+    """Existing mode searches the store as it stands and leaves every file of it as it was
+    (bytes and modification times): the store is an input, never an output."""
+    docs = _random(50, 8, 7)
+    job = job_of(docs, _random(5, 8, 8), 10)
+    path = _make_store(driver, tmp_path, list(job.doc_ids), docs)
+    before = _tree(path)
+    settings = StoreIndexConfig.model_validate(
+        {"type": "store", "driver": driver, "connect": {"path": path}, "collection": "docs"}
+    )
+    got = StoreRetriever("s", settings, Config()).retrieve(job)
+    exact = search(build_exact(docs), job.query_vectors, 10, job.rank)
+    assert got.ids.tolist() == exact.ids.tolist()
+    assert _tree(path) == before
