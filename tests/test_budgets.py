@@ -148,6 +148,15 @@ def test_a_figure_not_measured_fails_its_budget() -> None:
             "{budgets: {exact: {max_p95_ms: 1}}}",
             "gate.budgets.exact: exact is a exact index: a run measures the cost of hnsw, faiss",
         ),
+        (
+            "{budgets: {plain: {max_p95_ms: 1}}}",
+            "gate.budgets.plain: plain is a python index: a run measures",
+        ),
+        (
+            "{budgets: {store: {max_index_bytes: 1000, max_p95_ms: 5}}}",
+            "gate.budgets.store.max_index_bytes: store is searched outside evalret (store): its "
+            "size and vectors compared are not measured, only its latency (max_p95_ms)",
+        ),
         ("{budgets: {hnsw: {max_bytes: 1}}}", "gate.budgets.hnsw.max_bytes"),
         ("{budgets: {hnsw: {max_p95_ms: 0}}}", "gate.budgets.hnsw.max_p95_ms"),
         ("{max_cost_per_run: 1.0}", "gate.max_cost_per_run: max_cost_per_run needs an API model"),
@@ -155,8 +164,24 @@ def test_a_figure_not_measured_fails_its_budget() -> None:
 )
 def test_budgets_are_strict(gate: str, error: str) -> None:
     with pytest.raises(ConfigError) as e:
-        parse_config(BASE + f"gate: {gate}\n", "c.yaml")
+        parse_config(BASE + STORES + f"gate: {gate}\n", "c.yaml")
     assert error in str(e.value)
+
+
+# a store and a python index not declared approximate, beside BASE's indexes
+STORES = (
+    "  store: {type: store, driver: lancedb, mode: scratch}\n"
+    "  plain: {type: python, callable: 'os.path:join'}\n"
+)
+
+
+def test_a_store_takes_a_latency_budget() -> None:
+    """A store (and a python index declared approximate) is timed, so max_p95_ms budgets it."""
+    text = BASE + STORES.replace("'os.path:join'}", "'os.path:join', approximate: true}")
+    config = parse_config(
+        text + "gate: {budgets: {store: {max_p95_ms: 5}, plain: {max_p95_ms: 9}}}\n", "c.yaml"
+    )
+    assert config.gate.budgets["store"].max_p95_ms == 5
 
 
 def test_configs_without_budgets_dump_as_before() -> None:

@@ -252,3 +252,13 @@ def test_a_sweep_over_a_store_setting_times_each_point(world: Path) -> None:
     assert any(s["pareto_latency"] for s in stores) or any(
         p["indexes"]["exact"]["pareto_latency"] for p in sweep["points"]
     )
+
+
+def test_a_latency_budget_holds_a_store(world: Path) -> None:
+    """`gate.budgets.<store>.max_p95_ms` reads the store's own timed latency: a budget below it
+    fails the gate (exit 1) naming the index."""
+    store = f"{{type: store, driver: lancedb, mode: scratch, connect: {{path: {world / 'l'}}}}}"
+    gate = "{budgets: {store: {max_p95_ms: 0.000001}}}"
+    report = _run(_config(world, store, gate=gate), world / "out", code=1)
+    failed = [c for c in report["gate"]["checks"] if c["status"] == "fail"]
+    assert [(c["index"], c["metric"]) for c in failed] == [("store", "p95_ms")]

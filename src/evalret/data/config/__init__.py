@@ -42,6 +42,7 @@ from evalret.data.config.faiss_settings import (
 from evalret.data.config.gate import (
     BUDGET_INDEX_TYPES,
     DEFAULT_THRESHOLDS,
+    LATENCY_INDEX_TYPES,
     CoverageGate,
     GateConfig,
     HealthThreshold,
@@ -140,6 +141,7 @@ __all__ = [
     "INDEX_NAME",
     "JSON_ITEM_BYTES",
     "JSON_NUMBER_BYTES",
+    "LATENCY_INDEX_TYPES",
     "MAX_API_NAME",
     "MAX_EF",
     "MAX_FACTORY",

@@ -163,6 +163,9 @@ class CoverageGate(StrictModel):
 
 
 BUDGET_INDEX_TYPES = ("hnsw", "faiss", "quantized")  # the indexes whose cost a run measures
+# the indexes searched outside evalret whose latency alone a run measures (a python one when
+# declared approximate): only max_p95_ms budgets them
+LATENCY_INDEX_TYPES = ("store", "pgvector", "python")
 
 
 class GateConfig(StrictModel):

@@ -30,6 +30,7 @@ from evalret.data.config.base import AtKey, StrictModel
 from evalret.data.config.gate import (
     BUDGET_INDEX_TYPES,
     DEFAULT_THRESHOLDS,
+    LATENCY_INDEX_TYPES,
     GateConfig,
     IndexBudget,
     Threshold,
@@ -376,11 +377,22 @@ class Config(StrictModel):
                 raise AtKey(f"no enabled index {name!r} to budget: one of {enabled_text}", where)
             typed = self.indexes.typed.get(name)
             kind = typed.type if typed is not None else name
-            if kind not in BUDGET_INDEX_TYPES:
+            timed = typed is not None and kind in LATENCY_INDEX_TYPES and typed.approximate_of()
+            if kind not in BUDGET_INDEX_TYPES and not timed:
                 raise AtKey(
                     f"{name} is a {kind} index: a run measures the cost of "
-                    f"{', '.join(BUDGET_INDEX_TYPES)} indexes only",
+                    f"{', '.join(BUDGET_INDEX_TYPES)} indexes, and the latency alone of "
+                    "stores, pgvector and python indexes declared approximate",
                     where,
+                )
+            budget = self.gate.budgets[name]
+            unmeasured = [k for k, v in budget.model_dump().items() if v is not None]
+            unmeasured = [k for k in unmeasured if k != "max_p95_ms"] if timed else []
+            if unmeasured:
+                raise AtKey(
+                    f"{name} is searched outside evalret ({kind}): its size and vectors "
+                    "compared are not measured, only its latency (max_p95_ms)",
+                    (*where, unmeasured[0]),
                 )
         if self.gate.max_cost_per_run is not None and self.model.price is None:
             raise AtKey(
