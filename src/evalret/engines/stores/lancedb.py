@@ -240,6 +240,25 @@ class LanceSession:
         return out
 
 
+def _check_metric(table: Any, settings: StoreIndexConfig, index: str) -> None:
+    """ConfigError at ``metric`` when the vector column's index measures another metric:
+    LanceDB would search such a table by brute force (a warning on its log), and the index
+    the report describes would read as exact. ``bypass_vector_index`` asks for that scan."""
+    if settings.search.get("bypass_vector_index"):
+        return
+    for i in table.list_indices():
+        built = str((getattr(i, "index_details", None) or {}).get("metric_type", ""))
+        if settings.vector_field in list(i.columns) and built:
+            if built.lower() != _DISTANCE[settings.metric]:
+                named = {v: k for k, v in _DISTANCE.items()}.get(built.lower())
+                raise ConfigError(
+                    f"indexes.{index}.metric: the index {i.name!r} of table "
+                    f"{settings.collection!r} measures {built}"
+                    + (f" (metric {named})" if named else "")
+                    + f", not {settings.metric}: set the metric it was built with"
+                )
+
+
 class LanceDriver:
     """The ``lancedb`` driver."""
 
@@ -292,6 +311,7 @@ class LanceDriver:
                 raise ConfigError(
                     f"indexes.{index}.collection: no table {settings.collection!r} in {path}: {e}"
                 ) from None
+            _check_metric(table, settings, index)
             yield LanceSession(table, settings, settings.id_field, settings.vector_field, False)
             return
         made = None if settings.connect.path else tempfile.mkdtemp(prefix="evalret-lance-")

@@ -9,8 +9,8 @@ the vector in ``vector_field`` (FLOAT_VECTOR), and the metadata filters read in 
 dynamic fields instead (its top-level keys outside the schema).
 
 All queries of a batch go in one ``search`` call, with the collection's own index and metric
-(no ``metric_type`` is sent: a ``metric`` that is not the collection's turns its values the
-wrong way round, and the score-direction check refuses it); ``search:`` keys go into the search
+(no ``metric_type`` is sent; a ``metric`` that is not the one the vector field's index was
+built with is a ConfigError at ``metric``, before any search); ``search:`` keys go into the search
 parameters (``nprobe``, ``ef``, ``level``, ``search_list``, ``reorder_k``; ``ef`` raised to
 the rows a search fetches, which a server requires and Milvus Lite does itself). Milvus returns
 IP and COSINE as similarities and L2 as the squared distance (``similarity`` negates it). One
@@ -436,6 +436,7 @@ def _existing(client: Any, settings: StoreIndexConfig, index: str) -> MilvusSess
         found = bool(schema.get("enable_dynamic_field"))
     else:
         found = fields.get(metadata, {}).get("type") == types.JSON
+    _check_metric(client, name, settings, index)
     client.load_collection(name)
     session = MilvusSession(
         client, name, settings, (settings.id_field, settings.vector_field, metadata), None
@@ -449,6 +450,21 @@ def _existing(client: Any, settings: StoreIndexConfig, index: str) -> MilvusSess
             + " to filter on"
         )
     return session
+
+
+def _check_metric(client: Any, name: str, settings: StoreIndexConfig, index: str) -> None:
+    """ConfigError at ``metric`` when the vector field's index measures another metric (IP
+    read as COSINE, or the reverse, keeps its direction: the score-direction check would not
+    see it)."""
+    for found in client.list_indexes(name, field_name=settings.vector_field):
+        built = str(client.describe_index(name, found).get("metric_type") or "").upper()
+        if built and built != _METRIC[settings.metric]:
+            named = {v: k for k, v in _METRIC.items()}.get(built)
+            raise ConfigError(
+                f"indexes.{index}.metric: collection {name!r} is indexed for {built}"
+                + (f" (metric {named})" if named else "")
+                + f", not {settings.metric}: set the metric it was built with"
+            )
 
 
 def _load(client: Any, name: str, rows: ScratchRows, tick: Callable[[int], None]) -> KeyTypes:
