@@ -3,10 +3,19 @@ the real packages: ways a store could soften a gate's verdict or break a guarant
 
 - LanceDB: an existing table whose vector index was built for another metric is refused at
   ``metric`` (LanceDB would silently search it by brute force, and recall would read 1.0).
+- Scratch leftovers: a process holding a scratch session, killed with SIGKILL, leaves its
+  collection in the local store; the next scratch session there drops it and says so in the
+  cache notes; a live process's collection is never dropped (engines/stores/common.py).
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +25,12 @@ import pyarrow as pa
 import pytest
 from lancedb.index import IvfFlat
 
+import evalret
 from evalret.data.config import Config, StoreIndexConfig
+from evalret.engines.stores.common import stale_scratch
 from evalret.engines.retrievers.store import StoreRetriever
 from evalret.errors import ConfigError
-from test_stores import _random, job_of
+from test_stores import _random, job_of, scratch
 
 
 def _lance_existing(path: Path, **more: Any) -> StoreRetriever:
@@ -55,3 +66,108 @@ def test_a_lancedb_index_of_another_metric_is_refused(tmp_path: Path) -> None:
     assert _lance_existing(tmp_path / "l", metric="l2").retrieve(job).ids.shape == (5, 5)
     flat = _lance_existing(tmp_path / "l", metric="ip", search={"bypass_vector_index": True})
     assert flat.retrieve(job).ids.shape == (5, 5)
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np
+    from evalret.data.config import StoreIndexConfig
+    from evalret.engines.stores import ScratchRows, driver_of
+
+    driver, path = sys.argv[1], sys.argv[2]
+    settings = StoreIndexConfig.model_validate(
+        {"type": "store", "driver": driver, "mode": "scratch", "connect": {"path": path}}
+    )
+    vectors = np.random.default_rng(0).standard_normal((40, 8)).astype("float32")
+    rows = ScratchRows([f"d{i:05d}" for i in range(40)], vectors)
+    with driver_of(driver).open(settings, "s", rows, lambda n: None):
+        print("ready", flush=True)
+        time.sleep(120)
+    """
+)
+
+
+def _hold(driver: str, path: Path) -> subprocess.Popen[str]:
+    """A process holding a scratch session of ``driver`` in ``path``, once it is loaded."""
+    env = os.environ | {"PYTHONPATH": str(Path(evalret.__file__).parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, driver, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.fixture
+def holders() -> Iterator[list[subprocess.Popen[str]]]:
+    """Processes a test starts, killed at its end whatever happens."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            _kill(proc)
+
+
+def _scratch_names(driver: str, path: Path) -> list[str]:
+    """The scratch collections (or Milvus Lite databases) in the local store, by the store's
+    own client."""
+    if driver == "qdrant":
+        from qdrant_client import QdrantClient
+
+        client = QdrantClient(path=str(path))
+        names = [c.name for c in client.get_collections().collections]
+        client.close()
+    elif driver == "chroma":
+        import chromadb
+
+        names = [c.name for c in chromadb.PersistentClient(path=str(path)).list_collections()]
+    else:
+        names = [p.name for p in path.glob("evalret_scratch_*")]
+    return sorted(n for n in names if n.startswith("evalret_scratch_"))
+
+
+@pytest.mark.parametrize("driver", ["lancedb", "qdrant", "chroma", "milvus"])
+def test_a_killed_runs_scratch_collection_is_dropped_by_the_next(
+    driver: str, tmp_path: Path, holders: list[subprocess.Popen[str]]
+) -> None:
+    """SIGKILL while the scratch collection is loaded: it stays in ``connect.path``; the next
+    scratch session there drops it (counted in the cache notes) and leaves nothing."""
+    path = tmp_path / "s"
+    holders.append(_hold(driver, path))
+    pid = holders[0].pid
+    _kill(holders[0])
+    left = _scratch_names(driver, path)
+    assert len(left) == 1 and left[0].startswith(f"evalret_scratch_{pid}_")
+    docs = _random(40, 8, 1)
+    retriever = scratch(driver, tmp_path)
+    assert retriever.retrieve(job_of(docs, _random(3, 8, 2), 5)).ids.shape == (3, 5)
+    assert _scratch_names(driver, path) == []
+    note = retriever.cache_notes()["store.store"]
+    assert note.endswith("; 1 scratch collections of killed runs dropped")
+
+
+def test_a_live_runs_scratch_collection_is_kept(
+    tmp_path: Path, holders: list[subprocess.Popen[str]]
+) -> None:
+    """A scratch session opening beside another live run in the same LanceDB directory leaves
+    that run's table alone (and this process's own names are never stale)."""
+    path = tmp_path / "s"
+    holders.append(_hold("lancedb", path))
+    theirs = _scratch_names("lancedb", path)
+    retriever = scratch("lancedb", tmp_path)
+    retriever.retrieve(job_of(_random(40, 8, 1), _random(3, 8, 2), 5))
+    assert _scratch_names("lancedb", path) == theirs
+    assert "killed runs" not in retriever.cache_notes()["store.store"]
+    mine = f"evalret_scratch_{os.getpid()}_00ff"
+    live = f"evalret_scratch_{holders[0].pid}_abcd.db"
+    assert stale_scratch([mine, live, "evalret_scratch_x_1", "docs"]) == []

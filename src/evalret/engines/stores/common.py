@@ -1,14 +1,25 @@
 """What several drivers need in the same form: their package imported (a ConfigError naming the
 extra when missing), secrets read from the environment, a local store's existence, the filter
-keys a store cannot write, and scratch mode's typed metadata keys (a key holding values of
+keys a store cannot write, scratch mode's typed metadata keys (a key holding values of
 several types kept as one key per type, ``__<type>__<key>``, so that a store comparing values
-loosely still tells a boolean from a number)."""
+loosely still tells a boolean from a number) and scratch leftovers.
+
+Scratch leftovers: a scratch collection is named ``evalret_scratch_<pid>_<random>`` (a Milvus
+Lite database of its own: ``<that>.db``) and dropped when its session ends, but a process
+killed outright (SIGKILL, a lost machine) drops nothing. So when a scratch session opens in a
+local store (``connect.path``, no URL: every process using it runs on this machine), the driver
+first drops the scratch collections there whose process is no longer alive (``sweep``), and
+the index's cache notes count them (the session's ``swept``). A collection of a live process
+(this one, or another run beside it) is never touched, nor anything on a server, where the pid
+may be another machine's. A pid reused since by another process keeps its leftover until that
+process ends (the safe side)."""
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from evalret.core.filters import Condition, Filter, Logical, value_type
@@ -106,3 +117,49 @@ def typed_rows(
             doc[name] = float(value) if kind == "number" else value
         out.append(doc)
     return out
+
+
+SCRATCH_PREFIX = "evalret_scratch_"
+_SCRATCH = re.compile(rf"{SCRATCH_PREFIX}(\d+)_[0-9a-f]+(\.db)?")
+
+
+def local(settings: StoreIndexConfig) -> bool:
+    """The store is a local one (``connect.path``, no URL): its scratch leftovers may be swept."""
+    c = settings.connect
+    return c.path is not None and c.url is None and c.url_env is None
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or a pid this system cannot hold: not ours to judge
+    return True
+
+
+def stale_scratch(names: Iterable[str]) -> list[str]:
+    """The names, among ``names``, of scratch collections (or Milvus Lite ``.db`` files) whose
+    process is not alive on this machine, sorted."""
+    out = []
+    for name in names:
+        m = _SCRATCH.fullmatch(str(name))
+        if m is not None and not _alive(int(m.group(1))):
+            out.append(str(name))
+    return sorted(out)
+
+
+def sweep(names: Iterable[str], drop: Callable[[str], None]) -> int:
+    """``drop`` called on every stale scratch name of ``names`` (one that fails is left); the
+    number dropped."""
+    dropped = 0
+    for name in stale_scratch(names):
+        try:
+            drop(name)
+        except Exception:  # another process dropped it first, or it is half-made
+            continue
+        dropped += 1
+    return dropped

@@ -61,7 +61,15 @@ import numpy as np
 
 from evalret.core.filters import Condition, Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
-from evalret.engines.stores.common import conditions, key_types, package, typed_key, typed_rows
+from evalret.engines.stores.common import (
+    conditions,
+    key_types,
+    local,
+    package,
+    sweep,
+    typed_key,
+    typed_rows,
+)
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
@@ -163,6 +171,8 @@ def _jsonable(value: Any) -> Any:
 
 class MilvusSession:
     """One Milvus collection, searched."""
+
+    swept = 0  # scratch leftovers of killed runs dropped on opening (common.py)
 
     def __init__(
         self,
@@ -331,12 +341,17 @@ class MilvusDriver:
                     client.close()
             return
         name = f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+        swept = _sweep(settings, index) if local(settings) else 0
         lite, made = _scratch_lite(settings, index, name)
         client = _client(settings, index, lite)
         try:
+            if lite is None and local(settings):  # connect.path is the Milvus Lite .db
+                swept += sweep(client.list_collections(), client.drop_collection)
             types = _load(client, name, scratch, tick)
             _build(client, name, settings, index, wait=_url(settings, index) is not None)
-            yield MilvusSession(client, name, settings, ("id", "vector", "metadata"), types)
+            session = MilvusSession(client, name, settings, ("id", "vector", "metadata"), types)
+            session.swept = swept
+            yield session
         finally:
             with contextlib.suppress(Exception):
                 client.drop_collection(name)
@@ -364,6 +379,20 @@ def _scratch_lite(
         return made / f"{name}.db", made
     Path(path).mkdir(parents=True, exist_ok=True)
     return Path(path) / f"{name}.db", Path(path) / f"{name}.db"
+
+
+def _sweep(settings: StoreIndexConfig, index: str) -> int:
+    """The scratch databases (``<name>.db``) of killed runs in the directory ``connect.path``
+    removed (common.py's ``sweep``); none when it is a ``.db`` itself."""
+    path = Path(str(settings.connect.path))
+    if str(path).endswith(".db") or not path.is_dir():
+        return 0
+
+    def drop(name: str) -> None:
+        _release_lite(path / name)
+        shutil.rmtree(path / name)
+
+    return sweep((p.name for p in path.glob(f"{SCRATCH_PREFIX}*.db")), drop)
 
 
 def _url(settings: StoreIndexConfig, index: str) -> str | None:

@@ -49,7 +49,7 @@ import numpy as np
 
 from evalret.core.filters import Condition, Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
-from evalret.engines.stores.common import local_store, package, refuse_keys, secret
+from evalret.engines.stores.common import local, local_store, package, refuse_keys, secret, sweep
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
@@ -209,6 +209,8 @@ def _vector(info: Any, settings: StoreIndexConfig, index: str) -> tuple[str | No
 class QdrantSession:
     """One Qdrant collection, searched."""
 
+    swept = 0  # scratch leftovers of killed runs dropped on opening (common.py)
+
     def __init__(
         self,
         client: Any,
@@ -320,8 +322,14 @@ class QdrantDriver:
         client = _client(settings, index, path)
         name = f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         try:
+            swept = 0
+            if local(settings) and not made:
+                names = [c.name for c in client.get_collections().collections]
+                swept = sweep(names, client.delete_collection)
             _load(client, name, settings, scratch, tick)
-            yield QdrantSession(client, name, None, SCRATCH_ID, SCRATCH_METADATA, settings)
+            session = QdrantSession(client, name, None, SCRATCH_ID, SCRATCH_METADATA, settings)
+            session.swept = swept
+            yield session
         finally:
             with contextlib.suppress(Exception):
                 client.delete_collection(name)
