@@ -171,3 +171,43 @@ def test_a_live_runs_scratch_collection_is_kept(
     mine = f"evalret_scratch_{os.getpid()}_00ff"
     live = f"evalret_scratch_{holders[0].pid}_abcd.db"
     assert stale_scratch([mine, live, "evalret_scratch_x_1", "docs"]) == []
+
+
+@pytest.mark.parametrize("driver", ["lancedb", "qdrant", "chroma", "milvus"])
+def test_ties_at_the_cut_follow_the_tie_rule(driver: str, tmp_path: Path) -> None:
+    """Sixty documents share one vector, the queries' nearest: far more than the fetch holds.
+    A flat collection ranks the ten with the highest ids among them (the tie rule: score, then
+    document id descending), as exact search does, and two runs agree."""
+    docs = _random(200, 8, 1)
+    docs[20:80] = docs[20]
+    queries = np.repeat(docs[20:21], 3, axis=0) + 0.01 * _random(3, 8, 2)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    job = job_of(docs, queries.astype(np.float32), 10)
+    first = scratch(driver, tmp_path).retrieve(job)
+    again = scratch(driver, tmp_path).retrieve(job)
+    assert first.ids.tolist() == again.ids.tolist() == [list(range(79, 69, -1))] * 3
+
+
+def test_documents_a_store_lets_through_the_filter_are_dropped_and_the_fetch_widens(
+    tmp_path: Path,
+) -> None:
+    """An existing table whose ``lang`` column says "en" for every document (the golden set:
+    a third of them): the store returns documents the filter excludes; they are dropped and
+    counted, the fetch widens past them, and each query still ranks exactly the exact filtered
+    top 10 (no query short)."""
+    docs, queries = _random(300, 8, 1), _random(6, 8, 2)
+    db = lancedb.connect(str(tmp_path / "l"))
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(docs.ravel()), 8)
+    ids = [f"d{i:05d}" for i in range(300)]
+    db.create_table("docs", pa.table({"id": ids, "vector": vectors, "lang": ["en"] * 300}))
+    job = job_of(docs, queries, 10, [{"lang": "en"}] * 6)
+    retriever = _lance_existing(tmp_path / "l")
+    got = retriever.retrieve(job)
+    assert job.eligibility is not None
+    for qi in range(6):
+        mask = job.eligibility.mask(qi)
+        assert mask is not None
+        scores = np.where(mask, docs @ queries[qi], -np.inf)
+        assert got.ids[qi].tolist() == np.argsort(-scores, kind="stable")[:10].tolist()
+    params = retriever.params()
+    assert params["documents_outside_filter"] > 0 and "queries_short" not in params
