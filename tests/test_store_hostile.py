@@ -3,6 +3,8 @@ the real packages: ways a store could soften a gate's verdict or break a guarant
 
 - LanceDB: an existing table whose vector index was built for another metric is refused at
   ``metric`` (LanceDB would silently search it by brute force, and recall would read 1.0).
+- Qdrant: local mode builds no index and searches exactly, so ``build:`` / ``search:`` there
+  would be measured as recall 1.0 whatever they say: refused at their key.
 - Scratch leftovers: a process holding a scratch session, killed with SIGKILL, leaves its
   collection in the local store; the next scratch session there drops it and says so in the
   cache notes; a live process's collection is never dropped (engines/stores/common.py).
@@ -27,8 +29,8 @@ from lancedb.index import IvfFlat
 
 import evalret
 from evalret.data.config import Config, StoreIndexConfig
-from evalret.engines.stores.common import stale_scratch
 from evalret.engines.retrievers.store import StoreRetriever
+from evalret.engines.stores.common import stale_scratch
 from evalret.errors import ConfigError
 from test_stores import _random, job_of, scratch
 
@@ -211,3 +213,28 @@ def test_documents_a_store_lets_through_the_filter_are_dropped_and_the_fetch_wid
         assert got.ids[qi].tolist() == np.argsort(-scores, kind="stable")[:10].tolist()
     params = retriever.params()
     assert params["documents_outside_filter"] > 0 and "queries_short" not in params
+
+
+@pytest.mark.parametrize(
+    ("more", "key"),
+    [
+        ({"mode": "scratch", "build": {"m": 4}}, "indexes.q.build.m"),
+        ({"mode": "scratch", "search": {"hnsw_ef": 8}}, "indexes.q.search.hnsw_ef"),
+        ({"collection": "docs", "search": {"hnsw_ef": 8}}, "indexes.q.search.hnsw_ef"),
+    ],
+)
+def test_qdrant_settings_local_mode_ignores_are_refused(
+    more: dict[str, Any], key: str, tmp_path: Path
+) -> None:
+    """In local mode (a path, or in memory) an HNSW setting cannot take effect: a ConfigError
+    at its key, before anything is embedded, rather than an exact search gated as the HNSW the
+    config describes; on a server the same settings are accepted."""
+    for connect in ({"path": tmp_path / "q"}, {}):
+        settings = StoreIndexConfig.model_validate(
+            {"type": "store", "driver": "qdrant", "connect": connect} | more
+        )
+        if connect or more.get("mode") == "scratch":
+            with pytest.raises(ConfigError, match=rf"{key}: qdrant's local mode"):
+                StoreRetriever("q", settings, Config())
+    server = {"type": "store", "driver": "qdrant", "connect": {"url": "http://127.0.0.1:6333"}}
+    StoreRetriever("q", StoreIndexConfig.model_validate(server | more), Config())
