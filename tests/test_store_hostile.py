@@ -238,3 +238,29 @@ def test_qdrant_settings_local_mode_ignores_are_refused(
                 StoreRetriever("q", settings, Config())
     server = {"type": "store", "driver": "qdrant", "connect": {"url": "http://127.0.0.1:6333"}}
     StoreRetriever("q", StoreIndexConfig.model_validate(server | more), Config())
+
+
+def test_a_killed_runs_collection_in_a_milvus_lite_database_is_dropped(
+    tmp_path: Path, holders: list[subprocess.Popen[str]]
+) -> None:
+    """``connect.path`` a Milvus Lite ``.db``: the killed run's scratch collection inside it is
+    dropped by the next scratch session, the user's own collection left alone."""
+    import pymilvus
+    from milvus_lite.server_manager import server_manager_instance
+
+    path = tmp_path / "s.db"
+    client = pymilvus.MilvusClient(uri=str(path))
+    client.create_collection("mine", dimension=8)
+    client.close()
+    server_manager_instance.release_server(str(path))  # the holder opens it next
+    holders.append(_hold("milvus", path))
+    _kill(holders[0])
+    settings = {"type": "store", "driver": "milvus", "mode": "scratch", "connect": {"path": path}}
+    retriever = StoreRetriever("store", StoreIndexConfig.model_validate(settings), Config())
+    retriever.retrieve(job_of(_random(40, 8, 1), _random(3, 8, 2), 5))
+    assert retriever.cache_notes()["store.store"].endswith(
+        "; 1 scratch collections of killed runs dropped"
+    )
+    client = pymilvus.MilvusClient(uri=str(path))
+    assert client.list_collections() == ["mine"]
+    client.close()
