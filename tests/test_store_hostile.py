@@ -264,3 +264,20 @@ def test_a_killed_runs_collection_in_a_milvus_lite_database_is_dropped(
     client = pymilvus.MilvusClient(uri=str(path))
     assert client.list_collections() == ["mine"]
     client.close()
+
+
+def test_a_filter_keeping_nothing_that_the_store_lets_through(tmp_path: Path) -> None:
+    """The golden set's filter keeps no document, the store's column keeps every one: each
+    query ranks nothing (not a crash), every document the store returned above the cut counted
+    outside the filter, and the query is not short (it could rank nothing)."""
+    docs, queries = _random(100, 8, 1), _random(4, 8, 2)
+    db = lancedb.connect(str(tmp_path / "l"))
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(docs.ravel()), 8)
+    ids = [f"d{i:05d}" for i in range(100)]
+    db.create_table("docs", pa.table({"id": ids, "vector": vectors, "lang": ["es"] * 100}))
+    job = job_of(docs, queries, 10, [{"lang": "es"}, None, {"lang": "es"}, None])
+    retriever = _lance_existing(tmp_path / "l")
+    got = retriever.retrieve(job)
+    assert (got.ids[[0, 2]] == -1).all() and (got.ids[[1, 3]] >= 0).all()
+    params = retriever.params()
+    assert params["documents_outside_filter"] > 0 and "queries_short" not in params
