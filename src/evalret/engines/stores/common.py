@@ -12,7 +12,8 @@ first drops the scratch collections there whose process is no longer alive (``sw
 the index's cache notes count them (the session's ``swept``). A collection of a live process
 (this one, or another run beside it) is never touched, nor anything on a server, where the pid
 may be another machine's. A pid reused since by another process keeps its leftover until that
-process ends (the safe side)."""
+process ends (the safe side). "This machine" is this pid namespace: a store directory shared
+with runs in other containers would see their live pids as dead, so give each its own."""
 
 from __future__ import annotations
 
