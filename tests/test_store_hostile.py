@@ -7,7 +7,12 @@ the real packages: ways a store could soften a gate's verdict or break a guarant
   would be measured as recall 1.0 whatever they say: refused at their key.
 - Scratch leftovers: a process holding a scratch session, killed with SIGKILL, leaves its
   collection in the local store; the next scratch session there drops it and says so in the
-  cache notes; a live process's collection is never dropped (engines/stores/common.py).
+  cache notes; a live process's collection is never dropped (engines/stores/common.py). In a
+  Milvus Lite ``.db`` likewise, and without ``connect.path`` the killed run's temporary
+  directory.
+- Ties at the cut follow the tie rule in every local driver, twice alike.
+- Documents a store lets through a filter are dropped and counted, the fetch widens past them;
+  a filter keeping no document ranks nothing (it crashed the widening check).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,8 +84,9 @@ HOLDER = textwrap.dedent(
     from evalret.engines.stores import ScratchRows, driver_of
 
     driver, path = sys.argv[1], sys.argv[2]
+    connect = {"path": path} if path != "-" else {}  # "-": a temporary directory
     settings = StoreIndexConfig.model_validate(
-        {"type": "store", "driver": driver, "mode": "scratch", "connect": {"path": path}}
+        {"type": "store", "driver": driver, "mode": "scratch", "connect": connect}
     )
     vectors = np.random.default_rng(0).standard_normal((40, 8)).astype("float32")
     rows = ScratchRows([f"d{i:05d}" for i in range(40)], vectors)
@@ -90,9 +97,12 @@ HOLDER = textwrap.dedent(
 )
 
 
-def _hold(driver: str, path: Path) -> subprocess.Popen[str]:
-    """A process holding a scratch session of ``driver`` in ``path``, once it is loaded."""
+def _hold(driver: str, path: Path | str, tmp: Path | None = None) -> subprocess.Popen[str]:
+    """A process holding a scratch session of ``driver`` in ``path`` ("-": none, a temporary
+    directory in ``tmp``), once it is loaded."""
     env = os.environ | {"PYTHONPATH": str(Path(evalret.__file__).parents[1])}
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
     proc = subprocess.Popen(
         [sys.executable, "-c", HOLDER, driver, str(path)],
         stdout=subprocess.PIPE,
@@ -281,3 +291,31 @@ def test_a_filter_keeping_nothing_that_the_store_lets_through(tmp_path: Path) ->
     assert (got.ids[[0, 2]] == -1).all() and (got.ids[[1, 3]] >= 0).all()
     params = retriever.params()
     assert params["documents_outside_filter"] > 0 and "queries_short" not in params
+
+
+@pytest.mark.parametrize(("driver", "kind"), [("lancedb", "lance"), ("milvus", "milvus")])
+def test_a_killed_runs_temporary_store_is_removed_by_the_next(
+    driver: str,
+    kind: str,
+    tmp_path: Path,
+    holders: list[subprocess.Popen[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scratch mode without ``connect.path``: the killed run's temporary directory (its
+    document vectors) is removed by the next scratch session without one, and counted; a live
+    run's is left."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    holders.append(_hold(driver, "-", tmp_path))
+    holders.append(_hold(driver, "-", tmp_path))
+    _kill(holders[0])
+    dead, live = (f"evalret-{kind}-{p.pid}-" for p in holders)
+    names = [p.name for p in tmp_path.iterdir()]
+    assert len(names) == 2 and {n.startswith((dead, live)) for n in names} == {True}
+    assert any(n.startswith(dead) for n in names)
+    settings = {"type": "store", "driver": driver, "mode": "scratch"}
+    retriever = StoreRetriever("store", StoreIndexConfig.model_validate(settings), Config())
+    retriever.retrieve(job_of(_random(40, 8, 1), _random(3, 8, 2), 5))
+    note = retriever.cache_notes()["store.store"]
+    assert note.endswith("; 1 scratch collections of killed runs dropped")
+    names = [p.name for p in tmp_path.iterdir()]
+    assert len(names) == 1 and names[0].startswith(live)

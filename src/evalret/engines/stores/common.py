@@ -13,14 +13,20 @@ the index's cache notes count them (the session's ``swept``). A collection of a 
 (this one, or another run beside it) is never touched, nor anything on a server, where the pid
 may be another machine's. A pid reused since by another process keeps its leftover until that
 process ends (the safe side). "This machine" is this pid namespace: a store directory shared
-with runs in other containers would see their live pids as dead, so give each its own."""
+with runs in other containers would see their live pids as dead, so give each its own. A
+scratch store without ``connect.path`` lives in a temporary directory of its own,
+``evalret-<kind>-<pid>-<random>`` (``scratch_dir``), and those of dead processes are removed
+the same way."""
 
 from __future__ import annotations
 
 import importlib
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from evalret.core.filters import Condition, Filter, Logical, value_type
@@ -164,3 +170,19 @@ def sweep(names: Iterable[str], drop: Callable[[str], None]) -> int:
             continue
         dropped += 1
     return dropped
+
+
+def scratch_dir(kind: str) -> tuple[Path, int]:
+    """A new temporary directory for a scratch store without ``connect.path``, named
+    ``evalret-<kind>-<pid>-<random>``, once those of dead processes are removed; (it, how many
+    were removed)."""
+    root = Path(tempfile.gettempdir())
+    prefix = f"evalret-{kind}-"
+    pattern = re.compile(rf"{re.escape(prefix)}(\d+)-[a-z0-9_]+")
+    removed = 0
+    for found in root.glob(f"{prefix}*"):
+        m = pattern.fullmatch(found.name)
+        if m is not None and found.is_dir() and not _alive(int(m.group(1))):
+            shutil.rmtree(found, ignore_errors=True)
+            removed += not found.exists()
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-")), removed

@@ -30,7 +30,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from evalret.engines.stores.common import (
     local_store,
     package,
     refuse_keys,
+    scratch_dir,
     sweep,
     typed_key,
 )
@@ -319,10 +319,10 @@ class LanceDriver:
             _check_metric(table, settings, index)
             yield LanceSession(table, settings, settings.id_field, settings.vector_field, False)
             return
-        made = None if settings.connect.path else tempfile.mkdtemp(prefix="evalret-lance-")
+        made, swept = (None, 0) if settings.connect.path else scratch_dir("lance")
         db = lancedb.connect(str(settings.connect.path or made))
         name = f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
-        swept = _sweep(db, settings) if local(settings) else 0
+        swept += _sweep(db, settings) if local(settings) else 0
         try:
             table = _load(db, name, scratch, tick)
             if settings.build:

@@ -52,7 +52,6 @@ import logging
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +65,7 @@ from evalret.engines.stores.common import (
     key_types,
     local,
     package,
+    scratch_dir,
     sweep,
     typed_key,
     typed_rows,
@@ -342,7 +342,8 @@ class MilvusDriver:
             return
         name = f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         swept = _sweep(settings, index) if local(settings) else 0
-        lite, made = _scratch_lite(settings, index, name)
+        lite, made, removed = _scratch_lite(settings, index, name)
+        swept += removed
         client = _client(settings, index, lite)
         try:
             if lite is None and local(settings):  # connect.path is the Milvus Lite .db
@@ -364,21 +365,22 @@ class MilvusDriver:
 
 def _scratch_lite(
     settings: StoreIndexConfig, index: str, name: str
-) -> tuple[Path | None, Path | None]:
+) -> tuple[Path | None, Path | None, int]:
     """Where a scratch collection goes when not on a server: (the Milvus Lite database, what
     to remove after). ``connect.path`` ending in .db: that database (the collection alone is
     dropped); another ``connect.path``: a directory, holding ``<name>.db`` while the session
-    lasts; neither: a temporary directory."""
+    lasts; neither: a temporary directory (common.py's ``scratch_dir``: the count is of the
+    temporary directories of dead processes removed)."""
     path = settings.connect.path
     if _url(settings, index) is not None:
-        return None, None
+        return None, None, 0
     if path is not None and str(path).endswith(".db"):
-        return None, None
+        return None, None, 0
     if path is None:
-        made = Path(tempfile.mkdtemp(prefix="evalret-milvus-"))
-        return made / f"{name}.db", made
+        made, removed = scratch_dir("milvus")
+        return made / f"{name}.db", made, removed
     Path(path).mkdir(parents=True, exist_ok=True)
-    return Path(path) / f"{name}.db", Path(path) / f"{name}.db"
+    return Path(path) / f"{name}.db", Path(path) / f"{name}.db", 0
 
 
 def _sweep(settings: StoreIndexConfig, index: str) -> int:
