@@ -175,13 +175,14 @@ def test_chunks_fold_into_their_documents_and_unknown_ids_are_counted(lite: Any)
 
 
 def test_a_metric_that_is_not_the_collections_is_refused(lite: Any) -> None:
-    """``docs_l2`` was built with L2: read as ``ip`` its squared distances rise along each list,
-    and the score-direction check refuses it, naming the key to fix."""
-    retriever = _existing(lite, "docs_l2", metric="ip")
-    with pytest.raises(ConfigError) as e:
-        retriever.retrieve(job_of(lite["docs"], lite["queries"], 10))
-    shown = str(e.value)
-    assert "indexes.prod.metric" in shown and "rise" in shown
+    """``docs_l2`` was built with L2, ``docs`` with IP: read with another metric (even IP as
+    COSINE, whose scores keep their direction) it is refused, naming the key to fix."""
+    for name, metric, built in (("docs_l2", "ip", "L2"), ("docs", "cosine", "IP")):
+        retriever = _existing(lite, name, metric=metric)
+        with pytest.raises(ConfigError) as e:
+            retriever.retrieve(job_of(lite["docs"], lite["queries"], 10))
+        shown = str(e.value)
+        assert "indexes.prod.metric" in shown and f"indexed for {built}" in shown
     right = _existing(lite, "docs_l2", metric="l2")
     job = job_of(lite["docs"], lite["queries"], 10)
     distances = ((lite["queries"][:, None, :] - lite["docs"][None]) ** 2).sum(-1)

@@ -60,6 +60,7 @@ class StoreRetriever(BaseRetriever):
         self.counts = StoreCounts()
         self.filtered = False
         self.timed: Latency | None = None
+        self.swept = 0  # scratch leftovers of killed runs the driver dropped (stores/common.py)
         self.repeats: list[SearchResult] = []  # every repeat's ranking (the first is the index's)
 
     def check_ready(self) -> None:
@@ -111,6 +112,8 @@ class StoreRetriever(BaseRetriever):
         )
         if self.counts.unknown_ids:
             what += f"; {len(self.counts.unknown_ids)} ids unknown to the corpus skipped"
+        if self.swept:
+            what += f"; {self.swept} scratch collections of killed runs dropped"
         return {key: what}
 
     def latency(self) -> Latency | None:
@@ -128,6 +131,7 @@ class StoreRetriever(BaseRetriever):
             return empty_result(0, job.depth)
         self.filtered = job.eligibility is not None
         self.counts = StoreCounts()
+        self.swept = 0
         self.repeats = [self._once(job, n) for n in range(self.settings.stability.repeats)]
         check_score_direction(
             f"index {self.name} (driver {self.settings.driver})",
@@ -156,6 +160,7 @@ class StoreRetriever(BaseRetriever):
                 session = stack.enter_context(
                     self.driver.open(self.settings, self.name, scratch, tick)
                 )
+            self.swept += getattr(session, "swept", 0)
             if repeat == 0:
                 self.description = session.describe()
             with job.timed(

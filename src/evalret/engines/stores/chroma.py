@@ -41,7 +41,7 @@ import numpy as np
 
 from evalret.core.filters import Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
-from evalret.engines.stores.common import local_store, package, refuse_keys, secret
+from evalret.engines.stores.common import local, local_store, package, refuse_keys, secret, sweep
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
@@ -151,6 +151,8 @@ def _space(collection: Any) -> str | None:
 class ChromaSession:
     """One Chroma collection, searched."""
 
+    swept = 0  # scratch leftovers of killed runs dropped on opening (common.py)
+
     def __init__(self, collection: Any, id_field: str) -> None:
         self.collection = collection
         self.id_field = id_field
@@ -241,8 +243,14 @@ class ChromaDriver:
             return
         name = f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         try:
+            swept = 0
+            if local(settings):
+                names = [getattr(c, "name", c) for c in client.list_collections()]
+                swept = sweep(names, client.delete_collection)
             collection = _load(client, name, settings, index, scratch, tick)
-            yield ChromaSession(collection, "id")
+            session = ChromaSession(collection, "id")
+            session.swept = swept
+            yield session
         finally:
             with contextlib.suppress(Exception):
                 client.delete_collection(name)

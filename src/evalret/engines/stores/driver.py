@@ -11,7 +11,9 @@ scratch mode opening creates a temporary collection, loads evalret's vectors (an
 document's metadata) into it and builds the configured index, and leaving the context drops it,
 after an error or Ctrl-C too. A session describes what it searches (``describe``: the store's
 version, its index as the store reports it, the row count), translates a filter into the
-store's own (``where``) and searches a batch of query vectors (``search``).
+store's own (``where``) and searches a batch of query vectors (``search``). A scratch session in
+a local store may say how many leftovers of killed runs it dropped on opening (``swept``, read
+when present: engines/stores/common.py's rule).
 
 Filter semantics are core/filters.py's; each driver's translation is held to them by
 ``test_filter_conformance`` in tests/test_stores.py (one fixture, every driver). A new store is

@@ -30,8 +30,8 @@ import contextlib
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,9 +40,12 @@ from evalret.core.filters import Condition, Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
 from evalret.engines.stores.common import (
     key_types,
+    local,
     local_store,
     package,
     refuse_keys,
+    scratch_dir,
+    sweep,
     typed_key,
 )
 from evalret.engines.stores.driver import Hit, ScratchRows
@@ -193,6 +196,8 @@ def index_config(settings: StoreIndexConfig, index: str) -> Any:
 class LanceSession:
     """One LanceDB table, searched."""
 
+    swept = 0  # scratch leftovers of killed runs dropped on opening (common.py)
+
     def __init__(
         self, table: Any, settings: StoreIndexConfig, id_field: str, vector: str, scratch: bool
     ) -> None:
@@ -238,6 +243,25 @@ class LanceSession:
         for n, found, dist in zip(rows, got[self.id_field], got["_distance"], strict=True):
             out[int(n)].append((found, float(dist)))
         return out
+
+
+def _check_metric(table: Any, settings: StoreIndexConfig, index: str) -> None:
+    """ConfigError at ``metric`` when the vector column's index measures another metric:
+    LanceDB would search such a table by brute force (a warning on its log), and the index
+    the report describes would read as exact. ``bypass_vector_index`` asks for that scan."""
+    if settings.search.get("bypass_vector_index"):
+        return
+    for i in table.list_indices():
+        built = str((getattr(i, "index_details", None) or {}).get("metric_type", ""))
+        on_vector = settings.vector_field in list(i.columns)
+        if on_vector and built and built.lower() != _DISTANCE[settings.metric]:
+            named = {v: k for k, v in _DISTANCE.items()}.get(built.lower())
+            raise ConfigError(
+                f"indexes.{index}.metric: the index {i.name!r} of table "
+                f"{settings.collection!r} measures {built}"
+                + (f" (metric {named})" if named else "")
+                + f", not {settings.metric}: set the metric it was built with"
+            )
 
 
 class LanceDriver:
@@ -292,21 +316,39 @@ class LanceDriver:
                 raise ConfigError(
                     f"indexes.{index}.collection: no table {settings.collection!r} in {path}: {e}"
                 ) from None
+            _check_metric(table, settings, index)
             yield LanceSession(table, settings, settings.id_field, settings.vector_field, False)
             return
-        made = None if settings.connect.path else tempfile.mkdtemp(prefix="evalret-lance-")
+        made, swept = (None, 0) if settings.connect.path else scratch_dir("lance")
         db = lancedb.connect(str(settings.connect.path or made))
         name = f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+        swept += _sweep(db, settings) if local(settings) else 0
         try:
             table = _load(db, name, scratch, tick)
             if settings.build:
                 table.create_index(SCRATCH_VECTOR, config=index_config(settings, index))
-            yield LanceSession(table, settings, SCRATCH_ID, SCRATCH_VECTOR, True)
+            session = LanceSession(table, settings, SCRATCH_ID, SCRATCH_VECTOR, True)
+            session.swept = swept
+            yield session
         finally:
             with contextlib.suppress(Exception):
                 db.drop_table(name)
             if made is not None:
                 shutil.rmtree(made, ignore_errors=True)
+
+
+def _sweep(db: Any, settings: StoreIndexConfig) -> int:
+    """The scratch tables of killed runs in ``connect.path`` dropped (common.py's ``sweep``): a
+    table half written when its process died is removed as a directory."""
+    path = Path(str(settings.connect.path))
+    names = [p.name[: -len(".lance")] for p in path.glob(f"{SCRATCH_PREFIX}*.lance")]
+
+    def drop(name: str) -> None:
+        with contextlib.suppress(Exception):
+            db.drop_table(name)
+        shutil.rmtree(path / f"{name}.lance", ignore_errors=True)
+
+    return sweep(names, drop)
 
 
 def _load(db: Any, name: str, rows: ScratchRows, tick: Callable[[int], None]) -> Any:

@@ -9,8 +9,8 @@ the vector in ``vector_field`` (FLOAT_VECTOR), and the metadata filters read in 
 dynamic fields instead (its top-level keys outside the schema).
 
 All queries of a batch go in one ``search`` call, with the collection's own index and metric
-(no ``metric_type`` is sent: a ``metric`` that is not the collection's turns its values the
-wrong way round, and the score-direction check refuses it); ``search:`` keys go into the search
+(no ``metric_type`` is sent; a ``metric`` that is not the one the vector field's index was
+built with is a ConfigError at ``metric``, before any search); ``search:`` keys go into the search
 parameters (``nprobe``, ``ef``, ``level``, ``search_list``, ``reorder_k``; ``ef`` raised to
 the rows a search fetches, which a server requires and Milvus Lite does itself). Milvus returns
 IP and COSINE as similarities and L2 as the squared distance (``similarity`` negates it). One
@@ -52,7 +52,6 @@ import logging
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,7 +60,16 @@ import numpy as np
 
 from evalret.core.filters import Condition, Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
-from evalret.engines.stores.common import conditions, key_types, package, typed_key, typed_rows
+from evalret.engines.stores.common import (
+    conditions,
+    key_types,
+    local,
+    package,
+    scratch_dir,
+    sweep,
+    typed_key,
+    typed_rows,
+)
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
@@ -163,6 +171,8 @@ def _jsonable(value: Any) -> Any:
 
 class MilvusSession:
     """One Milvus collection, searched."""
+
+    swept = 0  # scratch leftovers of killed runs dropped on opening (common.py)
 
     def __init__(
         self,
@@ -331,12 +341,18 @@ class MilvusDriver:
                     client.close()
             return
         name = f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
-        lite, made = _scratch_lite(settings, index, name)
+        swept = _sweep(settings, index) if local(settings) else 0
+        lite, made, removed = _scratch_lite(settings, index, name)
+        swept += removed
         client = _client(settings, index, lite)
         try:
+            if lite is None and local(settings):  # connect.path is the Milvus Lite .db
+                swept += sweep(client.list_collections(), client.drop_collection)
             types = _load(client, name, scratch, tick)
             _build(client, name, settings, index, wait=_url(settings, index) is not None)
-            yield MilvusSession(client, name, settings, ("id", "vector", "metadata"), types)
+            session = MilvusSession(client, name, settings, ("id", "vector", "metadata"), types)
+            session.swept = swept
+            yield session
         finally:
             with contextlib.suppress(Exception):
                 client.drop_collection(name)
@@ -349,21 +365,36 @@ class MilvusDriver:
 
 def _scratch_lite(
     settings: StoreIndexConfig, index: str, name: str
-) -> tuple[Path | None, Path | None]:
+) -> tuple[Path | None, Path | None, int]:
     """Where a scratch collection goes when not on a server: (the Milvus Lite database, what
     to remove after). ``connect.path`` ending in .db: that database (the collection alone is
     dropped); another ``connect.path``: a directory, holding ``<name>.db`` while the session
-    lasts; neither: a temporary directory."""
+    lasts; neither: a temporary directory (common.py's ``scratch_dir``: the count is of the
+    temporary directories of dead processes removed)."""
     path = settings.connect.path
     if _url(settings, index) is not None:
-        return None, None
+        return None, None, 0
     if path is not None and str(path).endswith(".db"):
-        return None, None
+        return None, None, 0
     if path is None:
-        made = Path(tempfile.mkdtemp(prefix="evalret-milvus-"))
-        return made / f"{name}.db", made
+        made, removed = scratch_dir("milvus")
+        return made / f"{name}.db", made, removed
     Path(path).mkdir(parents=True, exist_ok=True)
-    return Path(path) / f"{name}.db", Path(path) / f"{name}.db"
+    return Path(path) / f"{name}.db", Path(path) / f"{name}.db", 0
+
+
+def _sweep(settings: StoreIndexConfig, index: str) -> int:
+    """The scratch databases (``<name>.db``) of killed runs in the directory ``connect.path``
+    removed (common.py's ``sweep``); none when it is a ``.db`` itself."""
+    path = Path(str(settings.connect.path))
+    if str(path).endswith(".db") or not path.is_dir():
+        return 0
+
+    def drop(name: str) -> None:
+        _release_lite(path / name)
+        shutil.rmtree(path / name)
+
+    return sweep((p.name for p in path.glob(f"{SCRATCH_PREFIX}*.db")), drop)
 
 
 def _url(settings: StoreIndexConfig, index: str) -> str | None:
@@ -436,6 +467,7 @@ def _existing(client: Any, settings: StoreIndexConfig, index: str) -> MilvusSess
         found = bool(schema.get("enable_dynamic_field"))
     else:
         found = fields.get(metadata, {}).get("type") == types.JSON
+    _check_metric(client, name, settings, index)
     client.load_collection(name)
     session = MilvusSession(
         client, name, settings, (settings.id_field, settings.vector_field, metadata), None
@@ -449,6 +481,21 @@ def _existing(client: Any, settings: StoreIndexConfig, index: str) -> MilvusSess
             + " to filter on"
         )
     return session
+
+
+def _check_metric(client: Any, name: str, settings: StoreIndexConfig, index: str) -> None:
+    """ConfigError at ``metric`` when the vector field's index measures another metric (IP
+    read as COSINE, or the reverse, keeps its direction: the score-direction check would not
+    see it)."""
+    for found in client.list_indexes(name, field_name=settings.vector_field):
+        built = str(client.describe_index(name, found).get("metric_type") or "").upper()
+        if built and built != _METRIC[settings.metric]:
+            named = {v: k for k, v in _METRIC.items()}.get(built)
+            raise ConfigError(
+                f"indexes.{index}.metric: collection {name!r} is indexed for {built}"
+                + (f" (metric {named})" if named else "")
+                + f", not {settings.metric}: set the metric it was built with"
+            )
 
 
 def _load(client: Any, name: str, rows: ScratchRows, tick: Callable[[int], None]) -> KeyTypes:

@@ -20,7 +20,8 @@ committed, rolled back when the session ends (after an error or Ctrl-C too).
   read-only transaction (``SET TRANSACTION READ ONLY``): ``id_field`` read as text,
   ``vector_field``, and for filtered queries the jsonb column ``metadata_field`` (default
   ``metadata``). A table, column or dimension that does not fit is a config error naming
-  ``collection``.
+  ``collection``; a vector column whose indexes all serve other metrics one naming ``metric``
+  (``check_index_metric``).
 
 A batch of queries is one statement: per query a LATERAL ``ORDER BY vector <op> query LIMIT n``
 (``<#>`` for ``ip``, ``<=>`` for ``cosine``, ``<->`` for ``l2``), after ``SET LOCAL
@@ -398,6 +399,32 @@ def index_of(conn: Any, source: Source, name: str) -> dict[str, Any]:
     }
 
 
+def check_index_metric(conn: Any, table: str, column: str, metric: str, index: str) -> None:
+    """ConfigError at ``metric`` when the column's pgvector indexes all serve other metrics: the
+    planner could use none of them for the metric's operator and would scan the table exactly,
+    so the index the table is deployed with would go unmeasured (a flat column is searched
+    exactly, as it stands)."""
+    from psycopg import sql
+
+    wanted = OPERATORS[metric][1]
+    relation = sql.Identifier(*table.split(".")).as_string(conn)
+    found = conn.execute(
+        "SELECT c.relname, opc.opcname FROM pg_index i"
+        " JOIN pg_class c ON c.oid = i.indexrelid"
+        " JOIN pg_opclass opc ON opc.oid = i.indclass[0]"
+        " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]"
+        " WHERE i.indrelid = %s::regclass AND a.attname = %s AND opc.opcname LIKE 'vector%%ops'"
+        " ORDER BY c.relname",
+        (relation, column),
+    ).fetchall()
+    if found and all(opclass != wanted for _, opclass in found):
+        name, opclass = found[0]
+        raise ConfigError(
+            f"indexes.{index}.metric: the index {name!r} of {table!r} serves {opclass}, not "
+            f"{wanted} (metric {metric}): set the metric it was built with"
+        )
+
+
 class PgSession:
     """One Postgres transaction searching one table (the scratch one, or an existing one)."""
 
@@ -542,6 +569,9 @@ class PgvectorDriver:
             if scratch is None:
                 conn.execute("SET LOCAL enable_seqscan = off")
                 assert settings.collection is not None
+                check_index_metric(
+                    conn, settings.collection, settings.vector_field, settings.metric, index
+                )
                 source = table_source(
                     settings.collection, settings.id_field, settings.vector_field, settings.metric
                 )

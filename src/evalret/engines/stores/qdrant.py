@@ -15,8 +15,8 @@ Qdrant's ``SearchParams``: ``hnsw_ef``, ``exact``, ``indexed_only``, and
 ``quantization_rescore`` / ``quantization_oversampling`` / ``quantization_ignore`` (its
 ``quantization`` object). Scratch mode's ``build:`` is the collection's ``hnsw_config``: ``m``,
 ``ef_construct``, ``full_scan_threshold``. Local mode builds no index and searches exactly
-(qdrant-client's own numpy search): there ``build:`` and ``search:`` are recorded and have no
-effect, and the description says so.
+(qdrant-client's own numpy search): there ``build:`` and ``search:`` could have no effect and
+are refused at their key (``_local_settings``), and the description says the search is exact.
 
 Metadata is read from the payload (``metadata_field`` null) or from under a payload key
 (``metadata_field``, a Qdrant key path: ``meta`` or ``meta.inner``). A filter becomes a Qdrant
@@ -49,7 +49,7 @@ import numpy as np
 
 from evalret.core.filters import Condition, Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
-from evalret.engines.stores.common import local_store, package, refuse_keys, secret
+from evalret.engines.stores.common import local, local_store, package, refuse_keys, secret, sweep
 from evalret.engines.stores.driver import Hit, ScratchRows
 from evalret.errors import ConfigError
 
@@ -209,6 +209,8 @@ def _vector(info: Any, settings: StoreIndexConfig, index: str) -> tuple[str | No
 class QdrantSession:
     """One Qdrant collection, searched."""
 
+    swept = 0  # scratch leftovers of killed runs dropped on opening (common.py)
+
     def __init__(
         self,
         client: Any,
@@ -246,7 +248,7 @@ class QdrantSession:
             },
         }
         if self.local:
-            index["search"] = "exact: local mode builds no index (build and search have no effect)"
+            index["search"] = "exact: local mode builds no index"
         try:
             version = str(self.client.info().version)
         except Exception:  # an older server or client without info()
@@ -276,6 +278,20 @@ class QdrantSession:
         ]
 
 
+def _local_settings(settings: StoreIndexConfig, index: str) -> None:
+    """ConfigError at the first ``build`` or ``search`` key in local mode, where it cannot take
+    effect: the search is exact whatever they say, and the gate would pass an HNSW it never
+    measured."""
+    for what in ("build", "search"):
+        keys = sorted(getattr(settings, what))
+        if keys:
+            raise ConfigError(
+                f"indexes.{index}.{what}.{keys[0]}: qdrant's local mode builds no index and "
+                f"searches every point exactly, so {what} settings have no effect there: point "
+                "connect.url at a Qdrant server to measure its HNSW"
+            )
+
+
 class QdrantDriver:
     """The ``qdrant`` driver."""
 
@@ -286,6 +302,8 @@ class QdrantDriver:
         _library()
         _settings(dict(settings.search), SEARCH_KEYS, f"indexes.{index}.search")
         _settings(dict(settings.build), BUILD_KEYS, f"indexes.{index}.build")
+        if settings.connect.url is None and settings.connect.url_env is None:
+            _local_settings(settings, index)
         local_store(settings, index, look=False)  # the store itself: check_store, before a search
 
     def check_store(self, settings: StoreIndexConfig, index: str) -> None:
@@ -320,8 +338,14 @@ class QdrantDriver:
         client = _client(settings, index, path)
         name = f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         try:
+            swept = 0
+            if local(settings) and not made:
+                names = [c.name for c in client.get_collections().collections]
+                swept = sweep(names, client.delete_collection)
             _load(client, name, settings, scratch, tick)
-            yield QdrantSession(client, name, None, SCRATCH_ID, SCRATCH_METADATA, settings)
+            session = QdrantSession(client, name, None, SCRATCH_ID, SCRATCH_METADATA, settings)
+            session.swept = swept
+            yield session
         finally:
             with contextlib.suppress(Exception):
                 client.delete_collection(name)

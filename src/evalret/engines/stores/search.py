@@ -130,8 +130,9 @@ def _kept(
 
 def open_at_cut(hits: Scored, fetch: int, ids: IdMap, q: Query) -> bool:
     """Whether a full fetch may have cut the query's documents short: fewer than it wants, or
-    the last one wanted tied with the last row fetched."""
-    if len(hits) < fetch:
+    the last one wanted tied with the last row fetched (never when it wants none: its filter
+    keeps no document, whatever the store returned)."""
+    if len(hits) < fetch or q.wanted == 0:
         return False
     _, sims, _ = _kept(hits, ids, q)
     return len(sims) < q.wanted or sims[q.wanted - 1] == hits[-1][1]
