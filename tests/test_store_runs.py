@@ -262,3 +262,15 @@ def test_a_latency_budget_holds_a_store(world: Path) -> None:
     report = _run(_config(world, store, gate=gate), world / "out", code=1)
     failed = [c for c in report["gate"]["checks"] if c["status"] == "fail"]
     assert [(c["index"], c["metric"]) for c in failed] == [("store", "p95_ms")]
+
+
+def test_a_password_given_by_set_is_never_echoed(world: Path) -> None:
+    """A URL with credentials given by `--set` is refused (exit 2) and the message quotes the
+    option with the password masked, in `run` and in `sweep` alike."""
+    config = _config(world, "{type: store, driver: lancedb, mode: scratch}")
+    url = "indexes.store.connect.url=http://user:s3cretpw@127.0.0.1:1/"
+    for command in ("run", "sweep"):
+        out = str(world / command)
+        code, output = invoke(command, "-c", str(config), "--no-progress", "-o", out, "--set", url)
+        assert code == 2 and "user:***@127.0.0.1" in output, output
+        assert "s3cretpw" not in output

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,8 +85,17 @@ class Override:
         return self.path.split(".")
 
 
+# a URL's password (scheme://user:password@host): never echoed back in a message
+_USERINFO = re.compile(r"(://[^/\s:@]*:)[^@\s/]*@")
+
+
+def shown(text: str) -> str:
+    """``text`` as a message may quote it: a URL's password replaced by ``***``."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
 def _bad(text: str, why: str) -> ConfigError:
-    return ConfigError(f"invalid --set {text!r}", [Problem(why, "--set")])
+    return ConfigError(f"invalid --set {shown(text)!r}", [Problem(shown(why), "--set")])
 
 
 def _scalar(text: str, raw: str) -> Any:
@@ -119,7 +129,7 @@ def parse_override(text: str) -> Override:
             "one value per --set here: several values are a grid, which `evalret sweep` runs "
             "(quote a text that holds a comma: KEY='\"a, b\"')",
         )
-    return Override(path, _scalar(text, raw), f"--set {text}")
+    return Override(path, _scalar(text, raw), f"--set {shown(text)}")
 
 
 def command_overrides(
@@ -172,7 +182,7 @@ def parse_axis(text: str) -> Axis:
     parsed = tuple(_scalar(text, raw) for raw in _split_values(values))
     if len(set(map(repr, parsed))) != len(parsed):
         raise _bad(text, "a value is repeated")
-    return Axis(path=path, values=parsed, text=text)
+    return Axis(path=path, values=parsed, text=shown(text))
 
 
 def parse_axes(texts: list[str]) -> list[Axis]:
@@ -396,7 +406,7 @@ def point_config(
 ) -> Config:
     """The validated config of one grid point, its relative paths resolved against ``base``
     (those of its ``--set`` values against the working directory)."""
-    settings = ", ".join(f"{k}={v!r}" for k, v in point.items())
+    settings = shown(", ".join(f"{k}={v!r}" for k, v in point.items()))
     options = [Override(a.path, point[a.path], f"--set {a.text}") for a in axes]
     try:
         cfg = apply_overrides(data, base, options, f"--set {settings}")
