@@ -41,6 +41,7 @@ from evalret.report.run_notes import (
     warning_lines,
     without_relevant_note,
 )
+from evalret.report.verdict import recorded_verdict, verdict_words
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
@@ -219,28 +220,19 @@ def _failed_table(gate: GateSection) -> Table:
     return table
 
 
+VERDICT_STYLE = {
+    "pass": "bold green",
+    "no baseline": "bold",
+    "inconclusive": "bold yellow",
+    "fail": "bold red",
+}
+
+
 def verdict_text(gate: GateSection) -> Text:
-    """The gate's verdict in colour: ``GATE PASSED: all 43 checks pass`` or ``GATE FAILED: …``."""
-    summary = gate_summary(gate)
-    if summary.passed:
-        n = summary.n_checks
-        return Text(
-            f"GATE PASSED: {'the' if n == 1 else f'all {n}'} check{'s' if n != 1 else ''} "
-            f"pass{'es' if n == 1 else ''}",
-            style="bold green",
-        )
-    n_inconclusive = len(summary.inconclusive)
-    if summary.is_inconclusive:
-        return Text(
-            f"GATE INCONCLUSIVE: {n_inconclusive} of {summary.n_checks} checks cannot tell "
-            "(too much of the new top k was never judged; policy warn, not blocking)",
-            style="bold yellow",
-        )
-    return Text(
-        f"GATE FAILED: {len(summary.failed)} of {summary.n_checks} checks failed"
-        + summary.failed_note,
-        style="bold red",
-    )
+    """The gate's verdict in colour (its words: ``report.verdict``): ``GATE PASSED: all 43
+    checks pass``, ``NO BASELINE: …``, ``GATE INCONCLUSIVE: …`` or ``GATE FAILED: …``."""
+    words = verdict_words(gate)
+    return Text(words.title, style=VERDICT_STYLE[words.state])
 
 
 def unjudged_parts(gate: GateSection, report_json: str) -> list[RenderableType]:
@@ -250,7 +242,8 @@ def unjudged_parts(gate: GateSection, report_json: str) -> list[RenderableType]:
     if not summary.inconclusive:
         return []
     style = "bold red" if summary.policy == "fail" else "yellow"
-    parts: list[RenderableType] = [Text(summary.inconclusive_sentence, style=style)]
+    sentence = verdict_words(gate).inconclusive_sentence(summary)
+    parts: list[RenderableType] = [Text(sentence, style=style)]
     parts += [Text(f"  {terminal(unjudged_line(r, PLAIN))}") for r in unjudged_rows(gate)]
     commands = judge_commands(gate, report_json)
     if commands:
@@ -409,5 +402,5 @@ def print_baseline(console: Console, report: RunReport, path: Path) -> None:
     for index in report.indexes:
         console.print(Text(""))
         console.print(index_table(report, index))
-    if report.gate is not None:
-        console.print(Group(*gate_parts(report.gate, str(path))))
+    console.print(Text(""))  # the gate of the run that saved it: history, not a verdict
+    console.print(Text(terminal(recorded_verdict(report.gate))))
