@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from evalret.core.metrics.metric import JUDGED_SUFFIX, MAX_CUTOFF, Metric
 from evalret.core.metrics.registry import REGISTRY, aliases
+from evalret.core.suggest import suggestion
 from evalret.errors import MetricError, Problem
 
 _NAME_RE = re.compile(
@@ -23,6 +24,32 @@ def known_metrics() -> str:
     )
 
 
+DIGIT_LOOKALIKES = str.maketrans("OoIl", "0011")
+SUGGESTED_CUTOFFS = (1, 3, 5, 10, 20, 50, 100, 1000)  # the cutoffs a suggestion may name
+
+
+def metric_names(name: str) -> list[str]:
+    """The metric names a suggestion for ``name`` is drawn from: every family, bare and at the
+    usual cutoffs and at ``name``'s own cutoff when it has one, judged-only when ``name`` has a
+    suffix."""
+    given = re.search(r"@\s*(\d+)\s*(?::|$)", name)
+    cutoffs = [*SUGGESTED_CUTOFFS, *([int(given.group(1))] if given else [])]
+    suffix = f":{JUDGED_SUFFIX}" if ":" in name else ""
+    return [f"{f}{at}{suffix}" for f in REGISTRY for at in ("", *(f"@{k}" for k in cutoffs))]
+
+
+def _metric_hint(name: str) -> str:
+    """`` (did you mean 'ndcg@10'?)`` for a mistyped metric name (``ndcg@1O``: letters that
+    look like digits read as digits after the @), or ""."""
+    head, at, tail = name.partition("@")
+    typed = head + at + tail.translate(DIGIT_LOOKALIKES)
+    read = _NAME_RE.match(typed)
+    if typed != name and read is not None and read.group(1).lower() in aliases():
+        return f" (did you mean {typed!r}?)"
+    match = suggestion(typed, metric_names(typed))
+    return f" (did you mean {match!r}?)" if match is not None else ""
+
+
 def parse_metric(name: str) -> Metric:
     """Parse ``ndcg@10`` into a Metric; case-insensitive, with aliases (``P@5``, ``success@1``).
     A name without ``@k`` (``map``, ``RR``) is the metric over the whole ranking; a trailing
@@ -30,7 +57,9 @@ def parse_metric(name: str) -> Metric:
     m = _NAME_RE.match(name)
     family = aliases().get(m.group(1).lower()) if m else None
     if m is None or family is None:
-        raise MetricError(f"unknown metric {name!r}; known metrics: {known_metrics()}")
+        raise MetricError(
+            f"unknown metric {name!r}{_metric_hint(name)}; known metrics: {known_metrics()}"
+        )
     judged = m.group(3) is not None
     if m.group(2) is None:
         return Metric(family, judged=judged)
