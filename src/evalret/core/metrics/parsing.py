@@ -24,30 +24,28 @@ def known_metrics() -> str:
     )
 
 
-DIGIT_LOOKALIKES = str.maketrans("OoIl", "0011")
-SUGGESTED_CUTOFFS = (1, 3, 5, 10, 20, 50, 100, 1000)  # the cutoffs a suggestion may name
-
-
-def metric_names(name: str) -> list[str]:
-    """The metric names a suggestion for ``name`` is drawn from: every family, bare and at the
-    usual cutoffs and at ``name``'s own cutoff when it has one, judged-only when ``name`` has a
-    suffix."""
-    given = re.search(r"@\s*(\d+)\s*(?::|$)", name)
-    cutoffs = [*SUGGESTED_CUTOFFS, *([int(given.group(1))] if given else [])]
-    suffix = f":{JUDGED_SUFFIX}" if ":" in name else ""
-    return [f"{f}{at}{suffix}" for f in REGISTRY for at in ("", *(f"@{k}" for k in cutoffs))]
+DIGIT_LOOKALIKES = str.maketrans("OoIl", "0011")  # letters typed for digits after the @
+_PARTS_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(@[^:]*)?(:.*)?$")
 
 
 def _metric_hint(name: str) -> str:
-    """`` (did you mean 'ndcg@10'?)`` for a mistyped metric name (``ndcg@1O``: letters that
-    look like digits read as digits after the @), or ""."""
-    head, at, tail = name.partition("@")
-    typed = head + at + tail.translate(DIGIT_LOOKALIKES)
-    read = _NAME_RE.match(typed)
-    if typed != name and read is not None and read.group(1).lower() in aliases():
-        return f" (did you mean {typed!r}?)"
-    match = suggestion(typed, metric_names(typed))
-    return f" (did you mean {match!r}?)" if match is not None else ""
+    """`` (did you mean 'recall@10'?)`` for a mistyped metric name, or "": the one family the
+    typed one begins, else the closest (``core.suggest``); letters that look like digits after
+    the @ read as digits (``ndcg@1O``); a mistyped ``:judged`` spelled out. Only a name that
+    parses is suggested."""
+    parts = _PARTS_RE.match(name)
+    if parts is None:
+        return ""
+    family, cutoff, suffix = parts.group(1), parts.group(2) or "", parts.group(3) or ""
+    if family.lower() not in aliases():  # a family it begins (prec), else the closest one
+        begun = [f for f in REGISTRY if f.startswith(family.lower())]
+        family = begun[0] if len(begun) == 1 else suggestion(family.lower(), REGISTRY) or family
+    if suffix:
+        suffix = ":" + (suggestion(suffix[1:].strip().lower(), [JUDGED_SUFFIX]) or suffix[1:])
+    meant = family + cutoff.translate(DIGIT_LOOKALIKES) + suffix
+    read = _NAME_RE.match(meant)
+    known = read is not None and read.group(1).lower() in aliases()
+    return f" (did you mean {meant!r}?)" if known and meant != name else ""
 
 
 def parse_metric(name: str) -> Metric:

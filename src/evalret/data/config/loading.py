@@ -242,7 +242,7 @@ def _step(node: Any, part: int | str) -> Any:
     return tagged[0].get(part) if tagged and isinstance(part, str) else None
 
 
-def keys_at(loc: tuple[int | str, ...]) -> list[str]:
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
     """The keys a config may hold at ``loc`` (pydantic's path, a union member's tag included),
     [] when the path is not one model's."""
     node: Any = Config
@@ -267,7 +267,7 @@ def _validation_problem(err: Any, root: yaml.Node | None, source: str) -> Proble
     if said is not None:
         msg = said
     elif err["type"] == "extra_forbidden":
-        msg = "unknown key" + did_you_mean(str(err["loc"][-1]), keys_at(err["loc"][:-1]))
+        msg = "unknown key" + did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"][:-1]))
     elif err["type"] in _TYPE_ERRORS:
         msg = f"{msg}, not {_given(err['input'])}"
     elif err["type"] in _MAPPING_ERRORS:
