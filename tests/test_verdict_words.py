@@ -83,9 +83,24 @@ def test_runs_exiting_0_and_1_never_say_the_other_code(demo: Demo) -> None:
             assert "GATE FAILED" in texts["terminal"] and "❌ fail (" in texts["report.md"]
             assert texts["comment.md"].splitlines()[1].startswith("## evalret gate: ❌ fail")
             assert 'data-verdict="fail"' in texts["report.html"]
+        lost = [n for n in ("terminal", "report.md", "comment.md") if "lost: " in texts[n]]
+        assert lost == (["terminal", "report.md", "comment.md"] if name == "fail" else []), name
     mixed = outputs(runs["mixed"][0][1], runs["mixed"][0][2])
     said = "they alone would not fail the gate, but other checks failed it (exit 1)"
     assert said in mixed["report.md"] and said in mixed["report.html"]
+    worst = min(
+        (
+            c
+            for c in json.loads((runs["fail"][0][2] / "report.json").read_text())["gate"]["checks"]
+            if not c["passed"]
+        ),
+        key=lambda c: c["delta"],
+    )
+    line = (
+        f"lost: model/{worst['slice']}/{worst['metric']} fell most, {worst['baseline']:.4f} -> "
+        f"{worst['current']:.4f} ({worst['delta']:+.4f}); the 10 failed drops range from"
+    )
+    assert line in outputs(runs["fail"][0][1], runs["fail"][0][2])["terminal"]
     warned = outputs(runs["inconclusive"][0][1], runs["inconclusive"][0][2])
     assert "Policy warn: they do not block the gate (exit 0)." in warned["report.md"]
 

@@ -34,7 +34,7 @@ from evalret.report.run_notes import (
     warning_lines,
     without_relevant_note,
 )
-from evalret.report.verdict import verdict_words
+from evalret.report.verdict import loss_line, verdict_words
 
 RESULT_MARKS = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
 
@@ -81,6 +81,13 @@ def verdict_heading(gate: GateSection) -> str:
     return verdict_words(gate).heading
 
 
+def loss_lines(gate: GateSection) -> list[str]:
+    """How much was lost, under a failed verdict (``report.verdict.loss_line``), then a blank
+    line; [] when no drop check failed."""
+    line = loss_line(gate, TYPOGRAPHIC)
+    return [markdown(line), ""] if line is not None else []
+
+
 def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:
     """The inconclusive checks' slices as a table (judged@k of baseline and current, the share
     of the new top k never judged) and the commands that would judge them; [] when none."""
@@ -112,7 +119,7 @@ def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:
 def _gate_lines(gate: GateSection, report_json: str) -> list[str]:
     summary = gate_summary(gate)
     failed = summary.failed
-    lines = [verdict_heading(gate), ""]
+    lines = [verdict_heading(gate), "", *loss_lines(gate)]
     if gate.baseline:
         lines.append(
             f"Baseline {markdown_code(gate.baseline)} "

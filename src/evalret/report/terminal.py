@@ -41,7 +41,7 @@ from evalret.report.run_notes import (
     warning_lines,
     without_relevant_note,
 )
-from evalret.report.verdict import recorded_verdict, verdict_words
+from evalret.report.verdict import loss_line, recorded_verdict, verdict_words
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
@@ -235,6 +235,13 @@ def verdict_text(gate: GateSection) -> Text:
     return Text(words.title, style=VERDICT_STYLE[words.state])
 
 
+def loss_text(gate: GateSection) -> list[Text]:
+    """The line under a failed verdict saying how much was lost (``report.verdict.loss_line``),
+    or none."""
+    line = loss_line(gate, PLAIN, "->")
+    return [Text(terminal(line), style="red")] if line is not None else []
+
+
 def unjudged_parts(gate: GateSection, report_json: str) -> list[RenderableType]:
     """The inconclusive checks' slices (judged@k of baseline and current, the share of the new
     top k never judged) and the commands that would judge them; nothing when none."""
@@ -294,7 +301,8 @@ def sample_parts(report: RunReport) -> list[RenderableType]:
 def gate_parts(gate: GateSection, report_json: str = "report.json") -> list[RenderableType]:
     """Verdict in colour, then the failed checks, the inconclusive ones, underpowered warning
     and notes."""
-    parts: list[RenderableType] = [Text(""), verdict_text(gate), *changed_lines(gate)]
+    parts: list[RenderableType] = [Text(""), verdict_text(gate), *loss_text(gate)]
+    parts += changed_lines(gate)
     if gate.failed:
         parts.append(_failed_table(gate))
     return parts + unjudged_parts(gate, report_json) + caveat_lines(gate)

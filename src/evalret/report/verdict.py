@@ -17,8 +17,10 @@ from typing import Literal
 from evalret.data.schema import GateSection
 from evalret.errors import ExitCode
 from evalret.report.gate_rows import GateSummary, gate_summary
+from evalret.report.numbers import Medium, number
 
-COMPARED_KINDS = ("max_drop", "max_drop_pct", "judged_min")  # checks drawn from a baseline
+DROP_KINDS = ("max_drop", "max_drop_pct")
+COMPARED_KINDS = (*DROP_KINDS, "judged_min")  # checks drawn from a baseline
 VerdictState = Literal["pass", "fail", "inconclusive", "no baseline"]
 
 
@@ -170,3 +172,31 @@ def recorded_verdict(gate: GateSection | None) -> str:
         f"the run that saved this baseline: {was}. A baseline is no verdict: `evalret run` "
         "gates later runs against it."
     )
+
+
+def loss_line(gate: GateSection, medium: Medium, arrow: str = "→") -> str | None:
+    """How much was lost, in one line under a failed verdict: the failed drop check that fell
+    most (baseline, current, change) and the range of the failed drops; None when no drop check
+    failed. Figures by ``report.numbers.number``."""
+    drops = [
+        c
+        for c in gate.failed
+        if c.kind in DROP_KINDS and c.delta is not None and c.delta < 0 and c.delta == c.delta
+    ]
+    if not drops:
+        return None
+    by_change = sorted(drops, key=lambda c: c.delta or 0.0)
+    worst, least = by_change[0], by_change[-1]
+
+    def signed(v: float | None) -> str:
+        return number(v, signed=True, medium=medium)
+
+    line = (
+        f"lost: {worst.index}/{worst.slice}/{worst.metric} fell most, "
+        f"{number(worst.baseline, medium=medium)} {arrow} {number(worst.current, medium=medium)} "
+        f"({signed(worst.delta)})"
+    )
+    if len(drops) > 1:
+        line += f"; the {len(drops)} failed drops range from {signed(least.delta)} to "
+        line += signed(worst.delta)
+    return line
