@@ -83,6 +83,10 @@ def test_the_process_prints_its_own_name() -> None:
     assert rerun.returncode == 0, rerun.stderr
 
 
+RERANK = (
+    "indexes:\n  rr:\n    type: rerank\n    of: exact\n    reranker:\n"
+    "      provider: {provider}\n      {key}: ms-marco\n"
+)
 # a config with one typo, and the name the refusal must suggest for it
 CONFIGS = {
     "indexes:\n  hnsw:\n    ef_serch: 64\n": "ef_search",
@@ -96,6 +100,8 @@ CONFIGS = {
     ),
     "indexes:\n  flat:\n    type: fais\n    factory: Flat\n": "faiss",  # an index type
     "model:\n  provider: opnai\n  name: text-embedding-3-small\n": "openai",  # a provider
+    RERANK.format(provider="cross-encodr", key="path"): "cross-encoder",  # a reranker's provider
+    RERANK.format(provider="cross-encoder", key="pth"): "path",  # a key of a union's member
 }
 HINT = re.compile(
     r"(?:unknown key|unknown metric '([^']+)'|'([^']+)' is no [a-z ]+) "
@@ -109,11 +115,12 @@ def test_a_config_typo_suggests_a_name_that_validates(text: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config(text)
     messages = [p.message for p in caught.value.problems]
-    hints = [m for m in map(HINT.search, messages) if m is not None]
-    assert len(hints) == 1, messages
-    suggested = hints[0].group(3)
+    hinted = [(m, h) for m in messages if (h := HINT.search(m)) is not None]
+    assert len(hinted) == 1, messages
+    message, hint = hinted[0]
+    suggested = hint.group(3)
     assert suggested == CONFIGS[text]
-    typo = hints[0].group(1) or hints[0].group(2) or messages[0].split(":")[0].split(".")[-1]
+    typo = hint.group(1) or hint.group(2) or message.split(":")[0].split(".")[-1]
     parse_config(text.replace(typo, suggested, 1))  # validates: no ConfigError
 
 

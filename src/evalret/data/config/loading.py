@@ -4,10 +4,11 @@ key of the file, taken out of the path)."""
 
 from __future__ import annotations
 
+import re
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -239,7 +240,21 @@ def _step(node: Any, part: int | str) -> Any:
             return get_args(leaf)[0]
     members = set(_leaves(node))
     tagged = [r for r in registries if members & set(r.values())]
-    return tagged[0].get(part) if tagged and isinstance(part, str) else None
+    if tagged and isinstance(part, str):
+        return tagged[0].get(part)
+    return next((m for m in members if part in _tags(m)), None)  # another union: its tag
+
+
+def _tags(member: Any) -> set[Any]:
+    """The values a union member's Literal fields take (its tag among them)."""
+    if not (isinstance(member, type) and issubclass(member, BaseModel)):
+        return set()
+    return {
+        v
+        for f in member.model_fields.values()
+        if get_origin(f.annotation) is Literal
+        for v in get_args(f.annotation)
+    }
 
 
 def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
@@ -266,6 +281,13 @@ def _validation_problem(err: Any, root: yaml.Node | None, source: str) -> Proble
     msg = str(error) if isinstance(error, AtKey) else err["msg"]
     if said is not None:
         msg = said
+    elif err["type"] == "union_tag_invalid":  # a union outside _UNION_SITES (reranker.provider)
+        c = err["ctx"]
+        tags = re.findall(r"'([^']*)'", c["expected_tags"])
+        loc = (*loc, c["discriminator"].strip("'"))
+        msg = (
+            f"{c['tag']!r} is no {loc[-1]}{did_you_mean(c['tag'], tags)}: one of {', '.join(tags)}"
+        )
     elif err["type"] == "extra_forbidden":
         msg = "unknown key" + did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"][:-1]))
     elif err["type"] in _TYPE_ERRORS:
