@@ -71,7 +71,8 @@ def _pass_words(s: GateSummary, code: ExitCode, no_baseline: bool) -> VerdictWor
             "no baseline",
             code,
             f"NO BASELINE: {what} pass{'es' if n == 1 else ''} (nothing compared)",
-            f"## evalret gate: no baseline: {_checks(n, True)}, passed",
+            f"## evalret gate: no baseline: {_checks(n, True)} pass{'es' if n == 1 else ''} "
+            "(nothing compared)",
             f"No baseline: {what} pass{'es' if n == 1 else ''}; nothing was compared.",
             f"no baseline: {_checks(n, True)}",
             f"PASS: {_checks(n, True)} (no baseline to compare with)",
