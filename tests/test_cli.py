@@ -190,7 +190,7 @@ def test_demo_run_prints_a_short_summary_and_writes_reports(demo_run: DemoRun) -
     health lines and the files, in at most 60 lines; the per-slice tables are left out."""
     assert demo_run.code == 0, demo_run.output
     lines = demo_run.output.splitlines()
-    assert lines[0].startswith("GATE PASSED: all 3 checks pass"), lines[0]
+    assert lines[0].startswith("NO BASELINE: all 3 fixed checks pass (nothing compared)"), lines[0]
     assert len(lines) <= 60, len(lines)
     for text in (
         "golden set ",
@@ -261,7 +261,7 @@ def test_demo_run_verbose_prints_every_table(demo_run: DemoRun, tmp_path: Path) 
     ):
         assert text in output, text
     # the verdict after the tables, as before the short summary was the default
-    assert output.index("GATE PASSED") > output.index("Embedding health")
+    assert output.index("NO BASELINE") > output.index("Embedding health")
     assert len(output.splitlines()) > 150
 
 

@@ -47,7 +47,7 @@ def test_demo_summary_is_short_and_leads_with_the_verdict() -> None:
     """The demo report: the verdict, one row per index on `all` with intervals, ANN and health
     in a line each, under 40 lines; the per-slice tables only with --verbose."""
     lines = text_of(brief_run(DEMO, [Path("reports/report.json")])).splitlines()
-    assert lines[0] == "GATE PASSED: all 3 checks pass"
+    assert lines[0] == "NO BASELINE: all 3 fixed checks pass (nothing compared)"
     assert len(lines) <= 40, len(lines)
     text = "\n".join(lines)
     # the first five metrics of the config's list, intervals below each mean

@@ -25,7 +25,7 @@ import typer
 from evalret import cli_options as o
 from evalret.choices import GOLDEN_FORMATS, MAX_SAMPLES, SHOWN_ENTRIES, Correction, TrainFormat
 from evalret.cli_golden import golden_app
-from evalret.cli_runtime import bars, console, err_console, exit_code, run_app
+from evalret.cli_runtime import SuggestingGroup, bars, console, err_console, exit_code, run_app
 from evalret.cli_runtime import command as _command
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.errors import ExitCode
@@ -44,6 +44,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # plain help: typer's rich help formatter imports rich.markdown and markdown-it (~0.1 s)
     rich_markup_mode=None,
+    cls=SuggestingGroup,  # "Did you mean: evalret run ..." for an unknown command or option
 )
 baseline_app = typer.Typer(help="Inspect baseline files.", no_args_is_help=True)
 app.add_typer(baseline_app, name="baseline")

@@ -19,6 +19,7 @@ import functools
 import inspect
 import os
 import re
+import shlex
 import signal
 import sys
 import traceback
@@ -28,7 +29,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, get_type_hints
 
 import typer
-from typer.core import TyperCommand
+import typer.core
+from typer.core import TyperCommand, TyperGroup
 
 from evalret.errors import EvalretError, ExitCode, InputError, Terminated
 from evalret.report.escape import markup_safe
@@ -217,6 +219,82 @@ class _Command(TyperCommand):
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
+
+
+# --- did you mean ------------------------------------------------------------------------------
+
+# the click typer runs on: typer >= 0.2x vendors its own copy (typer._click, whose exceptions are
+# not click's), older typers use click
+_CLICK: Any = getattr(typer.core, "_click", None) or getattr(typer.core, "click")  # noqa: B009
+_NO_SUCH_COMMAND = re.compile(r"^No such command (?P<q>['\"])(?P<name>.*?)(?P=q)")
+_ARGV = "evalret.argv"  # the root context's meta key: the command line as given
+
+
+def _pasted(ctx: Any, typo: str, match: str) -> str | None:
+    """The command line as given, with its first ``typo`` token (or ``typo=value``) replaced by
+    ``match``, ready to paste: ``evalret run --out reports``; None when the token is not found."""
+    root = ctx.find_root()
+    argv: list[str] = root.meta.get(_ARGV, [])
+    for i, token in enumerate(argv):
+        if token == typo or (typo.startswith("-") and token.startswith(typo + "=")):
+            fixed = [*argv[:i], match + token[len(typo) :], *argv[i + 1 :]]
+            return shlex.join([*(root.info_name or "evalret").split(), *fixed])
+    return None
+
+
+def _with_suggestion(e: Any) -> Any:
+    """``e`` (an unknown command or option) with click's and typer's own "Did you mean" turned
+    into the whole command line to paste; ``e`` itself when nothing is close."""
+    from evalret.core.suggest import suggestion
+
+    ctx = e.ctx
+    if isinstance(e, _CLICK.exceptions.NoSuchOption) and ctx is not None:
+        typo, base = e.option_name, f"No such option: {e.option_name}"
+        argv = ctx.find_root().meta.get(_ARGV, [])
+        valued = any(t.startswith(f"{typo}=") for t in argv)  # then only an option taking one
+        names = [
+            n
+            for p in ctx.command.get_params(ctx)
+            if not (valued and getattr(p, "is_flag", False))
+            for n in (*p.opts, *p.secondary_opts)
+        ]
+    else:
+        found = _NO_SUCH_COMMAND.match(e.message)
+        if found is None or ctx is None or not isinstance(ctx.command, TyperGroup):
+            return e
+        group = ctx.command
+        names = [n for n in group.list_commands(ctx) if not group.commands[n].hidden]
+        typo, base = found.group("name"), f"No such command {found.group('name')!r}."
+    match = suggestion(typo, names)
+    line = _pasted(ctx, typo, match) if match is not None else None
+    if line is None:
+        return e
+    return _CLICK.exceptions.UsageError(f"{base}\nDid you mean: {line}", ctx)
+
+
+class SuggestingGroup(TyperGroup):
+    """The root command: an unknown command or option anywhere below it is refused (exit 2) with
+    the corrected command line, ``Did you mean: evalret run --out reports``, which runs as
+    pasted (the close name from ``core.suggest``)."""
+
+    def make_context(
+        self, info_name: Any, args: list[str], parent: Any = None, **extra: Any
+    ) -> Any:
+        argv = list(args)
+        try:
+            ctx = super().make_context(info_name, args, parent, **extra)
+        except _CLICK.exceptions.UsageError as e:
+            if e.ctx is not None:
+                e.ctx.find_root().meta[_ARGV] = argv
+            raise _with_suggestion(e) from None
+        ctx.meta[_ARGV] = argv
+        return ctx
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _CLICK.exceptions.UsageError as e:
+            raise _with_suggestion(e) from None
 
 
 # --- commands and option groups ----------------------------------------------------------------

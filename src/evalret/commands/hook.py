@@ -45,6 +45,7 @@ from evalret.pipeline.precommit import (
     shown,
 )
 from evalret.pipeline.runner import RunOutcome, run_configured
+from evalret.report.verdict import gate_exit_code
 
 DEFAULT_CONFIG = Path("evalret.yaml")
 PUSHED_ENV = "PRE_COMMIT_TO_REF"  # pre-commit's name for the commit a pre-push hook gates
@@ -66,8 +67,7 @@ class HookOutcome:
     @property
     def exit_code(self) -> ExitCode:
         """1 when the gate of the report this run wrote failed, else 0."""
-        gate = self.report.gate
-        return ExitCode.REGRESSION if gate is not None and gate.verdict == "fail" else ExitCode.OK
+        return gate_exit_code(self.report.gate)
 
 
 def pushed_commit() -> str | None:

@@ -24,6 +24,7 @@ from evalret.pipeline.configs import step_summary
 from evalret.pipeline.evaluate import Evaluation, check_caches, run_evaluation
 from evalret.pipeline.outputs import new_run_id, report_names, write_outputs
 from evalret.pipeline.progress import ProgressBars, no_bars
+from evalret.report.verdict import gate_exit_code
 
 if TYPE_CHECKING:
     from evalret.pipeline.judge import RunJudging
@@ -42,7 +43,7 @@ class RunOutcome:
     def exit_code(self) -> ExitCode:
         """1 when the gate failed, else 0."""
         gate = self.evaluation.report.gate
-        return ExitCode.REGRESSION if gate is not None and gate.verdict == "fail" else ExitCode.OK
+        return gate_exit_code(gate)
 
 
 def run_io(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from evalret.data.schema import GateCheck, QueryExample, RunReport
 from evalret.report.escape import markdown, markdown_code
 from evalret.report.gate_rows import check_rows, gate_summary
-from evalret.report.markdown import unjudged_lines, verdict_heading
+from evalret.report.markdown import loss_lines, unjudged_lines, verdict_heading
 from evalret.report.numbers import TYPOGRAPHIC, number
 
 MARKER = "<!-- evalret-comment -->"  # hidden in the rendered comment; the action finds it
@@ -65,7 +65,7 @@ def _head(report: RunReport) -> list[str]:
     if gate is None:
         return [MARKER, "## evalret: no gate configured", ""]
     summary = gate_summary(gate)
-    lines = [MARKER, verdict_heading(gate), ""]
+    lines = [MARKER, verdict_heading(gate), "", *loss_lines(gate)]
     if gate.baseline:
         lines += [f"Baseline {markdown_code(gate.baseline)}.", ""]
     if gate.changed:

@@ -144,21 +144,6 @@ class GateSummary:
             f"; {beside} more inconclusive (policy warn, not blocking)" if beside else ""
         )
 
-    @property
-    def inconclusive_sentence(self) -> str:
-        """Why some checks could not tell, and what that does to the exit code."""
-        n = len(self.inconclusive)
-        effect = (
-            "Policy fail: they fail the gate (exit 1)."
-            if self.policy == "fail"
-            else "Policy warn: they do not block the gate (exit 0)."
-        )
-        return (
-            f"{n} drop check{'s are' if n != 1 else ' is'} inconclusive: the current run's "
-            "judged@k fell more than gate.unjudged.max_drop below the baseline's, so the new "
-            f"top k holds documents nobody judged and the metrics cannot tell. {effect}"
-        )
-
 
 def gate_summary(gate: GateSection) -> GateSummary:
     """The verdict, the failed checks, the weak passes and the inconclusive checks of ``gate``."""

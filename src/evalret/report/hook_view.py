@@ -8,8 +8,9 @@ from pathlib import Path
 
 from evalret.data.schema import GateSection
 from evalret.report.escape import terminal
-from evalret.report.gate_rows import check_rows, gate_summary, unjudged_line, unjudged_rows
+from evalret.report.gate_rows import check_rows, unjudged_line, unjudged_rows
 from evalret.report.numbers import PLAIN
+from evalret.report.verdict import verdict_words
 
 # failed checks listed one per line before "... and N more (see report.md)"
 MAX_LISTED = 20
@@ -34,21 +35,10 @@ def hook_lines(
     if gate is None:  # no check configured: nothing was gated
         lines = [f"{hook_id}: PASS: no gate check is configured (baseline {where})"]
     else:
-        summary = gate_summary(gate)
-        if summary.passed:
-            lines = [f"{hook_id}: PASS: {summary.n_checks} checks against {where}"]
-        elif summary.is_inconclusive:
-            lines = [
-                f"{hook_id}: INCONCLUSIVE: {len(summary.inconclusive)} of {summary.n_checks} "
-                f"checks against {where} cannot tell (too much of the new top k was never "
-                "judged); not blocking (gate.unjudged.policy warn)"
-            ]
-        else:
-            lines = [
-                f"{hook_id}: FAIL: {len(summary.failed)} of {summary.n_checks} checks failed "
-                f"against {where}; the push is blocked",
-                *_failed_lines(gate),
-            ]
+        words = verdict_words(gate)
+        lines = [f"{hook_id}: {words.hook.format(where=where)}"]
+        if words.state == "fail":
+            lines += _failed_lines(gate)
         lines += [f"  {terminal(unjudged_line(r, PLAIN))}" for r in unjudged_rows(gate)]
         lines += [terminal(note) for note in gate.notes]
         lines += [

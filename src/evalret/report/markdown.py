@@ -34,6 +34,7 @@ from evalret.report.run_notes import (
     warning_lines,
     without_relevant_note,
 )
+from evalret.report.verdict import loss_line, verdict_words
 
 RESULT_MARKS = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
 
@@ -75,18 +76,16 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
 
 
 def verdict_heading(gate: GateSection) -> str:
-    """``## evalret gate: ✅ pass (N checks)``, ``⚠️ inconclusive`` or ``❌ fail`` (report.md
-    and comment.md)."""
-    summary = gate_summary(gate)
-    n, failed, inconclusive = summary.n_checks, summary.failed, summary.inconclusive
-    if summary.passed:
-        return f"## evalret gate: ✅ pass ({n} checks)"
-    if summary.is_inconclusive:
-        return (
-            f"## evalret gate: ⚠️ inconclusive ({len(inconclusive)} of {n} checks cannot tell: "
-            "too much of the new top k was never judged)"
-        )
-    return f"## evalret gate: ❌ fail ({len(failed)} of {n} checks failed){summary.failed_note}"
+    """``## evalret gate: ✅ pass (N checks)``, ``no baseline: N fixed checks``, ``⚠️
+    inconclusive`` or ``❌ fail`` (report.md and comment.md; the words: ``report.verdict``)."""
+    return verdict_words(gate).heading
+
+
+def loss_lines(gate: GateSection) -> list[str]:
+    """How much was lost, under a failed verdict (``report.verdict.loss_line``), then a blank
+    line; [] when no drop check failed."""
+    line = loss_line(gate, TYPOGRAPHIC)
+    return [markdown(line), ""] if line is not None else []
 
 
 def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:
@@ -99,7 +98,7 @@ def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:
     lines = [
         f"### Inconclusive checks ({len(summary.inconclusive)})",
         "",
-        f"⚠️ {markdown(summary.inconclusive_sentence)}",
+        f"⚠️ {markdown(verdict_words(gate).inconclusive_sentence(summary))}",
         "",
         "| index | slice | k | judged@k baseline | judged@k current | never judged | checks |",
         "|" + " --- |" * 7,
@@ -120,7 +119,7 @@ def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:
 def _gate_lines(gate: GateSection, report_json: str) -> list[str]:
     summary = gate_summary(gate)
     failed = summary.failed
-    lines = [verdict_heading(gate), ""]
+    lines = [verdict_heading(gate), "", *loss_lines(gate)]
     if gate.baseline:
         lines.append(
             f"Baseline {markdown_code(gate.baseline)} "

@@ -41,6 +41,7 @@ from evalret.report.run_notes import (
     warning_lines,
     without_relevant_note,
 )
+from evalret.report.verdict import loss_line, recorded_verdict, verdict_words
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
@@ -219,28 +220,26 @@ def _failed_table(gate: GateSection) -> Table:
     return table
 
 
+VERDICT_STYLE = {
+    "pass": "bold green",
+    "no baseline": "bold",
+    "inconclusive": "bold yellow",
+    "fail": "bold red",
+}
+
+
 def verdict_text(gate: GateSection) -> Text:
-    """The gate's verdict in colour: ``GATE PASSED: all 43 checks pass`` or ``GATE FAILED: …``."""
-    summary = gate_summary(gate)
-    if summary.passed:
-        n = summary.n_checks
-        return Text(
-            f"GATE PASSED: {'the' if n == 1 else f'all {n}'} check{'s' if n != 1 else ''} "
-            f"pass{'es' if n == 1 else ''}",
-            style="bold green",
-        )
-    n_inconclusive = len(summary.inconclusive)
-    if summary.is_inconclusive:
-        return Text(
-            f"GATE INCONCLUSIVE: {n_inconclusive} of {summary.n_checks} checks cannot tell "
-            "(too much of the new top k was never judged; policy warn, not blocking)",
-            style="bold yellow",
-        )
-    return Text(
-        f"GATE FAILED: {len(summary.failed)} of {summary.n_checks} checks failed"
-        + summary.failed_note,
-        style="bold red",
-    )
+    """The gate's verdict in colour (its words: ``report.verdict``): ``GATE PASSED: all 43
+    checks pass``, ``NO BASELINE: …``, ``GATE INCONCLUSIVE: …`` or ``GATE FAILED: …``."""
+    words = verdict_words(gate)
+    return Text(words.title, style=VERDICT_STYLE[words.state])
+
+
+def loss_text(gate: GateSection) -> list[Text]:
+    """The line under a failed verdict saying how much was lost (``report.verdict.loss_line``),
+    or none."""
+    line = loss_line(gate, PLAIN, "->")
+    return [Text(terminal(line), style="red")] if line is not None else []
 
 
 def unjudged_parts(gate: GateSection, report_json: str) -> list[RenderableType]:
@@ -250,7 +249,8 @@ def unjudged_parts(gate: GateSection, report_json: str) -> list[RenderableType]:
     if not summary.inconclusive:
         return []
     style = "bold red" if summary.policy == "fail" else "yellow"
-    parts: list[RenderableType] = [Text(summary.inconclusive_sentence, style=style)]
+    sentence = verdict_words(gate).inconclusive_sentence(summary)
+    parts: list[RenderableType] = [Text(sentence, style=style)]
     parts += [Text(f"  {terminal(unjudged_line(r, PLAIN))}") for r in unjudged_rows(gate)]
     commands = judge_commands(gate, report_json)
     if commands:
@@ -301,7 +301,8 @@ def sample_parts(report: RunReport) -> list[RenderableType]:
 def gate_parts(gate: GateSection, report_json: str = "report.json") -> list[RenderableType]:
     """Verdict in colour, then the failed checks, the inconclusive ones, underpowered warning
     and notes."""
-    parts: list[RenderableType] = [Text(""), verdict_text(gate), *changed_lines(gate)]
+    parts: list[RenderableType] = [Text(""), verdict_text(gate), *loss_text(gate)]
+    parts += changed_lines(gate)
     if gate.failed:
         parts.append(_failed_table(gate))
     return parts + unjudged_parts(gate, report_json) + caveat_lines(gate)
@@ -409,5 +410,5 @@ def print_baseline(console: Console, report: RunReport, path: Path) -> None:
     for index in report.indexes:
         console.print(Text(""))
         console.print(index_table(report, index))
-    if report.gate is not None:
-        console.print(Group(*gate_parts(report.gate, str(path))))
+    console.print(Text(""))  # the gate of the run that saved it: history, not a verdict
+    console.print(Text(terminal(recorded_verdict(report.gate))))

@@ -42,6 +42,7 @@ from evalret.report.terminal import (
     changed_lines,
     context_parts,
     labels_parts,
+    loss_text,
     metric_cell,
     render_run,
     report_json_of,
@@ -254,7 +255,8 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
     """The short summary of a run: verdict first, at most about 40 lines for the demo."""
     parts: list[RenderableType] = []
     if report.gate is not None:
-        parts += [verdict_text(report.gate), *changed_lines(report.gate)]
+        parts += [verdict_text(report.gate), *loss_text(report.gate)]
+        parts += changed_lines(report.gate)
     else:
         parts.append(Text("no gate configured (no floors, no baseline)", style="bold"))
     parts += context_parts(report)

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from evalret.core.metrics.metric import JUDGED_SUFFIX, MAX_CUTOFF, Metric
 from evalret.core.metrics.registry import REGISTRY, aliases
+from evalret.core.suggest import suggestion
 from evalret.errors import MetricError, Problem
 
 _NAME_RE = re.compile(
@@ -23,6 +24,30 @@ def known_metrics() -> str:
     )
 
 
+DIGIT_LOOKALIKES = str.maketrans("OoIl", "0011")  # letters typed for digits after the @
+_PARTS_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(@[^:]*)?(:.*)?$")
+
+
+def _metric_hint(name: str) -> str:
+    """`` (did you mean 'recall@10'?)`` for a mistyped metric name, or "": the one family the
+    typed one begins, else the closest (``core.suggest``); letters that look like digits after
+    the @ read as digits (``ndcg@1O``); a mistyped ``:judged`` spelled out. Only a name that
+    parses is suggested."""
+    parts = _PARTS_RE.match(name)
+    if parts is None:
+        return ""
+    family, cutoff, suffix = parts.group(1), parts.group(2) or "", parts.group(3) or ""
+    if family.lower() not in aliases():  # a family it begins (prec), else the closest one
+        begun = [f for f in REGISTRY if f.startswith(family.lower())]
+        family = begun[0] if len(begun) == 1 else suggestion(family.lower(), REGISTRY) or family
+    if suffix:
+        suffix = ":" + (suggestion(suffix[1:].strip().lower(), [JUDGED_SUFFIX]) or suffix[1:])
+    meant = family + cutoff.translate(DIGIT_LOOKALIKES) + suffix
+    read = _NAME_RE.match(meant)
+    known = read is not None and read.group(1).lower() in aliases()
+    return f" (did you mean {meant!r}?)" if known and meant != name else ""
+
+
 def parse_metric(name: str) -> Metric:
     """Parse ``ndcg@10`` into a Metric; case-insensitive, with aliases (``P@5``, ``success@1``).
     A name without ``@k`` (``map``, ``RR``) is the metric over the whole ranking; a trailing
@@ -30,7 +55,9 @@ def parse_metric(name: str) -> Metric:
     m = _NAME_RE.match(name)
     family = aliases().get(m.group(1).lower()) if m else None
     if m is None or family is None:
-        raise MetricError(f"unknown metric {name!r}; known metrics: {known_metrics()}")
+        raise MetricError(
+            f"unknown metric {name!r}{_metric_hint(name)}; known metrics: {known_metrics()}"
+        )
     judged = m.group(3) is not None
     if m.group(2) is None:
         return Metric(family, judged=judged)

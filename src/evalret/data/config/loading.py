@@ -4,16 +4,19 @@ key of the file, taken out of the path)."""
 
 from __future__ import annotations
 
+import re
+import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from evalret.core.suggest import did_you_mean
 from evalret.data import yamltext
 from evalret.data.config.base import AtKey
-from evalret.data.config.indexes import INDEX_CONFIGS
+from evalret.data.config.indexes import INDEX_CONFIGS, IndexesConfig
 from evalret.data.config.models import MODEL_CONFIGS
 from evalret.data.config.rerank import RERANKER_PROVIDERS
 from evalret.data.config.root import Config
@@ -202,10 +205,68 @@ def _union_problem(
             return loc, _member_message(site, tag, err, loc[-1]) if inside else None
         if site.holds(loc) and err["type"] == "union_tag_invalid":
             given = err["ctx"]["tag"]
-            return (*loc, site.field), f"{given!r} is no {site.noun}: one of {site.choices()}"
+            hint = did_you_mean(given, site.registry)
+            return (*loc, site.field), f"{given!r} is no {site.noun}{hint}: one of {site.choices()}"
         if site.holds(loc) and err["type"] == "union_tag_not_found":
             return (*loc, site.field), f"required: one of {site.choices()}"
     return loc, None
+
+
+def _leaves(annotation: Any) -> list[Any]:
+    """The types an annotation may hold: Annotated, Optional and unions unwrapped."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _leaves(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return [leaf for arg in get_args(annotation) for leaf in _leaves(arg)]
+    return [annotation]
+
+
+def _step(node: Any, part: int | str) -> Any:
+    """The type at key ``part`` below ``node`` (a model, an annotation, or a tag's registry for
+    a typed index's name), or None when the path leaves the models."""
+    if isinstance(node, dict):  # a union's registry: part is its member's tag
+        return node.get(part) if isinstance(part, str) else None
+    registries = [site.registry for site in _UNION_SITES]
+    for leaf in _leaves(node):
+        if isinstance(leaf, type) and issubclass(leaf, BaseModel):
+            if part in leaf.model_fields:
+                return leaf.model_fields[str(part)].annotation
+            if leaf is IndexesConfig:  # any other name is a typed index
+                return INDEX_CONFIGS
+        elif get_origin(leaf) is dict and isinstance(part, str):
+            return get_args(leaf)[1]
+        elif get_origin(leaf) is list and isinstance(part, int):
+            return get_args(leaf)[0]
+    members = set(_leaves(node))
+    tagged = [r for r in registries if members & set(r.values())]
+    if tagged and isinstance(part, str):
+        return tagged[0].get(part)
+    return next((m for m in members if part in _tags(m)), None)  # another union: its tag
+
+
+def _tags(member: Any) -> set[Any]:
+    """The values a union member's Literal fields take (its tag among them)."""
+    if not (isinstance(member, type) and issubclass(member, BaseModel)):
+        return set()
+    return {
+        v
+        for f in member.model_fields.values()
+        if get_origin(f.annotation) is Literal
+        for v in get_args(f.annotation)
+    }
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys a config may hold at ``loc`` (pydantic's path, a union member's tag included),
+    [] when the path is not one model's."""
+    node: Any = Config
+    for part in loc:
+        node = _step(node, part)
+        if node is None:
+            return []
+    models = [x for x in _leaves(node) if isinstance(x, type) and issubclass(x, BaseModel)]
+    return [str(k) for k in models[0].model_fields] if len(models) == 1 else []
 
 
 def _validation_problem(err: Any, root: yaml.Node | None, source: str) -> Problem:
@@ -220,8 +281,15 @@ def _validation_problem(err: Any, root: yaml.Node | None, source: str) -> Proble
     msg = str(error) if isinstance(error, AtKey) else err["msg"]
     if said is not None:
         msg = said
+    elif err["type"] == "union_tag_invalid":  # a union outside _UNION_SITES (reranker.provider)
+        c = err["ctx"]
+        tags = re.findall(r"'([^']*)'", c["expected_tags"])
+        loc = (*loc, c["discriminator"].strip("'"))
+        msg = (
+            f"{c['tag']!r} is no {loc[-1]}{did_you_mean(c['tag'], tags)}: one of {', '.join(tags)}"
+        )
     elif err["type"] == "extra_forbidden":
-        msg = "unknown key"
+        msg = "unknown key" + did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"][:-1]))
     elif err["type"] in _TYPE_ERRORS:
         msg = f"{msg}, not {_given(err['input'])}"
     elif err["type"] in _MAPPING_ERRORS:

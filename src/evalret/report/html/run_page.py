@@ -77,6 +77,7 @@ from evalret.report.svg import (
     figure,
     histogram,
 )
+from evalret.report.verdict import verdict_words
 
 
 @dataclass(frozen=True)
@@ -192,13 +193,7 @@ def _drops_chart(failed: list[GateCheck]) -> str:
 
 def _gate_head(gate: GateSection, summary: GateSummary) -> list[str]:
     """The verdict line, the baseline, the significance test and what changed."""
-    if summary.passed:
-        n = summary.n_checks
-        line = f"All {n} checks pass." if n != 1 else "The check passes."
-    elif summary.is_inconclusive:
-        line = f"{len(summary.inconclusive)} of {summary.n_checks} checks are inconclusive."
-    else:
-        line = f"{len(summary.failed)} of {summary.n_checks} checks failed."
+    line = verdict_words(gate).line
     parts = [f'<p class="verdict-line"><strong>{esc(line)}</strong></p>']
     if gate.baseline:
         parts.append(
@@ -235,7 +230,7 @@ def gate_section(p: RunPage) -> Section | None:
     if summary.inconclusive:
         rows = "".join(f"<li>{esc(unjudged_line(r, HTML))}</li>" for r in unjudged_rows(gate))
         parts.append(
-            f'<p class="warn">{esc(summary.inconclusive_sentence)}</p>'
+            f'<p class="warn">{esc(verdict_words(gate).inconclusive_sentence(summary))}</p>'
             f"<ul class='plain'>{rows}</ul>"
         )
     if summary.weak:
@@ -746,13 +741,7 @@ def run_html(
     if gate is None:
         badge = verdict_badge("neutral", "NO GATE")
     else:
-        summary = gate_summary(gate)
-        if summary.passed:
-            badge = verdict_badge("pass", "✔ GATE PASSED")
-        elif summary.is_inconclusive:
-            badge = verdict_badge("neutral", "? GATE INCONCLUSIVE")
-        else:
-            failed = f"{len(summary.failed)} of {summary.n_checks} checks"
-            badge = verdict_badge("fail", f"✖ GATE FAILED: {failed}")
+        words = verdict_words(gate)
+        badge = verdict_badge(words.badge_state, words.badge)
     sections = [s for s in (fn(p) for fn in RUN_SECTIONS) if s is not None]
     return page("evalret run report", badge, _run_meta(report), sections, "run")
