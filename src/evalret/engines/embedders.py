@@ -98,7 +98,8 @@ def register_provider(
     ``provider`` is a ``Literal`` of its name) joins the config's ``model`` union, and
     ``factory`` with its ``capabilities`` the registry. Returns the provider's name. A factory
     that is a class must be what its capabilities claim (``claimed``): TypeError naming the
-    class and what it lacks; any other factory's embedder is checked when it is made."""
+    class and what it lacks; any other factory's embedder is checked when it is made. With the
+    cache on, the factory is given the settings without ``truncate_dim`` (``kept_model``)."""
     name = tag_of(settings, "provider")
     if name in MODEL_CONFIGS or name in EMBEDDERS:
         raise ValueError(f"provider {name!r} is registered already")
