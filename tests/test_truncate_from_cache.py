@@ -19,10 +19,12 @@ import pytest
 
 from conftest import DEMO
 from evalret.data.config import CacheConfig, load_config
+from evalret.data.overrides import Override
 from evalret.engines.cache import cache_info
 from evalret.engines.embedders import open_embedder
 from evalret.engines.st_embedder import unit_rows
 from evalret.pipeline.evaluate import Evaluation, run_evaluation
+from evalret.pipeline.plan import dry_run
 from helpers import invoke, metric_table
 from openai_server import EmbeddingServer
 
@@ -271,6 +273,10 @@ def test_an_api_is_never_asked_again_for_a_truncation(
         assert "document" not in report["embedding"]["api"]
     assert cut["embedding"]["dim"] == 16 and cut["embedding"]["cache"]["truncated_from"] == 48
     assert KEY not in cut["_output"]
+    eight = Override("model.truncate_dim", 8, "--dimension 8")
+    plan = dry_run(world / "cfg.yaml", overrides=[eight])
+    for kind in (plan.document, plan.query):  # the dry run knows: nothing to send
+        assert kind.to_embed == 0 and kind.cached == kind.texts and kind.requests == 0
 
 
 @pytest.mark.model

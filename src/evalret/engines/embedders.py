@@ -210,8 +210,12 @@ def open_embedder(
     """The embedder for ``model``, wrapped by the embedding cache when ``cache`` is enabled (a
     ``truncate_dim`` then cut on read: ``kept_model``); a given ``backend`` embeds as it is."""
     root = cache_root(cache)
-    if backend is not None:
-        return with_cache(backend, root)
+    return with_cache(backend, root) if backend is not None else model_embedder(model, root)
+
+
+def model_embedder(model: ModelConfig, root: Path | None) -> OpenedEmbedder:
+    """The embedder ``model`` selects, behind the embedding cache at ``root`` (None: no cache),
+    a ``truncate_dim`` cut on read (``kept_model``)."""
     return with_cache(make_embedder(kept_model(model, root), root), root, cut_of(model, root))
 
 
@@ -247,11 +251,7 @@ def backend_check(
     n = min(sample, len(texts))
     rows = np.sort(rng.choice(len(texts), size=n, replace=False))
     reference_config = config.model_copy(update={config.selector: ref, "precision": "fp32"})
-    reference = with_cache(
-        make_embedder(kept_model(reference_config, cache_root), cache_root),
-        cache_root,
-        cut_of(reference_config, cache_root),
-    ).embedder
+    reference = model_embedder(reference_config, cache_root).embedder
     expected = reference.embed([texts[int(i)] for i in rows], "document")
     return {
         "reference": ref,
