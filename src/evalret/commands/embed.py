@@ -154,8 +154,8 @@ def _check_written(cached: CachedEmbedder, embedded: int) -> None:
 def model_identity(cfg: Config, opened: OpenedEmbedder, dimension: int) -> dict[str, Any]:
     """The model identity an export carries (data/vector_export.py): name, dimension,
     normalisation, the prefixes as fed (a named prompt's text), the metric of the exact index,
-    the fingerprint naming the cache namespace (its full digest; the folder is its first 32
-    digits) and the embedder's whole identity."""
+    the fingerprint of the vectors (engines/cache.CachedEmbedder.digest), the cache namespace
+    they were read from (its folder) and the embedder's whole identity."""
     assert opened.cached is not None
     model = cfg.model
     return {
@@ -167,8 +167,10 @@ def model_identity(cfg: Config, opened: OpenedEmbedder, dimension: int) -> dict[
         "query_prefix": fed_prefix(opened.backend, model, "query"),
         "document_prefix": fed_prefix(opened.backend, model, "document"),
         "metric": "ip",  # the exact index ranks by inner product (cosine when normalised)
-        "fingerprint": opened.cached.namespace.digest,
-        "identity": opened.backend.identity(),
+        "fingerprint": opened.cached.digest,
+        # the cache's embedding set they were read from (with truncate_dim: the full vectors')
+        "namespace": opened.cached.namespace.digest[:32],
+        "identity": opened.embedder.identity(),  # truncate_dim named when cut on read
     }
 
 

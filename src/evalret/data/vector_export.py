@@ -16,9 +16,9 @@ One row per document, in the golden set's order, four columns:
   flat scalar values only), where a struct column would need one schema for every document.
 
 The model identity (``model_identity`` in commands/embed.py: name, dimension, normalisation, the
-prefixes as fed, the metric, the fingerprint of the cache namespace and the embedder's whole
-identity) travels in the file: Parquet key-value metadata under the key ``evalret`` (JSON), an
-``.npz`` array ``evalret`` (a 0-d string holding the same JSON).
+prefixes as fed, the metric, the fingerprint of the vectors, their cache namespace and the
+embedder's whole identity) travels in the file: Parquet key-value metadata under the key
+``evalret`` (JSON), an ``.npz`` array ``evalret`` (a 0-d string holding the same JSON).
 
 The format follows the suffix: ``.parquet`` (through pyarrow: ``vector`` a fixed-size list of
 float32) or ``.npz`` (numpy: ``id``, ``text_sha256``, ``metadata`` string arrays, ``vector`` a

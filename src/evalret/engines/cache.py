@@ -15,6 +15,13 @@ vectors are not all finite (checked as a model's fresh vectors are), is never tr
 moved aside as ``*.corrupt`` and its texts are embedded again. Vectors are read through memory
 maps; their dimension is checked against the model's and ``truncate_dim`` as they are read.
 
+``model.truncate_dim`` is cut on read (``Cut``): with the cache on, the run's embedder is the
+model at its full dimension (engines/embedders.open_embedder), so the cache keeps the full vectors
+under the namespace a run without ``truncate_dim`` uses, and a truncated run reads their first
+``truncate_dim`` columns and normalizes them again, the order of a truncated encode
+(st_embedder.finish_vectors). What the cache lacks is embedded in full, stored in full, then cut:
+a change of ``truncate_dim`` never embeds (or pays an API for) a text twice.
+
 The cache never fails a run: a cache that cannot be read or written (a read-only directory, a
 path that is a file, junk inside it) is skipped for what it cannot do, with one warning in the
 report per failure, and the run goes on embedding what it could not read.
@@ -57,8 +64,8 @@ from evalret.engines.protocols import (
     key_texts,
     model_warnings,
 )
-from evalret.engines.st_embedder import vector_matrix
-from evalret.errors import InputError
+from evalret.engines.st_embedder import finish_vectors, vector_matrix
+from evalret.errors import ConfigError, InputError
 
 KEY_BYTES = 16
 COPY_ROWS = 16_384  # rows copied out of a shard at a time
@@ -97,18 +104,20 @@ def _release(array: np.ndarray, start_row: int, stop_row: int) -> None:
 
 
 def copy_rows(out: np.ndarray, dst: np.ndarray, source: np.ndarray, src: np.ndarray) -> None:
-    """``out[dst] = source[src]`` without a whole-size temporary: source rows are copied in
-    ascending order, ``COPY_ROWS`` at a time, and a memory-mapped source's pages are released
-    behind the copy, so the copy in ``out`` is the only one that stays resident."""
+    """``out[dst] = source[src, :width]`` (``width``: the columns of ``out``, the first ones of a
+    truncated run) without a whole-size temporary: source rows are copied in ascending order,
+    ``COPY_ROWS`` at a time, and a memory-mapped source's pages are released behind the copy, so
+    the copy in ``out`` is the only one that stays resident."""
     order = np.argsort(src, kind="stable")
     dst, src = dst[order], src[order]
+    width = out.shape[1]
     for lo in range(0, len(src), COPY_ROWS):
         rows = src[lo : lo + COPY_ROWS]
         first, stop = int(rows[0]), int(rows[-1]) + 1
         if stop - first == len(rows):  # consecutive rows: a slice, no gather
-            out[dst[lo : lo + COPY_ROWS]] = source[first:stop]
+            out[dst[lo : lo + COPY_ROWS]] = source[first:stop, :width]
         else:
-            out[dst[lo : lo + COPY_ROWS]] = source[rows]
+            out[dst[lo : lo + COPY_ROWS]] = source[rows, :width]
         _release(source, first, stop)
 
 
@@ -137,6 +146,26 @@ class CacheDimensionError(InputError):
             "encoder's identity() must name its dimension and settings). Clear the cache "
             f"(evalret cache clear --dir {root}) or run with --no-cache"
         )
+
+
+@dataclass(frozen=True)
+class Cut:
+    """``model.truncate_dim`` applied on read (the module docstring): the first ``dim`` columns
+    of the model's full vectors, normalized again when ``normalize``."""
+
+    dim: int
+    normalize: bool
+
+    def width(self, full: int) -> int:
+        """The columns kept of ``full``-dimensional vectors; ConfigError (exit 2) when
+        ``truncate_dim`` exceeds them, as a truncated encode says (st_embedder.finish_vectors)."""
+        if self.dim > full:
+            raise ConfigError(f"model.truncate_dim {self.dim} exceeds the model's dimension {full}")
+        return self.dim
+
+    def finish(self, vectors: np.ndarray) -> np.ndarray:
+        """The cut vectors normalized (or checked comparable) as a truncated encode's are."""
+        return finish_vectors(vectors, None, self.normalize)
 
 
 @dataclass
@@ -202,11 +231,16 @@ class Namespace:
                 if p.exists():
                     os.replace(p, p.with_name(p.name + ".corrupt"))
 
-    def lookup(self, keys: np.ndarray, stats: CacheStats) -> tuple[np.ndarray, np.ndarray | None]:
-        """(found bool [n], vectors float32 [n, dim] with found rows filled, or None).
-        CacheDimensionError when the shards holding ``keys`` disagree on the dimension."""
+    def lookup(
+        self, keys: np.ndarray, stats: CacheStats, cut: Cut | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None, int | None]:
+        """(found bool [n], vectors float32 [n, width] with found rows filled, or None, the
+        cached vectors' dimension, or None): ``width`` is their dimension, or with ``cut`` its
+        first columns (copied alone). CacheDimensionError when the shards holding ``keys``
+        disagree on the dimension."""
         found = np.zeros(len(keys), dtype=bool)
         out: np.ndarray | None = None
+        seen: int | None = None
         wanted = keys.view(np.uint64)  # [n, 2]
         for shard_id in self._shard_ids():
             if shard_id not in self._opened:
@@ -225,15 +259,17 @@ class Namespace:
             if not match.any():
                 continue
             dim = int(shard.vectors.shape[1])
-            if out is None:
-                out = vector_matrix(len(keys), dim)
-            elif dim != out.shape[1]:
-                raise CacheDimensionError(self, out.shape[1], dim, "other cached vectors are")
+            if seen is None:
+                seen = dim
+                out = vector_matrix(len(keys), cut.width(dim) if cut is not None else dim)
+            elif dim != seen:
+                raise CacheDimensionError(self, seen, dim, "other cached vectors are")
+            assert out is not None
             copy_rows(out, todo[match], shard.vectors, rows[match])
             found[todo[match]] = True
             if found.all():
                 break
-        return found, out
+        return found, out, seen
 
     def store(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         """Write one new shard (never modifies an existing one)."""
@@ -263,11 +299,14 @@ class Namespace:
 
 
 class CachedEmbedder:
-    """Wraps an embedder: texts already in the cache are read, only the others are embedded."""
+    """Wraps an embedder: texts already in the cache are read, only the others are embedded.
+    With ``cut`` (``model.truncate_dim``), ``inner`` embeds at the model's full dimension and
+    what it returns or the cache holds is cut on read (the module docstring)."""
 
-    def __init__(self, inner: Embedder, root: Path) -> None:
+    def __init__(self, inner: Embedder, root: Path, cut: Cut | None = None) -> None:
         self.inner = inner
         self.root = root
+        self.cut = cut
         self.stats: dict[str, CacheStats] = {}
         self.warnings: list[str] = []  # what the cache could not do; the run went on without it
         self._namespace: Namespace | None = None
@@ -286,7 +325,10 @@ class CachedEmbedder:
             )
 
     def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
+        """The inner embedder's identity; with a cut, naming its ``truncate_dim`` (the
+        fingerprint of a run cut on read is that of a truncated encode)."""
+        identity = self.inner.identity()
+        return identity if self.cut is None else {**identity, "truncate_dim": self.cut.dim}
 
     @property
     def namespace(self) -> Namespace:
@@ -297,6 +339,15 @@ class CachedEmbedder:
     def cache_identity(self) -> dict[str, Any]:
         """What names the namespace (engines/protocols.LocalModel)."""
         return cache_identity(self.inner)
+
+    @property
+    def digest(self) -> str:
+        """The digest of what decides the vectors this wrapper returns: the namespace's, or with
+        a cut that of its identity naming ``truncate_dim`` (what a truncated encode's namespace
+        was named by; the vectors are read from the full ones' namespace)."""
+        if self.cut is None:
+            return self.namespace.digest
+        return json_digest({**self.cache_identity(), "truncate_dim": self.cut.dim})
 
     def _keys(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
         """The cache keys of ``texts`` (engines/protocols.key_texts)."""
@@ -309,7 +360,7 @@ class CachedEmbedder:
 
     def cached(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
         """bool [n]: which ``texts`` the cache holds (nothing embedded, no statistics kept)."""
-        found, _ = self._lookup(self._keys(texts, kind), CacheStats())
+        found, _, _ = self._lookup(self._keys(texts, kind), CacheStats())
         return found
 
     def embed(
@@ -317,25 +368,31 @@ class CachedEmbedder:
     ) -> np.ndarray:
         stats = self.stats.setdefault(kind, CacheStats())
         keys = self._keys(texts, kind)
-        found, vectors = self._lookup(keys, stats)
+        found, vectors, dim = self._lookup(keys, stats)
         stats.hits += int(found.sum())
         stats.misses += int((~found).sum())
         if progress is not None and found.any():
             progress(int(found.sum()))
         missing = np.flatnonzero(~found)
-        if vectors is not None:
-            self._check_dim(vectors.shape[1], cached=True)
-        if len(missing) == 0 and vectors is not None:
-            return vectors
+        if dim is not None:
+            self._check_dim(dim, cached=True)
         todo = [texts[int(i)] for i in missing]
-        for rows, fresh in self._fresh(todo, kind, progress):
+        for rows, fresh in self._fresh(todo, kind, progress) if todo or vectors is None else ():
             self._check_dim(fresh.shape[1], cached=False)
             self._store(keys[missing[rows]], fresh)
+            width = self._width(fresh.shape[1], len(rows))
             if vectors is None:
-                vectors = vector_matrix(len(texts), fresh.shape[1])
-            vectors[missing[rows]] = fresh
+                vectors = vector_matrix(len(texts), width)
+            vectors[missing[rows]] = fresh[:, :width]
         assert vectors is not None  # _fresh yields at least once
-        return vectors
+        return vectors if self.cut is None else self.cut.finish(vectors)
+
+    def _width(self, dim: int, rows: int) -> int:
+        """The columns a run keeps of ``rows`` fresh ``dim``-dimensional vectors: all, or the
+        cut's (none of nothing embedded is too few)."""
+        if self.cut is None:
+            return dim
+        return self.cut.width(dim) if rows else min(dim, self.cut.dim)
 
     def _check_dim(self, dim: int, cached: bool) -> None:
         """CacheDimensionError when cached vectors (``cached``) and the model's own, or cached
@@ -373,13 +430,15 @@ class CachedEmbedder:
             if progress is not None:
                 progress(len(rows))
 
-    def _lookup(self, keys: np.ndarray, stats: CacheStats) -> tuple[np.ndarray, np.ndarray | None]:
+    def _lookup(
+        self, keys: np.ndarray, stats: CacheStats
+    ) -> tuple[np.ndarray, np.ndarray | None, int | None]:
         if "read" not in self._failed:
             try:
-                return self.namespace.lookup(keys, stats)
+                return self.namespace.lookup(keys, stats, self.cut)
             except OSError as e:
                 self.warn("read", e)
-        return np.zeros(len(keys), dtype=bool), None
+        return np.zeros(len(keys), dtype=bool), None, None
 
     def _store(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         if "write" not in self._failed:
@@ -398,7 +457,16 @@ class CachedEmbedder:
             },
             # the inner embedder's own use of the cache directory (an exported model) counts too
             "warnings": [*self.warnings, *model_warnings(self.inner)],
+            **({"truncated_from": full} if (full := self.truncated_from) is not None else {}),
         }
+
+    @property
+    def truncated_from(self) -> int | None:
+        """With a cut, the full dimension the run's vectors were cut from (None: no cut, or
+        nothing read or embedded yet)."""
+        if self.cut is None:
+            return None
+        return self._dims.get("cache", self._dims.get("model"))
 
 
 def check_cache_root(root: Path) -> None:

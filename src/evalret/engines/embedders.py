@@ -11,8 +11,9 @@ satisfy, checked when it is registered and made. A new provider is one module ho
 Embedder, one line here and one member of ``data.config.ModelConfig``; from outside evalret,
 ``register_provider`` does the last two.
 ``open_embedder`` is how every command gets its embedder: the configured backend, wrapped by the
-content-addressed cache when the cache is on. Nothing heavy is imported here: each backend loads
-its libraries when it first embeds.
+content-addressed cache when the cache is on; with the cache on, a ``model.truncate_dim`` is cut
+on read from the model's full vectors (``kept_model``, engines/cache.Cut). Nothing heavy is
+imported here: each backend loads its libraries when it first embeds.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from evalret.data.config import (
 )
 from evalret.data.unions import tag_of
 from evalret.engines.backends import OnnxEmbedder, agreement
-from evalret.engines.cache import CachedEmbedder, default_cache_dir
+from evalret.engines.cache import CachedEmbedder, Cut, default_cache_dir
 from evalret.engines.custom import CustomEmbedder
 from evalret.engines.openai_api import OpenAIEmbedder
 from evalret.engines.protocols import ApiEmbedder, Embedder, missing_members
@@ -97,7 +98,8 @@ def register_provider(
     ``provider`` is a ``Literal`` of its name) joins the config's ``model`` union, and
     ``factory`` with its ``capabilities`` the registry. Returns the provider's name. A factory
     that is a class must be what its capabilities claim (``claimed``): TypeError naming the
-    class and what it lacks; any other factory's embedder is checked when it is made."""
+    class and what it lacks; any other factory's embedder is checked when it is made. With the
+    cache on, the factory is given the settings without ``truncate_dim`` (``kept_model``)."""
     name = tag_of(settings, "provider")
     if name in MODEL_CONFIGS or name in EMBEDDERS:
         raise ValueError(f"provider {name!r} is registered already")
@@ -185,19 +187,42 @@ class OpenedEmbedder:
     root: Path | None  # the cache directory
 
 
+def kept_model(model: ModelConfig, root: Path | None) -> ModelConfig:
+    """The settings the backend of a run embeds with: with the cache on (``root``), ``model`` at
+    its full dimension (``truncate_dim`` null), so the cache keeps the full vectors and a
+    truncated run cuts them on read (``cut_of``); without a cache, ``model`` itself."""
+    if root is None or model.truncate_dim is None:
+        return model
+    return model.model_copy(update={"truncate_dim": None})
+
+
+def cut_of(model: ModelConfig, root: Path | None) -> Cut | None:
+    """What the cache at ``root`` cuts on read for ``model`` (``kept_model``); None without a
+    cache or a ``truncate_dim``."""
+    if root is None or model.truncate_dim is None:
+        return None
+    return Cut(model.truncate_dim, model.normalize)
+
+
 def open_embedder(
     model: ModelConfig, cache: CacheConfig, backend: Embedder | None = None
 ) -> OpenedEmbedder:
-    """The embedder for ``model`` (or the given ``backend``), wrapped by the embedding cache
-    when ``cache`` is enabled."""
+    """The embedder for ``model``, wrapped by the embedding cache when ``cache`` is enabled (a
+    ``truncate_dim`` then cut on read: ``kept_model``); a given ``backend`` embeds as it is."""
     root = cache_root(cache)
-    return with_cache(backend if backend is not None else make_embedder(model, root), root)
+    return with_cache(backend, root) if backend is not None else model_embedder(model, root)
 
 
-def with_cache(backend: Embedder, root: Path | None) -> OpenedEmbedder:
-    """``backend`` behind the embedding cache at ``root`` (None: no cache): the one place the
-    cache wraps an embedder."""
-    cached = CachedEmbedder(backend, root) if root is not None else None
+def model_embedder(model: ModelConfig, root: Path | None) -> OpenedEmbedder:
+    """The embedder ``model`` selects, behind the embedding cache at ``root`` (None: no cache),
+    a ``truncate_dim`` cut on read (``kept_model``)."""
+    return with_cache(make_embedder(kept_model(model, root), root), root, cut_of(model, root))
+
+
+def with_cache(backend: Embedder, root: Path | None, cut: Cut | None = None) -> OpenedEmbedder:
+    """``backend`` behind the embedding cache at ``root`` (None: no cache), which cuts what it
+    reads with ``cut``: the one place the cache wraps an embedder."""
+    cached = CachedEmbedder(backend, root, cut) if root is not None else None
     return OpenedEmbedder(
         embedder=cached if cached is not None else backend,
         backend=backend,
@@ -226,7 +251,7 @@ def backend_check(
     n = min(sample, len(texts))
     rows = np.sort(rng.choice(len(texts), size=n, replace=False))
     reference_config = config.model_copy(update={config.selector: ref, "precision": "fp32"})
-    reference = with_cache(make_embedder(reference_config, cache_root), cache_root).embedder
+    reference = model_embedder(reference_config, cache_root).embedder
     expected = reference.embed([texts[int(i)] for i in rows], "document")
     return {
         "reference": ref,

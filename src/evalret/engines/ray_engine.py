@@ -30,6 +30,8 @@ from evalret.engines.embedders import (
     OpenedEmbedder,
     cache_root,
     capabilities,
+    cut_of,
+    kept_model,
     make_embedder,
     open_embedder,
     with_cache,
@@ -256,8 +258,9 @@ def embedding_engine(
         yield open_embedder(model, cache, backend)
         return
     root = cache_root(cache)
-    engine = ray_embedder(make_embedder(model, root), model, settings, root)
+    kept = kept_model(model, root)  # the full vectors, cut on read by the cache
+    engine = ray_embedder(make_embedder(kept, root), kept, settings, root)
     try:
-        yield with_cache(engine, root)
+        yield with_cache(engine, root, cut_of(model, root))
     finally:
         engine.close()

@@ -31,6 +31,7 @@ from evalret.report.run_notes import (
     shown_judged,
     stability_rows,
     store_line,
+    truncation_line,
     warning_lines,
     without_relevant_note,
 )
@@ -364,6 +365,9 @@ def render_markdown(report: RunReport, report_json: str = "report.json") -> str:
     engine = engine_line(report.embedding)
     if engine:
         lines.append(f"Cache misses {markdown(engine)}.")
+    cut = truncation_line(report.embedding)
+    if cut:
+        lines.append(f"Embedding: {markdown(cut)}.")
     lines += _sample_lines(report)
     if report.judge is not None:  # `run --judge`: the metrics count the judge's labels
         lines += ["", f"**{markdown(run_judge_text(report.judge))}.**", ""]

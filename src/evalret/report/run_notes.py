@@ -214,6 +214,18 @@ def cache_notes(embedding: EmbeddingInfo) -> list[str]:
     return notes
 
 
+def truncation_line(embedding: EmbeddingInfo) -> str | None:
+    """What the run's vectors were cut from: ``model.truncate_dim`` read from the cached
+    full-dimension vectors (engines/cache.Cut); None when nothing was cut on read."""
+    cache = embedding.cache
+    if cache is None or cache.truncated_from is None:
+        return None
+    return (
+        f"vectors cut to {embedding.dim} of the model's {cache.truncated_from} dimensions "
+        "cached (model.truncate_dim)"
+    )
+
+
 def api_notes(embedding: EmbeddingInfo) -> list[str]:
     """A line when the embedding API's answers named another model than the config's (a
     server serving one model answers to any name); untrusted text, escaped where shown."""

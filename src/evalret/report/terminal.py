@@ -38,6 +38,7 @@ from evalret.report.run_notes import (
     shown_judged,
     stability_text,
     store_lines,
+    truncation_line,
     warning_lines,
     without_relevant_note,
 )
@@ -330,6 +331,8 @@ def context_parts(report: RunReport) -> list[RenderableType]:
             for label, c in (("documents", cache.document), ("queries", cache.query))
             if c is not None
         )
+        cut = truncation_line(report.embedding)
+        counts += f"; {cut}" if cut is not None else ""
         parts.append(Text(f"embedding cache {terminal(cache.dir)}: {counts}", style="dim"))
     notes = cache_notes(report.embedding) + api_notes(report.embedding)
     parts += [Text(terminal(n), style="yellow") for n in notes]

@@ -64,6 +64,9 @@ class EmbeddingCache(_Sparse):
     # what the cache served for the queries; absent when none went through it
     query: CacheUse | None = None
     warnings: list[str] = []  # what the cache could not do (absent in older reports)
+    # model.truncate_dim with the cache: the full dimension of the cached vectors the run's were
+    # cut from (the cache keeps the full vectors; ``namespace`` is theirs); absent: not cut
+    truncated_from: int | None = None
     # hit | built | rebuilt (the cached graph was unreadable or did not fit) | not built (HNSW
     # off); absent when no hnsw retriever reported on the cache
     hnsw_index: str | None = None
