@@ -83,6 +83,13 @@ class Override:
     def keys(self) -> list[str]:
         return self.path.split(".")
 
+    @property
+    def words(self) -> tuple[str, str]:
+        """The option as command-line words, ``("--set", "model.truncate_dim=256")``: a command
+        printed for pasting repeats it (``shlex.join``)."""
+        flag, _, given = self.option.partition(" ")
+        return flag, given
+
 
 def _bad(text: str, why: str) -> ConfigError:
     return ConfigError(f"invalid --set {text!r}", [Problem(why, "--set")])

@@ -32,6 +32,7 @@ from pydantic_core import PydanticUndefined
 
 from evalret.core.metrics import FAMILIES, JUDGED_SUFFIX
 from evalret.data.config import Config
+from evalret.data.config.settings import DEMO_SHOWN, demo_golden_set
 from evalret.data.schema import CompareReport, RunReport
 
 # what Markdown (Python-Markdown, as MkDocs runs it) would read as markup in plain text: a
@@ -135,6 +136,8 @@ def default_text(info: FieldInfo) -> str:
     mapping of its own."""
     if info.default is PydanticUndefined and info.default_factory is None:
         return "required"
+    if info.default_factory is demo_golden_set:
+        return DEMO_SHOWN  # a path of this machine's installation
     value = info.get_default(call_default_factory=True)
     if isinstance(value, BaseModel):
         return "(section)"
