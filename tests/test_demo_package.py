@@ -28,7 +28,7 @@ PACKAGED = REPO / "src" / "evalret" / "demo"
 def test_the_demo_is_one_copy_in_the_package() -> None:
     """The default golden set is the package's demo/, which the wheel carries (package data);
     golden_sets/demo is a link to it, not a second copy."""
-    assert DEMO_GOLDEN_SET == PACKAGED.resolve()
+    assert PACKAGED.resolve() == DEMO_GOLDEN_SET
     assert DEMO.is_symlink() and DEMO.resolve() == PACKAGED.resolve()
     assert {"corpus.jsonl", "queries.jsonl"} <= {p.name for p in PACKAGED.iterdir()}
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
@@ -161,7 +161,9 @@ def test_a_missing_score_baseline_says_a_baseline_is_a_saved_report(project: Pat
 
 # --- messages point to the documentation site ---------------------------------------------------
 
-DOCS_PAGE_CALL = re.compile(r"docs_page\(\s*['\"]([^'\"]+)['\"](?:,\s*([A-Z_]+|['\"][^'\"]*['\"]))?")
+DOCS_PAGE_CALL = re.compile(
+    r"docs_page\(\s*['\"]([^'\"]+)['\"](?:,\s*([A-Z_]+|['\"][^'\"]*['\"]))?"
+)
 
 
 def heading_anchors(page: Path) -> set[str]:
@@ -179,7 +181,10 @@ def heading_anchors(page: Path) -> set[str]:
 def test_messages_name_docs_pages_that_exist_never_the_readme() -> None:
     """No message of the package says "see the README": each points to a page of the site
     (errors.docs_page), and every page and section so named exists under docs/."""
-    sources = [*(REPO / "src" / "evalret").rglob("*.py"), REPO / "src/evalret/templates/evalret.yaml"]
+    sources = [
+        *(REPO / "src" / "evalret").rglob("*.py"),
+        REPO / "src/evalret/templates/evalret.yaml",
+    ]
     constants = {}
     for path in sources:
         text = path.read_text(encoding="utf-8")
