@@ -9,6 +9,7 @@ per-query scores), written atomically: an interrupted save never leaves a broken
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -72,12 +73,11 @@ class MissingBaselineError(InputError):
         self.path = path
         shown = shown_path(path)
         hint = how or (
-            f"evalret run --config CONFIG --save-baseline {shown} (the run's own --config and "
-            "--set), or copy the report.json of a run you trust there"
+            f"evalret run --config CONFIG --save-baseline {shlex.quote(shown)} (the run's own "
+            "--config and --set), or copy the report.json of a run you trust there"
         )
         super().__init__(
-            f"baseline {shown} ({role}) does not exist; save one on purpose, from a run you "
-            "trust:",
+            f"baseline {shown} ({role}) does not exist; save one on purpose, from a run you trust:",
             [Problem(hint)],
         )
 
