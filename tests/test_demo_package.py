@@ -17,7 +17,7 @@ import pytest
 import tomllib
 
 from conftest import DEMO, REPO
-from evalret.data.config.settings import DEMO_GOLDEN_SET
+from evalret.data.config import DEMO_GOLDEN_SET
 from evalret.errors import DOCS_URL
 from evalret.pipeline.configs import config_or_default, run_config
 from helpers import HashEmbedder, invoke, make_set

@@ -31,8 +31,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from evalret.core.metrics import FAMILIES, JUDGED_SUFFIX
-from evalret.data.config import Config
-from evalret.data.config.settings import DEMO_SHOWN, demo_golden_set
+from evalret.data.config import DEMO_SHOWN, Config, demo_golden_set
 from evalret.data.schema import CompareReport, RunReport
 
 # what Markdown (Python-Markdown, as MkDocs runs it) would read as markup in plain text: a
