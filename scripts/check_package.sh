@@ -6,7 +6,11 @@
 #      (the CPU build; EVALRET_TORCH_INDEX names a CPU wheel index), then the wheel, not editable;
 #   4. from a directory outside the repository, with a fresh embedding cache: the installed
 #      package is the one imported, `evalret --version` prints the wheel's version, `evalret init`
-#      writes its templates, and the demo gates against the committed baseline: GATE PASSED, exit 0.
+#      writes its templates, and the demo gates against the committed baseline: GATE PASSED, exit 0;
+#   5. the first hour, from the wheel alone: `evalret run` in an empty directory (the packaged
+#      demo) exits 0; after `evalret init` there, `evalret run` names the missing baseline and the
+#      line that saves it, which, pasted, exits 0; then `evalret run` (./evalret.yaml, its
+#      gate.baseline) and `evalret run --baseline baselines/evalret.json` pass: GATE PASSED.
 # Exits non-zero at the first step that fails. EVALRET_KEEP_PACKAGE_CHECK=1 keeps the temp dir.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +53,7 @@ say "installed the wheel in a fresh venv"
 demo="$work/demo"
 mkdir -p "$demo/configs" "$demo/golden_sets" "$demo/baselines"
 cp configs/default.yaml "$demo/configs/"
-cp -r golden_sets/demo "$demo/golden_sets/"
+cp -rL golden_sets/demo "$demo/golden_sets/"  # the link to the packaged copy, followed
 cp baselines/demo.json "$demo/baselines/"
 cd "$demo"
 export EVALRET_CACHE_DIR="$work/cache"
@@ -77,4 +81,42 @@ if [ "$code" != 0 ] || ! grep -q "GATE PASSED" "$work/run.log"; then
 fi
 grep "GATE PASSED" "$work/run.log"
 say "evalret $version from $where: --version, init, and the demo gate passed"
+
+# 5. the first hour: an empty directory, then `evalret init` and a first baseline
+# run_ok LOG ARGS...: `evalret ARGS` exits 0 (its output in $work/LOG), else the script fails
+run_ok() {
+  local log="$work/$1" code=0
+  shift
+  "$bin/evalret" "$@" --no-progress >"$log" 2>&1 || code=$?
+  if [ "$code" != 0 ]; then
+    cat "$log"
+    echo "check_package: evalret $* in $PWD exited $code, not 0" >&2
+    exit 1
+  fi
+}
+empty="$work/empty"
+mkdir "$empty"
+cd "$empty"
+run_ok empty.log run
+say "evalret run in an empty directory: the packaged demo, exit 0"
+"$bin/evalret" init >/dev/null
+code=0
+"$bin/evalret" run --no-progress >"$work/missing.log" 2>&1 || code=$?
+line=$(grep -E '^ *evalret run ' "$work/missing.log" | sed 's/^ *//') || true
+if [ "$code" != 2 ] || [ -z "$line" ]; then
+  cat "$work/missing.log"
+  echo "check_package: a run without its baseline exited $code, without the line to save it" >&2
+  exit 1
+fi
+echo "check_package: pasting: $line"
+eval "run_ok pasted.log ${line#evalret }"
+test -f baselines/evalret.json
+run_ok gated.log run
+run_ok given.log run --baseline baselines/evalret.json
+grep -q "GATE PASSED" "$work/gated.log" && grep -q "GATE PASSED" "$work/given.log" || {
+  cat "$work/gated.log" "$work/given.log"
+  echo "check_package: after evalret init and a saved baseline, no GATE PASSED" >&2
+  exit 1
+}
+say "evalret init, the pasted --save-baseline line, then evalret run (and --baseline): GATE PASSED"
 cd "$repo"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generate the evalret demo golden set (golden_sets/demo/) from its data in scripts/demo_data/.
+"""Generate the evalret demo golden set (src/evalret/demo/: package data, so that the installed
+wheel runs the demo; golden_sets/demo links to it) from its data in scripts/demo_data/.
 
 The corpus describes an imagined product, Loomwell: a managed object-storage
 and data-pipeline SaaS. Storage buckets are called "spools", pipelines are
@@ -18,7 +19,7 @@ The data:
                that order), T torso, M middle, "" long tail.
 Documents and queries are numbered in file order (doc-0001, q-001, ...).
 
-Usage:  python scripts/make_demo_golden_set.py [--out golden_sets/demo]
+Usage:  python scripts/make_demo_golden_set.py [--out src/evalret/demo]
 
 The output is deterministic: running the script twice gives identical files.
 """
@@ -177,7 +178,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_out = Path(__file__).resolve().parent.parent / "golden_sets" / "demo"
+    default_out = Path(__file__).resolve().parent.parent / "src" / "evalret" / "demo"
     ap.add_argument("--out", type=Path, default=default_out)
     args = ap.parse_args()
     corpus, queries = build()

@@ -78,9 +78,11 @@ settings.load_profile(
 
 
 @pytest.fixture(scope="session")
+@marks_its_users("data")
 def scifact_path() -> Path:
-    """The shared BEIR SciFact collection (CI has ../shared beside the checkout). Missing, its
-    tests fail in CI (``CI`` set) and are skipped elsewhere, the reason naming ../shared."""
+    """The shared BEIR SciFact collection (CI has ../shared beside the checkout); its users carry
+    the ``data`` marker. Missing, its tests fail in CI (``CI`` set: a skip there would hide the
+    failure) and are skipped elsewhere, the reason naming ../shared."""
     if not (SCIFACT / "corpus.jsonl").exists():
         missing = f"SciFact not found at {SCIFACT}: ../shared must sit beside the checkout"
         if os.environ.get("CI"):

@@ -433,9 +433,11 @@ def test_golden_set_changed_by_one_judgment_exits_2(demo_run: DemoRun, tmp_path:
 
 
 def test_missing_baseline_exits_2(tmp_path: Path) -> None:
-    """A baseline path that does not exist is an input error."""
+    """A baseline path that does not exist is an input error, which prints the line that saves
+    it (tests/test_demo_package.py pastes it)."""
     code, output = invoke("run", "--no-progress", "-c", DEFAULT, "-b", str(tmp_path / "nope.json"))
-    assert code == 2 and "cannot read baseline" in output
+    assert code == 2 and f"baseline {tmp_path / 'nope.json'} (--baseline) does not exist" in output
+    assert "--save-baseline" in output
 
 
 def test_baseline_show(demo_run: DemoRun) -> None:

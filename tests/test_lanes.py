@@ -168,3 +168,61 @@ def test_ci_runs_the_test_command_of_the_readme() -> None:
     lines = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
     at = [lines.index(part) for part in commands[0].split(" && ")]
     assert at == sorted(at), (commands[0], at)
+
+
+READS_SCIFACT = """
+def test_reads_scifact(scifact_path):
+    assert (scifact_path / "corpus.jsonl").exists()
+
+
+def test_plain():
+    assert True
+"""
+
+
+def test_without_shared_the_data_tests_skip_outside_ci_and_fail_in_ci(tmp_path: Path) -> None:
+    """A checkout with no ../shared beside it (conftest.py and helpers.py copied into
+    clone/tests): a test reading SciFact carries the ``data`` marker (``-m "not data"`` deselects
+    it); without ``CI`` it is skipped, the reason naming ../shared; with ``CI=true`` it errs,
+    as a skip there would hide that CI lacks its data."""
+    tests = tmp_path / "clone" / "tests"
+    tests.mkdir(parents=True)
+    for name in ("conftest.py", "helpers.py"):
+        (tests / name).write_bytes((TESTS / name).read_bytes())
+    name = write(tests, "test_data.py", READS_SCIFACT)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    path = os.pathsep.join([str(tests), str(REPO / "src")])
+
+    def child(*args: str, ci: bool = False) -> tuple[int, str]:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-c",
+                str(REPO / "pyproject.toml"),
+                "--rootdir",
+                str(tests),
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "-rs",
+                name,
+                *args,
+            ],
+            cwd=tests,
+            env={**env, "PYTHONPATH": path, **({"CI": "true"} if ci else {})},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        return done.returncode, done.stdout + done.stderr
+
+    code, out = child()
+    assert code == 0 and "1 passed, 1 skipped" in out, out
+    assert "../shared must sit beside the checkout" in out and "skipped outside CI" in out, out
+    code, out = child("-m", "not data")
+    assert code == 0 and "1 passed, 1 deselected" in out, out
+    code, out = child(ci=True)
+    assert code == 1 and "1 passed, 1 error" in out, out  # failed in the fixture: an error
+    assert "SciFact not found" in out, out

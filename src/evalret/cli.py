@@ -84,7 +84,7 @@ def _main(
 @_command(app)
 def run(
     *,
-    config: o.ConfigFile = None,
+    config: o.RunConfigFile = None,
     out: Annotated[Path | None, o.out("Directory for report files (overrides output.dir).")] = None,
     baseline: o.Baseline = None,
     save_baseline: o.SaveBaseline = None,

@@ -108,6 +108,13 @@ _config = _once(
     meaning="an evalret YAML config file",
 )
 ConfigFile = Annotated[Path | None, _config("YAML config; without it, the built-in defaults.")]
+RunConfigFile = Annotated[
+    Path | None,
+    _config(
+        "YAML config; without it, ./evalret.yaml when present, else the built-in defaults "
+        "(the demo golden set packaged with evalret)."
+    ),
+]
 HookConfig = Annotated[Path, _config("YAML config naming gate.baseline.")]
 HistoryConfigFile = Annotated[Path | None, _config("YAML config whose history.path to use.")]
 InitConfig = Annotated[Path, _config("With --pre-commit: the config the hook gates.")]

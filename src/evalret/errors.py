@@ -28,6 +28,18 @@ class ExitCode(IntEnum):
     BROKEN_PIPE = 141
 
 
+# the documentation site (pyproject.toml's Documentation URL): a message that points to more
+# reading names one of its pages (``docs_page``), never the README
+DOCS_URL = "https://evalret.github.io/evalret/"
+
+
+def docs_page(page: str, section: str = "") -> str:
+    """The address of a page of the documentation site, ``page`` its path under docs/ without
+    ``.md`` (``how-to/annotate-and-judgments``), ``section`` a heading's anchor on it
+    (tests/test_demo_package.py checks that both exist)."""
+    return f"{DOCS_URL}{page}/" + (f"#{section}" if section else "")
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with an input, with where it is."""

@@ -49,9 +49,10 @@ from evalret.data.goldenset.draft import (
 from evalret.data.judgments import parse_scale
 from evalret.data.overrides import Override, configured, raw_config
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
-from evalret.errors import ConfigError, ExitCode, InputError
+from evalret.errors import ConfigError, ExitCode, InputError, docs_page
 from evalret.pipeline import judge as jp
 from evalret.pipeline.calibration import below_min, calibration, human_pairs
+from evalret.pipeline.judge import JUDGE_SECTION
 from evalret.pipeline.progress import ProgressBars, no_bars
 
 COMMAND = "golden judge"
@@ -187,7 +188,7 @@ def _judge_settings(cfg: Config, config: Path | None) -> JudgeConfig:
         where = str(config) if config is not None else "(the built-in defaults)"
         raise ConfigError(
             f"the config {where} has no judge: section: add one (judge: {{name: MODEL, "
-            "base_url: URL}; see the README, Judging with an LLM)"
+            f"base_url: URL}}; see {docs_page('how-to/annotate-and-judgments', JUDGE_SECTION)})"
         )
     return cfg.judge
 

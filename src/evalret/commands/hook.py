@@ -29,12 +29,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalret.data.baseline import shown_path
 from evalret.data.config import Config
 from evalret.data.overrides import Override
 from evalret.data.paths import Input, config_inputs
 from evalret.data.schema import RunReport
 from evalret.errors import ConfigError, EvalretError, ExitCode, InputError
-from evalret.pipeline.configs import run_config
+from evalret.pipeline.configs import command_line, run_config
 from evalret.pipeline.precommit import (
     HOOK_ID,
     checked_out,
@@ -92,7 +93,8 @@ def hook_command(
     module). ``overrides`` are the command line's settings (``--set``, ``--model``,
     ``--dimension``)."""
     if commit is None:
-        return _gate(run_config(config, overrides=overrides), config, baseline, out, None)
+        cfg = run_config(config, overrides=overrides)
+        return _gate(cfg, config, baseline, out, None, overrides=overrides)
     root = git_root()
     sha = git(root, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
     with checked_out(root, sha) as tree:
@@ -105,7 +107,7 @@ def hook_command(
         cfg = _outputs_in_checkout(run_config(inside, overrides=overrides), tree, root)
         reference = moved_into(baseline, root, tree) or baseline if baseline is not None else None
         with _imports_from(tree, root):
-            outcome = _gate(cfg, config, reference, out, tree, root)
+            outcome = _gate(cfg, config, reference, out, tree, root, overrides=overrides)
     return HookOutcome(outcome.run, outcome.report, outcome.baseline, outcome.report_md, commit=sha)
 
 
@@ -142,6 +144,8 @@ def _gate(
     out: Path | None,
     tree: Path | None,
     root: Path | None = None,
+    *,
+    overrides: Sequence[Override] = (),
 ) -> HookOutcome:
     reference = baseline or cfg.gate.baseline
     if reference is None:
@@ -152,7 +156,14 @@ def _gate(
             "commit it"
         )
     inputs = _checkout_inputs(config_inputs(cfg, config), tree, root)
-    outcome = run_configured(cfg, out=out, baseline=baseline, inputs=inputs, command="hook")
+
+    def how_to_save(path: Path) -> str:  # the run this hook is, saving the baseline it lacks
+        saved = (moved_back(path, tree, root) if tree and root else None) or path
+        return command_line(["run"], config, overrides, "--save-baseline", shown_path(saved))
+
+    outcome = run_configured(
+        cfg, out=out, baseline=baseline, inputs=inputs, command="hook", how_to_save=how_to_save
+    )
     report = report_of_run(outcome)
     report_md = next((p for p in outcome.written if p.name == "report.md"), None)
     return HookOutcome(

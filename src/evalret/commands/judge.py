@@ -27,10 +27,11 @@ from evalret.data.judgments import Scale, parse_scale
 from evalret.data.overrides import Override, configured
 from evalret.data.paths import Declared, Input, Output, cache_output, config_inputs, guard, unique
 from evalret.data.schema import TOP_KEPT, RunReport
-from evalret.errors import ConfigError, ExitCode, InputError
+from evalret.errors import ConfigError, ExitCode, InputError, docs_page
 from evalret.pipeline import judge as jp
 from evalret.pipeline.annotation import read_pool
 from evalret.pipeline.calibration import below_min, calibration, human_pairs
+from evalret.pipeline.judge import JUDGE_SECTION
 from evalret.pipeline.progress import ProgressBars, no_bars
 
 
@@ -85,7 +86,7 @@ def _judge_settings(cfg: Config, config: Path | None) -> JudgeConfig:
         where = str(config) if config is not None else "(the built-in defaults)"
         raise ConfigError(
             f"the config {where} has no judge: section: add one (judge: {{name: MODEL, "
-            "base_url: URL}; see the README, Judging with an LLM)"
+            f"base_url: URL}}; see {docs_page('how-to/annotate-and-judgments', JUDGE_SECTION)})"
         )
     return cfg.judge
 

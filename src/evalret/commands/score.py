@@ -5,6 +5,7 @@ a baseline, every report file)."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,6 +44,20 @@ def score_command(
     )
     reads = golden_inputs(cfg, "GOLDEN")
     reads += [Input(f"the run file of index {n} (RUNS)", p) for n, p in run_indexes(runs).items()]
+    saved = out if out is not None else cfg.output.dir
+
+    def how_to_save(path: Path) -> str:  # a baseline is a saved report.json
+        return (
+            f"a baseline is the report.json of a run: score the runs you trust without "
+            f"--baseline, then {shlex.join(['cp', str(saved / 'report.json'), str(path)])}"
+        )
+
     return run_configured(
-        cfg, out=out, baseline=baseline, progress=progress, inputs=reads, command="score"
+        cfg,
+        out=out,
+        baseline=baseline,
+        progress=progress,
+        inputs=reads,
+        command="score",
+        how_to_save=how_to_save,
     )

@@ -9,6 +9,7 @@ per-query scores), written atomically: an interrupted save never leaves a broken
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -64,18 +65,46 @@ def load_baseline(path: Path, what: str = "baseline") -> RunReport:
         ) from None
 
 
-def baseline_for_run(path: Path | None, save_to: Path | None) -> tuple[RunReport | None, bool]:
-    """The baseline a run gates against, read from ``path``, and whether it is missing because
-    this very run is to save it (``save_to`` is the same file): then the run gates on fixed bounds
-    only and says so. Any other missing or unreadable baseline is an InputError."""
+class MissingBaselineError(InputError):
+    """The baseline a run is to gate against does not exist: the message says how to save one,
+    ``how`` (the command that saves it, which the caller knows; else a generic hint)."""
+
+    def __init__(self, path: Path, role: str, how: str | None = None) -> None:
+        self.path = path
+        shown = shown_path(path)
+        hint = how or (
+            f"evalret run --config CONFIG --save-baseline {shlex.quote(shown)} (the run's own "
+            "--config and --set), or copy the report.json of a run you trust there"
+        )
+        super().__init__(
+            f"baseline {shown} ({role}) does not exist; save one on purpose, from a run you trust:",
+            [Problem(hint)],
+        )
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as a command line may give it: relative to the working directory when inside it."""
+    if path.is_absolute():
+        try:
+            return str(path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(path)
+    return str(path)
+
+
+def baseline_for_run(
+    path: Path | None, save_to: Path | None, role: str = "--baseline"
+) -> tuple[RunReport | None, bool]:
+    """The baseline a run gates against, read from ``path`` (``role``: where it was named), and
+    whether it is missing because this very run is to save it (``save_to`` is the same file):
+    then the run gates on fixed bounds only and says so. A baseline missing otherwise is a
+    MissingBaselineError; an unreadable one an InputError."""
     if path is None:
         return None, False
-    if (
-        save_to is not None
-        and not path.exists()
-        and os.path.realpath(path) == os.path.realpath(save_to)
-    ):
-        return None, True
+    if not path.exists() and not path.is_symlink():
+        if save_to is not None and os.path.realpath(path) == os.path.realpath(save_to):
+            return None, True
+        raise MissingBaselineError(path, role)
     return load_baseline(path), False
 
 

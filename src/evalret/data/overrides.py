@@ -84,6 +84,13 @@ class Override:
     def keys(self) -> list[str]:
         return self.path.split(".")
 
+    @property
+    def words(self) -> tuple[str, str]:
+        """The option as command-line words, ``("--set", "model.truncate_dim=256")``: a command
+        printed for pasting repeats it (``shlex.join``)."""
+        flag, _, given = self.option.partition(" ")
+        return flag, given
+
 
 # a URL's password (scheme://user:password@host): never echoed back in a message
 _USERINFO = re.compile(r"(://[^/\s:@]*:)[^@\s/]*@")

@@ -4,6 +4,7 @@ config whose golden set `validate` and `leakage` read, and GitHub's step-summary
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,29 @@ from evalret.data.config import Config
 from evalret.data.overrides import Override, configured
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
+# the config `evalret run` reads without --config when the working directory holds it (the one
+# `evalret init` writes); without either, the built-in defaults (the packaged demo golden set)
+DEFAULT_CONFIG = Path("evalret.yaml")
+
+
+def config_or_default(path: Path | None) -> Path | None:
+    """``path``, else ./evalret.yaml when it exists (None: the built-in defaults)."""
+    if path is None and DEFAULT_CONFIG.is_file():
+        return DEFAULT_CONFIG
+    return path
+
+
+def command_line(
+    command: Sequence[str], config: Path | None, overrides: Sequence[Override], *more: str
+) -> str:
+    """The shell line of ``evalret COMMAND`` with the config and the command line's settings of
+    a run (``--set``, ``--model``, ``--dimension``) and ``more`` words, quoted to paste."""
+    words = ["evalret", *command]
+    if config is not None:
+        words += ["--config", str(config)]
+    for o in overrides:
+        words += o.words
+    return shlex.join([*words, *more])
 
 
 def without_cache(cfg: Config) -> Config:

@@ -51,9 +51,11 @@ from evalret.data.paths import Input
 from evalret.data.stores import JUDGE_ANSWERS, CacheRoot, cache_root
 from evalret.data.textfile import read_text
 from evalret.engines.sqlite_table import SqliteTable
-from evalret.errors import ConfigError, IncompleteError
+from evalret.errors import ConfigError, IncompleteError, docs_page
 
 UMBRELA = "umbrela"
+# the docs section on the judge: section (docs/how-to/annotate-and-judgments.md)
+JUDGE_SECTION = "judging-with-an-llm"
 HASH_CHARS = 12
 FINAL = re.compile(r"##\s*final\s+score\s*:\s*\**\s*([+-]?\d+)\s*\**\s*\.?\s*$", re.IGNORECASE)
 BARE = re.compile(r"\s*([+-]?\d+)\s*\.?\s*")
@@ -484,7 +486,10 @@ def with_labels(
 def run_judge(config: Config) -> JudgeConfig:
     """The config's judge: section (a ConfigError when it has none)."""
     if config.judge is None:
-        raise ConfigError("run --judge needs a judge: section in the config (see the README)")
+        raise ConfigError(
+            "run --judge needs a judge: section in the config (see "
+            f"{docs_page('how-to/annotate-and-judgments', JUDGE_SECTION)})"
+        )
     return config.judge
 
 

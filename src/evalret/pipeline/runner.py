@@ -3,13 +3,13 @@ the files written (``run_configured``), shared by `evalret run`, `score` and `ho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalret.data.atomic import check_writable_dir, check_writable_file
-from evalret.data.baseline import baseline_for_run, save_baseline
+from evalret.data.baseline import MissingBaselineError, baseline_for_run, save_baseline
 from evalret.data.config import Config
 from evalret.data.paths import (
     Declared,
@@ -84,10 +84,13 @@ def run_configured(
     inputs: Sequence[Input] = (),
     command: str = "run",
     judging: RunJudging | None = None,
+    how_to_save: Callable[[Path], str] | None = None,
 ) -> RunOutcome:
     """``run_command`` on a Config already built (``evalret score`` builds one), which reads
     ``inputs`` (besides the baseline). Before any work: the input guard, the output places
-    checked, and this run's files from an earlier run removed."""
+    checked, and this run's files from an earlier run removed. A baseline that does not exist
+    is an error that says how to save one: ``how_to_save(path)``, the command that would (the
+    caller's own command line), else a generic hint."""
     io = run_io(cfg, inputs, out=out, baseline=baseline, save_to=save_to, command=command)
     guard(io)
     reports = io.outputs[0]
@@ -97,9 +100,15 @@ def run_configured(
     if save_to is not None:
         check_writable_file(save_to, "baseline")
     check_caches(cfg, judging)  # before this run's earlier files are removed
-    clear_outputs(reports)
     baseline_path = baseline or cfg.gate.baseline
-    reference, missing = baseline_for_run(baseline_path, save_to)
+    role = "--baseline" if baseline is not None else "gate.baseline"
+    try:
+        reference, missing = baseline_for_run(baseline_path, save_to, role)
+    except MissingBaselineError as e:
+        if how_to_save is None:
+            raise
+        raise MissingBaselineError(e.path, role, how_to_save(e.path)) from None
+    clear_outputs(reports)
     with progress() as factory:
         evaluation = run_evaluation(
             cfg,

@@ -31,7 +31,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from evalret.core.metrics import FAMILIES, JUDGED_SUFFIX
-from evalret.data.config import Config
+from evalret.data.config import DEMO_SHOWN, Config, demo_golden_set
 from evalret.data.schema import CompareReport, RunReport
 
 # what Markdown (Python-Markdown, as MkDocs runs it) would read as markup in plain text: a
@@ -135,6 +135,8 @@ def default_text(info: FieldInfo) -> str:
     mapping of its own."""
     if info.default is PydanticUndefined and info.default_factory is None:
         return "required"
+    if info.default_factory is demo_golden_set:
+        return DEMO_SHOWN  # a path of this machine's installation
     value = info.get_default(call_default_factory=True)
     if isinstance(value, BaseModel):
         return "(section)"

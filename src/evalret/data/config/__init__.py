@@ -93,6 +93,8 @@ from evalret.data.config.rerank import (
 )
 from evalret.data.config.root import DEFAULT_METRICS, Config, WithoutRelevant, refresh_unions
 from evalret.data.config.settings import (
+    DEMO_GOLDEN_SET,
+    DEMO_SHOWN,
     GOLDEN_FORMATS,
     RAY_ADDRESS,
     BeyondAccuracyConfig,
@@ -106,6 +108,7 @@ from evalret.data.config.settings import (
     LeakageConfig,
     OutputConfig,
     SampleConfig,
+    demo_golden_set,
 )
 from evalret.data.config.slices import SliceDefinition, SlicesConfig, configured_slices
 from evalret.data.config.store import (
@@ -134,6 +137,8 @@ __all__ = [
     "DEFAULT_METRICS",
     "DEFAULT_PROVIDER",
     "DEFAULT_THRESHOLDS",
+    "DEMO_GOLDEN_SET",
+    "DEMO_SHOWN",
     "FAISS_CHECKS",
     "FAISS_PARAM_RANGES",
     "GOLDEN_FORMATS",
@@ -223,6 +228,7 @@ __all__ = [
     "WithoutRelevant",
     "checked_base_url",
     "configured_slices",
+    "demo_golden_set",
     "dsn_problem",
     "faiss_error",
     "faiss_param_problem",

@@ -78,7 +78,9 @@ def _is_local(base: Path, name: str) -> bool:
 class Config(StrictModel):
     """The whole evalret configuration."""
 
-    golden_set: GoldenSetConfig = Field(GoldenSetConfig(), description="the golden set")
+    golden_set: GoldenSetConfig = Field(
+        default_factory=GoldenSetConfig, description="the golden set"
+    )
     model: ModelConfig = Field(
         SentenceTransformersModelConfig(), description="the embedding model, by provider"
     )

@@ -14,11 +14,26 @@ from evalret.choices import GoldenFormatName as GoldenFormatName
 from evalret.data.config.base import StrictModel, UsablePath
 from evalret.data.config.dsn import url_port_problem
 
+# the demo golden set, shipped in the package (package data, pyproject.toml; golden_sets/demo of
+# the repository links to it): the golden set of the built-in defaults, wherever evalret runs
+DEMO_GOLDEN_SET = Path(__file__).resolve().parents[2] / "demo"
+DEMO_SHOWN = "the packaged demo"  # the default as the reference and messages name it
+
+
+def demo_golden_set() -> Path:
+    """The default ``golden_set.path``: the packaged demo (a factory, so that the JSON Schema and
+    the reference carry no path of this machine)."""
+    return DEMO_GOLDEN_SET
+
 
 class GoldenSetConfig(StrictModel):
     """Where the golden set is and how to read it."""
 
-    path: UsablePath = Field(Path("golden_sets/demo"), description="directory (or TREC qrels file)")
+    path: UsablePath = Field(
+        default_factory=demo_golden_set,
+        description="directory (or TREC qrels file); default: the demo golden set packaged "
+        "with evalret",
+    )
     format: GoldenFormatName = Field(
         "auto", description="auto (told from the files), native, beir or trec"
     )
