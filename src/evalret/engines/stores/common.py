@@ -44,6 +44,14 @@ def package(module: str, driver: str, extra: str) -> Any:
         ) from None
 
 
+def known_keys(given: Iterable[str], known: Iterable[str], where: str, what: str) -> None:
+    """ConfigError at ``where`` naming the first key of ``given`` that is none of ``known``."""
+    names = list(known)
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise ConfigError(f"{where}: {unknown[0]!r} is no {what} (one of {', '.join(names)})")
+
+
 def secret(name: str, what: str, index: str) -> str:
     """The value of the environment variable ``name`` (never shown); ConfigError naming the
     key ``connect.<what>`` when it is unset or empty."""

@@ -40,6 +40,7 @@ from evalret.core.filters import Condition, Filter, Logical, value_type
 from evalret.data.config import StoreIndexConfig
 from evalret.engines.stores.common import (
     key_types,
+    known_keys,
     local,
     local_store,
     package,
@@ -272,12 +273,8 @@ class LanceDriver:
 
     def check(self, settings: StoreIndexConfig, index: str) -> None:
         _library()
-        unknown = sorted(set(settings.search) - set(SEARCH_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"indexes.{index}.search: {unknown[0]!r} is no lancedb search setting "
-                f"(one of {', '.join(SEARCH_KEYS)})"
-            )
+        where = f"indexes.{index}.search"
+        known_keys(settings.search, SEARCH_KEYS, where, "lancedb search setting")
         if settings.build:
             index_config(settings, index)
         local_store(settings, index, look=False)  # the store itself: check_store

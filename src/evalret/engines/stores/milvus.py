@@ -63,6 +63,7 @@ from evalret.data.config import StoreIndexConfig
 from evalret.engines.stores.common import (
     conditions,
     key_types,
+    known_keys,
     local,
     package,
     scratch_dir,
@@ -272,13 +273,8 @@ class MilvusDriver:
 
     def check(self, settings: StoreIndexConfig, index: str) -> None:
         _library()
-        unknown = sorted(set(settings.search) - set(SEARCH_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"indexes.{index}.search: {', '.join(map(repr, unknown))} "
-                f"{'is no' if len(unknown) == 1 else 'are no'} milvus search setting "
-                f"(one of {', '.join(SEARCH_KEYS)})"
-            )
+        where = f"indexes.{index}.search"
+        known_keys(settings.search, SEARCH_KEYS, where, "milvus search setting")
         unknown = sorted(set(settings.build) - set(BUILD_KEYS))
         if unknown:
             raise ConfigError(
