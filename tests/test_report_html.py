@@ -306,8 +306,10 @@ def test_plain_run_page_in_chromium(runs: Runs, browser: Any, tmp_path: Path) ->
     written = open_page(browser, runs.plain / "report.html", "report-run-as-written")
     assert_clean(written)
     if report.gate is not None:  # a check on by default (none is asked for here): draw without
-        state = "pass" if report.gate.verdict == "pass" else "fail"
+        # no baseline: the fixed checks alone, a neutral badge that says so (a failed one: fail)
+        state = "neutral" if report.gate.verdict == "pass" else "fail"
         assert written.dom["verdictState"] == state and written.dom["sections"][0] == "gate"
+        assert state == "fail" or written.dom["verdict"].startswith("no baseline: ")
         path = tmp_path / "report.html"
         path.write_text(
             render_run_html(report.model_copy(update={"gate": None}), None, golden_set_of(report))
