@@ -8,6 +8,7 @@ is mostly documents nobody judged."""
 from __future__ import annotations
 
 import json
+import shlex
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,9 +162,18 @@ def drop_checks(report: dict) -> list[dict]:
     return [c for c in report["gate"]["checks"] if c["kind"] in ("max_drop", "max_drop_pct")]
 
 
-def command(out: Path) -> str:
-    return (
-        f"evalret judge --from-report {out / 'report.json'} --index model --k 10 --out labels.jsonl"
+def command(demo: Demo, out: Path, *settings: str) -> str:
+    """The judge command a gate of ``demo.gate`` prints: its config and every --set repeated,
+    the labels in a file of the index's own."""
+    name = out.name.removeprefix("out-")
+    sets = [
+        x
+        for s in (f"indexes.model.path={demo.root / f'{name}.trec'}", *settings)
+        for x in ("--set", s)
+    ]
+    return shlex.join(
+        ["evalret", "judge", "--config", str(demo.config), *sets, "--from-report"]
+        + [str(out / "report.json"), "--index", "model", "--k", "10", "--out", "labels.model.jsonl"]
     )
 
 
@@ -193,15 +203,15 @@ def test_mostly_unjudged_change_is_inconclusive_and_warns(demo: Demo) -> None:
     terminal = flat(output)
     assert "GATE INCONCLUSIVE" in terminal and "INCONCLUSIVE" in terminal
     assert f"model/all: judged@10 0.1889 -> {1 - share:.4f}, {never}" in terminal
-    assert flat(command(out)) in terminal
+    assert flat(command(demo, out)) in terminal
     md = (out / "report.md").read_text()
     assert md.startswith("## evalret gate: ⚠️ inconclusive (20 of 21 checks cannot tell")
     assert "⚠️ inconclusive" in md and f"| model | all | 10 | 0.1889 | {1 - share:.4f} |" in md
-    assert command(out).replace("_", "\\_") in md.replace("<code>", "").replace("</code>", "")
+    assert command(demo, out).replace("_", "\\_") in md.replace("<code>", "").replace("</code>", "")
     comment = (out / "comment.md").read_text()
     assert "⚠️ inconclusive" in comment.splitlines()[1]
     assert "### Inconclusive checks (20)" in comment.split("<details>")[0]
-    assert command(out).replace("_", "\\_") in comment
+    assert command(demo, out).replace("_", "\\_") in comment
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "0" and suite.get("skipped") == "20"
     cases = {case.get("name", ""): case for case in suite.iter("testcase")}
@@ -213,7 +223,7 @@ def test_mostly_unjudged_change_is_inconclusive_and_warns(demo: Demo) -> None:
         skipped = case.find("skipped")
         assert skipped is not None and skipped.text is not None
         assert skipped.get("message", "").startswith("inconclusive: ")
-        assert command(out) in skipped.text and "judged_current=" in skipped.text
+        assert command(demo, out) in skipped.text and "judged_current=" in skipped.text
     for c in drop_checks(report):  # the judged-only form is the baseline's: it cannot tell
         assert c["condensed_current"] == pytest.approx(c["condensed_baseline"]), c
         assert f"judged-only {c['metric']}:judged" in c["message"]
@@ -230,13 +240,13 @@ def test_policy_fail_fails_the_gate(demo: Demo) -> None:
     assert all(c["status"] == "inconclusive" and not c["passed"] for c in drop_checks(report))
     terminal = flat(output)
     assert "GATE FAILED: 20 of 21 checks failed (20 of them inconclusive, policy fail)" in terminal
-    assert flat(command(out)) in terminal
+    assert flat(command(demo, out, "gate.unjudged.policy=fail")) in terminal
     assert "fails: policy fail" in (out / "report.md").read_text()
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "20" and suite.get("skipped") == "0"
     failures = [f for f in suite.iter("failure")]
     assert len(failures) == 20 and {f.get("type") for f in failures} == {"inconclusive"}
-    assert all(command(out) in (f.text or "") for f in failures)
+    assert all(command(demo, out, "gate.unjudged.policy=fail") in (f.text or "") for f in failures)
 
 
 def test_a_change_within_max_drop_gets_the_normal_verdict(demo: Demo) -> None:
