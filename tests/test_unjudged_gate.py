@@ -8,7 +8,10 @@ is mostly documents nobody judged."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from chat_server import ChatServer
 from evalret.core.gate import (
     Check,
     CondensedSides,
@@ -171,9 +175,10 @@ def command(demo: Demo, out: Path, *settings: str) -> str:
         for s in (f"indexes.model.path={demo.root / f'{name}.trec'}", *settings)
         for x in ("--set", s)
     ]
+    tail = ["--index", "model", "--k", "10", "--out", "labels.model.jsonl"]
+    report = str(out / "report.json")
     return shlex.join(
-        ["evalret", "judge", "--config", str(demo.config), *sets, "--from-report"]
-        + [str(out / "report.json"), "--index", "model", "--k", "10", "--out", "labels.model.jsonl"]
+        ["evalret", "judge", "--config", str(demo.config), *sets, "--from-report", report, *tail]
     )
 
 
@@ -227,6 +232,46 @@ def test_mostly_unjudged_change_is_inconclusive_and_warns(demo: Demo) -> None:
     for c in drop_checks(report):  # the judged-only form is the baseline's: it cannot tell
         assert c["condensed_current"] == pytest.approx(c["condensed_baseline"]), c
         assert f"judged-only {c['metric']}:judged" in c["message"]
+
+
+def test_the_printed_judge_line_runs_as_pasted(demo: Demo, tmp_path: Path) -> None:
+    """The judge line a failing run prints (#39) runs as pasted: in a shell, in the directory
+    the run ran in (its config elsewhere, a --set whose value needs quoting, a narrow
+    terminal), it exits 0 and writes its labels where it says, a file of the index's own."""
+    runs = tmp_path / "runs dir"
+    runs.mkdir()
+    change = write_run(runs / "change.trec", mostly_unjudged(demo))
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "COLUMNS": "60",  # the line is longer: it must still print as one line
+        "EVALRET_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    with ChatServer({}) as server:
+        judge = {"name": server.state.name, "base_url": server.base_url, "api_key_env": None}
+        config = demo.root / "judged.yaml"
+        config.write_text(demo.config.read_text() + f"judge: {json.dumps(judge)}\n")
+        run = ["evalret", "run", "-c", str(config), "--baseline", str(demo.baseline)]
+        run += ["--no-progress", "--set", f"indexes.model.path={change}"]
+        run += ["--set", "gate.unjudged.policy=fail"]
+        done = subprocess.run(run, cwd=work, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 1, done.stdout + done.stderr
+        printed = [x.strip() for x in done.stdout.splitlines() if "evalret judge" in x]
+        assert len(printed) == 1 and printed[0].startswith("evalret judge "), done.stdout
+        assert "add a judge: section" not in done.stdout  # the config has one
+        pasted = subprocess.run(
+            printed[0], shell=True, cwd=work, env=env, capture_output=True, text=True, check=False
+        )
+        assert pasted.returncode == 0, pasted.stdout + pasted.stderr
+        words = shlex.split(printed[0])
+    assert words[words.index("--out") + 1] == "labels.model.jsonl"
+    labels = [json.loads(x) for x in (work / "labels.model.jsonl").read_text().splitlines()]
+    assert labels and server.state.requests == len(labels)
+    ranked = {q: ids[:10] for q, ids in mostly_unjudged(demo).items()}
+    assert all(x["doc_id"] in ranked[x["query_id"]] for x in labels)
+    assert all(x["doc_id"] not in demo.qrels[x["query_id"]] for x in labels)
 
 
 def test_policy_fail_fails_the_gate(demo: Demo) -> None:

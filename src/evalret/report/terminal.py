@@ -262,7 +262,8 @@ def unjudged_parts(gate: GateSection, hint: JudgeHint) -> list[RenderableType]:
     commands = judge_commands(gate, hint)
     if commands:
         parts.append(Text(f"{judge_intro(hint)}:", style="bold"))
-        parts += [Text(f"  {terminal(c)}") for c in commands]
+        # unwrapped (the terminal folds it on screen): a copied line pastes as one command
+        parts += [Text(f"  {terminal(c)}", no_wrap=True, overflow="ignore") for c in commands]
     return parts
 
 

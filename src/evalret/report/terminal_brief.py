@@ -297,7 +297,8 @@ def print_run(
     """Every table with ``verbose``, else the short summary; ``config_words``: the run's config
     and settings as command-line words (``RunOutcome.config_words``)."""
     view = render_run if verbose else brief_run
-    console.print(view(report, written, config_words))
+    # not cropped: a line printed whole for pasting (a judge command) may exceed the width
+    console.print(view(report, written, config_words), crop=False)
 
 
 # --- a comparison ------------------------------------------------------------------------------
