@@ -61,6 +61,9 @@ DEFAULT_PROVIDER = "sentence-transformers"
 _CALLABLE = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"  # "pkg.module:name"
 
 
+PRICE_FIELD = "price_per_million_tokens"  # the key of an API model's price (``price_key``)
+
+
 class ModelConfigBase(StrictModel):
     """What every provider's settings hold: the model's name and how texts and vectors are
     treated around it. A provider is a subclass that narrows ``provider`` to its ``Literal``
@@ -96,6 +99,13 @@ class ModelConfigBase(StrictModel):
         """What a million tokens cost (for the dry run's and the report's cost); None: no price
         (a local model, or an API without one)."""
         return None
+
+    @property
+    def price_key(self) -> str | None:
+        """The config key that sets ``price`` (``model.price_per_million_tokens``) when these
+        settings take one (an API's), else None: a local model has no price, and the key is
+        refused there as any unknown key."""
+        return f"model.{PRICE_FIELD}" if PRICE_FIELD in type(self).model_fields else None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
