@@ -3,10 +3,12 @@ provider (sentence-transformers, python, openai), told apart by ``provider``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
@@ -93,6 +95,23 @@ class ModelConfigBase(StrictModel):
         """The registry entry (engines/embedders.EMBEDDERS) that embeds with these settings."""
         key: str = getattr(self, self.selector)
         return key
+
+    # the directory a python provider's module is looked for first (the config file's:
+    # ``Config.code_dir``, set by ``Config.resolve_paths``); no key of the file
+    _code_dir: Path | None = PrivateAttr(None)
+
+    @property
+    def code_dir(self) -> Path | None:
+        """Where the module of ``callable`` (provider python) is looked for first: the config
+        file's directory (``engines.plugins.import_callable``); None for settings made in
+        code."""
+        return self._code_dir
+
+    def beside(self, code_dir: Path) -> Self:
+        """A copy whose code is looked for first in ``code_dir``."""
+        copy = self.model_copy()
+        copy._code_dir = code_dir
+        return copy
 
     @property
     def price(self) -> float | None:
