@@ -438,7 +438,7 @@ def init(
     directory: Annotated[Path, typer.Argument(help="Repository root to scaffold.")] = Path("."),
     force: o.Force = False,
     pre_commit: o.PreCommit = False,
-    config: o.InitConfig = Path("evalret.yaml"),
+    config: o.InitConfig = DEFAULT_CONFIG,
     watch: o.Watch = None,
 ) -> None:
     """Write a starter config, a tiny golden-set template and a GitHub workflow; with
