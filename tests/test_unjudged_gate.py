@@ -286,7 +286,11 @@ def test_policy_fail_fails_the_gate(demo: Demo) -> None:
     terminal = flat(output)
     assert "GATE FAILED: 20 of 21 checks failed (20 of them inconclusive, policy fail)" in terminal
     assert flat(command(demo, out, "gate.unjudged.policy=fail")) in terminal
-    assert "fails: policy fail" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    assert "fails: policy fail" in md
+    # the config has no judge: section: the pasted command would stop there, so it says so first
+    assert "add a judge: section to the config (https://" in terminal
+    assert "Add a `judge:` section to the config ([how](https://" in md
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "20" and suite.get("skipped") == "0"
     failures = [f for f in suite.iter("failure")]

@@ -252,13 +252,17 @@ def judge_commands(gate: GateSection, hint: JudgeHint) -> list[str]:
     return list(judge_lines(gate, hint).values())
 
 
+def judge_page() -> str:
+    """The documentation of the ``judge:`` section (the page a config without one is sent to)."""
+    return docs_page("how-to/annotate-and-judgments", "judging-with-an-llm")
+
+
 def judge_intro(hint: JudgeHint) -> str:
-    """The sentence before the judge commands: with a ``judge:`` section to add first when the
+    """The words before the judge commands: with a ``judge:`` section to add first when the
     run's config has none (else the pasted command would stop there, exit 2)."""
     if hint.has_judge:
-        return "judge the unjudged documents with"
-    page = docs_page("how-to/annotate-and-judgments", "judging-with-an-llm")
-    return f"add a judge: section to the config ({page}), then judge the unjudged documents with"
+        return "judge the unjudged documents"
+    return f"add a judge: section to the config ({judge_page()}), then judge the unjudged documents"
 
 
 def unjudged_line(row: UnjudgedRow, medium: Medium) -> str:

@@ -16,7 +16,7 @@ from evalret.report.gate_rows import (
     check_rows,
     gate_summary,
     judge_commands,
-    judge_intro,
+    judge_page,
     unjudged_rows,
 )
 from evalret.report.judge_view import run_judge_text
@@ -121,9 +121,13 @@ def unjudged_lines(gate: GateSection, hint: JudgeHint) -> list[str]:
     ]
     commands = judge_commands(gate, hint)
     if commands:
-        intro = judge_intro(hint)
-        intro = f"{intro[:1].upper()}{intro[1:]} (then merge the labels and rerun):"
-        lines += ["", markdown(intro), ""]
+        intro = "Judge the unjudged documents, then merge the labels and rerun:"
+        if not hint.has_judge:  # the link is the site's own address: no text of the run
+            intro = (
+                f"Add a `judge:` section to the config ([how]({judge_page()})), then judge the "
+                "unjudged documents, merge the labels and rerun:"
+            )
+        lines += ["", intro, ""]
         lines += [f"- {markdown_code(c)}" for c in commands]
     return [*lines, ""]
 

@@ -261,7 +261,7 @@ def unjudged_parts(gate: GateSection, hint: JudgeHint) -> list[RenderableType]:
     parts += [Text(f"  {terminal(unjudged_line(r, PLAIN))}") for r in unjudged_rows(gate)]
     commands = judge_commands(gate, hint)
     if commands:
-        parts.append(Text(f"{judge_intro(hint)}:", style="bold"))
+        parts.append(Text(f"{judge_intro(hint)} with:", style="bold"))
         # unwrapped (the terminal folds it on screen): a copied line pastes as one command
         parts += [Text(f"  {terminal(c)}", no_wrap=True, overflow="ignore") for c in commands]
     return parts
