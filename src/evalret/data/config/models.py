@@ -63,7 +63,7 @@ DEFAULT_PROVIDER = "sentence-transformers"
 _CALLABLE = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"  # "pkg.module:name"
 
 
-PRICE_FIELD = "price_per_million_tokens"  # the key of an API model's price (``price_key``)
+_PRICE_FIELD = "price_per_million_tokens"  # the key of an API model's price (``price_key``)
 
 
 class ModelConfigBase(StrictModel):
@@ -124,7 +124,7 @@ class ModelConfigBase(StrictModel):
         """The config key that sets ``price`` (``model.price_per_million_tokens``) when these
         settings take one (an API's), else None: a local model has no price, and the key is
         refused there as any unknown key."""
-        return f"model.{PRICE_FIELD}" if PRICE_FIELD in type(self).model_fields else None
+        return f"model.{_PRICE_FIELD}" if _PRICE_FIELD in type(self).model_fields else None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
