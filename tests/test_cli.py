@@ -125,15 +125,19 @@ def test_unloadable_model_exits_3(tmp_path: Path) -> None:
 def test_default_config_file_equals_builtin_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     """configs/default.yaml states exactly what `evalret run` uses with no --config, but for one
     key: it builds the HNSW graph on one thread (the same graph every build, for the CI gate)
-    where the built-in default uses all cores."""
+    where the built-in default uses all cores. (The settings are compared: where their code is
+    looked for, ``Config.code_dir``, is the file's directory for one, the working directory for
+    the other.)"""
     monkeypatch.chdir(REPO)
     stated = load_config(REPO / "configs" / "default.yaml")
     builtin = load_config(None)
     assert (stated.indexes.hnsw.threads, builtin.indexes.hnsw.threads) == (1, None)
     hnsw = builtin.indexes.hnsw.model_copy(update={"threads": 1})
-    assert stated == builtin.model_copy(
+    expected = builtin.model_copy(
         update={"indexes": builtin.indexes.model_copy(update={"hnsw": hnsw})}
     )
+    assert stated.model_dump() == expected.model_dump()
+    assert (stated.code_dir, builtin.code_dir) == (REPO / "configs", REPO)
 
 
 def test_importing_the_cli_loads_no_heavy_library() -> None:

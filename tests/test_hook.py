@@ -653,3 +653,27 @@ def test_the_hook_guards_the_checkouts_files_too(
     assert code == 2, output
     assert "in the checkout" in " ".join(output.split())
     assert {p: p.read_bytes() for p in (root / "golden").iterdir()} == before
+
+
+def test_the_hook_gates_the_config_run_reads_by_default() -> None:
+    """One default config name (#39): `evalret hook`, `evalret init --pre-commit` and `evalret
+    run` without --config all use evalret.choices.DEFAULT_CONFIG; no module keeps a copy."""
+    import inspect
+
+    import typer.main
+
+    from evalret.choices import DEFAULT_CONFIG
+    from evalret.cli import app
+    from evalret.commands.hook import hook_command
+
+    assert inspect.signature(hook_command).parameters["config"].default is DEFAULT_CONFIG
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    for name in ("hook", "init"):
+        option = next(p for p in commands[name].params if p.name == "config")
+        assert Path(option.default) == DEFAULT_CONFIG, name
+    copies = [
+        path
+        for path in (REPO / "src" / "evalret").rglob("*.py")
+        if re.search(r"Path\(\s*['\"]evalret\.yaml['\"]\s*\)", path.read_text(encoding="utf-8"))
+    ]
+    assert copies == [REPO / "src" / "evalret" / "choices.py"]

@@ -128,3 +128,44 @@ def test_the_plan_states_the_sample_rule_without_a_model(tmp_path: Path) -> None
     whole = dry_run(write_config(tmp_path / "whole.yaml", tmp_path / "cache", None))
     assert (whole.document.texts, whole.query.texts) == (338, 244)
     assert not (tmp_path / "cache").exists()
+
+
+ENCODER = """
+import numpy as np
+
+class Ones:
+    def identity(self):
+        return {"kind": "ones"}
+
+    def encode(self, texts, kind):
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+def make():
+    return Ones()
+"""
+
+
+def test_the_cost_hint_names_a_key_the_model_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dry run's cost hint (#39) only for a model that takes a price: a local model (a
+    custom encoder here) gets none, and the key is refused there (exit 2); an API model gets
+    the hint, and the key it names is accepted and prices the plan. Nothing is sent."""
+    (tmp_path / "evalret_cost_encoder.py").write_text(ENCODER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    base = {"golden_set": {"path": str(DEMO)}, "cache": {"dir": str(tmp_path / "cache")}}
+    local = tmp_path / "local.yaml"
+    model = {"provider": "python", "callable": "evalret_cost_encoder:make"}
+    local.write_text(yaml.safe_dump({**base, "model": model}))
+    output = invoke("run", "-c", str(local), "--dry-run")
+    assert "Dry run" in output and "cost:" not in output and "price" not in output
+    priced = ["--set", "model.price_per_million_tokens=0.02"]
+    refused = runner.invoke(app, ["run", "-c", str(local), "--dry-run", *priced])
+    assert refused.exit_code == 2, refused.output
+    api = tmp_path / "api.yaml"
+    model = {"provider": "openai", "name": "m", "base_url": "http://127.0.0.1:9/v1"}
+    api.write_text(yaml.safe_dump({**base, "model": {**model, "api_key_env": None}}))
+    hint = re.search(r"cost: set (\S+) to see it", invoke("run", "-c", str(api), "--dry-run"))
+    assert hint is not None and hint.group(1) == "model.price_per_million_tokens"
+    output = invoke("run", "-c", str(api), "--dry-run", "--set", f"{hint.group(1)}=0.02")
+    assert "cost at 0.02 per million tokens" in output and "cost: set" not in output

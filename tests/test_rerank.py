@@ -6,6 +6,8 @@ rerank section (ceiling, oracle, attribution) checked against direct computation
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -14,7 +16,7 @@ import numpy as np
 import pytest
 
 from evalret.core.metrics import parse_metrics
-from evalret.data.config import Config, parse_config
+from evalret.data.config import Config, load_config, parse_config
 from evalret.data.schema import RunReport
 from evalret.errors import ConfigError, ModelError, PluginError
 from evalret.pipeline.evaluate import Evaluation, run_evaluation
@@ -490,3 +492,100 @@ def test_dry_run_says_what_the_http_reranker_would_ask_and_sends_nothing(
         assert "rerank index rr of bm25 (top 8): up to 192 (query, document) pairs of 24" in line
         assert f"at most 24 requests to {server.base_url}/rerank" in line
         assert server.state.requests == 0
+
+
+# --- a module beside the config ----------------------------------------------------------------
+
+MY_RERANK = """
+def score(query, documents):
+    words = set(query.lower().split())
+    return [float(sum(w in words for w in d.lower().split())) for d in documents]
+"""
+
+
+def test_the_docs_python_reranker_runs_from_another_directory_without_pythonpath(
+    tmp_path: Path,
+) -> None:
+    """rerank.md's Python example (#39): ``my_rerank.py`` beside the config imports with no
+    PYTHONPATH pointing at it, `evalret run -c project/evalret.yaml` run from another directory
+    (the config file's directory is searched first)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "my_rerank.py").write_text(MY_RERANK)
+    golden = make_set(project / "set")
+    (project / "evalret.yaml").write_text(
+        f"golden_set: {{path: {golden.name}}}\nmetrics: {json.dumps(METRICS)}\n"
+        "cache: {enabled: false}\nhealth: {enabled: false}\nindexes:\n"
+        + textwrap.indent(BM25_ONLY, "  ")
+        + "  scripted:\n    type: rerank\n    of: bm25\n    k: 8\n"
+        + '    reranker: {provider: python, callable: "my_rerank:score"}\n'
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    assert str(project) not in env.get("PYTHONPATH", "")
+    out = tmp_path / "out"
+    command = ["evalret", "run", "-c", str(project / "evalret.yaml"), "--out", str(out)]
+    done = subprocess.run(
+        [*command, "--no-progress"], cwd=elsewhere, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert "scripted" in report["indexes"] and "scripted" in report["rerank"]
+
+
+ENCODER = """
+import numpy as np
+
+class Letters:
+    def identity(self):
+        return {"kind": "letter counts"}
+
+    def encode(self, texts, kind):
+        out = np.zeros((len(texts), 26), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for c in t.lower():
+                if "a" <= c <= "z":
+                    out[i, ord(c) - 97] += 1.0
+        return out
+
+def make():
+    return Letters()
+"""
+
+
+def test_every_callable_is_looked_for_beside_its_config_first(tmp_path: Path) -> None:
+    """One mechanism for every callable a config names (engines.plugins.import_callable): a
+    custom encoder, a Python retriever and a python reranker, each a module beside the config
+    file, import with nothing on sys.path; sys.path is as it was after the run."""
+    names = {"enc": "evalret_beside_enc", "search": "evalret_beside_search"}
+    names["rerank"] = "evalret_beside_rerank"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / f"{names['enc']}.py").write_text(ENCODER)
+    (project / f"{names['search']}.py").write_text(textwrap.dedent(PLUGIN))
+    (project / f"{names['rerank']}.py").write_text(MY_RERANK)
+    golden = make_set(project / "set")
+    config = project / "evalret.yaml"
+    config.write_text(
+        f"golden_set: {{path: set}}\nmetrics: {json.dumps(METRICS)}\n"
+        f"cache: {{dir: {tmp_path / 'cache'}}}\nhealth: {{enabled: false}}\n"
+        f"model: {{provider: python, callable: '{names['enc']}:make'}}\n"
+        "indexes:\n  hnsw: {enabled: false}\n  bm25: {enabled: false}\n"
+        "  hybrid: {enabled: false}\n"
+        f"  p: {{type: python, callable: '{names['search']}:search'}}\n"
+        f"  rr: {{type: rerank, of: p, k: 8, reranker: {{provider: python, "
+        f"callable: '{names['rerank']}:score'}}}}\n"
+    )
+    assert golden.parent == project
+    before = list(sys.path)
+    try:
+        ev = run_evaluation(load_config(config))
+        assert sys.path == before
+        for name in names.values():
+            assert Path(sys.modules[name].__file__ or "").parent == project, name
+    finally:
+        for name in names.values():
+            sys.modules.pop(name, None)
+    assert {"exact", "p", "rr"} <= set(ev.report.indexes)
+    assert ev.report.embedding.dim == 26  # the encoder beside the config embedded

@@ -8,6 +8,10 @@ is mostly documents nobody judged."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from chat_server import ChatServer
 from evalret.core.gate import (
     Check,
     CondensedSides,
@@ -161,9 +166,19 @@ def drop_checks(report: dict) -> list[dict]:
     return [c for c in report["gate"]["checks"] if c["kind"] in ("max_drop", "max_drop_pct")]
 
 
-def command(out: Path) -> str:
-    return (
-        f"evalret judge --from-report {out / 'report.json'} --index model --k 10 --out labels.jsonl"
+def command(demo: Demo, out: Path, *settings: str) -> str:
+    """The judge command a gate of ``demo.gate`` prints: its config and every --set repeated,
+    the labels in a file of the index's own."""
+    name = out.name.removeprefix("out-")
+    sets = [
+        x
+        for s in (f"indexes.model.path={demo.root / f'{name}.trec'}", *settings)
+        for x in ("--set", s)
+    ]
+    tail = ["--index", "model", "--k", "10", "--out", "labels.model.jsonl"]
+    report = str(out / "report.json")
+    return shlex.join(
+        ["evalret", "judge", "--config", str(demo.config), *sets, "--from-report", report, *tail]
     )
 
 
@@ -193,15 +208,15 @@ def test_mostly_unjudged_change_is_inconclusive_and_warns(demo: Demo) -> None:
     terminal = flat(output)
     assert "GATE INCONCLUSIVE" in terminal and "INCONCLUSIVE" in terminal
     assert f"model/all: judged@10 0.1889 -> {1 - share:.4f}, {never}" in terminal
-    assert flat(command(out)) in terminal
+    assert flat(command(demo, out)) in terminal
     md = (out / "report.md").read_text()
     assert md.startswith("## evalret gate: ⚠️ inconclusive (20 of 21 checks cannot tell")
     assert "⚠️ inconclusive" in md and f"| model | all | 10 | 0.1889 | {1 - share:.4f} |" in md
-    assert command(out).replace("_", "\\_") in md.replace("<code>", "").replace("</code>", "")
+    assert command(demo, out).replace("_", "\\_") in md.replace("<code>", "").replace("</code>", "")
     comment = (out / "comment.md").read_text()
     assert "⚠️ inconclusive" in comment.splitlines()[1]
     assert "### Inconclusive checks (20)" in comment.split("<details>")[0]
-    assert command(out).replace("_", "\\_") in comment
+    assert command(demo, out).replace("_", "\\_") in comment
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "0" and suite.get("skipped") == "20"
     cases = {case.get("name", ""): case for case in suite.iter("testcase")}
@@ -213,10 +228,50 @@ def test_mostly_unjudged_change_is_inconclusive_and_warns(demo: Demo) -> None:
         skipped = case.find("skipped")
         assert skipped is not None and skipped.text is not None
         assert skipped.get("message", "").startswith("inconclusive: ")
-        assert command(out) in skipped.text and "judged_current=" in skipped.text
+        assert command(demo, out) in skipped.text and "judged_current=" in skipped.text
     for c in drop_checks(report):  # the judged-only form is the baseline's: it cannot tell
         assert c["condensed_current"] == pytest.approx(c["condensed_baseline"]), c
         assert f"judged-only {c['metric']}:judged" in c["message"]
+
+
+def test_the_printed_judge_line_runs_as_pasted(demo: Demo, tmp_path: Path) -> None:
+    """The judge line a failing run prints (#39) runs as pasted: in a shell, in the directory
+    the run ran in (its config elsewhere, a --set whose value needs quoting, a narrow
+    terminal), it exits 0 and writes its labels where it says, a file of the index's own."""
+    runs = tmp_path / "runs dir"
+    runs.mkdir()
+    change = write_run(runs / "change.trec", mostly_unjudged(demo))
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "COLUMNS": "60",  # the line is longer: it must still print as one line
+        "EVALRET_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    with ChatServer({}) as server:
+        judge = {"name": server.state.name, "base_url": server.base_url, "api_key_env": None}
+        config = demo.root / "judged.yaml"
+        config.write_text(demo.config.read_text() + f"judge: {json.dumps(judge)}\n")
+        run = ["evalret", "run", "-c", str(config), "--baseline", str(demo.baseline)]
+        run += ["--no-progress", "--set", f"indexes.model.path={change}"]
+        run += ["--set", "gate.unjudged.policy=fail"]
+        done = subprocess.run(run, cwd=work, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 1, done.stdout + done.stderr
+        printed = [x.strip() for x in done.stdout.splitlines() if "evalret judge" in x]
+        assert len(printed) == 1 and printed[0].startswith("evalret judge "), done.stdout
+        assert "add a judge: section" not in done.stdout  # the config has one
+        pasted = subprocess.run(
+            printed[0], shell=True, cwd=work, env=env, capture_output=True, text=True, check=False
+        )
+        assert pasted.returncode == 0, pasted.stdout + pasted.stderr
+        words = shlex.split(printed[0])
+    assert words[words.index("--out") + 1] == "labels.model.jsonl"
+    labels = [json.loads(x) for x in (work / "labels.model.jsonl").read_text().splitlines()]
+    assert labels and server.state.requests == len(labels)
+    ranked = {q: ids[:10] for q, ids in mostly_unjudged(demo).items()}
+    assert all(x["doc_id"] in ranked[x["query_id"]] for x in labels)
+    assert all(x["doc_id"] not in demo.qrels[x["query_id"]] for x in labels)
 
 
 def test_policy_fail_fails_the_gate(demo: Demo) -> None:
@@ -230,13 +285,17 @@ def test_policy_fail_fails_the_gate(demo: Demo) -> None:
     assert all(c["status"] == "inconclusive" and not c["passed"] for c in drop_checks(report))
     terminal = flat(output)
     assert "GATE FAILED: 20 of 21 checks failed (20 of them inconclusive, policy fail)" in terminal
-    assert flat(command(out)) in terminal
-    assert "fails: policy fail" in (out / "report.md").read_text()
+    assert flat(command(demo, out, "gate.unjudged.policy=fail")) in terminal
+    md = (out / "report.md").read_text()
+    assert "fails: policy fail" in md
+    # the config has no judge: section: the pasted command would stop there, so it says so first
+    assert "add a judge: section to the config (https://" in terminal
+    assert "Add a `judge:` section to the config ([how](https://" in md
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "20" and suite.get("skipped") == "0"
     failures = [f for f in suite.iter("failure")]
     assert len(failures) == 20 and {f.get("type") for f in failures} == {"inconclusive"}
-    assert all(command(out) in (f.text or "") for f in failures)
+    assert all(command(demo, out, "gate.unjudged.policy=fail") in (f.text or "") for f in failures)
 
 
 def test_a_change_within_max_drop_gets_the_normal_verdict(demo: Demo) -> None:

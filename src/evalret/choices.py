@@ -8,7 +8,12 @@ pydantic (tests/test_cli.py, tests/test_score_startup.py).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal, get_args
+
+# the config `evalret run` reads without --config when the working directory holds it, and the one
+# `evalret hook` gates by default (the file `evalret init` writes)
+DEFAULT_CONFIG = Path("evalret.yaml")
 
 # a golden set's format (config golden_set.format, `--format`): auto detects native, BEIR or TREC
 GoldenFormatName = Literal["auto", "native", "beir", "trec"]

@@ -23,7 +23,14 @@ from typing import Annotated, Any
 import typer
 
 from evalret import cli_options as o
-from evalret.choices import GOLDEN_FORMATS, MAX_SAMPLES, SHOWN_ENTRIES, Correction, TrainFormat
+from evalret.choices import (
+    DEFAULT_CONFIG,
+    GOLDEN_FORMATS,
+    MAX_SAMPLES,
+    SHOWN_ENTRIES,
+    Correction,
+    TrainFormat,
+)
 from evalret.cli_golden import golden_app
 from evalret.cli_runtime import SuggestingGroup, bars, console, err_console, exit_code, run_app
 from evalret.cli_runtime import command as _command
@@ -120,7 +127,8 @@ def run(
         print_plan(console, plan_command(request))
         return ExitCode.OK
     outcome = run_command(request, progress=progress)
-    print_run(console, outcome.evaluation.report, outcome.written, verbose)
+    report = outcome.evaluation.report
+    print_run(console, report, outcome.written, verbose, outcome.config_words)
     if outcome.evaluation.report.judge is not None:
         from evalret.report.judge_view import render_run_judge
 
@@ -430,7 +438,7 @@ def init(
     directory: Annotated[Path, typer.Argument(help="Repository root to scaffold.")] = Path("."),
     force: o.Force = False,
     pre_commit: o.PreCommit = False,
-    config: o.InitConfig = Path("evalret.yaml"),
+    config: o.InitConfig = DEFAULT_CONFIG,
     watch: o.Watch = None,
 ) -> None:
     """Write a starter config, a tiny golden-set template and a GitHub workflow; with
@@ -467,7 +475,7 @@ def config_schema() -> None:
 @_command(app)
 def hook(
     *,
-    config: o.HookConfig = Path("evalret.yaml"),
+    config: o.HookConfig = DEFAULT_CONFIG,
     baseline: o.Baseline = None,
     out: Annotated[Path | None, o.out("Directory for report files (overrides output.dir).")] = None,
     settings: o.Overrides,

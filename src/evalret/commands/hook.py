@@ -35,7 +35,7 @@ from evalret.data.overrides import Override
 from evalret.data.paths import Input, config_inputs
 from evalret.data.schema import RunReport
 from evalret.errors import ConfigError, EvalretError, ExitCode, InputError
-from evalret.pipeline.configs import command_line, run_config
+from evalret.pipeline.configs import DEFAULT_CONFIG, command_line, config_words, run_config
 from evalret.pipeline.precommit import (
     HOOK_ID,
     checked_out,
@@ -48,7 +48,6 @@ from evalret.pipeline.precommit import (
 from evalret.pipeline.runner import RunOutcome, run_configured
 from evalret.report.verdict import gate_exit_code
 
-DEFAULT_CONFIG = Path("evalret.yaml")
 PUSHED_ENV = "PRE_COMMIT_TO_REF"  # pre-commit's name for the commit a pre-push hook gates
 NO_COMMIT = "0" * 40  # git's name for "nothing" (a branch deleted by the push)
 
@@ -162,7 +161,13 @@ def _gate(
         return command_line(["run"], config, overrides, "--save-baseline", shown_path(saved))
 
     outcome = run_configured(
-        cfg, out=out, baseline=baseline, inputs=inputs, command="hook", how_to_save=how_to_save
+        cfg,
+        out=out,
+        baseline=baseline,
+        inputs=inputs,
+        command="hook",
+        how_to_save=how_to_save,
+        config_words=config_words(config, overrides),
     )
     report = report_of_run(outcome)
     report_md = next((p for p in outcome.written if p.name == "report.md"), None)

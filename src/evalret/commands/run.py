@@ -11,7 +11,7 @@ from evalret.data.baseline import shown_path
 from evalret.data.overrides import Override
 from evalret.data.paths import config_inputs
 from evalret.data.schema import EmbeddingPlan
-from evalret.pipeline.configs import command_line, config_or_default, run_config
+from evalret.pipeline.configs import command_line, config_or_default, config_words, run_config
 from evalret.pipeline.judge import RunJudging, judge_inputs
 from evalret.pipeline.progress import ProgressBars, no_bars
 from evalret.pipeline.runner import RunOutcome, run_configured
@@ -56,6 +56,7 @@ def run_command(request: RunRequest, *, progress: ProgressBars = no_bars) -> Run
         inputs=config_inputs(cfg, config) + judge_inputs(cfg, r.judging),
         judging=r.judging,
         how_to_save=lambda path: save_line(r, config, path),
+        config_words=config_words(config, r.overrides),
     )
 
 

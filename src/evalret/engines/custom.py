@@ -43,7 +43,8 @@ class CustomEmbedder:
     def __init__(self, config: PythonModelConfig, _model_cache: Path | None = None) -> None:
         self.config = config
         self.spec = config.callable
-        self.factory = import_callable("model.callable", self.spec)  # a bad one fails fast
+        # a bad one fails fast; its module looked for beside the config file first
+        self.factory = import_callable("model.callable", self.spec, config.code_dir)
         self.dim: int | None = None
 
     @cached_property

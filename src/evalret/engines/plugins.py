@@ -38,6 +38,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, TextIO
 
@@ -285,16 +286,41 @@ def materialised(value: Any) -> Any:
     return list(value)
 
 
-def import_callable(key: str, spec: str) -> Callable[..., Any]:
+@contextlib.contextmanager
+def _searched_first(code_dir: Path | None) -> Iterator[None]:
+    """``code_dir`` first on ``sys.path`` while the block runs, then taken off again (sys.path
+    as it was, whatever the imported code did to other entries)."""
+    if code_dir is None:
+        yield
+        return
+    entry = str(code_dir)
+    sys.path.insert(0, entry)
+    importlib.invalidate_caches()  # a module written since the directory was last looked at
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(entry)
+
+
+def import_callable(key: str, spec: str, code_dir: Path | None = None) -> Callable[..., Any]:
     """The callable ``spec`` ("pkg.module:attr.path") names, imported inside the guard.
     ConfigError at the config ``key`` (exit 2) when it cannot be imported (any exception) or is
-    not callable; a SystemExit or other BaseException while importing is a PluginError (exit 3)."""
+    not callable; a SystemExit or other BaseException while importing is a PluginError (exit 3).
+
+    The module is looked for first in ``code_dir`` (``Config.code_dir``: the directory of the
+    config file that names it, or the working directory for a config without a file), then on
+    ``sys.path`` (``PYTHONPATH``, installed packages): a module beside the config imports
+    without ``PYTHONPATH``. The directory is on ``sys.path`` only while the module is imported:
+    what the module imports then (a sibling module at its top) is found there too; an import it
+    makes later, inside a call, is not. A module already imported in this process is used as it
+    is."""
     module_name, _, attr = spec.partition(":")
 
     def config_error(e: Exception) -> Exception:
         return ConfigError(f"{key}: cannot import {spec!r}", [Problem(f"{type(e).__name__}: {e}")])
 
-    with plugin_call(f"{spec} (import)", on_exception=config_error):
+    with plugin_call(f"{spec} (import)", on_exception=config_error), _searched_first(code_dir):
         target: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             target = getattr(target, part)

@@ -33,6 +33,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -164,9 +165,11 @@ class PythonReranker:
 
     cached = False
 
-    def __init__(self, key: str, settings: PythonRerankerConfig) -> None:
+    def __init__(
+        self, key: str, settings: PythonRerankerConfig, code_dir: Path | None = None
+    ) -> None:
         self.spec = settings.callable
-        self.function: Callable[..., Any] = import_callable(key, settings.callable)
+        self.function: Callable[..., Any] = import_callable(key, settings.callable, code_dir)
 
     def identity(self) -> dict[str, Any]:
         return {"provider": "python", "callable": self.spec}
@@ -339,12 +342,13 @@ class HttpReranker:
         return [v for v in out if v is not None]
 
 
-def make_reranker(key: str, settings: RerankerConfig) -> Reranker:
-    """The reranker ``settings`` describe (``key``: where they are in the config)."""
+def make_reranker(key: str, settings: RerankerConfig, code_dir: Path | None = None) -> Reranker:
+    """The reranker ``settings`` describe (``key``: where they are in the config; ``code_dir``:
+    where a python reranker's module is looked for first, ``plugins.import_callable``)."""
     if isinstance(settings, CrossEncoderRerankerConfig):
         return CrossEncoderReranker(settings)
     if isinstance(settings, PythonRerankerConfig):
-        return PythonReranker(f"{key}.callable", settings)
+        return PythonReranker(f"{key}.callable", settings, code_dir)
     return HttpReranker(key, settings)
 
 

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evalret.choices import DEFAULT_CONFIG as DEFAULT_CONFIG
 from evalret.data.config import Config
 from evalret.data.overrides import Override, configured
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
-# the config `evalret run` reads without --config when the working directory holds it (the one
-# `evalret init` writes); without either, the built-in defaults (the packaged demo golden set)
-DEFAULT_CONFIG = Path("evalret.yaml")
+# DEFAULT_CONFIG (evalret.choices): the config `evalret run` reads without --config when the
+# working directory holds it; without either, the built-in defaults (the packaged demo golden set)
 
 
 def config_or_default(path: Path | None) -> Path | None:
@@ -25,17 +25,24 @@ def config_or_default(path: Path | None) -> Path | None:
     return path
 
 
+def config_words(config: Path | None, overrides: Sequence[Override]) -> list[str]:
+    """The command-line words that give a command the config of a run: ``--config PATH`` (none
+    for the built-in defaults) and each of the run's settings as given (``--set``, ``--model``,
+    ``--dimension``). A setting that holds a secret cannot be among them: a URL with a password
+    is refused in every config key that takes one (``base_url``, ``dsn``: keys come from
+    ``*_env`` variables), so no setting of a run that got this far was masked in its words."""
+    words = ["--config", str(config)] if config is not None else []
+    for o in overrides:
+        words += o.words
+    return words
+
+
 def command_line(
     command: Sequence[str], config: Path | None, overrides: Sequence[Override], *more: str
 ) -> str:
     """The shell line of ``evalret COMMAND`` with the config and the command line's settings of
-    a run (``--set``, ``--model``, ``--dimension``) and ``more`` words, quoted to paste."""
-    words = ["evalret", *command]
-    if config is not None:
-        words += ["--config", str(config)]
-    for o in overrides:
-        words += o.words
-    return shlex.join([*words, *more])
+    a run (``config_words``) and ``more`` words, quoted to paste."""
+    return shlex.join(["evalret", *command, *config_words(config, overrides), *more])
 
 
 def without_cache(cfg: Config) -> Config:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from evalret.data.atomic import append_text, atomic_write_blocks, atomic_write_text
@@ -17,6 +17,7 @@ from evalret.pipeline.comment import baseline_losses, reports_link
 from evalret.pipeline.evaluate import Evaluation
 from evalret.pipeline.pages import render_run_html
 from evalret.report.comment import render_comment
+from evalret.report.gate_rows import judge_hint
 from evalret.report.junit import render_junit
 from evalret.report.markdown import render_markdown
 from evalret.report.trec import trec_run_blocks
@@ -54,11 +55,13 @@ def write_outputs(
     out_dir: Path,
     step_summary: Path | None = None,
     run_id: str | None = None,
+    config_words: Sequence[str] = (),
 ) -> list[Path]:
     """Write report.json, report.md, comment.md (the pull-request comment), report.html,
     run.<index>.trec and (with a gate) junit.xml into ``out_dir``; append report.md to
     ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given. report.json and comment.md carry
-    ``run_id`` (default: ``new_run_id()``). Returns the paths written."""
+    ``run_id`` (default: ``new_run_id()``); the judge commands of inconclusive checks repeat
+    ``config_words`` (the run's config and settings). Returns the paths written."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -68,13 +71,10 @@ def write_outputs(
     report_path = out_dir / "report.json"
     atomic_write_text(report_path, report.model_dump_json(indent=2) + "\n")
     written.append(report_path)
-    markdown = render_markdown(report, str(report_path))
+    hint = judge_hint(report, str(report_path), config_words)
+    markdown = render_markdown(report, hint)
     comment = render_comment(
-        report,
-        markdown,
-        baseline_losses(evaluation),
-        reports_link(),
-        report_json=str(report_path),
+        report, markdown, baseline_losses(evaluation), reports_link(), hint=hint
     )
     outputs = {
         "report.md": markdown,
@@ -82,7 +82,7 @@ def write_outputs(
         "comment.md": comment,
     }
     if report.gate is not None:
-        outputs["junit.xml"] = render_junit(report.gate, str(report_path))
+        outputs["junit.xml"] = render_junit(report.gate, hint)
     for name, text in outputs.items():
         atomic_write_text(out_dir / name, text)
         written.append(out_dir / name)

@@ -218,6 +218,7 @@ def dry_run(
         tokenizer=counter.method,
         tokenizer_note=counter.note,
         price_per_million_tokens=cfg.model.price,
+        price_key=cfg.model.price_key,
         document=planned["document"],
         query=planned["query"],
         rerank=_rerank_plan(cfg, len(kinds["query"])),

@@ -32,12 +32,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """A finished `evalret run`: the evaluation, every file written, and the run id that its
-    report.json and comment.md carry."""
+    """A finished `evalret run`: the evaluation, every file written, the run id that its
+    report.json and comment.md carry, and the words that gave the run its config
+    (``pipeline.configs.config_words``), which the judge commands it prints repeat."""
 
     evaluation: Evaluation
     written: list[Path]
     run_id: str = ""
+    config_words: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> ExitCode:
@@ -85,12 +87,14 @@ def run_configured(
     command: str = "run",
     judging: RunJudging | None = None,
     how_to_save: Callable[[Path], str] | None = None,
+    config_words: Sequence[str] = (),
 ) -> RunOutcome:
     """``run_command`` on a Config already built (``evalret score`` builds one), which reads
     ``inputs`` (besides the baseline). Before any work: the input guard, the output places
     checked, and this run's files from an earlier run removed. A baseline that does not exist
     is an error that says how to save one: ``how_to_save(path)``, the command that would (the
-    caller's own command line), else a generic hint."""
+    caller's own command line), else a generic hint. ``config_words``: the caller's config and
+    settings as command-line words, which the judge commands of inconclusive checks repeat."""
     io = run_io(cfg, inputs, out=out, baseline=baseline, save_to=save_to, command=command)
     guard(io)
     reports = io.outputs[0]
@@ -118,8 +122,8 @@ def run_configured(
             missing_baseline=str(baseline_path) if missing else None,
             judging=judging,
         )
-    written = write_outputs(evaluation, out_dir, step_summary(), run_id)
+    written = write_outputs(evaluation, out_dir, step_summary(), run_id, config_words)
     if save_to is not None:
         save_baseline(evaluation.report, save_to)
         written.append(save_to)
-    return RunOutcome(evaluation, written, run_id)
+    return RunOutcome(evaluation, written, run_id, tuple(config_words))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from evalret.data.schema import GateCheck, QueryExample, RunReport
 from evalret.report.escape import markdown, markdown_code
-from evalret.report.gate_rows import check_rows, gate_summary
+from evalret.report.gate_rows import DEFAULT_HINT, JudgeHint, check_rows, gate_summary
 from evalret.report.markdown import loss_lines, unjudged_lines, verdict_heading
 from evalret.report.numbers import TYPOGRAPHIC, number
 
@@ -138,23 +138,23 @@ def render_comment(
     losses: Losses | None = None,
     link: str | None = None,
     budget: int = BUDGET,
-    report_json: str = "report.json",
+    hint: JudgeHint = DEFAULT_HINT,
 ) -> str:
     """The comment: ``MARKER``, the verdict, the failed checks, the inconclusive ones with the
-    command that would judge them (``report_json``: where the run's report.json is), the
+    command that would judge them (``hint``: the run's report.json and config words), the
     biggest per-query ``losses``, then ``report_md`` folded, and the report's run id
     (``RUN_MARKER``) last; at most ``budget`` characters (see the module)."""
     if report.run_id is not None:
         run_line = RUN_MARKER.format(report.run_id) + "\n"
         unmarked = report.model_copy(update={"run_id": None})
         return (
-            render_comment(unmarked, report_md, losses, link, budget - len(run_line), report_json)
+            render_comment(unmarked, report_md, losses, link, budget - len(run_line), hint)
             + run_line
         )
     reports = _reports(link)
     head, tail, footer = _head(report), _losses_lines(report, losses), [f"Full reports: {reports}."]
     if report.gate is not None:
-        tail = unjudged_lines(report.gate, report_json) + tail
+        tail = unjudged_lines(report.gate, hint) + tail
     failed = report.gate.failed if report.gate is not None else []
     rows = _failed_rows(failed)
     table = [

@@ -8,13 +8,16 @@ escaping), so a figure is computed once and reads the same everywhere.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalret.core.gate import amount
 from evalret.data.schema import (
     GateCheck,
     GateSection,
+    RunReport,
 )
+from evalret.errors import docs_page
 from evalret.report.numbers import Medium, number, p_pair
 
 # --- the gate ----------------------------------------------------------------------------------
@@ -164,7 +167,31 @@ def result_word(check: GateCheck) -> str:
 
 # --- when the labels cannot tell ---------------------------------------------------------------
 
-LABELS_FILE = "labels.jsonl"  # where the suggested judge command writes its labels
+# where a suggested judge command writes its labels: one file per index (and per k when one
+# index is judged at several k), in the working directory
+LABELS_FILE = "labels.{index}.jsonl"
+LABELS_FILE_AT_K = "labels.{index}.k{k}.jsonl"
+
+
+@dataclass(frozen=True)
+class JudgeHint:
+    """What the judge command a run prints needs besides the gate: where the run's report.json
+    is, the words that gave the run its config (``--config PATH`` and every ``--set``,
+    ``--model``, ``--dimension``: ``pipeline.configs.config_words``) and whether that config has
+    a ``judge:`` section (without one, the command is preceded by how to add it)."""
+
+    report_json: str = "report.json"
+    config_words: tuple[str, ...] = ()
+    has_judge: bool = True
+
+
+# the hint of a renderer called without one: report.json beside the view, no config words
+DEFAULT_HINT = JudgeHint()
+
+
+def judge_hint(report: RunReport, report_json: str, config_words: Sequence[str] = ()) -> JudgeHint:
+    """The judge hint of ``report`` written at ``report_json`` by a run given ``config_words``."""
+    return JudgeHint(report_json, tuple(config_words), report.config.get("judge") is not None)
 
 
 @dataclass(frozen=True)
@@ -199,19 +226,43 @@ def unjudged_rows(gate: GateSection) -> list[UnjudgedRow]:
     return list(rows.values())
 
 
-def judge_command(report_json: str, index: str, k: int) -> str:
+def judge_command(hint: JudgeHint, index: str, k: int, out: str) -> str:
     """The command that would judge the unjudged documents of ``index``'s top ``k`` in the run
-    of ``report_json`` (shell-quoted; untrusted: escape where shown)."""
-    return (
-        f"evalret judge --from-report {shlex.quote(report_json)} --index {shlex.quote(index)} "
-        f"--k {k} --out {LABELS_FILE}"
-    )
+    of ``hint`` into ``out``, with the run's config and settings: it runs as pasted in the
+    directory the run ran in (shell-quoted; untrusted: escape where shown)."""
+    words = ["evalret", "judge", *hint.config_words, "--from-report", hint.report_json]
+    return shlex.join([*words, "--index", index, "--k", str(k), "--out", out])
 
 
-def judge_commands(gate: GateSection, report_json: str) -> list[str]:
-    """One judge command per (index, k) of the inconclusive checks."""
-    seen = dict.fromkeys((r.index, r.k) for r in unjudged_rows(gate))
-    return [judge_command(report_json, index, k) for index, k in seen]
+def judge_lines(gate: GateSection, hint: JudgeHint) -> dict[tuple[str, int], str]:
+    """One judge command per (index, k) of the inconclusive checks, each writing its own labels
+    file (``LABELS_FILE``; ``LABELS_FILE_AT_K`` when an index is judged at several k)."""
+    pairs = list(dict.fromkeys((c.index, c.judged_k) for c in gate.inconclusive))
+    found = [(index, k) for index, k in pairs if k is not None]
+    lines = {}
+    for index, k in found:
+        several = sum(i == index for i, _ in found) > 1
+        out = (LABELS_FILE_AT_K if several else LABELS_FILE).format(index=index, k=k)
+        lines[(index, k)] = judge_command(hint, index, k, out)
+    return lines
+
+
+def judge_commands(gate: GateSection, hint: JudgeHint) -> list[str]:
+    """The judge commands of the inconclusive checks (``judge_lines``), in check order."""
+    return list(judge_lines(gate, hint).values())
+
+
+def judge_page() -> str:
+    """The documentation of the ``judge:`` section (the page a config without one is sent to)."""
+    return docs_page("how-to/annotate-and-judgments", "judging-with-an-llm")
+
+
+def judge_intro(hint: JudgeHint) -> str:
+    """The words before the judge commands: with a ``judge:`` section to add first when the
+    run's config has none (else the pasted command would stop there, exit 2)."""
+    if hint.has_judge:
+        return "judge the unjudged documents"
+    return f"add a judge: section to the config ({judge_page()}), then judge the unjudged documents"
 
 
 def unjudged_line(row: UnjudgedRow, medium: Medium) -> str:

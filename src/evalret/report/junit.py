@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 from evalret.data.schema import GateCheck, GateSection
 from evalret.report.escape import xml_text
-from evalret.report.gate_rows import gate_summary, judge_command
+from evalret.report.gate_rows import DEFAULT_HINT, JudgeHint, gate_summary, judge_lines
 
 
 def _details(c: GateCheck) -> str:
@@ -32,10 +32,10 @@ def _details(c: GateCheck) -> str:
     return details
 
 
-def _inconclusive(case: ET.Element, c: GateCheck, report_json: str) -> None:
+def _inconclusive(case: ET.Element, c: GateCheck, commands: dict[tuple[str, int], str]) -> None:
     """An inconclusive check: skipped (policy warn) or failed (policy fail), with the judge
-    command."""
-    command = judge_command(report_json, c.index, c.judged_k) if c.judged_k is not None else ""
+    command of its index and k (``commands``: ``gate_rows.judge_lines``)."""
+    command = commands.get((c.index, c.judged_k), "") if c.judged_k is not None else ""
     text = f"{c.message}\n{_details(c)}" + (
         f"\njudge the unjudged documents: {command}" if command else ""
     )
@@ -47,11 +47,12 @@ def _inconclusive(case: ET.Element, c: GateCheck, report_json: str) -> None:
         failure.text = xml_text(text)
 
 
-def render_junit(gate: GateSection, report_json: str = "report.json") -> str:
+def render_junit(gate: GateSection, hint: JudgeHint = DEFAULT_HINT) -> str:
     """junit.xml of a gate: every check a test case, a failed check a failure with its numbers,
-    an inconclusive one skipped (policy warn) or a failure (policy fail); ``report_json``: where
-    the run's report.json is, for the judge command."""
+    an inconclusive one skipped (policy warn) or a failure (policy fail); ``hint``: where the
+    run's report.json is and its config words, for the judge command."""
     summary = gate_summary(gate)
+    commands = judge_lines(gate, hint)
     failures = len(summary.failed)
     skipped = sum(c.passed for c in summary.inconclusive)
     suites = ET.Element(
@@ -79,7 +80,7 @@ def render_junit(gate: GateSection, report_json: str = "report.json") -> str:
             time="0",
         )
         if c.outcome == "inconclusive":
-            _inconclusive(case, c, report_json)
+            _inconclusive(case, c, commands)
         elif not c.passed:
             failure = ET.SubElement(case, "failure", message=xml_text(c.message), type="regression")
             failure.text = xml_text(_details(c))

@@ -10,7 +10,15 @@ from evalret.data.schema import GateCheck, GateSection, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.escape import markdown, markdown_code
 from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
-from evalret.report.gate_rows import check_rows, gate_summary, judge_commands, unjudged_rows
+from evalret.report.gate_rows import (
+    DEFAULT_HINT,
+    JudgeHint,
+    check_rows,
+    gate_summary,
+    judge_commands,
+    judge_page,
+    unjudged_rows,
+)
 from evalret.report.judge_view import run_judge_text
 from evalret.report.numbers import TYPOGRAPHIC, number
 from evalret.report.rerank_view import rerank_markdown
@@ -89,9 +97,10 @@ def loss_lines(gate: GateSection) -> list[str]:
     return [markdown(line), ""] if line is not None else []
 
 
-def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:
+def unjudged_lines(gate: GateSection, hint: JudgeHint) -> list[str]:
     """The inconclusive checks' slices as a table (judged@k of baseline and current, the share
-    of the new top k never judged) and the commands that would judge them; [] when none."""
+    of the new top k never judged) and the commands that would judge them (``hint``: the run's
+    report.json and config words); [] when none."""
     summary = gate_summary(gate)
     rows = unjudged_rows(gate)
     if not summary.inconclusive:
@@ -110,14 +119,20 @@ def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:
         f"{'–' if r.never_judged is None else f'{r.never_judged:.0%}'} | {r.n_checks} |"
         for r in rows
     ]
-    commands = judge_commands(gate, report_json)
+    commands = judge_commands(gate, hint)
     if commands:
-        lines += ["", "Judge the unjudged documents, then merge the labels and rerun:", ""]
+        intro = "Judge the unjudged documents, then merge the labels and rerun:"
+        if not hint.has_judge:  # the link is the site's own address: no text of the run
+            intro = (
+                f"Add a `judge:` section to the config ([how]({judge_page()})), then judge the "
+                "unjudged documents, merge the labels and rerun:"
+            )
+        lines += ["", intro, ""]
         lines += [f"- {markdown_code(c)}" for c in commands]
     return [*lines, ""]
 
 
-def _gate_lines(gate: GateSection, report_json: str) -> list[str]:
+def _gate_lines(gate: GateSection, hint: JudgeHint) -> list[str]:
     summary = gate_summary(gate)
     failed = summary.failed
     lines = [verdict_heading(gate), "", *loss_lines(gate)]
@@ -142,7 +157,7 @@ def _gate_lines(gate: GateSection, report_json: str) -> list[str]:
     if failed:
         lines += ["", "### Failed checks", "", *_checks_table(failed, with_message=True)]
     if summary.inconclusive:
-        lines += ["", *unjudged_lines(gate, report_json)]
+        lines += ["", *unjudged_lines(gate, hint)]
     if summary.weak:
         lines += ["", f"⚠️ {summary.weak_sentence}"]
     if gate.notes:
@@ -343,15 +358,13 @@ def _sample_lines(report: RunReport) -> list[str]:
     return lines + [f"- {markdown(n)}" for n in s.notes]
 
 
-def render_markdown(report: RunReport, report_json: str = "report.json") -> str:
-    """report.md of ``report``; ``report_json``: where its report.json is (for the judge
-    command of inconclusive checks)."""
+def render_markdown(report: RunReport, hint: JudgeHint = DEFAULT_HINT) -> str:
+    """report.md of ``report``; ``hint``: where its report.json is and the run's config words
+    (for the judge commands of inconclusive checks)."""
     g = report.golden_set
     model = report.fingerprint.model.get("source", report.fingerprint.model.get("name"))
     lines = (
-        _gate_lines(report.gate, report_json)
-        if report.gate
-        else ["## evalret run (no gate configured)"]
+        _gate_lines(report.gate, hint) if report.gate else ["## evalret run (no gate configured)"]
     )
     lines += [
         "",

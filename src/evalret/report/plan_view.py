@@ -38,7 +38,8 @@ def plan_table(plan: EmbeddingPlan) -> Table:
 
 
 def print_plan(console: Console, plan: EmbeddingPlan) -> None:
-    """The dry run's table and how its figures were found."""
+    """The dry run's table and how its figures were found (the cost hint only for a model that
+    takes a price: ``EmbeddingPlan.price_key``)."""
     console.print(Text(terminal(f"model {plan.model} (provider {plan.provider})")))
     cache = plan.cache if plan.cache is not None else "off"
     console.print(Text(terminal(f"embedding cache: {cache}"), style="dim"))
@@ -50,7 +51,8 @@ def print_plan(console: Console, plan: EmbeddingPlan) -> None:
         tokens += f" ({plan.tokenizer_note})"
     console.print(Text(terminal(tokens), style="dim"))
     if plan.price_per_million_tokens is None:
-        console.print(Text("cost: set model.price_per_million_tokens to see it", style="dim"))
+        if plan.price_key is not None:  # a local model has no price to set
+            console.print(Text(f"cost: set {plan.price_key} to see it", style="dim"))
     else:
         price = f"cost at {plan.price_per_million_tokens:g} per million tokens"
         console.print(Text(price, style="dim"))

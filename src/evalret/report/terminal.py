@@ -4,6 +4,7 @@ ANN, lexical, beyond-accuracy and health sections and the gate; the short defaul
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
@@ -16,9 +17,13 @@ from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.escape import terminal
 from evalret.report.filter_view import selectivity_line
 from evalret.report.gate_rows import (
+    DEFAULT_HINT,
+    JudgeHint,
     check_rows,
     gate_summary,
     judge_commands,
+    judge_hint,
+    judge_intro,
     result_word,
     unjudged_line,
     unjudged_rows,
@@ -243,9 +248,10 @@ def loss_text(gate: GateSection) -> list[Text]:
     return [Text(terminal(line), style="red")] if line is not None else []
 
 
-def unjudged_parts(gate: GateSection, report_json: str) -> list[RenderableType]:
+def unjudged_parts(gate: GateSection, hint: JudgeHint) -> list[RenderableType]:
     """The inconclusive checks' slices (judged@k of baseline and current, the share of the new
-    top k never judged) and the commands that would judge them; nothing when none."""
+    top k never judged) and the commands that would judge them (``hint``: the run's report.json
+    and config words); nothing when none."""
     summary = gate_summary(gate)
     if not summary.inconclusive:
         return []
@@ -253,16 +259,25 @@ def unjudged_parts(gate: GateSection, report_json: str) -> list[RenderableType]:
     sentence = verdict_words(gate).inconclusive_sentence(summary)
     parts: list[RenderableType] = [Text(sentence, style=style)]
     parts += [Text(f"  {terminal(unjudged_line(r, PLAIN))}") for r in unjudged_rows(gate)]
-    commands = judge_commands(gate, report_json)
+    commands = judge_commands(gate, hint)
     if commands:
-        parts.append(Text("judge the unjudged documents with:", style="bold"))
-        parts += [Text(f"  {terminal(c)}") for c in commands]
+        parts.append(Text(f"{judge_intro(hint)} with:", style="bold"))
+        # unwrapped (the terminal folds it on screen): a copied line pastes as one command
+        parts += [Text(f"  {terminal(c)}", no_wrap=True, overflow="ignore") for c in commands]
     return parts
 
 
 def report_json_of(written: list[Path] | list[str]) -> str:
     """The report.json among the files written (what a judge command reads), else its name."""
     return next((str(p) for p in written if Path(p).name == "report.json"), "report.json")
+
+
+def hint_of(
+    report: RunReport, written: list[Path] | list[str], config_words: Sequence[str] = ()
+) -> JudgeHint:
+    """The judge hint of a run that wrote ``written``, given ``config_words`` (its config and
+    settings as command-line words)."""
+    return judge_hint(report, report_json_of(written), config_words)
 
 
 def changed_lines(gate: GateSection) -> list[RenderableType]:
@@ -299,14 +314,14 @@ def sample_parts(report: RunReport) -> list[RenderableType]:
     return [Text(terminal(line), style="yellow")] if line is not None else []
 
 
-def gate_parts(gate: GateSection, report_json: str = "report.json") -> list[RenderableType]:
+def gate_parts(gate: GateSection, hint: JudgeHint = DEFAULT_HINT) -> list[RenderableType]:
     """Verdict in colour, then the failed checks, the inconclusive ones, underpowered warning
     and notes."""
     parts: list[RenderableType] = [Text(""), verdict_text(gate), *loss_text(gate)]
     parts += changed_lines(gate)
     if gate.failed:
         parts.append(_failed_table(gate))
-    return parts + unjudged_parts(gate, report_json) + caveat_lines(gate)
+    return parts + unjudged_parts(gate, hint) + caveat_lines(gate)
 
 
 def context_parts(report: RunReport) -> list[RenderableType]:
@@ -358,9 +373,10 @@ def context_parts(report: RunReport) -> list[RenderableType]:
 UNRELIABLE_NOTE = "fewer than 200 queries: unreliable, only large changes show"
 
 
-def render_run(report: RunReport, written: list[Path]) -> Group:
+def render_run(report: RunReport, written: list[Path], config_words: Sequence[str] = ()) -> Group:
     """Every table of a run (``--verbose``): each index per slice, ANN, lexical, beyond
-    accuracy, embedding health, then the gate and the files written."""
+    accuracy, embedding health, then the gate and the files written (``config_words``: the
+    run's config and settings, which its judge commands repeat)."""
     parts = context_parts(report)
     for index in report.indexes:
         parts += [Text(""), index_table(report, index)]
@@ -381,7 +397,7 @@ def render_run(report: RunReport, written: list[Path]) -> Group:
     if health is not None:
         parts += [Text(""), health]
     if report.gate is not None:
-        parts += gate_parts(report.gate, report_json_of(written))
+        parts += gate_parts(report.gate, hint_of(report, written, config_words))
     if written:
         parts += [Text(""), Text("report files:", style="bold")]
         parts += [Text(f"  {terminal(str(p))}") for p in written]

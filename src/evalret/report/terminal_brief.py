@@ -10,6 +10,7 @@ of the primary index whose primary metric moved significantly, and the biggest l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
@@ -41,11 +42,11 @@ from evalret.report.terminal import (
     caveat_lines,
     changed_lines,
     context_parts,
+    hint_of,
     labels_parts,
     loss_text,
     metric_cell,
     render_run,
-    report_json_of,
     unjudged_parts,
     verdict_text,
 )
@@ -251,8 +252,9 @@ def rerank_lines(report: RunReport) -> list[Text]:
     return [Text(terminal(rerank_line(report, s, PLAIN))) for s in report.rerank.values()]
 
 
-def brief_run(report: RunReport, written: list[Path]) -> Group:
-    """The short summary of a run: verdict first, at most about 40 lines for the demo."""
+def brief_run(report: RunReport, written: list[Path], config_words: Sequence[str] = ()) -> Group:
+    """The short summary of a run: verdict first, at most about 40 lines for the demo
+    (``config_words``: the run's config and settings, which its judge commands repeat)."""
     parts: list[RenderableType] = []
     if report.gate is not None:
         parts += [verdict_text(report.gate), *loss_text(report.gate)]
@@ -268,7 +270,7 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
         parts.append(unreliable)
     if report.gate is not None:
         parts += [Text(""), *checks_parts(report.gate)]
-        parts += unjudged_parts(report.gate, report_json_of(written))
+        parts += unjudged_parts(report.gate, hint_of(report, written, config_words))
         parts += caveat_lines(report.gate)
     latency = latency_text(report)
     tail = [
@@ -286,10 +288,17 @@ def brief_run(report: RunReport, written: list[Path]) -> Group:
 
 
 def print_run(
-    console: Console, report: RunReport, written: list[Path], verbose: bool = False
+    console: Console,
+    report: RunReport,
+    written: list[Path],
+    verbose: bool = False,
+    config_words: Sequence[str] = (),
 ) -> None:
-    """Every table with ``verbose``, else the short summary."""
-    console.print(render_run(report, written) if verbose else brief_run(report, written))
+    """Every table with ``verbose``, else the short summary; ``config_words``: the run's config
+    and settings as command-line words (``RunOutcome.config_words``)."""
+    view = render_run if verbose else brief_run
+    # not cropped: a line printed whole for pasting (a judge command) may exceed the width
+    console.print(view(report, written, config_words), crop=False)
 
 
 # --- a comparison ------------------------------------------------------------------------------

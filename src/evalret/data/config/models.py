@@ -3,10 +3,12 @@ provider (sentence-transformers, python, openai), told apart by ``provider``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
@@ -61,6 +63,9 @@ DEFAULT_PROVIDER = "sentence-transformers"
 _CALLABLE = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"  # "pkg.module:name"
 
 
+_PRICE_FIELD = "price_per_million_tokens"  # the key of an API model's price (``price_key``)
+
+
 class ModelConfigBase(StrictModel):
     """What every provider's settings hold: the model's name and how texts and vectors are
     treated around it. A provider is a subclass that narrows ``provider`` to its ``Literal``
@@ -91,11 +96,35 @@ class ModelConfigBase(StrictModel):
         key: str = getattr(self, self.selector)
         return key
 
+    # the directory a python provider's module is looked for first (the config file's:
+    # ``Config.code_dir``, set by ``Config.resolve_paths``); no key of the file
+    _code_dir: Path | None = PrivateAttr(None)
+
+    @property
+    def code_dir(self) -> Path | None:
+        """Where the module of ``callable`` (provider python) is looked for first: the config
+        file's directory (``engines.plugins.import_callable``); None for settings made in
+        code."""
+        return self._code_dir
+
+    def beside(self, code_dir: Path) -> Self:
+        """A copy whose code is looked for first in ``code_dir``."""
+        copy = self.model_copy()
+        copy._code_dir = code_dir
+        return copy
+
     @property
     def price(self) -> float | None:
         """What a million tokens cost (for the dry run's and the report's cost); None: no price
         (a local model, or an API without one)."""
         return None
+
+    @property
+    def price_key(self) -> str | None:
+        """The config key that sets ``price`` (``model.price_per_million_tokens``) when these
+        settings take one (an API's), else None: a local model has no price, and the key is
+        refused there as any unknown key."""
+        return f"model.{_PRICE_FIELD}" if _PRICE_FIELD in type(self).model_fields else None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -151,6 +151,17 @@ class Config(StrictModel):
         """The command-line settings this config was made with ({} for a file as written)."""
         return dict(self._overrides)
 
+    # the directory of the config file (the working directory for a config without one): the
+    # modules its callables name are looked for there first (engines.plugins.import_callable)
+    _code_dir: Path | None = PrivateAttr(None)
+
+    @property
+    def code_dir(self) -> Path | None:
+        """Where the modules of this config's callables (python indexes, rerankers, encoders)
+        are looked for first: the config file's directory, or the working directory for a
+        config without a file (``resolve_paths``' base); None for a config made in code."""
+        return self._code_dir
+
     def with_overrides(self, overrides: dict[str, Any]) -> Config:
         """A copy that records ``overrides`` as the command-line settings it was made with."""
         copy = self.model_copy()
@@ -445,7 +456,8 @@ class Config(StrictModel):
         return search_depth(self.metric_specs, self.search_depth)
 
     def resolve_paths(self, base: Path) -> Config:
-        """A copy whose relative paths are made absolute against ``base``."""
+        """A copy whose relative paths are made absolute against ``base``, the directory the
+        modules of its callables are looked for first (``code_dir``)."""
 
         def fix(p: Path | None) -> Path | None:
             return None if p is None or p.is_absolute() else (base / p).resolve()
@@ -471,19 +483,21 @@ class Config(StrictModel):
         synth = self.synth
         if synth is not None and synth.template is not None:
             synth = synth.model_copy(update={"template": fix(synth.template) or synth.template})
-        return self.model_copy(
+        resolved = self.model_copy(
             update={
                 "judge": judge,
                 "synth": synth,
                 "indexes": self.indexes.resolve_paths(base),
                 "golden_set": golden,
-                "model": model,
+                "model": model.beside(base.resolve()),
                 "output": out,
                 "gate": gate,
                 "cache": cache,
                 "history": history,
             }
         )
+        resolved._code_dir = base.resolve()
+        return resolved
 
 
 def refresh_unions() -> None:

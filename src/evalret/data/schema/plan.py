@@ -29,6 +29,9 @@ class EmbeddingPlan(_Model):
     tokenizer: str  # how tokens were counted (tiktoken, or the documented estimate)
     tokenizer_note: str | None
     price_per_million_tokens: float | None
+    # the config key that sets the price (model.price_per_million_tokens), None when the
+    # provider takes none (a local model: nothing to pay)
+    price_key: str | None = None
     document: PlannedKind
     query: PlannedKind
     # one line per enabled rerank index: what it would ask (nothing is sent in a dry run)

@@ -55,6 +55,7 @@ import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,10 +71,11 @@ from evalret.engines.search_cost import Latency, run_latency
 from evalret.errors import ConfigError, InputError, PluginError, Problem
 
 
-def load_callable(name: str, spec: str) -> Callable[..., Any]:
-    """The function ``spec`` ("pkg.module:attr.path") names; ConfigError at
-    ``indexes.<name>.callable`` when it cannot be imported or is not callable."""
-    return import_callable(f"indexes.{name}.callable", spec)
+def load_callable(name: str, spec: str, code_dir: Path | None = None) -> Callable[..., Any]:
+    """The function ``spec`` ("pkg.module:attr.path") names, its module looked for first in
+    ``code_dir`` (``plugins.import_callable``); ConfigError at ``indexes.<name>.callable`` when
+    it cannot be imported or is not callable."""
+    return import_callable(f"indexes.{name}.callable", spec, code_dir)
 
 
 def _score(spec: str, qid: str, doc: str, score: Any) -> float:
@@ -209,18 +211,21 @@ class PythonRetriever(BaseRetriever):
         self.settings = settings
         self.enabled = settings.enabled
         self.approximate = settings.approximate  # declared: then measured against exact search
-        self.function = load_callable(name, settings.callable) if settings.enabled else None
+        code_dir = config.code_dir  # where the config file is: its modules import from there
+        self.function = (
+            load_callable(name, settings.callable, code_dir) if settings.enabled else None
+        )
         self.setup: Callable[..., Any] | None = None
         self.close: Callable[..., Any] | None = None
         if settings.enabled and settings.setup is not None:
-            self.setup = import_callable(f"indexes.{name}.setup", settings.setup)
+            self.setup = import_callable(f"indexes.{name}.setup", settings.setup, code_dir)
             if self.function is not None and not takes_state(self.function):
                 raise ConfigError(
                     f"indexes.{name}.setup: {settings.callable!r} takes no 'state' keyword, "
                     "which is how it is handed what the setup returns"
                 )
         if settings.enabled and settings.close is not None:
-            self.close = import_callable(f"indexes.{name}.close", settings.close)
+            self.close = import_callable(f"indexes.{name}.close", settings.close, code_dir)
         self.alignment: Alignment | None = None
         self.counts = RankingCounts()
         self.filters_to: str | None = None  # who applied the filters, once searched

@@ -40,7 +40,9 @@ class RerankRetriever(BaseRetriever):
         from evalret.engines.rerankers import ScoreCache, make_reranker
 
         key = f"indexes.{name}.reranker"
-        self.reranker = make_reranker(key, settings.reranker) if settings.enabled else None
+        self.reranker = (
+            make_reranker(key, settings.reranker, config.code_dir) if settings.enabled else None
+        )
         self.cache = ScoreCache.of(config.cache)
         self.note: str | None = None
 
