@@ -269,7 +269,8 @@ def detect_format(cfg: GoldenSetConfig) -> Format:
     if not path.is_dir():
         raise GoldenSetError(
             f"golden set not found: {path} (set golden_set.path in the config; relative paths "
-            "are resolved against the config file, or the current directory without one)"
+            "in the file are resolved against its folder, those given by --set or without a "
+            "config file against the current directory)"
         )
     if (path / "qrels").is_dir():
         return "beir"
