@@ -147,19 +147,22 @@ def test_the_starter_thresholds_sit_at_the_demo_sets_minimum_detectable_drop(
     tmp_path: Path,
 ) -> None:
     """Every max_drop of init's config is the minimum detectable drop of a set the size of the
-    packaged demo (the gate's one-sided paired test at alpha 0.05, power 0.8, with the per-query
-    sd `evalret validate` assumes), rounded up to two decimals; its comment gives the figure."""
+    packaged demo as `evalret validate` gives it (two-sided, alpha 0.05, power 0.8, the assumed
+    per-query sd), rounded up to two decimals, so above the gate's own one-sided figure too;
+    its comment gives the figure."""
     n = len(load_golden_set(GoldenSetConfig()).query_ids)
-    mde = minimum_detectable_effect(ASSUMED_NDCG_SD, n, ALPHA, POWER)
-    assert (n, round(mde, 3)) == (244, 0.064)
+    mde = minimum_detectable_effect(ASSUMED_NDCG_SD, n, ALPHA, POWER, two_sided=True)
+    gate_mde = minimum_detectable_effect(ASSUMED_NDCG_SD, n, ALPHA, POWER)
+    assert (n, round(mde, 3), round(gate_mde, 3)) == (244, 0.072, 0.064)
     expected = math.ceil(mde * 100) / 100
     assert invoke("init", str(tmp_path))[0] == 0
     config = load_config(tmp_path / "evalret.yaml")
     assert config.gate.thresholds is not None
     drops = [t.max_drop for t in config.gate.thresholds.values() if t.max_drop is not None]
-    assert drops and set(drops) == {expected} == {0.07}
+    assert drops and set(drops) == {expected} == {0.08}
     text = (tmp_path / "evalret.yaml").read_text(encoding="utf-8")
     assert f"max_drop {expected}: the smallest drop a set of {n} queries" in text
+    assert f"gives it ({mde:.3f}:" in text
 
 
 # --- the action's steps, run as GitHub runs them ------------------------------------------------
