@@ -49,10 +49,10 @@ ACTION_DIR = ".github/actions/evalret"
 _ACTION_LINE = "      - uses: EVALRET_ACTION_REF\n"
 _INSTALL_LINE = "          # install: EVALRET_INSTALL_SPEC\n"
 # OWNER/REPO, optionally with the action's path, then @REF (GitHub's names: an owner of letters,
-# digits and inner hyphens; a repository of letters, digits, '.', '_' and '-'; a ref as git
-# allows it in a tag or branch name, or a commit)
+# digits and inner hyphens, or underscores of managed users; a repository of letters, digits,
+# '.', '_' and '-'; a ref as git allows it in a tag or branch name, or a commit)
 _ACTION_REF = re.compile(
-    r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?)/(?P<repo>[A-Za-z0-9._-]{1,100})"
+    r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9_-]{0,37}[A-Za-z0-9])?)/(?P<repo>[A-Za-z0-9._-]{1,100})"
     rf"(?P<path>/{re.escape(ACTION_DIR)})?@(?P<ref>[A-Za-z0-9_][A-Za-z0-9._/+-]*)"
 )
 # the config's JSON Schema, written beside the starter config: the config's first line points
