@@ -454,8 +454,9 @@ def test_baseline_show(demo_run: DemoRun) -> None:
 
 
 def test_init_scaffolds_refuses_to_overwrite_and_passes_actionlint(tmp_path: Path) -> None:
-    """init writes config, golden set and workflow; a second init exits 2 unless --force."""
-    code, output = invoke("init", str(tmp_path))
+    """init writes config, golden set and (with --action-ref) the workflow; a second init exits
+    2 unless --force."""
+    code, output = invoke("init", str(tmp_path), "--action-ref", "acme/evalret@v0.1.0")
     assert code == 0, output
     for rel in (
         "evalret.yaml",
@@ -748,7 +749,8 @@ def test_init_counts_a_dangling_link_as_an_existing_file(tmp_path: Path) -> None
 def test_init_force_never_writes_through_a_link_out_of_the_directory(
     tmp_path: Path, link: str
 ) -> None:
-    """`init --force` where a starter file (the schema) or a folder of one (.github) is a link
+    """`init --force` where a starter file (the schema) or a folder of one (.github, the
+    workflow's, written with --action-ref) is a link
     out of the directory: exit 2 naming it, before any file is written; what it points at is
     byte-identical and the link stays."""
     repo = tmp_path / "repo"
@@ -760,7 +762,7 @@ def test_init_force_never_writes_through_a_link_out_of_the_directory(
     else:
         outside.write_text("my own file\n")
         (repo / link).symlink_to(outside)
-    code, output = invoke("init", str(repo), "--force")
+    code, output = invoke("init", str(repo), "--force", "--action-ref", "acme/evalret@v0.1.0")
     assert code == 2, output
     flat = output.replace("\n", "")
     assert link in flat and str(outside) in flat and "outside" in flat

@@ -440,11 +440,18 @@ def init(
     pre_commit: o.PreCommit = False,
     config: o.InitConfig = DEFAULT_CONFIG,
     watch: o.Watch = None,
+    action_ref: o.ActionRef = None,
+    install: o.Install = None,
+    workflow_only: o.WorkflowOnly = False,
 ) -> None:
-    """Write a starter config, a tiny golden-set template and a GitHub workflow; with
-    --pre-commit, add the evalret-gate hook (stage pre-push) to .pre-commit-config.yaml instead,
-    run when the config, golden set, baseline or a --watch path changes. Paths are relative to
-    DIRECTORY."""
+    """Write a starter config, a tiny golden-set template and, with --action-ref, a GitHub
+    workflow using evalret's action from that repository and ref; with --pre-commit, add the
+    evalret-gate hook (stage pre-push) to .pre-commit-config.yaml instead, run when the config,
+    golden set, baseline or a --watch path changes. Paths are relative to DIRECTORY."""
+    if pre_commit and (action_ref is not None or install is not None or workflow_only):
+        from evalret.errors import InputError
+
+        raise InputError("--pre-commit adds the hook only: it writes no workflow")
     if pre_commit:
         from evalret.commands.init import PRE_COMMIT_NEXT_STEPS, add_pre_commit_hook
 
@@ -456,11 +463,21 @@ def init(
             console.print(f"not watched (outside the repository): {markup_safe(str(path))}")
         console.print(PRE_COMMIT_NEXT_STEPS, highlight=False)
         return
-    from evalret.commands.init import NEXT_STEPS, write_scaffold
+    from evalret.commands.init import NEXT_STEPS, NO_WORKFLOW, write_scaffold
 
-    for path in write_scaffold(root=directory, force=force):
+    written = write_scaffold(
+        root=directory,
+        force=force,
+        action_ref=action_ref,
+        install=install,
+        workflow_only=workflow_only,
+    )
+    for path in written:
         console.print(f"wrote {markup_safe(str(path))}")
-    console.print(NEXT_STEPS)
+    if not workflow_only:
+        console.print(NEXT_STEPS)
+    if action_ref is None:
+        console.print(NO_WORKFLOW)
 
 
 @_command(config_app, "schema")

@@ -448,6 +448,31 @@ Watch = Annotated[
         help="With --pre-commit: another path whose change runs the hook (repeatable).",
     ),
 ]
+ActionRef = Annotated[
+    str | None,
+    _option(
+        "--action-ref",
+        metavar="OWNER/REPO@REF",
+        help="Write the GitHub workflow, using evalret's action from this repository and ref "
+        "(a tag, branch or commit); without it no workflow is written.",
+    ),
+]
+Install = Annotated[
+    str | None,
+    _option(
+        "--install",
+        metavar="SPEC",
+        help="With --action-ref: the pip requirement the action installs evalret from (a "
+        "version, a path, a URL) instead of the action's own repository.",
+    ),
+]
+WorkflowOnly = Annotated[
+    bool,
+    _option(
+        "--workflow-only",
+        help="With --action-ref: write only the workflow (a repository scaffolded already).",
+    ),
+]
 
 # --- judge (issue #25) -------------------------------------------------------------------------
 

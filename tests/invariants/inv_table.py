@@ -210,7 +210,8 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         "init",
-        ("init", "{repo}"),
+        # the workflow too (--action-ref, --install): .github/workflows/evalret.yml
+        ("init", "{repo}", "--action-ref", "acme/evalret@v0.1.0", "--install", "evalret==0.1.0"),
         inputs=STORES,
         outputs=(Item("repo", "repo", dir=True, products=("evalret.yaml", "evalret.schema.json")),),
         report=("repo", "evalret.yaml"),

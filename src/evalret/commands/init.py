@@ -1,8 +1,22 @@
-"""`evalret init`: a starter config, a tiny golden-set template and a GitHub workflow; with
-``--pre-commit``, the evalret-gate hook added to the repository's .pre-commit-config.yaml."""
+"""`evalret init`: a starter config, a tiny golden-set template and, with ``--action-ref``, a
+GitHub workflow; with ``--pre-commit``, the evalret-gate hook added to the repository's
+.pre-commit-config.yaml.
+
+The workflow names evalret's composite action by the repository and ref the user gives
+(``--action-ref OWNER/REPO@REF``): evalret cannot know where a user's copy of it lives (it is not
+on a package index, and a guessed repository or tag fails only in CI), so without the option no
+workflow is written and init says how to add one. The action installs evalret from its own
+checkout (the repository at that ref) unless ``--install SPEC`` names another pip requirement.
+
+The starter config's drop thresholds (``max_drop``) sit at the minimum detectable drop of a set
+the size of the packaged demo (244 queries) as `evalret validate` gives it (two-sided, alpha
+0.05, power 0.8, the assumed per-query sd 0.40; ``evalret.pipeline.validate``): 0.072, rounded
+up to 0.08, above the gate's own one-sided figure (0.064). A finer threshold on such a set would
+mark every failed check as possibly noise (tests/test_scaffold.py recomputes it)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -19,7 +33,7 @@ from evalret.data.config import RunIndexConfig, load_config
 from evalret.data.config_schema import shipped_schema_text
 from evalret.data.paths import Declared, Input, Output, guard
 from evalret.data.textfile import read_text
-from evalret.errors import ConfigError, InputError, Problem
+from evalret.errors import ConfigError, InputError, Problem, docs_page
 from evalret.pipeline.precommit import HOOK_ID
 
 # target path in the repository -> template file shipped in evalret/templates
@@ -27,8 +41,20 @@ FILES = {
     "evalret.yaml": "evalret.yaml",
     "golden_sets/example/corpus.jsonl": "corpus.jsonl",
     "golden_sets/example/queries.jsonl": "queries.jsonl",
-    ".github/workflows/evalret.yml": "workflow.yml",
 }
+WORKFLOW = ".github/workflows/evalret.yml"  # from templates/workflow.yml, with --action-ref only
+# where evalret's composite action lives in its repository: the action installs evalret from the
+# directory three levels above it, the repository's root (.github/actions/evalret/action.yml)
+ACTION_DIR = ".github/actions/evalret"
+_ACTION_LINE = "      - uses: EVALRET_ACTION_REF\n"
+_INSTALL_LINE = "          # install: EVALRET_INSTALL_SPEC\n"
+# OWNER/REPO, optionally with the action's path, then @REF (GitHub's names: an owner of letters,
+# digits and inner hyphens, or underscores of managed users; a repository of letters, digits,
+# '.', '_' and '-'; a ref as git allows it in a tag or branch name, or a commit)
+_ACTION_REF = re.compile(
+    r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9_-]{0,37}[A-Za-z0-9])?)/(?P<repo>[A-Za-z0-9._-]{1,100})"
+    rf"(?P<path>/{re.escape(ACTION_DIR)})?@(?P<ref>[A-Za-z0-9_][A-Za-z0-9._/+-]*)"
+)
 # the config's JSON Schema, written beside the starter config: the config's first line points
 # editors at it by a relative path (yaml-language-server resolves it against the config's
 # directory), so completion and checking work offline and for everyone who clones the repository
@@ -39,14 +65,34 @@ NEXT_STEPS = (
     "`evalret run --config evalret.yaml --save-baseline baselines/evalret.json` once, "
     "on purpose, and commit the baseline."
 )
+NO_WORKFLOW = (
+    "no GitHub workflow written: name the repository holding evalret's action and a ref, "
+    "`evalret init --action-ref OWNER/REPO@REF --workflow-only` (see "
+    + docs_page("how-to/ci", "github-actions")
+    + ")"
+)
 
 
-def write_scaffold(*, root: Path, force: bool = False) -> list[Path]:
-    """Write the starter files under ``root``; refuse to overwrite any unless ``force``, and
-    (even with it) to write through a symbolic link whose target lies outside ``root``."""
+def write_scaffold(
+    *,
+    root: Path,
+    force: bool = False,
+    action_ref: str | None = None,
+    install: str | None = None,
+    workflow_only: bool = False,
+) -> list[Path]:
+    """Write the starter files under ``root`` (the workflow only with ``action_ref``; only it
+    with ``workflow_only``); refuse to overwrite any unless ``force``, and (even with it) to
+    write through a symbolic link whose target lies outside ``root``."""
+    if action_ref is None and (install is not None or workflow_only):
+        option = "--install" if install is not None else "--workflow-only"
+        raise InputError(f"{option} needs --action-ref OWNER/REPO@REF: it is about the workflow")
+    workflow = None if action_ref is None else workflow_text(action_ref, install)
     if os.path.lexists(root) and not root.is_dir():
         raise InputError(f"cannot scaffold into {root}: it exists and is not a directory")
-    texts = starter_texts()
+    texts = {} if workflow_only else starter_texts()
+    if workflow is not None:
+        texts[WORKFLOW] = workflow
     # its outputs: the starter files under ROOT, never an input (evalret's stores among them)
     guard(Declared("init", [], [Output("ROOT", root, "dir", tuple(texts))]))
     targets = {root / target: text for target, text in texts.items()}
@@ -72,6 +118,42 @@ def starter_texts() -> dict[str, str]:
     texts["evalret.yaml"] = SCHEMA_LINE + texts["evalret.yaml"]
     texts[SCHEMA_FILE] = shipped_schema_text()
     return texts
+
+
+def action_uses(action_ref: str) -> str:
+    """The workflow's ``uses:`` for ``--action-ref``: ``OWNER/REPO@REF`` or the same with the
+    action's path (``OWNER/REPO/.github/actions/evalret@REF``) names the action in that
+    repository at that ref; anything else is an InputError saying the shape."""
+    match = _ACTION_REF.fullmatch(action_ref)
+    ref = match.group("ref") if match else ""
+    bad_ref = re.search(r"\.\.|//|@\{|[/.]$|\.lock$", ref)
+    if match is None or bad_ref is not None or match.group("repo") in (".", ".."):
+        why = "has no @REF" if "@" not in action_ref else "is not OWNER/REPO@REF"
+        raise InputError(
+            f"--action-ref: {action_ref!r} {why}: give the GitHub repository holding evalret's "
+            f"action ({ACTION_DIR}) and a tag, branch or commit, e.g. acme/evalret@v0.1.0 "
+            f"(OWNER/REPO/{ACTION_DIR}@REF is taken too)"
+        )
+    return f"{match.group('owner')}/{match.group('repo')}/{ACTION_DIR}@{ref}"
+
+
+def workflow_text(action_ref: str, install: str | None) -> str:
+    """The workflow init writes: templates/workflow.yml with ``uses:`` naming the action at
+    ``action_ref`` and, when given, ``install:`` the pip requirement ``install`` (a JSON string,
+    which YAML reads as itself); an empty one or one holding a line break or another control
+    character is an InputError."""
+    template = (resources.files("evalret") / "templates" / "workflow.yml").read_text("utf-8")
+    if _ACTION_LINE not in template or _INSTALL_LINE not in template:
+        raise AssertionError("templates/workflow.yml lacks its uses: or install: line")
+    text = template.replace(_ACTION_LINE, f"      - uses: {action_uses(action_ref)}\n")
+    if install is None:
+        return text.replace(_INSTALL_LINE, "")
+    if not install.strip() or _LINE_BREAKING.search(install):
+        raise InputError(
+            f"--install: {install!r} is not a pip requirement on one line (a version such as "
+            "evalret==0.1.0, a path, a URL)"
+        )
+    return text.replace(_INSTALL_LINE, f"          install: {json.dumps(install)}\n")
 
 
 # --- the pre-commit hook: `evalret init --pre-commit` ------------------------------------------
