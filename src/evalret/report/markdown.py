@@ -10,7 +10,14 @@ from evalret.data.schema import GateCheck, GateSection, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.escape import markdown, markdown_code
 from evalret.report.filter_view import SELECTIVITY_MEANING, selectivity_rows
-from evalret.report.gate_rows import check_rows, gate_summary, judge_commands, unjudged_rows
+from evalret.report.gate_rows import (
+    check_rows,
+    gate_summary,
+    judge_commands,
+    threshold_heading,
+    threshold_line,
+    unjudged_rows,
+)
 from evalret.report.judge_view import run_judge_text
 from evalret.report.numbers import TYPOGRAPHIC, number
 from evalret.report.rerank_view import rerank_markdown
@@ -65,8 +72,6 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
         result = RESULT_MARKS[c.outcome]
         if c.outcome == "inconclusive" and not c.passed:
             result += " (fails: policy fail)"
-        if row.weak:
-            result += f" ⚠️ underpowered (MDE {row.mde})"
         rows.append(
             f"| {c.index} | {markdown(c.slice)} | {c.n_queries} | {c.metric} | "
             f"{row.baseline} | {row.current} | {row.delta} | {row.limit} | {row.p} | {result} |"
@@ -117,6 +122,16 @@ def unjudged_lines(gate: GateSection, report_json: str) -> list[str]:
     return [*lines, ""]
 
 
+def threshold_lines(gate: GateSection) -> list[str]:
+    """The one warning on thresholds finer than their slices' MDE (``gate_rows``), then a blank
+    line; [] when there is none."""
+    notes = gate.threshold_notes
+    if not notes:
+        return []
+    lines = [f"⚠️ {markdown(threshold_heading(notes))}", ""]
+    return [*lines, *(f"- {markdown(threshold_line(n, TYPOGRAPHIC))}" for n in notes), ""]
+
+
 def _gate_lines(gate: GateSection, report_json: str) -> list[str]:
     summary = gate_summary(gate)
     failed = summary.failed
@@ -143,8 +158,8 @@ def _gate_lines(gate: GateSection, report_json: str) -> list[str]:
         lines += ["", "### Failed checks", "", *_checks_table(failed, with_message=True)]
     if summary.inconclusive:
         lines += ["", *unjudged_lines(gate, report_json)]
-    if summary.weak:
-        lines += ["", f"⚠️ {summary.weak_sentence}"]
+    if gate.threshold_notes:
+        lines += ["", *threshold_lines(gate)]
     if gate.notes:
         lines += ["", *(f"- {markdown(n)}" for n in gate.notes)]
     lines += [

@@ -20,6 +20,8 @@ from evalret.report.gate_rows import (
     gate_summary,
     judge_commands,
     result_word,
+    threshold_heading,
+    threshold_line,
     unjudged_line,
     unjudged_rows,
 )
@@ -276,17 +278,13 @@ def changed_lines(gate: GateSection) -> list[RenderableType]:
 
 
 def caveat_lines(gate: GateSection) -> list[RenderableType]:
-    """The underpowered warning and the gate's notes."""
-    weak = gate_summary(gate).weak
+    """The one warning on thresholds finer than their slices' MDE, and the gate's notes."""
     parts: list[RenderableType] = []
-    if weak:
-        parts.append(
-            Text(
-                f"{len(weak)} passing check(s) cannot detect their threshold with this many "
-                "queries (minimum detectable drop above it, see report.md): weak evidence",
-                style="yellow",
-            )
-        )
+    notes = gate.threshold_notes
+    if notes:
+        parts.append(Text(terminal(f"! {threshold_heading(notes, brief=True)}"), style="yellow"))
+        lines = [threshold_line(n, PLAIN, brief=True) for n in notes]
+        parts += [Text(terminal(f"  {line}"), style="yellow") for line in lines]
     parts += [Text(f"note: {terminal(n)}", style="yellow") for n in gate.notes]
     return parts
 

@@ -40,6 +40,8 @@ from evalret.data.schema.gate_section import (
     GateSection,
     GateSignificance,
     GateUnjudged,
+    ThresholdNote,
+    UnderpoweredSlice,
 )
 from evalret.data.schema.plan import (
     EmbeddingPlan,
@@ -145,6 +147,8 @@ __all__ = [
     "SliceInfo",
     "SliceResult",
     "Spread",
+    "ThresholdNote",
+    "UnderpoweredSlice",
     "UnjudgedDoc",
     "UnjudgedDocs",
     "Verdict",
