@@ -86,6 +86,7 @@ from evalret.data.schema.run_info import (
     SampleSlice,
 )
 from evalret.data.schema.run_report import (
+    BaselineSaved,
     RunReport,
     alignment_problems,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "ApiUse",
     "BackendCheck",
     "BackendInfo",
+    "BaselineSaved",
     "BootstrapInfo",
     "CacheUse",
     "Change",
