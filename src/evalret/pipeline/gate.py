@@ -8,6 +8,8 @@ The checks themselves are the core's; data.baseline reads the baseline and turns
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from evalret.core.gate import (
@@ -16,6 +18,7 @@ from evalret.core.gate import (
     JudgedFigures,
     JudgedSides,
     Rule,
+    Threshold,
     ann_check,
     budget_check,
     ceiling_check,
@@ -262,28 +265,17 @@ def threshold_notes(
     notes: dict[str, ThresholdNote] = {}
     for r in rules:
         values, mask = scores.get(r.index, {}).get(r.metric), masks.get(r.slice)
-        if values is None or mask is None or mask.sum() < 2 or not np.isfinite(values[mask]).all():
-            continue
-        v = values[mask]
+        v = values[mask] if values is not None and mask is not None else np.empty(0)
+        if len(v) < 2 or not np.isfinite(v).all():
+            continue  # no spread from fewer than two values, nor from one that is not finite
         sd = float(v.std(ddof=1))
         mde = minimum_detectable_effect(sd, len(v), alpha, power)
-        for kind, limit in (
-            ("max_drop", r.threshold.max_drop),
-            ("max_drop_pct", r.threshold.max_drop_pct),
-        ):
-            allowed = (
-                None
-                if limit is None
-                else limit
-                if kind == "max_drop"
-                else limit / 100 * float(v.mean())
-            )
-            if limit is None or allowed is None or not mde > allowed:
+        for kind, limit, allowed in _drop_limits(r.threshold, float(v.mean())):
+            if mde <= allowed:
                 continue
             key, default = _threshold_key(config, r, kind)
-            note = notes.setdefault(
-                key,
-                ThresholdNote(
+            if key not in notes:
+                notes[key] = ThresholdNote(
                     key=key,
                     default=default,
                     metric=r.metric,
@@ -292,9 +284,8 @@ def threshold_notes(
                     alpha=alpha,
                     power=power,
                     slices=[],
-                ),
-            )
-            note.slices.append(
+                )
+            notes[key].slices.append(
                 UnderpoweredSlice(
                     index=r.index,
                     slice=r.slice,
@@ -307,7 +298,21 @@ def threshold_notes(
     return list(notes.values())
 
 
-def _threshold_key(config: Config, rule: Rule, kind: str) -> tuple[str, bool]:
+DropKind = Literal["max_drop", "max_drop_pct"]
+
+
+def _drop_limits(t: Threshold, base_mean: float) -> list[tuple[DropKind, float, float]]:
+    """Each drop limit of ``t``, its value and the absolute drop it allows (``max_drop_pct``:
+    that share of the baseline's mean, as the core's drop checks read it)."""
+    out: list[tuple[DropKind, float, float]] = []
+    if t.max_drop is not None:
+        out.append(("max_drop", t.max_drop, t.max_drop))
+    if t.max_drop_pct is not None:
+        out.append(("max_drop_pct", t.max_drop_pct, t.max_drop_pct / 100 * base_mean))
+    return out
+
+
+def _threshold_key(config: Config, rule: Rule, kind: DropKind) -> tuple[str, bool]:
     """The config key that sets ``rule``'s ``kind`` threshold (the last override matching it
     wins, as ``core.gate.resolve_rules``), and whether it is evalret's default."""
     for i in reversed(range(len(config.gate.overrides))):

@@ -104,7 +104,7 @@ def threshold_heading(notes: list[ThresholdNote], brief: bool = False) -> str:
         return head + " Each slice's MDE: report.md."
     return head + (
         " Raise the threshold (or override it for those slices) or add queries (evalret "
-        "validate --report BASELINE lists every slice's MDE)."
+        "validate --report BASELINE: each slice's size and nDCG@10 MDE)."
     )
 
 
