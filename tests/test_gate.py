@@ -108,6 +108,7 @@ def test_significance_turns_a_noisy_crossing_into_a_pass() -> None:
     assert c.p_value is not None and c.p_adjusted is not None and c.p_adjusted >= 0.05
     assert c.passed and "not significant" in c.message
     assert c.underpowered and c.mde is not None and c.mde > 0.01
+    assert "slice too small" not in c.message  # flagged once, not per check (threshold_notes)
 
 
 def test_significant_drop_fails_and_correction_is_applied() -> None:

@@ -397,12 +397,14 @@ def report_command(
 def baseline_show(
     *,
     path: Annotated[Path, typer.Argument(help="A baseline (or saved report.json).")],
+    verbose: o.Verbose = False,
 ) -> None:
-    """Show what a baseline holds: fingerprint, settings and metrics per index and slice."""
+    """Show what a baseline holds: what saved it and when, the golden set and each index's
+    headline metrics (--verbose: every setting, slice and metric). No verdict."""
     from evalret.commands.baseline import baseline_show_command
-    from evalret.report.terminal import print_baseline
+    from evalret.report.baseline_view import print_baseline
 
-    print_baseline(console, baseline_show_command(path=path), path)
+    print_baseline(console, baseline_show_command(path=path), path, verbose)
 
 
 @_command(cache_app, "info")

@@ -8,6 +8,8 @@ The checks themselves are the core's; data.baseline reads the baseline and turns
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from evalret.core.gate import (
@@ -16,6 +18,7 @@ from evalret.core.gate import (
     JudgedFigures,
     JudgedSides,
     Rule,
+    Threshold,
     ann_check,
     budget_check,
     ceiling_check,
@@ -27,6 +30,7 @@ from evalret.core.gate import (
     resolve_rules,
 )
 from evalret.core.slices import Slice
+from evalret.core.stats import minimum_detectable_effect
 from evalret.data.baseline import (
     aligned_condensed,
     aligned_scores,
@@ -34,7 +38,15 @@ from evalret.data.baseline import (
     gate_check,
 )
 from evalret.data.config import Config, GateConfig
-from evalret.data.schema import AnnSection, GateSection, GateUnjudged, RunReport, Spread
+from evalret.data.schema import (
+    AnnSection,
+    GateSection,
+    GateUnjudged,
+    RunReport,
+    Spread,
+    ThresholdNote,
+    UnderpoweredSlice,
+)
 from evalret.errors import IncomparableError, InputError, Problem
 from evalret.report.run_notes import machine_text
 
@@ -227,6 +239,93 @@ def judged_figures(report: RunReport) -> JudgedFigures:
     }
 
 
+def threshold_notes(
+    config: Config,
+    baseline: RunReport,
+    query_ids: list[str],
+    masks: dict[str, np.ndarray],
+    indexes: list[str],
+) -> list[ThresholdNote]:
+    """The drop thresholds finer than the minimum detectable drop (MDE) of a slice they apply
+    to, one note per threshold key naming those slices: flagged once, from the config and the
+    baseline alone, when the baseline is read (not per check, nor from the current run).
+
+    A slice's MDE is ``core.stats.minimum_detectable_effect`` (one-sided, the gate's alpha and
+    power, 0.05 and 0.8 without gate.significance, as ``core.gate.evaluate_gate``) with sd the
+    standard deviation of the baseline's per-query metric on the slice: the sd of the per-query
+    differences equals it when two systems' scores correlate at 0.5, `evalret validate
+    --report`'s rule. A drop smaller than the MDE may be noise there, so such a threshold is a
+    floor that may not apply: a note, never a check, it changes no verdict or exit code."""
+    gate = config.gate
+    sig = gate.significance
+    alpha, power = (sig.alpha, sig.power) if sig else (0.05, 0.8)
+    thresholds = {m: t.to_core() for m, t in config.thresholds.items()}
+    rules = resolve_rules(thresholds, [o.to_core() for o in gate.overrides], indexes, list(masks))
+    scores = aligned_scores(baseline, query_ids)
+    notes: dict[str, ThresholdNote] = {}
+    for r in rules:
+        values, mask = scores.get(r.index, {}).get(r.metric), masks.get(r.slice)
+        v = values[mask] if values is not None and mask is not None else np.empty(0)
+        if len(v) < 2 or not np.isfinite(v).all():
+            continue  # no spread from fewer than two values, nor from one that is not finite
+        sd = float(v.std(ddof=1))
+        mde = minimum_detectable_effect(sd, len(v), alpha, power)
+        for kind, limit, allowed in _drop_limits(r.threshold, float(v.mean())):
+            if mde <= allowed:
+                continue
+            key, default = _threshold_key(config, r, kind)
+            if key not in notes:
+                notes[key] = ThresholdNote(
+                    key=key,
+                    default=default,
+                    metric=r.metric,
+                    kind=kind,
+                    threshold=limit,
+                    alpha=alpha,
+                    power=power,
+                    slices=[],
+                )
+            notes[key].slices.append(
+                UnderpoweredSlice(
+                    index=r.index,
+                    slice=r.slice,
+                    n_queries=len(v),
+                    sd=round(sd, 4),
+                    mde=round(mde, 4),
+                    allowed_drop=round(allowed, 6),
+                )
+            )
+    return list(notes.values())
+
+
+DropKind = Literal["max_drop", "max_drop_pct"]
+
+
+def _drop_limits(t: Threshold, base_mean: float) -> list[tuple[DropKind, float, float]]:
+    """Each drop limit of ``t``, its value and the absolute drop it allows (``max_drop_pct``:
+    that share of the baseline's mean, as the core's drop checks read it)."""
+    out: list[tuple[DropKind, float, float]] = []
+    if t.max_drop is not None:
+        out.append(("max_drop", t.max_drop, t.max_drop))
+    if t.max_drop_pct is not None:
+        out.append(("max_drop_pct", t.max_drop_pct, t.max_drop_pct / 100 * base_mean))
+    return out
+
+
+def _threshold_key(config: Config, rule: Rule, kind: DropKind) -> tuple[str, bool]:
+    """The config key that sets ``rule``'s ``kind`` threshold (the last override matching it
+    wins, as ``core.gate.resolve_rules``), and whether it is evalret's default."""
+    for i in reversed(range(len(config.gate.overrides))):
+        o = config.gate.overrides[i]
+        if (
+            o.metric == rule.metric
+            and o.index in (None, rule.index)
+            and o.slice in (None, rule.slice)
+        ):
+            return f"gate.overrides[{i}].{kind}", False
+    return f"gate.thresholds.{rule.metric}.{kind}", config.gate.thresholds is None
+
+
 def run_gate(
     config: Config,
     current: RunReport,
@@ -254,6 +353,7 @@ def run_gate(
         )
     elif not checks:
         return None
+    weak = threshold_notes(config, baseline, current.query_ids, masks, indexes) if baseline else []
     return GateSection(
         verdict=gate_verdict(core_checks),
         baseline=baseline_source,
@@ -263,4 +363,5 @@ def run_gate(
         checks=checks,
         notes=notes,
         **({"unjudged": GateUnjudged(**gate.unjudged.model_dump())} if gate.unjudged else {}),
+        **({"threshold_notes": weak} if weak else {}),
     )

@@ -3,8 +3,10 @@ the files written (``run_configured``), shared by `evalret run`, `score` and `ho
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,10 +21,12 @@ from evalret.data.paths import (
     clear_outputs,
     guard,
 )
-from evalret.errors import ExitCode
+from evalret.data.schema import BaselineSaved
+from evalret.errors import EvalretError, ExitCode
 from evalret.pipeline.configs import step_summary
 from evalret.pipeline.evaluate import Evaluation, check_caches, run_evaluation
 from evalret.pipeline.outputs import new_run_id, report_names, write_outputs
+from evalret.pipeline.precommit import git
 from evalret.pipeline.progress import ProgressBars, no_bars
 from evalret.report.verdict import gate_exit_code
 
@@ -46,6 +50,20 @@ class RunOutcome:
         """1 when the gate failed, else 0."""
         gate = self.evaluation.report.gate
         return gate_exit_code(gate)
+
+
+def saved_now() -> BaselineSaved:
+    """When (now, UTC, to the second) and at which commit a baseline is saved: $GITHUB_SHA in a
+    workflow, else git HEAD of the directory evalret runs in, else none (not a git checkout, no
+    git)."""
+    commit = os.environ.get("GITHUB_SHA", "").strip() or None
+    if commit is None:
+        try:
+            commit = git(Path.cwd(), "rev-parse", "--verify", "--quiet", "HEAD") or None
+        except EvalretError:
+            commit = None
+    at = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return BaselineSaved(at=at, commit=commit)
 
 
 def run_io(
@@ -124,6 +142,6 @@ def run_configured(
         )
     written = write_outputs(evaluation, out_dir, step_summary(), run_id, config_words)
     if save_to is not None:
-        save_baseline(evaluation.report, save_to)
+        save_baseline(evaluation.report.model_copy(update={"saved": saved_now()}), save_to)
         written.append(save_to)
     return RunOutcome(evaluation, written, run_id, tuple(config_words))

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from evalret.data.schema import GateCheck, QueryExample, RunReport
 from evalret.report.escape import markdown, markdown_code
-from evalret.report.gate_rows import DEFAULT_HINT, JudgeHint, check_rows, gate_summary
-from evalret.report.markdown import loss_lines, unjudged_lines, verdict_heading
+from evalret.report.gate_rows import DEFAULT_HINT, JudgeHint, check_rows
+from evalret.report.markdown import loss_lines, threshold_lines, unjudged_lines, verdict_heading
 from evalret.report.numbers import TYPOGRAPHIC, number
 
 MARKER = "<!-- evalret-comment -->"  # hidden in the rendered comment; the action finds it
@@ -64,7 +64,6 @@ def _head(report: RunReport) -> list[str]:
     gate = report.gate
     if gate is None:
         return [MARKER, "## evalret: no gate configured", ""]
-    summary = gate_summary(gate)
     lines = [MARKER, verdict_heading(gate), "", *loss_lines(gate)]
     if gate.baseline:
         lines += [f"Baseline {markdown_code(gate.baseline)}.", ""]
@@ -75,9 +74,7 @@ def _head(report: RunReport) -> list[str]:
             for k, c in gate.changed.items()
         ]
         lines.append("")
-    if summary.weak:
-        lines += [f"⚠️ {summary.weak_sentence}", ""]
-    return lines
+    return lines + threshold_lines(gate)
 
 
 def _failed_rows(checks: list[GateCheck]) -> list[str]:

@@ -16,6 +16,8 @@ from evalret.data.schema import (
     GateCheck,
     GateSection,
     RunReport,
+    ThresholdNote,
+    UnderpoweredSlice,
 )
 from evalret.errors import docs_page
 from evalret.report.numbers import Medium, number, p_pair
@@ -61,8 +63,6 @@ class CheckRow:
     delta: str
     limit: str
     p: str
-    weak: bool  # passes, but its slice is too small to detect the threshold (underpowered)
-    mde: str  # the minimum detectable drop, 3 decimals ("" unless weak)
 
 
 def check_rows(checks: list[GateCheck], medium: Medium) -> list[CheckRow]:
@@ -79,12 +79,6 @@ def check_rows(checks: list[GateCheck], medium: Medium) -> list[CheckRow]:
             delta=number(c.delta, signed=True, medium=medium),
             limit=limit_text(c),
             p=p_pair(c.p_value, c.p_adjusted, medium),
-            weak=c.underpowered and c.outcome == "pass",
-            mde=(
-                number(c.mde, digits=3, medium=medium)
-                if c.underpowered and c.outcome == "pass" and c.mde is not None
-                else ""
-            ),
         )
         for c in checks
     ]
@@ -97,10 +91,52 @@ def _budget_figure(v: float | None, medium: Medium) -> str:
     return amount(v)
 
 
-WEAK_EVIDENCE = (
-    "{n} passing check(s) have slices too small to detect their threshold (minimum detectable "
-    "drop, MDE, above it): a pass there is weak evidence."
-)
+def threshold_heading(notes: list[ThresholdNote], brief: bool = False) -> str:
+    """The one warning on drop thresholds finer than their slices' minimum detectable drop
+    (``pipeline.gate.threshold_notes``), before its lines (``threshold_line``); every view
+    writes it once, never per check. It changes no verdict, and says so. ``brief``: the
+    terminal's, which leaves the remedy to report.md."""
+    n, first = len(notes), notes[0]
+    head = (
+        f"{n} drop threshold{'s are' if n != 1 else ' is'} finer than some slices can detect: a "
+        "drop smaller than a slice's minimum detectable drop (MDE, from the baseline's per-query "
+        f"spread, one-sided alpha {first.alpha:g}, power {first.power:g}) may be noise there. "
+        "Flagged once, when the baseline was read; it changes no verdict."
+    )
+    if brief:
+        return head + " Each slice's MDE: report.md."
+    return head + (
+        " Raise the threshold (or override it for those slices) or add queries (evalret "
+        "validate --report BASELINE: each slice's size and nDCG@10 MDE)."
+    )
+
+
+def threshold_line(note: ThresholdNote, medium: Medium, brief: bool = False) -> str:
+    """``gate.thresholds.recall@10.max_drop 0.01 (default) is below the MDE of 10 slices:
+    exact/all 0.058 (244 queries), exact/head 0.291 (13 queries), ...``; ``brief`` (the
+    terminal): the smallest and the largest MDE only. Untrusted (index and slice names):
+    escape where shown."""
+    limit = f"{note.threshold:g}{'%' if note.kind == 'max_drop_pct' else ''}"
+    default = " (default)" if note.default else ""
+    k = len(note.slices)
+
+    def figure(s: UnderpoweredSlice) -> str:
+        allowed = number(s.allowed_drop, digits=3, medium=medium)
+        return (
+            f"{s.index}/{s.slice} {number(s.mde, digits=3, medium=medium)} ({s.n_queries} "
+            f"quer{'ies' if s.n_queries != 1 else 'y'}"
+            + (f"; allowed {allowed})" if note.kind == "max_drop_pct" else ")")
+        )
+
+    shown = note.slices
+    if brief and k > 2:
+        by_mde = sorted(note.slices, key=lambda s: s.mde)
+        shown = [by_mde[0], by_mde[-1]]
+    figures = (" to " if shown is not note.slices else ", ").join(map(figure, shown))
+    return (
+        f"{note.key} {limit}{default} is below the MDE of {k} slice{'s' if k != 1 else ''}: "
+        f"{figures}"
+    )
 
 
 RESULT_WORDS = {"pass": "pass", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}
@@ -116,14 +152,8 @@ class GateSummary:
     passed: bool
     n_checks: int
     failed: list[GateCheck]
-    weak: list[GateCheck]  # passing checks that cannot detect their threshold
     inconclusive: list[GateCheck]  # drop checks whose labels could not tell (blocking or not)
     policy: str  # gate.unjudged.policy ("warn" when the report does not say)
-
-    @property
-    def weak_sentence(self) -> str:
-        """The warning on underpowered passes (report.md and the HTML page)."""
-        return WEAK_EVIDENCE.format(n=len(self.weak))
 
     @property
     def is_inconclusive(self) -> bool:
@@ -149,12 +179,11 @@ class GateSummary:
 
 
 def gate_summary(gate: GateSection) -> GateSummary:
-    """The verdict, the failed checks, the weak passes and the inconclusive checks of ``gate``."""
+    """The verdict, the failed checks and the inconclusive checks of ``gate``."""
     return GateSummary(
         passed=gate.verdict == "pass",
         n_checks=len(gate.checks),
         failed=gate.failed,
-        weak=[c for c in gate.checks if c.underpowered and c.outcome == "pass"],
         inconclusive=gate.inconclusive,
         policy=gate.unjudged.policy if gate.unjudged is not None else "warn",
     )

@@ -17,6 +17,8 @@ from evalret.report.gate_rows import (
     gate_summary,
     judge_commands,
     judge_page,
+    threshold_heading,
+    threshold_line,
     unjudged_rows,
 )
 from evalret.report.judge_view import run_judge_text
@@ -73,8 +75,6 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
         result = RESULT_MARKS[c.outcome]
         if c.outcome == "inconclusive" and not c.passed:
             result += " (fails: policy fail)"
-        if row.weak:
-            result += f" ⚠️ underpowered (MDE {row.mde})"
         rows.append(
             f"| {c.index} | {markdown(c.slice)} | {c.n_queries} | {c.metric} | "
             f"{row.baseline} | {row.current} | {row.delta} | {row.limit} | {row.p} | {result} |"
@@ -132,6 +132,16 @@ def unjudged_lines(gate: GateSection, hint: JudgeHint) -> list[str]:
     return [*lines, ""]
 
 
+def threshold_lines(gate: GateSection) -> list[str]:
+    """The one warning on thresholds finer than their slices' MDE (``gate_rows``), then a blank
+    line; [] when there is none."""
+    notes = gate.threshold_notes
+    if not notes:
+        return []
+    lines = [f"⚠️ {markdown(threshold_heading(notes))}", ""]
+    return [*lines, *(f"- {markdown(threshold_line(n, TYPOGRAPHIC))}" for n in notes), ""]
+
+
 def _gate_lines(gate: GateSection, hint: JudgeHint) -> list[str]:
     summary = gate_summary(gate)
     failed = summary.failed
@@ -158,8 +168,8 @@ def _gate_lines(gate: GateSection, hint: JudgeHint) -> list[str]:
         lines += ["", "### Failed checks", "", *_checks_table(failed, with_message=True)]
     if summary.inconclusive:
         lines += ["", *unjudged_lines(gate, hint)]
-    if summary.weak:
-        lines += ["", f"⚠️ {summary.weak_sentence}"]
+    if gate.threshold_notes:
+        lines += ["", *threshold_lines(gate)]
     if gate.notes:
         lines += ["", *(f"- {markdown(n)}" for n in gate.notes)]
     lines += [

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from evalret.data.baseline import label_sources_of
 from evalret.data.schema import AnnSection, GateSection, MetricValue, RunReport
 from evalret.report.beyond_view import BEYOND_TITLE, beyond_table
 from evalret.report.escape import terminal
@@ -25,6 +24,8 @@ from evalret.report.gate_rows import (
     judge_hint,
     judge_intro,
     result_word,
+    threshold_heading,
+    threshold_line,
     unjudged_line,
     unjudged_rows,
 )
@@ -47,7 +48,7 @@ from evalret.report.run_notes import (
     warning_lines,
     without_relevant_note,
 )
-from evalret.report.verdict import loss_line, recorded_verdict, verdict_words
+from evalret.report.verdict import loss_line, verdict_words
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
@@ -291,17 +292,13 @@ def changed_lines(gate: GateSection) -> list[RenderableType]:
 
 
 def caveat_lines(gate: GateSection) -> list[RenderableType]:
-    """The underpowered warning and the gate's notes."""
-    weak = gate_summary(gate).weak
+    """The one warning on thresholds finer than their slices' MDE, and the gate's notes."""
     parts: list[RenderableType] = []
-    if weak:
-        parts.append(
-            Text(
-                f"{len(weak)} passing check(s) cannot detect their threshold with this many "
-                "queries (minimum detectable drop above it, see report.md): weak evidence",
-                style="yellow",
-            )
-        )
+    notes = gate.threshold_notes
+    if notes:
+        parts.append(Text(terminal(f"! {threshold_heading(notes, brief=True)}"), style="yellow"))
+        lines = [threshold_line(n, PLAIN, brief=True) for n in notes]
+        parts += [Text(terminal(f"  {line}"), style="yellow") for line in lines]
     parts += [Text(f"note: {terminal(n)}", style="yellow") for n in gate.notes]
     return parts
 
@@ -402,32 +399,3 @@ def render_run(report: RunReport, written: list[Path], config_words: Sequence[st
         parts += [Text(""), Text("report files:", style="bold")]
         parts += [Text(f"  {terminal(str(p))}") for p in written]
     return Group(*parts)
-
-
-def print_baseline(console: Console, report: RunReport, path: Path) -> None:
-    """What a baseline holds: fingerprint, settings, metrics per index and slice."""
-    f, g = report.fingerprint, report.golden_set
-    lines = [
-        ("baseline", terminal(str(path))),
-        ("schema", f"{report.schema_version} (evalret {f.evalret_version})"),
-        ("fingerprint", f.digest),
-        (
-            "golden set",
-            f"{terminal(g.source)} ({g.format}): {g.n_documents} documents, "
-            f"{g.n_queries_evaluated} queries, fingerprint {g.fingerprint[:16]}",
-        ),
-        ("model", terminal(", ".join(f"{k}={v}" for k, v in f.model.items()))),
-        ("indexes", terminal("; ".join(f"{k}: {v}" for k, v in f.indexes.items()))),
-        ("metrics", terminal(", ".join(f"{k}={v}" for k, v in f.metrics.items()))),
-        (
-            "label sources",
-            terminal(", ".join(f"{k} {n}" for k, n in label_sources_of(report).items())),
-        ),
-    ]
-    for label, value in lines:
-        console.print(Text.assemble((f"{label}: ", "bold"), value))
-    for index in report.indexes:
-        console.print(Text(""))
-        console.print(index_table(report, index))
-    console.print(Text(""))  # the gate of the run that saved it: history, not a verdict
-    console.print(Text(terminal(recorded_verdict(report.gate))))

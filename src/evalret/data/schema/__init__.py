@@ -40,6 +40,8 @@ from evalret.data.schema.gate_section import (
     GateSection,
     GateSignificance,
     GateUnjudged,
+    ThresholdNote,
+    UnderpoweredSlice,
 )
 from evalret.data.schema.plan import (
     EmbeddingPlan,
@@ -84,6 +86,7 @@ from evalret.data.schema.run_info import (
     SampleSlice,
 )
 from evalret.data.schema.run_report import (
+    BaselineSaved,
     RunReport,
     alignment_problems,
 )
@@ -101,6 +104,7 @@ __all__ = [
     "ApiUse",
     "BackendCheck",
     "BackendInfo",
+    "BaselineSaved",
     "BootstrapInfo",
     "CacheUse",
     "Change",
@@ -145,6 +149,8 @@ __all__ = [
     "SliceInfo",
     "SliceResult",
     "Spread",
+    "ThresholdNote",
+    "UnderpoweredSlice",
     "UnjudgedDoc",
     "UnjudgedDocs",
     "Verdict",

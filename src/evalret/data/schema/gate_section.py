@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 # the closed vocabularies are the core's, defined once there
 from evalret.core.gate import CheckKind, CheckStatus, GateVerdict, UnjudgedPolicy
 from evalret.core.stats import Correction, PairedTest
@@ -75,6 +77,33 @@ class GateUnjudged(_Model):
     min_judged: float | None = None
 
 
+class UnderpoweredSlice(_Model):
+    """One slice on which a drop threshold is finer than the slice can detect."""
+
+    index: str  # the index the threshold applies to
+    slice: str  # the slice
+    n_queries: int  # the slice's queries
+    sd: float  # the standard deviation of the baseline's per-query metric on the slice
+    mde: float  # the minimum detectable drop (one-sided, the gate's alpha and power)
+    allowed_drop: float  # the threshold as an absolute drop (max_drop_pct: of the baseline mean)
+
+
+class ThresholdNote(_Model):
+    """A drop threshold finer than the minimum detectable drop of some slices it applies to,
+    flagged once when the baseline is read (pipeline.gate.threshold_notes): a drop smaller
+    than the MDE may be noise there. A note, never a check: it changes no verdict."""
+
+    # the config key that sets it: gate.thresholds.<metric>.<kind> or gate.overrides[i].<kind>
+    key: str
+    default: bool  # evalret's default threshold (the config sets no gate.thresholds)
+    metric: str  # the metric it applies to
+    kind: Literal["max_drop", "max_drop_pct"]  # the drop check it sets
+    threshold: float  # its value in the config
+    alpha: float  # the level behind the MDE
+    power: float  # the power behind the MDE
+    slices: list[UnderpoweredSlice]  # the slices whose MDE exceeds it, in check order
+
+
 class GateSection(_Sparse):
     # the gate's outcome: inconclusive when no check failed but some could not tell
     verdict: GateVerdict
@@ -88,6 +117,9 @@ class GateSection(_Sparse):
     checks: list[GateCheck]  # every check, in order
     notes: list[str]  # what the reader should know about this verdict
     unjudged: GateUnjudged | None = None  # absent in older reports and with gate.unjudged null
+    # drop thresholds finer than some slice's minimum detectable drop, from the baseline (absent
+    # when there is none: no baseline, no such threshold, or a report of an older evalret)
+    threshold_notes: list[ThresholdNote] = []
 
     @property
     def failed(self) -> list[GateCheck]:

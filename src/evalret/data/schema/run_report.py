@@ -39,6 +39,14 @@ from evalret.data.schema.run_info import (
 )
 
 
+class BaselineSaved(_Model):
+    """When a baseline was saved, and at which commit (`run --save-baseline` records it; absent in
+    a run's report.json and in baselines of older versions)."""
+
+    at: str  # when, UTC, ISO 8601 to the second
+    commit: str | None  # $GITHUB_SHA, else git HEAD where evalret ran; null outside git
+
+
 class RunReport(_Model):
     """report.json, schema version 2. A report of version 1 (``ann`` the hnsw index's section
     or null, ``ann_others`` every other approximate index by name) reads as this layout: both
@@ -91,6 +99,9 @@ class RunReport(_Model):
     # single-query latency of the exact and faiss-backed indexes (machine-dependent); absent
     # when none was timed (and in reports of older versions)
     latency: LatencySection | None = None
+    # when and at which commit `run --save-baseline` saved this baseline; absent in a run's
+    # report.json and in baselines saved by older versions
+    saved: BaselineSaved | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -128,6 +139,8 @@ class RunReport(_Model):
             data.pop("rerank", None)
         if self.latency is None:
             data.pop("latency", None)
+        if self.saved is None:
+            data.pop("saved", None)
         return data
 
     def ann_sections(self) -> list[AnnSection]:

@@ -20,6 +20,8 @@ from evalret.report.gate_rows import (
     allowed_change,
     check_rows,
     gate_summary,
+    threshold_heading,
+    threshold_line,
     unjudged_line,
     unjudged_rows,
 )
@@ -138,8 +140,6 @@ def _checks_table(checks: list[GateCheck]) -> str:
             if c.passed
             else '<span class="result-fail">FAIL</span>'
         )
-        if row.weak:
-            result += f' <span class="warn">underpowered (MDE {row.mde})</span>'
         rows.append(
             [
                 esc(c.index),
@@ -233,8 +233,12 @@ def gate_section(p: RunPage) -> Section | None:
             f'<p class="warn">{esc(verdict_words(gate).inconclusive_sentence(summary))}</p>'
             f"<ul class='plain'>{rows}</ul>"
         )
-    if summary.weak:
-        parts.append(f'<p class="warn">{esc(summary.weak_sentence)}</p>')
+    if gate.threshold_notes:
+        notes = gate.threshold_notes
+        lines = "".join(f"<li>{esc(threshold_line(n, HTML))}</li>" for n in notes)
+        parts.append(
+            f'<p class="warn">{esc(threshold_heading(notes))}</p><ul class="plain">{lines}</ul>'
+        )
     if gate.notes:
         parts.append(
             "<ul class='plain'>" + "".join(f"<li>{esc(n)}</li>" for n in gate.notes) + "</ul>"
