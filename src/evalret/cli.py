@@ -25,7 +25,9 @@ import typer
 from evalret import cli_options as o
 from evalret.choices import GOLDEN_FORMATS, MAX_SAMPLES, SHOWN_ENTRIES, Correction, TrainFormat
 from evalret.cli_golden import golden_app
-from evalret.cli_runtime import SuggestingGroup, bars, console, err_console, exit_code, run_app
+from evalret.cli_help import EXAMPLES, SECTIONS, START_HERE
+from evalret.cli_runtime import HelpGroup, SuggestingGroup, bars, console, err_console, examples
+from evalret.cli_runtime import exit_code, run_app
 from evalret.cli_runtime import command as _command
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.errors import ExitCode
@@ -34,9 +36,15 @@ from evalret.version import __version__
 
 __all__ = ["GOLDEN_FORMATS", "MAX_SAMPLES", "Correction", "TrainFormat", "app", "main"]
 
+
+class _Root(SuggestingGroup):
+    sections = SECTIONS  # `evalret --help`: the commands in sections, then where to start
+
+
 app = typer.Typer(
     name="evalret",
     help="Evaluate embedding retrieval on a golden set and gate changes in CI.",
+    epilog=examples(*START_HERE),
     no_args_is_help=True,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell
     # (docs/how-to/shell-completion.md); typer imports its completion code either way
@@ -44,22 +52,23 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # plain help: typer's rich help formatter imports rich.markdown and markdown-it (~0.1 s)
     rich_markup_mode=None,
-    cls=SuggestingGroup,  # "Did you mean: evalret run ..." for an unknown command or option
+    cls=_Root,  # "Did you mean: evalret run ..." for an unknown command, option or choice
 )
-baseline_app = typer.Typer(help="Inspect baseline files.", no_args_is_help=True)
-app.add_typer(baseline_app, name="baseline")
-cache_app = typer.Typer(help="Inspect and manage the embedding cache.", no_args_is_help=True)
-app.add_typer(cache_app, name="cache")
-history_app = typer.Typer(
-    help="Keep a metric's trend across commits in a SQLite database.", no_args_is_help=True
-)
-app.add_typer(history_app, name="history")
-judgments_app = typer.Typer(
-    help="Annotators' judgments: agreement, and merging into a golden set.", no_args_is_help=True
-)
-app.add_typer(judgments_app, name="judgments")
-config_app = typer.Typer(help="The config file: its JSON Schema.", no_args_is_help=True)
-app.add_typer(config_app, name="config")
+
+
+def _group(name: str, text: str) -> typer.Typer:
+    """A group of sub-commands (``evalret NAME ...``), its examples from ``cli_help``."""
+    epilog = examples(*EXAMPLES[name])
+    group = typer.Typer(help=text, no_args_is_help=True, cls=HelpGroup, epilog=epilog)
+    app.add_typer(group, name=name)
+    return group
+
+
+baseline_app = _group("baseline", "Show what a saved baseline holds.")
+cache_app = _group("cache", "Inspect and manage the embedding cache.")
+history_app = _group("history", "Keep a metric's trend across commits in a SQLite database.")
+judgments_app = _group("judgments", "Measure annotators' agreement and merge their grades.")
+config_app = _group("config", "Print the config file's JSON Schema.")
 app.add_typer(golden_app, name="golden")
 
 
@@ -81,7 +90,7 @@ def _main(
 # --- the commands ------------------------------------------------------------------------------
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["run"])
 def run(
     *,
     config: o.RunConfigFile = None,
@@ -97,10 +106,15 @@ def run(
     judge: o.Judge = False,
     judge_cache_only: o.JudgeCacheOnly = False,
 ) -> ExitCode:
-    """Embed the golden set, search exact and HNSW indexes, report metrics per slice, and gate
-    against floors and a baseline (--baseline, default: the config's gate.baseline). Report
-    files go to --out (default: the config's output.dir); --set KEY=VALUE (or --model,
-    --dimension) changes a config setting for this run. Exit 1 when a check fails."""
+    """Evaluate a config on its golden set and gate the result.
+
+    Searches every enabled index (exact, HNSW, faiss, quantized, BM25, hybrid, vector stores,
+    pgvector, Python retrievers, run files, rerankers), reports metrics per slice and gates them
+    against the config's floors and a baseline (--baseline, default: gate.baseline). --set
+    KEY=VALUE (--model, --dimension) changes a setting for this run, recorded in report.json.
+    Exit 1 when a check fails. Writes into --out (default: output.dir): report.json, report.md,
+    comment.md, report.html, junit.xml (with a gate) and run.INDEX.trec per index;
+    --save-baseline FILE, a baseline."""
     from evalret.commands.run import RunRequest, plan_command, run_command
     from evalret.report.terminal_brief import print_run
 
@@ -137,7 +151,7 @@ def _judging(judge: bool, cache_only: bool) -> Any:
     return RunJudging(cache_only=cache_only)
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["embed"])
 def embed(
     *,
     config: o.ConfigFile = None,
@@ -148,10 +162,12 @@ def embed(
     settings: o.Overrides,
     export: o.Export = None,
 ) -> None:
-    """Fill the embedding cache with what `evalret run` on the config embeds (documents and
-    queries), or with one shard of it (--shard I/N, for a CI matrix), and stop. After the N
-    shards share one cache directory, `evalret run` embeds nothing. --export FILE also writes
-    the documents' vectors with the model's identity (Parquet or .npz), to load a store with."""
+    """Fill the embedding cache for a config, and stop.
+
+    Embeds what `evalret run` embeds, or one shard of it (--shard I/N, for a CI matrix): once
+    the N shards share one cache, `evalret run` embeds nothing. Writes into the embedding cache
+    (--dir); --export FILE, the documents' vectors with the model's identity (Parquet or .npz),
+    to load a vector store with."""
     from evalret.commands.embed import embed_command
     from evalret.report.embed_view import embed_lines
 
@@ -168,7 +184,7 @@ def embed(
         console.print(line, highlight=False, soft_wrap=True)
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["score"])
 def score(
     *,
     golden: Annotated[
@@ -186,9 +202,11 @@ def score(
     progress: o.Progress,
     verbose: o.Verbose = False,
 ) -> ExitCode:
-    """Score run files against qrels like trec_eval, with no model and no embedding: each run is
-    an index named after its file stem (or NAME=PATH); writes the same report files as run into
-    --out and gates against --baseline. Exit 1 when a check fails."""
+    """Score TREC or JSONL run files against qrels, with no model.
+
+    As trec_eval: each run is an index named after its file stem (or NAME=PATH), gated against
+    --baseline. Exit 1 when a check fails. Writes into --out: report.json, report.md,
+    comment.md, report.html, junit.xml (with a baseline) and run.INDEX.trec per run."""
     from evalret.commands.score import score_command
     from evalret.report.terminal_brief import print_run
 
@@ -206,12 +224,12 @@ def score(
     return outcome.exit_code
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["compare"])
 def compare(
     *,
     a: Annotated[Path, typer.Argument(help="A: a config (.yaml) to run, or a saved report.json.")],
     b: Annotated[Path, typer.Argument(help="B: a config (.yaml) to run, or a saved report.json.")],
-    out: Annotated[Path, o.out("Directory for compare.json and compare.md.")] = Path(
+    out: Annotated[Path, o.out("Directory for the comparison's files.")] = Path(
         "reports/compare"
     ),
     primary: o.Primary = "ndcg@10",
@@ -225,9 +243,12 @@ def compare(
     verbose: o.Verbose = False,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Compare two model versions (configs or saved reports) with paired statistics; writes
-    compare.json, compare.md, disagreements.md and report.html into --out. --set (--model,
-    --dimension) applies to each side that is a config."""
+    """Compare two models or configs with paired statistics.
+
+    A and B are configs (run here) or saved report.json files; --set (--model, --dimension)
+    applies to each side that is a config. Exit 1 on a significant regression only with
+    --fail-on-regression. Writes into --out: compare.json, compare.md, disagreements.md and
+    report.html."""
     from evalret.commands.compare import compare_command
     from evalret.report.terminal_brief import print_compare
 
@@ -249,7 +270,7 @@ def compare(
     return ExitCode.REGRESSION if regressed else ExitCode.OK
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["pool"])
 def pool(
     *,
     configs: Annotated[
@@ -266,8 +287,10 @@ def pool(
     old_format: o.OldPoolFormat = None,
     settings: o.Overrides,
 ) -> None:
-    """Export the unjudged documents of every run's top k, per query, for annotators (JSONL with
-    grade null to fill in, into --out): pooling across configs and indexes."""
+    """Export unjudged top-k documents for annotators to grade.
+
+    Writes to --out the unjudged documents of every run's top k, per query, across configs and
+    indexes: JSONL with grade null to fill in, or a Label Studio import."""
     from evalret.commands.pool import PoolRequest, pool_command
     from evalret.report.pool_view import pool_line
 
@@ -291,7 +314,7 @@ def pool(
     console.print(line, highlight=False)
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["judge"])
 def judge(
     *,
     out: Annotated[Path, o.out("Annotation JSONL the judge's labels are written to.")],
@@ -307,11 +330,13 @@ def judge(
     progress: o.Progress,
     settings: o.SetsOnly,
 ) -> ExitCode:
-    """Grade (query, document) pairs with an LLM (the config's judge: section): a pool's pairs,
-    or the unjudged top k of a run (--from-report); writes annotation JSONL for `evalret
-    judgments merge`. Exit 1 when --calibrate finds kappa below judge.min_kappa; exit 3 when a
+    """Grade (query, document) pairs with an LLM judge.
+
+    Grades a pool's pairs, or the unjudged top k of a run (--from-report), with the config's
+    judge: section. Exit 1 when --calibrate finds kappa below judge.min_kappa; exit 3 when a
     request failed for good or an answer could not be read (the labels got are written and
-    cached: a rerun asks the rest)."""
+    cached: a rerun asks the rest). Writes the labels to --out (annotation JSONL for `evalret
+    judgments merge`); the answers are kept in the judge's answer cache."""
     from dataclasses import asdict
 
     from evalret.commands.judge import JudgeRequest, judge_command
@@ -335,7 +360,7 @@ def judge(
     return outcome.exit_code
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["annotate"])
 def annotate(
     *,
     pool_file: Annotated[
@@ -350,8 +375,10 @@ def annotate(
     seed: o.AnnotateSeed = 0,
     no_browser: o.NoBrowser = False,
 ) -> None:
-    """Grade a pool's (query, document) pairs in a browser, one at a time, on 127.0.0.1 (needs
-    evalret[annotate]); every grade is appended to the annotation file at once."""
+    """Grade a pool's (query, document) pairs in a browser.
+
+    Serves one pair at a time on 127.0.0.1 until Ctrl-C (needs evalret[annotate]). Writes
+    every grade at once to --out (default: POOL.ANNOTATOR.jsonl beside the pool)."""
     from evalret.commands.annotate import AnnotateRequest, annotate_command
 
     def say(text: str) -> None:
@@ -369,44 +396,47 @@ def annotate(
     annotate_command(request, say=say)
 
 
-@_command(app, "report")
+@_command(app, "report", shown=EXAMPLES["report"])
 def report_command(
     *,
     path: o.SavedReport,
     out: Annotated[Path | None, o.out("Directory for report.html (default: beside PATH).")] = None,
     baseline: o.DrawnBaseline = None,
 ) -> None:
-    """Render report.html (charts, self-contained) from a saved report.json or compare.json, into
-    --out (default: beside PATH); --baseline draws that saved report beside the run (default:
-    the gate's baseline, if found)."""
+    """Render report.html from a saved report.json or compare.json.
+
+    Self-contained; --baseline draws that saved report beside the run (default: the gate's
+    baseline, if found). Writes report.html into --out (default: beside PATH)."""
     from evalret.commands.report import write_saved_html
 
     written = write_saved_html(path=path, out_dir=out, baseline=baseline)
     console.print(f"wrote {markup_safe(str(written))}")
 
 
-@_command(baseline_app, "show")
+@_command(baseline_app, "show", shown=EXAMPLES["baseline show"])
 def baseline_show(
     *,
     path: Annotated[Path, typer.Argument(help="A baseline (or saved report.json).")],
 ) -> None:
-    """Show what a baseline holds: fingerprint, settings and metrics per index and slice."""
+    """Show what a baseline holds.
+
+    Its fingerprint, settings and metrics per index and slice."""
     from evalret.commands.baseline import baseline_show_command
     from evalret.report.terminal import print_baseline
 
     print_baseline(console, baseline_show_command(path=path), path)
 
 
-@_command(cache_app, "info")
+@_command(cache_app, "info", shown=EXAMPLES["cache info"])
 def cache_info(*, directory: o.CacheDir = None) -> None:
-    """List the cached embedding sets: model, settings, entries, size, last use."""
+    """List the cached embedding sets with their size and last use."""
     from evalret.commands.cache import cache_info_command
     from evalret.report.cache_view import info_view
 
     console.print(info_view(*cache_info_command(directory=directory)))
 
 
-@_command(cache_app, "clear")
+@_command(cache_app, "clear", shown=EXAMPLES["cache clear"])
 def cache_clear(*, directory: o.CacheDir = None) -> None:
     """Delete every cached embedding."""
     from evalret.commands.cache import cache_clear_command
@@ -415,16 +445,18 @@ def cache_clear(*, directory: o.CacheDir = None) -> None:
     console.print(cleared_line(*cache_clear_command(directory=directory)))
 
 
-@_command(cache_app, "prune")
+@_command(cache_app, "prune", shown=EXAMPLES["cache prune"])
 def cache_prune(*, directory: o.CacheDir = None, days: o.Days = 30) -> None:
-    """Remove embedding sets unused for a while, corrupt shards and stale temporary files."""
+    """Remove unused embedding sets and broken cache files.
+
+    The sets unused for --days, corrupt shards and stale temporary files."""
     from evalret.commands.cache import cache_prune_command
     from evalret.report.cache_view import pruned_line
 
     console.print(pruned_line(*cache_prune_command(directory=directory, days=days)))
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["init"])
 def init(
     *,
     directory: Annotated[Path, typer.Argument(help="Repository root to scaffold.")] = Path("."),
@@ -433,10 +465,13 @@ def init(
     config: o.InitConfig = Path("evalret.yaml"),
     watch: o.Watch = None,
 ) -> None:
-    """Write a starter config, a tiny golden-set template and a GitHub workflow; with
-    --pre-commit, add the evalret-gate hook (stage pre-push) to .pre-commit-config.yaml instead,
-    run when the config, golden set, baseline or a --watch path changes. Paths are relative to
-    DIRECTORY."""
+    """Scaffold a config, a golden-set template and a CI workflow.
+
+    Paths are relative to DIRECTORY; an existing file is refused unless --force. Writes
+    evalret.yaml, evalret.schema.json, golden_sets/example/corpus.jsonl and queries.jsonl, and
+    .github/workflows/evalret.yml. With --pre-commit, only adds the evalret-gate hook (stage
+    pre-push) to .pre-commit-config.yaml, run when the config, golden set, baseline or a
+    --watch path changes."""
     if pre_commit:
         from evalret.commands.init import PRE_COMMIT_NEXT_STEPS, add_pre_commit_hook
 
@@ -455,16 +490,17 @@ def init(
     console.print(NEXT_STEPS)
 
 
-@_command(config_app, "schema")
+@_command(config_app, "schema", shown=EXAMPLES["config schema"])
 def config_schema() -> None:
-    """Print the config file's JSON Schema (draft-07): editors complete and check a config with
-    it (evalret init writes it beside the starter config); the package ships the same file."""
+    """Print the config file's JSON Schema (draft-07).
+
+    Editors complete and check a config with it; evalret init writes it beside the config."""
     from evalret.commands.config import config_schema_command
 
     typer.echo(config_schema_command(), nl=False)
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["hook"])
 def hook(
     *,
     config: o.HookConfig = Path("evalret.yaml"),
@@ -472,8 +508,11 @@ def hook(
     out: Annotated[Path | None, o.out("Directory for report files (overrides output.dir).")] = None,
     settings: o.Overrides,
 ) -> ExitCode:
-    """The pre-commit hook evalret-gate (stage pre-push): `evalret run` against the config's
-    baseline, then a short verdict and the path of report.md. Exit 1 when a check fails."""
+    """Run the gate as the pre-commit hook evalret-gate (pre-push).
+
+    `evalret run` against the config's baseline, then a short verdict and the path of
+    report.md; exit 1 when a check fails. Writes into --out (default: output.dir) as `evalret
+    run`: report.json, report.md, comment.md, report.html, junit.xml and run.INDEX.trec."""
     from evalret.commands.hook import hook_command, pushed_commit
     from evalret.pipeline.precommit import HOOK_ID, INPUT_HINT, SKIP_HINT
     from evalret.report.hook_view import hook_lines
@@ -497,7 +536,7 @@ def hook(
     return code
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["validate"])
 def validate(
     *,
     path: Annotated[
@@ -510,8 +549,10 @@ def validate(
     as_json: o.AsJson = False,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Check a golden set without a model: every error and warning with file:line, counts,
-    slice reliability and minimum detectable nDCG@10 difference. Exit 2 on errors."""
+    """Check a golden set without a model.
+
+    Every error and warning with file:line, counts, slice reliability and the minimum
+    detectable nDCG@10 difference. Exit 2 on errors."""
     from evalret.commands.validate import validate_command, validation_json
     from evalret.report.validate_view import render_validation
 
@@ -529,7 +570,7 @@ def validate(
     return ExitCode.OK if result.ok else ExitCode.INVALID_INPUT
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["leakage"])
 def leakage(
     *,
     train: o.Train,
@@ -547,9 +588,10 @@ def leakage(
     progress: o.Progress,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Find training queries that copy golden-set queries (exact, near-identical text, or
-    embedding cosine above a threshold); --out writes the full result as JSON; exit 1 above
-    --max-fraction."""
+    """Find training queries that copy golden-set queries.
+
+    Exact and near-identical text, and embedding cosine above a threshold (not with
+    --no-embedding). Exit 1 above --max-fraction. Writes the result as JSON to --out."""
     from evalret.commands.leakage import leakage_command
     from evalret.report.leakage_view import render_leakage
 
@@ -574,7 +616,7 @@ def leakage(
     return ExitCode.REGRESSION if found.result.failed else ExitCode.OK
 
 
-@_command(app)
+@_command(app, shown=EXAMPLES["sweep"])
 def sweep(
     *,
     out: Annotated[Path, o.out("Directory for sweep.json and sweep.html.")],
@@ -586,11 +628,12 @@ def sweep(
     progress: o.Progress,
     fixed: o.FixedSettings,
 ) -> None:
-    """Evaluate every point of a grid of config settings (--set, repeatable; --model and
-    --dimension fix one setting for every point) from one embedding cache, measure each faiss
-    index's latency (p50, p95), QPS, build time and size, and write sweep.json and sweep.html
-    with the Pareto fronts of nDCG@10 against latency and memory into --out (required).
-    Timing figures are machine-dependent."""
+    """Evaluate a grid of config settings: quality, latency and memory.
+
+    Runs every point (--set KEY=V1,V2,...; --model, --dimension fix one setting for all) from
+    one embedding cache, timing each faiss index (p50, p95, QPS, build time, size), with the
+    Pareto fronts of nDCG@10 against latency and memory (timings are machine-dependent).
+    Writes sweep.json and sweep.html into --out."""
     from evalret.commands.sweep import sweep_command
     from evalret.report.sweep_view import sweep_table
 
@@ -612,7 +655,7 @@ def sweep(
 # --- evalret history ---------------------------------------------------------------------------
 
 
-@_command(history_app, "add")
+@_command(history_app, "add", shown=EXAMPLES["history add"])
 def history_add(
     *,
     report: Annotated[Path, typer.Argument(help="A report.json written by evalret run.")],
@@ -623,8 +666,10 @@ def history_add(
     mark_baseline: o.MarkBaseline = False,
     old_baseline: o.OldMarkBaseline = False,
 ) -> None:
-    """Append a saved report.json (its fingerprint and every metric per index and slice) to the
-    history database, creating it when missing; one transaction, safe to run concurrently."""
+    """Append a saved report.json to the history database.
+
+    Its fingerprint and every metric per index and slice, in one transaction (safe to run
+    concurrently). Writes the database (--db), created when missing."""
     from evalret.commands.history import history_add_command
     from evalret.report.history_view import entry_name
 
@@ -638,7 +683,7 @@ def history_add(
     )
 
 
-@_command(history_app, "show")
+@_command(history_app, "show", shown=EXAMPLES["history show"])
 def history_show(
     *,
     db: o.HistoryDb = None,
@@ -648,8 +693,10 @@ def history_show(
     index: o.HistoryIndex = None,
     last: o.HistoryLast = SHOWN_ENTRIES,
 ) -> None:
-    """Print the history as a table per index and slice, newest last: each metric's value and
-    its change from the previous entry (default: the exact index, slice all, every metric)."""
+    """Print the history as a table per index and slice.
+
+    Newest last: each metric's value and its change from the previous entry (default: the exact
+    index, slice all, every metric)."""
     from evalret.commands.history import history_view
     from evalret.report.history_view import history_tables
 
@@ -661,7 +708,7 @@ def history_show(
         console.print(table, highlight=False)
 
 
-@_command(history_app, "report")
+@_command(history_app, "report", shown=EXAMPLES["history report"])
 def history_report(
     *,
     db: o.HistoryDb = None,
@@ -674,8 +721,10 @@ def history_report(
     index: o.HistoryIndex = None,
     last: o.HistoryLast = SHOWN_ENTRIES,
 ) -> None:
-    """Write trend.html: the entries, and per slice a trend chart per metric with a line per
-    index, baselines ringed and golden-set or metric-definition changes marked (self-contained)."""
+    """Write a page of trend charts from the history.
+
+    Per slice a chart per metric with a line per index, baselines ringed, golden-set or
+    metric-definition changes marked. Writes trend.html to --out (default: beside the database)."""
     from evalret.commands.history import history_report_command
 
     path = history_report_command(
@@ -687,7 +736,7 @@ def history_report(
 # --- judgments (issue #17) ---------------------------------------------------------------------
 
 
-@_command(judgments_app, "agreement")
+@_command(judgments_app, "agreement", shown=EXAMPLES["judgments agreement"])
 def judgments_agreement(
     *,
     files: o.AnnotationFiles,
@@ -696,8 +745,10 @@ def judgments_agreement(
     out: Annotated[Path | None, o.out("Write the figures here as JSON.")] = None,
     old_json: o.OldAgreementJson = None,
 ) -> None:
-    """Agreement between annotators: Cohen's and weighted kappa per pair, Fleiss' kappa and
-    Krippendorff's alpha over all, raw agreement, gold accuracy, widest disagreements."""
+    """Measure how far annotators agree.
+
+    Cohen's and weighted kappa per pair, Fleiss' kappa and Krippendorff's alpha over all, raw
+    agreement, gold accuracy, the widest disagreements. Writes them as JSON to --out."""
     from evalret.commands.agreement import agreement_command
     from evalret.report.judgments_view import render_agreement
 
@@ -706,7 +757,7 @@ def judgments_agreement(
     console.print(render_agreement(report), highlight=False)
 
 
-@_command(judgments_app, "merge")
+@_command(judgments_app, "merge", shown=EXAMPLES["judgments merge"])
 def judgments_merge(
     *,
     files: o.AnnotationFiles,
@@ -720,8 +771,11 @@ def judgments_merge(
     golden_format: o.GoldenFormat = None,
     split: o.GoldenSplit = None,
 ) -> None:
-    """Merge annotators' grades into a new golden set (native or BEIR, as the input), with
-    disputed.jsonl listing the items that need adjudication."""
+    """Merge annotators' grades into a new golden set.
+
+    By --policy; items that need adjudication are listed apart. Writes into --out a copy of the
+    golden set --into with the merged grades (a native set's queries.jsonl; a BEIR set's
+    qrels/SPLIT.tsv and judgments.sources.jsonl), and disputed.jsonl."""
     from evalret.commands.merge_judgments import merge_judgments_command
     from evalret.report.judgments_view import render_merge
 

@@ -13,18 +13,23 @@ from typing import Annotated
 import typer
 
 from evalret import cli_options as o
+from evalret.cli_help import EXAMPLES
+from evalret.cli_runtime import HelpGroup, examples
 from evalret.cli_runtime import command as _command
 from evalret.cli_runtime import console
 from evalret.errors import ExitCode
 
 golden_app = typer.Typer(
-    help="Build a golden set from nothing: sample a query log, write synthetic queries, judge "
-    "pooled results, and check that the set can catch a regression.",
+    help="Build a golden set from nothing, and check what it can catch.\n\nSample a query log, "
+    "write synthetic queries, judge the pooled results, and ask the doctor whether the set can "
+    "catch a regression.",
     no_args_is_help=True,
+    cls=HelpGroup,
+    epilog=examples(*EXAMPLES["golden"]),
 )
 
 
-@_command(golden_app, "judge")
+@_command(golden_app, "judge", shown=EXAMPLES["golden judge"])
 def golden_judge(
     *,
     draft: o.GoldenJudgeDraft,
@@ -38,12 +43,16 @@ def golden_judge(
     progress: o.Progress,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Pool the top k of several retrievers (and each synthetic query's source documents) for
-    every query of DRAFT, grade the pool with the config's LLM judge (as `evalret judge`: its
-    cache, votes, calibration), and write the graded golden set to --out. Pairs the draft grades
-    already are kept and not sent. Exit 1 when --calibrate finds kappa below judge.min_kappa;
-    exit 3 when a request failed for good or an answer could not be read: nothing is written,
-    the answers read are cached, a rerun asks the rest."""
+    """Grade a draft's pooled results with the LLM judge.
+
+    Pools the top k of several retrievers (and each synthetic query's source documents) for
+    every query of DRAFT, grades the pool with the config's judge (as `evalret judge`: its
+    cache, votes, calibration); pairs the draft grades already are kept and not sent. Exit 1
+    when --calibrate finds kappa below judge.min_kappa; exit 3 when a request failed for good
+    or an answer could not be read: nothing is written, the answers read are cached, a rerun
+    asks the rest.
+
+    Writes the graded golden set into --out: corpus.jsonl, queries.jsonl and manifest.json."""
     from evalret.commands.golden_judge import (
         GoldenJudgeRequest,
         golden_judge_command,
@@ -70,7 +79,7 @@ def golden_judge(
 # --- golden from-logs ---------------------------------------------------------------------------
 
 
-@_command(golden_app, "from-logs")
+@_command(golden_app, "from-logs", shown=EXAMPLES["golden from-logs"])
 def from_logs(
     *,
     log: Annotated[
@@ -88,9 +97,13 @@ def from_logs(
     reading: o.LogOptions,
     progress: o.Progress,
 ) -> None:
-    """Sample a query log into a golden-set draft: personal data found first (--pii), queries
-    counted by normalized text, near-duplicates collapsed, strata by traffic (head, torso,
-    tail), --n drawn seeded; writes --out (corpus.jsonl, queries.jsonl, manifest.json)."""
+    """Sample a query log into a golden-set draft.
+
+    Personal data is found first (--pii); queries are counted by normalized text,
+    near-duplicates collapsed, split into traffic strata (head, torso, tail), and --n drawn,
+    seeded.
+
+    Writes the draft into --out: corpus.jsonl, queries.jsonl and manifest.json."""
     from evalret.commands.golden_logs import FromLogsRequest, from_logs_command, parse_cuts
     from evalret.report.golden_logs_view import render_from_logs
 
@@ -110,7 +123,7 @@ def from_logs(
     console.print(render_from_logs(result), highlight=False)
 
 
-@_command(golden_app, "synth")
+@_command(golden_app, "synth", shown=EXAMPLES["golden synth"])
 def golden_synth(
     *,
     corpus: o.GoldenCorpus,
@@ -124,11 +137,16 @@ def golden_synth(
     progress: o.Progress,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Write synthetic queries with a chat model (synth.chat, else the judge: section) for
-    documents drawn to cover the corpus (k-means of the embeddings), few-shot from a log's
-    queries; drop duplicates and queries the judge finds unanswerable, tag (or drop) too-easy
-    ones; write a draft with provenance on every query. Exit 3 when the endpoint fails for good
-    (the answers got are cached: a rerun asks only the rest)."""
+    """Write synthetic queries for a corpus with a chat model.
+
+    Asks the chat model (synth.chat, else the judge: section) for queries about documents
+    drawn to cover the corpus (k-means of the embeddings), few-shot from a log's queries; drops
+    duplicates and queries the judge finds unanswerable, and tags (or drops) too-easy ones.
+    Exit 3 when the endpoint fails for good (the answers got are cached: a rerun asks only the
+    rest).
+
+    Writes the draft into --out, with provenance on every query: corpus.jsonl, queries.jsonl
+    and manifest.json."""
     from evalret.commands.golden_synth import SynthRequest, synth_command
     from evalret.report.synth_view import render_synth
 
@@ -148,7 +166,7 @@ def golden_synth(
     return ExitCode.OK
 
 
-@_command(golden_app, "doctor")
+@_command(golden_app, "doctor", shown=EXAMPLES["golden doctor"])
 def doctor(
     *,
     config: o.ConfigFile = None,
@@ -164,12 +182,15 @@ def doctor(
     progress: o.Progress,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Ask whether the config's golden set can catch a regression: headroom (queries already
-    perfect, per slice), discrimination (a zoo: the model, its quarter dimension, BM25, a random
-    ranking, paired tests and the queries needed), edge-case coverage by query shape, and with
-    --log the share of logged queries the set covers, the uncovered traffic clusters and the
-    drift. Writes doctor.json and doctor.html into --out (default: the config's output.dir).
-    Exit 1 when coverage is below gate.coverage.min."""
+    """Check whether the golden set can catch a regression.
+
+    Measures headroom (queries already perfect, per slice), discrimination (a zoo: the model,
+    its quarter dimension, BM25, a random ranking, paired tests and the queries needed),
+    edge-case coverage by query shape, and with --log the share of logged queries the set
+    covers, the uncovered traffic clusters and the drift. Exit 1 when coverage is below
+    gate.coverage.min.
+
+    Writes doctor.json and doctor.html into --out (default: output.dir)."""
     from evalret.commands.golden_doctor import doctor_command
     from evalret.pipeline.doctor import DoctorSettings
     from evalret.report.doctor_view import render_doctor
