@@ -19,6 +19,7 @@ TOP_LEVEL = (
     "cli_reference.py",
     "cli.py",
     "cli_golden.py",
+    "cli_help.py",
     "cli_options.py",
     "cli_runtime.py",
     "errors.py",

@@ -45,7 +45,9 @@ def test_the_top_level_help_lists_every_command_once_in_its_section() -> None:
             assert text == short_help(NAMES[name]), row  # the whole sentence, on one line
             assert text.endswith(".") and "..." not in text, row
             assert len(row) <= WIDTH, row
-    widths = {len(row) - len(row.split(None, 1)[1]) for t, _ in SECTIONS for row in _rows(output, t)}
+    widths = {
+        len(row) - len(row.split(None, 1)[1]) for t, _ in SECTIONS for row in _rows(output, t)
+    }
     assert len(widths) == 1, "the sections' descriptions start in one column"
 
 

@@ -25,9 +25,15 @@ import typer
 from evalret import cli_options as o
 from evalret.choices import GOLDEN_FORMATS, MAX_SAMPLES, SHOWN_ENTRIES, Correction, TrainFormat
 from evalret.cli_golden import golden_app
-from evalret.cli_help import EXAMPLES, SECTIONS, START_HERE
-from evalret.cli_runtime import HelpGroup, SuggestingGroup, bars, console, err_console, examples
-from evalret.cli_runtime import exit_code, run_app
+from evalret.cli_runtime import (
+    SuggestingGroup,
+    bars,
+    console,
+    err_console,
+    exit_code,
+    run_app,
+    subgroup,
+)
 from evalret.cli_runtime import command as _command
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.errors import ExitCode
@@ -37,14 +43,9 @@ from evalret.version import __version__
 __all__ = ["GOLDEN_FORMATS", "MAX_SAMPLES", "Correction", "TrainFormat", "app", "main"]
 
 
-class _Root(SuggestingGroup):
-    sections = SECTIONS  # `evalret --help`: the commands in sections, then where to start
-
-
 app = typer.Typer(
     name="evalret",
     help="Evaluate embedding retrieval on a golden set and gate changes in CI.",
-    epilog=examples(*START_HERE),
     no_args_is_help=True,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell
     # (docs/how-to/shell-completion.md); typer imports its completion code either way
@@ -52,23 +53,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # plain help: typer's rich help formatter imports rich.markdown and markdown-it (~0.1 s)
     rich_markup_mode=None,
-    cls=_Root,  # "Did you mean: evalret run ..." for an unknown command, option or choice
+    # commands in sections, "Start here"; "Did you mean: evalret run ..." for an unknown command,
+    # option or choice
+    cls=SuggestingGroup,
 )
-
-
-def _group(name: str, text: str) -> typer.Typer:
-    """A group of sub-commands (``evalret NAME ...``), its examples from ``cli_help``."""
-    epilog = examples(*EXAMPLES[name])
-    group = typer.Typer(help=text, no_args_is_help=True, cls=HelpGroup, epilog=epilog)
-    app.add_typer(group, name=name)
-    return group
-
-
-baseline_app = _group("baseline", "Show what a saved baseline holds.")
-cache_app = _group("cache", "Inspect and manage the embedding cache.")
-history_app = _group("history", "Keep a metric's trend across commits in a SQLite database.")
-judgments_app = _group("judgments", "Measure annotators' agreement and merge their grades.")
-config_app = _group("config", "Print the config file's JSON Schema.")
+baseline_app = subgroup("baseline", "Show what a saved baseline holds.")
+app.add_typer(baseline_app, name="baseline")
+cache_app = subgroup("cache", "Inspect and manage the embedding cache.")
+app.add_typer(cache_app, name="cache")
+history_app = subgroup("history", "Keep a metric's trend across commits in a SQLite database.")
+app.add_typer(history_app, name="history")
+judgments_app = subgroup("judgments", "Measure annotators' agreement and merge their grades.")
+app.add_typer(judgments_app, name="judgments")
+config_app = subgroup("config", "Print the config file's JSON Schema.")
+app.add_typer(config_app, name="config")
 app.add_typer(golden_app, name="golden")
 
 
@@ -90,7 +88,7 @@ def _main(
 # --- the commands ------------------------------------------------------------------------------
 
 
-@_command(app, shown=EXAMPLES["run"])
+@_command(app)
 def run(
     *,
     config: o.RunConfigFile = None,
@@ -151,7 +149,7 @@ def _judging(judge: bool, cache_only: bool) -> Any:
     return RunJudging(cache_only=cache_only)
 
 
-@_command(app, shown=EXAMPLES["embed"])
+@_command(app)
 def embed(
     *,
     config: o.ConfigFile = None,
@@ -184,7 +182,7 @@ def embed(
         console.print(line, highlight=False, soft_wrap=True)
 
 
-@_command(app, shown=EXAMPLES["score"])
+@_command(app)
 def score(
     *,
     golden: Annotated[
@@ -224,14 +222,12 @@ def score(
     return outcome.exit_code
 
 
-@_command(app, shown=EXAMPLES["compare"])
+@_command(app)
 def compare(
     *,
     a: Annotated[Path, typer.Argument(help="A: a config (.yaml) to run, or a saved report.json.")],
     b: Annotated[Path, typer.Argument(help="B: a config (.yaml) to run, or a saved report.json.")],
-    out: Annotated[Path, o.out("Directory for the comparison's files.")] = Path(
-        "reports/compare"
-    ),
+    out: Annotated[Path, o.out("Directory for the comparison's files.")] = Path("reports/compare"),
     primary: o.Primary = "ndcg@10",
     min_gain: o.MinGain = 0.01,
     alpha: o.Alpha = 0.05,
@@ -270,7 +266,7 @@ def compare(
     return ExitCode.REGRESSION if regressed else ExitCode.OK
 
 
-@_command(app, shown=EXAMPLES["pool"])
+@_command(app)
 def pool(
     *,
     configs: Annotated[
@@ -314,7 +310,7 @@ def pool(
     console.print(line, highlight=False)
 
 
-@_command(app, shown=EXAMPLES["judge"])
+@_command(app)
 def judge(
     *,
     out: Annotated[Path, o.out("Annotation JSONL the judge's labels are written to.")],
@@ -360,7 +356,7 @@ def judge(
     return outcome.exit_code
 
 
-@_command(app, shown=EXAMPLES["annotate"])
+@_command(app)
 def annotate(
     *,
     pool_file: Annotated[
@@ -396,7 +392,7 @@ def annotate(
     annotate_command(request, say=say)
 
 
-@_command(app, "report", shown=EXAMPLES["report"])
+@_command(app, "report")
 def report_command(
     *,
     path: o.SavedReport,
@@ -413,7 +409,7 @@ def report_command(
     console.print(f"wrote {markup_safe(str(written))}")
 
 
-@_command(baseline_app, "show", shown=EXAMPLES["baseline show"])
+@_command(baseline_app, "show")
 def baseline_show(
     *,
     path: Annotated[Path, typer.Argument(help="A baseline (or saved report.json).")],
@@ -427,7 +423,7 @@ def baseline_show(
     print_baseline(console, baseline_show_command(path=path), path)
 
 
-@_command(cache_app, "info", shown=EXAMPLES["cache info"])
+@_command(cache_app, "info")
 def cache_info(*, directory: o.CacheDir = None) -> None:
     """List the cached embedding sets with their size and last use."""
     from evalret.commands.cache import cache_info_command
@@ -436,7 +432,7 @@ def cache_info(*, directory: o.CacheDir = None) -> None:
     console.print(info_view(*cache_info_command(directory=directory)))
 
 
-@_command(cache_app, "clear", shown=EXAMPLES["cache clear"])
+@_command(cache_app, "clear")
 def cache_clear(*, directory: o.CacheDir = None) -> None:
     """Delete every cached embedding."""
     from evalret.commands.cache import cache_clear_command
@@ -445,7 +441,7 @@ def cache_clear(*, directory: o.CacheDir = None) -> None:
     console.print(cleared_line(*cache_clear_command(directory=directory)))
 
 
-@_command(cache_app, "prune", shown=EXAMPLES["cache prune"])
+@_command(cache_app, "prune")
 def cache_prune(*, directory: o.CacheDir = None, days: o.Days = 30) -> None:
     """Remove unused embedding sets and broken cache files.
 
@@ -456,7 +452,7 @@ def cache_prune(*, directory: o.CacheDir = None, days: o.Days = 30) -> None:
     console.print(pruned_line(*cache_prune_command(directory=directory, days=days)))
 
 
-@_command(app, shown=EXAMPLES["init"])
+@_command(app)
 def init(
     *,
     directory: Annotated[Path, typer.Argument(help="Repository root to scaffold.")] = Path("."),
@@ -469,7 +465,7 @@ def init(
 
     Paths are relative to DIRECTORY; an existing file is refused unless --force. Writes
     evalret.yaml, evalret.schema.json, golden_sets/example/corpus.jsonl and queries.jsonl, and
-    .github/workflows/evalret.yml. With --pre-commit, only adds the evalret-gate hook (stage
+    .github/workflows/evalret.yml; with --pre-commit, only adds the evalret-gate hook (stage
     pre-push) to .pre-commit-config.yaml, run when the config, golden set, baseline or a
     --watch path changes."""
     if pre_commit:
@@ -490,7 +486,7 @@ def init(
     console.print(NEXT_STEPS)
 
 
-@_command(config_app, "schema", shown=EXAMPLES["config schema"])
+@_command(config_app, "schema")
 def config_schema() -> None:
     """Print the config file's JSON Schema (draft-07).
 
@@ -500,7 +496,7 @@ def config_schema() -> None:
     typer.echo(config_schema_command(), nl=False)
 
 
-@_command(app, shown=EXAMPLES["hook"])
+@_command(app)
 def hook(
     *,
     config: o.HookConfig = Path("evalret.yaml"),
@@ -536,7 +532,7 @@ def hook(
     return code
 
 
-@_command(app, shown=EXAMPLES["validate"])
+@_command(app)
 def validate(
     *,
     path: Annotated[
@@ -570,7 +566,7 @@ def validate(
     return ExitCode.OK if result.ok else ExitCode.INVALID_INPUT
 
 
-@_command(app, shown=EXAMPLES["leakage"])
+@_command(app)
 def leakage(
     *,
     train: o.Train,
@@ -616,7 +612,7 @@ def leakage(
     return ExitCode.REGRESSION if found.result.failed else ExitCode.OK
 
 
-@_command(app, shown=EXAMPLES["sweep"])
+@_command(app)
 def sweep(
     *,
     out: Annotated[Path, o.out("Directory for sweep.json and sweep.html.")],
@@ -655,7 +651,7 @@ def sweep(
 # --- evalret history ---------------------------------------------------------------------------
 
 
-@_command(history_app, "add", shown=EXAMPLES["history add"])
+@_command(history_app, "add")
 def history_add(
     *,
     report: Annotated[Path, typer.Argument(help="A report.json written by evalret run.")],
@@ -683,7 +679,7 @@ def history_add(
     )
 
 
-@_command(history_app, "show", shown=EXAMPLES["history show"])
+@_command(history_app, "show")
 def history_show(
     *,
     db: o.HistoryDb = None,
@@ -708,7 +704,7 @@ def history_show(
         console.print(table, highlight=False)
 
 
-@_command(history_app, "report", shown=EXAMPLES["history report"])
+@_command(history_app, "report")
 def history_report(
     *,
     db: o.HistoryDb = None,
@@ -736,7 +732,7 @@ def history_report(
 # --- judgments (issue #17) ---------------------------------------------------------------------
 
 
-@_command(judgments_app, "agreement", shown=EXAMPLES["judgments agreement"])
+@_command(judgments_app, "agreement")
 def judgments_agreement(
     *,
     files: o.AnnotationFiles,
@@ -757,7 +753,7 @@ def judgments_agreement(
     console.print(render_agreement(report), highlight=False)
 
 
-@_command(judgments_app, "merge", shown=EXAMPLES["judgments merge"])
+@_command(judgments_app, "merge")
 def judgments_merge(
     *,
     files: o.AnnotationFiles,

@@ -13,23 +13,19 @@ from typing import Annotated
 import typer
 
 from evalret import cli_options as o
-from evalret.cli_help import EXAMPLES
-from evalret.cli_runtime import HelpGroup, examples
 from evalret.cli_runtime import command as _command
-from evalret.cli_runtime import console
+from evalret.cli_runtime import console, subgroup
 from evalret.errors import ExitCode
 
-golden_app = typer.Typer(
-    help="Build a golden set from nothing, and check what it can catch.\n\nSample a query log, "
-    "write synthetic queries, judge the pooled results, and ask the doctor whether the set can "
-    "catch a regression.",
-    no_args_is_help=True,
-    cls=HelpGroup,
-    epilog=examples(*EXAMPLES["golden"]),
+golden_app = subgroup(
+    "golden",
+    "Build a golden set from nothing, and check what it can catch.\n\nSample a query log, write "
+    "synthetic queries, judge the pooled results, and ask the doctor whether the set can catch "
+    "a regression.",
 )
 
 
-@_command(golden_app, "judge", shown=EXAMPLES["golden judge"])
+@_command(golden_app, "judge")
 def golden_judge(
     *,
     draft: o.GoldenJudgeDraft,
@@ -79,7 +75,7 @@ def golden_judge(
 # --- golden from-logs ---------------------------------------------------------------------------
 
 
-@_command(golden_app, "from-logs", shown=EXAMPLES["golden from-logs"])
+@_command(golden_app, "from-logs")
 def from_logs(
     *,
     log: Annotated[
@@ -123,7 +119,7 @@ def from_logs(
     console.print(render_from_logs(result), highlight=False)
 
 
-@_command(golden_app, "synth", shown=EXAMPLES["golden synth"])
+@_command(golden_app, "synth")
 def golden_synth(
     *,
     corpus: o.GoldenCorpus,
@@ -166,7 +162,7 @@ def golden_synth(
     return ExitCode.OK
 
 
-@_command(golden_app, "doctor", shown=EXAMPLES["golden doctor"])
+@_command(golden_app, "doctor")
 def doctor(
     *,
     config: o.ConfigFile = None,

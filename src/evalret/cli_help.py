@@ -1,9 +1,9 @@
 """What `evalret --help` and each command's help show besides the commands' own text: the sections
 the top-level help lists its commands in, the "Start here" block that ends it, and every
 command's and group's examples (command path -> lines, as pasted in a shell; a ``#`` line says
-what the next one does). ``cli.py`` and ``cli_golden.py`` register them (``cli_runtime.examples``,
-``cli_runtime.HelpGroup``). Every example parses as the command line it shows, and every command
-has one (tests/test_help.py). Standard library only: `evalret --help` stays light.
+what the next one does). ``cli_runtime`` gives each group and command its own as it registers
+it (``subgroup``, ``command``). Every command has examples, and every example parses as the
+command line it shows (tests/test_help.py). Standard library only: `evalret --help` stays light.
 """
 
 from __future__ import annotations

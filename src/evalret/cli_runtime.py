@@ -32,6 +32,7 @@ import typer
 import typer.core
 from typer.core import TyperCommand, TyperGroup
 
+from evalret.cli_help import EXAMPLES, SECTIONS, START_HERE
 from evalret.errors import EvalretError, ExitCode, InputError, Terminated
 from evalret.report.escape import markup_safe
 
@@ -373,7 +374,12 @@ class SuggestingGroup(HelpGroup):
     mean: evalret run --out reports``, which runs as pasted (the close name from
     ``core.suggest``). Its help ends with where to start (``epilog_title``)."""
 
+    sections = SECTIONS
     epilog_title: ClassVar[str] = "Start here"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.epilog = examples(*START_HERE)
 
     def make_context(
         self, info_name: Any, args: list[str], parent: Any = None, **extra: Any
@@ -434,13 +440,32 @@ def _expanded(fn: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Opti
     return inspect.Signature(params), groups
 
 
+ROOT = "evalret"  # the top-level Typer app's name; a sub-group's is its own (``subgroup``)
+
+
+def subgroup(name: str, text: str) -> typer.Typer:
+    """The group ``evalret NAME`` (the caller adds it to the app): its help ``text``, its
+    commands listed whole (``HelpGroup``), its examples from ``cli_help.EXAMPLES``."""
+    shown = examples(*EXAMPLES[name])
+    return typer.Typer(name=name, help=text, no_args_is_help=True, cls=HelpGroup, epilog=shown)
+
+
+def _examples_of(group: typer.Typer, name: str) -> str | None:
+    """The examples of the command ``name`` of ``group`` (``evalret`` or a ``subgroup``), from
+    ``cli_help.EXAMPLES``; None for a group of none of them."""
+    called = name.replace("_", "-")
+    prefix = group.info.name if isinstance(group.info.name, str) else None
+    path = called if prefix == ROOT else f"{prefix} {called}"
+    return examples(*EXAMPLES[path]) if path in EXAMPLES else None
+
+
 def command(
-    group: typer.Typer, name: str | None = None, *, shown: tuple[str, ...] = ()
+    group: typer.Typer, name: str | None = None
 ) -> Callable[[Callable[..., ExitCode | None]], Callable[..., None]]:
     """Register a command on ``group`` whose function returns its exit code (None: 0); an
     EvalretError becomes ``Error: ...`` and its ExitCode, a crash ``Internal error`` and 3. Each
-    option group's members reach the function as the group's one value. ``shown``: the
-    examples its help ends with (``examples``)."""
+    option group's members reach the function as the group's one value. Its help ends with its
+    examples, ``cli_help.EXAMPLES`` of its path (tests/test_help.py: every command has some)."""
 
     def register(fn: Callable[..., ExitCode | None]) -> Callable[..., None]:
         signature, groups = _expanded(fn)
@@ -457,8 +482,7 @@ def command(
 
         run.__signature__ = signature  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
-        epilog = examples(*shown) if shown else None
-        group.command(name, cls=_Command, epilog=epilog)(run)
+        group.command(name, cls=_Command, epilog=_examples_of(group, name or fn.__name__))(run)
         return run
 
     return register

@@ -418,7 +418,9 @@ class Config(StrictModel):
         for index, loc in named:
             if index not in known:
                 hint = did_you_mean(index, sorted(known))
-                raise AtKey(f"unknown index {index!r}{hint}: one of {', '.join(sorted(known))}", loc)
+                raise AtKey(
+                    f"unknown index {index!r}{hint}: one of {', '.join(sorted(known))}", loc
+                )
 
     @property
     def thresholds(self) -> dict[str, Threshold]:
