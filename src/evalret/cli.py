@@ -111,8 +111,8 @@ def run(
     against the config's floors and a baseline (--baseline, default: gate.baseline). --set
     KEY=VALUE (--model, --dimension) changes a setting for this run, recorded in report.json.
     Exit 1 when a check fails. Writes into --out (default: output.dir): report.json, report.md,
-    comment.md, report.html, junit.xml (with a gate) and run.INDEX.trec per index;
-    --save-baseline FILE, a baseline."""
+    comment.md, report.html, junit.xml (with a gate) and run.INDEX.trec per index; with
+    --save-baseline FILE, also the run as a baseline."""
     from evalret.commands.run import RunRequest, plan_command, run_command
     from evalret.report.terminal_brief import print_run
 
@@ -164,8 +164,8 @@ def embed(
 
     Embeds what `evalret run` embeds, or one shard of it (--shard I/N, for a CI matrix): once
     the N shards share one cache, `evalret run` embeds nothing. Writes into the embedding cache
-    (--dir); --export FILE, the documents' vectors with the model's identity (Parquet or .npz),
-    to load a vector store with."""
+    (--dir); with --export FILE, also the documents' vectors and the model's identity (Parquet
+    or .npz), to load a vector store with."""
     from evalret.commands.embed import embed_command
     from evalret.report.embed_view import embed_lines
 
@@ -769,9 +769,10 @@ def judgments_merge(
 ) -> None:
     """Merge annotators' grades into a new golden set.
 
-    By --policy; items that need adjudication are listed apart. Writes into --out a copy of the
-    golden set --into with the merged grades (a native set's queries.jsonl; a BEIR set's
-    qrels/SPLIT.tsv and judgments.sources.jsonl), and disputed.jsonl."""
+    Grades merge by --policy; items that need adjudication are listed apart, not merged. Writes
+    into --out a copy of the golden set --into with the merged grades (a native set's
+    queries.jsonl; a BEIR set's qrels/SPLIT.tsv and judgments.sources.jsonl), and
+    disputed.jsonl."""
     from evalret.commands.merge_judgments import merge_judgments_command
     from evalret.report.judgments_view import render_merge
 
