@@ -19,6 +19,8 @@ TOP_LEVEL = (
     "cli_reference.py",
     "cli.py",
     "cli_golden.py",
+    "cli_judgments.py",
+    "cli_help.py",
     "cli_options.py",
     "cli_runtime.py",
     "errors.py",

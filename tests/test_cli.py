@@ -162,7 +162,7 @@ def test_help_imports_neither_rich_nor_numpy() -> None:
         "if m in sys.modules), file=sys.stderr)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "Commands:" in out.stdout
+    assert "Gate a change:" in out.stdout and "Start here:" in out.stdout
     assert out.stderr.strip().splitlines()[-1] == "[]"
 
 

@@ -99,12 +99,13 @@ CONFIGS = {
         "recall@10"
     ),
     "indexes:\n  flat:\n    type: fais\n    factory: Flat\n": "faiss",  # an index type
+    "gate:\n  indexes: [exat]\n": "exact",  # an index the gate names
     "model:\n  provider: opnai\n  name: text-embedding-3-small\n": "openai",  # a provider
     RERANK.format(provider="cross-encodr", key="path"): "cross-encoder",  # a reranker's provider
     RERANK.format(provider="cross-encoder", key="pth"): "path",  # a key of a union's member
 }
 HINT = re.compile(
-    r"(?:unknown key|unknown metric '([^']+)'|'([^']+)' is no [a-z ]+) "
+    r"(?:unknown key|unknown (?:metric|index) '([^']+)'|'([^']+)' is no [a-z ]+) "
     r"\(did you mean '([^']+)'\?\)"
 )
 
@@ -148,3 +149,47 @@ def test_suggestion_is_a_name_of_the_registry_or_none() -> None:
     assert suggestion("x", ["ef_search", "m"]) is None
     assert suggestion("ef_search", ["ef_search", "ef_searches"]) == "ef_searches"  # not itself
     assert did_you_mean("x", ["ef_search"]) == ""
+
+
+@pytest.mark.parametrize(
+    ("typo", "fixed"),
+    [
+        (["validate", "golden_sets/demo", "--format", "natvie"], "native"),  # a callback's choices
+        (["validate", "golden_sets/demo", "--format=natve"], "--format=native"),  # joined
+        (["leakage", "--train", "{train}", "--no-embedding", "--train-format", "txet"], "text"),
+        (
+            [
+                "compare",
+                BASELINE,
+                BASELINE,
+                "-o",
+                "{out}",
+                "--samples",
+                "100",
+                "--correction",
+                "hlm",
+            ],
+            "holm",
+        ),
+    ],
+)
+def test_a_value_none_of_the_choices_suggests_one_that_runs(
+    typo: list[str], fixed: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An option's value that is none of its choices is refused (exit 2) with the command line
+    holding the close choice instead; pasted, it runs (exit 0)."""
+    monkeypatch.chdir(REPO)
+    train = tmp_path / "train.txt"
+    train.write_text("what is a golden set\n")
+    args = [a.format(train=train, out=tmp_path / "out") for a in typo]
+    code, output = invoke(*args)
+    assert code == 2, output
+    line = pasted(output)
+    assert line[1:] == [fixed if a == typo[-1] else a for a in args], line
+    code, output = invoke(*line[1:])
+    assert code == 0, (line, output)
+
+
+def test_a_value_close_to_no_choice_suggests_nothing() -> None:
+    code, output = invoke("validate", "golden_sets/demo", "--format", "xyzzy")
+    assert code == 2 and "Did you mean" not in output, output

@@ -32,7 +32,16 @@ from evalret.choices import (
     TrainFormat,
 )
 from evalret.cli_golden import golden_app
-from evalret.cli_runtime import SuggestingGroup, bars, console, err_console, exit_code, run_app
+from evalret.cli_judgments import judgments_app
+from evalret.cli_runtime import (
+    SuggestingGroup,
+    bars,
+    console,
+    err_console,
+    exit_code,
+    run_app,
+    subgroup,
+)
 from evalret.cli_runtime import command as _command
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.errors import ExitCode
@@ -40,6 +49,7 @@ from evalret.report.escape import markup_safe
 from evalret.version import __version__
 
 __all__ = ["GOLDEN_FORMATS", "MAX_SAMPLES", "Correction", "TrainFormat", "app", "main"]
+
 
 app = typer.Typer(
     name="evalret",
@@ -51,21 +61,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # plain help: typer's rich help formatter imports rich.markdown and markdown-it (~0.1 s)
     rich_markup_mode=None,
-    cls=SuggestingGroup,  # "Did you mean: evalret run ..." for an unknown command or option
+    # commands in sections, "Start here"; "Did you mean: evalret run ..." for an unknown command,
+    # option or choice
+    cls=SuggestingGroup,
 )
-baseline_app = typer.Typer(help="Inspect baseline files.", no_args_is_help=True)
+baseline_app = subgroup("baseline", "Show what a saved baseline holds.")
 app.add_typer(baseline_app, name="baseline")
-cache_app = typer.Typer(help="Inspect and manage the embedding cache.", no_args_is_help=True)
+cache_app = subgroup("cache", "Inspect and manage the embedding cache.")
 app.add_typer(cache_app, name="cache")
-history_app = typer.Typer(
-    help="Keep a metric's trend across commits in a SQLite database.", no_args_is_help=True
-)
+history_app = subgroup("history", "Keep a metric's trend across commits in a SQLite database.")
 app.add_typer(history_app, name="history")
-judgments_app = typer.Typer(
-    help="Annotators' judgments: agreement, and merging into a golden set.", no_args_is_help=True
-)
 app.add_typer(judgments_app, name="judgments")
-config_app = typer.Typer(help="The config file: its JSON Schema.", no_args_is_help=True)
+config_app = subgroup("config", "Print the config file's JSON Schema.")
 app.add_typer(config_app, name="config")
 app.add_typer(golden_app, name="golden")
 
@@ -104,10 +111,15 @@ def run(
     judge: o.Judge = False,
     judge_cache_only: o.JudgeCacheOnly = False,
 ) -> ExitCode:
-    """Embed the golden set, search exact and HNSW indexes, report metrics per slice, and gate
-    against floors and a baseline (--baseline, default: the config's gate.baseline). Report
-    files go to --out (default: the config's output.dir); --set KEY=VALUE (or --model,
-    --dimension) changes a config setting for this run. Exit 1 when a check fails."""
+    """Evaluate a config on its golden set and gate the result.
+
+    Searches every enabled index (exact, HNSW, faiss, quantized, BM25, hybrid, vector stores,
+    pgvector, Python retrievers, run files, rerankers), reports metrics per slice and gates them
+    against the config's floors and a baseline (--baseline, default: gate.baseline). --set
+    KEY=VALUE (--model, --dimension) changes a setting for this run, recorded in report.json.
+    Exit 1 when a check fails. Writes into --out (default: output.dir): report.json, report.md,
+    comment.md, report.html, junit.xml (with a gate) and run.INDEX.trec per index; with
+    --save-baseline FILE, also the run as a baseline."""
     from evalret.commands.run import RunRequest, plan_command, run_command
     from evalret.report.terminal_brief import print_run
 
@@ -156,10 +168,12 @@ def embed(
     settings: o.Overrides,
     export: o.Export = None,
 ) -> None:
-    """Fill the embedding cache with what `evalret run` on the config embeds (documents and
-    queries), or with one shard of it (--shard I/N, for a CI matrix), and stop. After the N
-    shards share one cache directory, `evalret run` embeds nothing. --export FILE also writes
-    the documents' vectors with the model's identity (Parquet or .npz), to load a store with."""
+    """Fill the embedding cache for a config, and stop.
+
+    Embeds what `evalret run` embeds, or one shard of it (--shard I/N, for a CI matrix): once
+    the N shards share one cache, `evalret run` embeds nothing. Writes into the embedding cache
+    (--dir); with --export FILE, also the documents' vectors and the model's identity (Parquet
+    or .npz), to load a vector store with."""
     from evalret.commands.embed import embed_command
     from evalret.report.embed_view import embed_lines
 
@@ -194,9 +208,11 @@ def score(
     progress: o.Progress,
     verbose: o.Verbose = False,
 ) -> ExitCode:
-    """Score run files against qrels like trec_eval, with no model and no embedding: each run is
-    an index named after its file stem (or NAME=PATH); writes the same report files as run into
-    --out and gates against --baseline. Exit 1 when a check fails."""
+    """Score TREC or JSONL run files against qrels, with no model.
+
+    As trec_eval: each run is an index named after its file stem (or NAME=PATH), gated against
+    --baseline. Exit 1 when a check fails. Writes into --out: report.json, report.md,
+    comment.md, report.html, junit.xml (with a baseline) and run.INDEX.trec per run."""
     from evalret.commands.score import score_command
     from evalret.report.terminal_brief import print_run
 
@@ -219,9 +235,7 @@ def compare(
     *,
     a: Annotated[Path, typer.Argument(help="A: a config (.yaml) to run, or a saved report.json.")],
     b: Annotated[Path, typer.Argument(help="B: a config (.yaml) to run, or a saved report.json.")],
-    out: Annotated[Path, o.out("Directory for compare.json and compare.md.")] = Path(
-        "reports/compare"
-    ),
+    out: Annotated[Path, o.out("Directory for the comparison's files.")] = Path("reports/compare"),
     primary: o.Primary = "ndcg@10",
     min_gain: o.MinGain = 0.01,
     alpha: o.Alpha = 0.05,
@@ -233,9 +247,12 @@ def compare(
     verbose: o.Verbose = False,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Compare two model versions (configs or saved reports) with paired statistics; writes
-    compare.json, compare.md, disagreements.md and report.html into --out. --set (--model,
-    --dimension) applies to each side that is a config."""
+    """Compare two models or configs with paired statistics.
+
+    A and B are configs (run here) or saved report.json files; --set (--model, --dimension)
+    applies to each side that is a config. Exit 1 on a significant regression only with
+    --fail-on-regression. Writes into --out: compare.json, compare.md, disagreements.md and
+    report.html."""
     from evalret.commands.compare import compare_command
     from evalret.report.terminal_brief import print_compare
 
@@ -274,8 +291,10 @@ def pool(
     old_format: o.OldPoolFormat = None,
     settings: o.Overrides,
 ) -> None:
-    """Export the unjudged documents of every run's top k, per query, for annotators (JSONL with
-    grade null to fill in, into --out): pooling across configs and indexes."""
+    """Export unjudged top-k documents for annotators to grade.
+
+    Writes to --out the unjudged documents of every run's top k, per query, across configs and
+    indexes: JSONL with grade null to fill in, or a Label Studio import."""
     from evalret.commands.pool import PoolRequest, pool_command
     from evalret.report.pool_view import pool_line
 
@@ -315,11 +334,13 @@ def judge(
     progress: o.Progress,
     settings: o.SetsOnly,
 ) -> ExitCode:
-    """Grade (query, document) pairs with an LLM (the config's judge: section): a pool's pairs,
-    or the unjudged top k of a run (--from-report); writes annotation JSONL for `evalret
-    judgments merge`. Exit 1 when --calibrate finds kappa below judge.min_kappa; exit 3 when a
+    """Grade (query, document) pairs with an LLM judge.
+
+    Grades a pool's pairs, or the unjudged top k of a run (--from-report), with the config's
+    judge: section. Exit 1 when --calibrate finds kappa below judge.min_kappa; exit 3 when a
     request failed for good or an answer could not be read (the labels got are written and
-    cached: a rerun asks the rest)."""
+    cached: a rerun asks the rest). Writes the labels to --out (annotation JSONL for `evalret
+    judgments merge`); the answers are kept in the judge's answer cache."""
     from dataclasses import asdict
 
     from evalret.commands.judge import JudgeRequest, judge_command
@@ -358,8 +379,10 @@ def annotate(
     seed: o.AnnotateSeed = 0,
     no_browser: o.NoBrowser = False,
 ) -> None:
-    """Grade a pool's (query, document) pairs in a browser, one at a time, on 127.0.0.1 (needs
-    evalret[annotate]); every grade is appended to the annotation file at once."""
+    """Grade a pool's (query, document) pairs in a browser.
+
+    Serves one pair at a time on 127.0.0.1 until Ctrl-C (needs evalret[annotate]). Writes
+    every grade at once to --out (default: POOL.ANNOTATOR.jsonl beside the pool)."""
     from evalret.commands.annotate import AnnotateRequest, annotate_command
 
     def say(text: str) -> None:
@@ -384,9 +407,10 @@ def report_command(
     out: Annotated[Path | None, o.out("Directory for report.html (default: beside PATH).")] = None,
     baseline: o.DrawnBaseline = None,
 ) -> None:
-    """Render report.html (charts, self-contained) from a saved report.json or compare.json, into
-    --out (default: beside PATH); --baseline draws that saved report beside the run (default:
-    the gate's baseline, if found)."""
+    """Render report.html from a saved report.json or compare.json.
+
+    Self-contained; --baseline draws that saved report beside the run (default: the gate's
+    baseline, if found). Writes report.html into --out (default: beside PATH)."""
     from evalret.commands.report import write_saved_html
 
     written = write_saved_html(path=path, out_dir=out, baseline=baseline)
@@ -399,8 +423,10 @@ def baseline_show(
     path: Annotated[Path, typer.Argument(help="A baseline (or saved report.json).")],
     verbose: o.Verbose = False,
 ) -> None:
-    """Show what a baseline holds: what saved it and when, the golden set and each index's
-    headline metrics (--verbose: every setting, slice and metric). No verdict."""
+    """Show what a baseline holds.
+
+    What saved it and when, the golden set and each index's headline metrics (--verbose: every
+    setting, slice and metric). No verdict."""
     from evalret.commands.baseline import baseline_show_command
     from evalret.report.baseline_view import print_baseline
 
@@ -409,7 +435,7 @@ def baseline_show(
 
 @_command(cache_app, "info")
 def cache_info(*, directory: o.CacheDir = None) -> None:
-    """List the cached embedding sets: model, settings, entries, size, last use."""
+    """List the cached embedding sets with their size and last use."""
     from evalret.commands.cache import cache_info_command
     from evalret.report.cache_view import info_view
 
@@ -427,7 +453,9 @@ def cache_clear(*, directory: o.CacheDir = None) -> None:
 
 @_command(cache_app, "prune")
 def cache_prune(*, directory: o.CacheDir = None, days: o.Days = 30) -> None:
-    """Remove embedding sets unused for a while, corrupt shards and stale temporary files."""
+    """Remove unused embedding sets and broken cache files.
+
+    The sets unused for --days, corrupt shards and stale temporary files."""
     from evalret.commands.cache import cache_prune_command
     from evalret.report.cache_view import pruned_line
 
@@ -446,46 +474,35 @@ def init(
     install: o.Install = None,
     workflow_only: o.WorkflowOnly = False,
 ) -> None:
-    """Write a starter config, a tiny golden-set template and, with --action-ref, a GitHub
-    workflow using evalret's action from that repository and ref; with --pre-commit, add the
-    evalret-gate hook (stage pre-push) to .pre-commit-config.yaml instead, run when the config,
-    golden set, baseline or a --watch path changes. Paths are relative to DIRECTORY."""
-    if pre_commit and (action_ref is not None or install is not None or workflow_only):
-        from evalret.errors import InputError
+    """Scaffold a config, a golden-set template and, with --action-ref, a CI workflow.
 
-        raise InputError("--pre-commit adds the hook only: it writes no workflow")
-    if pre_commit:
-        from evalret.commands.init import PRE_COMMIT_NEXT_STEPS, add_pre_commit_hook
+    Paths are relative to DIRECTORY; an existing file is refused unless --force. Writes
+    evalret.yaml, evalret.schema.json, golden_sets/example/corpus.jsonl and queries.jsonl, and,
+    with --action-ref, .github/workflows/evalret.yml using evalret's action from that repository
+    and ref; with --pre-commit, only adds the evalret-gate hook (stage pre-push) to
+    .pre-commit-config.yaml, run when the config, golden set, baseline or a --watch path
+    changes."""
+    from evalret.commands.init import init_command
 
-        added = add_pre_commit_hook(root=directory, config=config, extra=watch or [])
-        state = "added the evalret-gate hook to" if added.added else "evalret-gate is already in"
-        console.print(f"{state} {markup_safe(str(added.path))}", highlight=False)
-        console.print(f"watched: {markup_safe(', '.join(added.watched))}", highlight=False)
-        for path in added.outside:
-            console.print(f"not watched (outside the repository): {markup_safe(str(path))}")
-        console.print(PRE_COMMIT_NEXT_STEPS, highlight=False)
-        return
-    from evalret.commands.init import NEXT_STEPS, NO_WORKFLOW, write_scaffold
-
-    written = write_scaffold(
+    lines = init_command(
         root=directory,
         force=force,
+        pre_commit=pre_commit,
+        config=config,
+        watch=watch or [],
         action_ref=action_ref,
         install=install,
         workflow_only=workflow_only,
     )
-    for path in written:
-        console.print(f"wrote {markup_safe(str(path))}")
-    if not workflow_only:
-        console.print(NEXT_STEPS)
-    if action_ref is None:
-        console.print(NO_WORKFLOW)
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
 
 
 @_command(config_app, "schema")
 def config_schema() -> None:
-    """Print the config file's JSON Schema (draft-07): editors complete and check a config with
-    it (evalret init writes it beside the starter config); the package ships the same file."""
+    """Print the config file's JSON Schema (draft-07).
+
+    Editors complete and check a config with it; evalret init writes it beside the config."""
     from evalret.commands.config import config_schema_command
 
     typer.echo(config_schema_command(), nl=False)
@@ -499,8 +516,11 @@ def hook(
     out: Annotated[Path | None, o.out("Directory for report files (overrides output.dir).")] = None,
     settings: o.Overrides,
 ) -> ExitCode:
-    """The pre-commit hook evalret-gate (stage pre-push): `evalret run` against the config's
-    baseline, then a short verdict and the path of report.md. Exit 1 when a check fails."""
+    """Run the gate as the pre-commit hook evalret-gate (pre-push).
+
+    `evalret run` against the config's baseline, then a short verdict and the path of
+    report.md; exit 1 when a check fails. Writes into --out (default: output.dir) as `evalret
+    run`: report.json, report.md, comment.md, report.html, junit.xml and run.INDEX.trec."""
     from evalret.commands.hook import hook_command, pushed_commit
     from evalret.pipeline.precommit import HOOK_ID, INPUT_HINT, SKIP_HINT
     from evalret.report.hook_view import hook_lines
@@ -537,8 +557,10 @@ def validate(
     as_json: o.AsJson = False,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Check a golden set without a model: every error and warning with file:line, counts,
-    slice reliability and minimum detectable nDCG@10 difference. Exit 2 on errors."""
+    """Check a golden set without a model.
+
+    Every error and warning with file:line, counts, slice reliability and the minimum
+    detectable nDCG@10 difference. Exit 2 on errors."""
     from evalret.commands.validate import validate_command, validation_json
     from evalret.report.validate_view import render_validation
 
@@ -574,9 +596,10 @@ def leakage(
     progress: o.Progress,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Find training queries that copy golden-set queries (exact, near-identical text, or
-    embedding cosine above a threshold); --out writes the full result as JSON; exit 1 above
-    --max-fraction."""
+    """Find training queries that copy golden-set queries.
+
+    Exact and near-identical text, and embedding cosine above a threshold (not with
+    --no-embedding). Exit 1 above --max-fraction. Writes the result as JSON to --out."""
     from evalret.commands.leakage import leakage_command
     from evalret.report.leakage_view import render_leakage
 
@@ -613,11 +636,12 @@ def sweep(
     progress: o.Progress,
     fixed: o.FixedSettings,
 ) -> None:
-    """Evaluate every point of a grid of config settings (--set, repeatable; --model and
-    --dimension fix one setting for every point) from one embedding cache, measure each faiss
-    index's latency (p50, p95), QPS, build time and size, and write sweep.json and sweep.html
-    with the Pareto fronts of nDCG@10 against latency and memory into --out (required).
-    Timing figures are machine-dependent."""
+    """Evaluate a grid of config settings: quality, latency and memory.
+
+    Runs every point (--set KEY=V1,V2,...; --model, --dimension fix one setting for all) from
+    one embedding cache, timing each faiss index (p50, p95, QPS, build time, size), with the
+    Pareto fronts of nDCG@10 against latency and memory (timings are machine-dependent).
+    Writes sweep.json and sweep.html into --out."""
     from evalret.commands.sweep import sweep_command
     from evalret.report.sweep_view import sweep_table
 
@@ -650,8 +674,10 @@ def history_add(
     mark_baseline: o.MarkBaseline = False,
     old_baseline: o.OldMarkBaseline = False,
 ) -> None:
-    """Append a saved report.json (its fingerprint and every metric per index and slice) to the
-    history database, creating it when missing; one transaction, safe to run concurrently."""
+    """Append a saved report.json to the history database.
+
+    Its fingerprint and every metric per index and slice, in one transaction (safe to run
+    concurrently). Writes the database (--db), created when missing."""
     from evalret.commands.history import history_add_command
     from evalret.report.history_view import entry_name
 
@@ -675,8 +701,10 @@ def history_show(
     index: o.HistoryIndex = None,
     last: o.HistoryLast = SHOWN_ENTRIES,
 ) -> None:
-    """Print the history as a table per index and slice, newest last: each metric's value and
-    its change from the previous entry (default: the exact index, slice all, every metric)."""
+    """Print the history as a table per index and slice.
+
+    Newest last: each metric's value and its change from the previous entry (default: the exact
+    index, slice all, every metric)."""
     from evalret.commands.history import history_view
     from evalret.report.history_view import history_tables
 
@@ -701,70 +729,16 @@ def history_report(
     index: o.HistoryIndex = None,
     last: o.HistoryLast = SHOWN_ENTRIES,
 ) -> None:
-    """Write trend.html: the entries, and per slice a trend chart per metric with a line per
-    index, baselines ringed and golden-set or metric-definition changes marked (self-contained)."""
+    """Write a page of trend charts from the history.
+
+    Per slice a chart per metric with a line per index, baselines ringed, golden-set or
+    metric-definition changes marked. Writes trend.html to --out (default: beside the database)."""
     from evalret.commands.history import history_report_command
 
     path = history_report_command(
         db=db, config=config, out=out, indexes=index, slices=slice_name, metrics=metric, last=last
     )
     console.print(f"wrote {markup_safe(str(path))}", highlight=False)
-
-
-# --- judgments (issue #17) ---------------------------------------------------------------------
-
-
-@_command(judgments_app, "agreement")
-def judgments_agreement(
-    *,
-    files: o.AnnotationFiles,
-    scale: o.Scale = "0-3",
-    top: o.Top = 10,
-    out: Annotated[Path | None, o.out("Write the figures here as JSON.")] = None,
-    old_json: o.OldAgreementJson = None,
-) -> None:
-    """Agreement between annotators: Cohen's and weighted kappa per pair, Fleiss' kappa and
-    Krippendorff's alpha over all, raw agreement, gold accuracy, widest disagreements."""
-    from evalret.commands.agreement import agreement_command
-    from evalret.report.judgments_view import render_agreement
-
-    json_out = o.renamed(out, old_json, "--out")
-    report = agreement_command(files=files, scale=scale, top=top, json_out=json_out)
-    console.print(render_agreement(report), highlight=False)
-
-
-@_command(judgments_app, "merge")
-def judgments_merge(
-    *,
-    files: o.AnnotationFiles,
-    into: o.Into,
-    out: Annotated[Path, o.out("New golden set directory (new or empty).")],
-    policy: o.Policy = "median",
-    min_annotators: o.MinAnnotators = 1,
-    drop_below: o.DropBelow = None,
-    overwrite: o.Overwrite = False,
-    scale: o.Scale = "0-3",
-    golden_format: o.GoldenFormat = None,
-    split: o.GoldenSplit = None,
-) -> None:
-    """Merge annotators' grades into a new golden set (native or BEIR, as the input), with
-    disputed.jsonl listing the items that need adjudication."""
-    from evalret.commands.merge_judgments import merge_judgments_command
-    from evalret.report.judgments_view import render_merge
-
-    outcome = merge_judgments_command(
-        files=files,
-        into=into,
-        out=out,
-        scale=scale,
-        policy=policy,
-        min_annotators=min_annotators,
-        drop_below=drop_below,
-        overwrite=overwrite,
-        golden_format=golden_format,
-        split=split,
-    )
-    console.print(render_merge(outcome), highlight=False)
 
 
 def main() -> None:

@@ -14,13 +14,14 @@ import typer
 
 from evalret import cli_options as o
 from evalret.cli_runtime import command as _command
-from evalret.cli_runtime import console
+from evalret.cli_runtime import console, subgroup
 from evalret.errors import ExitCode
 
-golden_app = typer.Typer(
-    help="Build a golden set from nothing: sample a query log, write synthetic queries, judge "
-    "pooled results, and check that the set can catch a regression.",
-    no_args_is_help=True,
+golden_app = subgroup(
+    "golden",
+    "Build a golden set from nothing, and check what it can catch.\n\nSample a query log, write "
+    "synthetic queries, judge the pooled results, and ask the doctor whether the set can catch "
+    "a regression.",
 )
 
 
@@ -38,12 +39,16 @@ def golden_judge(
     progress: o.Progress,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Pool the top k of several retrievers (and each synthetic query's source documents) for
-    every query of DRAFT, grade the pool with the config's LLM judge (as `evalret judge`: its
-    cache, votes, calibration), and write the graded golden set to --out. Pairs the draft grades
-    already are kept and not sent. Exit 1 when --calibrate finds kappa below judge.min_kappa;
-    exit 3 when a request failed for good or an answer could not be read: nothing is written,
-    the answers read are cached, a rerun asks the rest."""
+    """Grade a draft's pooled results with the LLM judge.
+
+    Pools the top k of several retrievers (and each synthetic query's source documents) for
+    every query of DRAFT, grades the pool with the config's judge (as `evalret judge`: its
+    cache, votes, calibration); pairs the draft grades already are kept and not sent. Exit 1
+    when --calibrate finds kappa below judge.min_kappa; exit 3 when a request failed for good
+    or an answer could not be read: nothing is written, the answers read are cached, a rerun
+    asks the rest.
+
+    Writes the graded golden set into --out: corpus.jsonl, queries.jsonl and manifest.json."""
     from evalret.commands.golden_judge import (
         GoldenJudgeRequest,
         golden_judge_command,
@@ -88,9 +93,13 @@ def from_logs(
     reading: o.LogOptions,
     progress: o.Progress,
 ) -> None:
-    """Sample a query log into a golden-set draft: personal data found first (--pii), queries
-    counted by normalized text, near-duplicates collapsed, strata by traffic (head, torso,
-    tail), --n drawn seeded; writes --out (corpus.jsonl, queries.jsonl, manifest.json)."""
+    """Sample a query log into a golden-set draft.
+
+    Personal data is found first (--pii); queries are counted by normalized text,
+    near-duplicates collapsed, split into traffic strata (head, torso, tail), and --n drawn,
+    seeded.
+
+    Writes the draft into --out: corpus.jsonl, queries.jsonl and manifest.json."""
     from evalret.commands.golden_logs import FromLogsRequest, from_logs_command, parse_cuts
     from evalret.report.golden_logs_view import render_from_logs
 
@@ -124,11 +133,16 @@ def golden_synth(
     progress: o.Progress,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Write synthetic queries with a chat model (synth.chat, else the judge: section) for
-    documents drawn to cover the corpus (k-means of the embeddings), few-shot from a log's
-    queries; drop duplicates and queries the judge finds unanswerable, tag (or drop) too-easy
-    ones; write a draft with provenance on every query. Exit 3 when the endpoint fails for good
-    (the answers got are cached: a rerun asks only the rest)."""
+    """Write synthetic queries for a corpus with a chat model.
+
+    Asks the chat model (synth.chat, else the judge: section) for queries about documents
+    drawn to cover the corpus (k-means of the embeddings), few-shot from a log's queries; drops
+    duplicates and queries the judge finds unanswerable, and tags (or drops) too-easy ones.
+    Exit 3 when the endpoint fails for good (the answers got are cached: a rerun asks only the
+    rest).
+
+    Writes the draft into --out, with provenance on every query: corpus.jsonl, queries.jsonl
+    and manifest.json."""
     from evalret.commands.golden_synth import SynthRequest, synth_command
     from evalret.report.synth_view import render_synth
 
@@ -164,12 +178,15 @@ def doctor(
     progress: o.Progress,
     settings: o.Overrides,
 ) -> ExitCode:
-    """Ask whether the config's golden set can catch a regression: headroom (queries already
-    perfect, per slice), discrimination (a zoo: the model, its quarter dimension, BM25, a random
-    ranking, paired tests and the queries needed), edge-case coverage by query shape, and with
-    --log the share of logged queries the set covers, the uncovered traffic clusters and the
-    drift. Writes doctor.json and doctor.html into --out (default: the config's output.dir).
-    Exit 1 when coverage is below gate.coverage.min."""
+    """Check whether the golden set can catch a regression.
+
+    Measures headroom (queries already perfect, per slice), discrimination (a zoo: the model,
+    its quarter dimension, BM25, a random ranking, paired tests and the queries needed),
+    edge-case coverage by query shape, and with --log the share of logged queries the set
+    covers, the uncovered traffic clusters and the drift. Exit 1 when coverage is below
+    gate.coverage.min.
+
+    Writes doctor.json and doctor.html into --out (default: output.dir)."""
     from evalret.commands.golden_doctor import doctor_command
     from evalret.pipeline.doctor import DoctorSettings
     from evalret.report.doctor_view import render_doctor

@@ -36,8 +36,9 @@ from evalret.choices import (
     PiiMode,
     TrainFormat,
 )
+from evalret.choices import Policy as PolicyName
 from evalret.choices import WithoutRelevant as QueriesWithoutRelevant
-from evalret.cli_runtime import OptionGroup, bars
+from evalret.cli_runtime import BadChoice, OptionGroup, bars
 from evalret.pipeline.progress import ProgressBars
 
 if TYPE_CHECKING:
@@ -87,15 +88,16 @@ def _hidden(old: str, new: str, **kwargs: Any) -> Any:
 
 def _golden_format(value: str | None) -> str | None:
     if value is not None and value not in GOLDEN_FORMATS:
-        raise typer.BadParameter(
-            f"{value!r} is not a golden-set format; choose {', '.join(GOLDEN_FORMATS)}"
+        raise BadChoice(
+            f"{value!r} is not a golden-set format; choose {', '.join(GOLDEN_FORMATS)}",
+            GOLDEN_FORMATS,
         )
     return value
 
 
 def _pool_format(value: str | None) -> str | None:
     if value is not None and value not in POOL_FORMATS:
-        raise typer.BadParameter(f"{value!r}: choose {' or '.join(POOL_FORMATS)}")
+        raise BadChoice(f"{value!r}: choose {' or '.join(POOL_FORMATS)}", POOL_FORMATS)
     return value
 
 
@@ -128,8 +130,8 @@ _set = _once(
 Sets = Annotated[
     list[str] | None,
     _set(
-        "KEY=VALUE: set a config key, e.g. model.truncate_dim=256 (a dotted path and a YAML "
-        "scalar; repeatable), validated as the file and recorded in report.json.",
+        "KEY=VALUE: set a config key for this command, e.g. model.truncate_dim=256 (a dotted "
+        "path and a YAML scalar; repeatable), validated as the file is.",
         metavar="KEY=VALUE",
     ),
 ]
@@ -420,7 +422,10 @@ OldMarkBaseline = Annotated[bool, _hidden("--baseline", "--mark-baseline")]
 Top = Annotated[int, _option("--top", min=0, help="Widest disagreements shown.")]
 OldAgreementJson = Annotated[Path | None, _hidden("--json", "--out")]
 Into = Annotated[Path, _option("--into", help="The golden set to add the grades to.")]
-Policy = Annotated[str, _option("--policy", help="median (lower), majority or mean.")]
+Policy = Annotated[
+    PolicyName,
+    _option("--policy", help="How grades merge: median (the lower of two), majority or mean."),
+]
 MinAnnotators = Annotated[int, _option("--min-annotators", min=1, help="Fewer: disputed.")]
 DropBelow = Annotated[
     float | None,

@@ -26,12 +26,13 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, get_type_hints
 
 import typer
 import typer.core
 from typer.core import TyperCommand, TyperGroup
 
+from evalret.cli_help import EXAMPLES, SECTIONS, START_HERE
 from evalret.errors import EvalretError, ExitCode, InputError, Terminated
 from evalret.report.escape import markup_safe
 
@@ -195,9 +196,59 @@ def _argument_name(param: Any, usage: bool) -> str:
     return name + ("..." if param.nargs != 1 else "")
 
 
-class _Command(TyperCommand):
+class _Examples:
+    """Help that ends with a block printed as written: a command's (or group's) epilog, its
+    examples (``examples``), under the heading ``epilog_title``."""
+
+    epilog: str | None
+    epilog_title: ClassVar[str] = "Examples"
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        if self.epilog:
+            with formatter.section(self.epilog_title):
+                formatter.write_text(inspect.cleandoc(self.epilog))
+
+
+def examples(*lines: str) -> str:
+    """A help's examples (an epilog): command lines, each runnable as pasted (a ``# note`` may
+    follow), kept as written: click rewraps no paragraph that starts with ``\\b``."""
+    return "\b\n" + "\n".join(lines)
+
+
+def short_help(command: Any) -> str:
+    """A command's line in its group's list: the first sentence of its help, whole (click's
+    rule for where a sentence ends), never cut at the terminal's width."""
+    return str(command.get_short_help_str(limit=sys.maxsize))
+
+
+class HelpGroup(_Examples, TyperGroup):
+    """A group whose help lists each command with the whole first sentence of its help, in the
+    sections ``sections`` names (title, command names; none: one list), and ends with its
+    examples. A command no section names is listed under "Other commands"."""
+
+    sections: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = ()
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        listed = {}
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                listed[name] = command
+        sections = [(t, [n for n in names if n in listed]) for t, names in self.sections]
+        placed = {n for _, names in sections for n in names}
+        rest = [n for n in listed if n not in placed]
+        if rest:
+            sections.append(("Other commands" if sections else "Commands", rest))
+        width = max(map(len, listed), default=0)  # one column across the sections
+        for title, names in sections:
+            with formatter.section(title):
+                formatter.write_dl([(n.ljust(width), short_help(listed[n])) for n in names])
+
+
+class _Command(_Examples, TyperCommand):
     """A command whose help reads like click's: ``Usage: evalret compare [OPTIONS] A B``,
-    arguments listed as ``A``, option values as ``PATH``, ``FLOAT`` or ``[holm|bh|...]``."""
+    arguments listed as ``A``, option values as ``PATH``, ``FLOAT`` or ``[holm|bh|...]``; its
+    examples last."""
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -242,12 +293,57 @@ def _pasted(ctx: Any, typo: str, match: str) -> str | None:
     return None
 
 
+class BadChoice(_CLICK.exceptions.BadParameter):  # type: ignore[misc]
+    """A value an option's callback refuses that is not one of ``choices`` (then a close one is
+    suggested, as for a ``click.Choice``)."""
+
+    def __init__(self, message: str, choices: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.choices = choices
+
+
+def _choice_fixed(e: Any, ctx: Any) -> str | None:
+    """For a value refused by an option with choices: the command line with the value replaced
+    by the close choice; None when the value or a close choice is not found."""
+    from evalret.core.suggest import suggestion
+
+    param = e.param
+    if param is None or param.param_type_name != "option":
+        return None
+    descriptor = getattr(param, "type_descriptor", None)  # typer's: a Literal's values
+    offered = descriptor.choices if descriptor is not None and descriptor.is_choice else ()
+    choices = getattr(e, "choices", None) or offered
+    if not choices:
+        return None
+    names = [str(c) for c in choices]
+    argv: list[str] = ctx.find_root().meta.get(_ARGV, [])
+    for i, token in enumerate(argv):
+        option, joined, value = token.partition("=")
+        if option not in param.opts or (not joined and i + 1 >= len(argv)):
+            continue
+        value = value if joined else argv[i + 1]
+        match = suggestion(value, names)
+        if value in names or match is None:
+            continue
+        fixed = [f"{option}={match}"] if joined else [option, match]
+        rest = argv[i + 1 :] if joined else argv[i + 2 :]
+        root = ctx.find_root()
+        return shlex.join([*(root.info_name or "evalret").split(), *argv[:i], *fixed, *rest])
+    return None
+
+
 def _with_suggestion(e: Any) -> Any:
-    """``e`` (an unknown command or option) with click's and typer's own "Did you mean" turned
-    into the whole command line to paste; ``e`` itself when nothing is close."""
+    """``e`` (an unknown command or option, or a value that is none of an option's choices) with
+    click's and typer's own "Did you mean" turned into the whole command line to paste; ``e``
+    itself when nothing is close."""
     from evalret.core.suggest import suggestion
 
     ctx = e.ctx
+    if isinstance(e, _CLICK.exceptions.BadParameter) and ctx is not None:
+        line = _choice_fixed(e, ctx)
+        if line is None:
+            return e
+        return _CLICK.exceptions.UsageError(f"{e.format_message()}\nDid you mean: {line}", ctx)
     if isinstance(e, _CLICK.exceptions.NoSuchOption) and ctx is not None:
         typo, base = e.option_name, f"No such option: {e.option_name}"
         argv = ctx.find_root().meta.get(_ARGV, [])
@@ -272,10 +368,18 @@ def _with_suggestion(e: Any) -> Any:
     return _CLICK.exceptions.UsageError(f"{base}\nDid you mean: {line}", ctx)
 
 
-class SuggestingGroup(TyperGroup):
-    """The root command: an unknown command or option anywhere below it is refused (exit 2) with
-    the corrected command line, ``Did you mean: evalret run --out reports``, which runs as
-    pasted (the close name from ``core.suggest``)."""
+class SuggestingGroup(HelpGroup):
+    """The root command: an unknown command or option anywhere below it, or an option's value
+    that is none of its choices, is refused (exit 2) with the corrected command line, ``Did you
+    mean: evalret run --out reports``, which runs as pasted (the close name from
+    ``core.suggest``). Its help ends with where to start (``epilog_title``)."""
+
+    sections = SECTIONS
+    epilog_title: ClassVar[str] = "Start here"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.epilog = examples(*START_HERE)
 
     def make_context(
         self, info_name: Any, args: list[str], parent: Any = None, **extra: Any
@@ -336,12 +440,32 @@ def _expanded(fn: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Opti
     return inspect.Signature(params), groups
 
 
+ROOT = "evalret"  # the top-level Typer app's name; a sub-group's is its own (``subgroup``)
+
+
+def subgroup(name: str, text: str) -> typer.Typer:
+    """The group ``evalret NAME`` (the caller adds it to the app): its help ``text``, its
+    commands listed whole (``HelpGroup``), its examples from ``cli_help.EXAMPLES``."""
+    shown = examples(*EXAMPLES[name])
+    return typer.Typer(name=name, help=text, no_args_is_help=True, cls=HelpGroup, epilog=shown)
+
+
+def _examples_of(group: typer.Typer, name: str) -> str | None:
+    """The examples of the command ``name`` of ``group`` (``evalret`` or a ``subgroup``), from
+    ``cli_help.EXAMPLES``; None for a group of none of them."""
+    called = name.replace("_", "-")
+    prefix = group.info.name if isinstance(group.info.name, str) else None
+    path = called if prefix == ROOT else f"{prefix} {called}"
+    return examples(*EXAMPLES[path]) if path in EXAMPLES else None
+
+
 def command(
     group: typer.Typer, name: str | None = None
 ) -> Callable[[Callable[..., ExitCode | None]], Callable[..., None]]:
     """Register a command on ``group`` whose function returns its exit code (None: 0); an
     EvalretError becomes ``Error: ...`` and its ExitCode, a crash ``Internal error`` and 3. Each
-    option group's members reach the function as the group's one value."""
+    option group's members reach the function as the group's one value. Its help ends with its
+    examples, ``cli_help.EXAMPLES`` of its path (tests/test_help.py: every command has some)."""
 
     def register(fn: Callable[..., ExitCode | None]) -> Callable[..., None]:
         signature, groups = _expanded(fn)
@@ -358,7 +482,7 @@ def command(
 
         run.__signature__ = signature  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
-        group.command(name, cls=_Command)(run)
+        group.command(name, cls=_Command, epilog=_examples_of(group, name or fn.__name__))(run)
         return run
 
     return register

@@ -384,3 +384,38 @@ def add_pre_commit_hook(*, root: Path, config: Path, extra: list[Path]) -> PreCo
         )
     atomic_write_text(path, new_text, "pre-commit config")
     return PreCommitHook(path, True, watched, outside)
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def init_command(
+    *,
+    root: Path,
+    force: bool,
+    pre_commit: bool,
+    config: Path,
+    watch: list[Path],
+    action_ref: str | None,
+    install: str | None,
+    workflow_only: bool,
+) -> list[str]:
+    """`evalret init`: write the scaffold, or with ``pre_commit`` only add the hook; the lines to
+    print (plain text: paths as they are)."""
+    if pre_commit and (action_ref is not None or install is not None or workflow_only):
+        raise InputError("--pre-commit adds the hook only: it writes no workflow")
+    if pre_commit:
+        added = add_pre_commit_hook(root=root, config=config, extra=watch)
+        state = "added the evalret-gate hook to" if added.added else "evalret-gate is already in"
+        return [
+            f"{state} {added.path}",
+            f"watched: {', '.join(added.watched)}",
+            *(f"not watched (outside the repository): {path}" for path in added.outside),
+            PRE_COMMIT_NEXT_STEPS,
+        ]
+    written = write_scaffold(
+        root=root, force=force, action_ref=action_ref, install=install, workflow_only=workflow_only
+    )
+    lines = [f"wrote {path}" for path in written]
+    lines += [] if workflow_only else [NEXT_STEPS]
+    return lines + ([NO_WORKFLOW] if action_ref is None else [])

@@ -26,6 +26,7 @@ from evalret.core.metrics import (
     search_depth,
 )
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
+from evalret.core.suggest import did_you_mean
 from evalret.data.config.base import AtKey, StrictModel
 from evalret.data.config.gate import (
     BUDGET_INDEX_TYPES,
@@ -414,7 +415,8 @@ class Config(StrictModel):
             )
 
     def _gated_indexes_exist(self) -> None:
-        """AtKey at the first gate key naming an index the config does not have."""
+        """AtKey at the first gate key naming an index the config does not have (with the
+        close name it may mean)."""
         known = {*BUILTIN_INDEXES, *self.indexes.typed}
         named: list[tuple[str, tuple[int | str, ...]]] = [
             (i, ("gate", "indexes", n)) for n, i in enumerate(self.gate.indexes or [])
@@ -426,7 +428,10 @@ class Config(StrictModel):
         ]
         for index, loc in named:
             if index not in known:
-                raise AtKey(f"unknown index {index!r}: one of {', '.join(sorted(known))}", loc)
+                hint = did_you_mean(index, sorted(known))
+                raise AtKey(
+                    f"unknown index {index!r}{hint}: one of {', '.join(sorted(known))}", loc
+                )
 
     @property
     def thresholds(self) -> dict[str, Threshold]:
