@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from evalret.data.schema import GateCheck, QueryExample, RunReport
 from evalret.report.escape import markdown, markdown_code
 from evalret.report.gate_rows import check_rows, gate_summary
-from evalret.report.markdown import loss_lines, unjudged_lines, verdict_heading
+from evalret.report.markdown import loss_lines, proof_lines, unjudged_lines, verdict_heading
 from evalret.report.numbers import TYPOGRAPHIC, number
 
 MARKER = "<!-- evalret-comment -->"  # hidden in the rendered comment; the action finds it
@@ -59,6 +59,9 @@ def _reports(link: str | None) -> str:
     return "the reports artifact of this workflow run (`report.md`, `report.html`)"
 
 
+PROOF_SHOWN = 5  # margin and close-check lines the comment lists of each (report.md: all)
+
+
 def _head(report: RunReport) -> list[str]:
     """The marker, the verdict and what the gate compared against."""
     gate = report.gate
@@ -77,7 +80,8 @@ def _head(report: RunReport) -> list[str]:
         lines.append("")
     if summary.weak:
         lines += [f"⚠️ {summary.weak_sentence}", ""]
-    return lines
+    proof = proof_lines(gate, PROOF_SHOWN)
+    return lines + proof[1:] + ([""] if proof else [])
 
 
 def _failed_rows(checks: list[GateCheck]) -> list[str]:

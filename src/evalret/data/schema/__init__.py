@@ -25,6 +25,7 @@ from evalret.data.schema.compare import (
     CompareReport,
     CompareSide,
     JudgedPair,
+    MarginComparison,
     MetricComparison,
     QueryExample,
     RankedDoc,
@@ -39,6 +40,7 @@ from evalret.data.schema.gate_section import (
     GateCheck,
     GateSection,
     GateSignificance,
+    GateStability,
     GateUnjudged,
 )
 from evalret.data.schema.plan import (
@@ -115,6 +117,7 @@ __all__ = [
     "GateCheck",
     "GateSection",
     "GateSignificance",
+    "GateStability",
     "GateUnjudged",
     "GoldenSetInfo",
     "IndexLatency",
@@ -127,6 +130,7 @@ __all__ = [
     "LatencySection",
     "LexicalSection",
     "LexicalSlice",
+    "MarginComparison",
     "MetricComparison",
     "MetricCurves",
     "MetricValue",

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 # the closed vocabularies are the core's, defined once there
-from evalret.core.gate import CheckKind, CheckStatus, GateVerdict, UnjudgedPolicy
-from evalret.core.stats import Correction, PairedTest
+from evalret.core.gate import (
+    CheckKind,
+    CheckStatus,
+    Evidence,
+    GateVerdict,
+    InconclusiveReason,
+    UnjudgedPolicy,
+)
+from evalret.core.stats import Correction, IntervalMethod, PairedTest
 from evalret.data.schema.base import (
     Change,
     _Model,
@@ -45,6 +52,21 @@ class GateCheck(_Sparse):
     # decided between inconclusive and failed (absent where not read); the baseline's mean
     condensed_baseline: float | None = None
     condensed_current: float | None = None  # the judged-only form's mean in this run
+    # a margin check (non_inferiority, equivalence; core.gate.margins): the one-sided bounds of
+    # the paired difference current - baseline (null: fewer than two queries), how they were
+    # drawn and at what confidence, what they showed, and the queries that would prove the
+    # margin at the observed spread (null: none would)
+    interval_low: float | None = None
+    interval_high: float | None = None
+    interval_method: IntervalMethod | None = None  # t or bootstrap
+    interval_confidence: float | None = None  # 1 - alpha, one-sided
+    evidence: Evidence | None = None  # proven, not_proven or underpowered
+    queries_needed: int | None = None
+    # a check over per-query values: the share of resamples of its slice's queries in which its
+    # rule decides otherwise (core.gate.stability; absent in older reports)
+    flip_probability: float | None = None
+    # an inconclusive check: unjudged (judged@k fell) or unstable (gate.min_stability)
+    inconclusive_reason: InconclusiveReason | None = None
 
     @property
     def outcome(self) -> CheckStatus:
@@ -75,6 +97,15 @@ class GateUnjudged(_Model):
     min_judged: float | None = None
 
 
+class GateStability(_Model):
+    """How the checks' flip probabilities were drawn (the run's bootstrap settings) and the
+    config's gate.min_stability."""
+
+    samples: int  # resamples of each slice's queries
+    seed: int  # seed of the resampling
+    min_stability: float | None  # below it a check is inconclusive; null: reported only
+
+
 class GateSection(_Sparse):
     # the gate's outcome: inconclusive when no check failed but some could not tell
     verdict: GateVerdict
@@ -88,6 +119,7 @@ class GateSection(_Sparse):
     checks: list[GateCheck]  # every check, in order
     notes: list[str]  # what the reader should know about this verdict
     unjudged: GateUnjudged | None = None  # absent in older reports and with gate.unjudged null
+    stability: GateStability | None = None  # absent in older reports
 
     @property
     def failed(self) -> list[GateCheck]:
@@ -96,5 +128,6 @@ class GateSection(_Sparse):
 
     @property
     def inconclusive(self) -> list[GateCheck]:
-        """The drop checks whose labels could not tell (too few of the new top k judged)."""
+        """The checks that could not tell: labels too thin (too few of the new top k judged) or
+        a verdict that flips under resampling (``inconclusive_reason``)."""
         return [c for c in self.checks if c.outcome == "inconclusive"]
