@@ -138,7 +138,7 @@ def margin_parts(report: CompareReport, shown: int | None = None) -> list[Render
     lines = compare_margin_lines(report, PLAIN)
     if not lines:
         return []
-    parts: list[RenderableType] = [Text(""), Text("margins (B − A):", style="bold")]
+    parts: list[RenderableType] = [Text(""), Text("margins (B - A):", style="bold")]
     parts += [Text(f"  {terminal(line)}") for line in lines[:shown]]
     if shown is not None and len(lines) > shown:
         parts.append(Text(f"  ... and {len(lines) - shown} more (compare.md)", style="dim"))
@@ -280,7 +280,7 @@ def render_compare_markdown(report: CompareReport) -> str:
     margins = compare_margin_lines(report, TYPOGRAPHIC)
     if margins:
         s = report.settings
-        lines += ["", f"### Margins (B − A on {s.primary}, all metrics in compare.json)", ""]
+        lines += ["", f"### Margins (B - A on {s.primary}, all metrics in compare.json)", ""]
         lines += [f"- {markdown(line)}" for line in margins]
     if report.notes:
         lines += ["", *(f"- {markdown(n)}" for n in report.notes)]

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from evalret.core.gate import DROP_KINDS  # the drops and margins, drawn from a baseline
 from evalret.data.schema import CompareReport, GateCheck, GateSection
 from evalret.errors import ExitCode
 from evalret.report.gate_rows import GateSummary, gate_summary, result_word
 from evalret.report.numbers import Medium, number
 
-DROP_KINDS = ("max_drop", "max_drop_pct")
 COMPARED_KINDS = (*DROP_KINDS, "judged_min")  # checks drawn from a baseline
 VerdictState = Literal["pass", "fail", "inconclusive", "no baseline"]
 

@@ -9,9 +9,11 @@ from pydantic import (
     model_validator,
 )
 
+from evalret.choices import MarginMode
+
 # the closed vocabularies are the core's, defined once there
 from evalret.core.comparison import CompareStatus
-from evalret.core.gate import Evidence, ThresholdMode
+from evalret.core.gate import Evidence
 from evalret.core.slices import Reliability
 from evalret.core.stats import Correction, IntervalMethod
 from evalret.data.schema.base import (
@@ -148,7 +150,7 @@ class SettingsRecord(_Sparse):
     power: float  # power behind the minimum detectable effect
     samples_drawn: int | None = None  # absent in compare.json of older versions
     margin: float | None = None  # --margin (absent without it)
-    margin_mode: ThresholdMode | None = None  # --margin-mode (absent without --margin)
+    margin_mode: MarginMode | None = None  # --margin-mode (absent without --margin)
     rbo_p: float  # persistence of rank-biased overlap
     tests: str  # the paired tests run, in words
     ci: str  # how the intervals are computed, in words

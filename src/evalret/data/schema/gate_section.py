@@ -52,15 +52,17 @@ class GateCheck(_Sparse):
     # decided between inconclusive and failed (absent where not read); the baseline's mean
     condensed_baseline: float | None = None
     condensed_current: float | None = None  # the judged-only form's mean in this run
-    # a margin check (non_inferiority, equivalence; core.gate.margins): the one-sided bounds of
-    # the paired difference current - baseline (null: fewer than two queries), how they were
-    # drawn and at what confidence, what they showed, and the queries that would prove the
-    # margin at the observed spread (null: none would)
+    # margin checks (non_inferiority, equivalence; core.gate.margins), absent on other kinds:
+    # the one-sided lower bound of the paired difference current - baseline, at the level the
+    # correction held the check to (null: fewer than two queries)
     interval_low: float | None = None
-    interval_high: float | None = None
-    interval_method: IntervalMethod | None = None  # t or bootstrap
-    interval_confidence: float | None = None  # 1 - alpha, one-sided
-    evidence: Evidence | None = None  # proven, not_proven or underpowered
+    interval_high: float | None = None  # the one-sided upper bound of the paired difference
+    interval_method: IntervalMethod | None = None  # how the bounds were drawn: t or bootstrap
+    interval_confidence: float | None = None  # their one-sided level, 1 - the held alpha
+    # what the bounds showed: proven, not_proven (the observed difference past the margin) or
+    # underpowered (within it, but the bound is not)
+    evidence: Evidence | None = None
+    # queries that would prove the margin at the observed spread (absent: none would)
     queries_needed: int | None = None
     # a check over per-query values: the share of resamples of its slice's queries in which its
     # rule decides otherwise (core.gate.stability; absent in older reports)
