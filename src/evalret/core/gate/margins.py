@@ -92,7 +92,9 @@ def held_level(alpha: float, p: float, p_adjusted: float, family: int) -> float:
     below it exactly when p_adjusted is below alpha (alpha / family when p is 0)."""
     if p <= 0 or p_adjusted <= 0:
         return alpha / max(family, 1)
-    return min(alpha, alpha * p / p_adjusted)
+    if p_adjusted <= p:  # no correction, or a family of one: alpha itself
+        return alpha
+    return alpha * p / p_adjusted
 
 
 def held_bounds(tested: Tested, level: float) -> Bounds:
