@@ -121,8 +121,10 @@ def _drop_checks(
 
 
 def _attach_p_values(pending: list[_Pending], paired: Paired, significance: Significance) -> None:
-    """Run one one-sided paired test per (index, slice, metric), shared by its drop checks."""
-    samples = resamples_for(len(paired), significance.alpha, significance.samples, False)
+    """Run one one-sided paired test per (index, slice, metric), shared by its drop checks,
+    with enough resamples for the family they are corrected in (margin checks included)."""
+    family = len(paired) + sum(c.kind in MARGIN_KINDS for c in pending)
+    samples = resamples_for(family, significance.alpha, significance.samples, False)
     p_of = {
         key: paired_p_value(
             cur,
