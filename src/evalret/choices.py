@@ -26,6 +26,13 @@ POOL_FORMATS: tuple[str, ...] = get_args(PoolFormat)
 # the multiple-comparison correction (config compare.correction, `compare --correction`)
 Correction = Literal["holm", "bonferroni", "bh", "none"]
 
+# a margin the paired difference's bounds must prove (config gate thresholds' mode, `compare
+# --margin-mode`): non-inferiority (the lower bound above -margin) or equivalence (both within
+# ±margin, TOST)
+MarginMode = Literal["non_inferiority", "equivalence"]
+# a gate threshold's mode: drop (max_drop, max_drop_pct) or one of the margin modes above
+ThresholdMode = Literal["drop", "non_inferiority", "equivalence"]
+
 # how `evalret leakage --train` is read: by suffix or first line (auto), JSON Lines, or plain text
 TrainFormat = Literal["auto", "jsonl", "text"]
 

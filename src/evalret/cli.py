@@ -242,6 +242,8 @@ def compare(
     correction: o.CorrectionOption = "holm",
     samples: o.Samples = 10_000,
     seed: o.CompareSeed = 0,
+    margin: o.Margin = None,
+    margin_mode: o.MarginModeOption = None,
     fail_on_regression: o.FailOnRegression = False,
     progress: o.Progress,
     verbose: o.Verbose = False,
@@ -266,6 +268,8 @@ def compare(
         correction=correction,
         samples=samples,
         seed=seed,
+        margin=margin,
+        margin_mode=margin_mode,
         progress=progress,
         overrides=settings.overrides(),
     )

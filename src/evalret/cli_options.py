@@ -33,6 +33,7 @@ from evalret.choices import (
     Allocation,
     Correction,
     LogFileFormat,
+    MarginMode,
     PiiMode,
     TrainFormat,
 )
@@ -330,6 +331,18 @@ MinGain = Annotated[
 Alpha = Annotated[float, _option("--alpha", help="Significance level.")]
 CorrectionOption = Annotated[
     Correction, _option("--correction", help="Multiple-test correction across every test.")
+]
+Margin = Annotated[
+    float | None,
+    _option(
+        "--margin",
+        help="Test B - A on every metric and slice against this margin: non-inferiority (the "
+        "lower bound above -margin) or, with --margin-mode equivalence, TOST.",
+    ),
+]
+MarginModeOption = Annotated[
+    MarginMode | None,
+    _option("--margin-mode", help="non_inferiority (the default) or equivalence; needs --margin."),
 ]
 Samples = Annotated[
     int,

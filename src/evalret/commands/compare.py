@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from evalret.choices import MarginMode
 from evalret.core.metrics import parse_metric
 from evalret.core.stats import Correction
 from evalret.data.atomic import check_writable_dir
@@ -38,6 +39,8 @@ def compare_command(
     correction: Correction,
     samples: int,
     seed: int,
+    margin: float | None = None,
+    margin_mode: MarginMode | None = None,
     progress: ProgressBars = no_bars,
     overrides: Sequence[Override] = (),
 ) -> tuple[CompareReport, list[Path]]:
@@ -50,7 +53,11 @@ def compare_command(
         correction=correction,
         samples=samples,
         seed=seed,
+        margin=margin,
+        margin_mode=margin_mode or "non_inferiority",
     )
+    if margin_mode is not None and margin is None:
+        raise InputError(f"--margin-mode {margin_mode} needs --margin (the margin δ to prove)")
     if overrides and a.suffix == ".json" and b.suffix == ".json":
         raise InputError(
             f"{overrides[0].option}: A and B are saved reports, and a setting applies to a "

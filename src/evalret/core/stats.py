@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -240,3 +241,121 @@ def minimum_detectable_effect(
     z = NormalDist().inv_cdf
     z_alpha = z(1 - (alpha / 2 if two_sided else alpha))
     return float((z_alpha + z(power)) * sd_diff / np.sqrt(n))
+
+
+# how the interval of a paired difference is drawn for a margin (non-inferiority, equivalence)
+IntervalMethod = Literal["t", "bootstrap"]
+
+
+def interval_method(test: PairedTest) -> IntervalMethod:
+    """The interval that goes with a paired test: Student's t for the t-test, the percentile
+    bootstrap of the mean difference for the bootstrap and the randomization test (which has no
+    interval of its own)."""
+    return "t" if test == "t-test" else "bootstrap"
+
+
+@dataclass(frozen=True)
+class PairedSpread:
+    """What the bounds and p-values of a mean paired difference against a margin are read
+    from: the mean, its standard error and n (``t``), or the sorted resampled means
+    (``bootstrap``). ``usable`` False: fewer than two queries, or a value that is not finite,
+    which prove nothing (bounds -inf and +inf, p-values 1)."""
+
+    method: IntervalMethod
+    mean: float
+    se: float
+    n: int
+    means: np.ndarray | None = None  # bootstrap: the resampled means, ascending
+    usable: bool = True
+
+    def bounds(self, alpha: float) -> tuple[float, float]:
+        """The one-sided (1 - alpha) lower and upper bounds of the mean (together the
+        two-sided 1 - 2 alpha interval TOST reads). ``t``: mean -/+ t_{1-alpha, n-1} * se (no
+        spread: the mean); ``bootstrap``: the k-th smallest and k-th largest resampled mean,
+        k = ceil(alpha * samples)."""
+        if not self.usable:
+            return float("-inf"), float("inf")
+        if self.means is not None:
+            b = len(self.means)
+            k = min(b, max(1, int(np.ceil(alpha * b - 1e-9))))
+            return float(self.means[k - 1]), float(self.means[b - k])
+        if self.se <= 1e-15 * max(1.0, abs(self.mean)):
+            return self.mean, self.mean
+        from scipy import stats as sps
+
+        t = float(sps.t.ppf(1 - alpha, self.n - 1))
+        return self.mean - t * self.se, self.mean + t * self.se
+
+    def p_values(self, margin: float) -> tuple[float, float]:
+        """(p_low, p_high): the p-values of H0 "mean <= -margin" and H0 "mean >= margin", each
+        the inverse of its bound: p_low < alpha exactly when the lower bound at alpha is above
+        -margin, p_high < alpha exactly when the upper one is below +margin. ``t``: Student's t
+        with n - 1 degrees of freedom; ``bootstrap``: the share of resampled means <= -margin
+        (>= +margin)."""
+        if not self.usable:
+            return 1.0, 1.0
+        if self.means is not None:
+            b = len(self.means)
+            below = np.count_nonzero(self.means <= -margin) / b
+            return float(below), float(np.count_nonzero(self.means >= margin) / b)
+        if self.se <= 1e-15 * max(1.0, abs(self.mean)):
+            return float(self.mean <= -margin), float(self.mean >= margin)
+        from scipy import stats as sps
+
+        p_low = float(sps.t.sf((self.mean + margin) / self.se, self.n - 1))
+        return p_low, float(sps.t.cdf((self.mean - margin) / self.se, self.n - 1))
+
+
+def paired_spread(
+    diffs: np.ndarray,
+    method: IntervalMethod,
+    samples: int,
+    seed: int | np.random.SeedSequence | Sequence[int],
+) -> PairedSpread:
+    """The ``PairedSpread`` of the paired differences ``diffs``: for the bootstrap, ``samples``
+    resamples of the queries drawn from ``seed``."""
+    d = np.asarray(diffs, dtype=np.float64)
+    n = len(d)
+    if n < 2 or not np.isfinite(d).all():
+        return PairedSpread(method, float("nan"), float("nan"), n, usable=False)
+    mean, se = float(d.mean()), float(d.std(ddof=1)) / np.sqrt(n)
+    if method == "t":
+        return PairedSpread(method, mean, se, n)
+    rng = np.random.default_rng(seed)
+    means = np.empty(samples)
+    step = max(1, MAX_CELLS // n)
+    for start in range(0, samples, step):
+        b = min(step, samples - start)
+        means[start : start + b] = d[rng.integers(0, n, size=(b, n))].mean(axis=1)
+    means.sort()
+    return PairedSpread(method, mean, se, n, means)
+
+
+def margin_bounds(
+    diffs: np.ndarray,
+    margin: float,
+    alpha: float,
+    method: IntervalMethod,
+    samples: int,
+    seed: int | np.random.SeedSequence | Sequence[int],
+) -> tuple[float, float, float, float]:
+    """(low, high, p_low, p_high) of the mean of ``diffs`` against ``margin`` at ``alpha``
+    (``PairedSpread.bounds`` and ``PairedSpread.p_values``)."""
+    spread = paired_spread(diffs, method, samples, seed)
+    return (*spread.bounds(alpha), *spread.p_values(margin))
+
+
+def queries_to_prove(
+    mean: float, sd: float, margin: float, alpha: float, equivalence: bool
+) -> int | None:
+    """The fewest queries whose one-sided (1 - alpha) bound would prove the margin at the
+    observed mean difference and spread (normal approximation: n > (z_{1-alpha} * sd /
+    distance)^2, distance from the mean to the nearer limit, -δ, or ±δ for equivalence); None
+    when no number of queries would: the mean itself is at or past a limit."""
+    from statistics import NormalDist
+
+    distance = mean + margin if not equivalence else margin - abs(mean)
+    if not np.isfinite(distance) or not np.isfinite(sd) or distance <= 0:
+        return None
+    z = NormalDist().inv_cdf(1 - alpha)
+    return max(2, int(np.floor((z * sd / distance) ** 2)) + 1)

@@ -320,12 +320,25 @@ def aligned_condensed(report: RunReport, query_ids: list[str]) -> dict[str, dict
 
 def gate_check(check: Check) -> GateCheck:
     """The report's form of one check of the core gate (the same fields; the judged@k figures
-    only on a drop check, the unjudged policy only on an inconclusive one)."""
+    only on a drop check, the unjudged policy only on an inconclusive one, the margin and
+    stability fields only where set)."""
     fields = asdict(check)
     if check.kind not in DROP_KINDS:
         for key in ("judged_k", "judged_baseline", "judged_current"):
             fields.pop(key)
-    for key in ("unjudged_policy", "condensed_baseline", "condensed_current"):
+    for key in (
+        "unjudged_policy",
+        "condensed_baseline",
+        "condensed_current",
+        "interval_low",
+        "interval_high",
+        "interval_method",
+        "interval_confidence",
+        "evidence",
+        "queries_needed",
+        "flip_probability",
+        "inconclusive_reason",
+    ):
         if fields[key] is None:
             fields.pop(key)
     return GateCheck(**fields)

@@ -25,6 +25,7 @@ from evalret.core.comparison import (
     rank_drift,
     verdict,
 )
+from evalret.core.gate import Significance, ThresholdMode, margin_family
 from evalret.core.ranking import primary_index
 from evalret.core.stats import Correction, resamples_for, seed_for
 from evalret.data.atomic import append_text, atomic_write_text
@@ -37,6 +38,7 @@ from evalret.data.schema import (
     TOP_KEPT,
     CompareReport,
     JudgedPair,
+    MarginComparison,
     MetricComparison,
     RunReport,
     SliceComparison,
@@ -61,6 +63,8 @@ class CompareSettings:
     confidence: float = 0.95
     seed: int = 0
     power: float = 0.8
+    margin: float | None = None  # --margin: test every metric's B - A against it
+    margin_mode: ThresholdMode = "non_inferiority"
 
     def __post_init__(self) -> None:
         """Refuse settings no comparison can use, naming them as `evalret compare` spells them
@@ -76,6 +80,12 @@ class CompareSettings:
             problems.append(f"--samples {self.samples}: at least 100 resamples")
         if self.seed < 0:
             problems.append(f"--seed {self.seed}: a seed is an integer >= 0")
+        if self.margin is not None and not 0 < self.margin < float("inf"):
+            problems.append(f"--margin {self.margin:g}: a finite number > 0")
+        if self.margin_mode not in ("non_inferiority", "equivalence"):
+            problems.append(
+                f"--margin-mode {self.margin_mode}: choose non_inferiority or equivalence"
+            )
         if problems:
             raise InputError("invalid comparison settings", [Problem(p) for p in problems])
 
@@ -225,6 +235,44 @@ def _changes(
     return changes, tests, drift
 
 
+def _margins(
+    a: RunReport, b: RunReport, plan: _Plan, settings: CompareSettings
+) -> dict[tuple[str, str], dict[str, MarginComparison]]:
+    """With --margin, every (index, slice, metric)'s B - A tested against it (the percentile
+    bootstrap of the paired differences, corrected across all of them); else nothing."""
+    if settings.margin is None:
+        return {}
+    keys, diffs = [], []
+    for index in plan.indexes:
+        per_a = [np.asarray(a.indexes[index].per_query[m]) for m in plan.metrics]
+        per_b = [np.asarray(b.indexes[index].per_query[m])[plan.order_b] for m in plan.metrics]
+        for name, info in a.slices.items():
+            members = np.array(info.members, dtype=np.int64)
+            for m, va, vb in zip(plan.metrics, per_a, per_b, strict=True):
+                keys.append((index, name, m))
+                seed = seed_for(settings.seed, "margin", index, name, m)
+                diffs.append((vb[members] - va[members], seed))
+    tested = Significance(
+        "bootstrap", settings.alpha, settings.correction, settings.samples, settings.seed, 0.8
+    )
+    outcomes = margin_family(diffs, settings.margin_mode, settings.margin, tested)
+    out: dict[tuple[str, str], dict[str, MarginComparison]] = {}
+    for (index, name, m), o in zip(keys, outcomes, strict=True):
+        b_ = o.bounds
+        out.setdefault((index, name), {})[m] = MarginComparison(
+            low=b_.low if np.isfinite(b_.low) else None,
+            high=b_.high if np.isfinite(b_.high) else None,
+            method=b_.method,
+            confidence=1 - b_.alpha,
+            p_value=o.p_value,
+            p_adjusted=o.p_adjusted,
+            passed=o.passed,
+            evidence=o.evidence,
+            queries_needed=o.queries_needed,
+        )
+    return out
+
+
 def _judged_pairs(a: RunReport, b: RunReport, index: str, name: str) -> dict[str, JudgedPair]:
     """judged@k of one slice in A and in B, at every cutoff both reports computed it at."""
     ja, jb = (
@@ -249,9 +297,10 @@ def _slice_comparisons(
     drift: Drift,
     plan: _Plan,
     criteria: Criteria,
+    margins: dict[tuple[str, str], dict[str, MarginComparison]],
 ) -> dict[str, dict[str, SliceComparison]]:
-    """The report's per-index, per-slice comparisons, each with its diagnosis and judged@k of
-    A and B."""
+    """The report's per-index, per-slice comparisons, each with its diagnosis, judged@k of A
+    and B and, with --margin, its margin tests."""
     return {
         index: {
             name: SliceComparison(
@@ -262,6 +311,7 @@ def _slice_comparisons(
                 drift=drift[(index, name)],
                 diagnosis=diagnose(metrics, criteria),
                 judged=_judged_pairs(a, b, index, name),
+                **({"margins": margins[(index, name)]} if (index, name) in margins else {}),
             )
             for name, metrics in slices.items()
         }
@@ -289,9 +339,14 @@ def _side(report: RunReport, label: str) -> dict[str, Any]:
 
 
 def _settings_record(settings: CompareSettings, samples: int) -> dict[str, Any]:
-    """How compare.json records the settings: as given, plus what the comparison drew and how."""
+    """How compare.json records the settings: as given (the margin only when given), plus what
+    the comparison drew and how."""
+    given = dict(settings.__dict__)
+    if settings.margin is None:
+        given.pop("margin")
+        given.pop("margin_mode")
     return {
-        **settings.__dict__,
+        **given,
         "samples_drawn": samples,
         "rbo_p": RBO_P,
         "tests": "two-sided, paired",
@@ -347,7 +402,9 @@ def compare_reports(
             "n_queries": len(a.query_ids),
         },
         primary_index=focus,
-        indexes=_slice_comparisons(a, b, changes, tests, drift, plan, criteria),
+        indexes=_slice_comparisons(
+            a, b, changes, tests, drift, plan, criteria, _margins(a, b, plan, settings)
+        ),
         notes=notes,
         verdict=_report_verdict(outcome),
         losers=query_examples(a, b, focus, settings.primary, losers, delta, golden),

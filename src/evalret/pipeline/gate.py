@@ -13,11 +13,13 @@ from typing import Literal
 import numpy as np
 
 from evalret.core.gate import (
+    DEFAULT_SIGNIFICANCE,
     Check,
     CondensedSides,
     JudgedFigures,
     JudgedSides,
     Rule,
+    Stability,
     Threshold,
     ann_check,
     budget_check,
@@ -28,6 +30,7 @@ from evalret.core.gate import (
     judged_floor_checks,
     mark_inconclusive,
     resolve_rules,
+    with_stability,
 )
 from evalret.core.slices import Slice
 from evalret.core.stats import minimum_detectable_effect
@@ -41,6 +44,7 @@ from evalret.data.config import Config, GateConfig
 from evalret.data.schema import (
     AnnSection,
     GateSection,
+    GateStability,
     GateUnjudged,
     RunReport,
     Spread,
@@ -88,7 +92,8 @@ def _check_drops_answerable(
     for: skipping those checks would let a gate pass that checked nothing it was asked to."""
     problems = {}
     for r in rules:
-        if r.threshold.max_drop is None and r.threshold.max_drop_pct is None:
+        t = r.threshold
+        if t.max_drop is None and t.max_drop_pct is None and t.mode == "drop":
             continue  # a floor needs no baseline
         if r.index not in base_scores:
             problems[r.index] = f"{r.index}: no results in the baseline"
@@ -121,8 +126,9 @@ def _gate_checks(
         base_scores = aligned_scores(baseline, current.query_ids)
         _check_drops_answerable(rules, base_scores, baseline_source or "baseline")
     significance = gate.significance.to_core() if gate.significance else None
+    current_scores = aligned_scores(current, current.query_ids)
     checks = evaluate_gate(
-        aligned_scores(current, current.query_ids),
+        current_scores,
         base_scores,
         masks,
         rules,
@@ -137,6 +143,14 @@ def _gate_checks(
         masks,
     )
     checks = mark_inconclusive(checks, judged, unjudged, condensed, significance)
+    stability = Stability(
+        samples=config.bootstrap.samples,
+        seed=config.bootstrap.seed,
+        alpha=(significance or DEFAULT_SIGNIFICANCE).alpha,
+        min_stability=gate.min_stability,
+        policy=unjudged.policy if unjudged is not None else "warn",
+    )
+    checks = with_stability(checks, current_scores, base_scores, masks, stability)
     checks += judged_floor_checks(judged, unjudged, indexes, len(current.query_ids))
     if current.intrinsic is not None:
         i = current.intrinsic
@@ -364,4 +378,9 @@ def run_gate(
         notes=notes,
         **({"unjudged": GateUnjudged(**gate.unjudged.model_dump())} if gate.unjudged else {}),
         **({"threshold_notes": weak} if weak else {}),
+        stability=GateStability(
+            samples=config.bootstrap.samples,
+            seed=config.bootstrap.seed,
+            min_stability=gate.min_stability,
+        ),
     )

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from evalret.data.schema import GateCheck, QueryExample, RunReport
 from evalret.report.escape import markdown, markdown_code
 from evalret.report.gate_rows import DEFAULT_HINT, JudgeHint, check_rows
-from evalret.report.markdown import loss_lines, threshold_lines, unjudged_lines, verdict_heading
+from evalret.report.markdown import (
+    loss_lines,
+    proof_lines,
+    threshold_lines,
+    unjudged_lines,
+    verdict_heading,
+)
 from evalret.report.numbers import TYPOGRAPHIC, number
 
 MARKER = "<!-- evalret-comment -->"  # hidden in the rendered comment; the action finds it
@@ -59,6 +65,9 @@ def _reports(link: str | None) -> str:
     return "the reports artifact of this workflow run (`report.md`, `report.html`)"
 
 
+PROOF_SHOWN = 5  # margin and close-check lines the comment lists of each (report.md: all)
+
+
 def _head(report: RunReport) -> list[str]:
     """The marker, the verdict and what the gate compared against."""
     gate = report.gate
@@ -74,7 +83,8 @@ def _head(report: RunReport) -> list[str]:
             for k, c in gate.changed.items()
         ]
         lines.append("")
-    return lines + threshold_lines(gate)
+    proof = proof_lines(gate, PROOF_SHOWN)
+    return lines + threshold_lines(gate) + proof[1:] + ([""] if proof else [])
 
 
 def _failed_rows(checks: list[GateCheck]) -> list[str]:

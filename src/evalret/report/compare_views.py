@@ -15,7 +15,8 @@ from evalret.data.schema import (
 )
 from evalret.report.compare_rows import COMPARE_COLUMNS, compare_rows, judged_rows, snippet
 from evalret.report.escape import markdown, markdown_code, terminal
-from evalret.report.numbers import PLAIN, number
+from evalret.report.numbers import PLAIN, TYPOGRAPHIC, number
+from evalret.report.verdict import compare_margin_lines
 
 UNJUDGED_SHOWN = 3  # B's unjudged documents on the short terminal summary's line
 
@@ -128,6 +129,22 @@ def unjudged_docs_line(report: CompareReport, limit: int) -> Text | None:
     )
 
 
+MARGINS_SHOWN = 10  # margin lines the terminal's short summary shows (compare.md: all)
+
+
+def margin_parts(report: CompareReport, shown: int | None = None) -> list[RenderableType]:
+    """With --margin, B - A on the primary metric against the margin, per index and slice (the
+    first ``shown``; None: all)."""
+    lines = compare_margin_lines(report, PLAIN)
+    if not lines:
+        return []
+    parts: list[RenderableType] = [Text(""), Text("margins (B - A):", style="bold")]
+    parts += [Text(f"  {terminal(line)}") for line in lines[:shown]]
+    if shown is not None and len(lines) > shown:
+        parts.append(Text(f"  ... and {len(lines) - shown} more (compare.md)", style="dim"))
+    return parts
+
+
 def render_compare(report: CompareReport, written: list[str]) -> Group:
     a, b = report.a, report.b
     parts: list[RenderableType] = [
@@ -152,6 +169,7 @@ def render_compare(report: CompareReport, written: list[str]) -> Group:
         for name, sc in report.indexes[report.primary_index].items()
     ]
     parts += [Text(f"  {terminal(n)}") for n in report.notes]
+    parts += margin_parts(report)
     for title, examples in (
         ("biggest losses of B", report.losers),
         ("biggest gains of B", report.gainers),
@@ -259,6 +277,11 @@ def render_compare_markdown(report: CompareReport) -> str:
             lines.append(f"| {markdown(name)} | " + " | ".join(cells) + " |")
         lines += _judged_lines(slices)
     lines += _unjudged_lines(report)
+    margins = compare_margin_lines(report, TYPOGRAPHIC)
+    if margins:
+        s = report.settings
+        lines += ["", f"### Margins (B - A on {s.primary}, all metrics in compare.json)", ""]
+        lines += [f"- {markdown(line)}" for line in margins]
     if report.notes:
         lines += ["", *(f"- {markdown(n)}" for n in report.notes)]
     lines += ["", "Per-query disagreements: `disagreements.md`."]

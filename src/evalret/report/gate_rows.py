@@ -33,6 +33,8 @@ LIMITS = {
     "health_min": "≥ {:g}",
     "health_max": "≤ {:g}",
     "judged_min": "≥ {:g}",
+    "non_inferiority": "bound > −{:g}",
+    "equivalence": "bounds within ±{:g}",
 }
 
 
@@ -45,8 +47,9 @@ def limit_text(check: GateCheck) -> str:
 
 
 def allowed_change(check: GateCheck) -> float | None:
-    """The largest change a drop check allows (negative), None for the other kinds."""
-    if check.kind == "max_drop":
+    """The largest change a drop check allows (negative; a margin check: its margin), None for
+    the other kinds."""
+    if check.kind in ("max_drop", "non_inferiority", "equivalence"):
         return -check.threshold
     if check.kind == "max_drop_pct" and check.baseline is not None:
         return -check.threshold / 100 * check.baseline
@@ -152,8 +155,13 @@ class GateSummary:
     passed: bool
     n_checks: int
     failed: list[GateCheck]
-    inconclusive: list[GateCheck]  # drop checks whose labels could not tell (blocking or not)
+    inconclusive: list[GateCheck]  # checks that could not tell (blocking or not)
     policy: str  # gate.unjudged.policy ("warn" when the report does not say)
+
+    @property
+    def unstable(self) -> list[GateCheck]:
+        """The inconclusive checks whose verdict flips under resampling (gate.min_stability)."""
+        return [c for c in self.inconclusive if c.inconclusive_reason == "unstable"]
 
     @property
     def is_inconclusive(self) -> bool:
@@ -245,7 +253,7 @@ def unjudged_rows(gate: GateSection) -> list[UnjudgedRow]:
     """One row per (index, slice, k) of the inconclusive checks, in check order."""
     rows: dict[tuple[str, str, int], UnjudgedRow] = {}
     for c in gate.inconclusive:
-        if c.judged_k is None:
+        if c.judged_k is None or c.inconclusive_reason == "unstable":
             continue
         key = (c.index, c.slice, c.judged_k)
         n = rows[key].n_checks if key in rows else 0

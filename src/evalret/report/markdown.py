@@ -45,7 +45,14 @@ from evalret.report.run_notes import (
     warning_lines,
     without_relevant_note,
 )
-from evalret.report.verdict import loss_line, verdict_words
+from evalret.report.verdict import (
+    CLOSE_TITLE,
+    check_note,
+    close_lines,
+    loss_line,
+    margin_lines,
+    verdict_words,
+)
 
 RESULT_MARKS = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
 
@@ -75,6 +82,8 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
         result = RESULT_MARKS[c.outcome]
         if c.outcome == "inconclusive" and not c.passed:
             result += " (fails: policy fail)"
+        if check_note(c):
+            result += f" · {check_note(c)}"
         rows.append(
             f"| {c.index} | {markdown(c.slice)} | {c.n_queries} | {c.metric} | "
             f"{row.baseline} | {row.current} | {row.delta} | {row.limit} | {row.p} | {result} |"
@@ -82,6 +91,21 @@ def _checks_table(checks: list[GateCheck], with_message: bool) -> list[str]:
     if with_message:
         rows += ["", *(f"- {markdown_code(c.name)}: {markdown(c.message)}" for c in checks)]
     return rows
+
+
+def proof_lines(gate: GateSection, shown: int | None = None) -> list[str]:
+    """The margin checks' evidence and the close checks' flip probabilities, as Markdown lists
+    (the first ``shown`` of each; None: all); none when there is neither."""
+    lines: list[str] = []
+    margins = margin_lines(gate, TYPOGRAPHIC)
+    if margins:
+        lines += ["", "Margins (non-inferiority, equivalence):", ""]
+        lines += [f"- {markdown(line)}" for line in margins[:shown]]
+    close = close_lines(gate)
+    if close:
+        lines += ["", f"{CLOSE_TITLE[0].upper()}{CLOSE_TITLE[1:]}", ""]
+        lines += [f"- {markdown(line)}" for line in close[:shown]]
+    return lines
 
 
 def verdict_heading(gate: GateSection) -> str:
@@ -170,6 +194,7 @@ def _gate_lines(gate: GateSection, hint: JudgeHint) -> list[str]:
         lines += ["", *unjudged_lines(gate, hint)]
     if gate.threshold_notes:
         lines += ["", *threshold_lines(gate)]
+    lines += proof_lines(gate)
     if gate.notes:
         lines += ["", *(f"- {markdown(n)}" for n in gate.notes)]
     lines += [

@@ -48,7 +48,13 @@ from evalret.report.run_notes import (
     warning_lines,
     without_relevant_note,
 )
-from evalret.report.verdict import loss_line, verdict_words
+from evalret.report.verdict import (
+    CLOSE_TITLE,
+    close_lines,
+    loss_line,
+    margin_lines,
+    verdict_words,
+)
 
 RELIABILITY_STYLE = {"unreliable": "yellow", "minimal": "", "production": "green", "high": "green"}
 
@@ -300,6 +306,27 @@ def caveat_lines(gate: GateSection) -> list[RenderableType]:
         lines = [threshold_line(n, PLAIN, brief=True) for n in notes]
         parts += [Text(terminal(f"  {line}"), style="yellow") for line in lines]
     parts += [Text(f"note: {terminal(n)}", style="yellow") for n in gate.notes]
+    return parts + proof_parts(gate)
+
+
+PROOF_SHOWN = 10  # margin and close-check lines the terminal shows of each (report.md: all)
+
+
+def proof_parts(gate: GateSection) -> list[RenderableType]:
+    """Every margin check's evidence and the close checks' flip probabilities (the first
+    ``PROOF_SHOWN`` of each)."""
+    parts: list[RenderableType] = []
+    margins = [c for c in gate.checks if c.evidence is not None]
+    for c, line in zip(margins[:PROOF_SHOWN], margin_lines(gate, PLAIN), strict=False):
+        parts.append(Text(terminal(line), style="green" if c.evidence == "proven" else "red"))
+    close = close_lines(gate)
+    if close:
+        parts.append(Text(CLOSE_TITLE, style="yellow"))
+        parts += [Text(f"  {terminal(line)}") for line in close[:PROOF_SHOWN]]
+    for shown in (margins, close):
+        if len(shown) > PROOF_SHOWN:
+            more = len(shown) - PROOF_SHOWN
+            parts.append(Text(f"  ... and {more} more (report.md)", style="dim"))
     return parts
 
 

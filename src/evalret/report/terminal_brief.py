@@ -20,8 +20,10 @@ from rich.text import Text
 from evalret.data.schema import AnnSection, CompareReport, GateCheck, GateSection, RunReport
 from evalret.report.compare_rows import compare_rows, judged_rows
 from evalret.report.compare_views import (
+    MARGINS_SHOWN,
     UNJUDGED_SHOWN,
     VERDICT_STYLE,
+    margin_parts,
     render_compare,
     unjudged_docs_line,
 )
@@ -50,6 +52,7 @@ from evalret.report.terminal import (
     unjudged_parts,
     verdict_text,
 )
+from evalret.report.verdict import check_note
 
 HEADLINE_METRICS = 5  # the first metrics of the config's list shown (plus any a check reads)
 CHECKS_SHOWN = 10  # rows of the failed-or-moved checks table; report.md lists them all
@@ -152,7 +155,7 @@ def checks_parts(gate: GateSection) -> list[RenderableType]:
             Text(row.delta, style=style),
             row.limit,
             row.p,
-            Text(result_word(c), style=style),
+            Text(" · ".join(w for w in (result_word(c), check_note(c)) if w), style=style),
         )
     parts: list[RenderableType] = [table]
     if len(checks) > CHECKS_SHOWN:
@@ -429,6 +432,7 @@ def brief_compare(report: CompareReport, written: list[str]) -> Group:
         parts.append(judged)
     parts += [Text(""), *compare_moved_parts(report)]
     parts += [Text(f"note: {terminal(n)}", style="yellow") for n in report.notes]
+    parts += margin_parts(report, MARGINS_SHOWN)
     unjudged = unjudged_docs_line(report, UNJUDGED_SHOWN)
     if unjudged is not None:
         parts += [Text(""), unjudged]

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from evalret.data.schema import GateSection
+from evalret.core.gate import DROP_KINDS  # the drops and margins, drawn from a baseline
+from evalret.data.schema import CompareReport, GateCheck, GateSection
 from evalret.errors import ExitCode
-from evalret.report.gate_rows import GateSummary, gate_summary
+from evalret.report.gate_rows import GateSummary, gate_summary, result_word
 from evalret.report.numbers import Medium, number
 
-DROP_KINDS = ("max_drop", "max_drop_pct")
 COMPARED_KINDS = (*DROP_KINDS, "judged_min")  # checks drawn from a baseline
 VerdictState = Literal["pass", "fail", "inconclusive", "no baseline"]
 
@@ -50,12 +50,23 @@ class VerdictWords:
     def inconclusive_sentence(self, s: GateSummary) -> str:
         """Why some checks could not tell, and what that does to the exit code."""
         n = len(s.inconclusive)
-        return (
-            f"{n} drop check{'s are' if n != 1 else ' is'} inconclusive: the current run's "
-            "judged@k fell more than gate.unjudged.max_drop below the baseline's, so the new "
-            f"top k holds documents nobody judged and the metrics cannot tell. "
-            f"{self.inconclusive_effect}"
-        )
+        n_unstable = len(s.unstable)
+        n_unjudged = n - n_unstable
+        why = []
+        if n_unjudged:
+            why.append(
+                f"{n_unjudged} drop check{'s are' if n_unjudged != 1 else ' is'} inconclusive: "
+                "the current run's judged@k fell more than gate.unjudged.max_drop below the "
+                "baseline's, so the new top k holds documents nobody judged and the metrics "
+                "cannot tell."
+            )
+        if n_unstable:
+            why.append(
+                f"{n_unstable} check{'s are' if n_unstable != 1 else ' is'} inconclusive: "
+                f"{'their verdicts flip' if n_unstable != 1 else 'its verdict flips'} under "
+                "resampling of the queries more often than gate.min_stability allows."
+            )
+        return " ".join([*why, self.inconclusive_effect]).strip()
 
     @property
     def badge_state(self) -> str:
@@ -105,6 +116,17 @@ def _inconclusive_effect(s: GateSummary, code: ExitCode) -> str:
     )
 
 
+def _cannot_tell(s: GateSummary) -> str:
+    """Why the inconclusive checks could not tell, in a few words."""
+    unjudged = "too much of the new top k was never judged"
+    unstable = "verdicts flip under resampling of the queries"
+    if not s.unstable:
+        return unjudged
+    if len(s.unstable) == len(s.inconclusive):
+        return unstable
+    return f"{unjudged}, or {unstable}"
+
+
 def verdict_words(gate: GateSection) -> VerdictWords:
     """The verdict words of ``gate`` for the exit code it ends the run with."""
     return words_for(gate_summary(gate), gate_exit_code(gate), no_baseline=fixed_only(gate))
@@ -126,17 +148,17 @@ def words_for(s: GateSummary, code: ExitCode, *, no_baseline: bool = False) -> V
     if s.passed:
         return _pass_words(s, code, no_baseline)
     if s.is_inconclusive:
+        why = _cannot_tell(s)
         return VerdictWords(
             "inconclusive",
             code,
-            f"GATE INCONCLUSIVE: {n_inc} of {n} checks cannot tell (too much of the new top k "
-            "was never judged; policy warn, not blocking)",
-            f"## evalret gate: ⚠️ inconclusive ({n_inc} of {n} checks cannot tell: too much of "
-            "the new top k was never judged)",
+            f"GATE INCONCLUSIVE: {n_inc} of {n} checks cannot tell ({why}; policy warn, not "
+            "blocking)",
+            f"## evalret gate: ⚠️ inconclusive ({n_inc} of {n} checks cannot tell: {why})",
             f"{n_inc} of {n} checks are inconclusive.",
             "? GATE INCONCLUSIVE",
-            f"INCONCLUSIVE: {n_inc} of {n} checks against {{where}} cannot tell (too much of the "
-            "new top k was never judged); not blocking (gate.unjudged.policy warn)",
+            f"INCONCLUSIVE: {n_inc} of {n} checks against {{where}} cannot tell ({why}); not "
+            "blocking (gate.unjudged.policy warn)",
             effect,
         )
     n_failed = len(s.failed)
@@ -201,3 +223,147 @@ def loss_line(gate: GateSection, medium: Medium, arrow: str = "→") -> str | No
         line += f"; the {len(drops)} failed drops range from {signed(least.delta)} to "
         line += signed(worst.delta)
     return line
+
+
+# --- what a margin check proved, and how close a check is ---------------------------------------
+
+# a margin check's evidence as every view writes it (core.gate.margins says when each holds)
+EVIDENCE_WORDS = {
+    "proven": "proven",
+    "not_proven": "not proven",
+    "underpowered": "inconclusive (underpowered)",
+}
+MARGIN_NAMES = {"non_inferiority": "non-inferiority", "equivalence": "equivalence"}
+# a check is close, and its flip probability shown beside it, from this share of resamples on
+CLOSE_FLIP = 0.01
+
+
+def evidence_word(check: GateCheck) -> str | None:
+    """``proven``, ``not proven`` or ``inconclusive (underpowered)``; None for a check that is
+    not a margin check."""
+    return EVIDENCE_WORDS[check.evidence] if check.evidence is not None else None
+
+
+def level_text(confidence: float) -> str:
+    """A bound's confidence as a percentage, to four significant digits: ``95%``, ``99.8%``."""
+    return f"{100 * confidence:.4g}%"
+
+
+def margin_sentence(
+    where: str,
+    mode: str,
+    margin: float,
+    found: str,
+    delta: float | None,
+    bounds: tuple[float | None, float | None],
+    how: str,
+    needed: int | None,
+    medium: Medium,
+) -> str:
+    """A margin's evidence in a line (a gate check's or a comparison's): what it claims, the
+    margin, the evidence word, the difference and its bounds and, when not proven, the queries
+    that would prove it at the observed spread."""
+    low, high = (number(v, signed=True, medium=medium) for v in bounds)
+    shown = f"lower bound {low}" if mode == "non_inferiority" else f"bounds [{low}, {high}]"
+    difference = number(delta, signed=True, medium=medium)
+    line = (
+        f"{where} {MARGIN_NAMES[mode]}, margin {margin:g}: {EVIDENCE_WORDS[found]}; "
+        f"difference {difference}, {shown} ({how})"
+    )
+    if found == "proven":
+        return line
+    if needed is None:
+        return f"{line}; the observed difference itself is past the margin"
+    return f"{line}; about {needed} queries would prove it at the observed spread"
+
+
+def margin_line(check: GateCheck, medium: Medium) -> str | None:
+    """``margin_sentence`` of a gate's margin check; None for another kind."""
+    if check.evidence is None:
+        return None
+    level = f"{level_text(check.interval_confidence or 0.95)} one-sided, {check.interval_method}"
+    return margin_sentence(
+        f"{check.index}/{check.slice}/{check.metric}",
+        check.kind,
+        check.threshold,
+        check.evidence,
+        check.delta,
+        (check.interval_low, check.interval_high),
+        level,
+        check.queries_needed,
+        medium,
+    )
+
+
+def compare_margin_lines(report: CompareReport, medium: Medium) -> list[str]:
+    """``margin_sentence`` of B - A on the primary metric, every index and slice (`evalret
+    compare --margin`); none without --margin."""
+    s = report.settings
+    if s.margin is None or s.margin_mode is None:
+        return []
+    lines = []
+    for index, slices in report.indexes.items():
+        for name, sc in slices.items():
+            m = sc.margins.get(s.primary)
+            if m is None:
+                continue
+            how = f"{level_text(m.confidence)} one-sided after {s.correction}, {m.method}"
+            lines.append(
+                margin_sentence(
+                    f"B vs A {index}/{name}/{s.primary}",
+                    s.margin_mode,
+                    s.margin,
+                    m.evidence,
+                    sc.metrics[s.primary].delta,
+                    (m.low, m.high),
+                    how,
+                    m.queries_needed,
+                    medium,
+                )
+            )
+    return lines
+
+
+def flip_note(check: GateCheck) -> str:
+    """``flips 12%``: a close check's flip probability (its verdict differs in that share of the
+    resamples of its slice's queries); "" below ``CLOSE_FLIP`` or without one."""
+    flip = check.flip_probability
+    if flip is None or flip < CLOSE_FLIP:
+        return ""
+    return f"flips {flip:.0%}"
+
+
+def check_note(check: GateCheck) -> str:
+    """What a views' result cell adds to a check's outcome: its evidence (a margin check) and,
+    when close, its flip probability; "" when neither."""
+    return " · ".join(part for part in (evidence_word(check) or "", flip_note(check)) if part)
+
+
+def close_checks(gate: GateSection) -> list[GateCheck]:
+    """The checks whose verdict flips in at least ``CLOSE_FLIP`` of the resamples, the most
+    flip-prone first."""
+    close = [c for c in gate.checks if flip_note(c)]
+    return sorted(close, key=lambda c: -(c.flip_probability or 0.0))
+
+
+def close_line(check: GateCheck, samples: int | None) -> str:
+    """``exact/tail/ndcg@10 max_drop 0.01: pass, its verdict flips in 23% of 1000 resamples of
+    the queries``."""
+    of = f"{samples} resamples" if samples else "the resamples"
+    flip = check.flip_probability or 0.0
+    flips = f"its verdict flips in {flip:.0%} of {of} of the queries"
+    return f"{check.name}: {result_word(check)}, {flips}"
+
+
+def margin_lines(gate: GateSection, medium: Medium) -> list[str]:
+    """``margin_line`` of every margin check, in gate order."""
+    return [line for c in gate.checks if (line := margin_line(c, medium)) is not None]
+
+
+CLOSE_TITLE = "close checks (their verdict flips under resampling of the queries):"
+
+
+def close_lines(gate: GateSection) -> list[str]:
+    """``close_line`` of every close check, the most flip-prone first."""
+    samples = gate.stability.samples if gate.stability is not None else None
+    return [close_line(c, samples) for c in close_checks(gate)]

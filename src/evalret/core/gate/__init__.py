@@ -52,9 +52,16 @@ clear drop to survive that correction, see stats.resamples_for). Every drop chec
 minimum detectable drop for its slice (from the spread of the per-query differences, at the gate's
 alpha and power) and is marked underpowered when that exceeds its threshold.
 
+Margin checks (a threshold of ``mode`` ``non_inferiority`` or ``equivalence``, with its
+``margin``) replace the drop limits of their rule: they pass only when the confidence bounds of
+the paired difference prove the margin (``margins``). Every check over per-query values carries
+its flip probability under resampling of the queries, and ``gate.min_stability`` can make a
+flip-prone check inconclusive (``stability``).
+
 The parts: ``model`` (the settings, rules, ``Check`` values and the verdict), ``drops`` (the floor
 and drop checks of every rule), ``bounds`` (the fixed bounds: ANN recall, budgets, ceilings,
-health) and ``inconclusive`` (when the labels cannot tell, and the ``judged_min`` floor). Every
+health), ``inconclusive`` (when the labels cannot tell, and the ``judged_min`` floor),
+``margins`` (non-inferiority and equivalence) and ``stability`` (flip probabilities). Every
 name is importable from here.
 """
 
@@ -77,47 +84,69 @@ from evalret.core.gate.inconclusive import (
     judged_floor_checks,
     mark_inconclusive,
 )
+from evalret.core.gate.margins import Bounds, MarginOutcome, margin_family
 from evalret.core.gate.model import (
+    DEFAULT_SIGNIFICANCE,
     DROP_KINDS,
     EPS,
+    MARGIN_KINDS,
     MIN_JUDGED_SHARE,
     NOT_FINITE,
     Check,
     CheckKind,
     CheckStatus,
+    Evidence,
     GateVerdict,
     HealthBounds,
+    InconclusiveReason,
     JudgedFigures,
     Paired,
     Rule,
     Scores,
     Significance,
     Threshold,
+    ThresholdMode,
     ThresholdOverride,
     Unjudged,
     UnjudgedPolicy,
     gate_verdict,
     resolve_rules,
 )
+from evalret.core.gate.stability import (
+    RESAMPLED_KINDS,
+    Stability,
+    flip_probability,
+    resample_indices,
+    with_stability,
+)
 
 __all__ = [
+    "DEFAULT_SIGNIFICANCE",
     "DROP_KINDS",
     "EPS",
+    "MARGIN_KINDS",
     "MIN_JUDGED_SHARE",
     "NOT_FINITE",
+    "RESAMPLED_KINDS",
+    "Bounds",
     "Check",
     "CheckKind",
     "CheckStatus",
     "CondensedSides",
+    "Evidence",
     "GateVerdict",
     "HealthBounds",
+    "InconclusiveReason",
     "JudgedFigures",
     "JudgedSides",
+    "MarginOutcome",
     "Paired",
     "Rule",
     "Scores",
     "Significance",
+    "Stability",
     "Threshold",
+    "ThresholdMode",
     "ThresholdOverride",
     "Unjudged",
     "UnjudgedPolicy",
@@ -126,10 +155,14 @@ __all__ = [
     "budget_check",
     "ceiling_check",
     "evaluate_gate",
+    "flip_probability",
     "gate_verdict",
     "health_checks",
     "judged_cutoff",
     "judged_floor_checks",
+    "margin_family",
     "mark_inconclusive",
+    "resample_indices",
     "resolve_rules",
+    "with_stability",
 ]

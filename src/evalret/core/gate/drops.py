@@ -7,8 +7,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from evalret.core.gate.margins import Bounds, margin_message, margin_pending, settle
 from evalret.core.gate.model import (
+    DEFAULT_SIGNIFICANCE,
     EPS,
+    MARGIN_KINDS,
     NOT_FINITE,
     Check,
     CheckKind,
@@ -48,7 +51,8 @@ def evaluate_gate(
     if significance is not None:
         _attach_p_values(pending, paired, significance)
     p_adj = _adjusted_p_values(pending, significance)
-    return [_finish(c, p_adj.get(id(c)), alpha, significance) for c in pending]
+    family = len(p_adj)
+    return [_finish(c, p_adj.get(id(c)), alpha, significance, family) for c in pending]
 
 
 def _rule_checks(
@@ -72,7 +76,10 @@ def _rule_checks(
     if rule.threshold.min is not None:
         out.append(_floor_check(rule, rule.threshold.min, float(cur.mean()), int(mask.sum())))
     base_values = (baseline or {}).get(rule.index, {}).get(rule.metric)
-    if base_values is not None:
+    if base_values is not None and rule.threshold.mode != "drop":
+        margin = margin_pending(rule, cur, base_values[mask], significance or DEFAULT_SIGNIFICANCE)
+        out += [margin] if margin is not None else []
+    elif base_values is not None:
         drops = _drop_checks(rule, cur, base_values[mask], alpha, power)
         if drops and significance is not None and _finite(drops[0].baseline, drops[0].current):
             paired[drops[0].key] = (cur, base_values[mask])
@@ -114,8 +121,10 @@ def _drop_checks(
 
 
 def _attach_p_values(pending: list[_Pending], paired: Paired, significance: Significance) -> None:
-    """Run one one-sided paired test per (index, slice, metric), shared by its drop checks."""
-    samples = resamples_for(len(paired), significance.alpha, significance.samples, False)
+    """Run one one-sided paired test per (index, slice, metric), shared by its drop checks,
+    with enough resamples for the family they are corrected in (margin checks included)."""
+    family = len(paired) + sum(c.kind in MARGIN_KINDS for c in pending)
+    samples = resamples_for(family, significance.alpha, significance.samples, False)
     p_of = {
         key: paired_p_value(
             cur,
@@ -128,18 +137,20 @@ def _attach_p_values(pending: list[_Pending], paired: Paired, significance: Sign
         for key, (cur, base) in paired.items()
     }
     for c in pending:
-        if c.kind != "min":
+        if c.kind != "min" and c.kind not in MARGIN_KINDS:  # a margin check has its own
             c.p_value = p_of.get(c.key)
 
 
 def _adjusted_p_values(
     pending: list[_Pending], significance: Significance | None
 ) -> dict[int, float]:
-    """The corrected p-value of every tested check, by the check's id."""
+    """The corrected p-value of every tested check, by the check's id: the drop checks' tests
+    (with significance) and the margin checks' in one family; margin checks alone are corrected
+    by ``DEFAULT_SIGNIFICANCE``'s correction (Holm) when significance is not configured."""
     tested = [c for c in pending if c.p_value is not None]
     adjusted = adjust_p_values(
         [c.p_value for c in tested if c.p_value is not None],
-        significance.correction if significance else "none",
+        (significance or DEFAULT_SIGNIFICANCE).correction,
     )
     return {id(c): float(a) for c, a in zip(tested, adjusted, strict=True)}
 
@@ -182,15 +193,26 @@ def _drop_message(
 
 
 def _finish(
-    c: _Pending, p_adjusted: float | None, alpha: float, significance: Significance | None
+    c: _Pending,
+    p_adjusted: float | None,
+    alpha: float,
+    significance: Significance | None,
+    family: int = 1,
 ) -> Check:
     """The outcome of a pending check once its corrected p-value (if tested) is known."""
     r = c.rule
     delta = None if c.baseline is None else c.current - c.baseline
     underpowered = c.allowed_drop is not None and c.mde is not None and c.mde > c.allowed_drop
+    extra: dict[str, object] = {}
     if c.kind == "min":
         passed = not c.crossed
         message = _floor_message(c)
+    elif c.kind in MARGIN_KINDS:
+        passed, bounds, found, needed = settle(c, p_adjusted, alpha, family)
+        correction = (significance or DEFAULT_SIGNIFICANCE).correction
+        message = margin_message(c, bounds, p_adjusted, passed, correction, needed)
+        extra = _margin_fields(bounds, found, needed)
+        underpowered = found == "underpowered"
     else:
         significant = p_adjusted is None or p_adjusted < alpha
         passed = not (c.crossed and significant)
@@ -215,7 +237,20 @@ def _finish(
         passed=passed,
         message=message,
         status="pass" if passed else "fail",
+        **extra,  # type: ignore[arg-type]
     )
+
+
+def _margin_fields(b: Bounds, found: str, needed: int | None) -> dict[str, object]:
+    """A margin check's bounds, method, level, evidence and queries needed, as Check fields."""
+    return {
+        "interval_low": b.low if np.isfinite(b.low) else None,
+        "interval_high": b.high if np.isfinite(b.high) else None,
+        "interval_method": b.method,
+        "interval_confidence": 1 - b.alpha,
+        "evidence": found,
+        "queries_needed": needed,
+    }
 
 
 # --- when the labels cannot tell ----------------------------------------------------------------

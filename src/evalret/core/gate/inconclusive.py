@@ -15,6 +15,7 @@ from evalret.core.gate.bounds import (
 from evalret.core.gate.model import (
     DROP_KINDS,
     EPS,
+    MARGIN_KINDS,
     MIN_JUDGED_SHARE,
     Check,
     JudgedFigures,
@@ -114,6 +115,8 @@ def _judged_fell(c: Check, unjudged: Unjudged) -> bool:
     base, current = c.judged_baseline, c.judged_current
     if c.kind not in DROP_KINDS or base is None or current is None:
         return False
+    if c.kind in MARGIN_KINDS and not c.passed:
+        return False  # a margin not proven stays failed: the burden of proof is the change's
     if not _finite(c.current, c.baseline, base, current):
         return False
     return current < base - unjudged.max_drop - EPS
@@ -148,7 +151,8 @@ def _condensed_drops(
             found.append(None)
             continue
         cur_mean, base_mean = float(cur[mask].mean()), float(base[mask].mean())
-        allowed = c.threshold if c.kind == "max_drop" else c.threshold / 100 * base_mean
+        # a margin check's condensed form is held to its margin as a drop limit
+        allowed = c.threshold / 100 * base_mean if c.kind == "max_drop_pct" else c.threshold
         crossed = not _finite(cur_mean, base_mean) or base_mean - cur_mean > allowed + EPS
         found.append(_Condensed(base_mean, cur_mean, crossed, crossed))
         if crossed and significance is not None and _finite(cur_mean, base_mean):
@@ -198,7 +202,7 @@ def _unjudged_outcome(c: Check, unjudged: Unjudged, reason: _Condensed | None) -
             "so this check cannot be inconclusive",
         )
     c = replace(c, condensed_baseline=reason.baseline, condensed_current=reason.current)
-    limit = f"{c.threshold:g}" if c.kind == "max_drop" else f"{c.threshold:g}%"
+    limit = f"{c.threshold:g}%" if c.kind == "max_drop_pct" else f"{c.threshold:g}"
     judged_only = f"judged-only {c.metric}:judged {_fmt(reason.baseline)} -> {_fmt(reason.current)}"
     if reason.crossed:
         return replace(
@@ -214,6 +218,7 @@ def _unjudged_outcome(c: Check, unjudged: Unjudged, reason: _Condensed | None) -
         status="inconclusive",
         passed=unjudged.policy == "warn",
         unjudged_policy=unjudged.policy,
+        inconclusive_reason="unjudged",
         message=f"{c.message}; INCONCLUSIVE: {fell}, more than gate.unjudged.max_drop "
         f"{unjudged.max_drop:g}: {1 - current:.0%} of the new top {k} was never judged, and the "
         f"{judged_only} {moved}{reason.test}, so the labels cannot tell "

@@ -10,8 +10,10 @@ from typing import Literal
 
 import numpy as np
 
+from evalret.choices import ThresholdMode as ThresholdMode
 from evalret.core.stats import (
     Correction,
+    IntervalMethod,
     PairedTest,
 )
 
@@ -28,23 +30,40 @@ CheckKind = Literal[
     "health_min",
     "health_max",
     "judged_min",
+    "non_inferiority",
+    "equivalence",
 ]
 # pass: every check passed; inconclusive: none failed, some could not tell (policy warn)
 GateVerdict = Literal["pass", "fail", "inconclusive"]
 CheckStatus = Literal["pass", "fail", "inconclusive"]
 UnjudgedPolicy = Literal["warn", "fail"]
-DROP_KINDS: tuple[CheckKind, ...] = ("max_drop", "max_drop_pct")
+# the checks of a change against the baseline, over the slice's paired queries
+DROP_KINDS: tuple[CheckKind, ...] = ("max_drop", "max_drop_pct", "non_inferiority", "equivalence")
+MARGIN_KINDS: tuple[CheckKind, ...] = ("non_inferiority", "equivalence")
+# a threshold's drop rule: today's drop limits (max_drop, max_drop_pct, tested when significance
+# is configured), or a margin the paired difference's confidence bounds must prove
+# what a margin check's bounds showed: the margin is proven; not proven, the observed difference
+# itself at or past it; or not proven although the observed difference is within it, so more
+# queries at the observed spread would prove it (underpowered)
+Evidence = Literal["proven", "not_proven", "underpowered"]
+# why a check is inconclusive: judged@k fell (core.gate.inconclusive), or its verdict flips
+# under resampling of the queries more often than gate.min_stability allows (core.gate.stability)
+InconclusiveReason = Literal["unjudged", "unstable"]
 # mean judged@k per index, slice and cutoff k (None: the slice has no query, or no figure)
 JudgedFigures = Mapping[str, Mapping[str, Mapping[int, float | None]]]
 
 
 @dataclass(frozen=True)
 class Threshold:
-    """Limits for one metric: an absolute floor and/or the largest tolerated drop (None: none)."""
+    """Limits for one metric: an absolute floor and/or the largest tolerated drop (None: none);
+    with ``mode`` non_inferiority or equivalence, the ``margin`` δ the paired difference's
+    bounds must prove instead of a drop limit (core.gate.margins)."""
 
     min: float | None = None
     max_drop: float | None = None
     max_drop_pct: float | None = None
+    mode: ThresholdMode = "drop"
+    margin: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +86,10 @@ class Significance:
     samples: int
     seed: int
     power: float
+
+
+# the settings a margin check reads when gate.significance is not configured (its defaults)
+DEFAULT_SIGNIFICANCE = Significance("randomization", 0.05, "holm", 10_000, 0, 0.8)
 
 
 @dataclass(frozen=True)
@@ -126,6 +149,19 @@ class Check:
     # None where not read)
     condensed_baseline: float | None = None
     condensed_current: float | None = None
+    # a margin check: the one-sided (1 - alpha) bounds of the paired difference (current -
+    # baseline), how they were drawn, what they showed and how many queries would prove the
+    # margin at the observed spread (None: no number would)
+    interval_low: float | None = None
+    interval_high: float | None = None
+    interval_method: IntervalMethod | None = None
+    interval_confidence: float | None = None
+    evidence: Evidence | None = None
+    queries_needed: int | None = None
+    # the share of resamples of the slice's queries in which the check's rule decides otherwise
+    # (core.gate.stability; None: not a check over per-query values)
+    flip_probability: float | None = None
+    inconclusive_reason: InconclusiveReason | None = None  # set on an inconclusive check
 
 
 @dataclass(frozen=True)
@@ -152,7 +188,11 @@ def resolve_rules(
             for o in overrides:
                 if o.index in (None, index) and o.slice in (None, slice_name):
                     table[(index, slice_name, o.metric)] = Threshold(
-                        min=o.min, max_drop=o.max_drop, max_drop_pct=o.max_drop_pct
+                        min=o.min,
+                        max_drop=o.max_drop,
+                        max_drop_pct=o.max_drop_pct,
+                        mode=o.mode,
+                        margin=o.margin,
                     )
     return [Rule(i, s, m, t) for (i, s, m), t in table.items()]
 
@@ -183,6 +223,7 @@ class _Pending:
     crossed: bool  # the threshold is crossed, or a value is not finite
     p_value: float | None = None
     mde: float | None = None
+    margin: object = None  # a margin check's test (core.gate.margins.Tested)
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -5,28 +5,87 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from evalret.core import gate
-from evalret.core.gate import UnjudgedPolicy
+from evalret.core.gate import ThresholdMode, UnjudgedPolicy
 from evalret.core.metrics import parse_metrics
 from evalret.core.stats import Correction, PairedTest
-from evalret.data.config.base import StrictModel, UsablePath
+from evalret.data.config.base import AtKey, StrictModel, UsablePath
 from evalret.errors import MetricError
 
 Labels = Literal["all", "human"]  # gate.labels
 
 
 class Threshold(StrictModel):
-    """Limits for one metric: an absolute floor and/or the largest tolerated drop."""
+    """Limits for one metric: an absolute floor and/or the largest tolerated drop, or with
+    ``mode`` non_inferiority or equivalence a margin the change must prove (core.gate.margins)."""
 
     min: float | None = Field(None, description="fail when the current value is below this")
     max_drop: float | None = Field(None, ge=0, description="fail on a larger absolute drop")
     max_drop_pct: float | None = Field(None, ge=0, description="fail on a larger relative drop, %")
+    mode: ThresholdMode = Field(
+        "drop",
+        description="drop: max_drop / max_drop_pct (tested with gate.significance); "
+        "non_inferiority: pass only when the one-sided (1 - alpha) lower bound of the paired "
+        "difference is above -margin; equivalence: both bounds within ±margin (TOST)",
+    )
+    margin: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="the margin δ of mode non_inferiority or equivalence (required there, "
+        "refused with mode drop); choose it before seeing the data",
+    )
+
+    @model_validator(mode="after")
+    def _mode_and_margin(self) -> Threshold:
+        if self.mode == "drop":
+            if self.margin is not None:
+                raise AtKey(
+                    "margin is read only by mode non_inferiority or equivalence: set mode, or "
+                    "use max_drop for a drop limit",
+                    ("margin",),
+                )
+            return self
+        if self.margin is None:
+            raise AtKey(
+                f"mode {self.mode} needs a margin > 0 (the largest loss accepted)", ("mode",)
+            )
+        if self.max_drop is not None or self.max_drop_pct is not None:
+            raise AtKey(
+                f"mode {self.mode} replaces max_drop and max_drop_pct with its margin: write one "
+                "or the other (a separate override can hold the other rule)",
+                ("max_drop" if self.max_drop is not None else "max_drop_pct",),
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``mode`` only when not drop and ``margin`` only when set: reports of configs without
+        them read as before."""
+        data: dict[str, Any] = handler(self)
+        if self.mode == "drop":
+            data.pop("mode", None)
+        if self.margin is None:
+            data.pop("margin", None)
+        return data
 
     def to_core(self) -> gate.Threshold:
         """The plain threshold the gate reads (the same fields)."""
-        return gate.Threshold(**self.model_dump())
+        return gate.Threshold(
+            min=self.min,
+            max_drop=self.max_drop,
+            max_drop_pct=self.max_drop_pct,
+            mode=self.mode,
+            margin=self.margin,
+        )
 
 
 class ThresholdOverride(Threshold):
@@ -46,7 +105,16 @@ class ThresholdOverride(Threshold):
 
     def to_core(self) -> gate.ThresholdOverride:
         """The plain override the gate reads (the same fields)."""
-        return gate.ThresholdOverride(**self.model_dump())
+        return gate.ThresholdOverride(
+            min=self.min,
+            max_drop=self.max_drop,
+            max_drop_pct=self.max_drop_pct,
+            mode=self.mode,
+            margin=self.margin,
+            metric=self.metric,
+            slice=self.slice,
+            index=self.index,
+        )
 
 
 class HealthThreshold(StrictModel):
@@ -224,6 +292,15 @@ class GateConfig(StrictModel):
     significance: SignificanceConfig | None = Field(
         None, description="fail a drop only when significant; null: every drop counts"
     )
+    min_stability: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="a check whose verdict holds in fewer than this share of bootstrap "
+        "resamples of its slice's queries (bootstrap.samples, bootstrap.seed) is inconclusive, "
+        "its exit as gate.unjudged.policy decides; null: flip probabilities reported only",
+    )
     unjudged: UnjudgedConfig | None = Field(
         default_factory=UnjudgedConfig,
         description="inconclusive drop checks when judged@k falls; null: never inconclusive",
@@ -240,7 +317,8 @@ class GateConfig(StrictModel):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``rerank_min_recall``, ``budgets`` and ``max_cost_per_run`` only when set,
+        """``rerank_min_recall``, ``budgets``, ``max_cost_per_run`` and ``min_stability`` only
+        when set,
         ``ann_floor_on`` only when not ``mean``: reports of configs without them read as
         before."""
         data: dict[str, Any] = handler(self)
@@ -254,6 +332,8 @@ class GateConfig(StrictModel):
             data.pop("max_cost_per_run", None)
         if self.coverage is None:
             data.pop("coverage", None)
+        if self.min_stability is None:
+            data.pop("min_stability", None)
         return data
 
     @field_validator("health")

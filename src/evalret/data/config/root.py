@@ -263,9 +263,10 @@ class Config(StrictModel):
                 ("gate", "unjudged", "min_judged"),
             )
         for metric, t in (gate.thresholds or {}).items():
-            if t.min is None and t.max_drop is None and t.max_drop_pct is None:
+            if t.min is None and t.max_drop is None and t.max_drop_pct is None and t.mode == "drop":
                 return AtKey(
-                    "sets no bound: give min, max_drop or max_drop_pct (or leave the metric out)",
+                    "sets no bound: give min, max_drop, max_drop_pct or a mode with its margin "
+                    "(or leave the metric out)",
                     ("gate", "thresholds", metric),
                 )
         for n, o in enumerate(gate.overrides):

@@ -9,10 +9,13 @@ from pydantic import (
     model_validator,
 )
 
+from evalret.choices import MarginMode
+
 # the closed vocabularies are the core's, defined once there
 from evalret.core.comparison import CompareStatus
+from evalret.core.gate import Evidence
 from evalret.core.slices import Reliability
-from evalret.core.stats import Correction
+from evalret.core.stats import Correction, IntervalMethod
 from evalret.data.schema.base import (
     Change,
     _Model,
@@ -36,6 +39,22 @@ class MetricComparison(_Model):
     losses: int  # queries where B scores lower
 
 
+class MarginComparison(_Model):
+    """B against A on one metric and slice at the margin of `evalret compare --margin`: the
+    one-sided bounds of B - A, the test's p-value corrected across every metric and slice, and
+    what they showed (core.gate.margins, as the gate's margin checks)."""
+
+    low: float | None  # one-sided (1 - alpha) lower bound of B - A (null: under two queries)
+    high: float | None  # one-sided (1 - alpha) upper bound of B - A
+    method: IntervalMethod  # how the bounds were drawn (the percentile bootstrap)
+    confidence: float  # their one-sided level: 1 - the alpha the correction held the test to
+    p_value: float  # the margin's test (equivalence: the larger one-sided p)
+    p_adjusted: float  # after the correction across every margin tested
+    passed: bool  # the margin is proven (p_adjusted < alpha)
+    evidence: Evidence  # proven, not_proven or underpowered
+    queries_needed: int | None  # queries that would prove it at the observed spread (null: none)
+
+
 class JudgedPair(_Model):
     """judged@k of one slice in A and in B (None: an empty slice)."""
 
@@ -53,6 +72,8 @@ class SliceComparison(_Sparse):
     # judged@k of A and of B at every cutoff both computed ("judged@10": {a, b}); absent in
     # compare.json of older versions
     judged: dict[str, JudgedPair] = {}
+    # `evalret compare --margin`: every metric's margin test (absent without --margin)
+    margins: dict[str, MarginComparison] = {}
 
 
 class UnjudgedDoc(_Model):
@@ -128,6 +149,8 @@ class SettingsRecord(_Sparse):
     seed: int  # seed of every resampling
     power: float  # power behind the minimum detectable effect
     samples_drawn: int | None = None  # absent in compare.json of older versions
+    margin: float | None = None  # --margin (absent without it)
+    margin_mode: MarginMode | None = None  # --margin-mode (absent without --margin)
     rbo_p: float  # persistence of rank-biased overlap
     tests: str  # the paired tests run, in words
     ci: str  # how the intervals are computed, in words

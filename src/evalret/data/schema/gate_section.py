@@ -5,8 +5,15 @@ from __future__ import annotations
 from typing import Literal
 
 # the closed vocabularies are the core's, defined once there
-from evalret.core.gate import CheckKind, CheckStatus, GateVerdict, UnjudgedPolicy
-from evalret.core.stats import Correction, PairedTest
+from evalret.core.gate import (
+    CheckKind,
+    CheckStatus,
+    Evidence,
+    GateVerdict,
+    InconclusiveReason,
+    UnjudgedPolicy,
+)
+from evalret.core.stats import Correction, IntervalMethod, PairedTest
 from evalret.data.schema.base import (
     Change,
     _Model,
@@ -47,6 +54,23 @@ class GateCheck(_Sparse):
     # decided between inconclusive and failed (absent where not read); the baseline's mean
     condensed_baseline: float | None = None
     condensed_current: float | None = None  # the judged-only form's mean in this run
+    # margin checks (non_inferiority, equivalence; core.gate.margins), absent on other kinds:
+    # the one-sided lower bound of the paired difference current - baseline, at the level the
+    # correction held the check to (null: fewer than two queries)
+    interval_low: float | None = None
+    interval_high: float | None = None  # the one-sided upper bound of the paired difference
+    interval_method: IntervalMethod | None = None  # how the bounds were drawn: t or bootstrap
+    interval_confidence: float | None = None  # their one-sided level, 1 - the held alpha
+    # what the bounds showed: proven, not_proven (the observed difference past the margin) or
+    # underpowered (within it, but the bound is not)
+    evidence: Evidence | None = None
+    # queries that would prove the margin at the observed spread (absent: none would)
+    queries_needed: int | None = None
+    # a check over per-query values: the share of resamples of its slice's queries in which its
+    # rule decides otherwise (core.gate.stability; absent in older reports)
+    flip_probability: float | None = None
+    # an inconclusive check: unjudged (judged@k fell) or unstable (gate.min_stability)
+    inconclusive_reason: InconclusiveReason | None = None
 
     @property
     def outcome(self) -> CheckStatus:
@@ -104,6 +128,15 @@ class ThresholdNote(_Model):
     slices: list[UnderpoweredSlice]  # the slices whose MDE exceeds it, in check order
 
 
+class GateStability(_Model):
+    """How the checks' flip probabilities were drawn (the run's bootstrap settings) and the
+    config's gate.min_stability."""
+
+    samples: int  # resamples of each slice's queries
+    seed: int  # seed of the resampling
+    min_stability: float | None  # below it a check is inconclusive; null: reported only
+
+
 class GateSection(_Sparse):
     # the gate's outcome: inconclusive when no check failed but some could not tell
     verdict: GateVerdict
@@ -120,6 +153,7 @@ class GateSection(_Sparse):
     # drop thresholds finer than some slice's minimum detectable drop, from the baseline (absent
     # when there is none: no baseline, no such threshold, or a report of an older evalret)
     threshold_notes: list[ThresholdNote] = []
+    stability: GateStability | None = None  # absent in older reports
 
     @property
     def failed(self) -> list[GateCheck]:
@@ -128,5 +162,6 @@ class GateSection(_Sparse):
 
     @property
     def inconclusive(self) -> list[GateCheck]:
-        """The drop checks whose labels could not tell (too few of the new top k judged)."""
+        """The checks that could not tell: labels too thin (too few of the new top k judged) or
+        a verdict that flips under resampling (``inconclusive_reason``)."""
         return [c for c in self.checks if c.outcome == "inconclusive"]

@@ -79,7 +79,13 @@ from evalret.report.svg import (
     figure,
     histogram,
 )
-from evalret.report.verdict import verdict_words
+from evalret.report.verdict import (
+    CLOSE_TITLE,
+    check_note,
+    close_lines,
+    margin_lines,
+    verdict_words,
+)
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,8 @@ def _checks_table(checks: list[GateCheck]) -> str:
             if c.passed
             else '<span class="result-fail">FAIL</span>'
         )
+        if check_note(c):
+            result += f' <span class="muted">{esc(check_note(c))}</span>'
         rows.append(
             [
                 esc(c.index),
@@ -212,6 +220,22 @@ def _gate_head(gate: GateSection, summary: GateSummary) -> list[str]:
     return parts
 
 
+def _proof_parts(gate: GateSection) -> list[str]:
+    """The margin checks' evidence and the close checks' flip probabilities, as lists."""
+    parts = []
+    margins = margin_lines(gate, HTML)
+    if margins:
+        items = "".join(f"<li>{esc(line)}</li>" for line in margins)
+        parts.append(
+            f"<p>Margins (non-inferiority, equivalence):</p><ul class='plain'>{items}</ul>"
+        )
+    close = close_lines(gate)
+    if close:
+        items = "".join(f"<li>{esc(line)}</li>" for line in close)
+        parts.append(f"<p>{esc(CLOSE_TITLE)}</p><ul class='plain'>{items}</ul>")
+    return parts
+
+
 def gate_section(p: RunPage) -> Section | None:
     gate: GateSection | None = p.report.gate
     if gate is None:
@@ -239,6 +263,7 @@ def gate_section(p: RunPage) -> Section | None:
         parts.append(
             f'<p class="warn">{esc(threshold_heading(notes))}</p><ul class="plain">{lines}</ul>'
         )
+    parts += _proof_parts(gate)
     if gate.notes:
         parts.append(
             "<ul class='plain'>" + "".join(f"<li>{esc(n)}</li>" for n in gate.notes) + "</ul>"
