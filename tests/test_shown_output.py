@@ -54,4 +54,4 @@ def test_a_changed_figure_a_missing_line_or_an_early_end_is_a_mismatch() -> None
     skipped = [real[0], real[2]]  # a line left out with no elision: the order is the text's
     assert "shown line 2" in (mismatch(skipped, real) or "")
     assert "ends before" in (mismatch(real[:3], real) or "")
-    assert "shown line 1" in (mismatch(["...", "not printed"], real) or "")
+    assert "shown line 2 ('not printed')" in (mismatch(["...", "not printed"], real) or "")
