@@ -48,6 +48,9 @@ EVALRET_LINE = re.compile(r"^(\$ )?(\.venv/bin/)?evalret ")
 # the demo a command runs against: the repository's own files, copied
 DEMO = ("golden_sets", "configs", "baselines")
 SHOWN_PAGES = ("tutorial", "how-to")
+# the terminal's width the commands see: wide enough that no line wraps, whatever the length of
+# the temporary directory's path (which the placeholders remove after the line is printed)
+WIDTH = "1000"
 # pages whose model blocks start from an empty embedding cache of their own, as their reader does:
 # the tutorial shows its first run embedding the demo ("0 cached, 338 embedded")
 FRESH_CACHE = ("tutorial/first-gate.md",)
@@ -156,13 +159,14 @@ def run_command(
     command: Command, cwd: Path, page: str, cache: Path | None, check_output: bool = True
 ) -> None:
     """``bash -c COMMAND`` in the demo's copy, with this environment's evalret first on PATH;
-    its exit code must be the page's, and its output (stdout and stderr as one stream, 200
-    columns wide: no line is wrapped) what the page shows, normalised (``shown_output``).
+    its exit code must be the page's, and its output (stdout and stderr as one stream, WIDTH
+    columns wide: no line is wrapped, however long the temporary directory's path in it) what
+    the page shows, normalised (``shown_output``).
     ``cache``: an embedding cache of the block's own (a fast block's ``evalret cache clear``
     clears only it); None: the test session's (tests/conftest.py), shared by the model blocks of
     every page so that the demo is embedded once per model setting."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    env = {**os.environ, "PATH": path, "COLUMNS": "200", "NO_COLOR": "1"}
+    env = {**os.environ, "PATH": path, "COLUMNS": WIDTH, "NO_COLOR": "1"}
     if cache is not None:
         env["EVALRET_CACHE_DIR"] = str(cache)
     done = subprocess.run(
@@ -233,3 +237,29 @@ def test_the_parser_reads_commands_exit_codes_and_markers(tmp_path: Path) -> Non
         (7, "evalret report x/report.json", 0),
     ]
     assert [(c.line, c.text) for c in second.commands()] == [(12, "evalret validate d")]
+
+
+def test_a_shown_output_that_is_not_printed_fails(tmp_path: Path) -> None:
+    """A console block's shown output is compared with the real one: the real lines pass (with
+    an elision and the table's padding left out), a changed figure fails naming the page's line;
+    ``output shown only`` runs the command without comparing."""
+    page = tmp_path / "case.md"
+    right = (
+        "golden set golden_sets/demo (native)\n│ documents │ 338\n...\n"
+        "VALID: no errors, 0 warning(s)"
+    )
+    text = (
+        f"<!-- run -->\n```console\n$ evalret validate golden_sets/demo\n{right}\n```\n\n"
+        f"<!-- run -->\n```console\n$ evalret validate golden_sets/demo\n"
+        f"{right.replace('338', '339')}\n```\n\n"
+        "<!-- run; output shown only: the reason -->\n```console\n"
+        "$ evalret validate golden_sets/demo\nnot what it prints\n```\n"
+    )
+    page.write_text(text)
+    good, bad, unchecked = blocks(page, tmp_path)
+    assert (good.output_checked, unchecked.output_checked) == (True, False)
+    cwd = demo_copy(tmp_path / "demo")
+    run_command(good.commands()[0], cwd, "case.md", tmp_path / "cache")
+    with pytest.raises(AssertionError, match=r"case.md:12: .*shown line 2 \('│ documents │ 339'\)"):
+        run_command(bad.commands()[0], cwd, "case.md", tmp_path / "cache")
+    run_command(unchecked.commands()[0], cwd, "case.md", tmp_path / "cache", check_output=False)

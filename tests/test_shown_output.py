@@ -7,6 +7,7 @@ from evalret.report.shown_output import mismatch, normalise
 from evalret.version import __version__
 
 REAL = """\x1b[1mGATE FAILED\x1b[0m: 1 of 4 checks failed
+Embedding queries   ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 244/244 0:00:01 0:00:00
 embedding cache /tmp/xyz/cache: documents 338 cached, 0 embedded
 ┏━━━━━━━━┳━━━━━━━━━┓
 ┃ index  ┃ ndcg@10 ┃
@@ -44,7 +45,9 @@ def test_the_whole_output_matches_and_elisions_stand_for_lines_or_text() -> None
     )
     # an elision line, the padding of a cell, another machine's figures, text cut with "..."
     assert mismatch(shown, real) is None
-    assert mismatch(normalise("...\nwritten 2025-01-01 10:00 by evalret 0.1.0 in 9 s"), real) is None
+    assert (
+        mismatch(normalise("...\nwritten 2025-01-01 10:00 by evalret 0.1.0 in 9 s"), real) is None
+    )
 
 
 def test_a_changed_figure_a_missing_line_or_an_early_end_is_a_mismatch() -> None:

@@ -9,6 +9,7 @@ The normalisation rules, applied alike to the real output and to the page's line
 - blank lines, and the lines that only draw a table's border (``┏━━┳━━┓``, ``└──┴──┘``), are
   dropped: a page may leave them out; a run of blanks is one blank, and a table row's closing
   ``│`` is dropped (a cell's padding depends on the widest cell, which a page may not show);
+  a progress bar's line (``Embedding documents ━━━━ 338/338 0:00:00``) is dropped;
 - a path given in ``places`` becomes its placeholder (the example's working directory becomes
   nothing, so paths read relative to it; the embedding cache becomes ``~/.cache/evalret``);
 - what varies from run to run or machine to machine becomes a placeholder: a duration
@@ -34,11 +35,14 @@ ELISION = ("...", "…")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _BORDER = re.compile(r"^[\s┏┓┗┛┡┩┣┫┳┻╇╋━─┃│┌┐└┘├┤┬┴┼═╞╡╪╭╮╯╰]*$")
 _BORDER_DRAWING = re.compile(r"[┏┓┗┛┡┩┳┻╇━─┌┐└┘┬┴┼═╭╮╯╰]")
+_PROGRESS = re.compile(r"━{4,}.*\b\d+:\d\d:\d\d\b")
 _BLANKS = re.compile(r"[ \t]+")
 _CLOSING = re.compile(r" ?[│┃]$")
 _VARYING = (
     (
-        re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),
+        re.compile(
+            r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+        ),
         "<time>",
     ),
     (re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*\s?(?:ms|s)\b"), "…s"),
@@ -49,21 +53,33 @@ _VERSION = re.compile(rf"(?<![\w.]){re.escape(__version__)}(?![\w.])")
 _WILDCARD = re.compile(r"\\\.\\\.\\\.|…(?!s\b)")
 
 
-def normalise(text: str, places: Mapping[str, str] | None = None) -> list[str]:
-    """``text``'s lines after the rules of the module's docstring: what a page may show."""
+def placeholders(text: str, places: Mapping[str, str] | None = None) -> list[str]:
+    """``text``'s lines with what varies replaced (paths, durations, the load, the CPU count,
+    dates, the version), colours, progress bars and trailing blanks dropped, and its layout
+    kept: what the CLI reference shows of an example's output."""
     text = _VERSION.sub("<version>", _ANSI.sub("", text))
     for path, placeholder in sorted((places or {}).items(), key=lambda p: -len(p[0])):
         text = text.replace(path.rstrip("/") + "/", placeholder + "/" if placeholder else "")
         text = text.replace(path.rstrip("/"), placeholder or ".")
-    lines = []
+    lines: list[str] = []
     for raw in text.split("\n"):
         line = raw.rstrip()
-        if not line.strip() or (_BORDER.match(line) and _BORDER_DRAWING.search(line)):
+        if _PROGRESS.search(line) or (not line and (not lines or not lines[-1])):
             continue
-        line = _CLOSING.sub("", _BLANKS.sub(" ", line))
         for pattern, placeholder in _VARYING:
             line = pattern.sub(placeholder, line)
         lines.append(line)
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
+def normalise(text: str, places: Mapping[str, str] | None = None) -> list[str]:
+    """``text``'s lines after the rules of the module's docstring: what a page's shown output
+    and a command's real output are compared as."""
+    lines = []
+    for line in placeholders(text, places):
+        if not line.strip() or (_BORDER.match(line) and _BORDER_DRAWING.search(line)):
+            continue
+        lines.append(_CLOSING.sub("", _BLANKS.sub(" ", line)))
     return lines
 
 
