@@ -7,8 +7,9 @@ The normalisation rules, applied alike to the real output and to the page's line
 
 - colours and styles (ANSI escapes) are dropped, each line's trailing blanks too;
 - blank lines, and the lines that only draw a table's border (``┏━━┳━━┓``, ``└──┴──┘``), are
-  dropped: a page may leave them out; a run of blanks is one blank, and a table row's closing
-  ``│`` is dropped (a cell's padding depends on the widest cell, which a page may not show);
+  dropped: a page may leave them out; a line's leading blanks are dropped, a run of blanks is
+  one blank, and a table row's closing ``│`` is dropped (a cell's padding depends on the widest
+  cell, which a page may not show, and a centred title on the width of the text);
   a progress bar's line (``Embedding documents ━━━━ 338/338 0:00:00``) is dropped;
 - a path given in ``places`` becomes its placeholder (the example's working directory becomes
   nothing, so paths read relative to it; the embedding cache becomes ``~/.cache/evalret``);
@@ -79,7 +80,7 @@ def normalise(text: str, places: Mapping[str, str] | None = None) -> list[str]:
     for line in placeholders(text, places):
         if not line.strip() or (_BORDER.match(line) and _BORDER_DRAWING.search(line)):
             continue
-        lines.append(_CLOSING.sub("", _BLANKS.sub(" ", line)))
+        lines.append(_CLOSING.sub("", _BLANKS.sub(" ", line.strip())))
     return lines
 
 
