@@ -19,7 +19,6 @@ from evalret.cli_reference import EXAMPLES, RERUN, cli_reference, recorded, run_
 from evalret.core.metrics import FAMILIES
 from evalret.data.config import Config, parse_config
 from evalret.report.config_examples import CONFIG_EXAMPLES
-from evalret.report.shown_output import normalise
 from evalret.report.reference_docs import (
     config_reference,
     md_text,
@@ -28,6 +27,7 @@ from evalret.report.reference_docs import (
     section_title,
     sections,
 )
+from evalret.report.shown_output import normalise
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [

@@ -36,7 +36,7 @@ import typer.main
 
 from evalret.cli import app
 from evalret.report.reference_docs import code, md_text
-from evalret.report.shown_output import normalise, placeholders
+from evalret.report.shown_output import placeholders
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD = REPO / "docs" / "reference" / "cli-examples.json"
