@@ -201,6 +201,7 @@ def cli_reference() -> str:
     top += [p + "\n" for p in _help_paragraphs(root.help)]
     top += _params(root, ctx)
     groups = _groups(root, ctx)
+    top.append("**Commands**, by group\n")
     for title, names in groups.items():
         links = ", ".join(f"[{code(n)}](#{_anchor('evalret ' + n)})" for n in names)
         top.append(f"- **{title}**: {links}")
