@@ -162,10 +162,10 @@ def _anchor(path: str) -> str:
     return path.replace(" ", "-")
 
 
-def command_section(command: Any, ctx: Any, level: int = 3) -> str:
+def command_section(command: Any, ctx: Any, heading: int = 3) -> str:
     """One command: its heading, usage, help, arguments and options, sub-commands and
     example."""
-    out = [f"{'#' * level} `{ctx.command_path}`\n", f"```\n{_usage(command, ctx)}\n```\n"]
+    out = [f"{'#' * heading} `{ctx.command_path}`\n", f"```\n{_usage(command, ctx)}\n```\n"]
     out += [p + "\n" for p in _help_paragraphs(command.help)]
     out += _params(command, ctx)
     out += _subcommands(command, ctx)
@@ -212,7 +212,7 @@ def cli_reference() -> str:
             command = root.get_command(ctx, name)
             sub_ctx = _context(command, name, ctx)
             out += [
-                command_section(c, c_ctx, level=2 + c_ctx.command_path.count(" "))
+                command_section(c, c_ctx, heading=2 + c_ctx.command_path.count(" "))
                 for c, c_ctx in _commands(command, sub_ctx)
             ]
     return "\n".join(out)
