@@ -1,7 +1,8 @@
 """The generated reference pages (docs/reference/cli.md, config.md, metrics.md, report-json.md)
 hold what their cog blocks make from the code today: `cog --check` fails on a stale page, and
 the message says how to regenerate. What they are made from is complete: every config key has a
-description, every metric family its meaning."""
+description, every metric family its meaning, every config section a valid example, every
+command an example whose recorded output is what it prints (rerun in the model lane)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,24 @@ import shutil
 from pathlib import Path
 
 import pytest
+import typer.main
 from cogapp import Cog
 from pydantic import BaseModel, Field
 
-from evalret.cli_reference import cli_reference
+from evalret.cli import app
+from evalret.cli_reference import EXAMPLES, RERUN, cli_reference, recorded, run_examples
 from evalret.core.metrics import FAMILIES
-from evalret.data.config import Config
+from evalret.data.config import Config, parse_config
+from evalret.report.config_examples import CONFIG_EXAMPLES
 from evalret.report.reference_docs import (
     config_reference,
     md_text,
     metrics_reference,
     report_json_reference,
+    section_title,
     sections,
 )
+from evalret.report.shown_output import normalise
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [
@@ -80,7 +86,76 @@ def test_the_cli_page_does_not_depend_on_the_terminal(monkeypatch: pytest.Monkey
     assert cli_reference() == plain
     assert "\x1b[" not in plain
     for command in ("evalret run", "evalret config schema", "evalret judgments merge"):
-        assert f"## `{command}`" in plain
+        assert f"## `{command}`\n" in plain
+
+
+def _leaf_commands() -> list[str]:
+    """Every command of the app that runs (not a group), as ``evalret a b``."""
+    found: list[str] = []
+
+    def walk(command: object, path: str) -> None:
+        subs = getattr(command, "commands", None)
+        if not subs:
+            found.append(path)
+            return
+        for name, sub in subs.items():
+            if not sub.hidden:
+                walk(sub, f"{path} {name}")
+
+    walk(typer.main.get_command(app), "evalret")
+    return found
+
+
+def test_every_command_has_an_example_with_its_recorded_output() -> None:
+    """The page shows an example per command that runs, each with its output (recorded by
+    running it) unless it says why not; no option sits in a table, where a squeezed column
+    would break its name mid-word."""
+    leaves = _leaf_commands()
+    assert len(leaves) > 20 and sorted(EXAMPLES) == sorted(leaves)
+    page = (REPO / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    record = recorded()
+    for path, example in EXAMPLES.items():
+        assert f"$ {example.command}\n" in page, path
+        if not example.not_run:
+            assert record[path]["output"], path
+            assert "\n".join(record[path]["output"][:3]) in page, path
+    assert not [line for line in page.splitlines() if line.startswith("| `--")]
+
+
+def _same(entry: dict[str, object]) -> list[str]:
+    """An example's recorded lines as they are compared: normalised (layout and padding aside:
+    a table's widths follow the length of the temporary directory's path)."""
+    return normalise("\n".join(entry["output"]))  # type: ignore[arg-type]
+
+
+@pytest.mark.model
+def test_the_recorded_examples_are_what_the_commands_print() -> None:
+    """Every example rerun (in a fresh copy of the demo, with an empty cache: the packaged model
+    embeds it) ends with its exit code and prints, normalised, what the page was made from; an
+    example whose timings vary is checked for its exit code only."""
+    fresh = run_examples()
+    record = recorded()
+    stale = [
+        path
+        for path, entry in fresh.items()
+        if path not in record
+        or entry["recipe"] != record[path]["recipe"]
+        or (not EXAMPLES[path].varies and _same(entry) != _same(record[path]))
+    ]
+    assert stale == [], f"the recorded output of {stale} is not what they print: run `{RERUN}`"
+
+
+def test_every_config_section_has_an_example_that_loads() -> None:
+    """Each section of the config reference shows an example; each is a whole config the
+    loader accepts, and sets a key of its section."""
+    titles = [section_title(s) for s in sections(Config)]
+    assert sorted(CONFIG_EXAMPLES) == sorted(titles)
+    for title, text in CONFIG_EXAMPLES.items():
+        parse_config(text, f"the example of {title or 'the top level'}")
+        top = title.split(" ")[0].split(".")[0]
+        assert text.startswith(top) or not top, title
+    page = (REPO / "docs" / "reference" / "config.md").read_text(encoding="utf-8")
+    assert page.count("Example:\n\n```yaml\n") == len(titles)
 
 
 def test_every_config_key_has_a_description() -> None:

@@ -20,7 +20,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 START_HERE = (
     "# try it now: the demo golden set packaged with evalret",
     "evalret run",
-    "# set up a repository: a config, a golden-set template, a CI workflow",
+    "# set up a repository: a config and a golden-set template (--action-ref: the CI workflow)",
     "evalret init",
     "# once, on purpose: save the baseline (then commit it)",
     "evalret run --save-baseline baselines/evalret.json",

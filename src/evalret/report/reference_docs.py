@@ -33,6 +33,7 @@ from pydantic_core import PydanticUndefined
 from evalret.core.metrics import FAMILIES, JUDGED_SUFFIX
 from evalret.data.config import DEMO_SHOWN, Config, demo_golden_set
 from evalret.data.schema import CompareReport, RunReport
+from evalret.report.config_examples import CONFIG_EXAMPLES
 
 # what Markdown (Python-Markdown, as MkDocs runs it) would read as markup in plain text: a
 # backslash, emphasis (an underscore only at a word's edge: inside a word it is no markup), link
@@ -264,7 +265,7 @@ def _field_rows(model: type[BaseModel], with_default: bool) -> list[tuple[str, .
         kind = type_name(info.annotation)
         limits = bounds(info)
         # a type name holds code spans (the choices) and nothing else to escape
-        kind_cell = kind if not limits else f"{kind} ({md_text(limits)})"
+        kind_cell = kind if not limits else f"{kind}, {md_text(limits)}"
         cells = [code(name), kind_cell]
         if with_default:
             cells.append(default_text(info))
@@ -276,6 +277,20 @@ def _field_rows(model: type[BaseModel], with_default: bool) -> list[tuple[str, .
     return rows
 
 
+def _field_list(model: type[BaseModel], with_default: bool) -> str:
+    """The fields as a list: ``- `key` (type; default `x`): meaning``. A list, not a table: a
+    column squeezed by the others would break long key names mid-word."""
+    items = []
+    for name, kind, last, meaning in _field_rows(model, with_default):
+        if with_default and last not in ("required", "(section)"):
+            last = f"default {last}" if last else "no default"
+        elif last == "(section)":
+            last = "its section below"
+        last = "always present" if last == "always" else last
+        items.append(f"- {name} ({kind}; {last})" + (f": {meaning}" if meaning else ""))
+    return "\n".join(items) + "\n"
+
+
 def _docstring(model: type[BaseModel]) -> str:
     doc = model.__doc__ or ""
     if doc == BaseModel.__doc__ or doc.startswith(f"{model.__name__}("):
@@ -283,13 +298,19 @@ def _docstring(model: type[BaseModel]) -> str:
     return " ".join(inspect.cleandoc(doc).split())
 
 
-def model_page(root: type[BaseModel], with_default: bool, top: str) -> str:
-    """Every section of ``root`` as a heading, its docstring and a table of its fields; a model
-    met again at another path is named, not repeated."""
+def section_title(section: Section) -> str:
+    """A section as ``CONFIG_EXAMPLES`` names it: its path, and its member in brackets."""
+    return section.path + (f" ({section.note})" if section.note else "")
+
+
+def model_page(
+    root: type[BaseModel], with_default: bool, top: str, examples: dict[str, str] | None = None
+) -> str:
+    """Every section of ``root`` as a heading, its docstring, a table of its fields and its
+    example (``examples``, by ``section_title``), as YAML; a model met again at another path is
+    named, not repeated."""
     out: list[str] = []
     seen: dict[type[BaseModel], str] = {}
-    last = ("default",) if with_default else ("in the file",)
-    header = ("key", "type", *last, "meaning")
     for section in sections(root):
         title = code(section.path) if section.path else top
         title += f" ({md_text(section.note)})" if section.note else ""
@@ -299,16 +320,19 @@ def model_page(root: type[BaseModel], with_default: bool, top: str) -> str:
             out.append(md_text(doc) + "\n")
         if section.model in seen:
             out.append(f"The same keys as {code(seen[section.model])}.\n")
-            continue
-        seen[section.model] = section.path or top
-        out.append(table(header, _field_rows(section.model, with_default)))
+        else:
+            seen[section.model] = section.path or top
+            out.append(_field_list(section.model, with_default))
+        example = (examples or {}).get(section_title(section))
+        if example is not None:
+            out.append(f"Example:\n\n```yaml\n{example.rstrip()}\n```\n")
     return "\n".join(out)
 
 
 def config_reference() -> str:
     """Every config key: a section per mapping of the file, each key's type, default and
-    meaning."""
-    return model_page(Config, with_default=True, top="top level")
+    meaning, and an example of the section (``config_examples``)."""
+    return model_page(Config, with_default=True, top="top level", examples=CONFIG_EXAMPLES)
 
 
 def report_json_reference() -> str:
