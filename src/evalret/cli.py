@@ -183,15 +183,19 @@ def score(
     queries_without_relevant: o.WithoutRelevant = "exclude",
     out: Annotated[Path | None, o.out("Directory for report files (default reports/).")] = None,
     baseline: o.ScoreBaseline = None,
+    trec_eval_output: o.TrecEvalOutput = False,
     progress: o.Progress,
     verbose: o.Verbose = False,
 ) -> ExitCode:
     """Score run files against qrels like trec_eval, with no model and no embedding: each run is
     an index named after its file stem (or NAME=PATH); writes the same report files as run into
-    --out and gates against --baseline. Exit 1 when a check fails."""
+    --out and gates against --baseline. Exit 1 when a check fails. --trec-eval-output prints
+    trec_eval's own text instead (commands.trec_eval)."""
     from evalret.commands.score import score_command
     from evalret.report.terminal_brief import print_run
 
+    if trec_eval_output:
+        return _trec_eval_output(golden, runs, relevance_level, metric, out, baseline)
     outcome = score_command(
         golden=golden,
         runs=runs,
@@ -204,6 +208,62 @@ def score(
     )
     print_run(console, outcome.evaluation.report, outcome.written, verbose)
     return outcome.exit_code
+
+
+def _trec_eval_output(
+    golden: Path,
+    runs: list[str],
+    level: int,
+    metric: list[str] | None,
+    out: Path | None,
+    baseline: Path | None,
+) -> ExitCode:
+    from evalret.commands.trec_eval import score_as_trec_eval
+    from evalret.errors import InputError
+
+    for given, flag in ((metric, "--metric"), (out, "--out"), (baseline, "--baseline")):
+        if given:
+            raise InputError(
+                f"--trec-eval-output prints trec_eval's text and takes no {flag}: for other "
+                "measures use evalret trec_eval -m"
+            )
+    sys.stdout.write(score_as_trec_eval(golden=golden, runs=runs, relevance_level=level))
+    return ExitCode.OK
+
+
+@_command(app, "trec_eval")
+def trec_eval(
+    *,
+    qrels: Annotated[Path, typer.Argument(help="A TREC qrels file.")],
+    run: Annotated[Path, typer.Argument(help="A TREC run file.")],
+    query_eval_wanted: o.TrecQuery = False,
+    measure: o.TrecMeasure = None,
+    complete_rel_info_wanted: o.TrecComplete = False,
+    level_for_rel: o.TrecLevel = 1,
+    nosummary: o.TrecNoSummary = False,
+    judged_docs_only: o.TrecJudgedOnly = False,
+    number_docs_in_coll: o.TrecCollection = 0,
+    max_retrieved_per_topic: o.TrecMaxDocs = None,
+) -> ExitCode:
+    """trec_eval's command line, with trec_eval 10's measures and its text byte for byte:
+    -q -m -c -l -n -J -N -M as trec_eval reads them (-m official by default; all_trec for the
+    whole set; name.params for a measure's cutoffs or gains). Other trec_eval flags are refused
+    (exit 2); errors exit 2, not trec_eval's own codes."""
+    from evalret.commands.trec_eval import ALL_DOCS, trec_eval_command
+    from evalret.core.treceval import Settings
+
+    settings = Settings(
+        relevance_level=level_for_rel,
+        judged_only=judged_docs_only,
+        max_docs=ALL_DOCS if max_retrieved_per_topic is None else max_retrieved_per_topic,
+        docs_in_collection=number_docs_in_coll,
+        average_complete=complete_rel_info_wanted,
+        per_query=query_eval_wanted,
+        summary=not nosummary,
+    )
+    text = trec_eval_command(qrels=qrels, run=run, settings=settings, measures=measure or ())
+    sys.stdout.write(text)
+    return ExitCode.OK
 
 
 @_command(app)
