@@ -735,9 +735,7 @@ TrecComplete = Annotated[
 TrecLevel = Annotated[
     int, _option("--level_for_rel", "-l", help="trec_eval -l: grade >= this is relevant.")
 ]
-TrecNoSummary = Annotated[
-    bool, _option("--nosummary", "-n", help="trec_eval -n: no 'all' lines.")
-]
+TrecNoSummary = Annotated[bool, _option("--nosummary", "-n", help="trec_eval -n: no 'all' lines.")]
 TrecJudgedOnly = Annotated[
     bool,
     _option("--Judged_docs_only", "-J", help="trec_eval -J: drop unjudged documents first."),
@@ -750,9 +748,7 @@ TrecCollection = Annotated[
 ]
 TrecMaxDocs = Annotated[
     int | None,
-    _option(
-        "--Max_retrieved_per_topic", "-M", min=0, help="trec_eval -M: rank cut of each query."
-    ),
+    _option("--Max_retrieved_per_topic", "-M", min=0, help="trec_eval -M: rank cut of each query."),
 ]
 TrecEvalOutput = Annotated[
     bool,

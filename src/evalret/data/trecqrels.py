@@ -30,7 +30,9 @@ def read_trec_qrels(path: Path) -> dict[str, dict[str, int]]:
         if not columns:
             continue
         try:
-            qid, _, docno, grade = (c.decode("utf-8") for c in columns) if len(columns) == 4 else ()
+            if len(columns) != 4:
+                raise ValueError
+            qid, _, docno, grade = (c.decode("utf-8") for c in columns)
         except (ValueError, UnicodeDecodeError):
             problems.append(
                 Problem("expected 4 UTF-8 columns (qid iter docno grade)", str(path), number)

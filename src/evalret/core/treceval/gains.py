@@ -145,6 +145,23 @@ def _div(a: float, b: float) -> float:
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
+class _Points:
+    """The nDCG values Rndcg averages: read where the ideal gain changes."""
+
+    def __init__(self, gain: float) -> None:
+        self.old, self.total, self.n = gain, 0.0, 0
+
+    def read(self, dcg: float, ideal_dcg: float) -> None:
+        if ideal_dcg > 0.0:
+            self.total += dcg / ideal_dcg
+            self.n += 1
+
+    def at(self, gain: float, dcg: float, ideal_dcg: float) -> None:
+        if gain != self.old:
+            self.read(dcg, ideal_dcg)
+            self.old = gain
+
+
 def rndcg(q: Ranking, pairs: Pairs) -> float:
     """nDCG read at each rank where the ideal gain changes (and at the ranking's end), averaged
     over those points; 0 when the query has no relevant document."""
@@ -152,17 +169,12 @@ def rndcg(q: Ranking, pairs: Pairs) -> float:
     if q.num_rel == 0:
         return 0.0
     ideal = Ideal(gains)
-    old = ideal.gain
-    dcg = ideal_dcg = total = 0.0
-    changes = 0
+    points = _Points(ideal.gain)
+    dcg = ideal_dcg = 0.0
     i, n = 0, q.num_ret
     while i < n and ideal.gain > 0.0:
         g = gains.gain(q.rels[i])
-        if ideal.step() != old:
-            if ideal_dcg > 0.0:
-                total += dcg / ideal_dcg
-                changes += 1
-            old = ideal.gain
+        points.at(ideal.step(), dcg, ideal_dcg)
         if g != 0:
             dcg += g / math.log2(i + 2)
         if ideal.gain > 0.0:
@@ -174,19 +186,13 @@ def rndcg(q: Ranking, pairs: Pairs) -> float:
             if g != 0:
                 dcg += g / math.log2(i + 2)
             i += 1
-        if ideal_dcg > 0.0:
-            total += dcg / ideal_dcg
-            changes += 1
+        points.read(dcg, ideal_dcg)
     while ideal.gain > 0.0:
-        if ideal.step() != old:
-            if ideal_dcg > 0.0:
-                total += dcg / ideal_dcg
-                changes += 1
-            old = ideal.gain
+        points.at(ideal.step(), dcg, ideal_dcg)
         if ideal.gain > 0.0:
             ideal_dcg += ideal.gain / math.log2(i + 2)
         i += 1
-    return _div(total, float(changes))
+    return _div(points.total, float(points.n))
 
 
 def g_measure(q: Ranking, pairs: Pairs) -> float:

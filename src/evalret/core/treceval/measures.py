@@ -179,7 +179,10 @@ def _interpolated(q: Ranking, s: Settings, percents: list[float]) -> list[float]
 
 
 def _lround(x: float) -> int:
-    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+    """C's lround: to the nearest integer, halves away from zero."""
+    whole = math.floor(abs(x))
+    rounded = whole + 1 if abs(x) - whole >= 0.5 else whole
+    return rounded if x >= 0 else -rounded
 
 
 def iprec_at_recall(q: Ranking, s: Settings, percents: list[float]) -> list[float]:
@@ -236,9 +239,9 @@ def infap(q: Ranking, s: Settings, p: Any) -> float:
             total += 1.0
         else:
             fj = float(j)
-            total += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (
-                (rel - 1 + nonrel + pooled) / fj
-            ) * ((rel - 1 + INFAP_EPSILON) / (rel - 1 + nonrel + 2 * INFAP_EPSILON))
+            total += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((rel - 1 + nonrel + pooled) / fj) * (
+                (rel - 1 + INFAP_EPSILON) / (rel - 1 + nonrel + 2 * INFAP_EPSILON)
+            )
     return total / q.num_rel if q.num_rel else total
 
 
@@ -280,9 +283,7 @@ def set_recall(q: Ranking, s: Settings, p: Any) -> float:
 
 def set_map(q: Ranking, s: Settings, p: Any) -> float:
     if q.num_ret and q.num_rel:
-        return (float(q.num_rel_ret) * float(q.num_rel_ret)) / (
-            float(q.num_ret) * float(q.num_rel)
-        )
+        return (float(q.num_rel_ret) * float(q.num_rel_ret)) / (float(q.num_ret) * float(q.num_rel))
     return 0.0
 
 
@@ -381,7 +382,16 @@ MEASURES: tuple[Measure, ...] = (
 )
 BY_NAME = {m.name: m for m in MEASURES}
 
-_OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec")
+_OFFICIAL: tuple[str, ...] = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+)
 _OFFICIAL += ("bpref", "recip_rank", "iprec_at_recall", "P")
 NICKNAMES: dict[str, tuple[str, ...]] = {
     "official": _OFFICIAL,

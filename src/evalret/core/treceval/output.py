@@ -32,7 +32,7 @@ def _c_long(text: str) -> int:
     text = text.lstrip(" \t\n\v\f\r")
     digits = ""
     for i, ch in enumerate(text):
-        if ch.isdigit() and ch.isascii() or (i == 0 and ch in "+-"):
+        if (ch.isdigit() and ch.isascii()) or (i == 0 and ch in "+-"):
             digits += ch
         else:
             break
@@ -89,9 +89,9 @@ def select_measures(specs: Sequence[str]) -> list[Selected]:
     marked: set[str] = set()
     given: dict[str, str] = {}
     for spec in specs or ["official"]:
-        name, dot, params = spec.partition(".")
+        name, dot, text = spec.partition(".")
         if dot:
-            given.setdefault(name, params)
+            given.setdefault(name, text)
         if name in NICKNAMES:
             marked.update(NICKNAMES[name])
         elif name in BY_NAME:
@@ -102,10 +102,10 @@ def select_measures(specs: Sequence[str]) -> list[Selected]:
     for m in MEASURES:
         if m.name not in marked:
             continue
+        params: tuple[Any, ...] = m.default
+        suffix = ""
         if m.name in given:
             params, suffix = _parse_params(m, given[m.name])
-        else:
-            params, suffix = m.default, ""
         out.append(Selected(m, params, _names(m, params, suffix)))
     return out
 
@@ -139,14 +139,22 @@ class _Totals:
 
 
 def _query_values(sel: Selected, q: Any, settings: Settings, bogus: bool) -> list[Any]:
-    """The values ``sel`` prints for one query (the -c clean-up of a missing query applied)."""
+    """The values ``sel`` prints for one query; for a query missing from the run (-c), some
+    zeroed after the fact, as trec_eval does."""
     m = sel.measure
     assert m.fn is not None
     value = m.fn(q, settings, list(sel.params) if m.params != "pairs" else sel.params)
     values = value if isinstance(value, list) else [value]
-    if bogus and (m.name in ("num_ret", "utility", "unj", "rbp_resid") or m.kind == "relstring"):
-        values = ["" if m.kind == "relstring" else 0.0 for _ in values]
+    if bogus:  # trec_eval zeroes these by their printed name (a name with parameters escapes)
+        values = [
+            ("" if name == "relstring" else 0.0) if _zeroed(name) else v
+            for name, v in zip(sel.names, values, strict=True)
+        ]
     return values
+
+
+def _zeroed(name: str) -> bool:
+    return name in ("num_ret", "utility", "relstring", "rbp_resid") or name.startswith("unj")
 
 
 def trec_eval_text(
