@@ -94,6 +94,16 @@ def dcg_pair(q: Ranking, pairs: Pairs) -> tuple[float, float]:
     return dcg, ideal_dcg
 
 
+def dcg(q: Ranking, pairs: Pairs) -> float:
+    """DCG of the whole ranking: sum of gain(grade at rank i) / log2(i + 1)."""
+    return dcg_pair(q, pairs)[0]
+
+
+def ideal_dcg(q: Ranking, pairs: Pairs) -> float:
+    """DCG of the ideal ordering of the query's judged documents (positive gains)."""
+    return dcg_pair(q, pairs)[1]
+
+
 def ndcg(q: Ranking, pairs: Pairs) -> float:
     """DCG / ideal DCG over the whole ranking (0 when the ideal is 0); gain = the grade."""
     dcg, ideal = dcg_pair(q, pairs)

@@ -268,20 +268,24 @@ def bin_g(q: Ranking, s: Settings, p: Any) -> float:
 
 
 def set_p(q: Ranking, s: Settings, p: Any) -> float:
+    """Relevant retrieved / retrieved."""
     return q.num_rel_ret / q.num_ret if q.num_ret else 0.0
 
 
 def set_relative_p(q: Ranking, s: Settings, p: Any) -> float:
+    """Relevant retrieved / min(retrieved, R)."""
     if q.num_ret and q.num_rel:
         return q.num_rel_ret / min(q.num_ret, q.num_rel)
     return 0.0
 
 
 def set_recall(q: Ranking, s: Settings, p: Any) -> float:
+    """Relevant retrieved / R."""
     return q.num_rel_ret / q.num_rel if q.num_rel else 0.0
 
 
 def set_map(q: Ranking, s: Settings, p: Any) -> float:
+    """set_P x set_recall."""
     if q.num_ret and q.num_rel:
         return (float(q.num_rel_ret) * float(q.num_rel_ret)) / (float(q.num_ret) * float(q.num_rel))
     return 0.0
@@ -331,20 +335,25 @@ CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALLS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
-def _count(attr: str) -> Callable[..., float]:
-    return lambda q, s, p: float(getattr(q, attr))
+def _count(attr: str, doc: str) -> Callable[..., float]:
+    def count(q: Ranking, s: Settings, p: Any) -> float:
+        return float(getattr(q, attr))
+
+    count.__doc__ = doc
+    return count
 
 
 def _nonrel_judged(q: Ranking, s: Settings, p: Any) -> float:
+    """Judged non-relevant documents retrieved (the 'all' line: their sum)."""
     return float(q.num_ret - q.num_nonpool - q.num_unjudged - q.num_rel_ret)
 
 
 MEASURES: tuple[Measure, ...] = (
     Measure("runid", "runid", "none", (), None),
     Measure("num_q", "num_q", "none", (), None),
-    Measure("num_ret", "long", "none", (), _count("num_ret")),
-    Measure("num_rel", "long", "none", (), _count("num_rel")),
-    Measure("num_rel_ret", "long", "none", (), _count("num_rel_ret")),
+    Measure("num_ret", "long", "none", (), _count("num_ret", "Documents retrieved (the 'all' line: their sum).")),
+    Measure("num_rel", "long", "none", (), _count("num_rel", "R, the judged relevant documents (the 'all' line: their sum).")),
+    Measure("num_rel_ret", "long", "none", (), _count("num_rel_ret", "Relevant documents retrieved (the 'all' line: their sum).")),
     Measure("map", "double", "none", (), average_precision),
     Measure("gm_map", "gm", "none", (), gm_ap),
     Measure("Rprec", "double", "none", (), r_precision),
@@ -361,8 +370,8 @@ MEASURES: tuple[Measure, ...] = (
     Measure("11pt_avg", "double", "double", RECALLS, eleven_point),
     Measure("binG", "double", "none", (), bin_g),
     Measure("G", "double", "pairs", (), _pairs(gains.g_measure)),
-    Measure("dcg", "double", "pairs", (), _pairs(lambda q, p: gains.dcg_pair(q, p)[0])),
-    Measure("ideal_dcg", "double", "pairs", (), _pairs(lambda q, p: gains.dcg_pair(q, p)[1])),
+    Measure("dcg", "double", "pairs", (), _pairs(gains.dcg)),
+    Measure("ideal_dcg", "double", "pairs", (), _pairs(gains.ideal_dcg)),
     Measure("ndcg", "double", "pairs", (), _pairs(gains.ndcg)),
     Measure("ndcg_rel", "double", "pairs", (), _pairs(gains.ndcg_rel)),
     Measure("Rndcg", "double", "pairs", (), _pairs(gains.rndcg)),
