@@ -348,12 +348,15 @@ def _nonrel_judged(q: Ranking, s: Settings, p: Any) -> float:
     return float(q.num_ret - q.num_nonpool - q.num_unjudged - q.num_rel_ret)
 
 
+_RET = "Documents retrieved (the 'all' line: their sum)."
+_REL = "R, the judged relevant documents (the 'all' line: their sum)."
+_REL_RET = "Relevant documents retrieved (the 'all' line: their sum)."
 MEASURES: tuple[Measure, ...] = (
     Measure("runid", "runid", "none", (), None),
     Measure("num_q", "num_q", "none", (), None),
-    Measure("num_ret", "long", "none", (), _count("num_ret", "Documents retrieved (the 'all' line: their sum).")),
-    Measure("num_rel", "long", "none", (), _count("num_rel", "R, the judged relevant documents (the 'all' line: their sum).")),
-    Measure("num_rel_ret", "long", "none", (), _count("num_rel_ret", "Relevant documents retrieved (the 'all' line: their sum).")),
+    Measure("num_ret", "long", "none", (), _count("num_ret", _RET)),
+    Measure("num_rel", "long", "none", (), _count("num_rel", _REL)),
+    Measure("num_rel_ret", "long", "none", (), _count("num_rel_ret", _REL_RET)),
     Measure("map", "double", "none", (), average_precision),
     Measure("gm_map", "gm", "none", (), gm_ap),
     Measure("Rprec", "double", "none", (), r_precision),
