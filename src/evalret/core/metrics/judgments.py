@@ -226,7 +226,7 @@ class RankedJudgments:
         ideal = self.ideal_hits
         assert ideal.values is not None
         n_relevant = np.bincount(
-            ideal.query, weights=ideal.values >= level, minlength=len(self.n_relevant)
+            ideal.query, weights=is_relevant(ideal.values, level), minlength=len(self.n_relevant)
         ).astype(np.int64)
         n_nonrelevant = self.n_relevant + self.n_nonrelevant - n_relevant
         if self._cells is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from evalret.core.relevance import is_judged
 from evalret.core.treceval.ranking import Ranking
 
 Pairs = tuple[tuple[str, float], ...]
@@ -266,7 +267,7 @@ def rbp_resid(q: Ranking, pairs: Pairs) -> float:
     unjudged = 0
     total, cur = 0.0, 1.0
     for r in q.rels:
-        if r < 0:
+        if not is_judged(r):
             unjudged += 1
             total += cur
         cur = cur * p

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from evalret.core.relevance import is_judged, is_relevant
 from evalret.core.treceval import gains
 from evalret.core.treceval.ranking import NONPOOL, UNJUDGED, Ranking, Settings
 
@@ -24,7 +25,7 @@ ParamKind = Literal["none", "cut_long", "cut_double", "double", "pairs"]
 
 
 def _rel(q: Ranking, s: Settings) -> list[bool]:
-    return [r >= s.relevance_level for r in q.rels]
+    return [is_relevant(r, s.relevance_level) for r in q.rels]
 
 
 def average_precision(q: Ranking, s: Settings, p: Any) -> float:
@@ -55,7 +56,7 @@ def _bpref(q: Ranking, s: Settings) -> float:
     for r in q.rels:
         if r in (NONPOOL, UNJUDGED):
             continue
-        if 0 <= r < s.relevance_level:
+        if is_judged(r) and not is_relevant(r, s.relevance_level):
             nonrel += 1
         elif nonrel > 0:
             total += 1.0 - min(nonrel, q.num_rel) / min(nonrel_total, q.num_rel)
@@ -166,7 +167,7 @@ def _interpolated(q: Ranking, s: Settings, percents: list[float]) -> list[float]
     while i > 0 and found > 0:
         here = found / i
         best = max(best, here) if not math.isnan(best) else here
-        if q.rels[i - 1] >= s.relevance_level:
+        if is_relevant(q.rels[i - 1], s.relevance_level):
             while cur >= 0 and found == cuts[cur]:
                 out[cur] = best
                 cur -= 1
@@ -214,7 +215,7 @@ def rprec_mult(q: Ranking, s: Settings, mults: list[float]) -> list[float]:
         while cur >= 0 and i == cuts[cur]:
             out[cur] = here
             cur -= 1
-        if q.rels[i - 1] >= s.relevance_level:
+        if is_relevant(q.rels[i - 1], s.relevance_level):
             found -= 1
         i -= 1
     return out
@@ -231,7 +232,7 @@ def infap(q: Ranking, s: Settings, p: Any) -> float:
         if r == UNJUDGED:
             pooled += 1
             continue
-        if 0 <= r < s.relevance_level:
+        if is_judged(r) and not is_relevant(r, s.relevance_level):
             nonrel += 1
             continue
         rel += 1

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalret.core.relevance import is_judged
 from evalret.core.treceval.measures import BY_NAME, MEASURES, MIN_GEO_MEAN, NICKNAMES, Measure
 from evalret.core.treceval.ranking import BOGUS_DOCNO, Settings, form_ranking
 
@@ -173,7 +174,7 @@ def trec_eval_text(
     totals = _Totals()
     evaluated = 0
     for qid in sorted(qrels, key=lambda s: s.encode("utf-8")):
-        if all(g < 0 for g in qrels[qid].values()):
+        if not any(is_judged(g) for g in qrels[qid].values()):
             raise MeasureError(
                 f"query {qid!r}: every judgment of the qrels is negative, where trec_eval's answer "
                 "is undefined (it fails, or reads the previous query's grade counts)"

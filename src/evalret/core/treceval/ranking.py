@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_judged, is_relevant
+
 NONPOOL = -1  # retrieved, not in the qrels
 UNJUDGED = -2  # retrieved, in the qrels with a negative grade (pooled, not judged)
 BOGUS_DOCNO = "ceci_nest_pas_un_docno"  # the one document of a query missing from the run (-c)
@@ -17,7 +19,7 @@ class Settings:
     (judged documents only), ``-M`` (documents kept per query), ``-N`` (documents in the
     collection, for utility), ``-c`` (average over every qrels query), ``-q``, ``-n``."""
 
-    relevance_level: int = 1
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL
     judged_only: bool = False
     max_docs: int = 2147483647
     docs_in_collection: int = 0
@@ -61,10 +63,10 @@ def form_ranking(
     rels: list[int] = []
     for docno, _ in ranked:
         grade = judgments.get(docno)
-        rels.append(NONPOOL if grade is None else UNJUDGED if grade < 0 else grade)
+        rels.append(NONPOOL if grade is None else grade if is_judged(grade) else UNJUDGED)
     if settings.judged_only:
-        rels = [r for r in rels if r >= 0]
-    grades = [g for g in judgments.values() if g >= 0]
+        rels = [r for r in rels if is_judged(r)]
+    grades = [g for g in judgments.values() if is_judged(g)]
     top = max(judgments.values(), default=-1)
     rel_levels = [0] * (top + 1 if top >= 0 else 0)
     for g in grades:
@@ -72,8 +74,8 @@ def form_ranking(
     return Ranking(
         rels=tuple(rels),
         rel_levels=tuple(rel_levels),
-        num_rel=sum(1 for g in grades if g >= level),
-        num_rel_ret=sum(1 for r in rels if r >= level and r >= 0),
+        num_rel=sum(1 for g in grades if is_relevant(g, level)),
+        num_rel_ret=sum(1 for r in rels if is_relevant(r, level) and is_judged(r)),
         num_ret=len(rels),
         num_nonpool=rels.count(NONPOOL),
         num_unjudged=rels.count(UNJUDGED),
