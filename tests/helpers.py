@@ -353,7 +353,7 @@ def trec_eval_values(
     got = pytrec_eval.RelevanceEvaluator(
         qrels,
         {ref.measure},
-        relevance_level=relevance_level,
+        relevance_level=relevance_level if ref.relevance_level is None else ref.relevance_level,
         judged_docs_only_flag=ref.judged_only,
     ).evaluate(run)
     key = ref.measure.replace(".", "_")  # pytrec_eval's key: ndcg_cut.10 -> ndcg_cut_10

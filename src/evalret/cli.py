@@ -205,6 +205,7 @@ def score(
     queries_without_relevant: o.WithoutRelevant = "exclude",
     out: Annotated[Path | None, o.out("Directory for report files (default reports/).")] = None,
     baseline: o.ScoreBaseline = None,
+    trec_eval_output: o.TrecEvalOutput = False,
     progress: o.Progress,
     verbose: o.Verbose = False,
 ) -> ExitCode:
@@ -212,10 +213,20 @@ def score(
 
     As trec_eval: each run is an index named after its file stem (or NAME=PATH), gated against
     --baseline. Exit 1 when a check fails. Writes into --out: report.json, report.md,
-    comment.md, report.html, junit.xml (with a baseline) and run.INDEX.trec per run."""
+    comment.md, report.html, junit.xml (with a baseline) and run.INDEX.trec per run;
+    --trec-eval-output prints trec_eval's own text instead and writes nothing."""
     from evalret.commands.score import score_command
     from evalret.report.terminal_brief import print_run
 
+    if trec_eval_output:
+        from evalret.commands.trec_eval import score_as_trec_eval
+
+        refused = {"--metric": metric, "--out": out, "--baseline": baseline}
+        text = score_as_trec_eval(
+            golden=golden, runs=runs, relevance_level=relevance_level, refused=refused
+        )
+        sys.stdout.write(text)
+        return ExitCode.OK
     outcome = score_command(
         golden=golden,
         runs=runs,
@@ -228,6 +239,43 @@ def score(
     )
     print_run(console, outcome.evaluation.report, outcome.written, verbose)
     return outcome.exit_code
+
+
+@_command(app, "trec_eval")
+def trec_eval(
+    *,
+    qrels: Annotated[Path, typer.Argument(help="A TREC qrels file.")],
+    run: Annotated[Path, typer.Argument(help="A TREC run file.")],
+    query_eval_wanted: o.TrecQuery = False,
+    measure: o.TrecMeasure = None,
+    complete_rel_info_wanted: o.TrecComplete = False,
+    level_for_rel: o.TrecLevel = 1,
+    nosummary: o.TrecNoSummary = False,
+    judged_docs_only: o.TrecJudgedOnly = False,
+    number_docs_in_coll: o.TrecCollection = 0,
+    max_retrieved_per_topic: o.TrecMaxDocs = None,
+) -> ExitCode:
+    """Score a run as trec_eval does, with its flags and its text.
+
+    trec_eval 10's whole measure set and its output byte for byte: -q -m -c -l -n -J -N -M as
+    trec_eval reads them (-m official by default, all_trec for the whole set, name.params for a
+    measure's cutoffs or gains). Other trec_eval flags are refused (exit 2), as are its errors
+    (exit 2, not trec_eval's own codes). Writes nothing: the text goes to stdout."""
+    from evalret.commands.trec_eval import ALL_DOCS, trec_eval_command
+    from evalret.core.treceval import Settings
+
+    settings = Settings(
+        relevance_level=level_for_rel,
+        judged_only=judged_docs_only,
+        max_docs=ALL_DOCS if max_retrieved_per_topic is None else max_retrieved_per_topic,
+        docs_in_collection=number_docs_in_coll,
+        average_complete=complete_rel_info_wanted,
+        per_query=query_eval_wanted,
+        summary=not nosummary,
+    )
+    text = trec_eval_command(qrels=qrels, run=run, settings=settings, measures=measure or ())
+    sys.stdout.write(text)
+    return ExitCode.OK
 
 
 @_command(app)

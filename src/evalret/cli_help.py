@@ -10,7 +10,10 @@ from __future__ import annotations
 
 # the top-level help's sections, in order: (title, command names in the order listed)
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Gate a change", ("run", "compare", "score", "report", "baseline", "history", "hook")),
+    (
+        "Gate a change",
+        ("run", "compare", "score", "trec_eval", "report", "baseline", "history", "hook"),
+    ),
     ("Golden set", ("golden", "validate", "leakage")),
     ("Judgments", ("pool", "judge", "annotate", "judgments")),
     ("Indexes and embeddings", ("sweep", "embed")),
@@ -49,6 +52,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "score": (
         "evalret score qrels.txt bm25=run.bm25.trec dense=run.dense.trec",
         "evalret score golden_sets/mine run.trec --baseline baselines/trec.json",
+    ),
+    "trec_eval": (
+        "# trec_eval's default measures, or its whole set per query",
+        "evalret trec_eval qrels.txt run.trec",
+        "evalret trec_eval -q -m all_trec -c qrels.txt run.trec",
+        "evalret trec_eval -m P.5,10 -m ndcg_cut.10 -l 2 qrels.txt run.trec",
     ),
     "compare": (
         "evalret compare old.yaml new.yaml",

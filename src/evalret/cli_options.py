@@ -753,3 +753,51 @@ Export = Annotated[
         "metadata), to load a vector store with.",
     ),
 ]
+
+# --- evalret trec_eval: trec_eval's own flags, under its own long names ------------------------
+
+TrecQuery = Annotated[
+    bool, _option("--query_eval_wanted", "-q", help="trec_eval -q: a line per query too.")
+]
+TrecMeasure = Annotated[
+    list[str] | None,
+    _option(
+        "--measure",
+        "-m",
+        help="trec_eval -m: a measure, name.params or official, all_trec, set (repeatable).",
+    ),
+]
+TrecComplete = Annotated[
+    bool,
+    _option(
+        "--complete_rel_info_wanted",
+        "-c",
+        help="trec_eval -c: average over every qrels query, one missing from the run scored.",
+    ),
+]
+TrecLevel = Annotated[
+    int, _option("--level_for_rel", "-l", help="trec_eval -l: grade >= this is relevant.")
+]
+TrecNoSummary = Annotated[bool, _option("--nosummary", "-n", help="trec_eval -n: no 'all' lines.")]
+TrecJudgedOnly = Annotated[
+    bool,
+    _option("--Judged_docs_only", "-J", help="trec_eval -J: drop unjudged documents first."),
+]
+TrecCollection = Annotated[
+    int,
+    _option(
+        "--Number_docs_in_coll", "-N", help="trec_eval -N: documents in the collection (utility)."
+    ),
+]
+TrecMaxDocs = Annotated[
+    int | None,
+    _option("--Max_retrieved_per_topic", "-M", min=0, help="trec_eval -M: rank cut of each query."),
+]
+TrecEvalOutput = Annotated[
+    bool,
+    _option(
+        "--trec-eval-output",
+        help="Print what trec_eval -c -q -m all_trec -l LEVEL prints for each run, instead of "
+        "the report.",
+    ),
+]

@@ -243,6 +243,11 @@ _GRADES = (
     "'annotator': who}) + '\\n' for i, p in enumerate(pairs)) "
     "for who, shift in (('alice', 0), ('bob', 1))]\""
 )
+_QRELS = (
+    "python -c \"import json; open('qrels.txt', 'w').writelines(f\\\"{q['id']} 0 {d} {g}\\\\n\\\" "
+    "for q in map(json.loads, open('golden_sets/demo/queries.jsonl')) "
+    "for d, g in q['relevant'].items())\""
+)
 _TRAIN = (
     "printf 'LMW-4031\\nhow do I rotate an API key\\nwhat is the capital of France\\n' > train.txt"
 )
@@ -255,6 +260,10 @@ EXAMPLES: dict[str, Example] = {
     "evalret score": Example(
         "evalret score golden_sets/demo reports/run/run.exact.trec reports/run/run.bm25.trec "
         "--out reports/score"
+    ),
+    "evalret trec_eval": Example(
+        "evalret trec_eval -m map -m P.5,10 -m ndcg_cut.10 qrels.txt reports/run/run.exact.trec",
+        (_QRELS,),
     ),
     "evalret compare": Example(
         "evalret compare reports/run/report.json reports/d64/report.json --out reports/compare",

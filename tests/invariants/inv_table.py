@@ -156,6 +156,11 @@ ROWS: tuple[Row, ...] = (
         run_report=True,
     ),
     Row(
+        "trec_eval",
+        ("trec_eval", "-c", "-q", "-m", "all_trec", "{qrels}", "{run_file}"),
+        inputs=(Item("qrels", "qrels.txt"), Item("run-file", "run.prod.trec"), *STORES),
+    ),
+    Row(
         "compare",
         ("compare", "{a}", "{b}", "--out", "{out}", "--no-progress", "--samples", "100"),
         inputs=(Item("a", "saved/a.json"), Item("b", "saved/b.json"), *STORES),

@@ -432,3 +432,14 @@ def read_run_lines(path: Path, fmt: RunFormat, depth: int) -> RunFile:
         n_lines=source.n_lines,
         scores_partial=source.scores_partial,
     )
+
+
+def run_tag(path: Path) -> str:
+    """The tag (sixth column) of a TREC run file's last ranking line: the run id trec_eval
+    prints. Read after ``read_run`` has accepted the file, so every line is well-formed."""
+    tag = b""
+    for _, data in _File(path, "trec").lines():
+        columns = data.split(None, 6)
+        if len(columns) >= 6 and not columns[0].startswith(b"#"):
+            tag = columns[5]
+    return tag.decode("utf-8", "backslashreplace")

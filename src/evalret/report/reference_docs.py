@@ -31,6 +31,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from evalret.core.metrics import FAMILIES, JUDGED_SUFFIX
+from evalret.core.treceval import MEASURES, NICKNAMES
 from evalret.data.config import DEMO_SHOWN, Config, demo_golden_set
 from evalret.data.schema import CompareReport, RunReport
 from evalret.report.config_examples import CONFIG_EXAMPLES
@@ -365,3 +366,22 @@ def metrics_reference() -> str:
         )
     )
     return table(("metric", "trec_eval", "what a query scores", "family names"), rows)
+
+
+def trec_eval_measures_reference() -> str:
+    """The measures of `evalret trec_eval` (``core.treceval.MEASURES``), in trec_eval's print
+    order: each one's default parameters, the nicknames that select it and what a query scores
+    (its function's docstring)."""
+    rows = []
+    for m in MEASURES:
+        default = ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in m.default)
+        sets = ", ".join(code(n) for n, names in NICKNAMES.items() if m.name in names)
+        what = " ".join((m.fn.__doc__ or "").split()) if m.fn else ""
+        if m.kind == "runid":
+            what = "the run's tag (the last line's sixth column); 'all' line only"
+        elif m.kind == "num_q":
+            what = "the queries scored (every qrels query with -c); 'all' line only"
+        elif m.kind == "gm":
+            what += " 'all' line only: exp(the mean)"
+        rows.append((code(m.name), code(default) if default else "", sets, md_text(what)))
+    return table(("measure", "default parameters", "in", "what a query scores"), rows)

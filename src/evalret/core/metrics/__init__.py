@@ -10,6 +10,8 @@ Conventions shared by every metric (they match trec_eval run with ``-l relevance
   default 1; the rule is ``core.relevance.is_relevant``); a grade from 0 up to the level means
   judged non-relevant, and a negative grade or an unjudged document counts as non-relevant. The
   binary metrics (recall, precision, MAP, MRR, hit rate) and ``R`` use the level.
+* A metric may carry its own level (``precision@5(rel=2)``, ``Metric.rel``): it reads the same
+  rankings at that level (``RankedJudgments.at_level``), as trec_eval run with ``-l 2``.
 * nDCG ignores the level, as trec_eval does: its gain is the raw grade for grade > 0 and 0 for
   grade <= 0 (or 2^grade - 1 with exponential gain), so at level 2 a grade-1 document still gains.
 * The ranking is the one the index returned after evalret's tie rule (score descending, then

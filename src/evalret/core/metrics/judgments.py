@@ -220,6 +220,23 @@ class RankedJudgments:
             return self._cells.ideal
         return Hits.of(self.ideal > 0, self.ideal)
 
+    def at_level(self, level: int) -> RankedJudgments:
+        """The same rankings read at relevance level ``level`` (>= 1): R and N recounted from
+        the ideal (every positive grade of each query), the relevant ranks from the grades."""
+        ideal = self.ideal_hits
+        assert ideal.values is not None
+        n_relevant = np.bincount(
+            ideal.query, weights=is_relevant(ideal.values, level), minlength=len(self.n_relevant)
+        ).astype(np.int64)
+        n_nonrelevant = self.n_relevant + self.n_nonrelevant - n_relevant
+        if self._cells is not None:
+            return RankedJudgments.from_cells(
+                self._cells, n_relevant, n_nonrelevant, level, self._ranked
+            )
+        return self.replace(
+            relevance_level=level, n_relevant=n_relevant, n_nonrelevant=n_nonrelevant
+        )
+
     def judged_only(self) -> RankedJudgments:
         """The condensed rankings (trec_eval ``-J``): each query's judged documents moved to the
         front in their rank order, the unjudged ones dropped (the freed ranks become padding,

@@ -29,15 +29,19 @@ class Metric:
     """A metric family at a cutoff, e.g. ``Metric("ndcg", 10)`` written ``ndcg@10``, or over the
     whole ranking, ``Metric("ndcg")`` written ``ndcg`` (``k`` is None); with ``judged`` the
     family scores each ranking with its unjudged documents removed first, written
-    ``ndcg@10:judged``. Ordered by family, then cutoff (the whole ranking last), then judged."""
+    ``ndcg@10:judged``; with ``rel`` it reads relevance at its own level, not the run's
+    (``relevance_level``), written ``P@5(rel=2)`` (ir_measures' ``P(rel=2)@5``). Ordered by
+    family, then cutoff (the whole ranking last), then judged, then level."""
 
     family: str
     k: int | None = None
     judged: bool = False
+    rel: int | None = None  # its own relevance level, ``ndcg@10(rel=2)``; None: the run's
 
     def __str__(self) -> str:
         name = self.family if self.k is None else f"{self.family}@{self.k}"
-        return f"{name}:{JUDGED_SUFFIX}" if self.judged else name
+        name = f"{name}:{JUDGED_SUFFIX}" if self.judged else name
+        return name if self.rel is None else f"{name}(rel={self.rel})"
 
     @property
     def depth_key(self) -> float:
@@ -53,11 +57,9 @@ class Metric:
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Metric):
             return NotImplemented
-        return (self.family, self.depth_key, self.judged) < (
-            other.family,
-            other.depth_key,
-            other.judged,
-        )
+        mine = (self.family, self.depth_key, self.judged, -1 if self.rel is None else self.rel)
+        theirs = (other.family, other.depth_key, other.judged)
+        return mine < (*theirs, -1 if other.rel is None else other.rel)
 
 
 def search_depth(metrics: Iterable[Metric], configured: int | None = None) -> int:

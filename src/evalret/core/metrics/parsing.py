@@ -6,13 +6,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from evalret.core.metrics.metric import JUDGED_SUFFIX, MAX_CUTOFF, Metric
+from evalret.core.metrics.metric import JUDGED_SUFFIX, MAX_CUTOFF, MAX_GRADE, Metric
 from evalret.core.metrics.registry import REGISTRY, aliases
 from evalret.core.suggest import suggestion
 from evalret.errors import MetricError, Problem
 
 _NAME_RE = re.compile(
-    rf"^\s*([A-Za-z_]+)\s*(?:@\s*(\d+)\s*)?(:\s*{JUDGED_SUFFIX}\s*)?$", re.IGNORECASE
+    rf"^\s*([A-Za-z_]+)\s*(?:@\s*(\d+)\s*)?(:\s*{JUDGED_SUFFIX}\s*)?"
+    r"(?:\(\s*rel\s*=\s*([+-]?\d+)\s*\)\s*)?$",
+    re.IGNORECASE,
 )
 
 
@@ -20,12 +22,12 @@ def known_metrics() -> str:
     """Human-readable list of the metric names the registry accepts."""
     return ", ".join(f"{name}@k" for name in REGISTRY) + (
         f" (k >= 1; without @k: the whole ranking; :{JUDGED_SUFFIX} after either: unjudged "
-        "documents dropped first)"
+        "documents dropped first; (rel=N) last: relevant from grade N for this metric)"
     )
 
 
 DIGIT_LOOKALIKES = str.maketrans("OoIl", "0011")  # letters typed for digits after the @
-_PARTS_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(@[^:]*)?(:.*)?$")
+_PARTS_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(@[^:(]*)?(:[^(]*)?(\(.*)?$")
 
 
 def _metric_hint(name: str) -> str:
@@ -37,12 +39,13 @@ def _metric_hint(name: str) -> str:
     if parts is None:
         return ""
     family, cutoff, suffix = parts.group(1), parts.group(2) or "", parts.group(3) or ""
+    level = parts.group(4) or ""
     if family.lower() not in aliases():  # a family it begins (prec), else the closest one
         begun = [f for f in REGISTRY if f.startswith(family.lower())]
         family = begun[0] if len(begun) == 1 else suggestion(family.lower(), REGISTRY) or family
     if suffix:
         suffix = ":" + (suggestion(suffix[1:].strip().lower(), [JUDGED_SUFFIX]) or suffix[1:])
-    meant = family + cutoff.translate(DIGIT_LOOKALIKES) + suffix
+    meant = family + cutoff.translate(DIGIT_LOOKALIKES) + suffix + level
     read = _NAME_RE.match(meant)
     known = read is not None and read.group(1).lower() in aliases()
     return f" (did you mean {meant!r}?)" if known and meant != name else ""
@@ -51,7 +54,8 @@ def _metric_hint(name: str) -> str:
 def parse_metric(name: str) -> Metric:
     """Parse ``ndcg@10`` into a Metric; case-insensitive, with aliases (``P@5``, ``success@1``).
     A name without ``@k`` (``map``, ``RR``) is the metric over the whole ranking; a trailing
-    ``:judged`` (``ndcg@10:judged``, ``map:judged``) its judged-only variant."""
+    ``:judged`` (``ndcg@10:judged``, ``map:judged``) its judged-only variant; a last ``(rel=N)``
+    (``P@5(rel=2)``) its own relevance level N, from 1 to MAX_GRADE."""
     m = _NAME_RE.match(name)
     family = aliases().get(m.group(1).lower()) if m else None
     if m is None or family is None:
@@ -59,8 +63,11 @@ def parse_metric(name: str) -> Metric:
             f"unknown metric {name!r}{_metric_hint(name)}; known metrics: {known_metrics()}"
         )
     judged = m.group(3) is not None
+    rel = None if m.group(4) is None else int(m.group(4))
+    if rel is not None and not 1 <= rel <= MAX_GRADE:
+        raise MetricError(f"metric {name!r}: rel= must be a grade from 1 to {MAX_GRADE}")
     if m.group(2) is None:
-        return Metric(family, judged=judged)
+        return Metric(family, judged=judged, rel=rel)
     k = int(m.group(2))
     if k < 1:
         raise MetricError(f"metric {name!r}: the cutoff k must be at least 1")
@@ -69,7 +76,7 @@ def parse_metric(name: str) -> Metric:
             f"metric {name!r}: the cutoff k must be at most {MAX_CUTOFF:,} (rankings are cut at "
             "the corpus size anyway)"
         )
-    return Metric(family, k, judged)
+    return Metric(family, k, judged, rel)
 
 
 def parse_metrics(names: Iterable[str]) -> list[Metric]:

@@ -138,13 +138,15 @@ class TrecEvalReference:
     run_depth: cut each run after this many documents first (judged documents only, with
       ``judged_only``); None: the whole run. positive: the metric is 1 where the measure is above
       0, else 0. Negative grades are pooled, not judged, for trec_eval as for evalret (the
-      package's docstring).
+      package's docstring). relevance_level: trec_eval's ``-l`` for a metric with its own level
+      (``P@5(rel=2)``); None: the run's.
     """
 
     measure: str
     judged_only: bool = False
     run_depth: int | None = None
     positive: bool = False
+    relevance_level: int | None = None
 
 
 def trec_eval_reference(metric: Metric) -> TrecEvalReference:
@@ -155,6 +157,7 @@ def trec_eval_reference(metric: Metric) -> TrecEvalReference:
         judged_only=metric.judged,
         run_depth=metric.k if trec.cut_run else None,
         positive=trec.positive and metric.k is None,
+        relevance_level=metric.rel,
     )
 
 

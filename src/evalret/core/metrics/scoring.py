@@ -73,13 +73,21 @@ def compute(
     rankings hold every document the system returns (the pipeline searches min(k, corpus size)).
     A metric without a cutoff scores all of each ranking (its ``n_retrieved`` documents). A
     judged-only metric scores the condensed rankings (``RankedJudgments.judged_only``), built
-    once for all of them.
+    once for all of them; a metric with its own level (``P@5(rel=2)``) scores them read at
+    that level (``RankedJudgments.at_level``), once per level.
     """
     condensed = judgments.judged_only() if any(m.judged for m in metrics) else judgments
-    return {
-        str(m): REGISTRY[m.family].fn(condensed if m.judged else judgments, m.k, gain)
-        for m in metrics
-    }
+    levels: dict[tuple[bool, int], RankedJudgments] = {}
+
+    def read(m: Metric) -> RankedJudgments:
+        j = condensed if m.judged else judgments
+        if m.rel is None:
+            return j
+        if (m.judged, m.rel) not in levels:
+            levels[m.judged, m.rel] = j.at_level(m.rel)
+        return levels[m.judged, m.rel]
+
+    return {str(m): REGISTRY[m.family].fn(read(m), m.k, gain) for m in metrics}
 
 
 def compute_condensed(
@@ -89,6 +97,6 @@ def compute_condensed(
     stands for (``ndcg@10`` -> ``ndcg@10:judged``'s values; a judged-only metric is its own
     form): what unjudged documents cannot move, so what tells a real drop from new documents
     nobody judged (core.gate)."""
-    forms = {str(m): Metric(m.family, m.k, judged=True) for m in metrics}
+    forms = {str(m): Metric(m.family, m.k, judged=True, rel=m.rel) for m in metrics}
     values = compute(sorted(set(forms.values())), judgments, gain)
     return {name: values[str(form)] for name, form in forms.items()}
