@@ -6,7 +6,7 @@ unknown options (exit 2)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evalret.core.treceval import MeasureError, Settings, select_measures, trec_eval_text
@@ -39,7 +39,7 @@ def trec_eval_command(
 
 
 def score_as_trec_eval(
-    *, golden: Path, runs: Sequence[str], relevance_level: int, refused: dict[str, object]
+    *, golden: Path, runs: Sequence[str], relevance_level: int, refused: Mapping[str, object]
 ) -> str:
     """`evalret score --trec-eval-output`: for each run file in turn, what ``trec_eval -c -q -m
     all_trec -l relevance_level GOLDEN RUN`` prints (GOLDEN a TREC qrels file). ``refused``: the
