@@ -526,7 +526,7 @@ def init(
     install: o.Install = None,
     workflow_only: o.WorkflowOnly = False,
 ) -> None:
-    """Scaffold a config, a golden-set template and, with --action-ref, a CI workflow.
+    """Scaffold a config, a golden-set template and a CI workflow.
 
     Paths are relative to DIRECTORY; an existing file is refused unless --force. Writes
     evalret.yaml, evalret.schema.json, golden_sets/example/corpus.jsonl and queries.jsonl, and,

@@ -452,8 +452,9 @@ def subgroup(name: str, text: str) -> typer.Typer:
 
 def _examples_of(group: typer.Typer, name: str) -> str | None:
     """The examples of the command ``name`` of ``group`` (``evalret`` or a ``subgroup``), from
-    ``cli_help.EXAMPLES``; None for a group of none of them."""
-    called = name.replace("_", "-")
+    ``cli_help.EXAMPLES``; None for a group of none of them. ``name`` as called (``trec_eval``
+    stays as declared; a function's name reaches here with typer's dashes)."""
+    called = name
     prefix = group.info.name if isinstance(group.info.name, str) else None
     path = called if prefix == ROOT else f"{prefix} {called}"
     return examples(*EXAMPLES[path]) if path in EXAMPLES else None
@@ -482,7 +483,9 @@ def command(
 
         run.__signature__ = signature  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
-        group.command(name, cls=_Command, epilog=_examples_of(group, name or fn.__name__))(run)
+        group.command(
+            name, cls=_Command, epilog=_examples_of(group, name or fn.__name__.replace("_", "-"))
+        )(run)
         return run
 
     return register
