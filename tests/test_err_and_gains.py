@@ -76,7 +76,9 @@ def test_judged_only_err_is_ir_measures_err_on_the_judged_documents(case: tuple)
     doc_ids, qrels, run = case
     j, _ = _judgments(doc_ids, qrels, run, len(doc_ids))
     got = compute([parse_metric("err@3:judged")], j)["err@3:judged"]
-    judged_run = {q: {d: s for d, s in r.items() if qrels[q].get(d, -1) >= 0} for q, r in run.items()}
+    judged_run = {
+        q: {d: s for d, s in r.items() if qrels[q].get(d, -1) >= 0} for q, r in run.items()
+    }
     theirs = ir_measures_err(qrels, trec_ranked(judged_run), 3)
     for qi, q in enumerate(run):
         assert got[qi] == pytest.approx(theirs[q], abs=GDEVAL_PRINTS), q
@@ -86,7 +88,9 @@ def test_err_by_hand_with_grade_4() -> None:
     """Grades 1, 2, 0, 4 ranked first to fourth: r = 1/16, 3/16, 0, 15/16 (gdeval's maximum
     grade 4, not the query's), each stop term r_i / i times the chance of reaching rank i; the
     relevance level and the run's exponential nDCG gain change nothing."""
-    j = build_judgments(np.array([[0, 1, 2, 3]]), np.zeros(4), np.arange(4), np.array([1, 2, 0, 4]), 4)
+    j = build_judgments(
+        np.array([[0, 1, 2, 3]]), np.zeros(4), np.arange(4), np.array([1, 2, 0, 4]), 4
+    )
     r = [1 / 16, 3 / 16, 0.0, 15 / 16]
     want = r[0] + (1 - r[0]) * r[1] / 2 + (1 - r[0]) * (1 - r[1]) * r[3] / 4
     for gain in ("linear", "exponential"):
@@ -101,7 +105,7 @@ def test_err_refuses_a_grade_above_4_as_gdeval_does() -> None:
     """gdeval.pl (so ir_measures' ERR) refuses judgments above grade 4; evalret's err names the
     grade and what to do, and nDCG still scores the same judgments."""
     j = build_judgments(np.array([[0, 1]]), np.zeros(2), np.arange(2), np.array([5, 1]), 2)
-    with pytest.raises(MetricError, match="grades from 0 to 4.*hold grade 5"):
+    with pytest.raises(MetricError, match=r"grades from 0 to 4.*hold grade 5"):
         compute([parse_metric("err@10")], j)
     assert compute([parse_metric("ndcg@10")], j)["ndcg@10"][0] == 1.0
 
@@ -206,7 +210,9 @@ def test_one_score_run_reports_ndcg_its_level_and_gains_variants_and_err(tmp_pat
     trec = {n: v for n, v in per_query.items() if n != "err@10"}
     assert assert_report_matches_trec_eval(trec, report["query_ids"], qrels, run, 1) == 12
     err = ir_measures_err(qrels, trec_ranked(run), 10)
-    assert per_query["err@10"] == pytest.approx([err[q] for q in report["query_ids"]], abs=GDEVAL_PRINTS)
+    assert per_query["err@10"] == pytest.approx(
+        [err[q] for q in report["query_ids"]], abs=GDEVAL_PRINTS
+    )
     assert per_query["ndcg@10(gains=0:0,1:1,2:3,3:7)"] != per_query["ndcg@10"]
 
 

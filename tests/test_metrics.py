@@ -475,7 +475,10 @@ def test_metrics_read_the_same_from_judged_cells_and_from_dense_arrays(
         for k in (1, 3, 20, None)
         for judged in (False, True)
     ]
-    metrics += [Metric("ndcg", k, judged, gains=((0, 2), (1, 5), (3, 1))) for k, judged in ((3, False), (None, True))]
+    metrics += [
+        Metric("ndcg", k, judged, gains=((0, 2), (1, 5), (3, 1)))
+        for k, judged in ((3, False), (None, True))
+    ]
     for gain in ("linear", "exponential"):
         sparse_values, dense_values = compute(metrics, j, gain), compute(metrics, dense, gain)
         for name, v in sparse_values.items():

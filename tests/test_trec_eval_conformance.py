@@ -285,9 +285,7 @@ def test_judged_only_equals_plain_when_everything_retrieved_is_judged() -> None:
     """Without an unjudged document in the rankings, a judged-only metric is its plain one."""
     doc_ids, qrels, run = _hand_case()
     run = {"q": {d: s for d, s in run["q"].items() if d in qrels["q"]}}
-    metrics = [
-        Metric(f, k, judged) for f in TREC for k in (1, 3, None) for judged in (False, True)
-    ]
+    metrics = [Metric(f, k, judged) for f in TREC for k in (1, 3, None) for judged in (False, True)]
     ranked = np.array([[1, 2, 4]])
     j = build_judgments(
         ranked, np.zeros(5), np.array([1, 2, 4, 5, 6]), np.array([1, 0, 2, 1, 0]), 7

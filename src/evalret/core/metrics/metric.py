@@ -72,7 +72,7 @@ class Metric:
         return self._key < other._key
 
     @property
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[str, float, bool, int, GainMap]:
         level = -1 if self.rel is None else self.rel
         return (self.family, self.depth_key, self.judged, level, self.gains or ())
 

@@ -139,8 +139,8 @@ FAMILIES = (
         err,
         None,
         at_k="the sum over the top k ranks i of r_i / i times the product of (1 - r_j) over the "
-        "ranks j above i, with r = (2^g - 1) / 2^4 for a grade g from 0 to 4 (ir_measures' "
-        "ERR: gdeval's fixed maximum grade 4; a grade above 4 is refused, one below 0 is 0)",
+        "ranks j above i, r = (2^g - 1) / 2^4 for grade g (gdeval's fixed maximum grade 4, not "
+        "the query's; a grade above 4 is refused); r = 0 for grade 0, unjudged or negative",
         whole="the same sum over the whole ranking",
         equals="ir_measures' ERR@k (gdeval.pl, TREC Web 2010-14); not a trec_eval measure",
     ),

@@ -11,7 +11,7 @@ import numpy as np
 
 from evalret.core.metrics.families import _discounts, _gain, _safe_divide
 from evalret.core.metrics.judgments import Hits, RankedJudgments
-from evalret.core.metrics.metric import Gain, Metric
+from evalret.core.metrics.metric import Gain, GainMap, Metric
 from evalret.core.metrics.registry import REGISTRY
 
 
@@ -80,7 +80,7 @@ def compute(
     exponentiated), each view made once.
     """
     condensed = judgments.judged_only() if any(m.judged for m in metrics) else judgments
-    views: dict[tuple, RankedJudgments] = {}
+    views: dict[tuple[bool, int | None, GainMap | None], RankedJudgments] = {}
 
     def read(m: Metric) -> RankedJudgments:
         j = condensed if m.judged else judgments
