@@ -264,7 +264,7 @@ class RankedJudgments:
         width = max(self.depth, int(per_query.max(initial=0)))
         if self._cells is not None:
             c = self._cells
-            grades = np.where(c.grades >= 0, table[np.clip(c.grades, 0, top)], c.grades)
+            grades = np.where(is_judged(c.grades), table[np.clip(c.grades, 0, top)], c.grades)
             cells = Cells(c.shape, c.index, grades, new_ideal, width)
             return RankedJudgments.from_cells(
                 cells, self.n_relevant, self.n_nonrelevant, self.relevance_level, self._ranked

@@ -31,7 +31,8 @@ def known_metrics() -> str:
     return ", ".join(f"{name}@k" for name in REGISTRY) + (
         f" (k >= 1; without @k: the whole ranking; :{JUDGED_SUFFIX} after either: unjudged "
         "documents dropped first; (rel=N) last: relevant from grade N for this metric; "
-        "(gains=G:V,...) last, nDCG only: grade G gains V)"
+        f"(gains=G:V,...) last, {', '.join(f for f, fam in REGISTRY.items() if fam.takes_gains)} "
+        "only: grade G gains V)"
     )
 
 
