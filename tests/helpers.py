@@ -336,17 +336,19 @@ def trec_eval_values(
     -J, outside bpref's N); and pytrec-eval-terrier 0.5.11 corrupts its heap on negative grades
     (later calls hang). A query left with no grade keeps a placeholder grade 0 on a document that
     is never retrieved, so that trec_eval still scores it (0 on every measure: it has no
-    relevant document).
+    relevant document). A metric with its own gains (``ndcg@10(gains=1:1,2:3)``) is scored on
+    qrels whose grades are replaced by their gains, as ir_measures' ``nDCG(gains=...)`` does.
     """
     import pytrec_eval
 
     from evalret.core.metrics import trec_eval_reference
 
+    ref = trec_eval_reference(metric)
+    gains = dict(ref.gains or ())
     qrels = {
-        q: {d: g for d, g in j.items() if g >= 0} or {"__never_retrieved__": 0}
+        q: {d: gains.get(g, g) for d, g in j.items() if g >= 0} or {"__never_retrieved__": 0}
         for q, j in qrels.items()
     }
-    ref = trec_eval_reference(metric)
     if ref.run_depth is not None:
         ranked = {q: _cut_run(r, qrels.get(q, {}), ref) for q, r in ranked.items()}
     run = {q: (dict(r) or {"__none__": 0.0}) for q, r in ranked.items()}
@@ -360,6 +362,32 @@ def trec_eval_values(
     if ref.positive:
         return {q: float(got[q][key] > 0) for q in ranked}
     return {q: got[q][key] for q in ranked}
+
+
+def ir_measures_err(
+    qrels: dict[str, dict[str, int]], ranked: dict[str, list[tuple[str, float]]], k: int
+) -> dict[str, float]:
+    """ir_measures' ERR@k per query (its gdeval provider: perl runs gdeval.pl, which prints 5
+    decimals), 0 for a query it leaves out (gdeval scores only queries with a grade > 0).
+    gdeval reads numeric query ids only, so the queries are numbered for it."""
+    import ir_measures
+
+    number = {q: str(i + 1) for i, q in enumerate(ranked)}
+    judged = {number[q]: qrels.get(q, {}) or {"__never_retrieved__": 0} for q in ranked}
+    run = {number[q]: dict(r) or {"__none__": 0.0} for q, r in ranked.items()}
+    got = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.ERR @ k], judged, run)}
+    return {q: float(got.get(number[q], 0.0)) for q in ranked}
+
+
+def gdeval_err(grades: list[int], k: int | None) -> float:
+    """gdeval.pl's ``err`` subroutine line by line: the grades of a ranking (0 for an unjudged
+    or pooled document), the first k of them (all for None)."""
+    score, decay = 0.0, 1.0
+    for i, g in enumerate(grades[:k]):
+        r = (2**g - 1) / 2**4
+        score += r * decay / (i + 1)
+        decay *= 1 - r
+    return score
 
 
 def _cut_run(ranking: list[tuple[str, float]], judged: dict[str, int], ref: Any) -> list:

@@ -29,10 +29,12 @@ from evalret.core.ranking import apply_tie_rule, id_rank
 from helpers import trec_eval_values
 from strategies import graded_runs
 
+# the families trec_eval has (err is ir_measures' ERR, checked against it in test_err_and_gains)
+TREC = [f for f, family in REGISTRY.items() if family.trec_eval is not None]
 CUTOFFS = (1, 2, 3, 5, 10, 30, 500)  # 30 and 500 exceed every corpus drawn below
-UNCUT = [Metric(f) for f in REGISTRY]  # every family over the whole ranking
+UNCUT = [Metric(f) for f in TREC]  # every family over the whole ranking
 # every family judged-only (trec_eval -J), with each cutoff and without one
-JUDGED = [Metric(f, k, judged=True) for f in REGISTRY for k in (*CUTOFFS, None)]
+JUDGED = [Metric(f, k, judged=True) for f in TREC for k in (*CUTOFFS, None)]
 
 
 def compare_with_trec_eval(
@@ -81,7 +83,7 @@ def compare_with_trec_eval(
 def test_every_metric_matches_trec_eval_with_ties_and_grades(case: tuple) -> None:
     """Every metric at several cutoffs equals trec_eval's per query to 1e-9."""
     doc_ids, qrels, run = case
-    compare_with_trec_eval(doc_ids, qrels, run, [Metric(f, k) for f in REGISTRY for k in CUTOFFS])
+    compare_with_trec_eval(doc_ids, qrels, run, [Metric(f, k) for f in TREC for k in CUTOFFS])
 
 
 @pytest.mark.parametrize("level", [1, 2])
@@ -101,7 +103,7 @@ def test_uncut_and_cut_metrics_together_match_trec_eval(case: tuple) -> None:
     """Uncut metrics beside cut ones (rankings searched to the uncut depth) all match trec_eval:
     the cutoffs keep their meaning when the rankings go deeper."""
     doc_ids, qrels, run = case
-    metrics = [*UNCUT, *(Metric(f, k) for f in REGISTRY for k in (1, 3, 30))]
+    metrics = [*UNCUT, *(Metric(f, k) for f in TREC for k in (1, 3, 30))]
     compare_with_trec_eval(doc_ids, qrels, run, metrics)
 
 
@@ -141,7 +143,7 @@ def test_relevance_levels_negative_grades_and_modes_match_trec_eval(
         doc_ids,
         {q: qrels[q] for q in keep},
         {q: run[q] for q in keep},
-        [Metric(f, k) for f in REGISTRY for k in CUTOFFS],
+        [Metric(f, k) for f in TREC for k in CUTOFFS],
         relevance_level=level,
     )
 
@@ -152,7 +154,7 @@ def test_ndcg_ignores_the_relevance_level_like_trec_eval() -> None:
     doc_ids = ["a", "b", "c", "d"]
     qrels = {"q": {"a": 1, "b": 2, "c": -1, "d": -2}, "z": {"a": 1, "c": -2}}
     run = {"q": {"a": 0.9, "c": 0.8, "b": 0.5}, "z": {"a": 0.3}}
-    metrics = [Metric(f, k) for f in REGISTRY for k in (1, 3, 10)]
+    metrics = [Metric(f, k) for f in TREC for k in (1, 3, 10)]
     compare_with_trec_eval(doc_ids, qrels, run, metrics, relevance_level=2)
     j = build_judgments(
         np.array([[0, 2, 1], [0, -1, -1]]),
@@ -193,7 +195,7 @@ def test_every_judged_only_metric_matches_trec_eval_minus_j(
 # every family at its own relevance level, beside the run's (P@5(rel=2) with -l 1)
 OWN_LEVEL = [
     Metric(f, k, judged, rel)
-    for f in REGISTRY
+    for f in TREC
     for k in (3, None)
     for judged in (False, True)
     for rel in (1, 2, 3)
@@ -208,6 +210,30 @@ def test_a_metric_at_its_own_level_matches_trec_eval_at_that_level(level: int, c
     at its own -l (the metric's, else the run's), plain and judged-only, every family."""
     doc_ids, qrels, run = case
     metrics = [*OWN_LEVEL, Metric("precision", 3), Metric("map")]
+    compare_with_trec_eval(doc_ids, qrels, run, metrics, relevance_level=level)
+
+
+# nDCG with its own gains: a grade mapped up, down, to 0, and grade 0 to a positive gain
+GAINS = [((0, 0), (1, 1), (2, 3), (3, 7)), ((1, 5), (2, 0)), ((0, 2), (3, 1)), ((2, 2),)]
+
+
+@pytest.mark.parametrize("level", [1, 2])
+@given(case=graded_runs(min_grade=-2))
+@settings(max_examples=100, deadline=None)
+def test_ndcg_with_its_own_gains_matches_trec_eval_on_remapped_qrels(
+    level: int, case: tuple
+) -> None:
+    """``ndcg@3(gains=...)`` beside ``ndcg@3`` and ``ndcg@3(rel=2)`` in one computation, cut and
+    uncut, plain and judged-only: each equals trec_eval's ndcg_cut / ndcg on the qrels with the
+    grades replaced by their gains (ir_measures' nDCG(gains=...)), the others on the qrels as
+    they are."""
+    doc_ids, qrels, run = case
+    metrics = [
+        Metric("ndcg", k, judged, rel, gains)
+        for k in (1, 3, None)
+        for judged in (False, True)
+        for rel, gains in ((None, None), (2, None), *((None, g) for g in GAINS), (2, GAINS[0]))
+    ]
     compare_with_trec_eval(doc_ids, qrels, run, metrics, relevance_level=level)
 
 
@@ -259,9 +285,7 @@ def test_judged_only_equals_plain_when_everything_retrieved_is_judged() -> None:
     """Without an unjudged document in the rankings, a judged-only metric is its plain one."""
     doc_ids, qrels, run = _hand_case()
     run = {"q": {d: s for d, s in run["q"].items() if d in qrels["q"]}}
-    metrics = [
-        Metric(f, k, judged) for f in REGISTRY for k in (1, 3, None) for judged in (False, True)
-    ]
+    metrics = [Metric(f, k, judged) for f in TREC for k in (1, 3, None) for judged in (False, True)]
     ranked = np.array([[1, 2, 4]])
     j = build_judgments(
         ranked, np.zeros(5), np.array([1, 2, 4, 5, 6]), np.array([1, 0, 2, 1, 0]), 7
@@ -297,12 +321,17 @@ def _reference_metric_rows() -> dict[str, str]:
 
 def test_every_family_declares_trec_eval_measures_the_reference_names() -> None:
     """Each family's ``trec_eval`` data names measures pytrec_eval knows, and the metrics
-    reference gives the same measure in the family's rows, with a cutoff and without one."""
+    reference gives the same measure in the family's rows, with a cutoff and without one; a
+    family trec_eval lacks (err) says what it equals instead, in its rows too."""
     rows = _reference_metric_rows()
     assert set(rows) == {n for f in REGISTRY for n in (f"{f}@k", f)} | {"<metric>:judged"}
     assert rows["<metric>:judged"].startswith("the metric's measure with `-J`")
+    assert set(REGISTRY) - set(TREC) == {"err"}
+    assert rows["err@k"].startswith("none: ir_measures' ERR@k") and rows["err"].startswith("none")
     for name, family in REGISTRY.items():
         trec = family.trec_eval
+        if trec is None:
+            continue
         assert {trec.cut, trec.uncut} <= pytrec_eval.supported_measures, name
         cut = f"`{trec.cut}` on the run cut at k" if trec.cut_run else f"`{trec.cut}.k`"
         assert rows[f"{name}@k"].startswith(cut), (name, rows[f"{name}@k"])

@@ -349,8 +349,14 @@ def metrics_reference() -> str:
     rows = []
     for family in FAMILIES:
         trec = family.trec_eval
-        cut = f"{code(trec.cut)} on the run cut at k" if trec.cut_run else code(f"{trec.cut}.k")
-        uncut = f"{code(trec.uncut)} > 0" if trec.positive else code(trec.uncut)
+        if trec is None:  # what it equals instead (err: ir_measures' ERR)
+            cut = md_text(f"none: {family.equals}")
+            uncut = md_text("none: the same at k = the ranking's depth")
+        elif trec.cut_run:
+            cut, uncut = f"{code(trec.cut)} on the run cut at k", code(trec.uncut)
+        else:
+            cut, uncut = code(f"{trec.cut}.k"), code(trec.uncut)
+        uncut = f"{uncut} > 0" if trec is not None and trec.positive else uncut
         names = ", ".join(code(a) for a in (family.name, *family.aliases))
         rows.append((code(f"{family.name}@k"), cut, md_text(family.at_k), names))
         rows.append((code(family.name), uncut, md_text(family.whole), names))

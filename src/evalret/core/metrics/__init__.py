@@ -12,6 +12,12 @@ Conventions shared by every metric (they match trec_eval run with ``-l relevance
   binary metrics (recall, precision, MAP, MRR, hit rate) and ``R`` use the level.
 * A metric may carry its own level (``precision@5(rel=2)``, ``Metric.rel``): it reads the same
   rankings at that level (``RankedJudgments.at_level``), as trec_eval run with ``-l 2``.
+* An nDCG metric may carry its own gains (``ndcg@10(gains=0:0,1:1,2:3)``, ``Metric.gains``):
+  each listed grade gains the given value, the others their own grade
+  (``RankedJudgments.with_gains``), as trec_eval on qrels so remapped (ir_measures'
+  ``nDCG(gains=...)``; for ``ndcg``, trec_eval's ``-m ndcg.0=0,1=1,2=3``).
+* ``err`` (ERR, Chapelle et al. 2009) is ir_measures' ERR (gdeval.pl), not a trec_eval measure:
+  its stop probability (2^g - 1) / 2^4 has a fixed maximum grade 4 (``families.err``).
 * nDCG ignores the level, as trec_eval does: its gain is the raw grade for grade > 0 and 0 for
   grade <= 0 (or 2^grade - 1 with exponential gain), so at level 2 a grade-1 document still gains.
 * The ranking is the one the index returned after evalret's tie rule (score descending, then
@@ -54,8 +60,10 @@ metrics) and ``scoring`` (a list of metrics scored per query). Every name is imp
 """
 
 from evalret.core.metrics.families import (
+    ERR_MAX_GRADE,
     average_precision,
     bpref,
+    err,
     hit_rate,
     mrr,
     ndcg,
@@ -67,8 +75,10 @@ from evalret.core.metrics.metric import (
     DEFAULT_SEARCH_DEPTH,
     JUDGED_SUFFIX,
     MAX_CUTOFF,
+    MAX_GAIN,
     MAX_GRADE,
     Gain,
+    GainMap,
     Metric,
     cutoffs,
     has_uncut,
@@ -93,15 +103,18 @@ from evalret.core.metrics.scoring import at_cutoffs, compute, compute_condensed,
 
 __all__ = [
     "DEFAULT_SEARCH_DEPTH",
+    "ERR_MAX_GRADE",
     "FAMILIES",
     "JUDGED_SUFFIX",
     "MAX_CUTOFF",
+    "MAX_GAIN",
     "MAX_GRADE",
     "REGISTRY",
     "SCORE_SLACK",
     "Cells",
     "Family",
     "Gain",
+    "GainMap",
     "Hits",
     "Metric",
     "MetricFn",
@@ -116,6 +129,7 @@ __all__ = [
     "compute",
     "compute_condensed",
     "cutoffs",
+    "err",
     "has_uncut",
     "hit_rate",
     "is_plain_cut",

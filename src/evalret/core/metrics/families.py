@@ -8,6 +8,7 @@ import numpy as np
 
 from evalret.core.metrics.judgments import Hits, RankedJudgments
 from evalret.core.metrics.metric import Gain
+from evalret.errors import MetricError
 
 
 def _discounts(k: int) -> np.ndarray:
@@ -114,3 +115,35 @@ def bpref(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarra
     wrong = _safe_divide(np.minimum(above, r), np.broadcast_to(pairs, above.shape))
     terms = np.where(above > 0, 1.0 - wrong, 1.0)
     return _safe_divide((terms * rel).sum(axis=1), j.n_relevant.astype(np.float64))
+
+
+ERR_MAX_GRADE = 4  # gdeval.pl's MAX_JUDGMENT, the g_max of ir_measures' ERR
+
+
+def err(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
+    """ERR@k (Chapelle et al. 2009) as ir_measures computes it (its only provider, gdeval.pl of
+    the TREC Web track): sum over the top k ranks i of r_i / i * prod_{j<i} (1 - r_j), the stop
+    probability r = (2^g - 1) / 2^4 for a grade g, 4 being gdeval's fixed maximum grade (not the
+    query's); a grade <= 0, an unjudged or a pooled document stops nobody (r = 0). Judgments
+    with a grade above 4 are refused (gdeval refuses them too): a MetricError naming the grade.
+    Neither the relevance level nor ``ndcg_gain`` plays a part. Without a cutoff, over the whole
+    ranking. Summed in rank order, as gdeval's loop adds.
+    """
+    top = j.ideal_hits.values
+    assert top is not None
+    if len(top) and int(top.max()) > ERR_MAX_GRADE:
+        raise MetricError(
+            f"err follows ir_measures' ERR (gdeval.pl): grades from 0 to {ERR_MAX_GRADE}, a grade "
+            f"g stopping the reader with probability (2^g - 1) / 2^{ERR_MAX_GRADE}; the judgments "
+            f"hold grade {int(top.max())}: map the grades to 0-{ERR_MAX_GRADE} or use ndcg"
+        )
+    hits = j.gain_hits.cut(k)
+    assert hits.values is not None
+    stop = (np.exp2(hits.values.astype(np.float64)) - 1.0) / 2.0**ERR_MAX_GRADE
+    order = hits.order_in_query() - 1
+    # each query's stop probabilities in rank order, one row each; the reader reaches a cell
+    # with the product of (1 - r) over the cells above it (the cumulative product, shifted)
+    go_on = np.ones((hits.n_queries, int(order.max(initial=-1)) + 2))
+    go_on[hits.query, order + 1] = 1.0 - stop
+    reached = np.cumprod(go_on, axis=1)[hits.query, order]
+    return hits.total(stop * reached / (hits.rank + 1.0))

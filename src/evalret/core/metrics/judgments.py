@@ -4,6 +4,7 @@ document's grade up in one vectorized pass. Negative grades: see the package's d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -236,6 +237,42 @@ class RankedJudgments:
         return self.replace(
             relevance_level=level, n_relevant=n_relevant, n_nonrelevant=n_nonrelevant
         )
+
+    def with_gains(self, gains: Sequence[tuple[int, int]]) -> RankedJudgments:
+        """The same rankings with each judged grade replaced by its gain (``gains``: (grade,
+        gain) pairs, gains >= 0; a grade not listed keeps itself), so that nDCG, which gains a
+        grade's value, reads the mapped gains: the ideal is every judged grade of the query, 0
+        included, mapped and sorted, the positive gains kept. It equals trec_eval (or
+        ir_measures' ``nDCG(gains=...)``) on qrels whose grades are replaced so. Pooled
+        (negative) and unjudged documents gain nothing; R and N keep the grades' meaning."""
+        ideal = self.ideal_hits
+        assert ideal.values is not None
+        top = max(int(ideal.values.max(initial=0)), max((g for g, _ in gains), default=0))
+        table = np.arange(top + 1, dtype=np.int64)
+        for grade, gain in gains:
+            table[grade] = gain
+        # every judged grade of each query: its positive ones (the ideal) and its zeros
+        zeros = self.n_relevant + self.n_nonrelevant - ideal.count().astype(np.int64)
+        query = np.concatenate([ideal.query, np.repeat(np.arange(len(zeros)), zeros)])
+        mapped = np.concatenate([table[ideal.values], np.full(int(zeros.sum()), table[0])])
+        keep = mapped > 0
+        order = np.lexsort((-mapped[keep], query[keep]))
+        query, mapped = query[keep][order], mapped[keep][order]
+        per_query = np.bincount(query, minlength=len(zeros))
+        starts = np.cumsum(per_query) - per_query
+        new_ideal = Hits(query, np.arange(len(query)) - starts[query], mapped, len(zeros))
+        width = max(self.depth, int(per_query.max(initial=0)))
+        if self._cells is not None:
+            c = self._cells
+            grades = np.where(is_judged(c.grades), table[np.clip(c.grades, 0, top)], c.grades)
+            cells = Cells(c.shape, c.index, grades, new_ideal, width)
+            return RankedJudgments.from_cells(
+                cells, self.n_relevant, self.n_nonrelevant, self.relevance_level, self._ranked
+            )
+        dense = np.zeros(len(zeros) * width, dtype=np.int64)
+        dense[new_ideal.query * width + new_ideal.rank] = mapped
+        graded = np.where(self.judged, table[np.clip(self.grades, 0, top)], self.grades)
+        return self.replace(grades=graded, ideal=dense.reshape(len(zeros), width))
 
     def judged_only(self) -> RankedJudgments:
         """The condensed rankings (trec_eval ``-J``): each query's judged documents moved to the

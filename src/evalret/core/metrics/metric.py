@@ -18,6 +18,11 @@ MAX_CUTOFF = 10**9  # far beyond any collection: larger cutoffs are refused as t
 # how deep "the whole ranking" goes when a metric has no cutoff and no search_depth is configured:
 # trec_eval's runs are conventionally 1000 deep (TREC ad hoc tracks, BEIR's exported runs)
 DEFAULT_SEARCH_DEPTH = 1000
+# the largest gain a metric's own gain mapping may give a grade (``ndcg@10(gains=0:0,1:1,2:3)``):
+# far beyond 2^g - 1 for any usual grade, and int64 sums of gains stay exact
+MAX_GAIN = 10**6
+
+GainMap = tuple[tuple[int, int], ...]  # (grade, gain) pairs, by grade, each grade once
 
 
 JUDGED_SUFFIX = "judged"  # ndcg@10:judged, map:judged: the judged-only (condensed list) variant
@@ -30,18 +35,25 @@ class Metric:
     whole ranking, ``Metric("ndcg")`` written ``ndcg`` (``k`` is None); with ``judged`` the
     family scores each ranking with its unjudged documents removed first, written
     ``ndcg@10:judged``; with ``rel`` it reads relevance at its own level, not the run's
-    (``relevance_level``), written ``P@5(rel=2)`` (ir_measures' ``P(rel=2)@5``). Ordered by
-    family, then cutoff (the whole ranking last), then judged, then level."""
+    (``relevance_level``), written ``P@5(rel=2)`` (ir_measures' ``P(rel=2)@5``); with ``gains``
+    (a family that reads grades as gains: nDCG) each listed grade gains the given value instead
+    of its own, written ``ndcg@10(gains=0:0,1:1,2:3)`` (ir_measures' ``nDCG(gains={...})@10``;
+    the rule is ``RankedJudgments.with_gains``). Both parameters: ``(rel=2,gains=...)``. Ordered
+    by family, then cutoff (the whole ranking last), then judged, then level, then gains."""
 
     family: str
     k: int | None = None
     judged: bool = False
     rel: int | None = None  # its own relevance level, ``ndcg@10(rel=2)``; None: the run's
+    gains: GainMap | None = None  # its own gain per grade, ``ndcg@10(gains=1:1,2:3)``
 
     def __str__(self) -> str:
         name = self.family if self.k is None else f"{self.family}@{self.k}"
         name = f"{name}:{JUDGED_SUFFIX}" if self.judged else name
-        return name if self.rel is None else f"{name}(rel={self.rel})"
+        params = [] if self.rel is None else [f"rel={self.rel}"]
+        if self.gains is not None:
+            params.append("gains=" + ",".join(f"{g}:{v}" for g, v in self.gains))
+        return f"{name}({','.join(params)})" if params else name
 
     @property
     def depth_key(self) -> float:
@@ -57,9 +69,12 @@ class Metric:
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Metric):
             return NotImplemented
-        mine = (self.family, self.depth_key, self.judged, -1 if self.rel is None else self.rel)
-        theirs = (other.family, other.depth_key, other.judged)
-        return mine < (*theirs, -1 if other.rel is None else other.rel)
+        return self._key < other._key
+
+    @property
+    def _key(self) -> tuple[str, float, bool, int, GainMap]:
+        level = -1 if self.rel is None else self.rel
+        return (self.family, self.depth_key, self.judged, level, self.gains or ())
 
 
 def search_depth(metrics: Iterable[Metric], configured: int | None = None) -> int:

@@ -1,5 +1,6 @@
 """The metric registry: each family declared as data (its function, the trec_eval measure it
-equals, its aliases, a sentence on what it scores), the built-in ones in ``FAMILIES``. A new family
+equals, or for a family trec_eval lacks what else it equals, its aliases, a sentence on what it
+scores), the built-in ones in ``FAMILIES``. A new family
 is a function and one ``Family`` line here, or, outside this package, one ``register_family``
 call; the parser, the error for an unknown name, the conformance tests and the metrics reference
 page all read the registry."""
@@ -14,6 +15,7 @@ import numpy as np
 from evalret.core.metrics.families import (
     average_precision,
     bpref,
+    err,
     hit_rate,
     mrr,
     ndcg,
@@ -21,7 +23,7 @@ from evalret.core.metrics.families import (
     recall,
 )
 from evalret.core.metrics.judgments import RankedJudgments
-from evalret.core.metrics.metric import Gain, Metric
+from evalret.core.metrics.metric import Gain, GainMap, Metric
 
 MetricFn = Callable[[RankedJudgments, int | None, Gain], np.ndarray]  # k None: whole ranking
 
@@ -55,12 +57,17 @@ class TrecEval:
 class Family:
     name: str
     fn: MetricFn
-    trec_eval: TrecEval  # what it equals in trec_eval, the conformance tests' reference
+    # what it equals in trec_eval, the conformance tests' reference; None for a family trec_eval
+    # lacks, which says in ``equals`` what it equals instead (and its tests check that)
+    trec_eval: TrecEval | None
     aliases: tuple[str, ...] = ()
     # what a query scores, with a cutoff k and over the whole ranking, in a sentence each (the
     # metrics reference page, docs/reference/metrics.md, is generated from them)
     at_k: str = ""
     whole: str = ""
+    # it reads grades as gains, so a metric of it may set its own (``ndcg@10(gains=1:1,2:3)``)
+    takes_gains: bool = False
+    equals: str = ""  # what it equals where trec_eval has no such measure, in a few words
 
 
 # every family scores a query in [0, 1]; a stored per-query score outside it, beyond rounding, is
@@ -76,6 +83,7 @@ FAMILIES = (
         "the gain of a grade g > 0 is g (or 2^g - 1 with ndcg_gain exponential), else 0",
         whole="DCG of the whole ranking over the DCG of all the query's positive grades in "
         "ideal order (the ideal is never cut)",
+        takes_gains=True,
     ),
     Family(
         "mrr",
@@ -126,6 +134,16 @@ FAMILIES = (
         "non-relevant documents above it and N all the query's judged non-relevant ones; the "
         "sum / R (unjudged documents are skipped)",
     ),
+    Family(
+        "err",
+        err,
+        None,
+        at_k="the sum over the top k ranks i of r_i / i times the product of (1 - r_j) over the "
+        "ranks j above i, r = (2^g - 1) / 2^4 for grade g (gdeval's fixed maximum grade 4, not "
+        "the query's; a grade above 4 is refused); r = 0 for grade 0, unjudged or negative",
+        whole="the same sum over the whole ranking",
+        equals="ir_measures' ERR@k (gdeval.pl, TREC Web 2010-14); not a trec_eval measure",
+    ),
 )
 
 
@@ -139,7 +157,10 @@ class TrecEvalReference:
       ``judged_only``); None: the whole run. positive: the metric is 1 where the measure is above
       0, else 0. Negative grades are pooled, not judged, for trec_eval as for evalret (the
       package's docstring). relevance_level: trec_eval's ``-l`` for a metric with its own level
-      (``P@5(rel=2)``); None: the run's.
+      (``P@5(rel=2)``); None: the run's. gains: a metric's own gains (``ndcg@10(gains=1:1,2:3)``)
+      are the measure on qrels whose grades are replaced by their gains (a grade not listed
+      keeps itself: ir_measures' ``nDCG(gains=...)``, and trec_eval's ``-m ndcg.1=1,2=3`` for
+      the uncut measure); None: the grades as they are.
     """
 
     measure: str
@@ -147,17 +168,22 @@ class TrecEvalReference:
     run_depth: int | None = None
     positive: bool = False
     relevance_level: int | None = None
+    gains: GainMap | None = None
 
 
 def trec_eval_reference(metric: Metric) -> TrecEvalReference:
-    """How trec_eval computes ``metric``, read from its family's ``TrecEval`` data."""
+    """How trec_eval computes ``metric``, read from its family's ``TrecEval`` data; a family
+    trec_eval lacks (``Family.equals`` says what it equals) is a ValueError."""
     trec = REGISTRY[metric.family].trec_eval
+    if trec is None:
+        raise ValueError(f"metric family {metric.family!r} is no trec_eval measure")
     return TrecEvalReference(
         measure=trec.measure(metric.k),
         judged_only=metric.judged,
         run_depth=metric.k if trec.cut_run else None,
         positive=trec.positive and metric.k is None,
         relevance_level=metric.rel,
+        gains=metric.gains,
     )
 
 

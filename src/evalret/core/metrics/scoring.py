@@ -5,12 +5,13 @@ judged-only forms (``compute_condensed``), judged@k and one family at many cutof
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from evalret.core.metrics.families import _discounts, _gain, _safe_divide
 from evalret.core.metrics.judgments import Hits, RankedJudgments
-from evalret.core.metrics.metric import Gain, Metric
+from evalret.core.metrics.metric import Gain, GainMap, Metric
 from evalret.core.metrics.registry import REGISTRY
 
 
@@ -74,20 +75,28 @@ def compute(
     A metric without a cutoff scores all of each ranking (its ``n_retrieved`` documents). A
     judged-only metric scores the condensed rankings (``RankedJudgments.judged_only``), built
     once for all of them; a metric with its own level (``P@5(rel=2)``) scores them read at
-    that level (``RankedJudgments.at_level``), once per level.
+    that level (``RankedJudgments.at_level``), one with its own gains (``ndcg@10(gains=1:1,2:3)``)
+    with its grades mapped (``RankedJudgments.with_gains``, gains taken as they are, never
+    exponentiated), each view made once.
     """
     condensed = judgments.judged_only() if any(m.judged for m in metrics) else judgments
-    levels: dict[tuple[bool, int], RankedJudgments] = {}
+    views: dict[tuple[bool, int | None, GainMap | None], RankedJudgments] = {}
 
     def read(m: Metric) -> RankedJudgments:
         j = condensed if m.judged else judgments
-        if m.rel is None:
+        if m.rel is None and m.gains is None:
             return j
-        if (m.judged, m.rel) not in levels:
-            levels[m.judged, m.rel] = j.at_level(m.rel)
-        return levels[m.judged, m.rel]
+        key = (m.judged, m.rel, m.gains)
+        if key not in views:
+            j = j if m.rel is None else j.at_level(m.rel)
+            views[key] = j if m.gains is None else j.with_gains(m.gains)
+        return views[key]
 
-    return {str(m): REGISTRY[m.family].fn(read(m), m.k, gain) for m in metrics}
+    # a metric's own gains are final: the run's gain (exponential) does not map them again
+    return {
+        str(m): REGISTRY[m.family].fn(read(m), m.k, gain if m.gains is None else "linear")
+        for m in metrics
+    }
 
 
 def compute_condensed(
@@ -97,6 +106,6 @@ def compute_condensed(
     stands for (``ndcg@10`` -> ``ndcg@10:judged``'s values; a judged-only metric is its own
     form): what unjudged documents cannot move, so what tells a real drop from new documents
     nobody judged (core.gate)."""
-    forms = {str(m): Metric(m.family, m.k, judged=True, rel=m.rel) for m in metrics}
+    forms = {str(m): replace(m, judged=True) for m in metrics}
     values = compute(sorted(set(forms.values())), judgments, gain)
     return {name: values[str(form)] for name, form in forms.items()}
