@@ -92,7 +92,9 @@ class Config(StrictModel):
         default_factory=lambda: list(DEFAULT_METRICS),
         min_length=1,
         description="metric names: a family at a cutoff (ndcg@10), without one (map), "
-        "either with :judged",
+        "either with :judged, and with parameters of its own: a relevance level "
+        "(precision@5(rel=2)), nDCG's gains (ndcg@10(gains=0:0,1:1,2:3,3:7); quote it in a "
+        "[...] list)",
     )
     search_depth: int | None = Field(
         None,
