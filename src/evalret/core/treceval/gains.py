@@ -57,7 +57,7 @@ class Gains:
             pairs = zip(q.positive, q.positive_grades, strict=True)
             return [(i, float(g)) for i, g in pairs if i >= start]
         gains = {g: self.gain(g) for g, _, _ in self.levels}
-        if all(g >= 0 for g, v in gains.items() if v != 0):  # only judged ranks have a gain
+        if all(is_judged(g) for g, v in gains.items() if v != 0):  # only judged ranks gain
             events = [(i, gains.get(q.grade(i), 0.0)) for i in q.judged if i >= start]
             return [(i, v) for i, v in events if v != 0]
         rels = q.rels[start:]
