@@ -122,6 +122,13 @@ FLAG_SETS = [
     ("-q", "-m", "all_trec"),
     ("-c", "-q", "-m", "ndcg.1=3,2=1", "-m", "relstring.5"),
     ("-c", "-q", "-J", "-m", "Rndcg.1=0,2=4", "-m", "ndcg_rel.2=7"),
+    # below 0 a document not judged is relevant: the measures walk every rank, not the judged
+    ("-c", "-q", "-l-1", "-m", "all_trec"),
+    ("-c", "-q", "-l0", "-M3", "-m", "all_trec"),
+    # gains that are not the grades, a gain for documents not judged, a whole-number cost
+    ("-c", "-q", "-m", "G.1=0.5,2=2.5", "-m", "ndcg_rel.-1=2"),
+    ("-c", "-q", "-m", "rbp.p=0.8,2=3"),  # alone: trec_eval's rbp reads another measure's gains
+    ("-c", "-q", "-m", "Rndcg.-1=1,0=1", "-m", "G.2=3", "-m", "ndcg.0=-2,1=0.5"),
 ]
 
 

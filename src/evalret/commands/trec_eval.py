@@ -31,9 +31,9 @@ def trec_eval_command(
         raise InputError(f"-m: {e}") from None
     judged = read_trec_qrels(qrels)
     depth = settings.max_docs if settings.max_docs < ALL_DOCS else ALL_DOCS
-    ranked = read_run(run, "trec", depth).rankings
+    columns = read_run(run, "trec", depth)
     try:
-        return trec_eval_text(judged, ranked, run_tag(run), settings, measures)
+        return trec_eval_text(judged, columns, run_tag(run), settings, measures)
     except MeasureError as e:
         raise InputError(f"trec_eval {qrels} {run}: {e}") from None
 

@@ -436,10 +436,36 @@ def read_run_lines(path: Path, fmt: RunFormat, depth: int) -> RunFile:
 
 def run_tag(path: Path) -> str:
     """The tag (sixth column) of a TREC run file's last ranking line: the run id trec_eval
-    prints. Read after ``read_run`` has accepted the file, so every line is well-formed."""
+    prints. Read after ``read_run`` has accepted the file, so every line is well-formed; an
+    uncompressed file is read from its end, a block at a time, until a ranking line."""
+    tail = _last_tag(path)
+    if tail is not None:
+        return tail.decode("utf-8", "backslashreplace")
     tag = b""
     for _, data in _File(path, "trec").lines():
         columns = data.split(None, 6)
         if len(columns) >= 6 and not columns[0].startswith(b"#"):
             tag = columns[5]
     return tag.decode("utf-8", "backslashreplace")
+
+
+def _last_tag(path: Path, block: int = 1 << 16) -> bytes | None:
+    """The tag of the last ranking line of an uncompressed file, read backwards from its end;
+    None for a gzipped file, or where the search reaches the first line (``run_tag`` reads
+    those forwards, the byte-order mark dropped)."""
+    with path.open("rb") as f:
+        if f.read(2) == GZIP_MAGIC:
+            return None
+        end = f.seek(0, 2)
+        start = end
+        while start > 0:
+            start = max(0, start - block)
+            f.seek(start)
+            data = f.read(end - start)
+            lines = data.split(b"\n")
+            for line in reversed(lines[1:]):  # lines[0] may begin before the block
+                columns = line.split(None, 6)
+                if len(columns) >= 6 and not columns[0].startswith(b"#"):
+                    return columns[5]
+            block *= 2
+    return None

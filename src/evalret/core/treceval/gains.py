@@ -1,12 +1,15 @@
 """The gain-based measures of trec_eval (G, ndcg, dcg, ideal_dcg, ndcg_rel, Rndcg, rbp): each
 grade's gain (the grade itself unless a ``level=gain`` parameter sets it), and the walk down
 the ideal ordering they share. Each function states its formula; trec_eval's order of
-floating-point operations is kept, so that the values agree to the last bit."""
+floating-point operations is kept, so that the values agree to the last bit. Past the ideal
+ordering's end a walk visits only the ranks whose gain is not 0 (``Gains.events``)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from evalret.core.relevance import is_judged
 from evalret.core.treceval.ranking import Ranking
@@ -48,6 +51,21 @@ class Gains:
                 return v
         return 0.0
 
+    def events(self, q: Ranking, start: int = 0) -> list[tuple[int, float]]:
+        """(0-based rank, gain) of the ranks from ``start`` on whose gain is not 0."""
+        if all(v == g for g, v, _ in self.levels):  # gains are the grades: the positive ranks
+            pairs = zip(q.positive, q.positive_grades, strict=True)
+            return [(i, float(g)) for i, g in pairs if i >= start]
+        gains = {g: self.gain(g) for g, _, _ in self.levels}
+        if all(is_judged(g) for g, v in gains.items() if v != 0):  # only judged ranks gain
+            events = [(i, gains.get(q.grade(i), 0.0)) for i in q.judged if i >= start]
+            return [(i, v) for i, v in events if v != 0]
+        rels = q.rels[start:]
+        values = {r: self.gain(r) for r in np.unique(rels).tolist()}
+        nonzero = [r for r, v in values.items() if v != 0]
+        at = np.flatnonzero(np.isin(rels, nonzero)).tolist()
+        return [(start + i, values[q.grade(start + i)]) for i in at]
+
 
 class Ideal:
     """The ideal ordering's gains, one rank at a time: the highest gain first, as many times as
@@ -77,17 +95,15 @@ def dcg_pair(q: Ranking, pairs: Pairs) -> tuple[float, float]:
     i = 0
     n = q.num_ret
     while i < n and ideal.gain > 0.0:
-        g = gains.gain(q.rels[i])
+        g = gains.gain(q.grade(i))
         if g != 0:
             dcg += g / math.log2(i + 2)
         if ideal.step() > 0.0:
             ideal_dcg += ideal.gain / math.log2(i + 2)
         i += 1
-    while i < n:
-        g = gains.gain(q.rels[i])
-        if g != 0:
-            dcg += g / math.log2(i + 2)
-        i += 1
+    for j, g in gains.events(q, i):
+        dcg += g / math.log2(j + 2)
+    i = max(i, n)
     while ideal.gain > 0.0:
         if ideal.step() > 0.0:
             ideal_dcg += ideal.gain / math.log2(i + 2)
@@ -120,7 +136,7 @@ def ndcg_rel(q: Ranking, pairs: Pairs) -> float:
     rel_ret = rel = 0
     i, n = 0, q.num_ret
     while i < n and ideal.gain > 0.0:
-        g = gains.gain(q.rels[i])
+        g = gains.gain(q.grade(i))
         if g != 0:
             dcg += g / math.log2(i + 2)
         if ideal.step() > 0.0:
@@ -130,14 +146,12 @@ def ndcg_rel(q: Ranking, pairs: Pairs) -> float:
             total += _div(dcg, ideal_dcg)
             rel_ret += 1
         i += 1
-    while i < n:
-        g = gains.gain(q.rels[i])
-        if g != 0:
-            dcg += g / math.log2(i + 2)
+    for j, g in gains.events(q, i):
+        dcg += g / math.log2(j + 2)
         if g > 0:
             total += _div(dcg, ideal_dcg)
             rel_ret += 1
-        i += 1
+    i = max(i, n)
     while ideal.gain > 0.0:
         if ideal.step() > 0.0:
             rel += 1
@@ -184,7 +198,7 @@ def rndcg(q: Ranking, pairs: Pairs) -> float:
     dcg = ideal_dcg = 0.0
     i, n = 0, q.num_ret
     while i < n and ideal.gain > 0.0:
-        g = gains.gain(q.rels[i])
+        g = gains.gain(q.grade(i))
         points.at(ideal.step(), dcg, ideal_dcg)
         if g != 0:
             dcg += g / math.log2(i + 2)
@@ -192,11 +206,9 @@ def rndcg(q: Ranking, pairs: Pairs) -> float:
             ideal_dcg += ideal.gain / math.log2(i + 2)
         i += 1
     if i < n:
-        while i < n:
-            g = gains.gain(q.rels[i])
-            if g != 0:
-                dcg += g / math.log2(i + 2)
-            i += 1
+        for j, g in gains.events(q, i):
+            dcg += g / math.log2(j + 2)
+        i = n
         points.read(dcg, ideal_dcg)
     while ideal.gain > 0.0:
         points.at(ideal.step(), dcg, ideal_dcg)
@@ -214,7 +226,7 @@ def g_measure(q: Ranking, pairs: Pairs) -> float:
     results_g = sum_results = sum_ideal = sum_cost = 0.0
     i, n = 0, q.num_ret
     while i < n and ideal.gain > 0.0:
-        g = gains.gain(q.rels[i])
+        g = gains.gain(q.grade(i))
         sum_results += g
         if ideal.step() > 0.0:
             sum_ideal += ideal.gain
@@ -222,8 +234,16 @@ def g_measure(q: Ranking, pairs: Pairs) -> float:
         if g != 0:
             results_g += g / math.log2(2 + sum_cost - sum_results)
         i += 1
+    if sum_cost == math.floor(sum_cost) and abs(sum_cost) + n < 2**52:
+        # sum_cost grows by 1.0 a rank, exactly while it is a whole number: read it at the events
+        base, start = sum_cost, i
+        for j, g in gains.events(q, i):
+            sum_results += g
+            sum_cost = base + (j - start + 1)
+            results_g += g / math.log2(2 + sum_cost - sum_results)
+        i = max(i, n)
     while i < n:
-        g = gains.gain(q.rels[i])
+        g = gains.gain(q.grade(i))
         sum_results += g
         sum_cost += 1.0
         if g != 0:
@@ -248,12 +268,10 @@ def rbp(q: Ranking, pairs: Pairs) -> float:
     high = max([0.0, *(v for _, v, _ in gains.levels)])
     if low < 0 or high > 1:
         gains.levels = [(g, (v - low) / (high - low), n) for g, v, n in gains.levels]
-    total, cur = 0.0, 1.0
-    for r in q.rels:
-        g = gains.gain(r)
-        if g != 0:
-            total += g * cur
-        cur = cur * p
+    powers = _powers(p, q.num_ret).tolist()
+    total = 0.0
+    for j, g in gains.events(q):
+        total += g * powers[j]
     return (1.0 - p) * total
 
 
@@ -264,11 +282,16 @@ def rbp_resid(q: Ranking, pairs: Pairs) -> float:
     for name, value in pairs:
         if name == "p":
             p = value
-    unjudged = 0
-    total, cur = 0.0, 1.0
-    for r in q.rels:
-        if not is_judged(r):
-            unjudged += 1
-            total += cur
-        cur = cur * p
-    return cur + (1 - p) * total if unjudged else 0.0
+    powers = _powers(p, q.num_ret)
+    unjudged = ~is_judged(q.rels)
+    if not unjudged.any():
+        return 0.0
+    total = float(np.cumsum(powers[:-1][unjudged])[-1])  # cumsum adds in rank order
+    return float(powers[-1]) + (1 - p) * total
+
+
+def _powers(p: float, n: int) -> np.ndarray:
+    """1, p, p*p, ... (n + 1 of them), each the one before times p, as a walk multiplies."""
+    steps = np.full(n + 1, p, dtype=np.float64)
+    steps[0] = 1.0
+    return np.multiply.accumulate(steps)

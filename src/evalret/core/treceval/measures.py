@@ -4,12 +4,18 @@ order, with each one's kind of value, kind of parameter and default parameters (
 
 Conventions every function keeps (trec_eval's): ``rels[i]`` is relevant when it is >= the
 relevance level; a measure that cannot be computed for a query (no relevant document, nothing
-retrieved) is 0; cutoffs count ranks of the ranking as formed (after ``-M`` and ``-J``)."""
+retrieved) is 0; cutoffs count ranks of the ranking as formed (after ``-M`` and ``-J``).
+
+Each walks only the ranks where its value can change (the ``Ranking``'s relevant, judged,
+positive or pooled ranks) and finds a cutoff's value by bisection, adding the same terms in
+the same order as a walk down every rank would, so the values are trec_eval's to the bit."""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,18 +30,26 @@ Kind = Literal["runid", "num_q", "long", "double", "gm", "cuts", "relstring"]
 ParamKind = Literal["none", "cut_long", "cut_double", "double", "pairs"]
 
 
-def _rel(q: Ranking, s: Settings) -> list[bool]:
-    return [is_relevant(r, s.relevance_level) for r in q.rels]
+def _rel(q: Ranking, s: Settings) -> list[int]:
+    """The 0-based ranks of the documents relevant at ``s``'s level, ascending."""
+    if q.level == s.relevance_level:
+        return q.relevant
+    return [i for i, r in enumerate(q.rels.tolist()) if is_relevant(r, s.relevance_level)]
+
+
+def _precisions(rel: list[int]) -> list[float]:
+    """The running sum of precision at the relevant ranks: entry j after j of them."""
+    out, total = [0.0], 0.0
+    for found, i in enumerate(rel, start=1):
+        total += found / (i + 1)
+        out.append(total)
+    return out
 
 
 def average_precision(q: Ranking, s: Settings, p: Any) -> float:
     """Sum of precision at each relevant rank / R (0 when none is retrieved)."""
-    found, total = 0, 0.0
-    for i, rel in enumerate(_rel(q, s)):
-        if rel:
-            found += 1
-            total += found / (i + 1)
-    return total / q.num_rel if found else 0.0
+    rel = _rel(q, s)
+    return _precisions(rel)[-1] / q.num_rel if rel else 0.0
 
 
 def gm_ap(q: Ranking, s: Settings, p: Any) -> float:
@@ -46,17 +60,15 @@ def gm_ap(q: Ranking, s: Settings, p: Any) -> float:
 def r_precision(q: Ranking, s: Settings, p: Any) -> float:
     """Relevant documents in the top R / R."""
     n = min(q.num_ret, q.num_rel)
-    return sum(_rel(q, s)[:n]) / q.num_rel if n else 0.0
+    return bisect_left(_rel(q, s), n) / q.num_rel if n else 0.0
 
 
 def _bpref(q: Ranking, s: Settings) -> float:
     nonrel_total = sum(q.rel_levels[: max(s.relevance_level, 0)])
     nonrel = 0
     total = 0.0
-    for r in q.rels:
-        if r in (NONPOOL, UNJUDGED):
-            continue
-        if is_judged(r) and not is_relevant(r, s.relevance_level):
+    for r in q.judged_grades:
+        if not is_relevant(r, s.relevance_level):
             nonrel += 1
         elif nonrel > 0:
             total += 1.0 - min(nonrel, q.num_rel) / min(nonrel_total, q.num_rel)
@@ -78,16 +90,14 @@ def gm_bpref(q: Ranking, s: Settings, p: Any) -> float:
 
 def recip_rank(q: Ranking, s: Settings, p: Any) -> float:
     """1 / the rank of the first relevant document (0 when none)."""
-    for i, rel in enumerate(_rel(q, s)):
-        if rel:
-            return 1.0 / (i + 1)
-    return 0.0
+    rel = _rel(q, s)
+    return 1.0 / (rel[0] + 1) if rel else 0.0
 
 
 def _at_cutoffs(q: Ranking, s: Settings, cuts: list[int]) -> list[int]:
     """Relevant documents within each cutoff."""
     rel = _rel(q, s)
-    return [sum(rel[:k]) for k in cuts]
+    return [bisect_left(rel, k) for k in cuts]
 
 
 def precision(q: Ranking, s: Settings, cuts: list[int]) -> list[float]:
@@ -118,29 +128,26 @@ def map_cut(q: Ranking, s: Settings, cuts: list[int]) -> list[float]:
     """AP over the top k: sum of precision at the relevant ranks <= k, / R."""
     if q.num_rel == 0:
         return [0.0] * len(cuts)
-    running, found, total = [], 0, 0.0
-    for i, rel in enumerate(_rel(q, s)):
-        if rel:
-            found += 1
-            total += found / (i + 1)
-        running.append(total)
-    return [(running[min(k, len(running)) - 1] if running else 0.0) / q.num_rel for k in cuts]
+    rel = _rel(q, s)
+    running = _precisions(rel)
+    n = q.num_ret
+    return [(running[bisect_left(rel, min(k, n))] if n else 0.0) / q.num_rel for k in cuts]
 
 
 def unjudged_at(q: Ranking, s: Settings, cuts: list[int]) -> list[float]:
     """Unjudged documents (not in the qrels, or with a negative grade) in the top k / k."""
-    unj = [r in (NONPOOL, UNJUDGED) for r in q.rels]
-    return [sum(unj[:k]) / k for k in cuts]
+    n = q.num_ret
+    return [(min(k, n) - bisect_left(q.judged, k)) / k for k in cuts]
 
 
 def ndcg_cut(q: Ranking, s: Settings, cuts: list[int]) -> list[float]:
     """DCG of the top k (gain = the grade when positive) / the ideal DCG of the top k, the
     ideal ordering all the query's positive grades, highest first."""
-    dcg, total = [], 0.0
-    for i, r in enumerate(q.rels):
-        if r > 0:
-            total += r / math.log2(i + 2)
+    dcg, total = [0.0], 0.0
+    for i, r in zip(q.positive, q.positive_grades, strict=True):
+        total += r / math.log2(i + 2)
         dcg.append(total)
+    n = q.num_ret
     ideal_grades = [g for g in range(q.num_rel_levels - 1, 0, -1) for _ in range(q.rel_levels[g])]
     ideal, total = [], 0.0
     for i, g in enumerate(ideal_grades):
@@ -148,7 +155,7 @@ def ndcg_cut(q: Ranking, s: Settings, cuts: list[int]) -> list[float]:
         ideal.append(total)
     out = []
     for k in cuts:
-        got = dcg[min(k, len(dcg)) - 1] if dcg else 0.0
+        got = dcg[bisect_left(q.positive, min(k, n))]
         best = ideal[min(k, len(ideal)) - 1] if ideal else 0.0
         out.append(got / best if best > 0.0 else got)
     return out
@@ -156,27 +163,43 @@ def ndcg_cut(q: Ranking, s: Settings, cuts: list[int]) -> list[float]:
 
 def _interpolated(q: Ranking, s: Settings, percents: list[float]) -> list[float]:
     """Interpolated precision at each recall level (v10: the rank cutoff is round(level * R))."""
-    cuts = [_lround(x * q.num_rel) for x in percents]
+    cuts = list(_recall_cuts(tuple(percents), q.num_rel))
     out = [0.0] * len(cuts)
     cur = len(cuts) - 1
     while cur >= 0 and cuts[cur] > q.num_rel_ret:
         cur -= 1
     best = q.num_rel_ret / q.num_ret if q.num_ret else math.nan
     found = q.num_rel_ret
-    i = q.num_ret
-    while i > 0 and found > 0:
+    for i in _walk_up(q, s):
+        if found <= 0:
+            break
         here = found / i
         best = max(best, here) if not math.isnan(best) else here
-        if is_relevant(q.rels[i - 1], s.relevance_level):
+        if is_relevant(q.grade(i - 1), s.relevance_level):
             while cur >= 0 and found == cuts[cur]:
                 out[cur] = best
                 cur -= 1
             found -= 1
-        i -= 1
     while cur >= 0:
         out[cur] = best
         cur -= 1
     return out
+
+
+def _walk_up(q: Ranking, s: Settings) -> Sequence[int]:
+    """The 1-based ranks a walk from the last rank up, counting down the relevant retrieved
+    documents, must visit: only the relevant ones, where their count is the relevant retrieved
+    (the precision found / i peaks at them, and each is read there); every rank otherwise (a
+    level below 0, where documents not judged count as relevant)."""
+    rel = _rel(q, s)
+    if len(rel) == q.num_rel_ret:
+        return [i + 1 for i in reversed(rel)]
+    return range(q.num_ret, 0, -1)
+
+
+@functools.lru_cache(maxsize=1024)
+def _recall_cuts(percents: tuple[float, ...], num_rel: int) -> tuple[int, ...]:
+    return tuple(_lround(x * num_rel) for x in percents)
 
 
 def _lround(x: float) -> int:
@@ -208,6 +231,12 @@ def rprec_mult(q: Ranking, s: Settings, mults: list[float]) -> list[float]:
     while cur >= 0 and cuts[cur] > q.num_ret:
         out[cur] = q.num_rel_ret / cuts[cur] if cuts[cur] else math.nan
         cur -= 1
+    rel = _rel(q, s)
+    if len(rel) == q.num_rel_ret:  # found at rank i is the relevant ranks up to i
+        while cur >= 0 and cuts[cur] > 0:
+            out[cur] = bisect_left(rel, cuts[cur]) / cuts[cur]
+            cur -= 1
+        return out
     found = q.num_rel_ret
     i = q.num_ret
     while i > 0 and found > 0:
@@ -215,7 +244,7 @@ def rprec_mult(q: Ranking, s: Settings, mults: list[float]) -> list[float]:
         while cur >= 0 and i == cuts[cur]:
             out[cur] = here
             cur -= 1
-        if is_relevant(q.rels[i - 1], s.relevance_level):
+        if is_relevant(q.grade(i - 1), s.relevance_level):
             found -= 1
         i -= 1
     return out
@@ -226,7 +255,7 @@ def infap(q: Ranking, s: Settings, p: Any) -> float:
     judged documents above it, documents pooled but unjudged left out."""
     nonrel = rel = pooled = 0
     total = 0.0
-    for j, r in enumerate(q.rels):
+    for j, r in q.pooled_grades.items():
         if r == NONPOOL:
             continue
         if r == UNJUDGED:
@@ -261,10 +290,8 @@ def utility(q: Ranking, s: Settings, c: list[float]) -> float:
 def bin_g(q: Ranking, s: Settings, p: Any) -> float:
     """Sum over relevant ranks of 1 / log2(2 + non-relevant documents above), / R."""
     found, total = 0, 0.0
-    for i, rel in enumerate(_rel(q, s)):
-        if rel:
-            found += 1
-            total += 1.0 / math.log2(3 + i - found)
+    for found, i in enumerate(_rel(q, s), start=1):
+        total += 1.0 / math.log2(3 + i - found)
     return total / q.num_rel if found else 0.0
 
 
@@ -308,7 +335,8 @@ def relstring(q: Ranking, s: Settings, c: list[float]) -> str:
     pooled but unjudged."""
     n = max(min(int(c[0]), q.num_ret), 0)
     return "".join(
-        ">" if r > 9 else str(r) if r >= 0 else "-" if r == NONPOOL else "." for r in q.rels[:n]
+        ">" if r > 9 else str(r) if r >= 0 else "-" if r == NONPOOL else "."
+        for r in q.rels[:n].tolist()
     )
 
 

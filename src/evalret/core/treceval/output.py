@@ -6,13 +6,21 @@ integers). ``trec_eval_text`` is the whole output, byte for byte the one trec_ev
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalret.core.relevance import is_judged
 from evalret.core.treceval.measures import BY_NAME, MEASURES, MIN_GEO_MEAN, NICKNAMES, Measure
-from evalret.core.treceval.ranking import BOGUS_DOCNO, Settings, form_ranking
+from evalret.core.treceval.ranking import (
+    BOGUS_DOCNO,
+    Ranking,
+    RunColumns,
+    Settings,
+    form_ranking,
+    graded_columns,
+    ranking_of,
+)
 
 
 class MeasureError(ValueError):
@@ -120,6 +128,8 @@ def _names(m: Measure, params: tuple[Any, ...], suffix: str) -> tuple[str, ...]:
 
 
 def _number(value: float) -> str:
+    if value - value == 0.0:  # finite
+        return f"{value:6.4f}"
     if math.isnan(value):  # 0 / 0 on x86-64 is the negative NaN, which C prints as -nan
         return f"{'-nan':>6}"
     if math.isinf(value):
@@ -134,9 +144,6 @@ def _line(name: str, qid: str, value: str) -> str:
 @dataclass
 class _Totals:
     values: dict[str, float] = field(default_factory=dict)
-
-    def add(self, name: str, value: float) -> None:
-        self.values[name] = self.values.get(name, 0.0) + value
 
 
 def _query_values(sel: Selected, q: Any, settings: Settings, bogus: bool) -> list[Any]:
@@ -160,40 +167,35 @@ def _zeroed(name: str) -> bool:
 
 def trec_eval_text(
     qrels: Mapping[str, Mapping[str, int]],
-    run: Mapping[str, Sequence[tuple[str, float]]],
+    run: Mapping[str, Sequence[tuple[str, float]]] | RunColumns,
     run_id: str,
     settings: Settings,
     specs: Sequence[str] = (),
 ) -> str:
     """What ``trec_eval [flags] -m specs...`` prints for ``qrels`` (qid -> docno -> grade) and
-    ``run`` (qid -> (docno, score) lines, any order): every qrels query in qid byte order; one
+    ``run`` (qid -> (docno, score) lines, any order; or columns in trec_eval's order, as
+    ``ranking.RunColumns`` says, looked up at once): every qrels query in qid byte order; one
     missing from the run is an error (MeasureError), or with ``-c`` scored as trec_eval scores
     it (a ranking of one unjudged document, its counts then zeroed)."""
     selected = select_measures(specs)
     out: list[str] = []
     totals = _Totals()
     evaluated = 0
+    graded = None if isinstance(run, Mapping) else graded_columns(qrels, run, settings)
+    scored = _scored(selected, settings)
     for qid in sorted(qrels, key=lambda s: s.encode("utf-8")):
-        if not any(is_judged(g) for g in qrels[qid].values()):
-            raise MeasureError(
-                f"query {qid!r}: every judgment of the qrels is negative, where trec_eval's answer "
-                "is undefined (it fails, or reads the previous query's grade counts)"
-            )
-        bogus = qid not in run
-        if bogus and not settings.average_complete:
-            raise MeasureError(f"query {qid!r} of the qrels has no line in the run (trec_eval -c)")
-        lines = [(BOGUS_DOCNO, 1.0)] if bogus else run[qid]
-        q = form_ranking(qrels[qid], lines, settings)
-        for sel in selected:
-            if sel.measure.kind in ("runid", "num_q"):
-                continue
+        q, bogus = _query_ranking(qid, qrels, run, graded, settings)
+        for sel, heads, show, sums in scored:
             values = _query_values(sel, q, settings, bogus)
-            for name, value in zip(sel.names, values, strict=True):
-                if sel.measure.kind != "relstring":
-                    totals.add(name, value)
-                if settings.per_query and sel.measure.kind != "gm":
-                    out.append(_line(name, qid, _shown(sel, value)))
+            if sums is not None:
+                for j, value in enumerate(values):
+                    sums[j] += value
+            if heads:
+                out.extend(f"{h}{qid}\t{show(v)}\n" for h, v in zip(heads, values, strict=True))
         evaluated += 1
+    for sel, _, _, sums in scored:
+        if sums is not None:
+            totals.values.update(zip(sel.names, sums, strict=True))
     if evaluated == 0:
         raise MeasureError("no query has both results and relevance information")
     if settings.summary:
@@ -201,12 +203,52 @@ def trec_eval_text(
     return "".join(out)
 
 
-def _shown(sel: Selected, value: Any) -> str:
-    if sel.measure.kind == "relstring":
-        return f"'{value}'"
-    if sel.measure.kind == "long":
-        return str(math.trunc(value))
-    return _number(value)
+_Scored = tuple[Selected, list[str], Callable[[Any], str], list[float] | None]
+
+
+def _scored(selected: list[Selected], settings: Settings) -> list[_Scored]:
+    """Each measure a query prints: the heads of its -q lines (none when not shown), how a
+    value is shown, and its sums over the queries (none for relstring)."""
+    out: list[_Scored] = []
+    for sel in selected:
+        kind = sel.measure.kind
+        if kind in ("runid", "num_q"):
+            continue
+        heads = [f"{n:<22}\t" for n in sel.names] if settings.per_query and kind != "gm" else []
+        sums = None if kind == "relstring" else [0.0] * len(sel.names)
+        out.append((sel, heads, _shown(kind), sums))
+    return out
+
+
+def _query_ranking(
+    qid: str,
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Sequence[tuple[str, float]]] | RunColumns,
+    graded: Mapping[str, Any] | None,
+    settings: Settings,
+) -> tuple[Ranking, bool]:
+    """Query ``qid``'s ranking, and whether the run lacks it (scored as ``-c`` says)."""
+    if not any(is_judged(g) for g in qrels[qid].values()):
+        raise MeasureError(
+            f"query {qid!r}: every judgment of the qrels is negative, where trec_eval's answer "
+            "is undefined (it fails, or reads the previous query's grade counts)"
+        )
+    bogus = qid not in (run if graded is None else graded)  # type: ignore[operator]
+    if bogus and not settings.average_complete:
+        raise MeasureError(f"query {qid!r} of the qrels has no line in the run (trec_eval -c)")
+    if graded is None or bogus:
+        lines = [(BOGUS_DOCNO, 1.0)] if bogus else run[qid]  # type: ignore[index]
+        return form_ranking(qrels[qid], lines, settings), bogus
+    return ranking_of(qrels[qid], graded[qid], settings), bogus
+
+
+def _shown(kind: str) -> Callable[[Any], str]:
+    """How a -q line shows a value of a measure of ``kind``."""
+    if kind == "relstring":
+        return lambda value: f"'{value}'"
+    if kind == "long":
+        return lambda value: str(math.trunc(value))
+    return _number
 
 
 def _summary(

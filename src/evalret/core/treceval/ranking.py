@@ -1,10 +1,18 @@
 """One query's ranking as trec_eval's measures read it (its ``form_res_rels``): the run's
-documents sorted, cut, looked up in the qrels, and the counts every measure shares."""
+documents sorted, cut, looked up in the qrels, and the counts every measure shares.
+
+A run's lines are looked up once for all its queries (``graded_columns``: one sort of the
+qrels' keys, one ``searchsorted`` of the run's), and each ``Ranking`` carries the ranks the
+measures walk (relevant, judged, positive, pooled) besides the grades, so that a measure's
+cost follows the judged documents a query retrieves, not its depth."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
 
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_judged, is_relevant
 
@@ -28,27 +36,56 @@ class Settings:
     summary: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Ranking:
     """What the measures read about one query: ``rels``, the grade at each rank (NONPOOL or
     UNJUDGED for documents the qrels do not judge); ``rel_levels``, how many of the query's
-    judged documents have each grade 0..max (retrieved or not, negative grades left out); and
-    the counts R (``num_rel``: judged documents at or above the level), relevant retrieved,
-    retrieved, and retrieved unjudged of both kinds."""
+    judged documents have each grade 0..max (retrieved or not, negative grades left out); the
+    counts R (``num_rel``: judged documents at or above the level), relevant retrieved,
+    retrieved, and retrieved unjudged of both kinds; and the 0-based ranks, ascending, of the
+    documents relevant at ``level`` (``relevant``), judged (``judged``), with a grade above 0
+    (``positive``) and in the qrels at all (``pooled``: judged or UNJUDGED)."""
 
-    rels: tuple[int, ...]
+    rels: np.ndarray
     rel_levels: tuple[int, ...]
     num_rel: int
     num_rel_ret: int
     num_ret: int
     num_nonpool: int
     num_unjudged: int
+    level: int
+    relevant: list[int]
+    judged: list[int]
+    positive: list[int]
+    pooled: list[int]
+    pooled_grades: dict[int, int]  # rank -> grade, at the pooled ranks
+    judged_grades: list[int]  # the grades at the judged ranks
+    positive_grades: list[int]  # the grades at the positive ranks
 
     @property
     def num_rel_levels(self) -> int:
         """1 + the highest grade any of the query's judged documents has (0 when none)."""
         top = [i for i, n in enumerate(self.rel_levels) if n]
         return top[-1] + 1 if top else 0
+
+    def grade(self, rank: int) -> int:
+        """The grade at 0-based ``rank`` (as ``rels`` holds it)."""
+        return self.pooled_grades.get(rank, NONPOOL)
+
+
+class RunColumns(Protocol):
+    """A run as columns (what ``data.runfile.RunFile`` holds): per query, in ``query_ids``'
+    order, rows ``offsets[i]`` to ``offsets[i + 1]`` of ``docs`` (indices into ``doc_ids``),
+    already in trec_eval's order (score descending, then docno descending) and cut."""
+
+    @property
+    def query_ids(self) -> list[str]: ...
+    @property
+    def doc_ids(self) -> list[str]: ...
+    @property
+    def offsets(self) -> np.ndarray: ...
+    @property
+    def docs(self) -> np.ndarray: ...
 
 
 def form_ranking(
@@ -57,26 +94,90 @@ def form_ranking(
     """The ranking trec_eval forms from one query's run lines (docno, score) and judgments:
     sorted by score descending, then docno descending (byte order); the first ``max_docs``
     kept; with ``judged_only`` the documents without a grade >= 0 dropped after the cut."""
-    level = settings.relevance_level
     ranked = sorted(run, key=lambda d: (d[1], d[0].encode("utf-8")), reverse=True)
     ranked = ranked[: max(settings.max_docs, 0)]
     rels: list[int] = []
     for docno, _ in ranked:
         grade = judgments.get(docno)
         rels.append(NONPOOL if grade is None else grade if is_judged(grade) else UNJUDGED)
+    return ranking_of(judgments, np.asarray(rels, dtype=np.int64), settings)
+
+
+def graded_columns(
+    qrels: Mapping[str, Mapping[str, int]], run: RunColumns, settings: Settings
+) -> dict[str, np.ndarray]:
+    """Query id -> the grades of its run documents in rank order (NONPOOL, UNJUDGED for those
+    the qrels do not judge), for every query of ``run``, cut at ``max_docs``: what
+    ``form_ranking`` gives from lines, from columns already in trec_eval's order, looked up
+    for all the queries at once."""
+    n_docs = len(run.doc_ids)
+    where = dict(zip(run.doc_ids, range(n_docs), strict=True))
+    row_of = dict(zip(run.query_ids, range(len(run.query_ids)), strict=True))
+    keys: list[int] = []
+    grades: list[int] = []
+    for qid, judged in qrels.items():
+        qi = row_of.get(qid)
+        if qi is None:
+            continue
+        for docno, grade in judged.items():
+            di = where.get(docno)
+            if di is not None:
+                keys.append(qi * n_docs + di)
+                grades.append(grade if is_judged(grade) else UNJUDGED)
+    offsets = np.asarray(run.offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    docs = np.asarray(run.docs, dtype=np.int64)
+    rels = np.full(len(docs), NONPOOL, dtype=np.int64)
+    if keys:
+        key_array = np.asarray(keys, dtype=np.int64)
+        in_qrels = np.zeros(n_docs, dtype=bool)
+        in_qrels[key_array % n_docs] = True
+        rows = np.flatnonzero(in_qrels[docs])  # only documents some query judges are looked up
+        run_keys = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)[rows] * n_docs
+        run_keys += docs[rows]
+        order = np.argsort(key_array, kind="stable")
+        sorted_keys = key_array[order]
+        sorted_grades = np.asarray(grades, dtype=np.int64)[order]
+        at = np.minimum(np.searchsorted(sorted_keys, run_keys), len(sorted_keys) - 1)
+        hit = sorted_keys[at] == run_keys
+        rels[rows[hit]] = sorted_grades[at[hit]]
+    keep = max(settings.max_docs, 0)
+    starts = offsets[:-1].tolist()
+    ends = np.minimum(offsets[1:], offsets[:-1] + keep).tolist()
+    return {q: rels[a:b] for q, a, b in zip(run.query_ids, starts, ends, strict=True)}
+
+
+def ranking_of(judgments: Mapping[str, int], rels: np.ndarray, settings: Settings) -> Ranking:
+    """The ranking of one query from the grades of its documents in rank order (already cut at
+    ``max_docs``); with ``judged_only`` the documents without a grade >= 0 dropped."""
+    level = settings.relevance_level
     if settings.judged_only:
-        rels = [r for r in rels if is_judged(r)]
+        rels = rels[is_judged(rels)]
     grades = [g for g in judgments.values() if is_judged(g)]
     top = max(judgments.values(), default=-1)
     rel_levels = [0] * (top + 1 if top >= 0 else 0)
     for g in grades:
         rel_levels[g] += 1
+    judged_mask = is_judged(rels)
+    judged = np.flatnonzero(judged_mask)
+    positive = np.flatnonzero(rels > 0)
+    relevant_mask = is_relevant(rels, level)
+    num_nonpool = int(np.count_nonzero(rels == NONPOOL))
+    pooled = np.flatnonzero(rels != NONPOOL) if num_nonpool else np.arange(len(rels))
     return Ranking(
-        rels=tuple(rels),
+        rels=rels,
         rel_levels=tuple(rel_levels),
         num_rel=sum(1 for g in grades if is_relevant(g, level)),
-        num_rel_ret=sum(1 for r in rels if is_relevant(r, level) and is_judged(r)),
+        num_rel_ret=int(np.count_nonzero(relevant_mask & judged_mask)),
         num_ret=len(rels),
-        num_nonpool=rels.count(NONPOOL),
-        num_unjudged=rels.count(UNJUDGED),
+        num_nonpool=num_nonpool,
+        num_unjudged=int(np.count_nonzero(rels == UNJUDGED)),
+        level=level,
+        relevant=np.flatnonzero(relevant_mask).tolist(),
+        judged=judged.tolist(),
+        positive=positive.tolist(),
+        pooled=pooled.tolist(),
+        pooled_grades=dict(zip(pooled.tolist(), rels[pooled].tolist(), strict=True)),
+        judged_grades=rels[judged].tolist(),
+        positive_grades=rels[positive].tolist(),
     )
