@@ -502,3 +502,49 @@ class HashEncoder:
 def make(dim=64):
     return HashEncoder(dim)
 """
+
+
+# a plug-in encoder module like HASH_ENCODER whose scores are continuous: each word adds a vector
+# drawn from a generator seeded by its hash (a bag of word counts ties documents by the dozen, and
+# ties are broken by rounding: two equal ways of computing a vector may then rank them apart)
+SEEDED_WORD_ENCODER = """
+import hashlib
+import numpy as np
+
+class SeededWordEncoder:
+    def __init__(self, dim):
+        self.dim = dim
+
+    def identity(self):
+        return {"kind": "seeded word vectors", "dim": self.dim}
+
+    def encode(self, texts, kind):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for tok in t.lower().split():
+                seed = int.from_bytes(hashlib.sha256(tok.encode()).digest()[:8], "little")
+                out[i] += np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+        return out
+
+def make(dim=64):
+    return SeededWordEncoder(dim)
+"""
+
+
+def build_site(site_dir: Path) -> None:
+    """``mkdocs build --strict`` of the repository's docs into ``site_dir`` (never into the
+    repository); a warning or a broken link fails the calling test with mkdocs' own output."""
+    import os
+    import subprocess
+    import sys
+
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    done = subprocess.run(
+        [str(mkdocs), "build", "--strict", "--site-dir", str(site_dir)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

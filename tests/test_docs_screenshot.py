@@ -7,16 +7,14 @@ page that fails are kept in test-artifacts/docs-site/."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conftest import REPO
+from helpers import build_site
 
 ARTIFACTS = REPO / "test-artifacts" / "docs-site"
 VIEWPORT = {"width": 1280, "height": 800}
@@ -68,16 +66,7 @@ MEASURE = """(copyButton) => {
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site, built strict into a temporary directory (never into the repository)."""
     out = tmp_path_factory.mktemp("site")
-    mkdocs = Path(sys.executable).parent / "mkdocs"
-    done = subprocess.run(
-        [str(mkdocs), "build", "--strict", "--site-dir", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    build_site(out)
     return out
 
 

@@ -4,11 +4,10 @@ entrance (at most 150 lines) whose links all lead somewhere."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from helpers import build_site
 
 REPO = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 150
@@ -28,14 +27,5 @@ def test_readme_is_short_and_its_links_resolve() -> None:
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     """The site builds with no warning (strict): every link and anchor resolves, every page is
     in the nav. Built into a temporary directory, never into the repository."""
-    mkdocs = Path(sys.executable).parent / "mkdocs"
-    done = subprocess.run(
-        [str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    build_site(tmp_path / "site")
     assert (tmp_path / "site" / "tutorial" / "first-gate" / "index.html").is_file()

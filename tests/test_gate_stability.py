@@ -23,7 +23,7 @@ from evalret.core.gate import (
     with_stability,
 )
 from evalret.core.stats import seed_for
-from helpers import invoke
+from helpers import SEEDED_WORD_ENCODER, invoke
 
 ALL = np.ones(100, dtype=bool)
 HALF = np.arange(100) < 50
@@ -142,28 +142,7 @@ def test_a_broken_system_stays_failed_under_min_stability() -> None:
 
 # --- on the demo --------------------------------------------------------------------------------
 
-ENCODER = """
-import hashlib
-import numpy as np
-
-class Words:
-    def __init__(self, dim):
-        self.dim = dim
-
-    def identity(self):
-        return {"kind": "seeded word vectors", "dim": self.dim}
-
-    def encode(self, texts, kind):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for tok in t.lower().split():
-                seed = int.from_bytes(hashlib.sha256(tok.encode()).digest()[:8], "little")
-                out[i] += np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-        return out
-
-def make(dim=64):
-    return Words(dim)
-"""
+ENCODER = SEEDED_WORD_ENCODER
 
 
 @pytest.fixture

@@ -25,37 +25,13 @@ from evalret.engines.embedders import open_embedder
 from evalret.engines.st_embedder import unit_rows
 from evalret.pipeline.evaluate import Evaluation, run_evaluation
 from evalret.pipeline.plan import dry_run
-from helpers import invoke, metric_table
+from helpers import SEEDED_WORD_ENCODER, invoke, metric_table
 from openai_server import EmbeddingServer
 
 KEY = "sk-evalret-trunc-test-0b7d"
 SERVED = "hashed-served"
 
-# a plug-in encoder: each word adds a vector drawn from a generator seeded by its hash, so that
-# scores are continuous (a bag of word counts ties documents by the dozen, and ties are broken
-# by rounding: two equal ways of computing a vector may then rank tied documents apart)
-ENCODER = """
-import hashlib
-import numpy as np
-
-class DenseHashEncoder:
-    def __init__(self, dim):
-        self.dim = dim
-
-    def identity(self):
-        return {"kind": "seeded word vectors", "dim": self.dim}
-
-    def encode(self, texts, kind):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for tok in t.lower().split():
-                seed = int.from_bytes(hashlib.sha256(tok.encode()).digest()[:8], "little")
-                out[i] += np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-        return out
-
-def make(dim=64):
-    return DenseHashEncoder(dim)
-"""
+ENCODER = SEEDED_WORD_ENCODER
 
 
 @pytest.fixture

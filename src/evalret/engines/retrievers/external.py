@@ -25,6 +25,7 @@ from typing import Protocol
 import numpy as np
 
 from evalret.core.ranking import SearchResult, empty_result
+from evalret.core.treceval.ranking import RunColumns
 from evalret.data.runfile import columns
 
 
@@ -58,18 +59,10 @@ class Alignment:
         return out
 
 
-class RankedColumns(Protocol):
+class RankedColumns(RunColumns, Protocol):
     """Rankings as columns: query ``query_ids[i]`` holds rows ``offsets[i]`` to
     ``offsets[i + 1]`` of ``docs`` (indices into ``doc_ids``) and ``scores``, best first."""
 
-    @property
-    def query_ids(self) -> list[str]: ...
-    @property
-    def doc_ids(self) -> list[str]: ...
-    @property
-    def offsets(self) -> np.ndarray: ...
-    @property
-    def docs(self) -> np.ndarray: ...
     @property
     def scores(self) -> np.ndarray: ...
 
