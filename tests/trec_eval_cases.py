@@ -42,6 +42,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "rbp_c": ("-c", "-q", "-m", "rbp.p=0.5", "-m", "rbp_resid.p=0.8", "-m", "relstring.20"),
     "params_c": ("-c", "-q", "-m", "utility.2,-1,0,0", "-m", "iprec_at_recall.0.25,0.5"),
     "mult_c": ("-c", "-q", "-N", "3000", "-m", "Rprec_mult.0.5,3", "-m", "11pt_avg.0.2,0.5,0.8"),
+    # gains above the ideal's: G's log2 argument falls to 0 or below, trec_eval prints -nan
+    "g_nan_c": ("-c", "-q", "-m", "G.-1=1.5,-2=0.5"),
 }
 
 

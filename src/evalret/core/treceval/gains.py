@@ -170,6 +170,14 @@ def _div(a: float, b: float) -> float:
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
+def _c_log2(x: float) -> float:
+    """log2 as C's ``log(x) / log(2.0)`` reads it: NaN below 0, -inf at 0 (G's cost minus its
+    gain can go there when custom gains exceed the ideal's)."""
+    if x < 0.0 or math.isnan(x):
+        return math.nan
+    return -math.inf if x == 0.0 else math.log2(x)
+
+
 class _Points:
     """The nDCG values Rndcg averages: read where the ideal gain changes."""
 
@@ -232,7 +240,7 @@ def g_measure(q: Ranking, pairs: Pairs) -> float:
             sum_ideal += ideal.gain
         sum_cost += ideal.gain if ideal.gain >= 1.0 else 1.0
         if g != 0:
-            results_g += g / math.log2(2 + sum_cost - sum_results)
+            results_g += _div(g, _c_log2(2 + sum_cost - sum_results))
         i += 1
     if sum_cost == math.floor(sum_cost) and abs(sum_cost) + n < 2**52:
         # sum_cost grows by 1.0 a rank, exactly while it is a whole number: read it at the events
@@ -240,14 +248,14 @@ def g_measure(q: Ranking, pairs: Pairs) -> float:
         for j, g in gains.events(q, i):
             sum_results += g
             sum_cost = base + (j - start + 1)
-            results_g += g / math.log2(2 + sum_cost - sum_results)
+            results_g += _div(g, _c_log2(2 + sum_cost - sum_results))
         i = max(i, n)
     while i < n:
         g = gains.gain(q.grade(i))
         sum_results += g
         sum_cost += 1.0
         if g != 0:
-            results_g += g / math.log2(2 + sum_cost - sum_results)
+            results_g += _div(g, _c_log2(2 + sum_cost - sum_results))
         i += 1
     while ideal.gain > 0.0:
         if ideal.step() > 0.0:
