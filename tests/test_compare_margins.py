@@ -72,6 +72,9 @@ def test_the_command_line_reports_margins_and_refuses_bad_ones(tmp_path: Path) -
     assert "margins (B - A):" in out and line in out
     md = (tmp_path / "c" / "compare.md").read_text()
     assert "### Margins (B - A on ndcg@10" in md and line in md
+    html = (tmp_path / "c" / "report.html").read_text()
+    proven = "B vs A exact/all/ndcg@10 non-inferiority, margin 0.05: proven"
+    assert "<h3>Margins (B - A)</h3>" in html and proven in html
     saved = json.loads((tmp_path / "c" / "compare.json").read_text())
     assert saved["indexes"]["exact"]["tail"]["margins"]["ndcg@10"]["evidence"] == "proven"
     for bad, words in (

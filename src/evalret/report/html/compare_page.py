@@ -34,6 +34,7 @@ from evalret.report.html.figures import (
 from evalret.report.numbers import HTML, p_value
 from evalret.report.per_query import DeltaSpread
 from evalret.report.svg import BLUE, GREY, DeltaRow, delta_chart, esc, figure
+from evalret.report.verdict import compare_margin_lines
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,10 @@ def compare_verdict_section(p: ComparePage) -> Section:
         parts.append(
             f"<h3>Significant regressions ({len(v.regressions)})</h3>" + long_list(v.regressions)
         )
+    margins = compare_margin_lines(c, HTML)
+    if margins:  # compare --margin: what B - A proves against it, every index and slice
+        items = "".join(f"<li>{esc(line)}</li>" for line in margins)
+        parts.append(f"<h3>Margins (B - A)</h3><ul class='plain'>{items}</ul>")
     if c.notes:
         parts.append(
             "<ul class='plain'>" + "".join(f"<li>{esc(n)}</li>" for n in c.notes) + "</ul>"
