@@ -226,3 +226,43 @@ def test_a_bad_metric_on_the_command_line_exits_2_with_the_hint(tmp_path: Path) 
     )  # fmt: skip
     assert result.exit_code == 2, result.output
     assert "did you mean 'gains'?" in " ".join(result.output.split())
+
+
+def test_a_run_refuses_err_on_grades_above_4_before_embedding(tmp_path: Path) -> None:
+    """`evalret run` with err among the metrics and a grade 5 in the golden set: exit 2 naming
+    the grade, and the encoder (a module beside the config that records each call) is never
+    called: the refusal comes before any work is paid for."""
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    docs = [{"id": f"d{i}", "text": f"document {i} about topic {i % 3}"} for i in range(6)]
+    queries = [
+        {"id": "q1", "text": "topic 1", "relevant": {"d1": 5, "d4": 1}},
+        {"id": "q2", "text": "topic 2", "relevant": {"d2": 2}},
+    ]
+    for name, rows in (("corpus.jsonl", docs), ("queries.jsonl", queries)):
+        (golden / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "calls_encoder.py").write_text(
+        "import numpy as np\n"
+        "from pathlib import Path\n\n"
+        "class Encoder:\n"
+        "    def identity(self):\n"
+        "        return {'kind': 'records its calls', 'dim': 4}\n\n"
+        "    def encode(self, texts, kind):\n"
+        "        with open(Path(__file__).with_name('calls.txt'), 'a') as f:\n"
+        "            f.write(f'{kind} {len(texts)}\\n')\n"
+        "        return np.ones((len(texts), 4), dtype=np.float32)\n\n"
+        "def make():\n"
+        "    return Encoder()\n"
+    )
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        f"golden_set: {{path: {golden}}}\n"
+        "metrics: [ndcg@10, err@10]\n"
+        f"cache: {{dir: {tmp_path / 'cache'}}}\n"
+        "model: {provider: python, callable: 'calls_encoder:make'}\n"
+        "indexes: {hnsw: {enabled: false}, bm25: {enabled: false}, hybrid: {enabled: false}}\n"
+    )
+    result = CliRunner().invoke(app, ["run", "-c", str(config), "--no-progress"])
+    assert result.exit_code == 2, result.output
+    assert "hold grade 5" in result.output
+    assert not (tmp_path / "calls.txt").exists(), "the encoder was called before the refusal"

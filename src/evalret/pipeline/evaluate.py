@@ -25,10 +25,12 @@ from evalret.core.metrics import (
     Metric,
     RankedJudgments,
     build_judgments,
+    check_err_grades,
     compute,
     cutoffs,
     has_uncut,
     judged_at,
+    parse_metrics,
 )
 from evalret.core.provenance import is_llm
 from evalret.core.ranking import (
@@ -229,6 +231,9 @@ def _load(
         definitions[LABEL_SOURCES] = sorted(planned)
     loaded = _Loaded(selection, definitions, full)
     check_gate_slices(config, loaded.slices)
+    if any(m.family == "err" for m in parse_metrics(config.metrics)):
+        grades = (g for judged in selection.golden.qrels.values() for g in judged.values())
+        check_err_grades(max(grades, default=0))
     if baseline is not None:
         source = baseline_source or "baseline"
         check_compatible(baseline, full, definitions, source, planned)

@@ -120,6 +120,18 @@ def bpref(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarra
 ERR_MAX_GRADE = 4  # gdeval.pl's MAX_JUDGMENT, the g_max of ir_measures' ERR
 
 
+def check_err_grades(max_grade: int) -> None:
+    """err's refusal of grades above gdeval's maximum: a MetricError naming ``max_grade`` (the
+    highest grade of the judgments), checked by the run before anything is embedded and by
+    ``err`` itself."""
+    if max_grade > ERR_MAX_GRADE:
+        raise MetricError(
+            f"err follows ir_measures' ERR (gdeval.pl): grades from 0 to {ERR_MAX_GRADE}, a grade "
+            f"g stopping the reader with probability (2^g - 1) / 2^{ERR_MAX_GRADE}; the judgments "
+            f"hold grade {max_grade}: map the grades to 0-{ERR_MAX_GRADE} or use ndcg"
+        )
+
+
 def err(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
     """ERR@k (Chapelle et al. 2009) as ir_measures computes it (its only provider, gdeval.pl of
     the TREC Web track): sum over the top k ranks i of r_i / i * prod_{j<i} (1 - r_j), the stop
@@ -131,12 +143,7 @@ def err(j: RankedJudgments, k: int | None, gain: Gain = "linear") -> np.ndarray:
     """
     top = j.ideal_hits.values
     assert top is not None
-    if len(top) and int(top.max()) > ERR_MAX_GRADE:
-        raise MetricError(
-            f"err follows ir_measures' ERR (gdeval.pl): grades from 0 to {ERR_MAX_GRADE}, a grade "
-            f"g stopping the reader with probability (2^g - 1) / 2^{ERR_MAX_GRADE}; the judgments "
-            f"hold grade {int(top.max())}: map the grades to 0-{ERR_MAX_GRADE} or use ndcg"
-        )
+    check_err_grades(int(top.max()) if len(top) else 0)
     hits = j.gain_hits.cut(k)
     assert hits.values is not None
     stop = (np.exp2(hits.values.astype(np.float64)) - 1.0) / 2.0**ERR_MAX_GRADE
