@@ -25,6 +25,7 @@ from evalret.core.gate.model import (
     Unjudged,
     _finite,
     _fmt,
+    made_inconclusive,
 )
 from evalret.core.metrics import parse_metric
 from evalret.core.stats import (
@@ -213,17 +214,12 @@ def _unjudged_outcome(c: Check, unjudged: Unjudged, reason: _Condensed | None) -
             f"{limit}{reason.test} too, and unjudged documents cannot move it",
         )
     moved = f"dropped more than {limit}" if reason.beyond else f"stays within {limit}"
-    return replace(
-        c,
-        status="inconclusive",
-        passed=unjudged.policy == "warn",
-        unjudged_policy=unjudged.policy,
-        inconclusive_reason="unjudged",
-        message=f"{c.message}; INCONCLUSIVE: {fell}, more than gate.unjudged.max_drop "
-        f"{unjudged.max_drop:g}: {1 - current:.0%} of the new top {k} was never judged, and the "
-        f"{judged_only} {moved}{reason.test}, so the labels cannot tell "
-        f"(policy {unjudged.policy})",
+    why = (
+        f"{fell}, more than gate.unjudged.max_drop {unjudged.max_drop:g}: {1 - current:.0%} of "
+        f"the new top {k} was never judged, and the {judged_only} {moved}{reason.test}, so the "
+        "labels cannot tell"
     )
+    return made_inconclusive(c, unjudged.policy, "unjudged", why)
 
 
 def judged_floor_checks(

@@ -5,7 +5,7 @@ the package's docstring (``evalret.core.gate``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -239,3 +239,18 @@ def gate_verdict(checks: Sequence[Check]) -> GateVerdict:
     if any(c.status == "inconclusive" for c in checks):
         return "inconclusive"
     return "pass"
+
+
+def made_inconclusive(
+    c: Check, policy: UnjudgedPolicy, reason: InconclusiveReason, why: str
+) -> Check:
+    """``c`` turned inconclusive for ``reason`` (the one rule of both ways in): it blocks the gate
+    only under policy fail; its message gains ``why`` and the policy."""
+    return replace(
+        c,
+        status="inconclusive",
+        passed=policy == "warn",
+        unjudged_policy=policy,
+        inconclusive_reason=reason,
+        message=f"{c.message}; INCONCLUSIVE: {why} (policy {policy})",
+    )

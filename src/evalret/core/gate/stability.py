@@ -41,6 +41,7 @@ from evalret.core.gate.model import (
     Scores,
     UnjudgedPolicy,
     _finite,
+    made_inconclusive,
 )
 from evalret.core.stats import MAX_CELLS, seed_for
 
@@ -149,13 +150,8 @@ def _unstable(c: Check, stability: Stability) -> Check:
         return c
     if c.kind in MARGIN_KINDS and not c.passed:
         return c
-    return replace(
-        c,
-        status="inconclusive",
-        passed=stability.policy == "warn",
-        unjudged_policy=stability.policy,
-        inconclusive_reason="unstable",
-        message=f"{c.message}; INCONCLUSIVE: its verdict flips in {flip:.0%} of "
-        f"{stability.samples} resamples of the queries, more than gate.min_stability "
-        f"{level:g} allows (policy {stability.policy})",
+    why = (
+        f"its verdict flips in {flip:.0%} of {stability.samples} resamples of the queries, more "
+        f"than gate.min_stability {level:g} allows"
     )
+    return made_inconclusive(c, stability.policy, "unstable", why)
