@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -260,6 +261,18 @@ def test_ids_with_whitespace_or_controls_are_refused_with_file_and_line(
     for name, line in expected:
         where = f"{tmp_path / name}:{line}: "
         assert any(p.startswith(where) and "contains whitespace" in p for p in got), got
+
+
+def test_every_ascii_character_is_judged_as_the_unicode_rule_judges_it(tmp_path: Path) -> None:
+    """check_id's shortcut for printable ASCII refuses exactly what its Unicode rule refuses
+    (whitespace and the Cc category), one character at a time, inside an id and alone."""
+    for code in range(128):
+        c = chr(code)
+        refused = c.isspace() or unicodedata.category(c) == "Cc"
+        for value in (c, f"d{c}1"):
+            scan = GoldenSetScan(1)
+            scan.check_id("document", value, tmp_path / "qrels.txt", 1)
+            assert bool(scan.problems) == refused, (code, value)
 
 
 def scan_warnings(scan: GoldenSetScan) -> set[tuple[str | None, str, int | None]]:

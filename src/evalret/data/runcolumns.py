@@ -39,6 +39,10 @@ from typing import Any
 import numpy as np
 
 _NAMES = ["qid", "q0", "docno", "rank", "score", "tag"]
+# from this many rows (a run of about 130 MB), freed memory is given back to the system as the
+# reader goes (``_give_back``), so that the peak stays near what is kept; below it, the time
+# that takes (about 4 ms a call) is spent for little
+GIVE_BACK_ROWS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -53,21 +57,31 @@ class Columns:
     n_lines: int
 
 
-def _trec_bytes(block: bytes) -> bool:
-    """Whether ``block`` has no byte that trec_eval splits on where pyarrow's CSV parser does
-    not: no NUL, tab, vertical tab or form feed, and no carriage return but before a newline.
-    (Two spaces in a row, or one at a line's start or end, make an empty field: see
-    ``_fields_plain``.)"""
-    return not (
-        any(byte in block for byte in (b"\0", b"\t", b"\x0b", b"\x0c"))
-        or (b"\r" in block and block.count(b"\r") != block.count(b"\r\n"))
-    )
+def _trec_bytes(block: bytes, b: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether ``block`` (``b``: its bytes as numpy, ``ends``: where its newlines are) splits into
+    the same six fields for trec_eval and for pyarrow's CSV parser: no NUL, tab, vertical tab or
+    form feed, no carriage return but before a newline, and no empty field (two spaces in a row,
+    or one at a line's start or end); and no comment line (``#`` first)."""
+    if any(byte in block for byte in (b"\0", b"\t", b"\x0b", b"\x0c")):
+        return False
+    n_cr = block.count(b"\r")
+    if n_cr and n_cr != block.count(b"\r\n"):
+        return False
+    space = b == 32
+    if bool((space[1:] & space[:-1]).any()):
+        return False
+    starts = np.concatenate(([0], ends[ends < len(b) - 1] + 1))  # where each line begins
+    if bool(((b[starts] == 32) | (b[starts] == 35)).any()):
+        return False
+    last = ends - 1 - (b[ends - 1] == 13) if n_cr else ends - 1  # each line's last byte
+    if len(b) and b[-1] != 10:  # the file's last line, without a newline
+        last = np.append(last, len(b) - 1)
+    return not bool(space[last[last >= 0]].any())
 
 
-def _jsonl_bytes(block: bytes) -> bool:
+def _jsonl_bytes(block: bytes, b: np.ndarray, ends: np.ndarray) -> bool:
     """Whether ``block`` has no backslash, no control byte but JSON's whitespace, and no
     carriage return but before a newline."""
-    b = np.frombuffer(block, dtype=np.uint8)
     n_cr = block.count(b"\r")
     return not (
         b"\\" in block
@@ -88,7 +102,10 @@ class _Blocks:
     first one that is not plain: ``bytes_plain`` says no, or a line is over ``limit``."""
 
     def __init__(
-        self, chunks: Iterable[bytes], limit: int, bytes_plain: Callable[[bytes], bool]
+        self,
+        chunks: Iterable[bytes],
+        limit: int,
+        bytes_plain: Callable[[bytes, np.ndarray, np.ndarray], bool],
     ) -> None:
         self.chunks, self.limit, self.bytes_plain = chunks, limit, bytes_plain
         self.n_lines = 0
@@ -111,21 +128,15 @@ class _Blocks:
             yield carry
 
     def _plain(self, block: bytes) -> bool:
-        self.plain = self.plain and self.bytes_plain(block)
         if self.plain and block:
-            ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+            b = np.frombuffer(block, dtype=np.uint8)
+            ends = np.flatnonzero(b == 10)
             self.n_lines += len(ends)
-            self.plain = int(np.diff(ends, prepend=-1).max(initial=0)) <= self.limit
+            self.plain = (
+                int(np.diff(ends, prepend=-1).max(initial=0)) <= self.limit
+                and self.bytes_plain(block, b, ends)
+            )
         return self.plain
-
-
-def _fields_plain(table: Any, pc: Any) -> bool:
-    """Whether no field of ``table`` (every column a binary one but the score, which pyarrow
-    parsed whole) is empty, and none starts a comment line."""
-    for name in table.column_names:
-        if name != "score" and pc.min(pc.binary_length(table.column(name))).as_py() == 0:
-            return False
-    return not pc.any(pc.starts_with(table.column("qid"), "#")).as_py()
 
 
 def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Columns | None:
@@ -133,7 +144,6 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
     ``depth`` documents kept; None when the file is not one this reader proves it reads as
     trec_eval does (the caller then reads it line by line)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as csv
 
     options = {
@@ -143,6 +153,7 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
         ),
         "convert_options": csv.ConvertOptions(
             column_types={name: pa.binary() for name in _NAMES} | {"score": pa.float64()},
+            include_columns=["qid", "docno", "score"],  # the others are checked by _trec_bytes
             null_values=[],
             strings_can_be_null=False,
         ),
@@ -152,11 +163,7 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
     pool = pa.system_memory_pool()  # gives freed memory back: the peak stays near what is kept
     try:
         for block in blocks:
-            table = csv.read_csv(pa.py_buffer(block), **options, memory_pool=pool)
-            if not _fields_plain(table, pc):
-                return None
-            tables.append(table.select(["qid", "docno", "score"]))
-            del table
+            tables.append(csv.read_csv(pa.py_buffer(block), **options, memory_pool=pool))
             if len(tables) % 8 == 0:  # every 64 MiB read: the other columns' memory back
                 _give_back(pool)
     except pa.ArrowInvalid:
@@ -228,22 +235,25 @@ def _finish(
     del scores_column
     if np.isnan(scores).any() or (jsonl and not np.isfinite(scores).all()):
         return None
-    query = pc.dictionary_encode(queries, memory_pool=pool)
+    big = len(scores) >= GIVE_BACK_ROWS
     doc = pc.dictionary_encode(docs, memory_pool=pool)
-    n_query_lines = len(queries)
-    del queries, docs
-    _give_back(pool)
-    query_names, doc_names = (_dictionary(c) for c in (query, doc))
-    if jsonl and (
-        len(query_names) != n_query_lines  # a query on two lines
-        or any(
-            pc.any(pc.match_substring_regex(n, _SPACE_OR_EMPTY)).as_py()
-            for n in (query_names, doc_names)
-        )
-    ):
-        return None  # the reference names the line
+    doc_names = _dictionary(doc)
     with ThreadPoolExecutor(1) as sorting:  # the docnos' byte order, sorted beside the rest
         ranks = sorting.submit(_byte_ranks, doc_names, pc)
+        query = pc.dictionary_encode(queries, memory_pool=pool)
+        query_names = _dictionary(query)
+        n_query_lines = len(queries)
+        del queries, docs
+        if big:
+            _give_back(pool)
+        if jsonl and (
+            len(query_names) != n_query_lines  # a query on two lines
+            or any(
+                pc.any(pc.match_substring_regex(n, _SPACE_OR_EMPTY)).as_py()
+                for n in (query_names, doc_names)
+            )
+        ):
+            return None  # the reference names the line
         try:  # ids not UTF-8 (pyarrow's JSON reader does not check): the reference names the line
             query_ids, doc_ids = (
                 _utf8(names, pa).to_pylist() for names in (query_names, doc_names)
@@ -253,7 +263,8 @@ def _finish(
         q = _codes(query) if rows is None else _codes(query)[rows]
         d = _codes(doc)
         del query, doc
-        _give_back(pool)
+        if big:
+            _give_back(pool)
         if _repeats(q, d, len(doc_ids)):
             return None
         order = _tie_rule_order(q, scores, d, ranks.result)

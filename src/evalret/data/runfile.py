@@ -53,6 +53,7 @@ import re
 import zlib
 from array import array
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,19 @@ class _Hashed(io.RawIOBase):
         return n
 
 
+@dataclass(frozen=True)
+class _Reader:
+    """An open run file: ``file`` gives its (decompressed) bytes, and
+    ``plain_unhashed`` says they are the file's own bytes, not yet in the digest."""
+
+    file: Any
+    plain_unhashed: bool
+
+    def read(self, size: int) -> bytes:
+        data: bytes = self.file.read(size)
+        return data
+
+
 class _File:
     """A run file being read: its path, format and digest, and where problems are."""
 
@@ -199,8 +213,8 @@ class _File:
         """(1-based line number, the line's bytes) of the file; a line over the bound is refused
         before it is read whole."""
         with self.reading() as f:
-            number = 0
-            while data := f.readline(self.limit + 1):
+            number, readline = 0, f.file.readline
+            while data := readline(self.limit + 1):
                 number += 1
                 if len(data) > self.limit:
                     raise self.problem(
@@ -212,23 +226,36 @@ class _File:
                 yield number, data.removeprefix(BOM) if number == 1 else data
 
     def chunks(self) -> Iterator[bytes]:
-        """The file's bytes (decompressed, the byte-order mark dropped) in blocks of CHUNK."""
-        with self.reading() as f:
-            first = True
+        """The file's bytes (decompressed, the byte-order mark dropped) in blocks of CHUNK. An
+        uncompressed file's blocks are hashed in a thread while the caller parses them
+        (hashlib lets go of the GIL), each block after the one before."""
+        with self.reading(hash_plain=False) as f, ThreadPoolExecutor(1) as hashing:
+            first, hashed = True, None
             while data := f.read(CHUNK):
+                if f.plain_unhashed:
+                    if hashed is not None:
+                        hashed.result()
+                    hashed = hashing.submit(self.digest.update, data)
                 yield data.removeprefix(BOM) if first else data
                 first = False
+            if hashed is not None:
+                hashed.result()
 
     @contextmanager
-    def reading(self) -> Iterator[io.BufferedIOBase]:
+    def reading(self, hash_plain: bool = True) -> Iterator[_Reader]:
         """The file opened for reading, gunzipped when it starts as gzip does, every byte read
-        from disk hashed into the digest; InputError when it cannot be read."""
+        from disk hashed into the digest (an uncompressed file's only with ``hash_plain``: the
+        caller hashes what it reads, ``plain_unhashed``); InputError when it cannot be read."""
         try:
             with self.path.open("rb") as raw:
-                hashed = _Hashed(raw, self.digest)
                 gz = raw.peek(2)[:2] == GZIP_MAGIC
-                f = gzip.GzipFile(fileobj=hashed) if gz else io.BufferedReader(hashed)
-                yield f
+                hashed = _Hashed(raw, self.digest)
+                if gz:
+                    yield _Reader(gzip.GzipFile(fileobj=hashed), plain_unhashed=False)
+                elif hash_plain:
+                    yield _Reader(io.BufferedReader(hashed), plain_unhashed=False)
+                else:
+                    yield _Reader(raw, plain_unhashed=True)
         except (OSError, EOFError, zlib.error) as e:
             reason = getattr(e, "strerror", None) or e
             raise InputError(f"cannot read run file {self.path}: {reason}") from None

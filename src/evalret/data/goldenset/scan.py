@@ -239,6 +239,8 @@ class GoldenSetScan(_Reader):
 
     def check_id(self, kind: str, value: str, path: Path, line: int) -> None:
         """Refuse an id with whitespace or a control character: run files cannot hold it."""
+        if value.isascii() and value.isprintable() and " " not in value:
+            return  # printable ASCII but the space: neither whitespace nor a control character
         if any(c.isspace() or unicodedata.category(c) == "Cc" for c in value):
             self.problem(
                 f"{kind} id {value!r} contains whitespace or a control character: ids are "

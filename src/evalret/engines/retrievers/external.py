@@ -138,9 +138,13 @@ def columns_search_result(
     number = np.zeros(n_run, dtype=np.int64)
     number[order] = np.arange(len(order), dtype=np.int64)
     ids[unknown] = len(doc_ids) + number[codes]
-    out = empty_result(len(query_ids), depth)
-    out.ids[row, rank] = ids
-    out.scores[row, rank] = np.asarray(run.scores, dtype=np.float64)[source]
+    scores = np.asarray(run.scores, dtype=np.float64)[source]
+    if depth and len(ids) == len(query_ids) * depth:  # every row full: the ranks kept, row by row
+        out = SearchResult(ids.reshape(-1, depth), scores.reshape(-1, depth))
+    else:
+        out = empty_result(len(query_ids), depth)
+        out.ids[row, rank] = ids
+        out.scores[row, rank] = scores
     evaluated = set(query_ids)
     alignment = Alignment(
         queries_missing=missing,
