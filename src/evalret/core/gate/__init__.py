@@ -48,9 +48,11 @@ every kind, and the message says so: no comparison with NaN may pass by accident
 With significance configured, a drop check fails only when the drop crosses its threshold AND a
 one-sided paired test of current against baseline over the slice's queries is significant after
 the correction across all drop checks (randomization tests draw at least enough resamples for a
-clear drop to survive that correction, see stats.resamples_for). Every drop check also states the
-minimum detectable drop for its slice (from the spread of the per-query differences, at the gate's
-alpha and power) and is marked underpowered when that exceeds its threshold.
+clear drop to survive that correction, see stats.resamples_for). Every drop check also carries
+the minimum detectable drop for its slice (``mde``: from the spread of the per-query differences,
+at the gate's alpha and power) and is marked ``underpowered`` when that exceeds its threshold; its
+message does not repeat it: a threshold finer than the MDE is flagged once per run, beside the
+checks (``pipeline.gate.threshold_notes``).
 
 Margin checks (a threshold of ``mode`` ``non_inferiority`` or ``equivalence``, with its
 ``margin``) replace the drop limits of their rule: they pass only when the confidence bounds of
