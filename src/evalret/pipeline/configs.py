@@ -7,11 +7,13 @@ import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalret.choices import DEFAULT_CONFIG as DEFAULT_CONFIG
 from evalret.data.config import Config
-from evalret.data.overrides import Override, configured
+
+if TYPE_CHECKING:  # data.overrides (and YAML) load with a config read or given settings
+    from evalret.data.overrides import Override
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 # DEFAULT_CONFIG (evalret.choices): the config `evalret run` reads without --config when the
@@ -55,12 +57,16 @@ def run_config(
 ) -> Config:
     """The config of a run: ``path`` (or the built-in defaults) with the command line's
     ``overrides`` (``--set``, ``--model``, ``--dimension``), without the cache if asked."""
+    from evalret.data.overrides import configured
+
     cfg = configured(path, overrides)
     return without_cache(cfg) if no_cache else cfg
 
 
 def golden_options(fmt: str | None = None, split: str | None = None) -> list[Override]:
     """The golden-set options ``--format`` and ``--split`` as the settings they override."""
+    from evalret.data.overrides import Override
+
     pairs = (("format", "--format", fmt), ("split", "--split", split))
     return [Override(f"golden_set.{k}", v, f"{o} {v}") for k, o, v in pairs if v is not None]
 
@@ -74,6 +80,8 @@ def golden_config(
     """The config to validate: an evalret config file (``.yaml``/``.yml``), else the default
     config pointed at ``path`` (a golden-set directory or TREC qrels file); ``fmt`` and ``split``
     override the golden set's format and BEIR split, ``overrides`` any setting."""
+    from evalret.data.overrides import configured
+
     settings = [*golden_options(fmt, split), *overrides]
     if path is not None and path.suffix in CONFIG_SUFFIXES:
         return configured(path, settings)

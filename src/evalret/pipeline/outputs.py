@@ -18,7 +18,6 @@ from evalret.pipeline.evaluate import Evaluation
 from evalret.pipeline.pages import render_run_html
 from evalret.report.comment import render_comment
 from evalret.report.gate_rows import judge_hint
-from evalret.report.junit import render_junit
 from evalret.report.markdown import render_markdown
 from evalret.report.trec import trec_run_blocks
 
@@ -82,6 +81,8 @@ def write_outputs(
         "comment.md": comment,
     }
     if report.gate is not None:
+        from evalret.report.junit import render_junit  # XML, with a gate only
+
         outputs["junit.xml"] = render_junit(report.gate, hint)
     for name, text in outputs.items():
         atomic_write_text(out_dir / name, text)

@@ -37,13 +37,13 @@ from evalret.data.config import (
     RerankIndexConfig,
 )
 from evalret.data.goldenset import GoldenSet, load_golden_set
-from evalret.data.overrides import Override
 from evalret.data.schema import EmbeddingPlan, PlannedKind
 from evalret.engines.retrievers import Retriever, make_retrievers
 from evalret.pipeline.configs import run_config
 from evalret.pipeline.sample import Sampled, draw_sample, with_sample
 
-if TYPE_CHECKING:  # the embedders are imported by the dry run that opens one (not by a run)
+if TYPE_CHECKING:  # the embedders and the settings are imported by the dry run (not by a run)
+    from evalret.data.overrides import Override
     from evalret.engines.cache import CachedEmbedder
     from evalret.engines.protocols import ApiEmbedder, Embedder, Kind
     from evalret.engines.tokens import TokenCounter

@@ -15,6 +15,8 @@ the order.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from evalret.data.config.base import MODEL_CONFIG, AtKey, StrictModel, UsablePath
 from evalret.data.config.dsn import OUT_OF_RANGE, dsn_problem, port_problem, url_port_problem
 from evalret.data.config.endpoints import (
@@ -64,7 +66,6 @@ from evalret.data.config.indexes import (
     TypedIndexConfig,
 )
 from evalret.data.config.judge import JudgeConfig
-from evalret.data.config.loading import load_config, parse_config, read_yaml_mapping
 from evalret.data.config.models import (
     ANSWER_DIMENSIONS,
     DEFAULT_PROVIDER,
@@ -128,6 +129,22 @@ from evalret.data.config.typed_indexes import (
     SqlName,
     TypedIndexBase,
 )
+
+if TYPE_CHECKING:
+    from evalret.data.config.loading import load_config, parse_config, read_yaml_mapping
+
+_LOADING = ("load_config", "parse_config", "read_yaml_mapping")
+
+
+def __getattr__(name: str) -> Any:
+    """``loading``'s names, imported when first asked for: a Config built in code (`evalret
+    score`) reads no YAML, and the YAML parser is a large import."""
+    if name not in _LOADING:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from evalret.data.config import loading
+
+    return getattr(loading, name)
+
 
 __all__ = [
     "ANSWER_DIMENSIONS",

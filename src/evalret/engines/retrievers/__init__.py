@@ -47,12 +47,10 @@ from evalret.engines.retrievers.exact import ExactRetriever
 from evalret.engines.retrievers.faiss import FaissRetriever
 from evalret.engines.retrievers.hnsw import HnswRetriever
 from evalret.engines.retrievers.hybrid import HybridRetriever
-from evalret.engines.retrievers.pgvector import PgvectorRetriever
 from evalret.engines.retrievers.python import PythonRetriever
 from evalret.engines.retrievers.quantized import QuantizedRetriever
 from evalret.engines.retrievers.rerank import RerankRetriever
 from evalret.engines.retrievers.run import RunRetriever
-from evalret.engines.retrievers.store import StoreRetriever
 from evalret.errors import ConfigError
 
 __all__ = [
@@ -87,14 +85,29 @@ RETRIEVERS: dict[str, RetrieverFactory] = {
 
 TypedRetrieverFactory = Callable[[str, Any, Config], Retriever]
 
+
+def _store(name: str, settings: Any, config: Config) -> Retriever:
+    """``type: store``: its module, and the store drivers', imported when a config has one."""
+    from evalret.engines.retrievers.store import StoreRetriever
+
+    return StoreRetriever(name, settings, config)
+
+
+def _pgvector(name: str, settings: Any, config: Config) -> Retriever:
+    """``type: pgvector``: its module, and the pgvector driver's, imported when a config has one."""
+    from evalret.engines.retrievers.pgvector import PgvectorRetriever
+
+    return PgvectorRetriever(name, settings, config)
+
+
 RETRIEVER_TYPES: dict[str, TypedRetrieverFactory] = {
     "run": RunRetriever,
     "python": PythonRetriever,
-    "pgvector": PgvectorRetriever,
+    "pgvector": _pgvector,
     "rerank": RerankRetriever,
     "faiss": FaissRetriever,
     "quantized": QuantizedRetriever,
-    "store": StoreRetriever,
+    "store": _store,
 }
 
 
