@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from evalret.core.ranking import SearchResult
 from evalret.data.goldenset import GoldenSet
@@ -48,8 +48,11 @@ def trec_run_blocks(golden: GoldenSet, ranking: SearchResult, tag: str) -> Itera
     if not counts.any():
         yield b"\n"
         return
-    docs = ids[kept]  # query by query, best rank first
-    scores = np.ascontiguousarray(ranking.scores[:n_rows][kept], dtype=np.float64)
+    if kept.all():  # every query ranked to the full depth: the rows as they are
+        docs, scores = ids.reshape(-1), ranking.scores[:n_rows].reshape(-1)
+    else:
+        docs, scores = ids[kept], ranking.scores[:n_rows][kept]  # query by query, best first
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
     del kept
     used = np.zeros(int(docs.max()) + 1, dtype=bool)
     used[docs] = True
@@ -105,18 +108,17 @@ class _Table:
         assert which is not None
         return which[lines.a : lines.b] if self.by == "line" else which
 
-    def place(self, out: np.ndarray, lines: _Lines, depth: int, at: int) -> None:
-        """Write the block's texts into ``out`` (uint8 [lines, total width]) from column
-        ``at``."""
-        end = at + self.width
+    def place(self, cells: np.ndarray, lines: _Lines, depth: int) -> None:
+        """Write the block's texts into ``cells`` (one element of the column's width a line,
+        see _cells)."""
+        texts = self.table.view(f"V{self.width}").reshape(-1)  # each text one element
         if self.by == "all":
-            out[:, at:end] = self.table[0]
+            cells[...] = texts[0]
         elif lines.whole and self.by != "line":  # depth lines per query
-            grid = out.reshape(lines.qb - lines.qa, depth, out.shape[1])
-            texts = self.table[lines.qa : lines.qb, None] if self.by == "query" else self.table
-            grid[:, :, at:end] = texts
+            grid = _grid(cells, lines.qb - lines.qa, depth)
+            grid[...] = texts[lines.qa : lines.qb, None] if self.by == "query" else texts
         else:
-            out[:, at:end] = np.take(self.table, self._which(lines), axis=0)
+            cells[...] = np.take(texts, self._which(lines))
 
     def block_sizes(self, lines: _Lines, depth: int) -> np.ndarray:
         """Each line's text length."""
@@ -142,13 +144,13 @@ class _Packed:
     def width(self) -> int:
         return int(self.sizes.max(initial=1))
 
-    def place(self, out: np.ndarray, lines: _Lines, depth: int, at: int) -> None:
-        """Write the block's texts into ``out``'s columns from ``at``: a window of the buffer
-        from each text's start (one contiguous copy per line), cut at its end."""
+    def place(self, cells: np.ndarray, lines: _Lines, depth: int) -> None:
+        """Write the block's texts into ``cells``: a window of the buffer from each text's start
+        (one contiguous copy per line), cut at its end."""
         width = self.width
         part = sliding_window_view(self.data, width)[self.starts[lines.a : lines.b]]
         part[np.arange(width) >= self.sizes[lines.a : lines.b, None]] = 0
-        out[:, at : at + width] = part
+        cells[...] = part.view(f"V{width}").reshape(-1)
 
     def block_sizes(self, lines: _Lines, depth: int) -> np.ndarray:
         return self.sizes[lines.a : lines.b]
@@ -229,19 +231,36 @@ def _ragged(b: int, a: int, starts: np.ndarray) -> _Lines:
     return _Lines(a, b, rows=rows.astype(np.int32), ranks=(line - starts[rows]).astype(np.int32))
 
 
+def _cells(out: np.ndarray, at: int, width: int) -> np.ndarray:
+    """The column of ``out`` (uint8 [lines, total width]) from byte ``at``, ``width`` wide, as
+    one element a line (numpy copies a whole element at once, not byte by byte)."""
+    return np.ndarray(
+        (out.shape[0],), dtype=f"V{width}", buffer=out, offset=at, strides=(out.shape[1],)
+    )
+
+
+def _grid(cells: np.ndarray, n_queries: int, depth: int) -> np.ndarray:
+    """``cells`` of whole rankings as [query, rank] (a view: written through)."""
+    (stride,) = cells.strides
+    return as_strided(cells, (n_queries, depth), (stride * depth, stride), writeable=True)
+
+
 def _gather(columns: Sequence[_Table | _Packed], counts: np.ndarray, depth: int) -> Iterator[bytes]:
     """The bytes of every line, block by block: its texts, column after column. A block of
     lines is laid out as a byte matrix (each column at the width of its longest text,
-    NUL-padded), and the padding dropped: with ``bytes.replace`` when no text holds a NUL (ids
-    never do: the readers refuse control characters), else by a mask."""
+    NUL-padded; one buffer for every block), and the padding dropped: with ``bytes.replace``
+    when no text holds a NUL (ids never do: the readers refuse control characters), else by a
+    mask."""
     nul = any(c.nul for c in columns)
-    width = sum(c.width for c in columns)
-    for lines in _blocks(counts, depth, max(1, BLOCK_BYTES // width)):
-        out = np.empty((lines.b - lines.a, width), dtype=np.uint8)
-        at = 0
-        for column in columns:
-            column.place(out, lines, depth, at)
-            at += column.width
+    widths = [c.width for c in columns]
+    width = sum(widths)
+    starts = np.cumsum([0, *widths[:-1]]).tolist()
+    per_block = max(1, BLOCK_BYTES // width)
+    buffer = np.empty(min(per_block, int(counts.sum())) * width, dtype=np.uint8)
+    for lines in _blocks(counts, depth, per_block):
+        out = buffer[: (lines.b - lines.a) * width].reshape(-1, width)
+        for column, at, w in zip(columns, starts, widths, strict=True):
+            column.place(_cells(out, at, w), lines, depth)
         if nul:
             masks = [np.arange(c.width) < c.block_sizes(lines, depth)[:, None] for c in columns]
             mask = np.concatenate(masks, axis=1)
