@@ -248,7 +248,7 @@ def _grid(cells: np.ndarray, n_queries: int, depth: int) -> np.ndarray:
 def _gather(columns: Sequence[_Table | _Packed], counts: np.ndarray, depth: int) -> Iterator[bytes]:
     """The bytes of every line, block by block: its texts, column after column. A block of
     lines is laid out as a byte matrix (each column at the width of its longest text,
-    NUL-padded; one buffer for every block), and the padding dropped: with ``bytes.replace``
+    NUL-padded; one buffer for every block), and the padding dropped: with ``bytes.translate``
     when no text holds a NUL (ids never do: the readers refuse control characters), else by a
     mask."""
     nul = any(c.nul for c in columns)
@@ -266,4 +266,4 @@ def _gather(columns: Sequence[_Table | _Packed], counts: np.ndarray, depth: int)
             mask = np.concatenate(masks, axis=1)
             yield out[mask].tobytes()
         else:
-            yield out.tobytes().replace(b"\0", b"")
+            yield out.tobytes().translate(None, b"\0")
