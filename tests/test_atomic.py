@@ -24,6 +24,7 @@ from evalret.data.atomic import (
     append_line_durably,
     append_text,
     atomic_write,
+    atomic_write_blocks,
     atomic_write_text,
     check_writable_dir,
     check_writable_file,
@@ -247,6 +248,57 @@ def test_atomic_write_keeps_the_old_file_when_the_writer_fails(tmp_path: Path) -
     atomic_write(path, lambda f: f.write(b"new"))
     assert path.read_bytes() == b"new" and sorted(tmp_path.iterdir()) == [path]
     assert sha256_file(path) == "11507a0e2f5e69d5dfa40a62a1bd7b6ee57e6bcd85c67c9b8431b36fff21c437"
+
+
+def test_blocks_made_one_by_one_are_written_whole_in_order(tmp_path: Path) -> None:
+    """Blocks from an iterator (written by a second thread behind their making) land in order;
+    the file appears only when the last one is written."""
+    path = tmp_path / "run.x.trec"
+    seen: list[bool] = []
+
+    def blocks() -> Iterator[bytes]:
+        for i in range(50):
+            seen.append(path.exists())
+            yield f"line {i}\n".encode() * (i + 1)
+
+    atomic_write_blocks(path, blocks())
+    assert path.read_bytes() == b"".join(f"line {i}\n".encode() * (i + 1) for i in range(50))
+    assert not any(seen) and sorted(tmp_path.iterdir()) == [path]
+
+
+def test_blocks_that_fail_leave_the_old_file(tmp_path: Path) -> None:
+    """An error while the blocks are made, or while one is written (here: a block that is not
+    bytes), is the caller's; the old file stays and no temporary file is left."""
+    path = tmp_path / "run.x.trec"
+    path.write_bytes(b"old")
+
+    def made_badly() -> Iterator[bytes]:
+        yield b"a" * 100_000
+        raise RuntimeError("killed")
+
+    def written_badly() -> Iterator[object]:
+        yield b"a"
+        yield "not bytes"
+        yield b"b"
+
+    with pytest.raises(RuntimeError):
+        atomic_write_blocks(path, made_badly())
+    with pytest.raises(TypeError):
+        atomic_write_blocks(path, written_badly())  # type: ignore[arg-type]
+    assert path.read_bytes() == b"old" and sorted(tmp_path.iterdir()) == [path]
+
+
+def test_blocks_made_one_by_one_go_through_a_pipe(tmp_path: Path) -> None:
+    """A named pipe gets an iterator's blocks in place (nothing flushed to disk: a pipe cannot
+    be)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    atomic_write_blocks(fifo, iter([b"through ", b"the ", b"pipe"]))
+    reader.join(timeout=10)
+    assert received == [b"through the pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
 def test_atomic_write_fsyncs_the_handle_that_wrote(

@@ -185,18 +185,29 @@ def test_trec_run_is_byte_identical_to_the_line_by_line_writer(rng: random.Rando
     )
 
 
-def test_trec_run_in_blocks_is_byte_identical(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("block_bytes", "cut"),
+    [
+        (1000, True),  # blocks shorter than a query: lines cut anywhere
+        (4000, True),  # blocks of a few queries: whole rankings beside cut ones
+        (4000, False),  # every query ranked to the full depth: every block whole
+    ],
+)
+def test_trec_run_in_blocks_is_byte_identical(
+    monkeypatch: pytest.MonkeyPatch, block_bytes: int, cut: bool
+) -> None:
     """Many lines gathered in many blocks, and a sample of repeated scores (the distinct-score
     path) beside one of distinct scores."""
     import evalret.report.trec as trec
 
-    monkeypatch.setattr(trec, "BLOCK_BYTES", 1000)
+    monkeypatch.setattr(trec, "BLOCK_BYTES", block_bytes)
     rng = np.random.default_rng(7)
     doc_ids = [f"d{i}" for i in range(500)]
     query_ids = [f"q{i}" for i in range(300)]
     golden = _golden(doc_ids, query_ids)
     ids = rng.integers(0, 520, size=(300, 50))
-    ids[::7, 30:] = -1
+    if cut:
+        ids[::7, 30:] = -1
     extra = tuple(f"x{i}" for i in range(20))
     with_nul = tuple(f"x\0{i}" for i in range(20))  # a Python retriever's name may hold one
     for scores, names in (

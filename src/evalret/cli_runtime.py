@@ -545,4 +545,15 @@ def run_app(app: typer.Typer) -> Any:
         code = ExitCode.TERMINATED
     if code == ExitCode.REGRESSION and _signalled:  # click's Abort after a signal, no verdict
         code = ExitCode.INTERRUPTED if _signalled[0] == signal.SIGINT else ExitCode.TERMINATED
+    _freeze_for_exit()
     return code
+
+
+def _freeze_for_exit() -> None:
+    """The process ends when run_app returns: the garbage the command left is collected as
+    always, then what is still alive (the modules and their objects) is frozen (gc.freeze), so
+    the interpreter's shutdown frees it by reference counts without walking it again in its
+    own collections (about 50 ms of a short `evalret score`). Atexit handlers, thread joins and
+    the flushing of files run as before."""
+    gc.collect()
+    gc.freeze()

@@ -5,25 +5,31 @@ character (data.goldenset), so every id is one column. Scores are written with `
 they read back exactly.
 
 A run file may hold millions of lines, so it is written column-wise: every distinct text (a query
-prefix, a document name, a rank, a score, the tag) is encoded once, and a block of lines is laid
-out by numpy as a byte matrix, one column after another, its padding then dropped. A score's text
-is Python's ``repr`` of the float (made by ``repr`` of a list, one C loop), made once per distinct
-score when many repeat.
+prefix, a document name, a rank, a score, the tag) is encoded once, NUL-padded into a byte table,
+and a block of lines is laid out by numpy as a byte matrix, one column after another, its padding
+then dropped. A column that follows the query or the rank (the query prefix, the rank) or is the
+same on every line (the tag) is broadcast into a block of whole rankings (every query ranked to
+the full depth, as most runs are) instead of gathered line by line. A score's text is Python's
+``repr`` of the float (made by ``repr`` of a list, one C loop), made once per distinct score when
+many repeat.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from evalret.core.ranking import SearchResult
 from evalret.data.goldenset import GoldenSet
 
 BLOCK_BYTES = 1 << 23  # about how many bytes of the file one gather makes (bounds its memory)
 _SAMPLE = 4096  # scores looked at to guess whether formatting each distinct one pays
+# what a column's text follows: each line's own, its query's, its rank's, or one for all lines
+_By = Literal["line", "query", "rank", "all"]
 
 
 def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
@@ -38,50 +44,91 @@ def trec_run_blocks(golden: GoldenSet, ranking: SearchResult, tag: str) -> Itera
     n_rows = min(len(golden.query_ids), len(ranking.ids))
     ids = ranking.ids[:n_rows]
     kept = np.logical_and.accumulate(ids >= 0, axis=1) if ids.size else ids >= 0
-    rows, ranks = np.nonzero(kept)  # query by query, best rank first
-    del kept
-    if not len(rows):
+    counts = kept.sum(axis=1)
+    if not counts.any():
         yield b"\n"
         return
-    docs = ids[rows, ranks]
-    scores = np.ascontiguousarray(ranking.scores[:n_rows][rows, ranks], dtype=np.float64)
+    if kept.all():  # every query ranked to the full depth: the rows as they are
+        docs, scores = ids.reshape(-1), ranking.scores[:n_rows].reshape(-1)
+    else:
+        docs, scores = ids[kept], ranking.scores[:n_rows][kept]  # query by query, best first
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    del kept
     used = np.zeros(int(docs.max()) + 1, dtype=bool)
     used[docs] = True
-    names_used = np.flatnonzero(used)
     slot = (np.cumsum(used) - 1).astype(np.int32)  # document id -> its place among the names
-    names = _names(names_used, golden.doc_ids, ranking.extra_docs)
-    # int32 line indexes (and one shared 0 for the tag): a 10M-line file's columns stay small
-    columns: list[_Table | _Packed] = [
-        _table([f"{q} Q0 " for q in golden.query_ids[:n_rows]], rows.astype(np.int32)),
-        _table(names, slot[docs]),
-        _table([f" {r} " for r in range(1, ids.shape[1] + 1)], ranks.astype(np.int32)),
-    ]
-    del rows, ranks, docs, slot, used
-    columns += [
+    names = _names(np.flatnonzero(used), golden.doc_ids, ranking.extra_docs)
+    columns = [
+        _table([f"{q} Q0 " for q in golden.query_ids[:n_rows]], "query"),
+        _table(names, "line", slot[docs]),
+        _table([f" {r} " for r in range(1, ids.shape[1] + 1)], "rank"),
         _scores(scores),
-        _table([f" {tag}\n"], np.broadcast_to(np.int32(0), (len(scores),))),
+        _table([f" {tag}\n"], "all"),
     ]
-    yield from _gather(columns)
+    del docs, slot, used
+    yield from _gather(columns, counts, ids.shape[1])
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """A block of lines, ``a`` to ``b``: the queries ``qa`` to ``qb`` ranked to the full depth
+    (``whole``), else each line's query row and rank (0-based)."""
+
+    a: int
+    b: int
+    qa: int = 0
+    qb: int = 0
+    rows: np.ndarray | None = None
+    ranks: np.ndarray | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.rows is None
 
 
 @dataclass(frozen=True)
 class _Table:
-    """A column of few distinct texts: each encoded once in a fixed-width (NUL-padded) numpy bytes
-    array, line i showing text ``index[i]``."""
+    """A column of texts each encoded once, NUL-padded to one width (uint8 [texts, width]); line
+    i shows text ``index[i]`` (``by`` "line"), the text of its query row ("query") or of its
+    rank ("rank"), or the one text ("all")."""
 
-    table: np.ndarray  # S<width>
+    table: np.ndarray
     sizes: np.ndarray  # each text's length in bytes
-    index: np.ndarray
-    nul: bool  # whether a text holds a NUL itself
+    by: _By
+    index: np.ndarray | None = None
+    nul: bool = False  # whether a text holds a NUL itself
 
     @property
     def width(self) -> int:
-        return int(self.table.dtype.itemsize)
+        return int(self.table.shape[1])
 
-    def block(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Lines a to b: their bytes (uint8 [lines, width], NUL-padded) and lengths."""
-        rows = self.index[a:b]
-        return self.table[rows].view(np.uint8).reshape(len(rows), self.width), self.sizes[rows]
+    def _which(self, lines: _Lines) -> np.ndarray:
+        """Each line's text, in a block of lines that are not whole rankings."""
+        which = {"line": self.index, "query": lines.rows, "rank": lines.ranks}[self.by]
+        assert which is not None
+        return which[lines.a : lines.b] if self.by == "line" else which
+
+    def place(self, cells: np.ndarray, lines: _Lines, depth: int) -> None:
+        """Write the block's texts into ``cells`` (one element of the column's width a line,
+        see _cells)."""
+        texts = self.table.view(f"V{self.width}").reshape(-1)  # each text one element
+        if self.by == "all":
+            cells[...] = texts[0]
+        elif lines.whole and self.by != "line":  # depth lines per query
+            grid = _grid(cells, lines.qb - lines.qa, depth)
+            grid[...] = texts[lines.qa : lines.qb, None] if self.by == "query" else texts
+        else:
+            cells[...] = np.take(texts, self._which(lines))
+
+    def block_sizes(self, lines: _Lines, depth: int) -> np.ndarray:
+        """Each line's text length."""
+        if self.by == "all":
+            return np.full(lines.b - lines.a, self.sizes[0])
+        if lines.whole and self.by == "query":
+            return np.repeat(self.sizes[lines.qa : lines.qb], depth)
+        if lines.whole and self.by == "rank":
+            return np.tile(self.sizes, lines.qb - lines.qa)
+        return np.asarray(self.sizes[self._which(lines)])
 
 
 @dataclass(frozen=True)
@@ -97,23 +144,33 @@ class _Packed:
     def width(self) -> int:
         return int(self.sizes.max(initial=1))
 
-    def block(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Lines a to b: their bytes (uint8 [lines, width], NUL-padded) and lengths: a window
-        of the buffer from each text's start (one contiguous copy per line), cut at its end."""
+    def place(self, cells: np.ndarray, lines: _Lines, depth: int) -> None:
+        """Write the block's texts into ``cells``: a window of the buffer from each text's start
+        (one contiguous copy per line), cut at its end."""
         width = self.width
-        part = sliding_window_view(self.data, width)[self.starts[a:b]]
-        sizes = self.sizes[a:b]
-        part[np.arange(width) >= sizes[:, None]] = 0
-        return part, sizes
+        part = sliding_window_view(self.data, width)[self.starts[lines.a : lines.b]]
+        part[np.arange(width) >= self.sizes[lines.a : lines.b, None]] = 0
+        cells[...] = part.view(f"V{width}").reshape(-1)
+
+    def block_sizes(self, lines: _Lines, depth: int) -> np.ndarray:
+        return self.sizes[lines.a : lines.b]
 
 
-def _table(texts: Sequence[str], index: np.ndarray) -> _Table:
-    """``texts`` UTF-8 encoded as a ``_Table`` column."""
-    joined = "".join(texts)
-    raw: Sequence[str | bytes] = texts if joined.isascii() else [t.encode("utf-8") for t in texts]
-    table = np.array(raw, dtype=np.bytes_) if len(raw) else np.zeros(0, dtype="S1")
-    sizes = np.fromiter(map(len, raw), np.int64, len(raw))
-    return _Table(table, sizes, index, "\0" in joined)
+def _table(texts: Sequence[str], by: _By, index: np.ndarray | None = None) -> _Table:
+    """``texts`` UTF-8 encoded as a ``_Table`` column: joined by NULs, encoded at once, and cut
+    at the NULs into the table's rows (UTF-8 never encodes another character with a 0 byte);
+    texts that hold a NUL themselves are encoded one by one."""
+    data = np.frombuffer("\0".join(texts).encode("utf-8"), dtype=np.uint8)
+    cuts = np.flatnonzero(data == 0)
+    if len(cuts) != max(len(texts) - 1, 0):  # a text holds a NUL
+        raw = [t.encode("utf-8") for t in texts]
+        strings = np.array(raw, dtype=np.bytes_)
+        table = strings.view(np.uint8).reshape(len(raw), strings.dtype.itemsize)
+        return _Table(table, np.fromiter(map(len, raw), np.int64, len(raw)), by, index, True)
+    sizes = np.diff(cuts, prepend=-1, append=len(data)) - 1 if len(texts) else cuts
+    table = np.zeros((len(texts), max(1, int(sizes.max(initial=1)))), dtype=np.uint8)
+    table[np.arange(table.shape[1]) < sizes[:, None]] = data[data != 0]
+    return _Table(table, sizes, by, index)
 
 
 def _scores(scores: np.ndarray) -> _Table | _Packed:
@@ -129,7 +186,7 @@ def _scores(scores: np.ndarray) -> _Table | _Packed:
         starts[1:] = bits[1:] != bits[:-1]
         distinct, index = np.unique(bits[starts], return_inverse=True)
         texts = repr(distinct.view(np.float64).tolist())[1:-1].split(", ")
-        return _table(texts, index.reshape(-1).astype(np.int32)[np.cumsum(starts) - 1])
+        return _table(texts, "line", index.reshape(-1).astype(np.int32)[np.cumsum(starts) - 1])
     data = np.frombuffer(repr(scores.tolist())[1:-1].encode("ascii"), dtype=np.uint8)
     commas = np.flatnonzero(data == ord(","))
     starts = np.concatenate([[0], commas + 2])
@@ -145,24 +202,68 @@ def _names(used: np.ndarray, doc_ids: Sequence[str], extra: Sequence[str]) -> li
     return [*map(doc_ids.__getitem__, corpus), *map(extra.__getitem__, beyond)]
 
 
-def _gather(columns: Sequence[_Table | _Packed]) -> Iterator[bytes]:
-    """The bytes of every line, block by block: its texts, column after column. A block of
-    lines is laid out as
-    a byte matrix (each column at the width of its longest text, NUL-padded), and the padding
-    dropped: with ``bytes.replace`` when no text holds a NUL (ids never do: the readers refuse
-    control characters), else by a mask."""
-    nul = any(c.nul for c in columns)
-    n_lines = len(columns[0].index) if isinstance(columns[0], _Table) else len(columns[0].sizes)
-    per_block = max(1, BLOCK_BYTES // sum(c.width for c in columns))
-    for a in range(0, n_lines, per_block):
-        parts, masks = [], []
-        for column in columns:
-            part, sizes = column.block(a, a + per_block)
-            parts.append(part)
-            if nul:
-                masks.append(np.arange(part.shape[1]) < sizes[:, None])
-        matrix = np.concatenate(parts, axis=1)
-        if nul:
-            yield matrix[np.concatenate(masks, axis=1)].tobytes()
+def _blocks(counts: np.ndarray, depth: int, per_block: int) -> Iterator[_Lines]:
+    """The lines in blocks of at most ``per_block`` (or one query's), given each query's
+    ``counts`` of lines: whole queries at a time, marked whole when each holds ``depth``."""
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    total = int(ends[-1])
+    step = per_block // depth if depth else 0
+    if not step:  # a query longer than a block: the lines cut anywhere
+        for a in range(0, total, per_block):
+            yield _ragged(min(a + per_block, total), a, starts)
+        return
+    for qa in range(0, len(counts), step):
+        qb = min(qa + step, len(counts))
+        a, b = int(starts[qa]), int(ends[qb - 1])
+        if a == b:
+            continue
+        if (counts[qa:qb] == depth).all():
+            yield _Lines(a, b, qa, qb)
         else:
-            yield matrix.tobytes().replace(b"\0", b"")
+            yield _ragged(b, a, starts)
+
+
+def _ragged(b: int, a: int, starts: np.ndarray) -> _Lines:
+    """Lines ``a`` to ``b`` with each one's query row and rank."""
+    line = np.arange(a, b)
+    rows = np.searchsorted(starts, line, side="right") - 1
+    return _Lines(a, b, rows=rows.astype(np.int32), ranks=(line - starts[rows]).astype(np.int32))
+
+
+def _cells(out: np.ndarray, at: int, width: int) -> np.ndarray:
+    """The column of ``out`` (uint8 [lines, total width]) from byte ``at``, ``width`` wide, as
+    one element a line (numpy copies a whole element at once, not byte by byte)."""
+    return np.ndarray(
+        (out.shape[0],), dtype=f"V{width}", buffer=out, offset=at, strides=(out.shape[1],)
+    )
+
+
+def _grid(cells: np.ndarray, n_queries: int, depth: int) -> np.ndarray:
+    """``cells`` of whole rankings as [query, rank] (a view: written through)."""
+    (stride,) = cells.strides
+    return as_strided(cells, (n_queries, depth), (stride * depth, stride), writeable=True)
+
+
+def _gather(columns: Sequence[_Table | _Packed], counts: np.ndarray, depth: int) -> Iterator[bytes]:
+    """The bytes of every line, block by block: its texts, column after column. A block of
+    lines is laid out as a byte matrix (each column at the width of its longest text,
+    NUL-padded; one buffer for every block), and the padding dropped: with ``bytes.translate``
+    when no text holds a NUL (ids never do: the readers refuse control characters), else by a
+    mask."""
+    nul = any(c.nul for c in columns)
+    widths = [c.width for c in columns]
+    width = sum(widths)
+    starts = np.cumsum([0, *widths[:-1]]).tolist()
+    per_block = max(1, BLOCK_BYTES // width)
+    buffer = np.empty(min(per_block, int(counts.sum())) * width, dtype=np.uint8)
+    for lines in _blocks(counts, depth, per_block):
+        out = buffer[: (lines.b - lines.a) * width].reshape(-1, width)
+        for column, at, w in zip(columns, starts, widths, strict=True):
+            column.place(_cells(out, at, w), lines, depth)
+        if nul:
+            masks = [np.arange(c.width) < c.block_sizes(lines, depth)[:, None] for c in columns]
+            mask = np.concatenate(masks, axis=1)
+            yield out[mask].tobytes()
+        else:
+            yield out.tobytes().translate(None, b"\0")
