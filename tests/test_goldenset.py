@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalret.data.config import GoldenSetConfig
-from evalret.data.goldenset import GoldenSetScan, detect_format, load_golden_set, scan_golden_set
+from evalret.data.goldenset import (
+    GoldenSet,
+    GoldenSetScan,
+    detect_format,
+    load_golden_set,
+    scan_golden_set,
+)
 from evalret.errors import GoldenSetError
 from helpers import cranfield_like
 
@@ -94,6 +103,54 @@ def test_fingerprint_changes_with_content_only(tmp_path: Path) -> None:
         )
     )
     assert c.fingerprint != a.fingerprint
+
+
+def _dumps_fingerprints(g: GoldenSet) -> tuple[str, str]:
+    """The corpus's and the set's fingerprints as json.dumps made them record by record (a set
+    without filters): the values stored in users' baselines."""
+
+    def canonical(obj: object) -> bytes:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+    corpus = hashlib.sha256(b"evalret-corpus-1\n")
+    for d, t in sorted(zip(g.doc_ids, g.doc_texts, strict=True)):
+        corpus.update(canonical(["d", d, t]))
+    whole = hashlib.sha256(b"evalret-golden-set-1\n")
+    whole.update(corpus.hexdigest().encode())
+    for q, digest in sorted(g.query_fingerprints.items()):
+        whole.update(canonical([q, digest]))
+    return corpus.hexdigest(), whole.hexdigest()
+
+
+@given(st.lists(st.tuples(st.text(), st.text()), max_size=12), st.text())
+def test_fingerprints_are_those_of_the_json_records(docs: list[tuple[str, str]], q: str) -> None:
+    """Any ids and texts (quotes, backslashes, control and non-ASCII characters) fingerprint as
+    their JSON records always did."""
+    g = GoldenSet(
+        source="t",
+        format="native",
+        doc_ids=[d for d, _ in docs],
+        doc_texts=[t for _, t in docs],
+        query_ids=[q],
+        query_texts=[q + "?"],
+        qrels={q: {d: 1 for d, _ in docs}},
+    )
+    assert (g.corpus_fingerprint, g.fingerprint) == _dumps_fingerprints(g)
+
+
+def test_fingerprint_of_a_known_set_is_unchanged() -> None:
+    """A set's fingerprint stays the value saved baselines hold."""
+    g = GoldenSet(
+        source="t",
+        format="native",
+        doc_ids=["d1", 'd"2', "d\\3", "dé4"],
+        doc_texts=["a\nb", "\u2028", "😀", ""],
+        query_ids=["q1"],
+        query_texts=["forgot password"],
+        qrels={"q1": {"d1": 2, "dé4": 0}},
+    )
+    assert g.fingerprint == _dumps_fingerprints(g)[1]
+    assert g.fingerprint == "15d815c1362a481491006fdf27437343c510916d2dc1e9e29a28d93d6243eee9"
 
 
 def test_native_every_problem_with_file_and_line(tmp_path: Path) -> None:

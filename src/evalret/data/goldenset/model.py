@@ -197,8 +197,10 @@ class GoldenSet:
     def corpus_fingerprint(self) -> str:
         """sha256 of the documents (ids and embedded texts), independent of file order."""
         h = hashlib.sha256(b"evalret-corpus-1\n")
-        for d, t in sorted(zip(self.doc_ids, self.doc_texts, strict=True)):
-            h.update(_canonical(["d", d, t]))
+        docs = sorted(zip(self.doc_ids, self.doc_texts, strict=True))
+        # _canonical(["d", d, t]) of every document, encoded at once: a hash of their
+        # concatenation is the hash of each in turn
+        h.update("".join([f'["d",{_string(d)},{_string(t)}]\n' for d, t in docs]).encode())
         return h.hexdigest()
 
     def _provenance_record(self, query_id: str) -> dict[str, Any] | None:
@@ -241,8 +243,8 @@ class GoldenSet:
         if self.filters:  # metadata decides the metrics only through filters
             for d, meta in sorted(self.doc_metadata.items()):
                 h.update(_canonical(["m", d, sorted(meta.items())]))
-        for q, digest in sorted(self.query_fingerprints.items()):
-            h.update(_canonical([q, digest]))
+        digests = sorted(self.query_fingerprints.items())  # _canonical([q, digest]) of each
+        h.update("".join([f"[{_string(q)},{_string(d)}]\n" for q, d in digests]).encode())
         return h.hexdigest()
 
 
@@ -273,5 +275,11 @@ def nothing_to_evaluate(source: str, n_judged: int, relevance_level: int) -> str
     )
 
 
+# json.dumps(obj, ensure_ascii=False, separators=(",", ":")), its encoder made once
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_string = json.encoder.encode_basestring  # a str as _ENCODER writes it (with its quotes)
+
+
 def _canonical(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    """The bytes a fingerprint hashes for ``obj``: its compact JSON (UTF-8), then a newline."""
+    return _ENCODER.encode(obj).encode() + b"\n"
