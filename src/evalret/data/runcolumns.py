@@ -270,8 +270,8 @@ def _finish(
         order = _tie_rule_order(q, scores, d, ranks.result)
     q, d, scores = q[order], d[order], scores[order]
     offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
-    keep = np.arange(len(q)) - offsets[q] < depth
-    if not keep.all():
+    if int(np.diff(offsets).max(initial=0)) > depth:  # some query past the depth: cut
+        keep = np.arange(len(q)) - offsets[q] < depth
         q, d, scores = q[keep], d[keep], scores[keep]
         offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
     return Columns(query_ids, doc_ids, offsets.astype(np.int64), d, scores, n_lines)

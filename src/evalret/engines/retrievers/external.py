@@ -151,5 +151,5 @@ def columns_search_result(
         queries_unknown=sum(1 for q in run.query_ids if q not in evaluated),
         documents_unknown=int(unknown.sum()),
     )
-    extra = tuple(map(run.doc_ids.__getitem__, order.tolist()))
+    extra = tuple(np.asarray(run.doc_ids, dtype=object)[order])
     return SearchResult(ids=out.ids, scores=out.scores, extra_docs=extra), alignment
