@@ -111,7 +111,8 @@ def graded_columns(
     ``form_ranking`` gives from lines, from columns already in trec_eval's order, looked up
     for all the queries at once."""
     n_docs = len(run.doc_ids)
-    where = dict(zip(run.doc_ids, range(n_docs), strict=True))
+    judged_docs = {docno for judged in qrels.values() for docno in judged}
+    where = {d: i for i, d in enumerate(run.doc_ids) if d in judged_docs}  # the judged ones
     row_of = dict(zip(run.query_ids, range(len(run.query_ids)), strict=True))
     keys: list[int] = []
     grades: list[int] = []
