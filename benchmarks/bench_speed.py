@@ -15,6 +15,12 @@ against its reference measured in the same run, the tools taking turns (A B A B 
    families); and as whole processes, ``evalret score --trec-eval-output`` against ``evalret
    score`` with its default metrics.
 
+Beside (1) and (2), two floors measured in the same run say how near a reader built on pyarrow
+can come: (a) pyarrow's CSV parse of the run's three used columns and the interning of its
+qids and docnos, with nothing checked, ordered or aligned; (b) a process that only imports the
+libraries `evalret score` cannot start without (numpy, pyarrow, pydantic, typer, rich), plus
+floor (a).
+
 Each figure is a fresh process's best of ``--repeat`` calls (in-process figures) or the median
 of ``--runs`` processes (whole-process figures); the ratios are taken between figures of this
 run. The all_trec text is checked equal to ``trec_eval_command``'s, and evalret's values equal to
@@ -61,6 +67,33 @@ print(json.dumps({"seconds": best, "bytes": len(text), "lines": text.count(chr(1
 """
 
 
+# what any reader built on pyarrow pays before it checks, orders or aligns anything: the CSV
+# parse of the run's three used columns and the interning of its qids and docnos
+FLOOR_READ = """
+import json, os, sys, time
+import pyarrow as pa, pyarrow.compute as pc, pyarrow.csv as csv
+names = ["qid", "q0", "docno", "rank", "score", "tag"]
+options = dict(
+    read_options=csv.ReadOptions(column_names=names, block_size=2 << 20),
+    parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False),
+    convert_options=csv.ConvertOptions(
+        column_types={n: pa.binary() for n in names} | {"score": pa.float64()},
+        include_columns=["qid", "docno", "score"]),
+)
+best = None
+for _ in range(int(os.environ["REPEAT"])):
+    t = time.perf_counter()
+    table = csv.read_csv(sys.argv[1], **options)
+    pc.dictionary_encode(table.column("qid")), pc.dictionary_encode(table.column("docno"))
+    elapsed = time.perf_counter() - t
+    best = elapsed if best is None else min(best, elapsed)
+print(json.dumps({"seconds": best}))
+"""
+
+# the libraries `evalret score` cannot start without, imported by a process that does nothing else
+FLOOR_IMPORTS = "import numpy, pyarrow, pyarrow.csv, pyarrow.compute, pydantic, typer, rich"
+
+
 def _process(cmd: list[str], pycache: Path) -> float:
     """Wall seconds of one whole process (its output thrown away); exit 0 required. Python
     writes and reads its bytecode under ``pycache``, as an installed evalret has it compiled
@@ -99,6 +132,7 @@ def _in_process(root: Path, qrels: Path, run: Path, repeat: int) -> dict[str, di
         "evalret": _child(sys.executable, EVALRET, [*files, "trec", "1000", *METRICS], env),
         "six": _child(sys.executable, EVALRET, [*files, "trec", "1000", *DEFAULT_METRICS], env),
         "all_trec": _child(sys.executable, ALL_TREC, files, env),
+        "floor_read": _child(sys.executable, FLOOR_READ, [str(run)], env),
     }
 
 
@@ -112,6 +146,7 @@ def _whole(root: Path, qrels: Path, run: Path, runs: int) -> dict[str, list[floa
         "score": [*base, *four, "--out", str(root / "out4")],
         "score_default": [*base, "--out", str(root / "out6")],
         "score_trec_eval": [*base, "--trec-eval-output"],
+        "floor_imports": [sys.executable, "-c", FLOOR_IMPORTS],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
     for n in range(runs + 1):
@@ -147,6 +182,7 @@ def main() -> int:
         print(f"load after: {Path('/proc/loadavg').read_text().split()[:3]}")
     med = {name: statistics.median(v) for name, v in whole.items()}
     ref = fig["pytrec"]["seconds"]
+    floor_read, floor_imports = fig["floor_read"]["seconds"], med.pop("floor_imports")
     rows = [
         ("pytrec_eval in process: parse + evaluate (4 measures)", ref),
         ("evalret in process: golden set, read, align, compute (4)", fig["evalret"]["seconds"]),
@@ -155,6 +191,8 @@ def main() -> int:
         ("`evalret score -m (4) --out` whole process, median", med["score"]),
         ("`evalret score --out` (defaults) whole process, median", med["score_default"]),
         ("`evalret score --trec-eval-output` whole process, median", med["score_trec_eval"]),
+        ("floor (a): pyarrow's parse of the run + interning its ids, in process", floor_read),
+        ("floor (b): a process importing numpy, pyarrow, pydantic, typer, rich", floor_imports),
     ]
     for label, seconds in rows:
         print(f"{label:<70} {seconds:7.3f} s")
@@ -165,7 +203,10 @@ def main() -> int:
     c_whole = med["score_trec_eval"] / med["score_default"]
     print()
     _target("(a) in process vs pytrec_eval, x faster", a, a >= 4, ">= 4")
+    print(f"    floor (a) alone is pytrec_eval's time / {ref / floor_read:.2f}")
     _target("(b) whole evalret score / pytrec_eval in process, x its time", b, b <= 1, "<= 1")
+    floor_b = (floor_imports + floor_read) / ref
+    print(f"    floor (b), those imports and floor (a), is {floor_b:.2f}x pytrec_eval's time")
     _target("(c) all_trec / six families, in process", c_in, c_in < 2, "< 2")
     _target("(c) --trec-eval-output / score, whole processes", c_whole, c_whole < 2, "< 2")
     return 1 if worst > 1e-9 else 0
