@@ -39,10 +39,6 @@ from typing import Any
 import numpy as np
 
 _NAMES = ["qid", "q0", "docno", "rank", "score", "tag"]
-# from this many rows (a run of about 130 MB), freed memory is given back to the system as the
-# reader goes (``_give_back``), so that the peak stays near what is kept; below it, the time
-# that takes (about 4 ms a call) is spent for little
-GIVE_BACK_ROWS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -235,7 +231,6 @@ def _finish(
     del scores_column
     if np.isnan(scores).any() or (jsonl and not np.isfinite(scores).all()):
         return None
-    big = len(scores) >= GIVE_BACK_ROWS
     doc = pc.dictionary_encode(docs, memory_pool=pool)
     doc_names = _dictionary(doc)
     with ThreadPoolExecutor(1) as sorting:  # the docnos' byte order, sorted beside the rest
@@ -244,8 +239,7 @@ def _finish(
         query_names = _dictionary(query)
         n_query_lines = len(queries)
         del queries, docs
-        if big:
-            _give_back(pool)
+        _give_back(pool)
         if jsonl and (
             len(query_names) != n_query_lines  # a query on two lines
             or any(
@@ -263,8 +257,7 @@ def _finish(
         q = _codes(query) if rows is None else _codes(query)[rows]
         d = _codes(doc)
         del query, doc
-        if big:
-            _give_back(pool)
+        _give_back(pool)
         if _repeats(q, d, len(doc_ids)):
             return None
         order = _tie_rule_order(q, scores, d, ranks.result)
