@@ -128,10 +128,8 @@ class _Blocks:
             b = np.frombuffer(block, dtype=np.uint8)
             ends = np.flatnonzero(b == 10)
             self.n_lines += len(ends)
-            self.plain = (
-                int(np.diff(ends, prepend=-1).max(initial=0)) <= self.limit
-                and self.bytes_plain(block, b, ends)
-            )
+            longest = int(np.diff(ends, prepend=-1).max(initial=0))  # a line, its newline too
+            self.plain = longest <= self.limit and self.bytes_plain(block, b, ends)
         return self.plain
 
 
