@@ -187,10 +187,6 @@ class _Reader:
     file: Any
     plain_unhashed: bool
 
-    def read(self, size: int) -> bytes:
-        data: bytes = self.file.read(size)
-        return data
-
 
 class _File:
     """A run file being read: its path, format and digest, and where problems are."""
@@ -231,7 +227,7 @@ class _File:
         (hashlib lets go of the GIL), each block after the one before."""
         with self.reading(hash_plain=False) as f, ThreadPoolExecutor(1) as hashing:
             first, hashed = True, None
-            while data := f.read(CHUNK):
+            while data := f.file.read(CHUNK):
                 if f.plain_unhashed:
                     if hashed is not None:
                         hashed.result()
