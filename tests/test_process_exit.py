@@ -6,12 +6,14 @@ process of its own."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import REPO
+from evalret.cli_runtime import loading
 from evalret.errors import ExitCode
 
 
@@ -171,3 +173,20 @@ def test_a_reader_that_leaves_before_anything_is_printed(tmp_path: Path) -> None
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == ExitCode.BROKEN_PIPE == 141, stderr
     assert stderr == ""
+
+
+def test_in_process_the_collector_is_left_alone() -> None:
+    """Outside the CLI's own process (a test's CliRunner, a notebook) a command's imports
+    neither pause nor freeze the caller's collector."""
+    frozen = gc.get_freeze_count()
+    with loading():
+        assert gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+def test_the_cli_process_freezes_what_its_command_imported(tmp_path: Path) -> None:
+    _data(tmp_path)
+    before = "import atexit, gc, sys\natexit.register(lambda: print(gc.get_freeze_count() > 0))"
+    done = _evalret(tmp_path, "score", "qrels.txt", "good.trec", "--out", "o", before=before)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "True"
