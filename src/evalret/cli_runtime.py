@@ -535,7 +535,7 @@ def loading() -> Iterator[None]:
     """Import a command's modules inside: the collector pauses while they load (their classes,
     functions and pydantic schemas all live on: nothing to collect), then everything alive is
     frozen (gc.freeze), so that the collections during the command's work never walk it again
-    (some 30 ms of a short `evalret score`). Only in the CLI's own process (``run_app``): a
+    (some 20 ms of a short `evalret score`). Only in the CLI's own process (``run_app``): a
     caller's collector (``import evalret``, CliRunner) is left alone."""
     paused = bool(_own_process) and gc.isenabled()
     if paused:
@@ -575,14 +575,15 @@ def run_app(app: typer.Typer) -> Any:
 
 def _exit_now(code: Any) -> None:
     """End the process with ``code`` as Python's exit would, less the interpreter's teardown
-    (freeing every module and object one by one, ~70 ms of a short `evalret score`): threading's
-    exit hooks and the atexit handlers (logging's, Ray's shutdown, temporary directories) run,
-    stdout and stderr are flushed, then ``os._exit``. Only where nothing else can still run or
-    print: from the main thread, no other thread that Python's exit would wait for (a non-daemon
-    one), no profiler or tracer (coverage, cProfile: they save or print at their own end), no
-    interactive prompt to follow (``-i``, PYTHONINSPECT), and an exit code os._exit carries as
-    sys.exit does (an int 0-255). Otherwise, or when a stream cannot be flushed (Python's own
-    exit reports that, exit 120), it returns and the normal exit follows."""
+    (a last full collection, then every module and object freed one by one: ~40 ms of a short
+    `evalret score`): threading's exit hooks and the atexit handlers (logging's, Ray's shutdown,
+    temporary directories) run, stdout and stderr are flushed, then ``os._exit``. Only where
+    nothing else can still run or print: from the main thread, no other thread that Python's
+    exit would wait for (a non-daemon one), no profiler or tracer (coverage, cProfile: they save
+    or print at their own end), no interactive prompt to follow (``-i``, PYTHONINSPECT), and an
+    exit code os._exit carries as sys.exit does (an int 0-255). Otherwise, or when a stream
+    cannot be flushed (Python's own exit reports that, exit 120), it returns and the normal exit
+    follows."""
     if not (
         isinstance(code, int)
         and 0 <= code <= 255
