@@ -154,12 +154,11 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
 def test_help_imports_neither_rich_nor_numpy() -> None:
     """`evalret --help` is typer (click) alone: rich (typer's rich help formatter pulls in
     markdown-it), numpy and pydantic load only in commands that use them."""
-    code = (
-        "import sys, runpy; sys.argv = ['evalret', '--help']\n"
-        "try:\n    runpy.run_module('evalret', run_name='__main__')\n"
-        "except SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('rich', 'numpy', 'pydantic', 'typer.rich_utils') "
-        "if m in sys.modules), file=sys.stderr)"
+    code = (  # printed at exit: `python -m evalret` ends the process (cli_runtime._exit_now)
+        "import atexit, sys, runpy; sys.argv = ['evalret', '--help']\n"
+        "atexit.register(lambda: print(sorted(m for m in ('rich', 'numpy', 'pydantic', "
+        "'typer.rich_utils') if m in sys.modules), file=sys.stderr))\n"
+        "runpy.run_module('evalret', run_name='__main__')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Gate a change:" in out.stdout and "Start here:" in out.stdout

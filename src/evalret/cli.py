@@ -39,6 +39,7 @@ from evalret.cli_runtime import (
     console,
     err_console,
     exit_code,
+    loading,
     run_app,
     subgroup,
 )
@@ -215,8 +216,9 @@ def score(
     --baseline. Exit 1 when a check fails. Writes into --out: report.json, report.md,
     comment.md, report.html, junit.xml (with a baseline) and run.INDEX.trec per run;
     --trec-eval-output prints trec_eval's own text instead and writes nothing."""
-    from evalret.commands.score import score_command
-    from evalret.report.terminal_brief import print_run
+    with loading():
+        from evalret.commands.score import score_command
+        from evalret.report.terminal_brief import print_run
 
     if trec_eval_output:
         from evalret.commands.trec_eval import score_as_trec_eval

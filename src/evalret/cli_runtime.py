@@ -14,6 +14,7 @@ standard library (rich only when a console or a bar is first used): `evalret --h
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import gc
@@ -23,6 +24,7 @@ import re
 import shlex
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -525,15 +527,36 @@ def _install_signal_handlers() -> None:
 # objects that all live on, none garbage, traversed again at every collection (tens of ms of
 # `evalret score`'s start). Cycles are still collected, less often.
 GC_GEN0 = 10_000
+_own_process: list[bool] = []  # [True] once run_app runs: the process is the CLI's own
+
+
+@contextmanager
+def loading() -> Iterator[None]:
+    """Import a command's modules inside: the collector pauses while they load (their classes,
+    functions and pydantic schemas all live on: nothing to collect), then everything alive is
+    frozen (gc.freeze), so that the collections during the command's work never walk it again
+    (some 20 ms of a short `evalret score`). Only in the CLI's own process (``run_app``): a
+    caller's collector (``import evalret``, CliRunner) is left alone."""
+    paused = bool(_own_process) and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.freeze()
+            gc.enable()
 
 
 def run_app(app: typer.Typer) -> Any:
-    """Run ``app`` and return the process's exit code (with ``GC_GEN0``: the process is the
-    CLI's own; ``import evalret`` leaves a caller's collector alone). SIGTERM is exit 143
-    wherever it lands; Ctrl-C 130 in a command (``exit_code``) and during option parsing too,
-    where click would exit 1, which reads as a regression. A command that takes Ctrl-C as its
-    normal end (annotate's server) exits as it returns."""
+    """Run ``app`` and end the process with its exit code (``_exit_now``), or return the code
+    where Python's own exit must follow (with ``GC_GEN0``: the process is the CLI's own; ``import
+    evalret`` leaves a caller's collector alone). SIGTERM is exit 143 wherever it lands; Ctrl-C
+    130 in a command (``exit_code``) and during option parsing too, where click would exit 1,
+    which reads as a regression. A command that takes Ctrl-C as its normal end (annotate's
+    server) exits as it returns."""
     gc.set_threshold(GC_GEN0, *gc.get_threshold()[1:])
+    _own_process.append(True)
     _install_signal_handlers()
     code: Any
     try:
@@ -545,15 +568,50 @@ def run_app(app: typer.Typer) -> Any:
         code = ExitCode.TERMINATED
     if code == ExitCode.REGRESSION and _signalled:  # click's Abort after a signal, no verdict
         code = ExitCode.INTERRUPTED if _signalled[0] == signal.SIGINT else ExitCode.TERMINATED
+    _exit_now(code)
     _freeze_for_exit()
     return code
 
 
+def _exit_now(code: Any) -> None:
+    """End the process with ``code`` as Python's exit would, less the interpreter's teardown
+    (a last full collection, then every module and object freed one by one: ~40 ms of a short
+    `evalret score`): threading's exit hooks and the atexit handlers (logging's, Ray's shutdown,
+    temporary directories) run, stdout and stderr are flushed, then ``os._exit``. Only where
+    nothing else can still run or print: from the main thread, no other thread that Python's
+    exit would wait for (a non-daemon one), no profiler or tracer (coverage, cProfile: they save
+    or print at their own end), no interactive prompt to follow (``-i``, PYTHONINSPECT), and an
+    exit code os._exit carries as sys.exit does (an int 0-255). Otherwise, or when a stream
+    cannot be flushed (Python's own exit reports that, exit 120), it returns and the normal exit
+    follows."""
+    if not (
+        isinstance(code, int)
+        and 0 <= code <= 255
+        and threading.current_thread() is threading.main_thread()
+        and all(t.daemon for t in threading.enumerate() if t is not threading.main_thread())
+        and sys.getprofile() is None
+        and sys.gettrace() is None
+        and not sys.flags.inspect
+        and not os.environ.get("PYTHONINSPECT")
+    ):
+        return
+    for hook in reversed(getattr(threading, "_threading_atexits", [])):  # before atexit, as Python
+        hook()
+    atexit._run_exitfuncs()
+    try:
+        for stream in dict.fromkeys((sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
+
+
 def _freeze_for_exit() -> None:
-    """The process ends when run_app returns: the garbage the command left is collected as
-    always, then what is still alive (the modules and their objects) is frozen (gc.freeze), so
-    the interpreter's shutdown frees it by reference counts without walking it again in its
-    own collections (about 50 ms of a short `evalret score`). Atexit handlers, thread joins and
-    the flushing of files run as before."""
+    """Where Python's own exit follows (``_exit_now`` declined): the garbage the command left is
+    collected as always, then what is still alive (the modules and their objects) is frozen
+    (gc.freeze), so the interpreter's shutdown frees it by reference counts without walking it
+    again in its own collections. Atexit handlers, thread joins and the flushing of files run
+    as before."""
     gc.collect()
     gc.freeze()
