@@ -93,6 +93,28 @@ def test_the_columnar_reader_answers_for_plain_runs(data: bytes, depth: int, spl
     assert got.n_lines == want.n_lines
 
 
+@FUZZ
+@given(data=plain_run(), size=st.integers(1, 40))
+def test_blocks_are_the_same_lines_however_the_chunks_cut_them(data: bytes, size: int) -> None:
+    """Chunks of any size, a line spread over several of them, read as two halves do; and a
+    line cut by a chunk boundary is checked as a whole line (a comment, a leading space)."""
+    chunks = [data[i : i + size] for i in range(0, len(data), size)]
+    got, want = read_trec_columns(chunks, 8, LIMIT), _columns(data, 8)
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    assert got.doc_ids == want.doc_ids and got.query_ids == want.query_ids
+    assert got.docs.tolist() == want.docs.tolist() and got.n_lines == want.n_lines
+    for bad in (b"# x y z w v\n", b" q Q0 a 1 1 t\n", b"q Q0 a 1 1 t \n", b"q Q0\tb 1 1 t\n"):
+        cut = data.rfind(b"\n", 0, len(data) - 1) + 1  # the last line's start
+        if not cut:
+            continue
+        hostile = data[:cut] + bad + data[cut:]
+        pieces = [hostile[i : i + size] for i in range(0, len(hostile), size)]
+        assert read_trec_columns(pieces, 8, LIMIT) is None
+
+
 def test_ties_and_negative_zero_follow_the_tie_rule() -> None:
     """Equal scores (0.0 and -0.0 are equal in C) go docno descending, in byte order."""
     data = b"q Q0 a 1 0 t\nq Q0 b 2 -0 t\nq Q0 B 3 0.0 t\nq Q0 c 4 1 t\n"

@@ -53,15 +53,17 @@ class Columns:
     n_lines: int
 
 
-def _trec_bytes(block: bytes, b: np.ndarray, ends: np.ndarray) -> bool:
-    """Whether ``block`` (``b``: its bytes as numpy, ``ends``: where its newlines are) splits into
-    the same six fields for trec_eval and for pyarrow's CSV parser: no NUL, tab, vertical tab or
-    form feed, no carriage return but before a newline, and no empty field (two spaces in a row,
-    or one at a line's start or end); and no comment line (``#`` first)."""
-    if any(byte in block for byte in (b"\0", b"\t", b"\x0b", b"\x0c")):
+def _trec_bytes(data: bytes, start: int, end: int, b: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether the block ``data[start:end]`` (``b``: its bytes as numpy, ``ends``: where its
+    newlines are) splits into the same six fields for trec_eval and for pyarrow's CSV parser: no
+    NUL, tab, vertical tab or form feed, no carriage return but before a newline, and no empty
+    field (two spaces in a row, or one at a line's start or end); and no comment line (``#``
+    first)."""
+    if any(data.find(byte, start, end) >= 0 for byte in (b"\0", b"\t", b"\x0b", b"\x0c")):
         return False
-    n_cr = block.count(b"\r") if b"\r" in block else 0  # `in` finds a byte fast, count does not
-    if n_cr and n_cr != block.count(b"\r\n"):
+    # find looks for one byte fast, count does not
+    n_cr = data.count(b"\r", start, end) if data.find(b"\r", start, end) >= 0 else 0
+    if n_cr and n_cr != data.count(b"\r\n", start, end):
         return False
     space = b == 32
     if bool((space[1:] & space[:-1]).any()):
@@ -75,14 +77,14 @@ def _trec_bytes(block: bytes, b: np.ndarray, ends: np.ndarray) -> bool:
     return not bool(space[last[last >= 0]].any())
 
 
-def _jsonl_bytes(block: bytes, b: np.ndarray, ends: np.ndarray) -> bool:
-    """Whether ``block`` has no backslash, no control byte but JSON's whitespace, and no
-    carriage return but before a newline."""
-    n_cr = block.count(b"\r")
+def _jsonl_bytes(data: bytes, start: int, end: int, b: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether the block ``data[start:end]`` has no backslash, no control byte but JSON's
+    whitespace, and no carriage return but before a newline."""
+    n_cr = data.count(b"\r", start, end)
     return not (
-        b"\\" in block
-        or int(np.count_nonzero(b < 32)) != block.count(b"\n") + n_cr + block.count(b"\t")
-        or (n_cr > 0 and n_cr != block.count(b"\r\n"))
+        data.find(b"\\", start, end) >= 0
+        or int(np.count_nonzero(b < 32)) != len(ends) + n_cr + data.count(b"\t", start, end)
+        or (n_cr > 0 and n_cr != data.count(b"\r\n", start, end))
     )
 
 
@@ -93,43 +95,55 @@ _SPACE_OR_EMPTY = (
 )
 
 
+Block = tuple[bytes, int, int]  # the lines data[start:end]
+
+
 class _Blocks:
-    """Whole lines of the file in blocks; ``plain`` turns False, and the blocks stop, at the
-    first one that is not plain: ``bytes_plain`` says no, or a line is over ``limit``."""
+    """Whole lines of the file in blocks, each a range of one chunk, not a copy (but for the
+    line a chunk boundary cuts, a small block of its own); ``plain`` turns False, and the blocks
+    stop, at the first one that is not plain: ``bytes_plain`` says no, or a line is over
+    ``limit``."""
 
     def __init__(
         self,
         chunks: Iterable[bytes],
         limit: int,
-        bytes_plain: Callable[[bytes, np.ndarray, np.ndarray], bool],
+        bytes_plain: Callable[[bytes, int, int, np.ndarray, np.ndarray], bool],
     ) -> None:
         self.chunks, self.limit, self.bytes_plain = chunks, limit, bytes_plain
         self.n_lines = 0
         self.plain = True
 
-    def __iter__(self) -> Iterator[bytes]:
+    def __iter__(self) -> Iterator[Block]:
         carry = b""
         for chunk in self.chunks:
-            data = carry + chunk
-            end = data.rfind(b"\n") + 1
-            block, carry = data[:end], data[end:]
+            start = 0
+            if carry:  # the line cut at the chunk's start, whole
+                start = chunk.find(b"\n") + 1
+                if start:
+                    head, carry = carry + chunk[:start], b""
+                    if not self._plain(head, 0, len(head)):
+                        return
+                    yield head, 0, len(head)
+            end = max(chunk.rfind(b"\n", start) + 1, start)
+            carry += chunk[end:]
             if len(carry) > self.limit:
                 self.plain = False
-            if not self._plain(block):
+            if not self._plain(chunk, start, end):
                 return
-            if block:
-                yield block
-        if carry and self._plain(carry):
+            if end > start:
+                yield chunk, start, end
+        if carry and self._plain(carry, 0, len(carry)):
             self.n_lines += 1  # the last line, without a newline
-            yield carry
+            yield carry, 0, len(carry)
 
-    def _plain(self, block: bytes) -> bool:
-        if self.plain and block:
-            b = np.frombuffer(block, dtype=np.uint8)
+    def _plain(self, data: bytes, start: int, end: int) -> bool:
+        if self.plain and end > start:
+            b = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
             ends = np.flatnonzero(b == 10)
             self.n_lines += len(ends)
             longest = int(np.diff(ends, prepend=-1).max(initial=0))  # a line, its newline too
-            self.plain = longest <= self.limit and self.bytes_plain(block, b, ends)
+            self.plain = longest <= self.limit and self.bytes_plain(data, start, end, b, ends)
         return self.plain
 
 
@@ -155,11 +169,15 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
     blocks = _Blocks(chunks, limit, _trec_bytes)
     tables = []
     pool = pa.system_memory_pool()  # gives freed memory back: the peak stays near what is kept
+    parsed = 0
     try:
-        for block in blocks:
-            tables.append(csv.read_csv(pa.py_buffer(block), **options, memory_pool=pool))
-            if len(tables) % 8 == 0:  # every 64 MiB read: the other columns' memory back
+        for data, start, end in blocks:
+            block = pa.py_buffer(data).slice(start, end - start)
+            tables.append(csv.read_csv(block, **options, memory_pool=pool))
+            parsed += end - start
+            if parsed >= 64 << 20:  # every 64 MiB read: the other columns' memory back
                 _give_back(pool)
+                parsed = 0
     except pa.ArrowInvalid:
         return None
     if not blocks.plain or not sum(t.num_rows for t in tables):
@@ -187,7 +205,8 @@ def read_jsonl_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Colum
     tables = []
     pool = pa.system_memory_pool()
     try:
-        for block in blocks:
+        for data, start, end in blocks:
+            block = data[start:end]
             table = pj.read_json(pa.py_buffer(block), parse_options=parse, memory_pool=pool)
             objects = sum(1 for line in block.split(b"\n") if line.strip(b" \t\r"))
             if table.num_rows != objects or table.column("results").null_count:
