@@ -51,6 +51,7 @@ class Columns:
     docs: np.ndarray
     scores: np.ndarray
     n_lines: int
+    doc_names: Any = None  # doc_ids as a pyarrow string array
 
 
 def _trec_bytes(data: bytes, start: int, end: int, b: np.ndarray, ends: np.ndarray) -> bool:
@@ -219,7 +220,7 @@ def read_jsonl_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Colum
     table = pa.concat_tables(tables)
     results = pa.concat_arrays(table.column("results").chunks)
     flat = pc.list_flatten(results)
-    rows = _numpy(pc.list_parent_indices(results)).astype(np.int64)
+    rows = arrow_numbers(pc.list_parent_indices(results)).astype(np.int64)
     docs, scores = flat.field("doc_id"), flat.field("score")
     queries = table.column("query_id").combine_chunks()
     if queries.null_count or docs.null_count or scores.null_count:
@@ -243,7 +244,7 @@ def _finish(
     queries, docs, scores_column = parts
     parts.clear()
     chunks = scores_column.chunks if hasattr(scores_column, "chunks") else [scores_column]
-    scores = np.concatenate([_numpy(c) for c in chunks]).astype(np.float64, copy=False)
+    scores = np.concatenate([arrow_numbers(c) for c in chunks]).astype(np.float64, copy=False)
     del chunks
     del scores_column
     if np.isnan(scores).any() or (jsonl and not np.isfinite(scores).all()):
@@ -266,11 +267,11 @@ def _finish(
         ):
             return None  # the reference names the line
         try:  # ids not UTF-8 (pyarrow's JSON reader does not check): the reference names the line
-            query_ids, doc_ids = (
-                _utf8(names, pa).to_pylist() for names in (query_names, doc_names)
-            )
+            query_ids = _utf8(query_names, pa).to_pylist()
+            doc_names = _utf8(doc_names, pa)
         except pa.ArrowInvalid:
             return None
+        doc_ids = doc_names.to_pylist()
         q = _codes(query) if rows is None else _codes(query)[rows]
         d = _codes(doc)
         del query, doc
@@ -284,7 +285,7 @@ def _finish(
         keep = np.arange(len(q)) - offsets[q] < depth
         q, d, scores = q[keep], d[keep], scores[keep]
         offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
-    return Columns(query_ids, doc_ids, offsets.astype(np.int64), d, scores, n_lines)
+    return Columns(query_ids, doc_ids, offsets.astype(np.int64), d, scores, n_lines, doc_names)
 
 
 def _give_back(pool: Any) -> None:
@@ -298,7 +299,7 @@ def _give_back(pool: Any) -> None:
 _NUMPY = {"double": np.float64, "int32": np.int32, "int64": np.int64, "uint64": np.uint64}
 
 
-def _numpy(array: Any) -> np.ndarray:
+def arrow_numbers(array: Any) -> np.ndarray:
     """A pyarrow array of numbers without nulls as numpy, read from its buffer (pyarrow's own
     ``to_numpy`` imports pandas, a good part of a second at start-up)."""
     dtype = np.dtype(_NUMPY[str(array.type)])
@@ -325,7 +326,7 @@ def _dictionary(encoded: Any) -> Any:
 def _codes(encoded: Any) -> np.ndarray:
     """The int32 codes of a dictionary-encoded array or chunked array."""
     chunks = encoded.chunks if hasattr(encoded, "chunks") else [encoded]
-    return np.concatenate([_numpy(c.indices) for c in chunks]).astype(np.int32, copy=False)
+    return np.concatenate([arrow_numbers(c.indices) for c in chunks]).astype(np.int32, copy=False)
 
 
 def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
@@ -337,7 +338,7 @@ def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
 
 def _byte_ranks(names: Any, pc: Any) -> np.ndarray:
     """Each distinct docno's rank in byte order (pyarrow sorts binary values as memcmp)."""
-    order = _numpy(pc.array_sort_indices(names))
+    order = arrow_numbers(pc.array_sort_indices(names))
     ranks = np.empty(len(order), dtype=np.int32)
     ranks[order] = np.arange(len(order), dtype=np.int32)
     return ranks
