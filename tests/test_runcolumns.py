@@ -16,11 +16,18 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalret.data.runcolumns import _SPACE_OR_EMPTY, read_jsonl_columns, read_trec_columns
+from evalret.data.runcolumns import (
+    _SPACE_OR_EMPTY,
+    _byte_ranks,
+    read_jsonl_columns,
+    read_trec_columns,
+)
 from evalret.data.runfile import MAX_LINE_BYTES, RunFile, read_run, read_run_lines
 from evalret.errors import InputError
 from test_fuzz_readers import FUZZ, run_bytes
@@ -113,6 +120,32 @@ def test_blocks_are_the_same_lines_however_the_chunks_cut_them(data: bytes, size
         hostile = data[:cut] + bad + data[cut:]
         pieces = [hostile[i : i + size] for i in range(0, len(hostile), size)]
         assert read_trec_columns(pieces, 8, LIMIT) is None
+
+
+@FUZZ
+@given(
+    names=st.lists(st.binary(min_size=0, max_size=10), unique=True),
+    sliced=st.booleans(),
+)
+def test_docnos_are_ranked_in_byte_order(names: list[bytes], sliced: bool) -> None:
+    """The docnos' byte-order ranks (numpy's sort of 8-byte keys where every name fits, else
+    pyarrow's) are the ranks of Python's bytes order, NUL bytes and long names too."""
+    array = pa.array([b"x", *names], pa.binary())
+    array = array.slice(1) if sliced else pa.array(names, pa.binary())
+    want = {name: rank for rank, name in enumerate(sorted(names))}
+    assert _byte_ranks(array, pc).tolist() == [want[name] for name in names]
+    strings = [n for n in names if _is_utf8(n)]
+    text = pa.array([n.decode() for n in strings], pa.string())
+    order = {name: rank for rank, name in enumerate(sorted(strings))}
+    assert _byte_ranks(text, pc).tolist() == [order[name] for name in strings]
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def test_ties_and_negative_zero_follow_the_tie_rule() -> None:

@@ -337,11 +337,38 @@ def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
 
 
 def _byte_ranks(names: Any, pc: Any) -> np.ndarray:
-    """Each distinct docno's rank in byte order (pyarrow sorts binary values as memcmp)."""
-    order = arrow_numbers(pc.array_sort_indices(names))
+    """Each distinct docno's rank in byte order: sorted by numpy when every name is at most 8
+    bytes (``_short_keys``), else by pyarrow (which sorts binary values as memcmp)."""
+    keys = _short_keys(names)
+    order = arrow_numbers(pc.array_sort_indices(names)) if keys is None else np.argsort(keys)
     ranks = np.empty(len(order), dtype=np.int32)
     ranks[order] = np.arange(len(order), dtype=np.int32)
     return ranks
+
+
+def _short_keys(names: Any) -> np.ndarray | None:
+    """``names`` (a binary or string array, distinct values) as numbers that order as their
+    bytes do: each name's bytes, zero-padded to 8, read big-endian (a shorter name first, as in
+    memcmp order, since no name holds a NUL byte); None when a name is longer than 8 bytes or
+    holds a NUL."""
+    if str(names.type) not in ("binary", "string") or names.null_count:
+        return None
+    _, offsets_buffer, data_buffer = names.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int32, len(names) + 1, names.offset * 4)
+    lengths = np.diff(offsets)
+    if len(names) == 0 or int(lengths.max()) > 8:
+        return None
+    data = np.frombuffer(data_buffer, np.uint8)[: offsets[-1]] if offsets[-1] else None
+    if data is None or not bool(data[offsets[0] :].all()):  # (a NUL byte)
+        return None
+    keys = np.zeros(len(names), dtype=np.uint64)
+    starts = offsets[:-1]
+    for j in range(8):
+        has = np.flatnonzero(lengths > j)
+        byte = np.zeros(len(names), dtype=np.uint64)
+        byte[has] = data[starts[has] + j]
+        keys |= byte << np.uint64(8 * (7 - j))
+    return keys
 
 
 def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any) -> np.ndarray:
