@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 from evalret.data.runcolumns import (
     _SPACE_OR_EMPTY,
     _byte_ranks,
+    _runs,
     read_jsonl_columns,
     read_trec_columns,
 )
@@ -146,6 +148,36 @@ def _is_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+@FUZZ
+@given(
+    blocks=st.lists(
+        st.tuples(st.sampled_from([b"q1", b"q2", b"q10", b"\xc3\xa9"]), st.integers(1, 4))
+    ),
+    cuts=st.lists(st.integers(0, 40), max_size=3),
+)
+def test_query_blocks_are_coded_as_dictionary_encode_codes_them(
+    blocks: list[tuple[bytes, int]], cuts: list[int]
+) -> None:
+    """Queries each in one block of rows get the codes and names hashing gives them (in the
+    order first met), however the column is chunked; a query in two blocks gets None."""
+    rows = [name for name, size in blocks for _ in range(size)]
+    edges = sorted({min(c, len(rows)) for c in cuts} | {0, len(rows)})
+    column = pa.chunked_array(
+        [pa.array(rows[a:b], pa.binary()) for a, b in pairwise(edges)]
+        or [pa.array([], pa.binary())],
+        pa.binary(),
+    )
+    got = _runs(column, pa, pc)
+    heads = [name for i, name in enumerate(rows) if i == 0 or rows[i - 1] != name]
+    if len(rows) < 2 or len(set(heads)) != len(heads) or 2 * (len(heads) - 1) > len(rows):
+        assert got is None
+        return
+    assert got is not None
+    codes, names = got
+    assert names.to_pylist() == list(dict.fromkeys(rows))
+    assert codes.tolist() == [heads.index(name) for name in rows]
 
 
 def test_ties_and_negative_zero_follow_the_tie_rule() -> None:

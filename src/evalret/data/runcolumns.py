@@ -66,8 +66,7 @@ def _trec_bytes(data: bytes, start: int, end: int, b: np.ndarray, ends: np.ndarr
     n_cr = data.count(b"\r", start, end) if data.find(b"\r", start, end) >= 0 else 0
     if n_cr and n_cr != data.count(b"\r\n", start, end):
         return False
-    space = b == 32
-    if bool((space[1:] & space[:-1]).any()):
+    if _two_spaces(data, start, end):
         return False
     starts = np.concatenate(([0], ends[ends < len(b) - 1] + 1))  # where each line begins
     if bool(((b[starts] == 32) | (b[starts] == 35)).any()):
@@ -75,7 +74,18 @@ def _trec_bytes(data: bytes, start: int, end: int, b: np.ndarray, ends: np.ndarr
     last = ends - 1 - (b[ends - 1] == 13) if n_cr else ends - 1  # each line's last byte
     if len(b) and b[-1] != 10:  # the file's last line, without a newline
         last = np.append(last, len(b) - 1)
-    return not bool(space[last[last >= 0]].any())
+    return not bool((b[last[last >= 0]] == 32).any())
+
+
+def _two_spaces(data: bytes, start: int, end: int) -> bool:
+    """Whether ``data[start:end]`` holds two spaces in a row: a 16-bit word of two spaces at an
+    even or an odd offset (numpy compares half as many words as bytes)."""
+    n = end - start
+    return any(
+        bool((np.frombuffer(data, np.uint16, (n - skip) // 2, start + skip) == 0x2020).any())
+        for skip in (0, 1)
+        if n - skip >= 2
+    )
 
 
 def _jsonl_bytes(data: bytes, start: int, end: int, b: np.ndarray, ends: np.ndarray) -> bool:
@@ -253,8 +263,14 @@ def _finish(
     doc_names = _dictionary(doc)
     with ThreadPoolExecutor(1) as sorting:  # the docnos' byte order, sorted beside the rest
         ranks = sorting.submit(_byte_ranks, doc_names, pc)
-        query = pc.dictionary_encode(queries, memory_pool=pool)
-        query_names = _dictionary(query)
+        runs = None if jsonl else _runs(queries, pa, pc)
+        if runs is None:
+            query = pc.dictionary_encode(queries, memory_pool=pool)
+            q, query_names = _codes(query), _dictionary(query)
+            q = q if rows is None else q[rows]
+            del query
+        else:
+            q, query_names = runs
         n_query_lines = len(queries)
         del queries, docs
         _give_back(pool)
@@ -272,9 +288,8 @@ def _finish(
         except pa.ArrowInvalid:
             return None
         doc_ids = doc_names.to_pylist()
-        q = _codes(query) if rows is None else _codes(query)[rows]
         d = _codes(doc)
-        del query, doc
+        del doc
         _give_back(pool)
         if _repeats(q, d, len(doc_ids)):
             return None
@@ -286,6 +301,39 @@ def _finish(
         q, d, scores = q[keep], d[keep], scores[keep]
         offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
     return Columns(query_ids, doc_ids, offsets.astype(np.int64), d, scores, n_lines, doc_names)
+
+
+def _runs(values: Any, pa: Any, pc: Any) -> tuple[np.ndarray, Any] | None:
+    """The code of each of ``values`` (the queries of a TREC run, one per row) and the distinct
+    values in the order first met, as ``dictionary_encode`` gives them, when each value's rows
+    are together (trec_eval-style runs list each query in one block): found by comparing each
+    row with the one before, not by hashing every row. None when some value is in two blocks
+    (or there are too many blocks for the comparison to pay)."""
+    n = len(values)
+    if n < 2:
+        return None
+    differs = pc.not_equal(values.slice(1), values.slice(0, n - 1))
+    chunks = differs.chunks if hasattr(differs, "chunks") else [differs]
+    bits = np.concatenate(
+        [
+            np.unpackbits(
+                np.frombuffer(c.buffers()[1], np.uint8), count=c.offset + len(c), bitorder="little"
+            )[c.offset :]
+            for c in chunks
+            if len(c)
+        ]
+    )
+    heads = np.flatnonzero(bits) + 1
+    if len(heads) * 2 > n:
+        return None
+    heads = np.concatenate(([0], heads))
+    index = pa.Array.from_buffers(pa.int64(), len(heads), [None, pa.py_buffer(heads)])
+    names = values.take(index)
+    names = names.combine_chunks() if hasattr(names, "combine_chunks") else names
+    if len(pc.unique(names)) != len(names):  # a value in two blocks
+        return None
+    sizes = np.diff(heads, append=n)
+    return np.repeat(np.arange(len(heads), dtype=np.int32), sizes), names
 
 
 def _give_back(pool: Any) -> None:
