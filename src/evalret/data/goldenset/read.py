@@ -153,7 +153,7 @@ def _read_plain_qrels(b: GoldenSetScan, path: Path, columns: int) -> list[str] |
     word = ~(newline | space)
     starts = word.copy()  # a field's first byte
     starts[1:] &= ~word[:-1]
-    line = np.cumsum(newline)[starts]  # each field's line, 0-based
+    line = np.searchsorted(np.flatnonzero(newline), np.flatnonzero(starts))  # 0-based
     fields = np.bincount(line)
     if not bool(((fields == 0) | (fields == columns)).all()):
         return None
