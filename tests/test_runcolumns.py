@@ -26,7 +26,11 @@ from hypothesis import strategies as st
 from evalret.data.runcolumns import (
     _SPACE_OR_EMPTY,
     _byte_ranks,
+    _codes,
+    _dictionary,
+    _interned,
     _runs,
+    _short_numbers,
     read_jsonl_columns,
     read_trec_columns,
 )
@@ -178,6 +182,43 @@ def test_query_blocks_are_coded_as_dictionary_encode_codes_them(
     codes, names = got
     assert names.to_pylist() == list(dict.fromkeys(rows))
     assert codes.tolist() == [heads.index(name) for name in rows]
+
+
+@FUZZ
+@given(
+    values=st.lists(st.sampled_from([b"a", b"ab", b"d10", b"d9", b"12345678", b"\xc3\xa9", b"z"])),
+    odd=st.sampled_from([None, b"", b"123456789", b"a\x00b"]),
+    cuts=st.lists(st.integers(0, 40), max_size=3),
+    string=st.booleans(),
+    skip=st.integers(0, 2),
+)
+def test_short_ids_are_coded_as_dictionary_encode_codes_them(
+    values: list[bytes], odd: bytes | None, cuts: list[int], string: bool, skip: int
+) -> None:
+    """Ids of 1 to 8 bytes read as 64-bit numbers get the codes and names hashing the bytes
+    gives them (in the order first met), however the column is chunked or sliced; an empty id,
+    a longer one or one holding a NUL leaves them to pyarrow's dictionary_encode (None)."""
+    if odd is not None:
+        values = [*values, odd]
+    kind = pa.string() if string else pa.binary()
+    values = [v for v in values if not string or _is_utf8(v)]
+    edges = sorted({min(c, len(values)) for c in cuts} | {0, len(values)})
+    column = pa.chunked_array(
+        [pa.array(values[a:b], pa.binary()).cast(kind) for a, b in pairwise(edges)], kind
+    )
+    column, values = column.slice(min(skip, len(values))), values[skip:]  # (chunks with offsets)
+    numbers = _short_numbers(column)
+    if not values or (odd is not None and odd in values):
+        assert numbers is None
+        return
+    assert numbers is not None
+    codes, names = _interned(numbers, kind, pa, pc, pa.default_memory_pool())
+    want = pc.dictionary_encode(column)
+    assert names.type == kind and names.equals(_dictionary(want))
+    assert codes.tolist() == _codes(want).tolist()
+    distinct = list(dict.fromkeys(values))
+    assert names.cast(pa.binary()).to_pylist() == distinct
+    assert codes.tolist() == [distinct.index(v) for v in values]
 
 
 def test_ties_and_negative_zero_follow_the_tie_rule() -> None:

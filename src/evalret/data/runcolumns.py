@@ -185,6 +185,7 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
         for data, start, end in blocks:
             block = pa.py_buffer(data).slice(start, end - start)
             tables.append(csv.read_csv(block, **options, memory_pool=pool))
+            del data, block  # (the last chunk is not kept while the columns are made)
             parsed += end - start
             if parsed >= 64 << 20:  # every 64 MiB read: the other columns' memory back
                 _give_back(pool)
@@ -251,7 +252,7 @@ def _finish(
     import pyarrow.compute as pc
 
     pool = pa.system_memory_pool()
-    queries, docs, scores_column = parts
+    queries, held, scores_column = parts[0], [parts[1]], parts[2]
     parts.clear()
     chunks = scores_column.chunks if hasattr(scores_column, "chunks") else [scores_column]
     scores = np.concatenate([arrow_numbers(c) for c in chunks]).astype(np.float64, copy=False)
@@ -259,8 +260,7 @@ def _finish(
     del scores_column
     if np.isnan(scores).any() or (jsonl and not np.isfinite(scores).all()):
         return None
-    doc = pc.dictionary_encode(docs, memory_pool=pool)
-    doc_names = _dictionary(doc)
+    short, doc_names, doc = _encoded(held, pa, pc, pool)
     with ThreadPoolExecutor(1) as sorting:  # the docnos' byte order, sorted beside the rest
         ranks = sorting.submit(_byte_ranks, doc_names, pc)
         runs = None if jsonl else _runs(queries, pa, pc)
@@ -272,7 +272,7 @@ def _finish(
         else:
             q, query_names = runs
         n_query_lines = len(queries)
-        del queries, docs
+        del queries
         _give_back(pool)
         if jsonl and (
             len(query_names) != n_query_lines  # a query on two lines
@@ -288,8 +288,8 @@ def _finish(
         except pa.ArrowInvalid:
             return None
         doc_ids = doc_names.to_pylist()
-        d = _codes(doc)
-        del doc
+        d = _codes(doc) if short is None else short
+        del doc, short
         _give_back(pool)
         if _repeats(q, d, len(doc_ids)):
             return None
@@ -310,30 +310,112 @@ def _runs(values: Any, pa: Any, pc: Any) -> tuple[np.ndarray, Any] | None:
     row with the one before, not by hashing every row. None when some value is in two blocks
     (or there are too many blocks for the comparison to pay)."""
     n = len(values)
+    chunks = [c for c in (values.chunks if hasattr(values, "chunks") else [values]) if len(c)]
     if n < 2:
         return None
-    differs = pc.not_equal(values.slice(1), values.slice(0, n - 1))
-    chunks = differs.chunks if hasattr(differs, "chunks") else [differs]
-    bits = np.concatenate(
-        [
-            np.unpackbits(
-                np.frombuffer(c.buffers()[1], np.uint8), count=c.offset + len(c), bitorder="little"
-            )[c.offset :]
-            for c in chunks
-            if len(c)
-        ]
-    )
-    heads = np.flatnonzero(bits) + 1
+    bits = []  # whether each row but the first differs from the one before
+    for i, chunk in enumerate(chunks):  # chunk by chunk: comparing shifted columns copies them
+        if i:
+            bits.append([chunks[i - 1][-1].as_py() != chunk[0].as_py()])
+        differs = pc.not_equal(chunk.slice(1), chunk.slice(0, len(chunk) - 1))
+        if len(differs):
+            words = np.frombuffer(differs.buffers()[1], np.uint8)
+            count = differs.offset + len(differs)
+            bits.append(np.unpackbits(words, count=count, bitorder="little")[differs.offset :])
+    heads = np.flatnonzero(np.concatenate(bits)) + 1
     if len(heads) * 2 > n:
         return None
     heads = np.concatenate(([0], heads))
-    index = pa.Array.from_buffers(pa.int64(), len(heads), [None, pa.py_buffer(heads)])
-    names = values.take(index)
-    names = names.combine_chunks() if hasattr(names, "combine_chunks") else names
+    starts = np.cumsum([0, *(len(c) for c in chunks)])
+    where = np.searchsorted(starts, heads, side="right") - 1  # each head's chunk
+    names = pa.concat_arrays(
+        [
+            chunks[i].take(_int64_array(heads[where == i] - starts[i], pa))
+            for i in np.unique(where).tolist()
+        ]
+    )
     if len(pc.unique(names)) != len(names):  # a value in two blocks
         return None
     sizes = np.diff(heads, append=n)
     return np.repeat(np.arange(len(heads), dtype=np.int32), sizes), names
+
+
+def _int64_array(numbers: np.ndarray, pa: Any) -> Any:
+    """``numbers`` as a pyarrow int64 array, from its buffer (``pyarrow.array`` imports
+    pandas)."""
+    numbers = np.ascontiguousarray(numbers, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(numbers), [None, pa.py_buffer(numbers)])
+
+
+# the low k bytes of a 64-bit number, k = 0 to 8
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+
+
+def _encoded(held: list[Any], pa: Any, pc: Any, pool: Any) -> tuple[np.ndarray | None, Any, Any]:
+    """The column in ``held`` (its only reference, emptied here) interned: (its codes, its
+    distinct values, None) through ``_short_numbers`` where that applies, the column's bytes let
+    go before its numbers are interned; else (None, its distinct values, the column
+    dictionary-encoded, whose codes ``_codes`` reads)."""
+    column = held.pop()
+    numbers = _short_numbers(column)
+    if numbers is None:
+        encoded = pc.dictionary_encode(column, memory_pool=pool)
+        return None, _dictionary(encoded), encoded
+    kind = column.type
+    del column
+    codes, names = _interned(numbers, kind, pa, pc, pool)
+    return codes, names, None
+
+
+def _short_numbers(values: Any) -> np.ndarray | None:
+    """``values`` (a binary or string column, chunked or not) as 64-bit numbers, when every
+    value is 1 to 8 bytes without a NUL: its bytes, zero-padded, read little-endian (distinct
+    values, distinct numbers); None otherwise."""
+    chunks = values.chunks if hasattr(values, "chunks") else [values]
+    keys = []
+    for chunk in chunks:
+        if str(chunk.type) not in ("binary", "string") or chunk.null_count:
+            return None
+        if not len(chunk):
+            continue
+        _, offsets_buffer, data_buffer = chunk.buffers()
+        offsets = np.frombuffer(offsets_buffer, np.int32, len(chunk) + 1, chunk.offset * 4)
+        lengths = np.diff(offsets)
+        if int(lengths.min()) < 1 or int(lengths.max()) > 8:
+            return None
+        data = np.zeros(int(offsets[-1]) + 8, dtype=np.uint8)  # 8 bytes read at every start
+        data[: offsets[-1]] = np.frombuffer(data_buffer, np.uint8, int(offsets[-1]))
+        if not bool(data[offsets[0] : offsets[-1]].all()):  # a NUL byte
+            return None
+        words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+        keys.append(words[offsets[:-1]] & _LOW_BYTES[lengths])
+    return np.concatenate(keys) if keys else None
+
+
+def _interned(numbers: np.ndarray, kind: Any, pa: Any, pc: Any, pool: Any) -> tuple[Any, Any]:
+    """The code of each of ``numbers`` (``_short_numbers`` of a column of type ``kind``) and
+    the column's distinct values in the order first met, as ``dictionary_encode`` gives them
+    for the column itself (hashing numbers is faster than hashing bytes)."""
+    array = pa.Array.from_buffers(pa.uint64(), len(numbers), [None, pa.py_buffer(numbers)])
+    encoded = pc.dictionary_encode(array, memory_pool=pool)
+    del array
+    codes = arrow_numbers(encoded.indices).astype(np.int32, copy=False)
+    return codes, _names_of(arrow_numbers(encoded.dictionary), kind, pa)
+
+
+def _names_of(numbers: np.ndarray, kind: Any, pa: Any) -> Any:
+    """The values ``_short_numbers`` read as ``numbers``, as an array of type ``kind`` (binary or
+    string): each number's low bytes up to its highest byte that is not zero (a value holds no
+    NUL)."""
+    lengths = np.zeros(len(numbers), dtype=np.int32)
+    for k in range(8):
+        lengths += numbers > _LOW_BYTES[k]
+    table = numbers.astype("<u8").view(np.uint8).reshape(-1, 8)
+    data = table[np.arange(8) < lengths[:, None]]
+    offsets = np.zeros(len(numbers) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(kind, len(numbers), buffers)
 
 
 def _give_back(pool: Any) -> None:
