@@ -313,10 +313,10 @@ def _runs(values: Any, pa: Any, pc: Any) -> tuple[np.ndarray, Any] | None:
     chunks = [c for c in (values.chunks if hasattr(values, "chunks") else [values]) if len(c)]
     if n < 2:
         return None
-    bits = []  # whether each row but the first differs from the one before
+    bits: list[np.ndarray] = []  # whether each row but the first differs from the one before
     for i, chunk in enumerate(chunks):  # chunk by chunk: comparing shifted columns copies them
         if i:
-            bits.append([chunks[i - 1][-1].as_py() != chunk[0].as_py()])
+            bits.append(np.array([chunks[i - 1][-1].as_py() != chunk[0].as_py()], np.uint8))
         differs = pc.not_equal(chunk.slice(1), chunk.slice(0, len(chunk) - 1))
         if len(differs):
             words = np.frombuffer(differs.buffers()[1], np.uint8)
