@@ -29,6 +29,7 @@ from evalret.data.runcolumns import (
     _codes,
     _dictionary,
     _interned,
+    _order_of,
     _runs,
     _short_numbers,
     read_jsonl_columns,
@@ -219,6 +220,16 @@ def test_short_ids_are_coded_as_dictionary_encode_codes_them(
     distinct = list(dict.fromkeys(values))
     assert names.cast(pa.binary()).to_pylist() == distinct
     assert codes.tolist() == [distinct.index(v) for v in values]
+
+
+@FUZZ
+@given(keys=st.lists(st.integers(0, 2**40), unique=True), wide=st.booleans())
+def test_rows_are_ordered_by_their_keys(keys: list[int], wide: bool) -> None:
+    """Distinct keys put the rows in argsort's order, whether the row indices fit beside the
+    keys in 63 bits or not."""
+    bound = 2**62 if wide else 2**40 + 1
+    got = _order_of(np.array(keys, dtype=np.int64), bound)
+    assert got.tolist() == np.argsort(np.array(keys, dtype=np.int64), kind="stable").tolist()
 
 
 def test_ties_and_negative_zero_follow_the_tie_rule() -> None:
