@@ -273,6 +273,19 @@ def test_an_over_long_line_is_left_to_the_line_reader() -> None:
     assert _columns(b"q Q0 b 1 1 t\n" + long + b"q Q0 c 1 1 t\n") is None
 
 
+@pytest.mark.parametrize("size", [1, 7, 64, 1000])
+def test_a_line_at_the_bound_is_read_and_one_past_it_is_not(size: int) -> None:
+    """The bound counts a line's newline; it holds wherever the chunks cut the file (the
+    reader measures lines only where some stretch of half the bound holds no newline)."""
+    lines = [f"q Q0 d{i} 1 1 t\n".encode() for i in range(10)]
+    for extra, answers in ((0, True), (1, False)):
+        line = b"q Q0 b 1 1 " + b"t" * (40 - 12 + extra) + b"\n"
+        assert len(line) == 40 + extra
+        data = b"".join(lines[:5]) + line + b"".join(lines[5:])
+        chunks = [data[i : i + size] for i in range(0, len(data), size)]
+        assert (read_trec_columns(chunks, 10, 40) is not None) is answers
+
+
 def test_a_gzipped_run_reads_as_its_content_and_hashes_as_its_bytes(tmp_path: Path) -> None:
     """``.gz`` or not, a run starting with gzip's magic bytes is read through gzip (by both
     readers); its digest is of the file on disk."""

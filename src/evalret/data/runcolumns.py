@@ -54,47 +54,47 @@ class Columns:
     doc_names: Any = None  # doc_ids as a pyarrow string array
 
 
-def _trec_bytes(data: bytes, start: int, end: int, b: np.ndarray, ends: np.ndarray) -> bool:
-    """Whether the block ``data[start:end]`` (``b``: its bytes as numpy, ``ends``: where its
-    newlines are) splits into the same six fields for trec_eval and for pyarrow's CSV parser: no
-    NUL, tab, vertical tab or form feed, no carriage return but before a newline, and no empty
-    field (two spaces in a row, or one at a line's start or end); and no comment line (``#``
-    first)."""
+def _trec_bytes(data: bytes, start: int, end: int, b: np.ndarray, n_newlines: int) -> bool:
+    """Whether the block ``data[start:end]`` (``b``: its bytes as numpy) splits into the same six
+    fields for trec_eval and for pyarrow's CSV parser: no NUL, tab, vertical tab or form feed,
+    no carriage return but before a newline, and no empty field (two spaces in a row, or one at
+    a line's start or end); and no comment line (``#`` first)."""
     if any(data.find(byte, start, end) >= 0 for byte in (b"\0", b"\t", b"\x0b", b"\x0c")):
         return False
     # find looks for one byte fast, count does not
     n_cr = data.count(b"\r", start, end) if data.find(b"\r", start, end) >= 0 else 0
     if n_cr and n_cr != data.count(b"\r\n", start, end):
         return False
-    if _two_spaces(data, start, end):
+    if len(b) and (b[0] in (32, 35) or b[-1] == 32):  # the first line's start, the last's end
         return False
-    starts = np.concatenate(([0], ends[ends < len(b) - 1] + 1))  # where each line begins
-    if bool(((b[starts] == 32) | (b[starts] == 35)).any()):
-        return False
-    last = ends - 1 - (b[ends - 1] == 13) if n_cr else ends - 1  # each line's last byte
-    if len(b) and b[-1] != 10:  # the file's last line, without a newline
-        last = np.append(last, len(b) - 1)
-    return not bool((b[last[last >= 0]] == 32).any())
+    return not _pairs(data, start, end, _EMPTY_FIELD_PAIRS)
 
 
-def _two_spaces(data: bytes, start: int, end: int) -> bool:
-    """Whether ``data[start:end]`` holds two spaces in a row: a 16-bit word of two spaces at an
+# two bytes in a row that make an empty field or a comment line, as 16-bit little-endian
+# words: two spaces, a newline then a space or "#" (a line's start), a space then a newline or
+# a carriage return (a line's end: a carriage return is only ever before a newline here)
+_EMPTY_FIELD_PAIRS = (0x2020, 0x200A, 0x230A, 0x0A20, 0x0D20)
+
+
+def _pairs(data: bytes, start: int, end: int, words: tuple[int, ...]) -> bool:
+    """Whether ``data[start:end]`` holds one of ``words`` (two bytes each, little-endian) at an
     even or an odd offset (numpy compares half as many words as bytes)."""
     n = end - start
-    return any(
-        bool((np.frombuffer(data, np.uint16, (n - skip) // 2, start + skip) == 0x2020).any())
-        for skip in (0, 1)
-        if n - skip >= 2
-    )
+    for skip in (0, 1):
+        if n - skip >= 2:
+            pairs = np.frombuffer(data, "<u2", (n - skip) // 2, start + skip)
+            if any(bool((pairs == word).any()) for word in words):
+                return True
+    return False
 
 
-def _jsonl_bytes(data: bytes, start: int, end: int, b: np.ndarray, ends: np.ndarray) -> bool:
+def _jsonl_bytes(data: bytes, start: int, end: int, b: np.ndarray, n_newlines: int) -> bool:
     """Whether the block ``data[start:end]`` has no backslash, no control byte but JSON's
     whitespace, and no carriage return but before a newline."""
     n_cr = data.count(b"\r", start, end)
     return not (
         data.find(b"\\", start, end) >= 0
-        or int(np.count_nonzero(b < 32)) != len(ends) + n_cr + data.count(b"\t", start, end)
+        or int(np.count_nonzero(b < 32)) != n_newlines + n_cr + data.count(b"\t", start, end)
         or (n_cr > 0 and n_cr != data.count(b"\r\n", start, end))
     )
 
@@ -119,7 +119,7 @@ class _Blocks:
         self,
         chunks: Iterable[bytes],
         limit: int,
-        bytes_plain: Callable[[bytes, int, int, np.ndarray, np.ndarray], bool],
+        bytes_plain: Callable[[bytes, int, int, np.ndarray, int], bool],
     ) -> None:
         self.chunks, self.limit, self.bytes_plain = chunks, limit, bytes_plain
         self.n_lines = 0
@@ -151,11 +151,21 @@ class _Blocks:
     def _plain(self, data: bytes, start: int, end: int) -> bool:
         if self.plain and end > start:
             b = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
-            ends = np.flatnonzero(b == 10)
-            self.n_lines += len(ends)
-            longest = int(np.diff(ends, prepend=-1).max(initial=0))  # a line, its newline too
-            self.plain = longest <= self.limit and self.bytes_plain(data, start, end, b, ends)
+            n_newlines = int(np.count_nonzero(b == 10))
+            self.n_lines += n_newlines
+            self.plain = self._short_lines(data, start, end, b) and self.bytes_plain(
+                data, start, end, b, n_newlines
+            )
         return self.plain
+
+    def _short_lines(self, data: bytes, start: int, end: int, b: np.ndarray) -> bool:
+        """Whether no line of the block, its newline too, is over ``limit``: so when every
+        stretch of ``limit // 2`` bytes holds a newline (a few searches); else measured."""
+        step = max(self.limit // 2, 1)
+        if all(data.find(b"\n", p, min(p + step, end)) >= 0 for p in range(start, end, step)):
+            return True
+        ends = np.flatnonzero(b == 10)
+        return int(np.diff(ends, prepend=-1).max(initial=0)) <= self.limit
 
 
 def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Columns | None:
