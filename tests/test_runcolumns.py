@@ -13,14 +13,28 @@ from __future__ import annotations
 import gzip
 import hashlib
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalret.data.runcolumns import _SPACE_OR_EMPTY, read_jsonl_columns, read_trec_columns
+from evalret.data.runcolumns import (
+    _SPACE_OR_EMPTY,
+    _byte_ranks,
+    _codes,
+    _dictionary,
+    _interned,
+    _order_of,
+    _runs,
+    _short_numbers,
+    read_jsonl_columns,
+    read_trec_columns,
+)
 from evalret.data.runfile import MAX_LINE_BYTES, RunFile, read_run, read_run_lines
 from evalret.errors import InputError
 from test_fuzz_readers import FUZZ, run_bytes
@@ -93,6 +107,131 @@ def test_the_columnar_reader_answers_for_plain_runs(data: bytes, depth: int, spl
     assert got.n_lines == want.n_lines
 
 
+@FUZZ
+@given(data=plain_run(), size=st.integers(1, 40))
+def test_blocks_are_the_same_lines_however_the_chunks_cut_them(data: bytes, size: int) -> None:
+    """Chunks of any size, a line spread over several of them, read as two halves do; and a
+    line cut by a chunk boundary is checked as a whole line (a comment, a leading space)."""
+    chunks = [data[i : i + size] for i in range(0, len(data), size)]
+    got, want = read_trec_columns(chunks, 8, LIMIT), _columns(data, 8)
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    assert got.doc_ids == want.doc_ids and got.query_ids == want.query_ids
+    assert got.docs.tolist() == want.docs.tolist() and got.n_lines == want.n_lines
+    for bad in (b"# x y z w v\n", b" q Q0 a 1 1 t\n", b"q Q0 a 1 1 t \n", b"q Q0\tb 1 1 t\n"):
+        cut = data.rfind(b"\n", 0, len(data) - 1) + 1  # the last line's start
+        if not cut:
+            continue
+        hostile = data[:cut] + bad + data[cut:]
+        pieces = [hostile[i : i + size] for i in range(0, len(hostile), size)]
+        assert read_trec_columns(pieces, 8, LIMIT) is None
+
+
+@FUZZ
+@given(
+    names=st.lists(st.binary(min_size=0, max_size=10), unique=True),
+    sliced=st.booleans(),
+)
+def test_docnos_are_ranked_in_byte_order(names: list[bytes], sliced: bool) -> None:
+    """The docnos' byte-order ranks (numpy's sort of 8-byte keys where every name fits, else
+    pyarrow's) are the ranks of Python's bytes order, NUL bytes and long names too."""
+    array = pa.array([b"x", *names], pa.binary())
+    array = array.slice(1) if sliced else pa.array(names, pa.binary())
+    want = {name: rank for rank, name in enumerate(sorted(names))}
+    assert _byte_ranks(array, pc).tolist() == [want[name] for name in names]
+    strings = [n for n in names if _is_utf8(n)]
+    text = pa.array([n.decode() for n in strings], pa.string())
+    order = {name: rank for rank, name in enumerate(sorted(strings))}
+    assert _byte_ranks(text, pc).tolist() == [order[name] for name in strings]
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@FUZZ
+@given(
+    blocks=st.lists(
+        st.tuples(st.sampled_from([b"q1", b"q2", b"q10", b"\xc3\xa9"]), st.integers(1, 4))
+    ),
+    cuts=st.lists(st.integers(0, 40), max_size=3),
+)
+def test_query_blocks_are_coded_as_dictionary_encode_codes_them(
+    blocks: list[tuple[bytes, int]], cuts: list[int]
+) -> None:
+    """Queries each in one block of rows get the codes and names hashing gives them (in the
+    order first met), however the column is chunked; a query in two blocks gets None."""
+    rows = [name for name, size in blocks for _ in range(size)]
+    edges = sorted({min(c, len(rows)) for c in cuts} | {0, len(rows)})
+    column = pa.chunked_array(
+        [pa.array(rows[a:b], pa.binary()) for a, b in pairwise(edges)]
+        or [pa.array([], pa.binary())],
+        pa.binary(),
+    )
+    got = _runs(column, pa, pc)
+    heads = [name for i, name in enumerate(rows) if i == 0 or rows[i - 1] != name]
+    if len(rows) < 2 or len(set(heads)) != len(heads) or 2 * (len(heads) - 1) > len(rows):
+        assert got is None
+        return
+    assert got is not None
+    codes, names = got
+    assert names.to_pylist() == list(dict.fromkeys(rows))
+    assert codes.tolist() == [heads.index(name) for name in rows]
+
+
+@FUZZ
+@given(
+    values=st.lists(st.sampled_from([b"a", b"ab", b"d10", b"d9", b"12345678", b"\xc3\xa9", b"z"])),
+    odd=st.sampled_from([None, b"", b"123456789", b"a\x00b"]),
+    cuts=st.lists(st.integers(0, 40), max_size=3),
+    string=st.booleans(),
+    skip=st.integers(0, 2),
+)
+def test_short_ids_are_coded_as_dictionary_encode_codes_them(
+    values: list[bytes], odd: bytes | None, cuts: list[int], string: bool, skip: int
+) -> None:
+    """Ids of 1 to 8 bytes read as 64-bit numbers get the codes and names hashing the bytes
+    gives them (in the order first met), however the column is chunked or sliced; an empty id,
+    a longer one or one holding a NUL leaves them to pyarrow's dictionary_encode (None)."""
+    if odd is not None:
+        values = [*values, odd]
+    kind = pa.string() if string else pa.binary()
+    values = [v for v in values if not string or _is_utf8(v)]
+    edges = sorted({min(c, len(values)) for c in cuts} | {0, len(values)})
+    column = pa.chunked_array(
+        [pa.array(values[a:b], pa.binary()).cast(kind) for a, b in pairwise(edges)], kind
+    )
+    column, values = column.slice(min(skip, len(values))), values[skip:]  # (chunks with offsets)
+    numbers = _short_numbers(column)
+    if not values or (odd is not None and odd in values):
+        assert numbers is None
+        return
+    assert numbers is not None
+    codes, names = _interned(numbers, kind, pa, pc, pa.default_memory_pool())
+    want = pc.dictionary_encode(column)
+    assert names.type == kind and names.equals(_dictionary(want))
+    assert codes.tolist() == _codes(want).tolist()
+    distinct = list(dict.fromkeys(values))
+    assert names.cast(pa.binary()).to_pylist() == distinct
+    assert codes.tolist() == [distinct.index(v) for v in values]
+
+
+@FUZZ
+@given(keys=st.lists(st.integers(0, 2**40), unique=True), wide=st.booleans())
+def test_rows_are_ordered_by_their_keys(keys: list[int], wide: bool) -> None:
+    """Distinct keys put the rows in argsort's order, whether the row indices fit beside the
+    keys in 63 bits or not."""
+    bound = 2**62 if wide else 2**40 + 1
+    got = _order_of(np.array(keys, dtype=np.int64), bound)
+    assert got.tolist() == np.argsort(np.array(keys, dtype=np.int64), kind="stable").tolist()
+
+
 def test_ties_and_negative_zero_follow_the_tie_rule() -> None:
     """Equal scores (0.0 and -0.0 are equal in C) go docno descending, in byte order."""
     data = b"q Q0 a 1 0 t\nq Q0 b 2 -0 t\nq Q0 B 3 0.0 t\nq Q0 c 4 1 t\n"
@@ -132,6 +271,19 @@ def test_an_over_long_line_is_left_to_the_line_reader() -> None:
     long = b"q Q0 a 1 1 " + b"t" * LIMIT + b"\n"
     assert _columns(long) is None
     assert _columns(b"q Q0 b 1 1 t\n" + long + b"q Q0 c 1 1 t\n") is None
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 1000])
+def test_a_line_at_the_bound_is_read_and_one_past_it_is_not(size: int) -> None:
+    """The bound counts a line's newline; it holds wherever the chunks cut the file (the
+    reader measures lines only where some stretch of half the bound holds no newline)."""
+    lines = [f"q Q0 d{i} 1 1 t\n".encode() for i in range(10)]
+    for extra, answers in ((0, True), (1, False)):
+        line = b"q Q0 b 1 1 " + b"t" * (40 - 12 + extra) + b"\n"
+        assert len(line) == 40 + extra
+        data = b"".join(lines[:5]) + line + b"".join(lines[5:])
+        chunks = [data[i : i + size] for i in range(0, len(data), size)]
+        assert (read_trec_columns(chunks, 10, 40) is not None) is answers
 
 
 def test_a_gzipped_run_reads_as_its_content_and_hashes_as_its_bytes(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -86,9 +87,12 @@ def _random_run(rng: random.Random) -> tuple[dict[str, list[tuple[str, float]]],
     return ranked, queries
 
 
-def _as_run_file(ranked: dict[str, list[tuple[str, float]]]) -> RunFile:
+def _as_run_file(ranked: dict[str, list[tuple[str, float]]], arrow: bool = False) -> RunFile:
+    """``ranked`` as the RunFile a reader gives: the line reader's, or with ``arrow`` the
+    columnar reader's (its names as a pyarrow array too, which the alignment looks up)."""
     doc_ids, offsets, docs, scores = columns(ranked)
-    return RunFile(list(ranked), doc_ids, offsets, docs, scores, sha256="", n_lines=0)
+    names = pa.array(doc_ids, pa.string()) if arrow else None
+    return RunFile(list(ranked), doc_ids, offsets, docs, scores, "", 0, doc_names=names)
 
 
 # a random.Random whose every draw Hypothesis makes (and shrinks): the random data below
@@ -103,6 +107,7 @@ def test_columns_search_result_matches_the_mapping_path(rng: random.Random) -> N
     want, want_alignment = mapping_search_result(ranked, queries, corpus, depth)
     for got, alignment in (
         columns_search_result(_as_run_file(ranked), queries, corpus, depth),
+        columns_search_result(_as_run_file(ranked, arrow=True), queries, corpus, depth),
         to_search_result(ranked, queries, corpus, depth),  # the Python retriever's entry
     ):
         np.testing.assert_array_equal(got.ids, want.ids)
@@ -110,6 +115,30 @@ def test_columns_search_result_matches_the_mapping_path(rng: random.Random) -> N
         assert got.ids.dtype == want.ids.dtype and got.scores.dtype == want.scores.dtype
         assert got.extra_docs == want.extra_docs
         assert alignment == want_alignment
+
+
+@pytest.mark.parametrize(
+    "corpus",
+    [
+        ["é", "d1", "日本", "a b"],  # not ASCII
+        ["d1", "\ud800", "é"],  # a lone surrogate, which UTF-8 cannot hold: looked up in a dict
+        [],
+    ],
+)
+def test_the_alignment_in_pyarrow_matches_the_dict(corpus: list[str]) -> None:
+    """A run carrying its names as a pyarrow array is aligned as one without: the same ids,
+    extra documents (in the order first met) and counts, whatever the names."""
+    ranked = {
+        "q1": [("日本", 3.0), ("x", 2.0), ("é", 1.0), ("y", 0.5)],
+        "q2": [("y", 1.0), ("d1", 0.5), ("z", 0.0)],
+        "q9": [("d1", 1.0)],
+    }
+    queries = ["q2", "q1", "q3"]
+    want = columns_search_result(_as_run_file(ranked), queries, corpus, 3)
+    got = columns_search_result(_as_run_file(ranked, arrow=True), queries, corpus, 3)
+    np.testing.assert_array_equal(got[0].ids, want[0].ids)
+    np.testing.assert_array_equal(got[0].scores, want[0].scores)
+    assert got[0].extra_docs == want[0].extra_docs and got[1] == want[1]
 
 
 def _golden(doc_ids: list[str], query_ids: list[str]) -> GoldenSet:

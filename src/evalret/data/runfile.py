@@ -55,7 +55,7 @@ from array import array
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -91,7 +91,8 @@ class RunFile:
     ``offsets[i + 1]`` of ``docs`` (indices into ``doc_ids``) and ``scores``, best first; the
     file's SHA-256 and line count; and how many TREC scores were not wholly a number (read by
     their leading number, as ``atof`` does). ``doc_ids`` holds each document once, in no
-    particular order."""
+    particular order; ``doc_names`` is the same names as a pyarrow string array when the
+    columnar reader read the file (None from the line reader), for lookups done in pyarrow."""
 
     query_ids: list[str]
     doc_ids: list[str]
@@ -101,6 +102,7 @@ class RunFile:
     sha256: str
     n_lines: int
     scores_partial: int = 0
+    doc_names: Any = field(default=None, compare=False, repr=False)
 
     @property
     def rankings(self) -> dict[str, list[tuple[str, float]]]:
@@ -422,6 +424,7 @@ def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
             scores=fast.scores,
             sha256=source.digest.hexdigest(),
             n_lines=fast.n_lines,
+            doc_names=fast.doc_names,
         )
     return read_run_lines(path, fmt, depth)
 

@@ -179,18 +179,18 @@ class GoldenSet:
 
     def qrel_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Judgments of the evaluated queries as (query index, document index, grade) arrays."""
-        qi: list[int] = []
-        di: list[int] = []
-        gr: list[int] = []
-        for i, q in enumerate(self.query_ids):
-            for d, g in self.qrels.get(q, {}).items():
-                qi.append(i)
-                di.append(self.doc_index[d])
-                gr.append(g)
+        sizes: list[int] = []
+        docs: list[str] = []
+        grades: list[int] = []
+        for q in self.query_ids:
+            judged = self.qrels.get(q, {})
+            sizes.append(len(judged))
+            docs.extend(judged)
+            grades.extend(judged.values())
         return (
-            np.array(qi, dtype=np.int64),
-            np.array(di, dtype=np.int64),
-            np.array(gr, dtype=np.int64),
+            np.repeat(np.arange(len(sizes), dtype=np.int64), sizes),
+            np.fromiter(map(self.doc_index.__getitem__, docs), np.int64, len(docs)),
+            np.array(grades, dtype=np.int64),
         )
 
     @cached_property

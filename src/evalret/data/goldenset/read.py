@@ -8,11 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalret.core.metrics import MAX_GRADE
 from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
 from evalret.data.config import (
     GoldenSetConfig,
 )
-from evalret.data.textfile import TextProblem, decode, parse_json
+from evalret.data.textfile import BOM, TextProblem, decode, parse_json
 from evalret.errors import GoldenSetError
 
 if TYPE_CHECKING:
@@ -84,9 +85,17 @@ def _qrels_grade(text: str) -> tuple[int | None, bool]:
     return None, False
 
 
-def _read_qrels_rows(b: GoldenSetScan, path: Path, columns: int, header: bool) -> list[str]:
+def _read_qrels_rows(
+    b: GoldenSetScan, path: Path, columns: int, header: bool, columnar: bool = True
+) -> list[str]:
     """Judgments from a whitespace-separated qrels file; returns query ids in first-seen order.
-    ``#`` comment lines are skipped; decimal grades are truncated with one warning per file."""
+    ``#`` comment lines are skipped; decimal grades are truncated with one warning per file.
+    A plain file (``_read_plain_qrels``) is read as columns (unless not ``columnar``: the line
+    reader, the reference, reads every file); any other line by line."""
+    if columnar and not header and not b.qrels:
+        judged = _read_plain_qrels(b, path, columns)
+        if judged is not None:
+            return judged
     order: dict[str, None] = {}
     truncated: list[int] = []
     for n, raw in b.lines(path):
@@ -117,6 +126,60 @@ def _read_qrels_rows(b: GoldenSetScan, path: Path, columns: int, header: bool) -
             "non-integer-grade",
         )
     return list(order)
+
+
+_PLAIN_GRADES = re.compile(r"[+-]?[0-9]+(?: [+-]?[0-9]+)*")
+
+
+def _read_plain_qrels(b: GoldenSetScan, path: Path, columns: int) -> list[str] | None:
+    """``_read_qrels_rows`` of a plain qrels file, read as columns, not line by line: its bytes
+    (after a byte-order mark) printable ASCII, spaces, tabs, carriage returns and newlines; no
+    ``#``; each line blank or of ``columns`` fields, the last an integer grade within range;
+    no judgment twice. Any other file (or one that cannot be read) gives None, with nothing
+    added to ``b``: the line reader then reads it and names the line of each problem."""
+    import numpy as np
+
+    try:
+        data = path.read_bytes().removeprefix(BOM)
+    except OSError:
+        return None
+    if not data or b"#" in data:
+        return None
+    text = np.frombuffer(data, dtype=np.uint8)
+    newline = text == 10
+    space = (text == 32) | (text == 9) | (text == 13)
+    if not bool((((text > 32) & (text < 127)) | newline | space).all()):
+        return None
+    word = ~(newline | space)
+    starts = word.copy()  # a field's first byte
+    starts[1:] &= ~word[:-1]
+    line = np.searchsorted(np.flatnonzero(newline), np.flatnonzero(starts))  # 0-based
+    fields = np.bincount(line)
+    if not bool(((fields == 0) | (fields == columns)).all()):
+        return None
+    tokens = data.decode("ascii").split()  # str.split(): the line reader's split, on ASCII
+    queries, docs, grades = (
+        tokens[::columns],
+        tokens[columns - 2 :: columns],
+        tokens[columns - 1 :: columns],
+    )
+    if not _PLAIN_GRADES.fullmatch(" ".join(grades)):
+        return None
+    values = list(map(int, grades))
+    if max(map(abs, values)) > MAX_GRADE:
+        return None
+    qrels: dict[str, dict[str, int]] = {}
+    for query_id, doc_id, grade in zip(queries, docs, values, strict=True):
+        judged = qrels.get(query_id)
+        if judged is None:
+            judged = qrels[query_id] = {}
+        judged[doc_id] = grade
+    if sum(map(len, qrels.values())) != len(values):  # a judgment twice
+        return None
+    numbers = (np.flatnonzero(fields) + 1).tolist()
+    b.qrels.update(qrels)
+    b.qrel_where.extend(zip(queries, docs, [path] * len(numbers), numbers, strict=True))
+    return list(qrels)
 
 
 def scan_beir(
@@ -205,11 +268,16 @@ def _scan_qrels_only(qrels: Path, relevance_level: int) -> GoldenSetScan:
     judged = _read_qrels_rows(b, qrels, columns=4, header=False)
     for query_id, doc_id, path, line in b.qrel_where:
         if query_id not in b.queries:
-            b.check_id("query", query_id, path, line)
             b.queries[query_id], b.query_where[query_id] = "", (path, line)
         if doc_id not in b.docs:
-            b.check_id("document", doc_id, path, line)
             b.docs[doc_id], b.doc_where[doc_id] = "", (path, line)
+    ids = "".join(b.queries) + "".join(b.docs)
+    if not (ids.isascii() and ids.isprintable() and " " not in ids):  # else none check_id refuses
+        for query_id, doc_id, path, line in b.qrel_where:  # each id where first met, in order
+            if b.query_where[query_id] == (path, line):
+                b.check_id("query", query_id, path, line)
+            if b.doc_where[doc_id] == (path, line):
+                b.check_id("document", doc_id, path, line)
     read_sources_file(b, qrels.parent / SOURCES_FILE)
     return b.finish(str(qrels), "trec", judged)
 

@@ -28,13 +28,13 @@ from evalret.core.provenance import (
     LLM_PREFIX,
     is_llm,
 )
-from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL
+from evalret.core.relevance import DEFAULT_RELEVANCE_LEVEL, is_relevant
 from evalret.data.textfile import TextProblem, decode, parse_json
 from evalret.errors import GoldenSetError, Problem
 
 if TYPE_CHECKING:
     pass
-from evalret.data.goldenset.model import Format, GoldenSet, relevant_count
+from evalret.data.goldenset.model import Format, GoldenSet
 
 # integers a run holds in int64 arrays: a larger one is refused where it is read, with its line
 Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
@@ -481,13 +481,16 @@ class GoldenSetScan(_Reader):
                 )
 
     def _check_relevant(self) -> None:
-        first: dict[str, Where] = {}
-        for q, _, path, line in self.qrel_where:
-            first.setdefault(q, (path, line))
         level = self.relevance_level
-        for q in self.evaluate:
-            if relevant_count(self.qrels.get(q, {}), level):
-                continue
+        lacking = [
+            q
+            for q in self.evaluate
+            if not any(is_relevant(g, level) for g in self.qrels.get(q, {}).values())
+        ]
+        first: dict[str, Where] = {}
+        for q, _, path, line in self.qrel_where if lacking else ():
+            first.setdefault(q, (path, line))
+        for q in lacking:
             path, line = first.get(q) or self.query_where[q]
             self.warn(
                 f"query {q!r} has no relevant document (no judgment with grade >= {level}): "

@@ -8,8 +8,9 @@ queries it has that the evaluated golden set does not (ignored, a warning), and 
 documents the corpus does not have (unjudged).
 
 The rankings come as columns (``RankedColumns``: a run file's ``data.runfile.RunFile`` is one):
-each distinct document name is looked up in the corpus once, queries are aligned by a dict, and
-the ``[queries, depth]`` arrays are filled by numpy, never row by row in Python.
+each distinct document name is looked up in the corpus once (in pyarrow when the run carries its
+names as a pyarrow array), queries are aligned by a dict, and the ``[queries, depth]`` arrays
+are filled by numpy, never row by row in Python.
 
 Code that returns rankings (a Python retriever, a store driver) passes the checks of
 engines/ranking_checks.py, which make its silent mistakes loud.
@@ -20,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from evalret.core.ranking import SearchResult, empty_result
 from evalret.core.treceval.ranking import RunColumns
+from evalret.data.runcolumns import arrow_numbers
 from evalret.data.runfile import columns
 
 
@@ -115,6 +117,42 @@ def _rows(
     )
 
 
+def _corpus_ids(run: RankedColumns, doc_ids: Sequence[str]) -> np.ndarray:
+    """Each of ``run``'s documents' index in ``doc_ids`` (whose names are distinct), -1 for
+    those it lacks: looked up in pyarrow when the run carries its names as a pyarrow array
+    (``data.runfile.RunFile.doc_names``), else in a dict."""
+    names = getattr(run, "doc_names", None)
+    corpus = None if names is None else _arrow_strings(doc_ids)
+    if corpus is not None:
+        import pyarrow.compute as pc
+
+        found = pc.index_in(names, value_set=corpus)  # null where absent
+        ids = arrow_numbers(found).astype(np.int64)
+        if found.null_count:  # (pyarrow's fill_null imports pandas)
+            bits = np.frombuffer(found.buffers()[0], dtype=np.uint8)
+            valid = np.unpackbits(bits, count=found.offset + len(found), bitorder="little")
+            ids[valid[found.offset :] == 0] = -1
+        return ids
+    index = {d: i for i, d in enumerate(doc_ids)}
+    return np.fromiter(map(index.get, run.doc_ids, repeat(-1)), np.int64, len(run.doc_ids))
+
+
+def _arrow_strings(texts: Sequence[str]) -> Any:
+    """``texts`` as a pyarrow string array, built from its buffers (``pyarrow.array`` on a
+    list imports pandas, a good part of a second); None for a text UTF-8 cannot hold (a lone
+    surrogate)."""
+    import pyarrow as pa
+
+    try:
+        encoded = [t.encode("utf-8") for t in texts]
+    except UnicodeEncodeError:
+        return None
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+    data = pa.py_buffer(b"".join(encoded))
+    return pa.LargeStringArray.from_buffers(len(encoded), pa.py_buffer(offsets), data)
+
+
 def columns_search_result(
     run: RankedColumns,
     query_ids: Sequence[str],
@@ -123,9 +161,8 @@ def columns_search_result(
 ) -> tuple[SearchResult, Alignment]:
     """``run``'s rankings as one row per query of ``query_ids``, the first ``depth`` ranks; the
     documents the corpus lacks as extra ids, numbered in the order they are first met."""
-    index = {d: i for i, d in enumerate(doc_ids)}
     n_run = len(run.doc_ids)
-    corpus = np.fromiter(map(index.get, run.doc_ids, repeat(-1)), np.int64, n_run)
+    corpus = _corpus_ids(run, doc_ids)
     row, rank, source, missing = _rows(run, query_ids, depth)
     docs = np.asarray(run.docs, dtype=np.int64)[source]
     ids = corpus[docs]
