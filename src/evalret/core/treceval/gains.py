@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -276,7 +277,7 @@ def rbp(q: Ranking, pairs: Pairs) -> float:
     high = max([0.0, *(v for _, v, _ in gains.levels)])
     if low < 0 or high > 1:
         gains.levels = [(g, (v - low) / (high - low), n) for g, v, n in gains.levels]
-    powers = _powers(p, q.num_ret).tolist()
+    powers = _power_list(p, q.num_ret)
     total = 0.0
     for j, g in gains.events(q):
         total += g * powers[j]
@@ -298,8 +299,18 @@ def rbp_resid(q: Ranking, pairs: Pairs) -> float:
     return float(powers[-1]) + (1 - p) * total
 
 
+@lru_cache(maxsize=64)
 def _powers(p: float, n: int) -> np.ndarray:
-    """1, p, p*p, ... (n + 1 of them), each the one before times p, as a walk multiplies."""
+    """1, p, p*p, ... (n + 1 of them), each the one before times p, as a walk multiplies; made
+    once for each (p, n), as most queries of a run retrieve as many documents (read-only)."""
     steps = np.full(n + 1, p, dtype=np.float64)
     steps[0] = 1.0
-    return np.multiply.accumulate(steps)
+    powers = np.multiply.accumulate(steps)
+    powers.flags.writeable = False
+    return powers
+
+
+@lru_cache(maxsize=64)
+def _power_list(p: float, n: int) -> list[float]:
+    """``_powers`` as a list (rbp's walk reads it item by item; do not change it)."""
+    return _powers(p, n).tolist()

@@ -191,7 +191,8 @@ def trec_eval_text(
                 for j, value in enumerate(values):
                     sums[j] += value
             if heads:
-                out.extend(f"{h}{qid}\t{show(v)}\n" for h, v in zip(heads, values, strict=True))
+                tail = f"{qid}\t"
+                out += [h + tail + show(v) + "\n" for h, v in zip(heads, values, strict=True)]
         evaluated += 1
     for sel, _, _, sums in scored:
         if sums is not None:
