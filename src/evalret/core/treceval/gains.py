@@ -313,4 +313,5 @@ def _powers(p: float, n: int) -> np.ndarray:
 @lru_cache(maxsize=64)
 def _power_list(p: float, n: int) -> list[float]:
     """``_powers`` as a list (rbp's walk reads it item by item; do not change it)."""
-    return _powers(p, n).tolist()
+    powers: list[float] = _powers(p, n).tolist()
+    return powers
