@@ -25,18 +25,17 @@ def _environ() -> dict[str, str]:
     return environ
 
 
+def _process(tmp_path: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` run to its end in ``tmp_path``, its output captured."""
+    return subprocess.run(
+        argv, capture_output=True, text=True, check=False, cwd=tmp_path, env=_environ(), timeout=300
+    )
+
+
 def _evalret(tmp_path: Path, *args: str, before: str = "") -> subprocess.CompletedProcess[str]:
     """``evalret ARGS`` run as its console script runs it (``before``: Python run first)."""
     code = f"{before}\nfrom evalret.cli import main\nmain()\n"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-        env=_environ(),
-        timeout=300,
-    )
+    return _process(tmp_path, [sys.executable, "-c", code, *args])
 
 
 def _data(tmp_path: Path) -> None:
@@ -122,15 +121,8 @@ def test_a_profiler_still_writes_its_report(tmp_path: Path) -> None:
     """`python -m cProfile -o FILE -m evalret ...` (a developer's profile) saves at its own end."""
     _data(tmp_path)
     profile = tmp_path / "score.prof"
-    done = subprocess.run(
-        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "evalret", "--version"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-        env=_environ(),
-        timeout=300,
-    )
+    argv = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "evalret", "--version"]
+    done = _process(tmp_path, argv)
     assert done.returncode == 0, done.stderr
     assert profile.stat().st_size > 0
 
@@ -142,15 +134,7 @@ def test_a_reader_that_takes_one_byte_and_leaves(tmp_path: Path) -> None:
     _data(tmp_path)
     whole = _score(tmp_path, "good.trec", "first").stdout
     line = f"{sys.executable} -m evalret score qrels.txt run=good.trec --out out --no-progress"
-    done = subprocess.run(
-        ["bash", "-c", f'{line} | head -c 1; echo " ${{PIPESTATUS[0]}}"'],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-        env=_environ(),
-        timeout=300,
-    )
+    done = _process(tmp_path, ["bash", "-c", f'{line} | head -c 1; echo " ${{PIPESTATUS[0]}}"'])
     first, code = done.stdout.split(" ")
     assert first == whole[0]
     assert int(code) in (0, ExitCode.BROKEN_PIPE), done.stderr
