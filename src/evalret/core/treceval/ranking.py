@@ -9,8 +9,8 @@ cost follows the judged documents a query retrieves, not its depth."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -61,6 +61,8 @@ class Ranking:
     pooled_grades: dict[int, int]  # rank -> grade, at the pooled ranks
     judged_grades: list[int]  # the grades at the judged ranks
     positive_grades: list[int]  # the grades at the positive ranks
+    # what several measures derive from the ranking, made by the first that needs it
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
     def num_rel_levels(self) -> int:
