@@ -2,7 +2,9 @@
 grade's gain (the grade itself unless a ``level=gain`` parameter sets it), and the walk down
 the ideal ordering they share. Each function states its formula; trec_eval's order of
 floating-point operations is kept, so that the values agree to the last bit. Past the ideal
-ordering's end a walk visits only the ranks whose gain is not 0 (``Gains.events``)."""
+ordering's end a walk visits only the ranks whose gain is not 0 (``Gains.events``). The ideal
+ordering depends only on the query's grade counts: its gains and sums are made once for each
+(``Gains.of``), and what the walks of one query share once for the query (``_walk``)."""
 
 from __future__ import annotations
 
@@ -23,12 +25,12 @@ def _is_int(text: str) -> bool:
     return body.isdigit() and body.isascii()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Gains:
     """(grade, gain, judged documents at that grade), by increasing gain. Shared between the
     queries with the same grade counts (``of`` caches them): never changed once made."""
 
-    levels: list[tuple[int, float, int]]
+    levels: tuple[tuple[int, float, int], ...]
 
     @classmethod
     def of(cls, q: Ranking, pairs: Pairs) -> Gains:
@@ -115,7 +117,7 @@ def _gains_of(rel_levels: tuple[int, ...], pairs: Pairs) -> Gains:
     # trec_eval compares gains as (int)(g1 - g2): gains less than 1 apart tie
     levels = [(int(g), float(v), int(n)) for g, v, n in given]
     ordered = sorted(levels, key=lambda e: math.trunc(e[1]))
-    return Gains(ordered)
+    return Gains(tuple(ordered))
 
 
 class Ideal:
@@ -339,7 +341,7 @@ def _rbp_gains(rel_levels: tuple[int, ...], pairs: Pairs) -> Gains:
     low = min([0.0, *(v for _, v, _ in gains.levels)])
     high = max([0.0, *(v for _, v, _ in gains.levels)])
     if low < 0 or high > 1:
-        return Gains([(g, (v - low) / (high - low), n) for g, v, n in gains.levels])
+        return Gains(tuple((g, (v - low) / (high - low), n) for g, v, n in gains.levels))
     return gains
 
 
