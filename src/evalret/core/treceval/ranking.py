@@ -44,7 +44,8 @@ class Ranking:
     counts R (``num_rel``: judged documents at or above the level), relevant retrieved,
     retrieved, and retrieved unjudged of both kinds; and the 0-based ranks, ascending, of the
     documents relevant at ``level`` (``relevant``), judged (``judged``), with a grade above 0
-    (``positive``) and in the qrels at all (``pooled``: judged or UNJUDGED)."""
+    (``positive``) and in the qrels at all (``pooled``: judged or UNJUDGED); and ``memo``, what
+    several measures derive from it, kept there by the first that needs it."""
 
     rels: np.ndarray
     rel_levels: tuple[int, ...]
@@ -61,7 +62,6 @@ class Ranking:
     pooled_grades: dict[int, int]  # rank -> grade, at the pooled ranks
     judged_grades: list[int]  # the grades at the judged ranks
     positive_grades: list[int]  # the grades at the positive ranks
-    # what several measures derive from the ranking, made by the first that needs it
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
