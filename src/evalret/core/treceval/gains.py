@@ -2,18 +2,20 @@
 grade's gain (the grade itself unless a ``level=gain`` parameter sets it), and the walk down
 the ideal ordering they share. Each function states its formula; trec_eval's order of
 floating-point operations is kept, so that the values agree to the last bit. Past the ideal
-ordering's end a walk visits only the ranks whose gain is not 0 (``Gains.events``)."""
+ordering's end a walk visits only the ranks whose gain is not 0 (``Gains.events``). The ideal
+ordering depends only on the query's grade counts: its gains and sums are made once for each
+(``Gains.of``), and what the walks of one query share once for the query (``_walk``)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
 from evalret.core.relevance import is_judged
-from evalret.core.treceval.ranking import Ranking
+from evalret.core.treceval.ranking import NONPOOL, Ranking
 
 Pairs = tuple[tuple[str, float], ...]
 
@@ -23,49 +25,99 @@ def _is_int(text: str) -> bool:
     return body.isdigit() and body.isascii()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Gains:
-    """(grade, gain, judged documents at that grade), by increasing gain."""
+    """(grade, gain, judged documents at that grade), by increasing gain. Shared between the
+    queries with the same grade counts (``of`` caches them): never changed once made."""
 
-    levels: list[tuple[int, float, int]]
+    levels: tuple[tuple[int, float, int], ...]
 
     @classmethod
     def of(cls, q: Ranking, pairs: Pairs) -> Gains:
         """Gains from ``pairs`` (``level=gain``, non-integer levels ignored) and, for every
         other grade 0..max of the query, the grade itself."""
-        given = [[int(name), value, 0] for name, value in pairs if _is_int(name)]
-        for grade in range(q.num_rel_levels):
-            for entry in given:
-                if entry[0] == grade:
-                    entry[2] = q.rel_levels[grade]
-                    break
-            else:
-                given.append([grade, float(grade), q.rel_levels[grade]])
-        # trec_eval compares gains as (int)(g1 - g2): gains less than 1 apart tie
-        levels = [(int(g), float(v), int(n)) for g, v, n in given]
-        ordered = sorted(levels, key=lambda e: math.trunc(e[1]))
-        return cls(ordered)
+        return _gains_of(q.rel_levels, pairs)
+
+    @cached_property
+    def table(self) -> dict[int, float]:
+        """Grade -> gain (the first level with that grade)."""
+        out: dict[int, float] = {}
+        for g, v, _ in self.levels:
+            out.setdefault(g, v)
+        return out
 
     def gain(self, grade: int) -> float:
-        for g, v, _ in self.levels:
-            if g == grade:
-                return v
-        return 0.0
+        return self.table.get(grade, 0.0)
+
+    @cached_property
+    def sequence(self) -> list[float]:
+        """The ideal gain before its first step, then after each step (``Ideal.step``), up to
+        and with the first that is not positive, where every walk of the ideal stops."""
+        ideal = Ideal(self)
+        out = [ideal.gain]
+        while ideal.gain > 0.0:
+            out.append(ideal.step())
+        return out
+
+    @cached_property
+    def ideal_prefix(self) -> list[float]:
+        """The ideal DCG after each of the ideal's positive ranks (0.0 first): each rank's gain
+        / log2(rank + 1), added in rank order."""
+        out, total = [0.0], 0.0
+        for t, g in enumerate(self.sequence[1:-1], start=1):
+            total += g / math.log2(t + 1)
+            out.append(total)
+        return out
+
+    @cached_property
+    def ideal_sum(self) -> float:
+        """The ideal's positive gains added in rank order."""
+        total = 0.0
+        for g in self.sequence[1:-1]:
+            total += g
+        return total
+
+    @cached_property
+    def _plain(self) -> bool:
+        return all(v == g for g, v, _ in self.levels)
+
+    @cached_property
+    def _judged_gain(self) -> bool:
+        return all(is_judged(g) for g, v in self.table.items() if v != 0)
 
     def events(self, q: Ranking, start: int = 0) -> list[tuple[int, float]]:
         """(0-based rank, gain) of the ranks from ``start`` on whose gain is not 0."""
-        if all(v == g for g, v, _ in self.levels):  # gains are the grades: the positive ranks
+        if self._plain:  # gains are the grades: the positive ranks
             pairs = zip(q.positive, q.positive_grades, strict=True)
             return [(i, float(g)) for i, g in pairs if i >= start]
-        gains = {g: self.gain(g) for g, _, _ in self.levels}
-        if all(is_judged(g) for g, v in gains.items() if v != 0):  # only judged ranks gain
-            events = [(i, gains.get(q.grade(i), 0.0)) for i in q.judged if i >= start]
+        gains = self.table
+        if self._judged_gain:  # only judged ranks gain
+            grade_at = q.pooled_grades
+            events = [(i, gains.get(grade_at[i], 0.0)) for i in q.judged if i >= start]
             return [(i, v) for i, v in events if v != 0]
         rels = q.rels[start:]
         values = {r: self.gain(r) for r in np.unique(rels).tolist()}
         nonzero = [r for r, v in values.items() if v != 0]
         at = np.flatnonzero(np.isin(rels, nonzero)).tolist()
         return [(start + i, values[q.grade(start + i)]) for i in at]
+
+
+@lru_cache(maxsize=4096)
+def _gains_of(rel_levels: tuple[int, ...], pairs: Pairs) -> Gains:
+    top = [i for i, n in enumerate(rel_levels) if n]
+    num_rel_levels = top[-1] + 1 if top else 0
+    given = [[int(name), value, 0] for name, value in pairs if _is_int(name)]
+    for grade in range(num_rel_levels):
+        for entry in given:
+            if entry[0] == grade:
+                entry[2] = rel_levels[grade]
+                break
+        else:
+            given.append([grade, float(grade), rel_levels[grade]])
+    # trec_eval compares gains as (int)(g1 - g2): gains less than 1 apart tie
+    levels = [(int(g), float(v), int(n)) for g, v, n in given]
+    ordered = sorted(levels, key=lambda e: math.trunc(e[1]))
+    return Gains(tuple(ordered))
 
 
 class Ideal:
@@ -87,29 +139,32 @@ class Ideal:
         return self.gain
 
 
+def _walk(q: Ranking, pairs: Pairs) -> tuple[Gains, list[float], list[tuple[int, float]]]:
+    """What the walks of G, ndcg, ndcg_rel and Rndcg share for one query, made once (kept in
+    ``q.memo``): the gains; the gain at each rank while the ideal's gain is positive (the
+    ``head``, ranks 0..min(n, ideal's length) - 1); and the events past it (``Gains.events``)."""
+    key = ("walk", pairs)
+    got: tuple[Gains, list[float], list[tuple[int, float]]] | None = q.memo.get(key)
+    if got is None:
+        gains = Gains.of(q, pairs)
+        table, grade_at = gains.table, q.pooled_grades
+        m = min(q.num_ret, len(gains.sequence) - 1)
+        head = [table.get(grade_at.get(i, NONPOOL), 0.0) for i in range(m)]
+        got = q.memo[key] = (gains, head, gains.events(q, m))
+    return got
+
+
 def dcg_pair(q: Ranking, pairs: Pairs) -> tuple[float, float]:
     """(DCG, ideal DCG) over the whole ranking: sum gain(rank i) / log2(i + 1), the ideal one over
     the query's judged documents in decreasing gain, as long as the gain is positive."""
-    gains = Gains.of(q, pairs)
-    ideal = Ideal(gains)
-    dcg = ideal_dcg = 0.0
-    i = 0
-    n = q.num_ret
-    while i < n and ideal.gain > 0.0:
-        g = gains.gain(q.grade(i))
+    gains, head, tail = _walk(q, pairs)
+    dcg = 0.0
+    for i, g in enumerate(head):
         if g != 0:
             dcg += g / math.log2(i + 2)
-        if ideal.step() > 0.0:
-            ideal_dcg += ideal.gain / math.log2(i + 2)
-        i += 1
-    for j, g in gains.events(q, i):
+    for j, g in tail:
         dcg += g / math.log2(j + 2)
-    i = max(i, n)
-    while ideal.gain > 0.0:
-        if ideal.step() > 0.0:
-            ideal_dcg += ideal.gain / math.log2(i + 2)
-        i += 1
-    return dcg, ideal_dcg
+    return dcg, gains.ideal_prefix[-1]
 
 
 def dcg(q: Ranking, pairs: Pairs) -> float:
@@ -131,34 +186,24 @@ def ndcg(q: Ranking, pairs: Pairs) -> float:
 def ndcg_rel(q: Ranking, pairs: Pairs) -> float:
     """nDCG averaged over the ranks of the relevant (positive-gain) documents, the ideal's
     relevant documents not retrieved counting at the final nDCG; / their number."""
-    gains = Gains.of(q, pairs)
-    ideal = Ideal(gains)
-    dcg = ideal_dcg = total = 0.0
-    rel_ret = rel = 0
-    i, n = 0, q.num_ret
-    while i < n and ideal.gain > 0.0:
-        g = gains.gain(q.grade(i))
+    gains, head, tail = _walk(q, pairs)
+    prefix = gains.ideal_prefix
+    rel = len(prefix) - 1  # the ideal's relevant documents
+    dcg = total = 0.0
+    rel_ret = 0
+    for i, g in enumerate(head):
         if g != 0:
             dcg += g / math.log2(i + 2)
-        if ideal.step() > 0.0:
-            rel += 1
-            ideal_dcg += ideal.gain / math.log2(i + 2)
         if g > 0:
-            total += _div(dcg, ideal_dcg)
+            total += _div(dcg, prefix[min(i + 1, rel)])
             rel_ret += 1
-        i += 1
-    for j, g in gains.events(q, i):
+    ideal_dcg = prefix[min(len(head), rel)]
+    for j, g in tail:
         dcg += g / math.log2(j + 2)
         if g > 0:
             total += _div(dcg, ideal_dcg)
             rel_ret += 1
-    i = max(i, n)
-    while ideal.gain > 0.0:
-        if ideal.step() > 0.0:
-            rel += 1
-            ideal_dcg += ideal.gain / math.log2(i + 2)
-        i += 1
-    total += _div((rel - rel_ret) * dcg, ideal_dcg)
+    total += _div((rel - rel_ret) * dcg, prefix[rel])
     return _div(total, float(rel)) if total > 0.0 else 0.0
 
 
@@ -199,30 +244,30 @@ class _Points:
 def rndcg(q: Ranking, pairs: Pairs) -> float:
     """nDCG read at each rank where the ideal gain changes (and at the ranking's end), averaged
     over those points; 0 when the query has no relevant document."""
-    gains = Gains.of(q, pairs)
+    gains, head, tail = _walk(q, pairs)
     if q.num_rel == 0:
         return 0.0
-    ideal = Ideal(gains)
-    points = _Points(ideal.gain)
+    seq = gains.sequence
+    points = _Points(seq[0])
     dcg = ideal_dcg = 0.0
-    i, n = 0, q.num_ret
-    while i < n and ideal.gain > 0.0:
-        g = gains.gain(q.grade(i))
-        points.at(ideal.step(), dcg, ideal_dcg)
+    for i, g in enumerate(head):
+        gain = seq[i + 1]
+        points.at(gain, dcg, ideal_dcg)
         if g != 0:
             dcg += g / math.log2(i + 2)
-        if ideal.gain > 0.0:
-            ideal_dcg += ideal.gain / math.log2(i + 2)
-        i += 1
-    if i < n:
-        for j, g in gains.events(q, i):
+        if gain > 0.0:
+            ideal_dcg += gain / math.log2(i + 2)
+    step = i = len(head)
+    if i < q.num_ret:
+        for j, g in tail:
             dcg += g / math.log2(j + 2)
-        i = n
+        i = q.num_ret
         points.read(dcg, ideal_dcg)
-    while ideal.gain > 0.0:
-        points.at(ideal.step(), dcg, ideal_dcg)
-        if ideal.gain > 0.0:
-            ideal_dcg += ideal.gain / math.log2(i + 2)
+    while seq[step] > 0.0:
+        step += 1
+        points.at(seq[step], dcg, ideal_dcg)
+        if seq[step] > 0.0:
+            ideal_dcg += seq[step] / math.log2(i + 2)
         i += 1
     return _div(points.total, float(points.n))
 
@@ -230,23 +275,20 @@ def rndcg(q: Ranking, pairs: Pairs) -> float:
 def g_measure(q: Ranking, pairs: Pairs) -> float:
     """G: sum over ranks of gain / log2(2 + ideal cost so far - gain so far), the cost the
     ideal gain (at least 1 a rank), / the ideal's total gain."""
-    gains = Gains.of(q, pairs)
-    ideal = Ideal(gains)
-    results_g = sum_results = sum_ideal = sum_cost = 0.0
-    i, n = 0, q.num_ret
-    while i < n and ideal.gain > 0.0:
-        g = gains.gain(q.grade(i))
+    gains, head, tail = _walk(q, pairs)
+    seq = gains.sequence
+    results_g = sum_results = sum_cost = 0.0
+    for i, g in enumerate(head):
         sum_results += g
-        if ideal.step() > 0.0:
-            sum_ideal += ideal.gain
-        sum_cost += ideal.gain if ideal.gain >= 1.0 else 1.0
+        gain = seq[i + 1]
+        sum_cost += gain if gain >= 1.0 else 1.0
         if g != 0:
             results_g += _div(g, _c_log2(2 + sum_cost - sum_results))
-        i += 1
+    i, n = len(head), q.num_ret
     if sum_cost == math.floor(sum_cost) and abs(sum_cost) + n < 2**52:
         # sum_cost grows by 1.0 a rank, exactly while it is a whole number: read it at the events
         base, start = sum_cost, i
-        for j, g in gains.events(q, i):
+        for j, g in tail:
             sum_results += g
             sum_cost = base + (j - start + 1)
             results_g += _div(g, _c_log2(2 + sum_cost - sum_results))
@@ -258,10 +300,7 @@ def g_measure(q: Ranking, pairs: Pairs) -> float:
         if g != 0:
             results_g += _div(g, _c_log2(2 + sum_cost - sum_results))
         i += 1
-    while ideal.gain > 0.0:
-        if ideal.step() > 0.0:
-            sum_ideal += ideal.gain
-        i += 1
+    sum_ideal = gains.ideal_sum
     return results_g / sum_ideal if sum_ideal > 0.0 else 0.0
 
 
@@ -272,11 +311,7 @@ def rbp(q: Ranking, pairs: Pairs) -> float:
     for name, value in pairs:
         if name == "p":
             p = value
-    gains = Gains.of(q, pairs)
-    low = min([0.0, *(v for _, v, _ in gains.levels)])
-    high = max([0.0, *(v for _, v, _ in gains.levels)])
-    if low < 0 or high > 1:
-        gains.levels = [(g, (v - low) / (high - low), n) for g, v, n in gains.levels]
+    gains = _rbp_gains(q.rel_levels, pairs)
     powers = _power_list(p, q.num_ret)
     total = 0.0
     for j, g in gains.events(q):
@@ -297,6 +332,17 @@ def rbp_resid(q: Ranking, pairs: Pairs) -> float:
         return 0.0
     total = float(np.cumsum(powers[:-1][unjudged])[-1])  # cumsum adds in rank order
     return float(powers[-1]) + (1 - p) * total
+
+
+@lru_cache(maxsize=4096)
+def _rbp_gains(rel_levels: tuple[int, ...], pairs: Pairs) -> Gains:
+    """The gains rbp weighs: outside [0, 1], scaled into it by (gain - min) / (max - min)."""
+    gains = _gains_of(rel_levels, pairs)
+    low = min([0.0, *(v for _, v, _ in gains.levels)])
+    high = max([0.0, *(v for _, v, _ in gains.levels)])
+    if low < 0 or high > 1:
+        return Gains(tuple((g, (v - low) / (high - low), n) for g, v, n in gains.levels))
+    return gains
 
 
 @lru_cache(maxsize=64)

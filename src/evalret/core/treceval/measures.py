@@ -64,6 +64,14 @@ def r_precision(q: Ranking, s: Settings, p: Any) -> float:
 
 
 def _bpref(q: Ranking, s: Settings) -> float:
+    key = ("bpref", s.relevance_level)
+    got: float | None = q.memo.get(key)
+    if got is None:
+        got = q.memo[key] = _bpref_of(q, s)
+    return got
+
+
+def _bpref_of(q: Ranking, s: Settings) -> float:
     nonrel_total = sum(q.rel_levels[: max(s.relevance_level, 0)])
     nonrel = 0
     total = 0.0
@@ -95,9 +103,14 @@ def recip_rank(q: Ranking, s: Settings, p: Any) -> float:
 
 
 def _at_cutoffs(q: Ranking, s: Settings, cuts: list[int]) -> list[int]:
-    """Relevant documents within each cutoff."""
-    rel = _rel(q, s)
-    return [bisect_left(rel, k) for k in cuts]
+    """Relevant documents within each cutoff (made once per cut list: P, recall and
+    relative_P share trec_eval's)."""
+    key = ("at", s.relevance_level, *cuts)
+    got: list[int] | None = q.memo.get(key)
+    if got is None:
+        rel = _rel(q, s)
+        got = q.memo[key] = [bisect_left(rel, k) for k in cuts]
+    return got
 
 
 def precision(q: Ranking, s: Settings, cuts: list[int]) -> list[float]:
@@ -148,11 +161,7 @@ def ndcg_cut(q: Ranking, s: Settings, cuts: list[int]) -> list[float]:
         total += r / math.log2(i + 2)
         dcg.append(total)
     n = q.num_ret
-    ideal_grades = [g for g in range(q.num_rel_levels - 1, 0, -1) for _ in range(q.rel_levels[g])]
-    ideal, total = [], 0.0
-    for i, g in enumerate(ideal_grades):
-        total += g / math.log2(i + 2)
-        ideal.append(total)
+    ideal = _ideal_cut(q.rel_levels)
     out = []
     for k in cuts:
         got = dcg[bisect_left(q.positive, min(k, n))]
@@ -161,8 +170,29 @@ def ndcg_cut(q: Ranking, s: Settings, cuts: list[int]) -> list[float]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _ideal_cut(rel_levels: tuple[int, ...]) -> list[float]:
+    """ndcg_cut's ideal DCG after each rank: the positive grades, highest first (read-only)."""
+    top = max((g for g, n in enumerate(rel_levels) if n), default=0)
+    ideal_grades = [g for g in range(top, 0, -1) for _ in range(rel_levels[g])]
+    ideal, total = [], 0.0
+    for i, g in enumerate(ideal_grades):
+        total += g / math.log2(i + 2)
+        ideal.append(total)
+    return ideal
+
+
 def _interpolated(q: Ranking, s: Settings, percents: list[float]) -> list[float]:
-    """Interpolated precision at each recall level (v10: the rank cutoff is round(level * R))."""
+    """Interpolated precision at each recall level (v10: the rank cutoff is round(level * R)),
+    made once per query and levels (iprec_at_recall and 11pt_avg share trec_eval's)."""
+    key = ("interpolated", s.relevance_level, *percents)
+    got: list[float] | None = q.memo.get(key)
+    if got is None:
+        got = q.memo[key] = _interpolated_of(q, s, percents)
+    return got
+
+
+def _interpolated_of(q: Ranking, s: Settings, percents: list[float]) -> list[float]:
     cuts = list(_recall_cuts(tuple(percents), q.num_rel))
     out = [0.0] * len(cuts)
     cur = len(cuts) - 1
@@ -211,7 +241,7 @@ def _lround(x: float) -> int:
 
 def iprec_at_recall(q: Ranking, s: Settings, percents: list[float]) -> list[float]:
     """Interpolated precision (the best precision at any rank at or below) at each recall."""
-    return _interpolated(q, s, percents)
+    return list(_interpolated(q, s, percents))
 
 
 def eleven_point(q: Ranking, s: Settings, percents: list[float]) -> float:

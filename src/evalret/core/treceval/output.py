@@ -6,9 +6,12 @@ integers). ``trec_eval_text`` is the whole output, byte for byte the one trec_ev
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from evalret.core.relevance import is_judged
 from evalret.core.treceval.measures import BY_NAME, MEASURES, MIN_GEO_MEAN, NICKNAMES, Measure
@@ -146,21 +149,6 @@ class _Totals:
     values: dict[str, float] = field(default_factory=dict)
 
 
-def _query_values(sel: Selected, q: Any, settings: Settings, bogus: bool) -> list[Any]:
-    """The values ``sel`` prints for one query; for a query missing from the run (-c), some
-    zeroed after the fact, as trec_eval does."""
-    m = sel.measure
-    assert m.fn is not None
-    value = m.fn(q, settings, list(sel.params) if m.params != "pairs" else sel.params)
-    values = value if isinstance(value, list) else [value]
-    if bogus:  # trec_eval zeroes these by their printed name (a name with parameters escapes)
-        values = [
-            ("" if name == "relstring" else 0.0) if _zeroed(name) else v
-            for name, v in zip(sel.names, values, strict=True)
-        ]
-    return values
-
-
 def _zeroed(name: str) -> bool:
     return name in ("num_ret", "utility", "relstring", "rbp_resid") or name.startswith("unj")
 
@@ -178,47 +166,111 @@ def trec_eval_text(
     missing from the run is an error (MeasureError), or with ``-c`` scored as trec_eval scores
     it (a ranking of one unjudged document, its counts then zeroed)."""
     selected = select_measures(specs)
+    plan = _Plan.of(selected, settings)
     out: list[str] = []
-    totals = _Totals()
-    evaluated = 0
+    rows: list[list[Any]] = []
     graded = None if isinstance(run, Mapping) else graded_columns(qrels, run, settings)
-    scored = _scored(selected, settings)
     for qid in sorted(qrels, key=lambda s: s.encode("utf-8")):
         q, bogus = _query_ranking(qid, qrels, run, graded, settings)
-        for sel, heads, show, sums in scored:
-            values = _query_values(sel, q, settings, bogus)
-            if sums is not None:
-                for j, value in enumerate(values):
-                    sums[j] += value
-            if heads:
-                tail = f"{qid}\t"
-                out += [h + tail + show(v) + "\n" for h, v in zip(heads, values, strict=True)]
-        evaluated += 1
-    for sel, _, _, sums in scored:
-        if sums is not None:
-            totals.values.update(zip(sel.names, sums, strict=True))
-    if evaluated == 0:
+        row: list[Any] = []
+        for fn, params, many in plan.calls:
+            if many:
+                row += fn(q, settings, params)
+            else:
+                row.append(fn(q, settings, params))
+        if bogus:  # trec_eval zeroes these by their printed name (a name with parameters escapes)
+            for i, value in plan.zeroes:
+                row[i] = value
+        rows.append(row)
+        if plan.shown is not None:
+            out.append(plan.lines(qid, row))
+    if not rows:
         raise MeasureError("no query has both results and relevance information")
     if settings.summary:
-        out += _summary(selected, totals, qrels, run_id, settings, evaluated)
+        totals = _Totals(dict(zip(plan.summed_names, plan.sums(rows), strict=True)))
+        out += _summary(selected, totals, qrels, run_id, settings, len(rows))
     return "".join(out)
 
 
-_Scored = tuple[Selected, list[str], Callable[[Any], str], list[float] | None]
+@dataclass(frozen=True)
+class _Plan:
+    """How each query is scored and printed: the measure calls (function, parameters, whether
+    it gives a list) whose values, in order, make a query's row; the row's entries a query
+    missing from the run (-c) zeroes; the -q lines' template (one ``%``-format for the whole
+    query, each line's qid then its value) and the entries it shows (none without -q); and the
+    entries summed over the queries (all but relstring), with their names."""
+
+    calls: list[tuple[Callable[..., Any], Any, bool]]
+    zeroes: list[tuple[int, Any]]
+    template: str
+    shown: Callable[[list[Any]], Any] | None
+    n_shown: int
+    summed: Callable[[list[Any]], Any]
+    summed_names: list[str]
+
+    @classmethod
+    def of(cls, selected: list[Selected], settings: Settings) -> _Plan:
+        calls: list[tuple[Callable[..., Any], Any, bool]] = []
+        zeroes: list[tuple[int, Any]] = []
+        template: list[str] = []
+        shown: list[int] = []
+        summed: list[int] = []
+        names: list[str] = []
+        for sel in selected:
+            m = sel.measure
+            if m.kind in ("runid", "num_q"):
+                continue
+            assert m.fn is not None
+            calls.append(
+                (m.fn, list(sel.params) if m.params != "pairs" else sel.params, m.kind == "cuts")
+            )
+            for name in sel.names:
+                i = len(names)
+                names.append(name)
+                if _zeroed(name):
+                    zeroes.append((i, "" if name == "relstring" else 0.0))
+                if m.kind != "relstring":
+                    summed.append(i)
+                if settings.per_query and m.kind != "gm":
+                    shown.append(i)
+                    head = f"{name:<22}\t".replace("%", "%%")
+                    template.append(f"{head}%s\t{_FORMATS.get(m.kind, '%6.4f')}\n")
+        return cls(
+            calls,
+            zeroes,
+            "".join(template),
+            _getter(shown) if shown else None,
+            len(shown),
+            _getter(summed),
+            [names[i] for i in summed],
+        )
+
+    def lines(self, qid: str, row: list[Any]) -> str:
+        """The -q lines of one query, its values as trec_eval prints them (NaN as ``-nan``,
+        what 0 / 0 gives on x86-64)."""
+        assert self.shown is not None
+        args = [qid] * (2 * self.n_shown)
+        args[1::2] = self.shown(row)
+        text = self.template % tuple(args)
+        return text.replace("\t   nan\n", "\t  -nan\n") if "nan" in text else text
+
+    def sums(self, rows: list[list[Any]]) -> list[float]:
+        """Each summed entry's sum over the queries, added in query order from 0.0, as
+        trec_eval adds them (``accumulate`` adds one row at a time)."""
+        values = np.zeros((len(rows) + 1, len(self.summed_names)), dtype=np.float64)
+        values[1:] = [self.summed(row) for row in rows]
+        total: list[float] = np.add.accumulate(values, axis=0)[-1].tolist()
+        return total
 
 
-def _scored(selected: list[Selected], settings: Settings) -> list[_Scored]:
-    """Each measure a query prints: the heads of its -q lines (none when not shown), how a
-    value is shown, and its sums over the queries (none for relstring)."""
-    out: list[_Scored] = []
-    for sel in selected:
-        kind = sel.measure.kind
-        if kind in ("runid", "num_q"):
-            continue
-        heads = [f"{n:<22}\t" for n in sel.names] if settings.per_query and kind != "gm" else []
-        sums = None if kind == "relstring" else [0.0] * len(sel.names)
-        out.append((sel, heads, _shown(kind), sums))
-    return out
+_FORMATS = {"relstring": "'%s'", "long": "%d"}
+
+
+def _getter(indices: list[int]) -> Callable[[list[Any]], tuple[Any, ...]]:
+    """The entries of a row at ``indices``, as a tuple."""
+    if len(indices) == 1:
+        return lambda row: (row[indices[0]],)
+    return operator.itemgetter(*indices)
 
 
 def _query_ranking(
@@ -241,15 +293,6 @@ def _query_ranking(
         lines = [(BOGUS_DOCNO, 1.0)] if bogus else run[qid]  # type: ignore[index]
         return form_ranking(qrels[qid], lines, settings), bogus
     return ranking_of(qrels[qid], graded[qid], settings), bogus
-
-
-def _shown(kind: str) -> Callable[[Any], str]:
-    """How a -q line shows a value of a measure of ``kind``."""
-    if kind == "relstring":
-        return lambda value: f"'{value}'"
-    if kind == "long":
-        return lambda value: str(math.trunc(value))
-    return _number
 
 
 def _summary(

@@ -9,8 +9,8 @@ cost follows the judged documents a query retrieves, not its depth."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -44,7 +44,8 @@ class Ranking:
     counts R (``num_rel``: judged documents at or above the level), relevant retrieved,
     retrieved, and retrieved unjudged of both kinds; and the 0-based ranks, ascending, of the
     documents relevant at ``level`` (``relevant``), judged (``judged``), with a grade above 0
-    (``positive``) and in the qrels at all (``pooled``: judged or UNJUDGED)."""
+    (``positive``) and in the qrels at all (``pooled``: judged or UNJUDGED); and ``memo``, what
+    several measures derive from it, kept there by the first that needs it."""
 
     rels: np.ndarray
     rel_levels: tuple[int, ...]
@@ -61,6 +62,7 @@ class Ranking:
     pooled_grades: dict[int, int]  # rank -> grade, at the pooled ranks
     judged_grades: list[int]  # the grades at the judged ranks
     positive_grades: list[int]  # the grades at the positive ranks
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
     def num_rel_levels(self) -> int:
@@ -159,26 +161,31 @@ def ranking_of(judgments: Mapping[str, int], rels: np.ndarray, settings: Setting
     rel_levels = [0] * (top + 1 if top >= 0 else 0)
     for g in grades:
         rel_levels[g] += 1
-    judged_mask = is_judged(rels)
-    judged = np.flatnonzero(judged_mask)
-    positive = np.flatnonzero(rels > 0)
-    relevant_mask = is_relevant(rels, level)
-    num_nonpool = int(np.count_nonzero(rels == NONPOOL))
-    pooled = np.flatnonzero(rels != NONPOOL) if num_nonpool else np.arange(len(rels))
+    pooled = np.flatnonzero(rels != NONPOOL).tolist()
+    grade_at = dict(zip(pooled, rels[pooled].tolist(), strict=True))
+    # the ranks a measure walks are read off the pooled ones (the few the qrels name), but
+    # at a level below 0 a document outside the qrels (NONPOOL) counts as relevant too
+    relevant = (
+        [i for i, g in grade_at.items() if is_relevant(g, level)]
+        if level > NONPOOL
+        else np.flatnonzero(is_relevant(rels, level)).tolist()
+    )
+    judged = [i for i, g in grade_at.items() if is_judged(g)]
+    positive = [i for i, g in grade_at.items() if g > 0]
     return Ranking(
         rels=rels,
         rel_levels=tuple(rel_levels),
         num_rel=sum(1 for g in grades if is_relevant(g, level)),
-        num_rel_ret=int(np.count_nonzero(relevant_mask & judged_mask)),
+        num_rel_ret=sum(1 for g in grade_at.values() if is_judged(g) and is_relevant(g, level)),
         num_ret=len(rels),
-        num_nonpool=num_nonpool,
-        num_unjudged=int(np.count_nonzero(rels == UNJUDGED)),
+        num_nonpool=len(rels) - len(pooled),
+        num_unjudged=sum(1 for g in grade_at.values() if g == UNJUDGED),
         level=level,
-        relevant=np.flatnonzero(relevant_mask).tolist(),
-        judged=judged.tolist(),
-        positive=positive.tolist(),
-        pooled=pooled.tolist(),
-        pooled_grades=dict(zip(pooled.tolist(), rels[pooled].tolist(), strict=True)),
-        judged_grades=rels[judged].tolist(),
-        positive_grades=rels[positive].tolist(),
+        relevant=relevant,
+        judged=judged,
+        positive=positive,
+        pooled=pooled,
+        pooled_grades=grade_at,
+        judged_grades=[grade_at[i] for i in judged],
+        positive_grades=[grade_at[i] for i in positive],
     )
