@@ -127,6 +127,8 @@ FLAG_SETS = [
     ("-c", "-q", "-l0", "-M3", "-m", "all_trec"),
     # gains that are not the grades, a gain for documents not judged, a whole-number cost
     ("-c", "-q", "-m", "G.1=0.5,2=2.5", "-m", "ndcg_rel.-1=2"),
+    # a gain equal to its negative grade: the gain is not the positive grades' alone
+    ("-c", "-q", "-m", "ndcg.-1=-1", "-m", "G.-1=-1,-2=-2", "-m", "Rndcg.-1=-1"),
     ("-c", "-q", "-m", "rbp.p=0.8,2=3"),  # alone: trec_eval's rbp reads another measure's gains
     ("-c", "-q", "-m", "Rndcg.-1=1,0=1", "-m", "G.2=3", "-m", "ndcg.0=-2,1=0.5"),
 ]

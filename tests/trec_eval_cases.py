@@ -44,6 +44,11 @@ CASES: dict[str, tuple[str, ...]] = {
     "mult_c": ("-c", "-q", "-N", "3000", "-m", "Rprec_mult.0.5,3", "-m", "11pt_avg.0.2,0.5,0.8"),
     # gains above the ideal's: G's log2 argument falls to 0 or below, trec_eval prints -nan
     "g_nan_c": ("-c", "-q", "-m", "G.-1=1.5,-2=0.5"),
+    # a gain equal to a negative grade (-1 for a document outside the qrels): those ranks gain
+    "gains_negative_c": (
+        *("-c", "-q", "-m", "ndcg.-1=-1", "-m", "G.-1=-1,-2=-2", "-m", "Rndcg.-1=-1"),
+        *("-m", "ndcg_rel.-1=-1"),
+    ),
 }
 
 

@@ -79,7 +79,11 @@ class Gains:
 
     @cached_property
     def _plain(self) -> bool:
-        return all(v == g for g, v, _ in self.levels)
+        """Whether the positive ranks are the ranks that gain, each its grade: every positive
+        grade's gain is the grade, and every other grade's (0 and the negative ones, such as
+        -1 for a document outside the qrels) is 0. A gain of -1 for grade -1 is the grade too,
+        but those ranks gain (-1 each), so it is not plain."""
+        return all(v == (g if g > 0 else 0) for g, v, _ in self.levels)
 
     @cached_property
     def _judged_gain(self) -> bool:
