@@ -488,27 +488,11 @@ def _byte_ranks(names: Any, pc: Any) -> np.ndarray:
 
 def _short_keys(names: Any) -> np.ndarray | None:
     """``names`` (a binary or string array, distinct values) as numbers that order as their
-    bytes do: each name's bytes, zero-padded to 8, read big-endian (a shorter name first, as in
-    memcmp order, since no name holds a NUL byte); None when a name is longer than 8 bytes or
-    holds a NUL."""
-    if str(names.type) not in ("binary", "string") or names.null_count:
-        return None
-    _, offsets_buffer, data_buffer = names.buffers()
-    offsets = np.frombuffer(offsets_buffer, np.int32, len(names) + 1, names.offset * 4)
-    lengths = np.diff(offsets)
-    if len(names) == 0 or int(lengths.max()) > 8:
-        return None
-    data = np.frombuffer(data_buffer, np.uint8)[: offsets[-1]] if offsets[-1] else None
-    if data is None or not bool(data[offsets[0] :].all()):  # (a NUL byte)
-        return None
-    keys = np.zeros(len(names), dtype=np.uint64)
-    starts = offsets[:-1]
-    for j in range(8):
-        has = np.flatnonzero(lengths > j)
-        byte = np.zeros(len(names), dtype=np.uint64)
-        byte[has] = data[starts[has] + j]
-        keys |= byte << np.uint64(8 * (7 - j))
-    return keys
+    bytes do: ``_short_numbers``' little-endian reading byte-swapped, so the first byte is the
+    most significant and the zero padding sorts a shorter name first, as memcmp order does (no
+    name holds a NUL byte); None where ``_short_numbers`` gives None."""
+    numbers = _short_numbers(names)
+    return None if numbers is None else numbers.byteswap()
 
 
 def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any) -> np.ndarray:
