@@ -81,7 +81,11 @@ def _random_run(rng: random.Random) -> tuple[dict[str, list[tuple[str, float]]],
     unknown = [f"x{i}" for i in range(rng.randint(0, 30))]
     queries = [f"q{i}" for i in range(rng.randint(1, 25))]
     ranked = {}
-    for q in rng.sample([*queries, "u1", "u2", "u3"], rng.randint(0, len(queries) + 3)):
+    if rng.random() < 0.3:  # the evaluated queries in their order, some left out: the run's
+        chosen = [q for q in queries if rng.random() < 0.9]  # rows are the kept rows in order
+    else:
+        chosen = rng.sample([*queries, "u1", "u2", "u3"], rng.randint(0, len(queries) + 3))
+    for q in chosen:
         docs = rng.sample(corpus + unknown, rng.randint(0, min(30, len(corpus) + len(unknown))))
         ranked[q] = [(d, rng.choice([0.5, 1.0, rng.random()])) for d in docs]
     return ranked, queries

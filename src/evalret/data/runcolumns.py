@@ -382,7 +382,10 @@ def _short_numbers(values: Any) -> np.ndarray | None:
     value is 1 to 8 bytes without a NUL: its bytes, zero-padded, read little-endian (distinct
     values, distinct numbers); None otherwise."""
     chunks = values.chunks if hasattr(values, "chunks") else [values]
-    keys = []
+    if not sum(len(chunk) for chunk in chunks):
+        return None
+    keys = np.empty(sum(len(chunk) for chunk in chunks), dtype="<u8")
+    at = 0
     for chunk in chunks:
         if str(chunk.type) not in ("binary", "string") or chunk.null_count:
             return None
@@ -398,8 +401,11 @@ def _short_numbers(values: Any) -> np.ndarray | None:
         if not bool(data[offsets[0] : offsets[-1]].all()):  # a NUL byte
             return None
         words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
-        keys.append(words[offsets[:-1]] & _LOW_BYTES[lengths])
-    return np.concatenate(keys) if keys else None
+        part = keys[at : at + len(chunk)]
+        np.take(words, offsets[:-1], out=part)
+        part &= _LOW_BYTES[lengths]
+        at += len(chunk)
+    return keys
 
 
 def _interned(numbers: np.ndarray, kind: Any, pa: Any, pc: Any, pool: Any) -> tuple[Any, Any]:
@@ -471,7 +477,9 @@ def _codes(encoded: Any) -> np.ndarray:
 
 def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
     """Whether some (query, document) pair is on two lines."""
-    keys = q.astype(np.int64) * n_docs + d
+    keys = q.astype(np.int64)
+    keys *= n_docs
+    keys += d
     keys.sort()
     return bool((keys[1:] == keys[:-1]).any())
 

@@ -94,27 +94,51 @@ def to_search_result(
     )
 
 
-def _rows(
-    run: RankedColumns, query_ids: Sequence[str], depth: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Where each kept (query, rank) comes from: its row in the result, its rank and its row in
-    ``run``'s columns (the evaluated queries in order, each its first ``depth`` ranks); and how
-    many evaluated queries ``run`` lacks."""
+@dataclass(frozen=True)
+class _Kept:
+    """Where the kept (query, rank) pairs come from: ``run``'s rows ``starts[i]`` to
+    ``starts[i] + lengths[i]`` for result row ``present[i]`` (the evaluated queries in order,
+    each its first ``depth`` ranks); and how many evaluated queries ``run`` lacks."""
+
+    present: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    missing: int
+
+    @property
+    def source(self) -> slice | np.ndarray:
+        """Each kept pair's row in ``run``'s columns: a slice when they are its rows from the
+        first on, in order (a run of exactly the evaluated queries, none cut: no index array
+        is made), else their indices."""
+        total = int(self.lengths.sum())
+        ends = np.cumsum(self.lengths)
+        if not len(self.starts) or (
+            int(self.starts[0]) == 0 and bool((self.starts[1:] == ends[:-1]).all())
+        ):
+            return slice(0, total)
+        return np.repeat(self.starts - self._first(), self.lengths) + np.arange(total)
+
+    def placement(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each kept pair's result row and rank (0-based)."""
+        rank = np.arange(int(self.lengths.sum()), dtype=np.int64)
+        rank -= np.repeat(self._first(), self.lengths)
+        return np.repeat(self.present, self.lengths), rank
+
+    def _first(self) -> np.ndarray:
+        """Where each query's pairs begin in the kept order."""
+        first: np.ndarray = np.cumsum(self.lengths) - self.lengths
+        return first
+
+
+def _kept(run: RankedColumns, query_ids: Sequence[str], depth: int) -> _Kept:
+    """``_Kept`` of ``run`` for the evaluated ``query_ids``, each to ``depth`` ranks."""
     position = {q: i for i, q in enumerate(run.query_ids)}
     source = np.fromiter(map(position.get, query_ids, repeat(-1)), np.int64, len(query_ids))
     present = np.flatnonzero(source >= 0)
     offsets = np.asarray(run.offsets, dtype=np.int64)
     starts = offsets[source[present]]
     lengths = np.minimum(offsets[source[present] + 1] - starts, depth)
-    total = int(lengths.sum())
-    first = np.cumsum(lengths) - lengths  # where each query's ranks begin in the flat order
-    rank = np.arange(total, dtype=np.int64) - np.repeat(first, lengths)
-    return (
-        np.repeat(present, lengths),
-        rank,
-        np.repeat(starts, lengths) + rank,
-        len(query_ids) - len(present),
-    )
+    return _Kept(present, starts, lengths, len(query_ids) - len(present))
 
 
 def _corpus_ids(run: RankedColumns, doc_ids: Sequence[str]) -> np.ndarray:
@@ -163,28 +187,33 @@ def columns_search_result(
     documents the corpus lacks as extra ids, numbered in the order they are first met."""
     n_run = len(run.doc_ids)
     corpus = _corpus_ids(run, doc_ids)
-    row, rank, source, missing = _rows(run, query_ids, depth)
-    docs = np.asarray(run.docs, dtype=np.int64)[source]
+    kept = _kept(run, query_ids, depth)
+    source = kept.source
+    docs = np.asarray(run.docs)[source]  # (a slice: a view, not a copy)
     ids = corpus[docs]
     unknown = ids < 0
     codes = docs[unknown]  # the run's index of each unknown document kept, in the order met
-    first = np.full(n_run, len(codes), dtype=np.int64)  # where each is first met
-    np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
+    count = np.dtype(np.int32 if len(codes) < 1 << 31 else np.int64)
+    first: np.ndarray = np.full(n_run, len(codes), dtype=count)  # where each is first met
+    np.minimum.at(first, codes, np.arange(len(codes), dtype=count))
     met = np.flatnonzero(first < len(codes))
     order = met[np.argsort(first[met])]  # the distinct unknown documents, in the order first met
+    del first, met
     number = np.zeros(n_run, dtype=np.int64)
-    number[order] = np.arange(len(order), dtype=np.int64)
-    ids[unknown] = len(doc_ids) + number[codes]
-    scores = np.asarray(run.scores, dtype=np.float64)[source]
+    number[order] = np.arange(len(doc_ids), len(doc_ids) + len(order), dtype=np.int64)
+    ids[unknown] = number[codes]
+    del number, codes
+    scores = np.asarray(run.scores)[source].astype(np.float64)  # a copy: never run's own array
     if depth and len(ids) == len(query_ids) * depth:  # every row full: the ranks kept, row by row
         out = SearchResult(ids.reshape(-1, depth), scores.reshape(-1, depth))
     else:
         out = empty_result(len(query_ids), depth)
+        row, rank = kept.placement()
         out.ids[row, rank] = ids
         out.scores[row, rank] = scores
     evaluated = set(query_ids)
     alignment = Alignment(
-        queries_missing=missing,
+        queries_missing=kept.missing,
         queries_unknown=sum(1 for q in run.query_ids if q not in evaluated),
         documents_unknown=int(unknown.sum()),
     )
