@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from evalret.data.runcolumns import (
     _SPACE_OR_EMPTY,
+    ArrowNames,
     _byte_ranks,
     _codes,
     _dictionary,
@@ -417,3 +418,19 @@ def test_jsonl_ids_that_are_not_utf8_go_to_the_line_reader(tmp_path: Path, doc: 
     assert _outcome(path, 10, read_run, "jsonl") == _outcome(path, 10, read_run_lines, "jsonl")
     with pytest.raises(InputError):
         read_run(path, "jsonl", 10)
+
+
+def test_arrow_names_read_as_the_names_they_hold() -> None:
+    names = ArrowNames(pa.array(["d3", "é", "d1", "x"], pa.string()))
+    assert len(names) == 4 and names[1] == "é" and names[-1] == "x" and names[1:3] == ["é", "d1"]
+    assert list(names) == ["d3", "é", "d1", "x"]
+    picked = names.rows(np.array([3, 0, 0, 2]))
+    assert len(picked) == 4 and list(picked) == ["x", "d3", "d3", "d1"]
+    assert list(picked.rows(np.array([2, 0]))) == ["d3", "x"]  # rows of rows: still unmade
+    for equal in (("x", "d3", "d3", "d1"), ["x", "d3", "d3", "d1"]):  # both ways round
+        assert picked == equal and equal == picked
+    for other in (("x", "d3", "d3"), ("x", "d3", "d3", "d2"), "xd3d3d1", None):
+        assert picked != other and other != picked
+    assert ArrowNames(pa.array([], pa.string())) == ()
+    with pytest.raises(TypeError):
+        hash(picked)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from evalret.core.ranking import SearchResult, empty_result
 from evalret.data.goldenset import GoldenSet
+from evalret.data.runcolumns import ArrowNames
 from evalret.data.runfile import RunFile, columns
 from evalret.engines.retrievers.external import (
     Alignment,
@@ -95,8 +96,10 @@ def _as_run_file(ranked: dict[str, list[tuple[str, float]]], arrow: bool = False
     """``ranked`` as the RunFile a reader gives: the line reader's, or with ``arrow`` the
     columnar reader's (its names as a pyarrow array too, which the alignment looks up)."""
     doc_ids, offsets, docs, scores = columns(ranked)
-    names = pa.array(doc_ids, pa.string()) if arrow else None
-    return RunFile(list(ranked), doc_ids, offsets, docs, scores, "", 0, doc_names=names)
+    if not arrow:
+        return RunFile(list(ranked), doc_ids, offsets, docs, scores, "", 0)
+    names = pa.array(doc_ids, pa.string())
+    return RunFile(list(ranked), ArrowNames(names), offsets, docs, scores, "", 0, doc_names=names)
 
 
 # a random.Random whose every draw Hypothesis makes (and shrinks): the random data below

@@ -36,12 +36,13 @@ class SearchResult:
     see every difference the engine made.
 
     extra_docs: ids ``n_docs + i`` name ``extra_docs[i]``, documents the corpus does not have
-    (see the module docstring); empty for a ranking of evalret's own.
+    (see the module docstring); empty for a ranking of evalret's own. A tuple, or a sequence
+    that makes its names when first read (a run file's: ``data.runcolumns.ArrowNames``).
     """
 
     ids: np.ndarray
     scores: np.ndarray
-    extra_docs: tuple[str, ...] = ()
+    extra_docs: Sequence[str] = ()
 
     def cut(self, depth: int) -> SearchResult:
         """The first ``depth`` ranks."""

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, overload
 
 import numpy as np
 
@@ -46,12 +47,56 @@ class Columns:
     """A run read as columns (see ``data.runfile.RunFile``, which this becomes)."""
 
     query_ids: list[str]
-    doc_ids: list[str]
+    doc_ids: Sequence[str]  # an ArrowNames of doc_names
     offsets: np.ndarray
     docs: np.ndarray
     scores: np.ndarray
     n_lines: int
     doc_names: Any = None  # doc_ids as a pyarrow string array
+
+
+class ArrowNames(Sequence[str]):
+    """Names held as a pyarrow string array (its ``rows``, in that order, when given), made
+    Python strings all at once when one is first read: a run's documents are all counted, but
+    most are never named (only a run copy or a listing names them)."""
+
+    def __init__(self, names: Any, rows: np.ndarray | None = None) -> None:
+        self._names, self._rows = names, rows
+
+    def __len__(self) -> int:
+        return len(self._names) if self._rows is None else len(self._rows)
+
+    @cached_property
+    def _strings(self) -> list[str]:
+        if self._rows is None:
+            return list(self._names.to_pylist())
+        import pyarrow as pa
+
+        return list(self._names.take(_int64_array(self._rows, pa)).to_pylist())
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        return self._strings[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._strings)
+
+    def __eq__(self, other: object) -> bool:  # equal to any sequence of the same names
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(self) == len(other) and self._strings == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # (a sequence compared by value: no hash)
+
+    def __repr__(self) -> str:
+        return f"ArrowNames({self._strings!r})"
+
+    def rows(self, rows: np.ndarray) -> ArrowNames:
+        """These names' ``rows`` (indices into them), in that order, not yet made strings."""
+        return ArrowNames(self._names, rows if self._rows is None else self._rows[rows])
 
 
 def _trec_bytes(data: bytes, start: int, end: int, b: np.ndarray, n_newlines: int) -> bool:
@@ -297,10 +342,9 @@ def _finish(
             doc_names = _utf8(doc_names, pa)
         except pa.ArrowInvalid:
             return None
-        doc_ids = doc_names.to_pylist()
+        doc_ids = ArrowNames(doc_names)
         d = _codes(doc) if short is None else short
         del doc, short
-        _give_back(pool)
         if _repeats(q, d, len(doc_ids)):
             return None
         order = _tie_rule_order(q, scores, d, ranks.result)
@@ -510,18 +554,19 @@ def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any
     ``0.0``): numpy's comparisons and sorts do the same."""
     if not len(q):  # queries without a result only
         return np.arange(0)
-    same_query = q[1:] == q[:-1]
-    heads = q[np.concatenate(([True], ~same_query))]  # the query of each run of rows
-    if len(np.unique(heads)) == len(heads) and bool(
-        np.all((scores[1:] <= scores[:-1]) | ~same_query)
-    ):  # each query's rows together, by descending score: only ties to break
-        new_group = ~same_query
-        new_group |= scores[1:] != scores[:-1]
+    new_query = q[1:] != q[:-1]
+    heads = q[np.concatenate(([0], np.flatnonzero(new_query) + 1))]  # each run of rows' query
+    descending = scores[1:] <= scores[:-1]
+    descending |= new_query
+    if len(np.unique(heads)) == len(heads) and bool(descending.all()):
+        # each query's rows together, by descending score: only ties to break
+        new_group = np.not_equal(scores[1:], scores[:-1], out=descending)
+        new_group |= new_query
         if new_group.all():
             return np.arange(len(q))  # already in order
         group = np.zeros(len(q), dtype=np.int64)
         np.cumsum(new_group, out=group[1:])
-        del new_group, same_query
+        del new_group, new_query, descending
         n_docs = int(d.max()) + 1
         group *= n_docs
         group += n_docs - 1

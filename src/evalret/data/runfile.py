@@ -52,7 +52,7 @@ import math
 import re
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -95,7 +95,7 @@ class RunFile:
     columnar reader read the file (None from the line reader), for lookups done in pyarrow."""
 
     query_ids: list[str]
-    doc_ids: list[str]
+    doc_ids: Sequence[str]  # a list, or the columnar reader's ArrowNames (made when read)
     offsets: np.ndarray  # int64 [len(query_ids) + 1]
     docs: np.ndarray  # int32 or int64 [rows]
     scores: np.ndarray  # float64 [rows]
@@ -109,7 +109,7 @@ class RunFile:
         """Query id -> its (docno, score) pairs, best first: the columns as Python objects (for
         tests and small runs; the pipeline reads the columns)."""
         docs, scores = self.docs.tolist(), self.scores.tolist()
-        names = self.doc_ids
+        names = list(self.doc_ids)
         return {
             qid: [(names[d], s) for d, s in zip(docs[a:b], scores[a:b], strict=True)]
             for qid, a, b in zip(

@@ -27,7 +27,7 @@ import numpy as np
 
 from evalret.core.ranking import SearchResult, empty_result
 from evalret.core.treceval.ranking import RunColumns
-from evalret.data.runcolumns import arrow_numbers
+from evalret.data.runcolumns import ArrowNames, arrow_numbers
 from evalret.data.runfile import columns
 
 
@@ -217,5 +217,9 @@ def columns_search_result(
         queries_unknown=sum(1 for q in run.query_ids if q not in evaluated),
         documents_unknown=int(unknown.sum()),
     )
-    extra = tuple(np.asarray(run.doc_ids, dtype=object)[order])
+    extra: Sequence[str] = (
+        run.doc_ids.rows(order)  # (named only when something shows them)
+        if isinstance(run.doc_ids, ArrowNames)
+        else tuple(np.asarray(run.doc_ids, dtype=object)[order])
+    )
     return SearchResult(ids=out.ids, scores=out.scores, extra_docs=extra), alignment
