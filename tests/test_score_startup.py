@@ -8,6 +8,7 @@ that ended up loaded. No timing is asserted (the benchmarks measure time)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,35 @@ def test_score_imports_nothing_heavy(tmp_path: Path) -> None:
 
 def test_score_imports_none_of_what_only_other_commands_use(tmp_path: Path) -> None:
     assert _loaded(tmp_path, UNUSED) == []
+
+
+# what the environment holds at the end of the command: OpenBLAS's spin setting is there only
+# while numpy loads (cli_runtime.BLAS_SPIN), so child processes get the environment as it was
+ENVIRONMENT = """
+import atexit, os, sys
+from evalret.cli import main
+atexit.register(lambda: print(os.environ.get("OPENBLAS_THREAD_TIMEOUT", "unset")))
+sys.argv = ["evalret", *sys.argv[1:]]
+main()
+"""
+
+
+def test_the_blas_spin_setting_is_not_left_behind_and_a_users_is_kept(tmp_path: Path) -> None:
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.5 t\n")
+    args = ["score", str(qrels), str(run), "--no-progress", "--out", str(tmp_path / "out")]
+    for users, left in ((None, "unset"), ("12", "12")):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+        if users is not None:
+            env["OPENBLAS_THREAD_TIMEOUT"] = users
+        done = subprocess.run(
+            [sys.executable, "-c", ENVIRONMENT, *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=tmp_path,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == left
