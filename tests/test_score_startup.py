@@ -120,3 +120,38 @@ def test_the_blas_spin_setting_is_not_left_behind_and_a_users_is_kept(tmp_path: 
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip().splitlines()[-1] == left
+
+
+# which of report.json's package's models score's process built: those only compare.json and
+# the dry run hold are built when first used (data/schema/base.py's BUILT_WHEN_USED), never here
+MODELS = """
+import atexit, sys
+from evalret.cli import main
+def built():
+    from pydantic import BaseModel
+    from evalret.data import schema
+    models = [v for v in vars(schema).values() if isinstance(v, type) and issubclass(v, BaseModel)]
+    print(" ".join(sorted(m.__name__ for m in models if m.__pydantic_complete__)))
+atexit.register(built)
+sys.argv = ["evalret", *sys.argv[1:]]
+main()
+"""
+
+
+def test_score_builds_none_of_compare_jsons_or_the_dry_runs_models(tmp_path: Path) -> None:
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.5 t\n")
+    args = ["score", str(qrels), str(run), "--no-progress", "--out", str(tmp_path / "out")]
+    done = subprocess.run(
+        [sys.executable, "-c", MODELS, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    built = set(done.stdout.strip().splitlines()[-1].split())
+    assert "RunReport" in built  # (report.json's)
+    unbuilt = {"CompareReport", "CompareSide", "SliceComparison", "SettingsRecord", "EmbeddingPlan"}
+    assert not built & unbuilt
