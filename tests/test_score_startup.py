@@ -1,13 +1,14 @@
 """`evalret score` imports only what scoring a run file needs: no model, index, HTTP client or
 judge machinery (they cost seconds of start-up, and score uses none of them), and none of
 evalret's own parts that only other commands use (#40: the YAML loader, junit.xml's writer, the
-vector-store drivers). A fresh interpreter runs the command on a tiny qrels file and run, then
-names the listed modules that ended up loaded. No timing is asserted (the benchmarks measure
-time)."""
+vector-store drivers), nor pyarrow.compute (the run readers call their kernels without it). A
+fresh interpreter runs the command on a tiny qrels file and run, then names the listed modules
+that ended up loaded. No timing is asserted (the benchmarks measure time)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,8 @@ UNUSED = (
     "xml.etree.ElementTree",
     "evalret.engines.retrievers.store",
     "evalret.engines.stores",
+    # its wrappers of every kernel: the readers call theirs by name (data/arrow_kernels.py)
+    "pyarrow.compute",
 )
 
 # what was loaded is printed by an atexit handler: the process ends in main (cli_runtime._exit_now)
@@ -85,3 +88,70 @@ def test_score_imports_nothing_heavy(tmp_path: Path) -> None:
 
 def test_score_imports_none_of_what_only_other_commands_use(tmp_path: Path) -> None:
     assert _loaded(tmp_path, UNUSED) == []
+
+
+# what the environment holds at the end of the command: OpenBLAS's spin setting is there only
+# while numpy loads (cli_runtime.BLAS_SPIN), so child processes get the environment as it was
+ENVIRONMENT = """
+import atexit, os, sys
+from evalret.cli import main
+atexit.register(lambda: print(os.environ.get("OPENBLAS_THREAD_TIMEOUT", "unset")))
+sys.argv = ["evalret", *sys.argv[1:]]
+main()
+"""
+
+
+def test_the_blas_spin_setting_is_not_left_behind_and_a_users_is_kept(tmp_path: Path) -> None:
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.5 t\n")
+    args = ["score", str(qrels), str(run), "--no-progress", "--out", str(tmp_path / "out")]
+    for users, left in ((None, "unset"), ("12", "12")):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+        if users is not None:
+            env["OPENBLAS_THREAD_TIMEOUT"] = users
+        done = subprocess.run(
+            [sys.executable, "-c", ENVIRONMENT, *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=tmp_path,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == left
+
+
+# which of report.json's package's models score's process built: those only compare.json and
+# the dry run hold are built when first used (data/schema/base.py's BUILT_WHEN_USED), never here
+MODELS = """
+import atexit, sys
+from evalret.cli import main
+def built():
+    from pydantic import BaseModel
+    from evalret.data import schema
+    models = [v for v in vars(schema).values() if isinstance(v, type) and issubclass(v, BaseModel)]
+    print(" ".join(sorted(m.__name__ for m in models if m.__pydantic_complete__)))
+atexit.register(built)
+sys.argv = ["evalret", *sys.argv[1:]]
+main()
+"""
+
+
+def test_score_builds_none_of_compare_jsons_or_the_dry_runs_models(tmp_path: Path) -> None:
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.5 t\n")
+    args = ["score", str(qrels), str(run), "--no-progress", "--out", str(tmp_path / "out")]
+    done = subprocess.run(
+        [sys.executable, "-c", MODELS, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    built = set(done.stdout.strip().splitlines()[-1].split())
+    assert "RunReport" in built  # (report.json's)
+    unbuilt = {"CompareReport", "CompareSide", "SliceComparison", "SettingsRecord", "EmbeddingPlan"}
+    assert not built & unbuilt

@@ -530,18 +530,47 @@ GC_GEN0 = 10_000
 _own_process: list[bool] = []  # [True] once run_app runs: the process is the CLI's own
 
 
+# OpenBLAS (numpy's BLAS) starts a worker thread for each core but one as numpy is first imported:
+# a worker without work spins for 2^28 cycles (~0.1 s) before it sleeps, CPU the start-up needs on a
+# small machine (beside `evalret score`'s loading: ~0.1 s of CPU, ~55 ms of its time on two
+# cores). The spin's length is read once, as the library loads: 2^4 cycles when it loads in a
+# command's ``loading``, so the workers sleep at once and wake for work. How many threads there
+# are, and so every result, is unchanged.
+BLAS_SPIN = {"OPENBLAS_THREAD_TIMEOUT": "4"}
+
+
+@contextmanager
+def _blas_workers_sleep() -> Iterator[None]:
+    """``BLAS_SPIN`` in the environment while numpy loads inside, then taken out again (child
+    processes get the environment as it was); nothing where numpy is loaded already or the
+    setting is the user's (it, or GOTO_THREAD_TIMEOUT, already set)."""
+    names = ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")
+    if "numpy" in sys.modules or any(n in os.environ for n in names):
+        yield
+        return
+    os.environ.update(BLAS_SPIN)
+    try:
+        yield
+    finally:
+        for name in BLAS_SPIN:
+            os.environ.pop(name, None)
+
+
 @contextmanager
 def loading() -> Iterator[None]:
     """Import a command's modules inside: the collector pauses while they load (their classes,
     functions and pydantic schemas all live on: nothing to collect), then everything alive is
     frozen (gc.freeze), so that the collections during the command's work never walk it again
-    (some 20 ms of a short `evalret score`). Only in the CLI's own process (``run_app``): a
-    caller's collector (``import evalret``, CliRunner) is left alone."""
-    paused = bool(_own_process) and gc.isenabled()
+    (some 20 ms of a short `evalret score`); numpy's BLAS workers sleep rather than spin
+    (``BLAS_SPIN``). Only in the CLI's own process (``run_app``): a caller's collector and
+    libraries (``import evalret``, CliRunner) are left alone."""
+    own = bool(_own_process)
+    paused = own and gc.isenabled()
     if paused:
         gc.disable()
     try:
-        yield
+        with _blas_workers_sleep() if own else contextlib.nullcontext():
+            yield
     finally:
         if paused:
             gc.freeze()

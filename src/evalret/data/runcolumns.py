@@ -262,8 +262,9 @@ def read_jsonl_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Colum
     a ``doc_id`` and a number ``score``; no backslash (so no escape can hide a repeated key or a
     lone surrogate) and no control byte; ids of one word; no query on two lines."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.json as pj
+
+    from evalret.data import arrow_kernels as pc
 
     result = pa.struct([("doc_id", pa.string()), ("score", pa.float64())])
     schema = pa.schema([("query_id", pa.string()), ("results", pa.list_(result))])
@@ -304,7 +305,8 @@ def _finish(
     The queries are named per line: TREC per row (``rows`` None), JSONL per query, each once,
     ``rows`` the line of each (document, score) row."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from evalret.data import arrow_kernels as pc
 
     pool = pa.system_memory_pool()
     queries, held, scores_column = parts[0], [parts[1]], parts[2]
@@ -384,7 +386,7 @@ def _runs(values: Any, pa: Any, pc: Any) -> tuple[np.ndarray, Any] | None:
     where = np.searchsorted(starts, heads, side="right") - 1  # each head's chunk
     names = pa.concat_arrays(
         [
-            chunks[i].take(_int64_array(heads[where == i] - starts[i], pa))
+            pc.take(chunks[i], _int64_array(heads[where == i] - starts[i], pa))
             for i in np.unique(where).tolist()
         ]
     )
@@ -503,7 +505,9 @@ def _utf8(names: Any, pa: Any) -> Any:
     """``names`` as a string array whose every value is checked to be UTF-8 (ArrowInvalid if
     not): a binary array is cast, a string array (which pyarrow's JSON reader fills unchecked)
     validated."""
-    strings = names.cast(pa.string())
+    from evalret.data import arrow_kernels as pc
+
+    strings = pc.cast(names, pa.string())
     strings.validate(full=True)
     return strings
 

@@ -39,9 +39,13 @@ from evalret.data.goldenset.model import Format, GoldenSet
 # integers a run holds in int64 arrays: a larger one is refused where it is read, with its line
 Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 
+# the line models below are each built (schema and validator) when first used, not at import
+# (pydantic's defer_build): `evalret score` on a qrels file imports this module and reads no line
+# with them
+
 
 class _NativeDoc(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     id: str = Field(min_length=1)
     text: str
     title: str = ""
@@ -51,7 +55,7 @@ class _NativeDoc(BaseModel):
 class _LlmGrade(BaseModel):
     """An LLM judge's grade of a pair a person graded (native ``llm_relevant``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     grade: StrictInt  # range checked with the line in add_llm_grade
     source: str
 
@@ -59,7 +63,7 @@ class _LlmGrade(BaseModel):
 class _Generated(BaseModel):
     """How a synthetic query was made (native ``generated``, `evalret golden synth`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     model: str = Field(min_length=1)  # the chat model that wrote it
     prompt_hash: str = Field(min_length=1)  # sha256 of the prompt template, 12 hex digits
     source_docs: list[str] = Field(min_length=1)  # the document(s) it was written from
@@ -67,7 +71,7 @@ class _Generated(BaseModel):
 
 
 class _NativeQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     id: str = Field(min_length=1)
     text: str
     relevant: dict[str, StrictInt] | list[str]  # range checked with the line in add_judgment
@@ -84,7 +88,7 @@ class _NativeQuery(BaseModel):
 class _SourceLine(BaseModel):
     """One line of ``judgments.sources.jsonl`` (BEIR and TREC sets)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     query_id: str = Field(min_length=1)
     doc_id: str = Field(min_length=1)
     source: str
@@ -95,7 +99,7 @@ SOURCES_FILE = "judgments.sources.jsonl"
 
 
 class _BeirDoc(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
     id: str = Field(alias="_id", min_length=1)
     text: str = ""
     title: str = ""
@@ -103,7 +107,7 @@ class _BeirDoc(BaseModel):
 
 
 class _BeirQuery(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
     id: str = Field(alias="_id", min_length=1)
     text: str  # metadata (and anything else) is ignored: it is never embedded
     filter: Any = None  # read by core.filters.parse_filter, with the line

@@ -27,6 +27,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# the config of the models only compare.json and the dry run hold: each is built (its schema and
+# validator) when first used, not at import (pydantic's defer_build), as `evalret score` and
+# `run` import this package for report.json and never use them; what they validate, their errors
+# and their JSON are the same
+BUILT_WHEN_USED = ConfigDict(defer_build=True)
+
+
 class _Sparse(_Model):
     """A model whose optional fields stay out of the JSON when the input left them out: keys an
     older evalret did not write (or a backend does not have) are not added as nulls or empty

@@ -17,6 +17,7 @@ from evalret.core.gate import Evidence
 from evalret.core.slices import Reliability
 from evalret.core.stats import Correction, IntervalMethod
 from evalret.data.schema.base import (
+    BUILT_WHEN_USED,
     Change,
     _Model,
     _Sparse,
@@ -24,6 +25,8 @@ from evalret.data.schema.base import (
 
 
 class MetricComparison(_Model):
+    model_config = BUILT_WHEN_USED
+
     a: float  # A's mean
     b: float  # B's mean
     delta: float  # b - a
@@ -44,6 +47,8 @@ class MarginComparison(_Model):
     one-sided bounds of B - A, the test's p-value corrected across every metric and slice, and
     what they showed (core.gate.margins, as the gate's margin checks)."""
 
+    model_config = BUILT_WHEN_USED
+
     low: float | None  # one-sided (1 - alpha) lower bound of B - A (null: under two queries)
     high: float | None  # one-sided (1 - alpha) upper bound of B - A
     method: IntervalMethod  # how the bounds were drawn (the percentile bootstrap)
@@ -58,11 +63,15 @@ class MarginComparison(_Model):
 class JudgedPair(_Model):
     """judged@k of one slice in A and in B (None: an empty slice)."""
 
+    model_config = BUILT_WHEN_USED
+
     a: float | None  # judged@k of A
     b: float | None  # judged@k of B
 
 
 class SliceComparison(_Sparse):
+    model_config = BUILT_WHEN_USED
+
     n_queries: int  # queries in the slice
     reliability: Reliability  # how far its means can be trusted, from its number of queries
     mde: dict[str, float | None]  # two-sided minimum detectable effect per metric
@@ -79,6 +88,8 @@ class SliceComparison(_Sparse):
 class UnjudgedDoc(_Model):
     """A document in B's top k that nobody judged for the queries it was retrieved for."""
 
+    model_config = BUILT_WHEN_USED
+
     id: str  # the document
     lists: int  # how many of B's top-k lists (one per query) hold it unjudged
     text: str  # its first characters ("" when the golden set is not at hand)
@@ -86,6 +97,8 @@ class UnjudgedDoc(_Model):
 
 class UnjudgedDocs(_Model):
     """B's most frequent unjudged documents in one index's top k, most frequent first."""
+
+    model_config = BUILT_WHEN_USED
 
     index: str  # the index read
     k: int  # the cutoff
@@ -111,6 +124,8 @@ class QueryExample(_Model):
 
 
 class Verdict(_Model):
+    model_config = BUILT_WHEN_USED
+
     status: CompareStatus  # candidate, not a candidate or no difference
     reason: str  # why, in words
     blocking: list[str]  # what keeps B from being a candidate, per slice
@@ -120,6 +135,8 @@ class Verdict(_Model):
 class CompareSide(_Sparse):
     """One of the two compared runs: its label (the path given), fingerprint, model, indexes,
     and the settings its run took from the command line (absent when none)."""
+
+    model_config = BUILT_WHEN_USED
 
     label: str  # the path given
     fingerprint: str  # its run's fingerprint digest
@@ -138,6 +155,8 @@ class CompareSide(_Sparse):
 
 class SettingsRecord(_Sparse):
     """The settings of a comparison (``evalret compare`` options) and its fixed methods."""
+
+    model_config = BUILT_WHEN_USED
 
     primary: str  # the metric the verdict is decided on
     min_gain: float  # gain B needs on the primary metric in every slice
@@ -164,12 +183,16 @@ class SettingsRecord(_Sparse):
 
 
 class ComparedGoldenSet(_Model):
+    model_config = BUILT_WHEN_USED
+
     source: str  # the path it was read from
     fingerprint: str  # its fingerprint
     n_queries: int  # queries compared
 
 
 class CompareReport(_Sparse):
+    model_config = BUILT_WHEN_USED
+
     schema_version: int  # the version of this layout
     evalret_version: str  # the evalret that wrote it
     a: CompareSide  # the first run (the reference)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 # the closed vocabularies are the core's, defined once there
 from evalret.data.schema.base import (
+    BUILT_WHEN_USED,
     _Model,
 )
 
 
 class PlannedKind(_Model):
     """What a run would embed of one kind of text (``evalret run --dry-run``)."""
+
+    model_config = BUILT_WHEN_USED
 
     texts: int
     cached: int
@@ -21,6 +24,8 @@ class PlannedKind(_Model):
 
 class EmbeddingPlan(_Model):
     """What `evalret run` would embed and what it would cost; nothing is embedded or sent."""
+
+    model_config = BUILT_WHEN_USED
 
     model: str  # the model's source, as reports name it
     provider: str

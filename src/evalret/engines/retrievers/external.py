@@ -148,7 +148,7 @@ def _corpus_ids(run: RankedColumns, doc_ids: Sequence[str]) -> np.ndarray:
     names = getattr(run, "doc_names", None)
     corpus = None if names is None else _arrow_strings(doc_ids)
     if corpus is not None:
-        import pyarrow.compute as pc
+        from evalret.data import arrow_kernels as pc
 
         found = pc.index_in(names, value_set=corpus)  # null where absent
         ids = arrow_numbers(found).astype(np.int64)
