@@ -72,7 +72,9 @@ class ArrowNames(Sequence[str]):
             return list(self._names.to_pylist())
         import pyarrow as pa
 
-        return list(self._names.take(_int64_array(self._rows, pa)).to_pylist())
+        from evalret.data import arrow_kernels as pc
+
+        return list(pc.take(self._names, _int64_array(self._rows, pa)).to_pylist())
 
     @overload
     def __getitem__(self, i: int) -> str: ...
