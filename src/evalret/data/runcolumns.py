@@ -320,8 +320,8 @@ def _finish(
     if np.isnan(scores).any() or (jsonl and not np.isfinite(scores).all()):
         return None
     short, doc_names, doc = _encoded(held, pa, pc, pool)
-    with ThreadPoolExecutor(1) as sorting:  # the docnos' byte order, sorted beside the rest
-        ranks = sorting.submit(_byte_ranks, doc_names, pc)
+    with ThreadPoolExecutor(1) as sorting:  # long docnos' byte order, sorted beside the rest
+        ranks = None if short is not None else sorting.submit(_byte_ranks, doc_names, pc).result
         runs = None if jsonl else _runs(queries, pa, pc)
         if runs is None:
             query = pc.dictionary_encode(queries, memory_pool=pool)
@@ -351,7 +351,7 @@ def _finish(
         del doc, short
         if _repeats(q, d, len(doc_ids)):
             return None
-        order = _tie_rule_order(q, scores, d, ranks.result)
+        order = _tie_rule_order(q, scores, d, ranks)
     q, d, scores = q[order], d[order], scores[order]
     offsets = np.searchsorted(q, np.arange(len(query_ids) + 1))
     if int(np.diff(offsets).max(initial=0)) > depth:  # some query past the depth: cut
@@ -411,8 +411,9 @@ _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 
 def _encoded(held: list[Any], pa: Any, pc: Any, pool: Any) -> tuple[np.ndarray | None, Any, Any]:
     """The column in ``held`` (its only reference, emptied here) interned: (its codes, its
-    distinct values, None) through ``_short_numbers`` where that applies, the column's bytes let
-    go before its numbers are interned; else (None, its distinct values, the column
+    distinct values in byte order, None) through ``_short_numbers`` where that applies (a code
+    is then its value's byte-order rank), the column's bytes let go before its numbers are
+    sorted; else (None, its distinct values in the order first met, the column
     dictionary-encoded, whose codes ``_codes`` reads)."""
     column = held.pop()
     numbers = _short_numbers(column)
@@ -421,7 +422,7 @@ def _encoded(held: list[Any], pa: Any, pc: Any, pool: Any) -> tuple[np.ndarray |
         return None, _dictionary(encoded), encoded
     kind = column.type
     del column
-    codes, names = _interned(numbers, kind, pa, pc, pool)
+    codes, names = _interned(numbers, kind, pa)
     return codes, names, None
 
 
@@ -456,15 +457,24 @@ def _short_numbers(values: Any) -> np.ndarray | None:
     return keys
 
 
-def _interned(numbers: np.ndarray, kind: Any, pa: Any, pc: Any, pool: Any) -> tuple[Any, Any]:
-    """The code of each of ``numbers`` (``_short_numbers`` of a column of type ``kind``) and
-    the column's distinct values in the order first met, as ``dictionary_encode`` gives them
-    for the column itself (hashing numbers is faster than hashing bytes)."""
-    array = pa.Array.from_buffers(pa.uint64(), len(numbers), [None, pa.py_buffer(numbers)])
-    encoded = pc.dictionary_encode(array, memory_pool=pool)
-    del array
-    codes = arrow_numbers(encoded.indices).astype(np.int32, copy=False)
-    return codes, _names_of(arrow_numbers(encoded.dictionary), kind, pa)
+def _interned(numbers: np.ndarray, kind: Any, pa: Any) -> tuple[np.ndarray, Any]:
+    """The code of each of ``numbers`` (``_short_numbers`` of a column of type ``kind``,
+    changed here) and the column's distinct values in byte order, the code of a value its rank
+    among them: one sort of the numbers byte-swapped, whose first byte is then the most
+    significant and whose zero padding sorts a shorter value first, as memcmp order does (no
+    value holds a NUL byte). Equal numbers are the same value, so the sort need not be stable."""
+    keys = numbers.byteswap(inplace=True)
+    order = np.argsort(keys)
+    ordered = keys[order]
+    new = np.empty(len(ordered), dtype=bool)  # where a value's run of sorted rows begins
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    ranks = np.cumsum(new, dtype=np.int32)
+    ranks -= 1
+    codes = np.empty(len(keys), dtype=np.int32)
+    codes[order] = ranks
+    del order, ranks
+    return codes, _names_of(ordered[new].byteswap(), kind, pa)
 
 
 def _names_of(numbers: np.ndarray, kind: Any, pa: Any) -> Any:
@@ -535,29 +545,22 @@ def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
 
 
 def _byte_ranks(names: Any, pc: Any) -> np.ndarray:
-    """Each distinct docno's rank in byte order: sorted by numpy when every name is at most 8
-    bytes (``_short_keys``), else by pyarrow (which sorts binary values as memcmp)."""
-    keys = _short_keys(names)
-    order = arrow_numbers(pc.array_sort_indices(names)) if keys is None else np.argsort(keys)
+    """Each distinct docno's rank in byte order, sorted by pyarrow (which sorts binary values
+    as memcmp)."""
+    order = arrow_numbers(pc.array_sort_indices(names))
     ranks = np.empty(len(order), dtype=np.int32)
     ranks[order] = np.arange(len(order), dtype=np.int32)
     return ranks
 
 
-def _short_keys(names: Any) -> np.ndarray | None:
-    """``names`` (a binary or string array, distinct values) as numbers that order as their
-    bytes do: ``_short_numbers``' little-endian reading byte-swapped, so the first byte is the
-    most significant and the zero padding sorts a shorter name first, as memcmp order does (no
-    name holds a NUL byte); None where ``_short_numbers`` gives None."""
-    numbers = _short_numbers(names)
-    return None if numbers is None else numbers.byteswap()
-
-
-def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any) -> np.ndarray:
+def _tie_rule_order(
+    q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Callable[[], np.ndarray] | None
+) -> np.ndarray:
     """The rows in tie-rule order: query (codes are in first-appearance order), score
     descending, docno descending; ``ranks()`` gives the docnos' byte-order ranks, read only
-    when two rows of one query tie on score. Scores compare as C compares them (``-0.0`` equals
-    ``0.0``): numpy's comparisons and sorts do the same."""
+    when two rows of one query tie on score (None: the codes ``d`` are those ranks). Scores
+    compare as C compares them (``-0.0`` equals ``0.0``): numpy's comparisons and sorts do the
+    same."""
     if not len(q):  # queries without a result only
         return np.arange(0)
     new_query = q[1:] != q[:-1]
@@ -576,12 +579,12 @@ def _tie_rule_order(q: np.ndarray, scores: np.ndarray, d: np.ndarray, ranks: Any
         n_docs = int(d.max()) + 1
         group *= n_docs
         group += n_docs - 1
-        group -= ranks()[d]  # distinct keys: a query has each document once
+        group -= d if ranks is None else ranks()[d]  # distinct: a query has each document once
         return _order_of(group, len(q) * n_docs)
     # any other order: one sort of (query, score's rank, docno's rank descending) keys
     _, level_rank = np.unique(-scores, return_inverse=True)
     n_levels, n_docs = int(level_rank.max()) + 1, int(d.max()) + 1
-    doc_rank = ranks()[d]
+    doc_rank = d if ranks is None else ranks()[d]
     if (int(q.max()) + 1) * n_levels * n_docs >= 1 << 62:  # too many for one int64 key
         return np.lexsort((-doc_rank, -scores, q))
     key = q.astype(np.int64)
