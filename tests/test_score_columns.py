@@ -112,16 +112,36 @@ def test_columns_search_result_matches_the_mapping_path(rng: random.Random) -> N
     corpus = [f"d{i}" for i in range(40)][: rng.randint(1, 40)]
     depth = rng.randint(1, 35)
     want, want_alignment = mapping_search_result(ranked, queries, corpus, depth)
-    for got, alignment in (
-        columns_search_result(_as_run_file(ranked), queries, corpus, depth),
-        columns_search_result(_as_run_file(ranked, arrow=True), queries, corpus, depth),
-        to_search_result(ranked, queries, corpus, depth),  # the Python retriever's entry
+    runs = [_as_run_file(ranked), _as_run_file(ranked, arrow=True)]
+    for (got, alignment), run in zip(
+        (
+            *(columns_search_result(run, queries, corpus, depth) for run in runs),
+            to_search_result(ranked, queries, corpus, depth),  # the Python retriever's entry
+        ),
+        [*runs, None],
+        strict=True,
     ):
+        assert run is None or not np.shares_memory(got.scores, run.scores)  # never a view
         np.testing.assert_array_equal(got.ids, want.ids)
         np.testing.assert_array_equal(got.scores, want.scores)
         assert got.ids.dtype == want.ids.dtype and got.scores.dtype == want.scores.dtype
         assert got.extra_docs == want.extra_docs
         assert alignment == want_alignment
+
+
+@pytest.mark.parametrize("arrow", [False, True])
+def test_a_run_of_every_query_in_order_to_the_depth_is_kept_as_it_is(arrow: bool) -> None:
+    """The evaluated queries in order, each ranked to the depth: the run's rows are the result's
+    (read through a slice), its scores copied, never the run's own array."""
+    ranked = {f"q{i}": [(f"d{(i + j) % 7}", 1.0 - j / 8) for j in range(4)] for i in range(5)}
+    run = _as_run_file(ranked, arrow=arrow)
+    corpus = ["d1", "d2", "d3"]
+    got, alignment = columns_search_result(run, list(ranked), corpus, 4)
+    want, want_alignment = mapping_search_result(ranked, list(ranked), corpus, 4)
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.scores, want.scores)
+    assert got.extra_docs == want.extra_docs and alignment == want_alignment
+    assert not np.shares_memory(got.scores, run.scores)
 
 
 @pytest.mark.parametrize(

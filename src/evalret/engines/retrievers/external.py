@@ -203,7 +203,8 @@ def columns_search_result(
     number[order] = np.arange(len(doc_ids), len(doc_ids) + len(order), dtype=np.int64)
     ids[unknown] = number[codes]
     del number, codes
-    scores = np.asarray(run.scores)[source].astype(np.float64)  # a copy: never run's own array
+    scores = np.asarray(run.scores)[source]  # (a view when source is a slice: copied below)
+    scores = scores.astype(np.float64, copy=isinstance(source, slice))
     if depth and len(ids) == len(query_ids) * depth:  # every row full: the ranks kept, row by row
         out = SearchResult(ids.reshape(-1, depth), scores.reshape(-1, depth))
     else:
