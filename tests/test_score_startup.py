@@ -63,22 +63,30 @@ main()
 """
 
 
-def _loaded(tmp_path: Path, names: tuple[str, ...]) -> list[str]:
-    """Which of ``names`` a fresh `evalret score` of a tiny qrels file and run loaded."""
+def _score(tmp_path: Path, code: str, env: dict[str, str] | None = None) -> str:
+    """The last line ``code`` (a program that runs evalret's main and prints at exit) prints
+    after a fresh `evalret score` of a tiny qrels file and run (a document the qrels lack)."""
     qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
     qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n")
     run.write_text("q1 Q0 d1 1 2.5 t\nq1 Q0 d9 2 1.0 t\nq2 Q0 d2 1 0.5 t\n")
-    args = [str(qrels), str(run), "--no-progress", "--out", str(tmp_path / "out")]
+    out = tmp_path / "out"
+    args = ["score", str(qrels), str(run), "--no-progress", "--out", str(out)]
     done = subprocess.run(
-        [sys.executable, "-c", f"HEAVY = {names!r}\n{CODE}", "score", *args],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         check=False,
         cwd=tmp_path,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
-    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert (tmp_path / "out" / "run.run.trec").read_text().startswith("q1 Q0 d1 1 2.5 evalret-run")
+    assert (out / "run.run.trec").read_text().startswith("q1 Q0 d1 1 2.5 evalret-run")
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _loaded(tmp_path: Path, names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` a fresh `evalret score` loaded."""
+    loaded: list[str] = json.loads(_score(tmp_path, f"HEAVY = {names!r}\n{CODE}"))
     return loaded
 
 
@@ -102,24 +110,11 @@ main()
 
 
 def test_the_blas_spin_setting_is_not_left_behind_and_a_users_is_kept(tmp_path: Path) -> None:
-    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
-    qrels.write_text("q1 0 d1 1\n")
-    run.write_text("q1 Q0 d1 1 2.5 t\n")
-    args = ["score", str(qrels), str(run), "--no-progress", "--out", str(tmp_path / "out")]
     for users, left in ((None, "unset"), ("12", "12")):
         env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
         if users is not None:
             env["OPENBLAS_THREAD_TIMEOUT"] = users
-        done = subprocess.run(
-            [sys.executable, "-c", ENVIRONMENT, *args],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=tmp_path,
-            env=env,
-        )
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.strip().splitlines()[-1] == left
+        assert _score(tmp_path, ENVIRONMENT, env) == left
 
 
 # which of report.json's package's models score's process built: those only compare.json and
@@ -139,19 +134,7 @@ main()
 
 
 def test_score_builds_none_of_compare_jsons_or_the_dry_runs_models(tmp_path: Path) -> None:
-    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
-    qrels.write_text("q1 0 d1 1\n")
-    run.write_text("q1 Q0 d1 1 2.5 t\n")
-    args = ["score", str(qrels), str(run), "--no-progress", "--out", str(tmp_path / "out")]
-    done = subprocess.run(
-        [sys.executable, "-c", MODELS, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    built = set(done.stdout.strip().splitlines()[-1].split())
+    built = set(_score(tmp_path, MODELS).split())
     assert "RunReport" in built  # (report.json's)
     unbuilt = {"CompareReport", "CompareSide", "SliceComparison", "SettingsRecord", "EmbeddingPlan"}
     assert not built & unbuilt
