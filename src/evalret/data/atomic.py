@@ -212,7 +212,7 @@ def atomic_write_text(path: Path, text: str, what: str = "", within: Path | None
 
 
 def atomic_write_blocks(
-    path: Path, blocks: Iterable[bytes], what: str = "", within: Path | None = None
+    path: Path, blocks: Iterable[bytes | bytearray], what: str = "", within: Path | None = None
 ) -> None:
     """``atomic_write_text`` for a text given as UTF-8 blocks (a run file of millions of lines
     is never held whole); each newline is written as the platform's line separator. Blocks
@@ -242,7 +242,7 @@ def atomic_write_blocks(
 _datasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
 
 
-def _write_behind(f: BinaryIO, blocks: Iterable[bytes], sync: bool) -> None:
+def _write_behind(f: BinaryIO, blocks: Iterable[bytes | bytearray], sync: bool) -> None:
     """Write ``blocks`` to ``f`` in order, each by a second thread while the next one is made,
     and with ``sync`` flushed to disk there too (so the caller's final fsync waits for little):
     a write and a flush run without the GIL, beside the making. At most one block is written
@@ -251,7 +251,7 @@ def _write_behind(f: BinaryIO, blocks: Iterable[bytes], sync: bool) -> None:
     failed: list[BaseException] = []
     writer: threading.Thread | None = None
 
-    def write(block: bytes) -> None:
+    def write(block: bytes | bytearray) -> None:
         try:
             f.write(block)
             if sync:
