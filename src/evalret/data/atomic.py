@@ -216,52 +216,22 @@ def atomic_write_blocks(
 ) -> None:
     """``atomic_write_text`` for a text given as UTF-8 blocks (a run file of millions of lines
     is never held whole); each newline is written as the platform's line separator. Blocks
-    made one by one (an iterator, not a sequence) are written behind their making (see
-    _write_behind)."""
-    target, in_place = write_target(path, what, within)
-    newline = os.linesep.encode("ascii")
-    native = (b if newline == b"\n" else b.replace(b"\n", newline) for b in blocks)
-
-    def write(f: BinaryIO) -> None:
-        if isinstance(blocks, Sequence):  # made already: nothing to write beside
-            for block in native:
-                f.write(block)
-        else:
-            _write_behind(f, native, sync=not in_place)
-
-    try:
-        if in_place:
-            with open(target, "wb") as f:
-                write(f)
-        else:
-            atomic_write(target, write)
-    except OSError as e:
-        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+    made one by one (an iterator, not a sequence) are written behind their making: a set of
+    one file (see AtomicFiles)."""
+    with AtomicFiles() as files:
+        files.open(path, what, within).write(blocks)
+        files.commit()
 
 
 _datasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
 
 
-def _write_behind(f: BinaryIO, blocks: Iterable[bytes | bytearray], sync: bool) -> None:
-    """Write ``blocks`` to ``f`` in order, each by a second thread while the next one is made,
-    and with ``sync`` flushed to disk there too (so the caller's final fsync waits for little):
-    a write and a flush run without the GIL, beside the making. At most one block is written
-    at a time and one more held. An error of the writing is raised here once that thread has
-    ended; an error of the making, once the block being written is."""
-    behind = _Behind(f, sync)
-    try:
-        for block in blocks:
-            if not behind.put(block):
-                break
-    finally:
-        behind.join()
-    behind.raise_failed()
-
-
 class _Behind:
-    """The writing of one file's blocks by second threads, one block at a time, beside the
-    making of the next (see _write_behind). An error of the writing is kept until
-    ``raise_failed``."""
+    """The writing of one file's blocks to ``f`` in order, each by a second thread while the
+    caller makes the next, and with ``sync`` flushed to disk there too (so the final fsync
+    waits for little): a write and a flush run without the GIL, beside the making. At most one
+    block is written at a time and one more held. An error of the writing is kept until
+    ``raise_failed``, the thread ended."""
 
     def __init__(self, f: BinaryIO, sync: bool) -> None:
         self.f, self.sync = f, sync
