@@ -77,9 +77,10 @@ def write_outputs(
     runs = {index: out_dir / f"run.{index}.trec" for index in evaluation.rankings}
     with AtomicFiles() as files:
         opened = {name: files.open(out_dir / name) for name in texts}
-        for index, ranking in evaluation.rankings.items():  # first: their flushing to disk
-            tag = f"{RUN_TAG}-{index}"  # goes on while the reports are made
-            files.open(runs[index]).write(trec_run_blocks(evaluation.golden_set, ranking, tag))
+        # the run files first: their flushing to disk goes on while the reports are made
+        for index, ranking in evaluation.rankings.items():
+            blocks = trec_run_blocks(evaluation.golden_set, ranking, f"{RUN_TAG}-{index}")
+            files.open(runs[index]).write(blocks)
         opened["report.json"].write([(report.model_dump_json(indent=2) + "\n").encode("utf-8")])
         hint = judge_hint(report, str(report_path), config_words)
         markdown = render_markdown(report, hint)
