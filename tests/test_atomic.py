@@ -21,6 +21,7 @@ from typing import BinaryIO
 import pytest
 
 from evalret.data.atomic import (
+    AtomicFiles,
     append_line_durably,
     append_text,
     atomic_write,
@@ -299,6 +300,101 @@ def test_blocks_made_one_by_one_go_through_a_pipe(tmp_path: Path) -> None:
     atomic_write_blocks(fifo, iter([b"through ", b"the ", b"pipe"]))
     reader.join(timeout=10)
     assert received == [b"through the pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_a_set_of_files_appears_together_when_committed(tmp_path: Path) -> None:
+    """Files of an AtomicFiles set, one made block by block: until the commit only their
+    temporary files exist (an old file stays as it was); then every one is whole at once."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "b.md").write_text("old")
+    seen: list[list[str]] = []
+
+    def blocks() -> Iterator[bytes]:
+        for i in range(30):
+            seen.append(sorted(p.name for p in out.iterdir() if not p.name.startswith(".")))
+            yield f"line {i}\n".encode() * 1000
+
+    with AtomicFiles() as files:
+        a, b, run = files.open(out / "a.json"), files.open(out / "b.md"), files.open(out / "r")
+        run.write(blocks())
+        b.write([b"new ", b"text\n"])
+        a.write([b"{}"])
+        assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["b.md"]
+        assert (out / "b.md").read_text() == "old"
+        files.commit()
+    assert all(names == ["b.md"] for names in seen)
+    assert sorted(p.name for p in out.iterdir()) == ["a.json", "b.md", "r"]  # no temporary
+    assert (out / "a.json").read_bytes() == b"{}" and (out / "b.md").read_text() == "new text\n"
+    assert (out / "r").read_bytes() == b"".join(f"line {i}\n".encode() * 1000 for i in range(30))
+
+
+@pytest.mark.parametrize("failure", [RuntimeError, KeyboardInterrupt, TypeError])
+def test_a_set_left_by_an_error_touches_no_file(tmp_path: Path, failure: type) -> None:
+    """An error while a file's blocks are made (a bug, Ctrl-C) or written (a block that is not
+    bytes), before the commit: every file stays as it was and no temporary file is left."""
+    (tmp_path / "b.md").write_text("old")
+
+    def blocks() -> Iterator[object]:
+        yield b"a" * 100_000
+        if failure is TypeError:
+            yield "not bytes"
+        else:
+            raise failure("stop")
+        yield b"b"
+
+    with pytest.raises(failure), AtomicFiles() as files:
+        files.open(tmp_path / "a.json").write([b"{}"])
+        files.open(tmp_path / "b.md").write([b"new"])
+        files.open(tmp_path / "r").write(blocks())  # type: ignore[arg-type]
+        files.commit()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.md"]
+    assert (tmp_path / "b.md").read_text() == "old"
+
+
+def test_a_set_whose_flush_fails_is_an_input_error_and_touches_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fails the flush (here: full) is the error of the file it failed (exit 2,
+    naming it), raised by the commit before anything is renamed."""
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    error = f"cannot write {tmp_path / 'a.json'}: No space left"
+    with pytest.raises(InputError, match=error), AtomicFiles() as files:
+        files.open(tmp_path / "a.json").write([b"{}"])
+        files.open(tmp_path / "r").write(iter([b"x" * 1000]))
+        files.commit()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_path_of_a_set_fails_when_opened_and_leaves_nothing(tmp_path: Path) -> None:
+    """The first path that cannot be written is the error (exit 2, naming it), raised as that
+    file is opened, before anything is written; the temporaries opened before it go."""
+    (tmp_path / "b.md").mkdir()
+    error = f"cannot write {tmp_path / 'b.md'}: it exists and is a directory"
+    with pytest.raises(InputError, match=error), AtomicFiles() as files:
+        files.open(tmp_path / "a.json")
+        files.open(tmp_path / "b.md")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.md"]
+
+
+def test_a_fifo_in_a_set_is_written_in_place(tmp_path: Path) -> None:
+    """A named pipe among a set's files gets its text in place, as it is written."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    with AtomicFiles() as files:
+        files.open(tmp_path / "a.json").write([b"{}"])
+        files.open(fifo).write(iter([b"through ", b"the ", b"pipe"]))
+        files.commit()
+    reader.join(timeout=10)
+    assert received == [b"through the pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert (tmp_path / "a.json").read_bytes() == b"{}"
 
 
 def test_atomic_write_fsyncs_the_handle_that_wrote(

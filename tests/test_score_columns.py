@@ -274,3 +274,19 @@ def test_trec_run_in_blocks_is_byte_identical(
         scores[0, :4] = [-0.0, 0.0, 1e-310, -np.inf]
         ranking = SearchResult(ids=ids, scores=scores, extra_docs=names)
         assert trec_run(golden, ranking, "t") == line_by_line_trec_run(golden, ranking, "t")
+
+
+@pytest.mark.parametrize(
+    ("low", "high"),
+    [(0, 520), (0, 500), (500, 520), (100, 510), (490, 505)],  # every name used, or some
+)
+def test_trec_run_names_only_the_documents_it_retrieved(low: int, high: int) -> None:
+    """The names column holds the corpus ids and extra documents a ranking retrieves: taken
+    whole when it retrieves every one of them, picked when only some."""
+    rng = np.random.default_rng(low + high)
+    golden = _golden([f"d{i}" for i in range(500)], [f"q{i}" for i in range(40)])
+    ids = rng.integers(low, high, size=(40, 30))
+    ids[0, : high - low] = np.arange(low, high)[:30]
+    extra = tuple(f"x{i}" for i in range(20))
+    ranking = SearchResult(ids=ids, scores=rng.normal(size=(40, 30)), extra_docs=extra)
+    assert trec_run(golden, ranking, "t") == line_by_line_trec_run(golden, ranking, "t")

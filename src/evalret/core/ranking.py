@@ -68,7 +68,17 @@ class SearchResult:
 
     def names(self, row: int, doc_ids: Sequence[str], depth: int | None = None) -> list[str]:
         """The document names of query ``row``'s first ``depth`` ranks (all when None)."""
-        return [self.doc_name(d, doc_ids) for d in self.ids[row, :depth].tolist() if d >= 0]
+        return self._named(self.ids[row, :depth].tolist(), doc_ids)
+
+    def names_by_row(self, doc_ids: Sequence[str], depth: int | None = None) -> list[list[str]]:
+        """``names`` of every row (the ids read out once)."""
+        return [self._named(row, doc_ids) for row in self.ids[:, :depth].tolist()]
+
+    def _named(self, ids: list[int], doc_ids: Sequence[str]) -> list[str]:
+        """``doc_name`` of each of ``ids`` that is not an empty rank (-1), without a call per
+        document."""
+        n, extra = len(doc_ids), self.extra_docs
+        return [doc_ids[d] if d < n else extra[d - n] for d in ids if d >= 0]
 
 
 def judgeable_ids(ids: np.ndarray, n_docs: int) -> np.ndarray:

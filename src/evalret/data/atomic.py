@@ -20,8 +20,8 @@ Underneath, ``atomic_write`` creates or replaces one regular file from any write
 arrays, faiss graphs) that writes to the open binary handle it is given; that same handle is
 flushed to disk (fsync) before the rename, and the directory after it. ``temp_dir_beside`` and
 ``publish_dir`` do the same for a whole directory (an exported model) whose files another library
-wrote by name. The cache writes with these directly: its paths are its own, never links or
-devices.
+wrote by name; ``AtomicFiles`` for a set of files renamed together (a run's report files). The
+cache writes with these directly: its paths are its own, never links or devices.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
@@ -212,67 +212,185 @@ def atomic_write_text(path: Path, text: str, what: str = "", within: Path | None
 
 
 def atomic_write_blocks(
-    path: Path, blocks: Iterable[bytes], what: str = "", within: Path | None = None
+    path: Path, blocks: Iterable[bytes | bytearray], what: str = "", within: Path | None = None
 ) -> None:
     """``atomic_write_text`` for a text given as UTF-8 blocks (a run file of millions of lines
     is never held whole); each newline is written as the platform's line separator. Blocks
-    made one by one (an iterator, not a sequence) are written behind their making (see
-    _write_behind)."""
-    target, in_place = write_target(path, what, within)
-    newline = os.linesep.encode("ascii")
-    native = (b if newline == b"\n" else b.replace(b"\n", newline) for b in blocks)
-
-    def write(f: BinaryIO) -> None:
-        if isinstance(blocks, Sequence):  # made already: nothing to write beside
-            for block in native:
-                f.write(block)
-        else:
-            _write_behind(f, native, sync=not in_place)
-
-    try:
-        if in_place:
-            with open(target, "wb") as f:
-                write(f)
-        else:
-            atomic_write(target, write)
-    except OSError as e:
-        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
+    made one by one (an iterator, not a sequence) are written behind their making: a set of
+    one file (see AtomicFiles)."""
+    with AtomicFiles() as files:
+        files.open(path, what, within).write(blocks)
+        files.commit()
 
 
 _datasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
 
 
-def _write_behind(f: BinaryIO, blocks: Iterable[bytes], sync: bool) -> None:
-    """Write ``blocks`` to ``f`` in order, each by a second thread while the next one is made,
-    and with ``sync`` flushed to disk there too (so the caller's final fsync waits for little):
-    a write and a flush run without the GIL, beside the making. At most one block is written
-    at a time and one more held. An error of the writing is raised here once that thread has
-    ended; an error of the making, once the block being written is."""
-    failed: list[BaseException] = []
-    writer: threading.Thread | None = None
+class _Behind:
+    """The writing of one file's blocks to ``f`` in order, each by a second thread while the
+    caller makes the next, and with ``sync`` flushed to disk there too (so the final fsync
+    waits for little): a write and a flush run without the GIL, beside the making. At most one
+    block is written at a time and one more held. An error of the writing is kept until
+    ``raise_failed``, the thread ended."""
 
-    def write(block: bytes) -> None:
+    def __init__(self, f: BinaryIO, sync: bool) -> None:
+        self.f, self.sync = f, sync
+        self.failed: list[BaseException] = []
+        self._writer: threading.Thread | None = None
+
+    def put(self, block: bytes | bytearray | None) -> bool:
+        """Start writing ``block`` (None: flush the file to disk with fsync, its last step) once
+        the one before is written; False, and nothing started, when a write failed."""
+        self.join()
+        if self.failed:
+            return False
+        self._writer = threading.Thread(target=self._write, args=(block,), daemon=True)
+        self._writer.start()
+        return True
+
+    def join(self) -> None:
+        """Wait for the block being written."""
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+
+    def raise_failed(self) -> None:
+        if self.failed:
+            raise self.failed[0]
+
+    def _write(self, block: bytes | bytearray | None) -> None:
         try:
-            f.write(block)
-            if sync:
-                f.flush()
-                _datasync(f.fileno())
+            if block is None:
+                self.f.flush()
+                os.fsync(self.f.fileno())
+            else:
+                self.f.write(block)
+                if self.sync:
+                    self.f.flush()
+                    _datasync(self.f.fileno())
         except BaseException as e:  # raised in the caller's thread
-            failed.append(e)
+            self.failed.append(e)
 
+
+class AtomicFiles:
+    """Files written as one set (a run's report files), committed together: ``open`` makes each
+    file's temporary beside it as atomic_write does (after write_target's checks, so a bad path
+    fails as it would alone, in the order opened); ``PendingFile.write`` fills it from blocks
+    the caller makes, written and flushed to disk behind their making and not waited for, so
+    that the caller goes on to the next file; ``commit`` waits for every file's writing, then
+    renames each over its path and flushes each directory once. So the files appear together,
+    each whole, and none is touched before. Used as a context manager: leaving it by an
+    exception before the commit (an error anywhere, Ctrl-C) waits for the writing, then removes
+    every temporary file. A character device or a FIFO is written in place by ``write``. Errors
+    are InputError naming the path."""
+
+    def __init__(self) -> None:
+        self._files: list[PendingFile] = []
+
+    def __enter__(self) -> AtomicFiles:
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        if kind is not None:
+            for file in self._files:
+                file.discard()
+
+    def open(self, path: Path, what: str = "", within: Path | None = None) -> PendingFile:
+        """A new file of the set at ``path`` (``what``, ``within``: see atomic_write_text)."""
+        target, in_place = write_target(path, what, within)
+        file = PendingFile(path, what, target)
+        self._files.append(file)  # from here on discarded on an error
+        if not in_place:
+            with _naming(path, what):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                remove_stale_temps(target.parent, f".{glob.escape(target.name)}.*.tmp")
+                fd, name = tempfile.mkstemp(
+                    dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+                )
+                file.tmp = Path(name)
+                file.handle = os.fdopen(fd, "wb")
+                os.chmod(name, _default_mode())
+        return file
+
+    def commit(self) -> None:
+        """Wait for every file's writing, then rename each over its path (in the order opened)
+        and flush their directories to disk."""
+        for file in self._files:
+            file.finish()
+        for file in self._files:
+            file.publish()
+        for directory in dict.fromkeys(f.target.parent for f in self._files if f.renamed):
+            _fsync_dir(directory)
+
+
+class PendingFile:
+    """One file of an AtomicFiles set: its temporary file (None: written in place) and its
+    writing."""
+
+    def __init__(self, path: Path, what: str, target: Path) -> None:
+        self.path, self.what, self.target = path, what, target
+        self.tmp: Path | None = None
+        self.handle: BinaryIO | None = None
+        self.renamed = False
+        self._behind: _Behind | None = None
+
+    def write(self, blocks: Iterable[bytes | bytearray]) -> None:
+        """Write ``blocks`` (UTF-8 text; each newline as the platform's line separator) behind
+        their making (each flushed to disk when they are made one by one, an iterator), then
+        flush the file to disk, not waited for: an error of a write already ended is raised
+        here, the others by the set's commit."""
+        newline = os.linesep.encode("ascii")
+        native = (b if newline == b"\n" else b.replace(b"\n", newline) for b in blocks)
+        with _naming(self.path, self.what):
+            if self.handle is None:  # a device or a FIFO
+                with open(self.target, "wb") as f:
+                    for block in native:
+                        f.write(block)
+                return
+            sync = not isinstance(blocks, Sequence)
+            self._behind = behind = _Behind(self.handle, sync)
+            for block in native:
+                if not behind.put(block):
+                    break
+            if not behind.put(None):
+                behind.raise_failed()
+
+    def finish(self) -> None:
+        """Wait for the writing; its error, if any, raised."""
+        with _naming(self.path, self.what):
+            if self._behind is not None:
+                self._behind.join()
+                self._behind.raise_failed()
+            if self.handle is not None:
+                self.handle.close()
+
+    def publish(self) -> None:
+        """Rename the written temporary file over the path."""
+        if self.tmp is not None:
+            with _naming(self.path, self.what):
+                os.replace(self.tmp, self.target)
+            self.tmp, self.renamed = None, True
+
+    def discard(self) -> None:
+        """Wait for the writing, close the file and remove the temporary file, errors aside."""
+        with suppress(BaseException):
+            if self._behind is not None:
+                self._behind.join()
+            if self.handle is not None:
+                self.handle.close()
+        if self.tmp is not None:
+            with suppress(OSError):
+                self.tmp.unlink(missing_ok=True)
+            self.tmp = None
+
+
+@contextmanager
+def _naming(path: Path, what: str) -> Iterator[None]:
+    """OSError as the InputError (exit 2) that names ``path``."""
     try:
-        for block in blocks:
-            if writer is not None:
-                writer.join()
-            if failed:
-                break
-            writer = threading.Thread(target=write, args=(block,), daemon=True)
-            writer.start()
-    finally:
-        if writer is not None:
-            writer.join()
-    if failed:
-        raise failed[0]
+        yield
+    except OSError as e:
+        raise InputError(f"cannot write {_label(path, what)}: {e.strerror or e}") from None
 
 
 def append_text(path: Path, text: str, what: str = "") -> None:

@@ -411,9 +411,7 @@ def _score(
                 ),
                 per_query={m: v.tolist() for m, v in per_query[name].items()},
                 condensed=condensed(metrics, judgments, config),
-                top_ids=[
-                    ranking.names(qi, golden.doc_ids, TOP_KEPT) for qi in range(len(ranking.ids))
-                ],
+                top_ids=ranking.names_by_row(golden.doc_ids, TOP_KEPT),
                 curves=MetricCurves(k=ks, values=curve_values),
             )
         n_docs, k = len(golden.doc_ids), config.beyond_accuracy.k

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from evalret.data.atomic import append_text, atomic_write_blocks, atomic_write_text
+from evalret.data.atomic import AtomicFiles, append_text
 from evalret.errors import InputError
 from evalret.pipeline.comment import baseline_losses, reports_link
 from evalret.pipeline.evaluate import Evaluation
@@ -60,39 +60,46 @@ def write_outputs(
     run.<index>.trec and (with a gate) junit.xml into ``out_dir``; append report.md to
     ``step_summary`` (GitHub's $GITHUB_STEP_SUMMARY) if given. report.json and comment.md carry
     ``run_id`` (default: ``new_run_id()``); the judge commands of inconclusive checks repeat
-    ``config_words`` (the run's config and settings). Returns the paths written."""
+    ``config_words`` (the run's config and settings). Returns the paths written.
+
+    The files are one set (data.atomic.AtomicFiles): they appear together once every one is
+    written, and none on an error. The run files are made first, their flushing to disk going
+    on while the reports are made."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot create output directory {out_dir}: {e.strerror or e}") from None
-    written = []
     report = evaluation.report.model_copy(update={"run_id": run_id or new_run_id()})
     report_path = out_dir / "report.json"
-    atomic_write_text(report_path, report.model_dump_json(indent=2) + "\n")
-    written.append(report_path)
-    hint = judge_hint(report, str(report_path), config_words)
-    markdown = render_markdown(report, hint)
-    comment = render_comment(
-        report, markdown, baseline_losses(evaluation), reports_link(), hint=hint
-    )
-    outputs = {
-        "report.md": markdown,
-        "report.html": render_run_html(report, evaluation.baseline, evaluation.golden_set),
-        "comment.md": comment,
-    }
+    texts = ["report.json", "report.md", "report.html", "comment.md"]
     if report.gate is not None:
-        from evalret.report.junit import render_junit  # XML, with a gate only
-
-        outputs["junit.xml"] = render_junit(report.gate, hint)
-    for name, text in outputs.items():
-        atomic_write_text(out_dir / name, text)
-        written.append(out_dir / name)
-    for index, ranking in evaluation.rankings.items():  # written block by block
-        path = out_dir / f"run.{index}.trec"
-        atomic_write_blocks(
-            path, trec_run_blocks(evaluation.golden_set, ranking, f"{RUN_TAG}-{index}")
+        texts.append("junit.xml")
+    runs = {index: out_dir / f"run.{index}.trec" for index in evaluation.rankings}
+    with AtomicFiles() as files:
+        opened = {name: files.open(out_dir / name) for name in texts}
+        # the run files first: their flushing to disk goes on while the reports are made
+        for index, ranking in evaluation.rankings.items():
+            blocks = trec_run_blocks(evaluation.golden_set, ranking, f"{RUN_TAG}-{index}")
+            files.open(runs[index]).write(blocks)
+        opened["report.json"].write([(report.model_dump_json(indent=2) + "\n").encode("utf-8")])
+        hint = judge_hint(report, str(report_path), config_words)
+        markdown = render_markdown(report, hint)
+        comment = render_comment(
+            report, markdown, baseline_losses(evaluation), reports_link(), hint=hint
         )
-        written.append(path)
+        outputs = {
+            "report.md": markdown,
+            "report.html": render_run_html(report, evaluation.baseline, evaluation.golden_set),
+            "comment.md": comment,
+        }
+        if report.gate is not None:
+            from evalret.report.junit import render_junit  # XML, with a gate only
+
+            outputs["junit.xml"] = render_junit(report.gate, hint)
+        for name, text in outputs.items():
+            opened[name].write([text.encode("utf-8")])
+        files.commit()
+    written = [out_dir / name for name in texts] + list(runs.values())
     if step_summary is not None:
         append_text(step_summary, markdown + "\n", "step summary")
     return written

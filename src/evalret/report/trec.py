@@ -38,9 +38,11 @@ def trec_run(golden: GoldenSet, ranking: SearchResult, tag: str) -> str:
     return b"".join(trec_run_blocks(golden, ranking, tag)).decode("utf-8")
 
 
-def trec_run_blocks(golden: GoldenSet, ranking: SearchResult, tag: str) -> Iterator[bytes]:
+def trec_run_blocks(
+    golden: GoldenSet, ranking: SearchResult, tag: str
+) -> Iterator[bytes | bytearray]:
     """``trec_run``'s text as UTF-8 bytes, in blocks of about BLOCK_BYTES (a file is written
-    from them without the whole text in memory)."""
+    from them without the whole text in memory), each a new object the caller may keep."""
     n_rows = min(len(golden.query_ids), len(ranking.ids))
     ids = ranking.ids[:n_rows]
     kept = np.logical_and.accumulate(ids >= 0, axis=1) if ids.size else ids >= 0
@@ -59,11 +61,11 @@ def trec_run_blocks(golden: GoldenSet, ranking: SearchResult, tag: str) -> Itera
     slot = (np.cumsum(used) - 1).astype(np.int32)  # document id -> its place among the names
     names = _names(np.flatnonzero(used), golden.doc_ids, ranking.extra_docs)
     columns = [
-        _table([f"{q} Q0 " for q in golden.query_ids[:n_rows]], "query"),
+        _table([[f"{q} Q0 " for q in golden.query_ids[:n_rows]]], "query"),
         _table(names, "line", slot[docs]),
-        _table([f" {r} " for r in range(1, ids.shape[1] + 1)], "rank"),
+        _table([[f" {r} " for r in range(1, ids.shape[1] + 1)]], "rank"),
         _scores(scores),
-        _table([f" {tag}\n"], "all"),
+        _table([[f" {tag}\n"]], "all"),
     ]
     del docs, slot, used
     yield from _gather(columns, counts, ids.shape[1])
@@ -156,19 +158,21 @@ class _Packed:
         return self.sizes[lines.a : lines.b]
 
 
-def _table(texts: Sequence[str], by: _By, index: np.ndarray | None = None) -> _Table:
-    """``texts`` UTF-8 encoded as a ``_Table`` column: joined by NULs, encoded at once, and cut
-    at the NULs into the table's rows (UTF-8 never encodes another character with a 0 byte);
-    texts that hold a NUL themselves are encoded one by one."""
-    data = np.frombuffer("\0".join(texts).encode("utf-8"), dtype=np.uint8)
+def _table(parts: Sequence[Sequence[str]], by: _By, index: np.ndarray | None = None) -> _Table:
+    """The texts of ``parts`` (one after another) UTF-8 encoded as a ``_Table`` column: joined
+    by NULs, encoded at once, and cut at the NULs into the table's rows (UTF-8 never encodes
+    another character with a 0 byte); texts that hold a NUL themselves are encoded one by one."""
+    n = sum(map(len, parts))
+    joined = "\0".join(["\0".join(part) for part in parts if part])
+    data = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
     cuts = np.flatnonzero(data == 0)
-    if len(cuts) != max(len(texts) - 1, 0):  # a text holds a NUL
-        raw = [t.encode("utf-8") for t in texts]
+    if len(cuts) != max(n - 1, 0):  # a text holds a NUL
+        raw = [t.encode("utf-8") for part in parts for t in part]
         strings = np.array(raw, dtype=np.bytes_)
         table = strings.view(np.uint8).reshape(len(raw), strings.dtype.itemsize)
         return _Table(table, np.fromiter(map(len, raw), np.int64, len(raw)), by, index, True)
-    sizes = np.diff(cuts, prepend=-1, append=len(data)) - 1 if len(texts) else cuts
-    table = np.zeros((len(texts), max(1, int(sizes.max(initial=1)))), dtype=np.uint8)
+    sizes = np.diff(cuts, prepend=-1, append=len(data)) - 1 if n else cuts
+    table = np.zeros((n, max(1, int(sizes.max(initial=1)))), dtype=np.uint8)
     table[np.arange(table.shape[1]) < sizes[:, None]] = data[data != 0]
     return _Table(table, sizes, by, index)
 
@@ -186,7 +190,7 @@ def _scores(scores: np.ndarray) -> _Table | _Packed:
         starts[1:] = bits[1:] != bits[:-1]
         distinct, index = np.unique(bits[starts], return_inverse=True)
         texts = repr(distinct.view(np.float64).tolist())[1:-1].split(", ")
-        return _table(texts, "line", index.reshape(-1).astype(np.int32)[np.cumsum(starts) - 1])
+        return _table([texts], "line", index.reshape(-1).astype(np.int32)[np.cumsum(starts) - 1])
     data = np.frombuffer(repr(scores.tolist())[1:-1].encode("ascii"), dtype=np.uint8)
     commas = np.flatnonzero(data == ord(","))
     starts = np.concatenate([[0], commas + 2])
@@ -195,11 +199,23 @@ def _scores(scores: np.ndarray) -> _Table | _Packed:
     return _Packed(padded, starts, sizes)
 
 
-def _names(used: np.ndarray, doc_ids: Sequence[str], extra: Sequence[str]) -> list[str]:
-    """The names of the documents ``used`` (ascending ids): corpus ids, then extra documents."""
+def _names(
+    used: np.ndarray, doc_ids: Sequence[str], extra: Sequence[str]
+) -> tuple[Sequence[str], Sequence[str]]:
+    """The names of the documents ``used`` (ascending ids): the corpus ids, then the extra
+    documents; either sequence as it is when every one of it is used (a run's extra documents
+    are: they are the ones it retrieved)."""
     split = int(np.searchsorted(used, len(doc_ids)))
-    corpus, beyond = used[:split].tolist(), (used[split:] - len(doc_ids)).tolist()
-    return [*map(doc_ids.__getitem__, corpus), *map(extra.__getitem__, beyond)]
+    corpus, beyond = used[:split], used[split:] - len(doc_ids)
+    return _picked(doc_ids, corpus), _picked(extra, beyond)
+
+
+def _picked(texts: Sequence[str], which: np.ndarray) -> Sequence[str]:
+    """``texts[i]`` for each of the ascending distinct indexes ``which``: ``texts`` itself when
+    that is all of them."""
+    if len(which) == len(texts):
+        return texts
+    return [*map(texts.__getitem__, which.tolist())]
 
 
 def _blocks(counts: np.ndarray, depth: int, per_block: int) -> Iterator[_Lines]:
@@ -245,10 +261,13 @@ def _grid(cells: np.ndarray, n_queries: int, depth: int) -> np.ndarray:
     return as_strided(cells, (n_queries, depth), (stride * depth, stride), writeable=True)
 
 
-def _gather(columns: Sequence[_Table | _Packed], counts: np.ndarray, depth: int) -> Iterator[bytes]:
+def _gather(
+    columns: Sequence[_Table | _Packed], counts: np.ndarray, depth: int
+) -> Iterator[bytes | bytearray]:
     """The bytes of every line, block by block: its texts, column after column. A block of
     lines is laid out as a byte matrix (each column at the width of its longest text,
-    NUL-padded; one buffer for every block), and the padding dropped: with ``bytes.translate``
+    NUL-padded; one buffer for every block), and the padding dropped: with ``translate`` of
+    that buffer itself (a bytearray: no copy of it first, one fresh block of memory a block)
     when no text holds a NUL (ids never do: the readers refuse control characters), else by a
     mask."""
     nul = any(c.nul for c in columns)
@@ -256,9 +275,11 @@ def _gather(columns: Sequence[_Table | _Packed], counts: np.ndarray, depth: int)
     width = sum(widths)
     starts = np.cumsum([0, *widths[:-1]]).tolist()
     per_block = max(1, BLOCK_BYTES // width)
-    buffer = np.empty(min(per_block, int(counts.sum())) * width, dtype=np.uint8)
+    buffer = bytearray(min(per_block, int(counts.sum())) * width)
+    matrix = np.frombuffer(buffer, dtype=np.uint8)
     for lines in _blocks(counts, depth, per_block):
-        out = buffer[: (lines.b - lines.a) * width].reshape(-1, width)
+        size = (lines.b - lines.a) * width
+        out = matrix[:size].reshape(-1, width)
         for column, at, w in zip(columns, starts, widths, strict=True):
             column.place(_cells(out, at, w), lines, depth)
         if nul:
@@ -266,4 +287,4 @@ def _gather(columns: Sequence[_Table | _Packed], counts: np.ndarray, depth: int)
             mask = np.concatenate(masks, axis=1)
             yield out[mask].tobytes()
         else:
-            yield out.tobytes().translate(None, b"\0")
+            yield (buffer if size == len(buffer) else buffer[:size]).translate(None, b"\0")
