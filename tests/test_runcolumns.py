@@ -430,3 +430,16 @@ def test_arrow_names_read_as_the_names_they_hold() -> None:
     assert ArrowNames(pa.array([], pa.string())) == ()
     with pytest.raises(TypeError):
         hash(picked)
+
+
+def test_arrow_names_pick_and_give_their_bytes_without_making_every_string() -> None:
+    names = ArrowNames(pa.array(["d3", "é", "d1", "x"], pa.string()).slice(1))  # é d1 x
+    picked = names.rows(np.array([2, 0]))  # x é
+    assert picked.pick([1, 0, 1]) == ["é", "x", "é"] and "_strings" not in vars(picked)
+    data, sizes = picked.utf8()
+    assert data.tobytes() == "xé".encode() and sizes.tolist() == [1, 2]
+    data, sizes = names.utf8()
+    assert data.tobytes() == "éd1x".encode() and sizes.tolist() == [2, 2, 1]
+    assert list(picked) == ["x", "é"] and picked.pick([1]) == ["é"]  # made: read from them
+    empty = ArrowNames(pa.array([], pa.string()))
+    assert empty.pick([]) == [] and [a.tolist() for a in empty.utf8()] == [[], []]

@@ -225,8 +225,23 @@ def _random_ranking(rng: random.Random, n_docs: int, n_queries: int) -> SearchRe
         ids[q, cut:] = -1
         if depth and rng.random() < 0.1:
             ids[q, rng.randrange(depth)] = -1
-    extra = tuple(f"extra-{i}" for i in range(n_extra))
-    return SearchResult(ids=ids, scores=scores, extra_docs=extra)
+    extra = tuple(f"extra-{i}" if i % 3 else f"éxtra-{i}" for i in range(n_extra))
+    return SearchResult(ids=ids, scores=scores, extra_docs=_maybe_arrow(rng, extra))
+
+
+def _maybe_arrow(rng: random.Random, names: tuple[str, ...]) -> Sequence[str]:
+    """``names`` as they are, or as a run read as columns holds them (ArrowNames): the whole
+    array, a slice of a longer one, or rows picked from a longer, sliced one."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        return names
+    if kind == 1:
+        return ArrowNames(pa.array(names, pa.string()))
+    if kind == 2:  # a slice: its values start past the buffers' start
+        return ArrowNames(pa.array(["x0", *names], pa.string()).slice(1))
+    pool = ["x0", *reversed(names), "x1"]  # names[i] is pool[len(names) - i]
+    rows = np.arange(len(names), 0, -1) - 1  # into the slice that drops "x0"
+    return ArrowNames(pa.array(pool, pa.string()).slice(1)).rows(rows)
 
 
 @given(RANDOMS)
@@ -290,3 +305,15 @@ def test_trec_run_names_only_the_documents_it_retrieved(low: int, high: int) -> 
     extra = tuple(f"x{i}" for i in range(20))
     ranking = SearchResult(ids=ids, scores=rng.normal(size=(40, 30)), extra_docs=extra)
     assert trec_run(golden, ranking, "t") == line_by_line_trec_run(golden, ranking, "t")
+
+
+@given(RANDOMS)
+def test_names_by_row_are_each_rows_names(rng: random.Random) -> None:
+    """The names of every row at once (the extra documents' made together, only those)
+    are each row's names one by one."""
+    n_docs = rng.randrange(30)
+    doc_ids = [f"doc-{i}" for i in range(n_docs)]
+    ranking = _random_ranking(rng, n_docs, rng.randrange(9))
+    for depth in (3, None):  # (the first before anything made the names strings)
+        got = ranking.names_by_row(doc_ids, depth)
+        assert got == [ranking.names(row, doc_ids, depth) for row in range(len(ranking.ids))]

@@ -37,7 +37,8 @@ class SearchResult:
 
     extra_docs: ids ``n_docs + i`` name ``extra_docs[i]``, documents the corpus does not have
     (see the module docstring); empty for a ranking of evalret's own. A tuple, or a sequence
-    that makes its names when first read (a run file's: ``data.runcolumns.ArrowNames``).
+    that makes its names when first read (a run file's: ``data.runcolumns.ArrowNames``, whose
+    ``pick`` makes only the names asked for: ``picked``).
     """
 
     ids: np.ndarray
@@ -71,14 +72,26 @@ class SearchResult:
         return self._named(self.ids[row, :depth].tolist(), doc_ids)
 
     def names_by_row(self, doc_ids: Sequence[str], depth: int | None = None) -> list[list[str]]:
-        """``names`` of every row (the ids read out once)."""
-        return [self._named(row, doc_ids) for row in self.ids[:, :depth].tolist()]
+        """``names`` of every row (the ids read out once, the extra documents' names made
+        together, only theirs)."""
+        rows = self.ids[:, :depth].tolist()
+        n = len(doc_ids)
+        wanted = sorted({d - n for row in rows for d in row if d >= n})
+        extra = dict(zip(wanted, picked(self.extra_docs, wanted), strict=True))
+        return [[doc_ids[d] if d < n else extra[d - n] for d in row if d >= 0] for row in rows]
 
     def _named(self, ids: list[int], doc_ids: Sequence[str]) -> list[str]:
         """``doc_name`` of each of ``ids`` that is not an empty rank (-1), without a call per
         document."""
         n, extra = len(doc_ids), self.extra_docs
         return [doc_ids[d] if d < n else extra[d - n] for d in ids if d >= 0]
+
+
+def picked(names: Sequence[str], indices: list[int]) -> list[str]:
+    """``names[i]`` for each of ``indices``: through the sequence's own ``pick`` where it has
+    one (a run's names, which then makes only those strings), else one by one."""
+    pick = getattr(names, "pick", None)
+    return list(pick(indices)) if pick is not None else [names[i] for i in indices]
 
 
 def judgeable_ids(ids: np.ndarray, n_docs: int) -> np.ndarray:

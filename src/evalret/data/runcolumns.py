@@ -68,13 +68,44 @@ class ArrowNames(Sequence[str]):
 
     @cached_property
     def _strings(self) -> list[str]:
-        if self._rows is None:
-            return list(self._names.to_pylist())
+        return list(self._picked(self._rows).to_pylist())
+
+    def _picked(self, rows: np.ndarray | None) -> Any:
+        """The array of the names at ``rows`` of the held array (all of it for None)."""
+        if rows is None:
+            return self._names
         import pyarrow as pa
 
         from evalret.data import arrow_kernels as pc
 
-        return list(pc.take(self._names, _int64_array(self._rows, pa)).to_pylist())
+        return pc.take(self._names, _int64_array(rows, pa))
+
+    def pick(self, indices: Sequence[int]) -> list[str]:
+        """The names at ``indices`` (into these names), made strings without making the rest."""
+        if "_strings" in self.__dict__:  # (made already)
+            return [self._strings[i] for i in indices]
+        rows = np.asarray(indices, dtype=np.int64)
+        return list(self._picked(rows if self._rows is None else self._rows[rows]).to_pylist())
+
+    def utf8(self) -> tuple[np.ndarray, np.ndarray]:
+        """The names' UTF-8 bytes one after another (uint8) and each name's length in bytes,
+        read from the array's buffers: no string made."""
+        names = self._picked(self._rows)
+        wide = str(names.type) in ("large_string", "large_binary")
+        _, offsets_buffer, data_buffer = names.buffers()
+        offsets = np.frombuffer(
+            offsets_buffer,
+            np.int64 if wide else np.int32,
+            len(names) + 1,
+            names.offset * (8 if wide else 4),
+        )
+        start, end = int(offsets[0]), int(offsets[-1])
+        data = (
+            np.frombuffer(data_buffer, np.uint8, end - start, start)
+            if end > start
+            else np.empty(0, np.uint8)
+        )
+        return data, np.diff(offsets).astype(np.int64)
 
     @overload
     def __getitem__(self, i: int) -> str: ...

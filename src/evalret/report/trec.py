@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from evalret.core.ranking import SearchResult
 from evalret.data.goldenset import GoldenSet
+from evalret.data.runcolumns import ArrowNames
 
 BLOCK_BYTES = 1 << 23  # about how many bytes of the file one gather makes (bounds its memory)
 _SAMPLE = 4096  # scores looked at to guess whether formatting each distinct one pays
@@ -159,22 +160,35 @@ class _Packed:
 
 
 def _table(parts: Sequence[Sequence[str]], by: _By, index: np.ndarray | None = None) -> _Table:
-    """The texts of ``parts`` (one after another) UTF-8 encoded as a ``_Table`` column: joined
-    by NULs, encoded at once, and cut at the NULs into the table's rows (UTF-8 never encodes
-    another character with a 0 byte); texts that hold a NUL themselves are encoded one by one."""
-    n = sum(map(len, parts))
-    joined = "\0".join(["\0".join(part) for part in parts if part])
-    data = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
-    cuts = np.flatnonzero(data == 0)
-    if len(cuts) != max(n - 1, 0):  # a text holds a NUL
+    """The texts of ``parts`` (one after another) UTF-8 encoded as a ``_Table`` column (see
+    ``_utf8``); texts that hold a NUL themselves are encoded one by one."""
+    encoded = [_utf8(part) for part in parts]
+    if any(e is None for e in encoded):  # a text holds a NUL
         raw = [t.encode("utf-8") for part in parts for t in part]
         strings = np.array(raw, dtype=np.bytes_)
         table = strings.view(np.uint8).reshape(len(raw), strings.dtype.itemsize)
         return _Table(table, np.fromiter(map(len, raw), np.int64, len(raw)), by, index, True)
-    sizes = np.diff(cuts, prepend=-1, append=len(data)) - 1 if n else cuts
-    table = np.zeros((n, max(1, int(sizes.max(initial=1)))), dtype=np.uint8)
-    table[np.arange(table.shape[1]) < sizes[:, None]] = data[data != 0]
+    data = np.concatenate([np.empty(0, np.uint8), *(e[0] for e in encoded if e is not None)])
+    sizes = np.concatenate([np.empty(0, np.int64), *(e[1] for e in encoded if e is not None)])
+    table = np.zeros((len(sizes), max(1, int(sizes.max(initial=1)))), dtype=np.uint8)
+    table[np.arange(table.shape[1]) < sizes[:, None]] = data
     return _Table(table, sizes, by, index)
+
+
+def _utf8(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The UTF-8 bytes of ``texts`` one after another and each one's length; None when a text
+    holds a NUL. A sequence that holds its texts encoded already gives them (``utf8()``: a run's
+    names, ``data.runcolumns.ArrowNames``); others are joined by NULs, encoded at once, and cut
+    at the NULs (UTF-8 never encodes another character with a 0 byte)."""
+    if isinstance(texts, ArrowNames):
+        data, sizes = texts.utf8()
+        return (data, sizes) if bool(data.all()) else None
+    data = np.frombuffer("\0".join(texts).encode("utf-8"), dtype=np.uint8)
+    cuts = np.flatnonzero(data == 0)
+    if len(cuts) != max(len(texts) - 1, 0):
+        return None
+    sizes = np.diff(cuts, prepend=-1, append=len(data)) - 1 if len(texts) else cuts
+    return data[data != 0], sizes.astype(np.int64)
 
 
 def _scores(scores: np.ndarray) -> _Table | _Packed:
