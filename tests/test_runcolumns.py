@@ -29,6 +29,7 @@ from evalret.data.runcolumns import (
     _byte_ranks,
     _interned,
     _order_of,
+    _repeats,
     _runs,
     _short_numbers,
     read_jsonl_columns,
@@ -443,3 +444,15 @@ def test_arrow_names_pick_and_give_their_bytes_without_making_every_string() -> 
     assert list(picked) == ["x", "é"] and picked.pick([1]) == ["é"]  # made: read from them
     empty = ArrowNames(pa.array([], pa.string()))
     assert empty.pick([]) == [] and [a.tolist() for a in empty.utf8()] == [[], []]
+
+
+@FUZZ
+@given(pairs=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 9))), wide=st.booleans())
+def test_a_repeated_pair_is_found_with_keys_of_either_width(
+    pairs: list[tuple[int, int]], wide: bool
+) -> None:
+    """(query, document) keys of 32 bits where they fit, 64 where not (``n_docs`` past 2^31 /
+    queries): a pair on two lines is found either way."""
+    q = np.array([p[0] for p in pairs], dtype=np.int32)
+    d = np.array([p[1] for p in pairs], dtype=np.int32)
+    assert _repeats(q, d, 2**30 if wide else 10) == (len(set(pairs)) < len(pairs))

@@ -567,8 +567,12 @@ def _codes(encoded: Any) -> np.ndarray:
 
 
 def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
-    """Whether some (query, document) pair is on two lines."""
-    keys = q.astype(np.int64)
+    """Whether some (query, document) pair is on two lines: one sort of (query, document) keys,
+    32-bit where every key fits (numpy sorts those faster)."""
+    if not len(q):
+        return False
+    fits = (int(q.max()) + 1) * max(n_docs, 1) < 1 << 31
+    keys = q.astype(np.int32 if fits else np.int64)
     keys *= n_docs
     keys += d
     keys.sort()
