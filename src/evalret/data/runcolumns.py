@@ -476,16 +476,30 @@ def _short_numbers(values: Any) -> np.ndarray | None:
         lengths = np.diff(offsets)
         if int(lengths.min()) < 1 or int(lengths.max()) > 8:
             return None
-        data = np.zeros(int(offsets[-1]) + 8, dtype=np.uint8)  # 8 bytes read at every start
-        data[: offsets[-1]] = np.frombuffer(data_buffer, np.uint8, int(offsets[-1]))
-        if not bool(data[offsets[0] : offsets[-1]].all()):  # a NUL byte
+        raw = np.frombuffer(data_buffer, np.uint8)
+        if not bool(raw[offsets[0] : offsets[-1]].all()):  # a NUL byte
             return None
-        words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
         part = keys[at : at + len(chunk)]
-        np.take(words, offsets[:-1], out=part)
+        starts = offsets[:-1]
+        # 8 bytes read at every start: in the buffer itself, but for the values that start in
+        # its last 7 bytes, read from a zero-padded copy of them
+        inside = int(np.searchsorted(starts, len(raw) - 8, side="right"))
+        if inside:
+            np.take(_words(raw), starts[:inside], out=part[:inside])
+        if inside < len(starts):
+            first = int(starts[inside])
+            tail = np.zeros(len(raw) - first + 8, dtype=np.uint8)
+            tail[: len(raw) - first] = raw[first:]
+            part[inside:] = _words(tail)[starts[inside:] - first]
         part &= _LOW_BYTES[lengths]
         at += len(chunk)
     return keys
+
+
+def _words(data: np.ndarray) -> np.ndarray:
+    """The 64-bit little-endian number at every byte of ``data`` (uint8, 8 bytes or more) but
+    its last 7: a view, not a copy."""
+    return np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
 
 
 def _interned(numbers: np.ndarray, kind: Any, pa: Any) -> tuple[np.ndarray, Any]:
@@ -573,8 +587,8 @@ def _repeats(q: np.ndarray, d: np.ndarray, n_docs: int) -> bool:
         return False
     fits = (int(q.max()) + 1) * max(n_docs, 1) < 1 << 31
     keys = q.astype(np.int32 if fits else np.int64)
-    keys *= n_docs
-    keys += d
+    np.multiply(keys, n_docs, out=keys)
+    np.add(keys, d, out=keys)
     keys.sort()
     return bool((keys[1:] == keys[:-1]).any())
 
