@@ -147,16 +147,22 @@ def test_character_device_is_written_in_place(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["null"]  # no temporary file either
 
 
+def _fifo_read_behind(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
+    """A named pipe at ``fifo``, and a started thread that reads it whole into the list."""
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    return reader, received
+
+
 def test_fifo_is_written_in_place(tmp_path: Path) -> None:
     """A named pipe gets the text and stays a pipe."""
     fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    received: list[str] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
-    reader.start()
+    reader, received = _fifo_read_behind(fifo)
     atomic_write_text(fifo, "through the pipe")
     reader.join(timeout=10)
-    assert received == ["through the pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert received == [b"through the pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
 @pytest.mark.parametrize("kind", ["directory", "socket", "link to a directory"])
@@ -384,10 +390,7 @@ def test_a_bad_path_of_a_set_fails_when_opened_and_leaves_nothing(tmp_path: Path
 def test_a_fifo_in_a_set_is_written_in_place(tmp_path: Path) -> None:
     """A named pipe among a set's files gets its text in place, as it is written."""
     fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
-    reader.start()
+    reader, received = _fifo_read_behind(fifo)
     with AtomicFiles() as files:
         files.open(tmp_path / "a.json").write([b"{}"])
         files.open(fifo).write(iter([b"through ", b"the ", b"pipe"]))
