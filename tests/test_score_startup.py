@@ -63,14 +63,18 @@ main()
 """
 
 
-def _score(tmp_path: Path, code: str, env: dict[str, str] | None = None) -> str:
+def _score(
+    tmp_path: Path, code: str, env: dict[str, str] | None = None, trec_eval_output: bool = False
+) -> str:
     """The last line ``code`` (a program that runs evalret's main and prints at exit) prints
-    after a fresh `evalret score` of a tiny qrels file and run (a document the qrels lack)."""
+    after a fresh `evalret score` of a tiny qrels file and run (a document the qrels lack),
+    writing its files, or with ``trec_eval_output`` printing trec_eval's text."""
     qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
     qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n")
     run.write_text("q1 Q0 d1 1 2.5 t\nq1 Q0 d9 2 1.0 t\nq2 Q0 d2 1 0.5 t\n")
     out = tmp_path / "out"
-    args = ["score", str(qrels), str(run), "--no-progress", "--out", str(out)]
+    args = ["score", str(qrels), str(run)]
+    args += ["--trec-eval-output"] if trec_eval_output else ["--no-progress", "--out", str(out)]
     done = subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
@@ -80,7 +84,10 @@ def _score(tmp_path: Path, code: str, env: dict[str, str] | None = None) -> str:
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    assert (out / "run.run.trec").read_text().startswith("q1 Q0 d1 1 2.5 evalret-run")
+    if trec_eval_output:
+        assert "runid                 \tall\tt\n" in done.stdout and not out.exists()
+    else:
+        assert (out / "run.run.trec").read_text().startswith("q1 Q0 d1 1 2.5 evalret-run")
     return done.stdout.strip().splitlines()[-1]
 
 
@@ -96,6 +103,15 @@ def test_score_imports_nothing_heavy(tmp_path: Path) -> None:
 
 def test_score_imports_none_of_what_only_other_commands_use(tmp_path: Path) -> None:
     assert _loaded(tmp_path, UNUSED) == []
+
+
+# what only score's own reports need: `score --trec-eval-output` prints trec_eval's text alone
+REPORTS = ("evalret.pipeline.runner", "evalret.pipeline.evaluate", "evalret.report.html", "rich")
+
+
+def test_score_trec_eval_output_imports_no_pipeline_or_report(tmp_path: Path) -> None:
+    names = HEAVY + UNUSED + REPORTS
+    assert json.loads(_score(tmp_path, f"HEAVY = {names!r}\n{CODE}", trec_eval_output=True)) == []
 
 
 # what the environment holds at the end of the command: OpenBLAS's spin setting is there only

@@ -216,19 +216,18 @@ def score(
     --baseline. Exit 1 when a check fails. Writes into --out: report.json, report.md,
     comment.md, report.html, junit.xml (with a baseline) and run.INDEX.trec per run;
     --trec-eval-output prints trec_eval's own text instead and writes nothing."""
-    with loading():
-        from evalret.commands.score import score_command
-        from evalret.report.terminal_brief import print_run
-
-    if trec_eval_output:
-        from evalret.commands.trec_eval import score_as_trec_eval
-
+    if trec_eval_output:  # (without the pipeline's modules: none of them is used)
+        with loading():
+            from evalret.commands.trec_eval import score_as_trec_eval
         refused = {"--metric": metric, "--out": out, "--baseline": baseline}
         text = score_as_trec_eval(
             golden=golden, runs=runs, relevance_level=relevance_level, refused=refused
         )
         sys.stdout.write(text)
         return ExitCode.OK
+    with loading():
+        from evalret.commands.score import score_command
+        from evalret.report.terminal_brief import print_run
     outcome = score_command(
         golden=golden,
         runs=runs,
