@@ -262,9 +262,9 @@ def trec_eval(
     trec_eval reads them (-m official by default, all_trec for the whole set, name.params for a
     measure's cutoffs or gains). Other trec_eval flags are refused (exit 2), as are its errors
     (exit 2, not trec_eval's own codes). Writes nothing: the text goes to stdout."""
-    from evalret.commands.trec_eval import ALL_DOCS, trec_eval_command
-    from evalret.core.treceval import Settings
-
+    with loading():
+        from evalret.commands.trec_eval import ALL_DOCS, trec_eval_command
+        from evalret.core.treceval import Settings
     settings = Settings(
         relevance_level=level_for_rel,
         judged_only=judged_docs_only,
