@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
-from evalret.core.ranking import SearchResult
+from evalret.core.ranking import SearchResult, picked
 from evalret.data.goldenset import GoldenSet
 from evalret.data.runcolumns import ArrowNames
 
@@ -226,10 +226,8 @@ def _names(
 
 def _picked(texts: Sequence[str], which: np.ndarray) -> Sequence[str]:
     """``texts[i]`` for each of the ascending distinct indexes ``which``: ``texts`` itself when
-    that is all of them."""
-    if len(which) == len(texts):
-        return texts
-    return [*map(texts.__getitem__, which.tolist())]
+    that is all of them (else ``core.ranking.picked``)."""
+    return texts if len(which) == len(texts) else picked(texts, which.tolist())
 
 
 def _blocks(counts: np.ndarray, depth: int, per_block: int) -> Iterator[_Lines]:
