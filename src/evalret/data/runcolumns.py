@@ -462,9 +462,10 @@ def _short_numbers(values: Any) -> np.ndarray | None:
     value is 1 to 8 bytes without a NUL: its bytes, zero-padded, read little-endian (distinct
     values, distinct numbers); None otherwise."""
     chunks = values.chunks if hasattr(values, "chunks") else [values]
-    if not sum(len(chunk) for chunk in chunks):
+    total = sum(len(chunk) for chunk in chunks)
+    if not total:
         return None
-    keys = np.empty(sum(len(chunk) for chunk in chunks), dtype="<u8")
+    keys = np.empty(total, dtype="<u8")
     at = 0
     for chunk in chunks:
         if str(chunk.type) not in ("binary", "string") or chunk.null_count:

@@ -110,13 +110,11 @@ class _Kept:
         """Each kept pair's row in ``run``'s columns: a slice when they are its rows from the
         first on, in order (a run of exactly the evaluated queries, none cut: no index array
         is made), else their indices."""
+        first = self._first()  # (each query's start in the kept order: where the one before ends)
         total = int(self.lengths.sum())
-        ends = np.cumsum(self.lengths)
-        if not len(self.starts) or (
-            int(self.starts[0]) == 0 and bool((self.starts[1:] == ends[:-1]).all())
-        ):
+        if not len(self.starts) or bool((self.starts == first).all()):
             return slice(0, total)
-        return np.repeat(self.starts - self._first(), self.lengths) + np.arange(total)
+        return np.repeat(self.starts - first, self.lengths) + np.arange(total)
 
     def placement(self) -> tuple[np.ndarray, np.ndarray]:
         """Each kept pair's result row and rank (0-based)."""
