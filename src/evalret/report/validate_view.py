@@ -40,7 +40,9 @@ def _summary_table(v: Validation) -> Table | None:
     s = v.summary
     if s is None:
         return None
-    table = Table(title=Text(f"golden set {terminal(v.source)} ({s.format})"), title_justify="left")
+    # the title on one line, however long the path (a table's title wraps to the table's width)
+    title = Text(f"golden set {terminal(v.source)} ({s.format})", no_wrap=True, overflow="ignore")
+    table = Table(title=title, title_justify="left")
     table.add_column("", style="bold", no_wrap=True)
     table.add_column("", overflow="fold")
     table.show_header = False
