@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -139,6 +140,18 @@ def answer_body_fault(handler: Any, fault: tuple[Any, ...] | None, state: Any) -
             state.sent.append(sent)
         return True
     return False
+
+
+def cut_short(sent: list[tuple[int, int]]) -> None:
+    """One hostile body asked for, and the connection closed before it was all sent. The server's
+    handler records what it sent when its write fails, which may be after the command ended: the
+    record is waited for (a minute at most)."""
+    deadline = time.monotonic() + 60
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(sent) == 1, sent
+    done, size = sent[0]
+    assert size == HOSTILE_BYTES and done < size, f"{done:,} of {size:,} bytes were sent"
 
 
 def send_hostile_body(handler: Any, mode: str) -> tuple[int, int]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from chat_server import ChatServer
 from conftest import DEMO
 from evalret.data.config import MIB, parse_config
 from evalret.pipeline.judge import parse_grade
-from helpers import HOSTILE_BYTES, HOSTILE_MODES, bomb, invoke, make_set
+from helpers import HOSTILE_BYTES, HOSTILE_MODES, bomb, cut_short, invoke, make_set
 from rerank_server import RerankServer
 
 PAIRS = [("q1", "d1", "what is a kernel", "a kernel is the core of an operating system")] + [
@@ -69,18 +68,6 @@ def _truth() -> dict[tuple[str, str], int]:
     return {(qt, dt): 2 for _, _, qt, dt in PAIRS}
 
 
-def _cut_short(sent: list[tuple[int, int]]) -> None:
-    """One hostile body asked for, and the connection closed before it was all sent. The server's
-    handler records what it sent when its write fails, which may be after the command ended: the
-    record is waited for (a minute at most)."""
-    deadline = time.monotonic() + 60
-    while not sent and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(sent) == 1, sent
-    done, size = sent[0]
-    assert size == HOSTILE_BYTES and done < size, f"{done:,} of {size:,} bytes were sent"
-
-
 # --- the cap -------------------------------------------------------------------------------------
 
 
@@ -105,7 +92,7 @@ def test_the_judge_stops_reading_at_its_default_limit(tmp_path: Path, mode: str)
         assert "reading stopped at 67," in line  # 64 MiB and the piece that passed it
     else:
         assert "bytes decoded from" in line and f"bytes of {mode}" in line
-    _cut_short(server.state.sent)
+    cut_short(server.state.sent)
 
 
 @pytest.mark.parametrize("mode", ["huge", "gzip"])
@@ -138,7 +125,7 @@ def test_an_http_reranker_stops_reading_at_its_limit(
     assert code == 3, out
     assert f"rerank request to {server.base_url}/rerank:" in line
     assert "larger than indexes.rr.reranker.max_response_mb (2 MiB)" in line
-    _cut_short(server.state.sent)
+    cut_short(server.state.sent)
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])

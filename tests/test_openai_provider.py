@@ -34,7 +34,7 @@ from evalret.errors import ConfigError, ModelError
 from evalret.pipeline.evaluate import run_evaluation
 from evalret.pipeline.plan import dry_run
 from evalret.report.run_notes import api_line
-from helpers import HOSTILE_BYTES, bomb, marks_its_users, metric_table
+from helpers import bomb, cut_short, marks_its_users, metric_table
 from openai_server import EmbeddingServer, packaged_model
 
 runner = CliRunner()
@@ -187,7 +187,7 @@ def test_an_answer_past_the_limit_is_refused(
     assert f"embedding request to {api.base_url}/embeddings:" in output
     assert "larger than model.max_response_mb (64 MiB)" in output
     assert "(or lower model.max_batch, 256 texts a request)" in output
-    assert len(api.state.sent) == 1 and api.state.sent[0][0] < HOSTILE_BYTES
+    cut_short(api.state.sent)
 
 
 def test_a_huge_retry_after_is_not_retried(api: EmbeddingServer, tmp_path: Path) -> None:
