@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evalret.data import early_runs
 from evalret.data.runcolumns import (
     _SPACE_OR_EMPTY,
     ArrowNames,
@@ -76,13 +77,18 @@ def plain_run(draw: st.DrawFn) -> bytes:
 
 
 @FUZZ
-@given(data=run_bytes(), depth=st.integers(1, 4), gz=st.booleans())
-def test_read_run_equals_the_line_reader_on_any_file(data: bytes, depth: int, gz: bool) -> None:
+@given(data=run_bytes(), depth=st.integers(1, 4), gz=st.booleans(), early=st.booleans())
+def test_read_run_equals_the_line_reader_on_any_file(
+    data: bytes, depth: int, gz: bool, early: bool
+) -> None:
     """Whatever the bytes (trec_eval's tolerated variations and hostile ones), read_run gives
-    what the line reader gives: the same rankings, digest and counts, or the same refusal."""
+    what the line reader gives: the same rankings, digest and counts, or the same refusal; the
+    file read early (data.early_runs, as `evalret score` reads it) or not."""
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "r.trec"
         path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
+        if early:
+            early_runs.start([str(path)])
         assert _outcome(path, depth, read_run) == _outcome(path, depth, read_run_lines)
 
 

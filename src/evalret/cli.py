@@ -217,7 +217,7 @@ def score(
     comment.md, report.html, junit.xml (with a baseline) and run.INDEX.trec per run;
     --trec-eval-output prints trec_eval's own text instead and writes nothing."""
     if trec_eval_output:  # (without the pipeline's modules: none of them is used)
-        with loading():
+        with loading(runs):
             from evalret.commands.trec_eval import score_as_trec_eval
         refused = {"--metric": metric, "--out": out, "--baseline": baseline}
         text = score_as_trec_eval(
@@ -225,7 +225,7 @@ def score(
         )
         sys.stdout.write(text)
         return ExitCode.OK
-    with loading():
+    with loading(runs):  # (the runs read while the modules import)
         from evalret.commands.score import score_command
         from evalret.report.terminal_brief import print_run
     outcome = score_command(
@@ -262,7 +262,7 @@ def trec_eval(
     trec_eval reads them (-m official by default, all_trec for the whole set, name.params for a
     measure's cutoffs or gains). Other trec_eval flags are refused (exit 2), as are its errors
     (exit 2, not trec_eval's own codes). Writes nothing: the text goes to stdout."""
-    with loading():
+    with loading([str(run)]):
         from evalret.commands.trec_eval import ALL_DOCS, trec_eval_command
         from evalret.core.treceval import Settings
     settings = Settings(

@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, get_type_hints
@@ -36,6 +36,7 @@ import typer.core
 from typer.core import TyperCommand, TyperGroup
 
 from evalret.cli_help import EXAMPLES, SECTIONS, START_HERE
+from evalret.data import early_runs
 from evalret.errors import EvalretError, ExitCode, InputError, Terminated
 from evalret.report.escape import markup_safe
 
@@ -557,19 +558,22 @@ def _blas_workers_sleep() -> Iterator[None]:
 
 
 @contextmanager
-def loading() -> Iterator[None]:
+def loading(runs: Iterable[str] = ()) -> Iterator[None]:
     """Import a command's modules inside: the collector pauses while they load (their classes,
     functions and pydantic schemas all live on: nothing to collect), then everything alive is
     frozen (gc.freeze), so that the collections during the command's work never walk it again
     (some 20 ms of a short `evalret score`); numpy's BLAS workers sleep rather than spin
     (``BLAS_SPIN``). Only in the CLI's own process (``run_app``): a caller's collector and
-    libraries (``import evalret``, CliRunner) are left alone."""
+    libraries (``import evalret``, CliRunner) are left alone. The run files named by ``runs``
+    (PATH or NAME=PATH arguments) are read meanwhile (``data.early_runs``), in any process."""
     own = bool(_own_process)
     paused = own and gc.isenabled()
     if paused:
         gc.disable()
     try:
         with _blas_workers_sleep() if own else contextlib.nullcontext():
+            if runs:
+                early_runs.start(runs)
             yield
     finally:
         if paused:

@@ -31,6 +31,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
+import io
+import mmap
+from codecs import BOM_UTF8
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -39,6 +43,11 @@ from typing import Any, overload
 
 import numpy as np
 
+# the longest line read, newline included: a TREC line is six short columns; a JSONL line holds a
+# query's whole ranking (100,000 results of ~60 bytes fit)
+MAX_LINE_BYTES: dict[str, int] = {"trec": 1 << 20, "jsonl": 64 << 20}
+CHUNK = 8 << 20  # the columnar reader's block of the file (pyarrow parses it in 2 MiB parts)
+GZIP_MAGIC = b"\x1f\x8b"  # a run file starting with these bytes is read through gzip
 _NAMES = ["qid", "q0", "docno", "rank", "score", "tag"]
 
 
@@ -246,26 +255,38 @@ class _Blocks:
         return int(np.diff(ends, prepend=-1).max(initial=0)) <= self.limit
 
 
-def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Columns | None:
+def read_trec_columns(
+    chunks: Iterable[bytes], depth: int, limit: int, early: EarlyRun | None = None
+) -> Columns | None:
     """The TREC run in ``chunks`` (the file's bytes in order, any split), each query's best
     ``depth`` documents kept; None when the file is not one this reader proves it reads as
-    trec_eval does (the caller then reads it line by line)."""
+    trec_eval does (the caller then reads it line by line). ``early``: this file as
+    ``read_early`` read it: its bytes are checked here as ever and its parse taken (``chunks``
+    is then not read)."""
+    if early is None:
+        blocks = _Blocks(chunks, limit, _trec_bytes)
+        table = _trec_table(blocks)
+    else:
+        blocks = _Blocks(early.chunks(), limit, _trec_bytes)
+        for _ in blocks:  # (checked: the parse is made)
+            pass
+        table = early.parsed()
+    if table is None or not blocks.plain or not table.num_rows:
+        return None
+    parts = [table.column("qid"), table.column("docno"), table.column("score")]
+    del table  # (_finish holds the only reference to the columns)
+    return _finish(parts, None, depth, blocks.n_lines)
+
+
+def _trec_table(blocks: _Blocks, threads: bool = True) -> Any:
+    """pyarrow's table of the TREC run in ``blocks``, parsed block by block (with pyarrow's
+    threads or in the calling one); None where pyarrow refuses a block. The parse stops at a
+    block that is not plain (``blocks.plain`` is then False)."""
     import pyarrow as pa
     import pyarrow.csv as csv
 
-    options = {
-        "read_options": csv.ReadOptions(column_names=_NAMES, block_size=2 << 20),
-        "parse_options": csv.ParseOptions(
-            delimiter=" ", quote_char=False, escape_char=False, double_quote=False
-        ),
-        "convert_options": csv.ConvertOptions(
-            column_types={name: pa.binary() for name in _NAMES} | {"score": pa.float64()},
-            include_columns=["qid", "docno", "score"],  # the others are checked by _trec_bytes
-            null_values=[],
-            strings_can_be_null=False,
-        ),
-    }
-    blocks = _Blocks(chunks, limit, _trec_bytes)
+    options = _trec_csv_options()
+    options["read_options"].use_threads = threads
     tables = []
     pool = pa.system_memory_pool()  # gives freed memory back: the peak stays near what is kept
     parsed = 0
@@ -280,12 +301,81 @@ def read_trec_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Column
                 parsed = 0
     except pa.ArrowInvalid:
         return None
-    if not blocks.plain or not sum(t.num_rows for t in tables):
+    return pa.concat_tables(tables) if tables else None
+
+
+def _trec_csv_options() -> dict[str, Any]:
+    """pyarrow's CSV options for a TREC run: six columns split at one space, no quoting, the
+    query, document and score converted (bytes, bytes, float64; ``_trec_bytes`` stands for the
+    other three)."""
+    import pyarrow as pa
+    import pyarrow.csv as csv
+
+    return {
+        "read_options": csv.ReadOptions(column_names=_NAMES, block_size=2 << 20),
+        "parse_options": csv.ParseOptions(
+            delimiter=" ", quote_char=False, escape_char=False, double_quote=False
+        ),
+        "convert_options": csv.ConvertOptions(
+            column_types={name: pa.binary() for name in _NAMES} | {"score": pa.float64()},
+            include_columns=["qid", "docno", "score"],
+            null_values=[],
+            strings_can_be_null=False,
+        ),
+    }
+
+
+class EarlyRun:
+    """A TREC run file as ``read_early`` read it, each part handed over once so that its memory
+    goes as soon as the reader is done with it: the file's bytes (``chunks``), their sha256, and
+    pyarrow's table of them (``parsed``; None where pyarrow refused them)."""
+
+    def __init__(self, data: mmap.mmap, start: int, table: Any, sha256: str) -> None:
+        self._data: mmap.mmap | None = data
+        self._start, self._table, self.sha256 = start, table, sha256
+
+    def chunks(self) -> Iterator[bytes]:
+        """The bytes after the byte-order mark, in blocks of CHUNK."""
+        data, self._data = self._data, None
+        assert data is not None
+        for at in range(self._start, len(data), CHUNK):
+            yield data[at : at + CHUNK]
+
+    def parsed(self) -> Any:
+        """pyarrow's table of the bytes, or None."""
+        table, self._table = self._table, None
+        return table
+
+
+def read_early(file: io.RawIOBase, size: int) -> EarlyRun | None:
+    """The open regular ``file`` of ``size`` bytes read whole and parsed as ``read_trec_columns``
+    parses a TREC run, in the calling thread (``data.early_runs``' own, while the command's
+    modules import: reading, hashing and parsing leave the GIL, and pyarrow parses in this
+    thread alone); None for a gzipped file (``data.runfile`` reads it), or one that was not
+    ``size`` bytes (it changed). The bytes are held in an anonymous mapping, not on the heap
+    (where a freed block of their size would stay the process's, and raise its peak)."""
+    import pyarrow as pa
+    import pyarrow.csv as csv
+
+    data = mmap.mmap(-1, size)
+    view = memoryview(data)
+    got = 0
+    while got < size and (n := file.readinto(view[got:])):
+        got += n
+    view.release()
+    if got != size or file.read(1) or data[:2] == GZIP_MAGIC:
         return None
-    table = pa.concat_tables(tables)
-    parts = [table.column("qid"), table.column("docno"), table.column("score")]
-    del table, tables
-    return _finish(parts, None, depth, blocks.n_lines)
+    sha256 = hashlib.sha256(data).hexdigest()
+    start = len(BOM_UTF8) if data[: len(BOM_UTF8)] == BOM_UTF8 else 0
+    options = _trec_csv_options()
+    options["read_options"].use_threads = False
+    try:
+        table = csv.read_csv(
+            pa.py_buffer(data).slice(start), **options, memory_pool=pa.system_memory_pool()
+        )
+    except pa.ArrowInvalid:  # (read_trec_columns answers None)
+        table = None
+    return EarlyRun(data, start, table, sha256)
 
 
 def read_jsonl_columns(chunks: Iterable[bytes], depth: int, limit: int) -> Columns | None:

@@ -61,18 +61,19 @@ from typing import Any, Literal
 
 import numpy as np
 
-from evalret.data.runcolumns import read_jsonl_columns, read_trec_columns
+from evalret.data import early_runs
+from evalret.data.runcolumns import (
+    CHUNK,
+    GZIP_MAGIC,
+    MAX_LINE_BYTES,
+    read_jsonl_columns,
+    read_trec_columns,
+)
 from evalret.data.textfile import BOM, TextProblem, decode, parse_json
 from evalret.errors import InputError, Problem
 
 RunFormat = Literal["trec", "jsonl"]
 
-# the longest line read, newline included: a TREC line is six short columns; a JSONL line holds a
-# query's whole ranking (100,000 results of ~60 bytes fit)
-MAX_LINE_BYTES: dict[str, int] = {"trec": 1 << 20, "jsonl": 64 << 20}
-
-CHUNK = 8 << 20  # the columnar reader's block of the file (pyarrow parses it in 2 MiB parts)
-GZIP_MAGIC = b"\x1f\x8b"  # a run file starting with these bytes is read through gzip
 
 # what C's strtod takes as a number at the start of a text (case-insensitive): hexadecimal,
 # decimal, inf / infinity, nan with an optional (chars) tail
@@ -413,8 +414,14 @@ def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
     where they read it as the line reader does; the line reader here is the reference, and
     reads every other file (and names the line of any problem)."""
     source = _File(path, fmt)
-    read_columns = read_trec_columns if fmt == "trec" else read_jsonl_columns
-    fast = read_columns(source.chunks(), depth, source.limit)
+    early = early_runs.take(path) if fmt == "trec" else None
+    if early is not None:  # read while the command's modules imported
+        fast = read_trec_columns((), depth, source.limit, early)
+        sha256 = early.sha256
+    else:
+        read_columns = read_trec_columns if fmt == "trec" else read_jsonl_columns
+        fast = read_columns(source.chunks(), depth, source.limit)
+        sha256 = source.digest.hexdigest()
     if fast is not None:
         return RunFile(
             query_ids=fast.query_ids,
@@ -422,7 +429,7 @@ def read_run(path: Path, fmt: RunFormat, depth: int) -> RunFile:
             offsets=fast.offsets,
             docs=fast.docs,
             scores=fast.scores,
-            sha256=source.digest.hexdigest(),
+            sha256=sha256,
             n_lines=fast.n_lines,
             doc_names=fast.doc_names,
         )
