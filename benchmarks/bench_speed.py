@@ -21,13 +21,14 @@ qids and docnos, with nothing checked, ordered or aligned; (b) a process that on
 libraries `evalret score` cannot start without (numpy, pyarrow, pydantic, typer, rich), plus
 floor (a).
 
-Each figure is a fresh process's best of ``--repeat`` calls (in-process figures) or the median
-of ``--runs`` processes (whole-process figures); the ratios are taken between figures of this
-run. The all_trec text is checked equal to ``trec_eval_command``'s, and evalret's values equal to
-pytrec_eval's per query (1e-9); the script exits 1 on a mismatch.
+Each in-process figure is the median, over ``--processes`` fresh processes, of each one's best
+of ``--repeat`` calls; a whole-process figure is the median of ``--runs`` processes. The ratios
+are taken between figures of this run. The all_trec text is checked equal to
+``trec_eval_command``'s, and evalret's values equal to pytrec_eval's per query (1e-9); the
+script exits 1 on a mismatch.
 
 Run: ``.venv/bin/python benchmarks/bench_speed.py [--queries Q --depth D] [--repeat N]
-[--runs N]``.
+[--runs N] [--processes N]``.
 """
 
 from __future__ import annotations
@@ -119,20 +120,33 @@ def _arguments() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=3, help="calls in each in-process child")
     p.add_argument("--runs", type=int, default=5, help="processes of each whole command")
+    p.add_argument("--processes", type=int, default=3, help="children of each in-process figure")
     return p.parse_args()
 
 
-def _in_process(root: Path, qrels: Path, run: Path, repeat: int) -> dict[str, dict]:
-    """The in-process figures, one child each, in turn: pytrec_eval, evalret (4 metrics),
-    evalret (the default metrics), all_trec."""
+def _in_process(
+    root: Path, qrels: Path, run: Path, repeat: int, processes: int
+) -> dict[str, dict]:
+    """The in-process figures, each from ``processes`` children, the tools in turn (pytrec_eval,
+    evalret on the 4 metrics, on the default metrics, all_trec, the read floor, and again): each
+    figure's seconds are the median of its children's bests (a process's own layout moves one
+    child's figure by several percent), the rest of it the first child's."""
     env = {"REPEAT": str(repeat), "MEASURES": json.dumps(MEASURES)}
     files = [str(qrels), str(run)]
+    children = {
+        "pytrec": (PYTREC, files),
+        "evalret": (EVALRET, [*files, "trec", "1000", *METRICS]),
+        "six": (EVALRET, [*files, "trec", "1000", *DEFAULT_METRICS]),
+        "all_trec": (ALL_TREC, files),
+        "floor_read": (FLOOR_READ, [str(run)]),
+    }
+    got: dict[str, list[dict]] = {name: [] for name in children}
+    for _ in range(processes):
+        for name, (script, args) in children.items():
+            got[name].append(_child(sys.executable, script, args, env))
     return {
-        "pytrec": _child(sys.executable, PYTREC, files, env),
-        "evalret": _child(sys.executable, EVALRET, [*files, "trec", "1000", *METRICS], env),
-        "six": _child(sys.executable, EVALRET, [*files, "trec", "1000", *DEFAULT_METRICS], env),
-        "all_trec": _child(sys.executable, ALL_TREC, files, env),
-        "floor_read": _child(sys.executable, FLOOR_READ, [str(run)], env),
+        name: {**runs[0], "seconds": statistics.median(r["seconds"] for r in runs)}
+        for name, runs in got.items()
     }
 
 
@@ -170,7 +184,7 @@ def main() -> int:
         lines = sum(1 for _ in run.open("rb"))
         print(f"run: {lines:,} lines, {run.stat().st_size / 1e6:.1f} MB; load before: ", end="")
         print(Path("/proc/loadavg").read_text().split()[:3])
-        fig = _in_process(root, qrels, run, args.repeat)
+        fig = _in_process(root, qrels, run, args.repeat, args.processes)
         worst = _max_difference(fig["evalret"]["values"], fig["pytrec"]["values"], METRICS)
         from evalret.commands.trec_eval import score_as_trec_eval
 
