@@ -263,11 +263,10 @@ def read_trec_columns(
     trec_eval does (the caller then reads it line by line). ``early``: this file as
     ``read_early`` read it: its bytes are checked here as ever and its parse taken (``chunks``
     is then not read)."""
+    blocks = _Blocks(chunks if early is None else early.chunks(), limit, _trec_bytes)
     if early is None:
-        blocks = _Blocks(chunks, limit, _trec_bytes)
         table = _trec_table(blocks)
     else:
-        blocks = _Blocks(early.chunks(), limit, _trec_bytes)
         for _ in blocks:  # (checked: the parse is made)
             pass
         table = early.parsed()
@@ -278,15 +277,14 @@ def read_trec_columns(
     return _finish(parts, None, depth, blocks.n_lines)
 
 
-def _trec_table(blocks: _Blocks, threads: bool = True) -> Any:
-    """pyarrow's table of the TREC run in ``blocks``, parsed block by block (with pyarrow's
-    threads or in the calling one); None where pyarrow refuses a block. The parse stops at a
-    block that is not plain (``blocks.plain`` is then False)."""
+def _trec_table(blocks: _Blocks) -> Any:
+    """pyarrow's table of the TREC run in ``blocks``, parsed block by block; None where pyarrow
+    refuses a block. The parse stops at a block that is not plain (``blocks.plain`` is then
+    False)."""
     import pyarrow as pa
     import pyarrow.csv as csv
 
     options = _trec_csv_options()
-    options["read_options"].use_threads = threads
     tables = []
     pool = pa.system_memory_pool()  # gives freed memory back: the peak stays near what is kept
     parsed = 0
@@ -368,7 +366,7 @@ def read_early(file: io.RawIOBase, size: int) -> EarlyRun | None:
     sha256 = hashlib.sha256(data).hexdigest()
     start = len(BOM_UTF8) if data[: len(BOM_UTF8)] == BOM_UTF8 else 0
     options = _trec_csv_options()
-    options["read_options"].use_threads = False
+    options["read_options"].use_threads = False  # this thread alone: the imports have the other
     try:
         table = csv.read_csv(
             pa.py_buffer(data).slice(start), **options, memory_pool=pa.system_memory_pool()
