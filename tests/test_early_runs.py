@@ -59,7 +59,7 @@ def test_score_reads_its_runs_early_and_scores_them_as_without(
     """`evalret score qrels NAME=PATH`: the run is read by the thread and taken by the reader;
     the report (metrics per query, the run's sha256) is the one made without the thread."""
     run = tmp_path / "run.trec"
-    run.write_text("\ufeff" + RUN.replace("\n", "\r\n"))  # a byte-order mark, CRLF lines
+    run.write_bytes(b"\xef\xbb\xbf" + RUN.replace("\n", "\r\n").encode())  # a BOM, CRLF lines
     early = _score(tmp_path, run, "early")
     assert len(taken) == 1 and taken[0] is not None
     monkeypatch.setattr(early_runs, "start", lambda runs: None)
