@@ -149,13 +149,9 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     the directory is flushed too. On any failure the temporary file is removed and the old file,
     if any, stays. OSError is left to the caller. Stale temporaries of ``path`` (see
     remove_stale_temps) are removed first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(path.parent, f".{glob.escape(path.name)}.*.tmp")
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(name)
+    fd, tmp = _temp_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.chmod(tmp, _default_mode())
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -164,6 +160,22 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _temp_file_beside(path: Path) -> tuple[int, Path]:
+    """A new temporary file ``.NAME.<random>.tmp`` beside ``path``, with the mode a plain open()
+    would give: its descriptor and path (the parent made, stale temporaries of ``path`` removed
+    first). OSError as the filesystem gives it, nothing left behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path.parent, f".{glob.escape(path.name)}.*.tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(name, _default_mode())
+    except BaseException:
+        os.close(fd)
+        Path(name).unlink(missing_ok=True)
+        raise
+    return fd, Path(name)
 
 
 def temp_dir_beside(path: Path) -> Path:
@@ -302,14 +314,8 @@ class AtomicFiles:
         self._files.append(file)  # from here on discarded on an error
         if not in_place:
             with _naming(path, what):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                remove_stale_temps(target.parent, f".{glob.escape(target.name)}.*.tmp")
-                fd, name = tempfile.mkstemp(
-                    dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-                )
-                file.tmp = Path(name)
+                fd, file.tmp = _temp_file_beside(target)
                 file.handle = os.fdopen(fd, "wb")
-                os.chmod(name, _default_mode())
         return file
 
     def commit(self) -> None:
